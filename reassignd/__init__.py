@@ -1,0 +1,1 @@
+"""The `reassignd` command: one entry point for the daemon, the simulated cluster and the tools."""

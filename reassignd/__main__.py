@@ -1,0 +1,3 @@
+from reassignd.cli import main
+
+raise SystemExit(main())

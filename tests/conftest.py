@@ -1,0 +1,32 @@
+"""Suite-wide set-up: Hypothesis profiles and the shared session fixtures.
+
+Profiles: "dev" (default) and "ci" (selected when CI is set), both sized so that `make test`
+stays well under 15 minutes on 2 cores. Fixtures that start real servers live in
+tests/fixtures/ (one ZooKeeper per test session, one Spark session per test session).
+"""
+
+import os
+
+from hypothesis import HealthCheck, settings
+
+settings.register_profile(
+    "dev",
+    max_examples=50,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.register_profile(
+    "ci",
+    max_examples=50,
+    deadline=None,
+    derandomize=True,
+    print_blob=True,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+settings.load_profile(os.environ.get("HYPOTHESIS_PROFILE", "ci" if os.environ.get("CI") else "dev"))
+
+# Session fixtures, each owned by the area that provides the server behind it.
+pytest_plugins = [
+    "tests.fixtures.zk",
+    "tests.fixtures.spark",
+]
