@@ -1,0 +1,277 @@
+"""Replicas and the copy model: producers append to leaders, followers copy at capped rates.
+
+Pure and clock-free: :meth:`ReplicationModel.advance` moves simulated time forward to ``now``
+(any monotonic float, seconds) in steps of at most ``max_step``. Brokers of one simulation
+share one model, so a follower reads its leader replica's state directly (there is no Fetch
+API between simulated brokers).
+
+Per step, in this order:
+
+1. every online leader replica grows by the produce rate (bytes/s and messages/s);
+2. every online follower whose leader replica is online and leading wants the bytes it lacks;
+   the wants are granted max-min fairly within these shared pools (:mod:`sim.fairshare`):
+   the follower broker's ``bandwidth`` (all its copies), its follower throttle rate (its
+   throttled copies) and the leader broker's leader throttle rate (throttled copies it
+   serves). As in Kafka, a copy is throttled only while the follower is outside the ISR;
+3. a follower that now holds all of its leader's log is "caught up" at the step's end time;
+   the leader remembers that time per follower (``replica.lag.time.max.ms`` uses it).
+
+Offsets follow bytes: a follower copying ``b`` of the ``d`` bytes it lacks moves ``b/d`` of
+the way from its log end offset to the leader's.
+
+    >>> model = ReplicationModel(CopySettings(bandwidth=1e6, produce_bytes=0, produce_messages=0))
+    >>> leader = model.add(Replica("t", 0, 1, size=10e6, leo=10_000))
+    >>> leader.become_leader(leader_epoch=0, isr=(1,), replicas=(1, 2), zk_version=0, now=0.0)
+    >>> follower = model.add(Replica("t", 0, 2))
+    >>> follower.become_follower(leader=1, leader_epoch=0, replicas=(1, 2))
+    >>> model.advance(5.0); follower.size_bytes, model.lag(follower)
+    (5000000, 5000)
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field
+
+from sim.fairshare import EPSILON, allocate
+from sim.throttle import Throttles
+
+# Simulated time advances in steps no longer than this (seconds): short enough that a
+# follower and the producers interleave as they would with Kafka's fetch loop (~100 ms).
+DEFAULT_MAX_STEP = 0.1
+
+NO_LEADER = -1
+
+
+class Role(enum.Enum):
+    NONE = "none"  # hosted but neither leading nor following (before LeaderAndIsr, after StopReplica)
+    LEADER = "leader"
+    FOLLOWER = "follower"
+
+
+@dataclass(eq=False)
+class Replica:
+    """One broker's copy of one partition, and the partition state that broker holds."""
+
+    topic: str
+    partition: int
+    broker: int
+    size: float = 0.0  # bytes held
+    leo: float = 0.0  # log end offset (messages)
+    role: Role = Role.NONE
+    leader: int = NO_LEADER
+    leader_epoch: int = -1
+    controller_epoch: int = -1
+    zk_version: int = -1
+    replicas: tuple[int, ...] = ()
+    isr: tuple[int, ...] = ()
+    adding: tuple[int, ...] = ()
+    removing: tuple[int, ...] = ()
+    # Leader only: follower id -> the last time it held all of this leader's log.
+    caught_up: dict[int, float] = field(default_factory=dict)
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def size_bytes(self) -> int:
+        return int(self.size)
+
+    @property
+    def log_end_offset(self) -> int:
+        return int(self.leo)
+
+    def become_leader(
+        self,
+        *,
+        leader_epoch: int,
+        isr: tuple[int, ...],
+        replicas: tuple[int, ...],
+        zk_version: int,
+        now: float,
+        controller_epoch: int = -1,
+        adding: tuple[int, ...] = (),
+        removing: tuple[int, ...] = (),
+    ) -> None:
+        """Lead: followers already in the ISR count as caught up now (as Kafka's makeLeader)."""
+        if self.role is not Role.LEADER or leader_epoch != self.leader_epoch:
+            self.caught_up = {f: now for f in isr if f != self.broker}
+        self.role = Role.LEADER
+        self.leader = self.broker
+        self._set_state(leader_epoch, controller_epoch, zk_version, replicas, isr, adding, removing)
+
+    def become_follower(
+        self,
+        *,
+        leader: int,
+        leader_epoch: int,
+        replicas: tuple[int, ...],
+        isr: tuple[int, ...] = (),
+        zk_version: int = -1,
+        controller_epoch: int = -1,
+        adding: tuple[int, ...] = (),
+        removing: tuple[int, ...] = (),
+    ) -> None:
+        self.role = Role.FOLLOWER
+        self.leader = leader
+        self.caught_up = {}
+        self._set_state(leader_epoch, controller_epoch, zk_version, replicas, isr, adding, removing)
+
+    def go_offline(self) -> None:
+        """Stop leading and following; the log and the epochs stay (StopReplica without delete)."""
+        self.role = Role.NONE
+        self.caught_up = {}
+
+    def _set_state(self, leader_epoch, controller_epoch, zk_version, replicas, isr, adding, removing) -> None:
+        self.leader_epoch = leader_epoch
+        self.controller_epoch = controller_epoch
+        self.zk_version = zk_version
+        self.replicas = tuple(replicas)
+        self.isr = tuple(isr)
+        self.adding = tuple(adding)
+        self.removing = tuple(removing)
+
+
+@dataclass(frozen=True, slots=True)
+class CopySettings:
+    """Rates of one simulation. ``bandwidth`` None means copies are limited by throttles only."""
+
+    bandwidth: float | None = 100 * 1024 * 1024  # bytes/s a broker can fetch, all copies together
+    produce_bytes: float = 1024.0  # bytes/s appended to each leader replica
+    produce_messages: float = 1.0  # messages/s appended to each leader replica
+    max_step: float = DEFAULT_MAX_STEP
+
+
+class ReplicationModel:
+    """Every replica of one simulation, and the clock-free copy model over them."""
+
+    def __init__(self, settings: CopySettings | None = None, throttles: Throttles | None = None, now: float = 0.0):
+        self.settings = settings or CopySettings()
+        self.throttles = throttles if throttles is not None else Throttles()
+        self.now = now
+        self.offline: set[int] = set()  # brokers that are stopped: they neither copy nor serve
+        self._replicas: dict[tuple[str, int], dict[int, Replica]] = {}
+
+    # ---- bookkeeping ---------------------------------------------------------------------
+
+    def add(self, replica: Replica) -> Replica:
+        hosts = self._replicas.setdefault(replica.key, {})
+        if replica.broker in hosts:
+            raise ValueError(f"broker {replica.broker} already hosts {replica.topic}-{replica.partition}")
+        hosts[replica.broker] = replica
+        return replica
+
+    def get(self, topic: str, partition: int, broker: int) -> Replica | None:
+        return self._replicas.get((topic, partition), {}).get(broker)
+
+    def remove(self, topic: str, partition: int, broker: int) -> Replica | None:
+        hosts = self._replicas.get((topic, partition))
+        if not hosts:
+            return None
+        replica = hosts.pop(broker, None)
+        if not hosts:
+            del self._replicas[(topic, partition)]
+        return replica
+
+    def hosted_by(self, broker: int) -> list[Replica]:
+        """A broker's replicas, ordered by topic and partition."""
+        found = [hosts[broker] for hosts in self._replicas.values() if broker in hosts]
+        return sorted(found, key=lambda r: r.key)
+
+    def all(self) -> list[Replica]:
+        return [r for _, hosts in sorted(self._replicas.items()) for _, r in sorted(hosts.items())]
+
+    def online(self, broker: int) -> bool:
+        return broker not in self.offline
+
+    # ---- derived figures -----------------------------------------------------------------
+
+    def leader_of(self, replica: Replica) -> Replica | None:
+        """The replica ``replica`` copies from, if that one is online and leading."""
+        if replica.role is not Role.FOLLOWER or replica.leader == replica.broker:
+            return None
+        leader = self.get(replica.topic, replica.partition, replica.leader)
+        if leader is None or leader.role is not Role.LEADER or not self.online(leader.broker):
+            return None
+        return leader
+
+    def high_watermark(self, leader: Replica) -> float:
+        """The smallest log end offset in the leader's ISR (the leader's own if alone)."""
+        offsets = [leader.leo]
+        for member in leader.isr:
+            if member != leader.broker:
+                replica = self.get(leader.topic, leader.partition, member)
+                offsets.append(replica.leo if replica is not None else 0.0)
+        return min(offsets)
+
+    def lag(self, replica: Replica) -> int:
+        """Messages this replica lacks against the partition's leader (0 for the leader)."""
+        if replica.role is Role.LEADER:
+            return 0
+        leader = self.get(replica.topic, replica.partition, replica.leader)
+        if leader is None or leader.role is not Role.LEADER:
+            return 0
+        return max(0, leader.log_end_offset - replica.log_end_offset)
+
+    # ---- time ----------------------------------------------------------------------------
+
+    def advance(self, now: float) -> None:
+        """Run producers and copies from ``self.now`` up to ``now`` (earlier ``now``: no-op)."""
+        while self.now < now:
+            end = min(now, self.now + self.settings.max_step)
+            self._step(end - self.now, end)
+            self.now = end
+
+    def _step(self, dt: float, end: float) -> None:
+        settings = self.settings
+        followers: list[tuple[Replica, Replica]] = []
+        for hosts in self._replicas.values():
+            for replica in hosts.values():
+                if not self.online(replica.broker):
+                    continue
+                if replica.role is Role.LEADER:
+                    replica.size += settings.produce_bytes * dt
+                    replica.leo += settings.produce_messages * dt
+        for hosts in self._replicas.values():
+            for replica in hosts.values():
+                if self.online(replica.broker):
+                    leader = self.leader_of(replica)
+                    if leader is not None:
+                        followers.append((replica, leader))
+
+        demands: dict[tuple[str, int, int], float] = {}
+        pools: dict[tuple[str, int], tuple[float, list]] = {}
+
+        def join(pool: tuple[str, int], rate: float | None, flow) -> None:
+            if rate is None:
+                return
+            entry = pools.get(pool)
+            if entry is None:
+                entry = pools[pool] = (rate * dt, [])
+            entry[1].append(flow)
+
+        throttles = self.throttles
+        for follower, leader in followers:
+            if follower.leo > leader.leo or follower.size > leader.size:
+                # Diverged past the leader (an old leader's tail): truncate, as Kafka does.
+                follower.size, follower.leo = min(follower.size, leader.size), min(follower.leo, leader.leo)
+            flow = (follower.topic, follower.partition, follower.broker)
+            demands[flow] = leader.size - follower.size
+            join(("bandwidth", follower.broker), settings.bandwidth, flow)
+            if follower.broker not in leader.isr:
+                if throttles.follower_throttled(follower.topic, follower.partition, follower.broker):
+                    join(("follower", follower.broker), throttles.follower_rate(follower.broker), flow)
+                if throttles.leader_throttled(leader.topic, leader.partition, leader.broker):
+                    join(("leader", leader.broker), throttles.leader_rate(leader.broker), flow)
+
+        granted = allocate(demands, pools)
+        for follower, leader in followers:
+            flow = (follower.topic, follower.partition, follower.broker)
+            want, got = demands[flow], granted[flow]
+            if want - got <= EPSILON:
+                follower.size, follower.leo = leader.size, leader.leo
+                leader.caught_up[follower.broker] = end
+            else:
+                follower.leo += (leader.leo - follower.leo) * (got / want)
+                follower.size += got
