@@ -1,0 +1,575 @@
+"""Run Debian's ZooKeeper locally: one server or a three-server quorum on loopback.
+
+Entry point of ``reassignd zk``. The server is Debian's ``zookeeper`` package, started with
+``java`` and the jars under /usr/share/java (no /etc/zookeeper config is read or changed).
+Everything a server needs lives in its data directory: the generated ``zoo.cfg``, the
+snapshots and transaction logs, the log file ``zookeeper.log`` and ``state.json`` (pids and
+ports), so ``reassignd zk stop``/``status`` in another process find the server again.
+
+Command line::
+
+    reassignd zk start [--port 2181] [--data-dir ./var/zk] [--ensemble 3] [--foreground]
+    reassignd zk status [--data-dir ./var/zk]
+    reassignd zk stop [--data-dir ./var/zk]
+
+Exit codes: 0 success, 1 failure (port busy, ZooKeeper missing, start timed out, not
+running), 2 bad arguments.
+
+From Python::
+
+    zk = LocalZooKeeper(port=0, data_dir="/tmp/zk")   # port 0: pick a free port
+    zk.start(timeout=30)
+    kazoo_hosts = zk.connect_string                     # "127.0.0.1:41234"
+    zk.stop()
+
+    quorum = LocalZooKeeper(port=0, data_dir="/tmp/zk3", ensemble=3)
+    quorum.start()
+    quorum.kill_member(1)        # SIGKILL one server: the other two keep a quorum
+    quorum.restart_member(1)     # and it rejoins
+    quorum.stop()
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import time
+from dataclasses import asdict, dataclass
+from pathlib import Path
+
+JAVA_DIR = Path("/usr/share/java")
+ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
+# Debian's zookeeper.jar names its dependencies in its manifest Class-Path, but not an SLF4J
+# binding; slf4j-simple writes the server's log to stderr, which we send to zookeeper.log.
+SLF4J_BINDING_JAR = JAVA_DIR / "slf4j-simple.jar"
+MAIN_CLASS = "org.apache.zookeeper.server.quorum.QuorumPeerMain"
+INSTALL_HINT = "install it with `apt-get install zookeeper openjdk-17-jre-headless` (`make test` installs it)"
+
+DEFAULT_DATA_DIR = "./var/zk"
+STATE_FILE = "state.json"
+LOG_FILE = "zookeeper.log"
+# 200 ms ticks keep session expiry and leader election fast for a local test server;
+# production ZooKeeper uses 2000 ms.
+DEFAULT_TICK_MS = 200
+# Sessions may be as short as 2 ticks (ZooKeeper's own lower bound) for expiry tests, and as
+# long as a minute for slow clients.
+MAX_SESSION_TIMEOUT_MS = 60_000
+# Followers get 10 s to connect and sync to a leader (50 and 25 ticks): generous because the
+# three JVMs start together on a small, shared machine.
+INIT_LIMIT_TICKS = 50
+SYNC_LIMIT_TICKS = 25
+# A stopping server gets this long after SIGTERM before SIGKILL.
+STOP_GRACE_S = 10.0
+# Four-letter words answer within this time on a healthy server.
+FOUR_LETTER_TIMEOUT_S = 2.0
+
+
+class LauncherError(Exception):
+    """Anything that keeps a local ZooKeeper from starting, stopping or reporting."""
+
+
+@dataclass
+class Member:
+    """One server of the local deployment and the ports it owns."""
+
+    id: int
+    client_port: int
+    peer_port: int = 0
+    election_port: int = 0
+    pid: int = 0
+
+    def dir(self, root: Path, ensemble: int) -> Path:
+        return root if ensemble == 1 else root / f"server.{self.id}"
+
+
+def four_letter_word(host: str, port: int, word: str, timeout: float = FOUR_LETTER_TIMEOUT_S) -> str:
+    """Send a ZooKeeper four-letter command (ruok, srvr, stat, mntr) and return the reply."""
+    with socket.create_connection((host, port), timeout=timeout) as sock:
+        sock.sendall(word.encode("ascii"))
+        chunks = []
+        while True:
+            chunk = sock.recv(65536)
+            if not chunk:
+                break
+            chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
+
+
+def server_mode(host: str, port: int) -> str | None:
+    """"standalone", "leader" or "follower" when the server serves requests, else None."""
+    try:
+        reply = four_letter_word(host, port, "srvr")
+    except OSError:
+        return None
+    for line in reply.splitlines():
+        if line.startswith("Mode:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def port_is_free(host: str, port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        try:
+            sock.bind((host, port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port(host: str = "127.0.0.1") -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.bind((host, 0))
+        return sock.getsockname()[1]
+
+
+def pid_alive(pid: int) -> bool:
+    """True if ``pid`` runs and is not a zombie waiting to be reaped."""
+    if pid <= 0:
+        return False
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    try:
+        stat = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return False
+    # Field 3, after the parenthesised command name, is the state; Z is a zombie.
+    return stat.rsplit(")", 1)[1].split()[0] != "Z"
+
+
+def _pid_runs_config(pid: int, config: Path) -> bool:
+    """Guard against pid reuse: the pid must still be a ZooKeeper on our config file."""
+    try:
+        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes().split(b"\0")
+    except OSError:
+        return False
+    return MAIN_CLASS.encode() in cmdline and str(config).encode() in cmdline
+
+
+class LocalZooKeeper:
+    """A local ZooKeeper server (``ensemble=1``) or quorum (``ensemble=3``) on loopback.
+
+    ``port`` is the client port of the first server (the others use ``port+1``, ``port+2``);
+    ``port=0`` picks free ports. ``fsync=False`` sets ``forceSync=no``: faster, for throwaway
+    test servers only.
+    """
+
+    def __init__(
+        self,
+        port: int = 2181,
+        data_dir: str | os.PathLike = DEFAULT_DATA_DIR,
+        ensemble: int = 1,
+        host: str = "127.0.0.1",
+        *,
+        tick_ms: int = DEFAULT_TICK_MS,
+        fsync: bool = True,
+        heap_mb: int = 256,
+        java: str | None = None,
+    ):
+        if ensemble not in (1, 3):
+            raise LauncherError(f"ensemble must be 1 or 3 servers, not {ensemble}")
+        if not 0 <= port <= 65535 or (port and port + ensemble - 1 > 65535):
+            raise LauncherError(f"port {port} is out of range")
+        if tick_ms <= 0:
+            raise LauncherError(f"tick_ms must be positive, not {tick_ms}")
+        self.port = port
+        self.data_dir = Path(data_dir).absolute()
+        self.ensemble = ensemble
+        self.host = host
+        self.tick_ms = tick_ms
+        self.fsync = fsync
+        self.heap_mb = heap_mb
+        self.java = java or shutil.which("java") or "/usr/bin/java"
+        self.members: list[Member] = []
+        self._procs: dict[int, subprocess.Popen] = {}
+        self._log_files: dict[int, object] = {}
+
+    # ---- public API ------------------------------------------------------------------------
+
+    @property
+    def connect_string(self) -> str:
+        """kazoo/Kafka connect string, e.g. "127.0.0.1:2181" or three comma-separated hosts."""
+        if not self.members:
+            self._load_state()
+        return ",".join(f"{self.host}:{m.client_port}" for m in self.members)
+
+    def start(self, timeout: float = 60.0) -> "LocalZooKeeper":
+        """Start the server(s) and wait until they serve requests (a quorum has a leader)."""
+        self._check_installed()
+        existing = self._read_state()
+        if existing is not None and any(pid_alive(s["pid"]) for s in existing["servers"]):
+            raise LauncherError(f"a ZooKeeper already runs from {self.data_dir} (see `reassignd zk status`)")
+        self.members = self._plan_members()
+        for m in self.members:
+            for p in (m.client_port, m.peer_port, m.election_port):
+                if p and not port_is_free(self.host, p):
+                    raise LauncherError(f"port {p} on {self.host} is already in use")
+        try:
+            for m in self.members:
+                self._write_config(m)
+                self._spawn(m)
+            self._write_state()
+            self._wait_serving(self.members, timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def stop(self, grace: float = STOP_GRACE_S) -> bool:
+        """Stop every server: SIGTERM, then SIGKILL after ``grace`` seconds.
+
+        Returns False if nothing was running. Works from another process via state.json.
+        """
+        if not self.members:
+            self._load_state()
+        stopped = False
+        for m in self.members:
+            stopped |= self._stop_member(m, grace)
+        self._close_logs()
+        state = self.data_dir / STATE_FILE
+        if state.exists():
+            state.unlink()
+        return stopped
+
+    def status(self) -> dict:
+        """Liveness of each server: ``{"running": bool, "servers": [{id, port, pid, alive, mode}]}``."""
+        if not self.members:
+            self._load_state()
+        servers = []
+        for m in self.members:
+            alive = pid_alive(m.pid)
+            servers.append(
+                {
+                    "id": m.id,
+                    "client_port": m.client_port,
+                    "pid": m.pid,
+                    "alive": alive,
+                    "mode": server_mode(self.host, m.client_port) if alive else None,
+                }
+            )
+        return {
+            "running": bool(servers) and any(s["mode"] for s in servers),
+            "connect_string": ",".join(f"{self.host}:{s['client_port']}" for s in servers),
+            "data_dir": str(self.data_dir),
+            "servers": servers,
+        }
+
+    def kill_member(self, member_id: int) -> None:
+        """SIGKILL one server of the quorum (a crash, for failover tests)."""
+        m = self._member(member_id)
+        if pid_alive(m.pid):
+            os.kill(m.pid, signal.SIGKILL)
+            self._wait_gone(m, STOP_GRACE_S)
+
+    def restart_member(self, member_id: int, timeout: float = 60.0) -> None:
+        """Start a killed or stopped server again and wait until it serves."""
+        m = self._member(member_id)
+        if pid_alive(m.pid):
+            raise LauncherError(f"server {member_id} still runs (pid {m.pid})")
+        self._spawn(m)
+        self._write_state()
+        self._wait_serving([m], timeout)
+
+    def __enter__(self) -> "LocalZooKeeper":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.stop()
+
+    # ---- internals -------------------------------------------------------------------------
+
+    def _check_installed(self) -> None:
+        if not ZOOKEEPER_JAR.exists():
+            raise LauncherError(f"ZooKeeper is not installed ({ZOOKEEPER_JAR} is missing): {INSTALL_HINT}")
+        if not (os.path.isfile(self.java) and os.access(self.java, os.X_OK)):
+            raise LauncherError(f"java is not installed ({self.java} not found): {INSTALL_HINT}")
+
+    def _plan_members(self) -> list[Member]:
+        if self.ensemble == 1:
+            return [Member(1, self.port or free_port(self.host))]
+        members = []
+        for i in range(1, self.ensemble + 1):
+            client = self.port + i - 1 if self.port else free_port(self.host)
+            members.append(Member(i, client, free_port(self.host), free_port(self.host)))
+        return members
+
+    def _member(self, member_id: int) -> Member:
+        if not self.members:
+            self._load_state()
+        for m in self.members:
+            if m.id == member_id:
+                return m
+        raise LauncherError(f"no server {member_id} in {self.data_dir}")
+
+    def _config_path(self, m: Member) -> Path:
+        return m.dir(self.data_dir, self.ensemble) / "zoo.cfg"
+
+    def _write_config(self, m: Member) -> None:
+        home = m.dir(self.data_dir, self.ensemble)
+        data = home / "data"
+        data.mkdir(parents=True, exist_ok=True)
+        lines = [
+            f"tickTime={self.tick_ms}",
+            f"dataDir={data}",
+            f"clientPort={m.client_port}",
+            f"clientPortAddress={self.host}",
+            f"minSessionTimeout={2 * self.tick_ms}",
+            f"maxSessionTimeout={MAX_SESSION_TIMEOUT_MS}",
+            # ruok/srvr are how start() and status() see the server; no other words are needed.
+            "4lw.commands.whitelist=ruok,srvr,stat,mntr",
+            # The Jetty admin server would take port 8080 and clash between servers.
+            "admin.enableServer=false",
+            f"forceSync={'yes' if self.fsync else 'no'}",
+            # Keep the data dir from growing without bound in long local runs.
+            "autopurge.snapRetainCount=3",
+            "autopurge.purgeInterval=1",
+        ]
+        if self.ensemble > 1:
+            lines += [f"initLimit={INIT_LIMIT_TICKS}", f"syncLimit={SYNC_LIMIT_TICKS}"]
+            for peer in self.members:
+                lines.append(f"server.{peer.id}={self.host}:{peer.peer_port}:{peer.election_port}")
+            (data / "myid").write_text(f"{m.id}\n")
+        (home / "zoo.cfg").write_text("\n".join(lines) + "\n")
+
+    def _classpath(self) -> str:
+        jars = [ZOOKEEPER_JAR]
+        if SLF4J_BINDING_JAR.exists():
+            jars.append(SLF4J_BINDING_JAR)
+        return ":".join(str(j) for j in jars)
+
+    def _spawn(self, m: Member) -> None:
+        home = m.dir(self.data_dir, self.ensemble)
+        log = open(home / LOG_FILE, "ab")
+        cmd = [
+            self.java,
+            f"-Xmx{self.heap_mb}m",
+            "-XX:+UseSerialGC",  # fewer GC threads on a small shared machine
+            "-Djava.awt.headless=true",
+            "-Dorg.slf4j.simpleLogger.showDateTime=true",
+            "-Dzookeeper.jmx.log4j.disable=true",
+            "-cp",
+            self._classpath(),
+            MAIN_CLASS,
+            str(self._config_path(m)),
+        ]
+        # A new session: `reassignd zk start` returns while the server keeps running, and a
+        # Ctrl-C in the caller's terminal does not reach it.
+        proc = subprocess.Popen(
+            cmd,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            cwd=home,
+            start_new_session=True,
+        )
+        m.pid = proc.pid
+        self._procs[m.id] = proc
+        self._log_files[m.id] = log
+
+    def _wait_serving(self, members: list[Member], timeout: float) -> None:
+        deadline = time.monotonic() + timeout
+        pending = list(members)
+        while pending:
+            for m in list(pending):
+                proc = self._procs.get(m.id)
+                if proc is not None and proc.poll() is not None:
+                    raise LauncherError(
+                        f"ZooKeeper server {m.id} exited with code {proc.returncode} while starting; "
+                        f"log tail:\n{self._log_tail(m)}"
+                    )
+                if self._answers_imok(m) and server_mode(self.host, m.client_port):
+                    pending.remove(m)
+            if not pending:
+                return
+            if time.monotonic() > deadline:
+                raise LauncherError(
+                    f"ZooKeeper did not serve within {timeout:.0f}s on "
+                    f"{', '.join(str(m.client_port) for m in pending)}; log tail:\n{self._log_tail(pending[0])}"
+                )
+            time.sleep(0.05)
+
+    def _answers_imok(self, m: Member) -> bool:
+        try:
+            return four_letter_word(self.host, m.client_port, "ruok", timeout=0.5) == "imok"
+        except OSError:
+            return False
+
+    def _log_tail(self, m: Member, lines: int = 15) -> str:
+        path = m.dir(self.data_dir, self.ensemble) / LOG_FILE
+        try:
+            return "\n".join(path.read_text(errors="replace").splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+
+    def _stop_member(self, m: Member, grace: float) -> bool:
+        if not m.pid or not pid_alive(m.pid):
+            self._reap(m)
+            return False
+        if m.id not in self._procs and not _pid_runs_config(m.pid, self._config_path(m)):
+            # The recorded pid now belongs to some other process: leave it alone.
+            return False
+        try:
+            os.kill(m.pid, signal.SIGTERM)
+        except ProcessLookupError:
+            return False
+        if not self._wait_gone(m, grace):
+            try:
+                os.kill(m.pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
+            self._wait_gone(m, grace)
+        return True
+
+    def _wait_gone(self, m: Member, timeout: float) -> bool:
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            self._reap(m)
+            if not pid_alive(m.pid):
+                return True
+            time.sleep(0.02)
+        return False
+
+    def _reap(self, m: Member) -> None:
+        proc = self._procs.get(m.id)
+        if proc is not None and proc.poll() is not None:
+            self._procs.pop(m.id, None)
+
+    def _close_logs(self) -> None:
+        for f in self._log_files.values():
+            f.close()
+        self._log_files.clear()
+
+    def _write_state(self) -> None:
+        state = {
+            "version": 1,
+            "host": self.host,
+            "ensemble": self.ensemble,
+            "servers": [asdict(m) for m in self.members],
+        }
+        path = self.data_dir / STATE_FILE
+        tmp = path.with_suffix(".tmp")
+        tmp.write_text(json.dumps(state, indent=1) + "\n")
+        tmp.replace(path)
+
+    def _read_state(self) -> dict | None:
+        path = self.data_dir / STATE_FILE
+        try:
+            state = json.loads(path.read_text())
+            if not isinstance(state, dict) or state.get("version") != 1:
+                raise ValueError("unknown state version")
+            for s in state["servers"]:
+                for key in ("id", "client_port", "peer_port", "election_port", "pid"):
+                    if not isinstance(s[key], int):
+                        raise ValueError(f"{key} is not an integer")
+            if state["ensemble"] not in (1, 3) or not isinstance(state["host"], str):
+                raise ValueError("bad ensemble or host")
+            return state
+        except FileNotFoundError:
+            return None
+        except (OSError, ValueError, KeyError, TypeError) as e:
+            raise LauncherError(f"{path} is unreadable ({e}); remove it if no server runs") from None
+
+    def _load_state(self) -> None:
+        state = self._read_state()
+        if state is None:
+            self.members = []
+            return
+        self.host = state["host"]
+        self.ensemble = state["ensemble"]
+        self.members = [Member(**s) for s in state["servers"]]
+
+
+# ---- command line --------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message):  # main() turns this into exit code 2, as argparse would
+        self.print_usage(sys.stderr)
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="reassignd zk", description="Run a local ZooKeeper server or three-server ensemble.")
+    sub = p.add_subparsers(dest="command", required=True, parser_class=_Parser)
+    start = sub.add_parser("start", help="start ZooKeeper and wait until it serves")
+    start.add_argument("--port", type=int, default=2181, help="client port of the first server (0: any free port)")
+    start.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    start.add_argument("--ensemble", type=int, choices=(1, 3), default=1, help="1 server or a 3-server quorum")
+    start.add_argument("--host", default="127.0.0.1", help="address to bind (loopback by default)")
+    start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server to serve")
+    start.add_argument("--foreground", action="store_true", help="stay attached; stop on SIGINT/SIGTERM")
+    for name, text in (("stop", "stop the ZooKeeper started from DATA_DIR"), ("status", "report whether it runs")):
+        sp = sub.add_parser(name, help=text)
+        sp.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    """``reassignd zk start|stop|status``; returns the exit code."""
+    try:
+        args = _parser().parse_args(argv)
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+    except SystemExit as e:  # --help
+        return int(e.code or 0)
+    try:
+        if args.command == "start":
+            return _start(args)
+        if args.command == "stop":
+            zk = LocalZooKeeper(data_dir=args.data_dir)
+            if zk.stop():
+                print(f"stopped ZooKeeper in {zk.data_dir}")
+            else:
+                print(f"no ZooKeeper was running from {zk.data_dir}")
+            return 0
+        status = LocalZooKeeper(data_dir=args.data_dir).status()
+        if not status["servers"]:
+            print(f"not running (no state in {status['data_dir']})")
+            return 1
+        for s in status["servers"]:
+            mode = s["mode"] or ("not serving" if s["alive"] else "dead")
+            print(f"server {s['id']}: port {s['client_port']} pid {s['pid']} {mode}")
+        print(("running: " if status["running"] else "not running: ") + status["connect_string"])
+        return 0 if status["running"] else 1
+    except LauncherError as e:
+        print(f"reassignd zk: {e}", file=sys.stderr)
+        return 1
+
+
+def _start(args) -> int:
+    if not 0 <= args.port <= 65535:
+        print(f"reassignd zk: --port {args.port} is out of range", file=sys.stderr)
+        return 2
+    zk = LocalZooKeeper(port=args.port, data_dir=args.data_dir, ensemble=args.ensemble, host=args.host)
+    zk.start(timeout=args.timeout)
+    print(f"ZooKeeper serving on {zk.connect_string} (data and log in {zk.data_dir})", flush=True)
+    if not args.foreground:
+        return 0
+    stop = []
+    handler = lambda signum, frame: stop.append(signum)  # noqa: E731
+    signal.signal(signal.SIGTERM, handler)
+    signal.signal(signal.SIGINT, handler)
+    try:
+        while not stop and any(pid_alive(m.pid) for m in zk.members):
+            time.sleep(0.2)
+    finally:
+        zk.stop()
+    return 0 if stop else 1
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
