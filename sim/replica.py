@@ -96,7 +96,10 @@ class Replica:
     ) -> None:
         """Lead: followers already in the ISR count as caught up now (as Kafka's makeLeader)."""
         if self.role is not Role.LEADER or leader_epoch != self.leader_epoch:
-            self.caught_up = {f: now for f in isr if f != self.broker}
+            self.caught_up = {}
+        for follower in isr:
+            if follower != self.broker:
+                self.caught_up.setdefault(follower, now)
         self.role = Role.LEADER
         self.leader = self.broker
         self._set_state(leader_epoch, controller_epoch, zk_version, replicas, isr, adding, removing)

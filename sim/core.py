@@ -1,0 +1,439 @@
+"""BrokerCore: one simulated broker's state machine. No I/O; time comes from an injected clock.
+
+It answers the requests a Kafka broker gets from a controller and from admin clients, and does
+a partition leader's ISR duty. Its replicas live in the simulation's shared
+:class:`sim.replica.ReplicationModel`; the shell (:mod:`sim.cluster`) advances that model, then
+each core, and carries out the ZooKeeper writes the cores return.
+
+    core = BrokerCore(1, model, clock=lambda: model.now)
+    response = core.handle(4, 4, leader_and_isr_body)      # LeaderAndIsr v4 -> response body
+    for effect in core.advance(model.now):                  # IsrWrite / IsrChangeNotification
+        ...                                                  # shell writes, then reports back:
+    core.isr_write_done(write, new_zk_version, now)          # or isr_write_conflict / _failed
+
+Epoch rules (Kafka's): a request from an older controller epoch than this broker has seen is
+answered STALE_CONTROLLER_EPOCH and changes nothing; so is a LeaderAndIsr partition state
+with a leader epoch older than the local one; a StopReplica (v3) partition with an older
+leader epoch is answered FENCED_LEADER_EPOCH. A partition state with the *same* leader epoch
+is applied (a controller re-sending state to new replicas) unless its zkVersion is older than
+the one this broker already holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from protocol.errors import ErrorCode
+from sim.effects import Effect, IsrChangeNotification, IsrWrite
+from sim.metadata import MetadataCache
+from sim.replica import Replica, ReplicationModel, Role
+
+API_VERSIONS = 18
+METADATA = 3
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+DESCRIBE_LOG_DIRS = 35
+
+# What a simulated broker can answer, (min, max) per API key. ApiVersions advertises the part
+# of this the codec also supports (sim.versions).
+SERVED_VERSIONS: dict[int, tuple[int, int]] = {
+    API_VERSIONS: (0, 3),
+    METADATA: (0, 12),
+    LEADER_AND_ISR: (0, 4),  # v5 switches to topic ids, which simulated brokers do not keep
+    STOP_REPLICA: (0, 3),
+    UPDATE_METADATA: (0, 6),
+    DESCRIBE_LOG_DIRS: (0, 4),
+}
+
+UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch
+NO_EPOCH = -1  # StopReplica v3: "no leader epoch" ...
+EPOCH_DURING_DELETE = -2  # ... and "topic being deleted": both always stop the replica
+# ApiVersions v3+ client software name/version (KIP-511).
+_SOFTWARE = re.compile(r"^[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?$")
+
+
+class UnsupportedRequest(Exception):
+    """An API key or version this broker does not serve."""
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerConfig:
+    """Per-broker settings; times in seconds of the injected clock."""
+
+    # replica.lag.time.max.ms analogue: a follower not caught up for this long leaves the ISR.
+    replica_lag_time_max: float = 10.0
+    # ISR change notifications are batched: one goes out once no change came for `quiet`
+    # seconds, or once `max_delay` passed since the last one (Kafka: 5 s and 60 s; shorter
+    # here so a simulated reassignment completes promptly).
+    isr_notification_quiet: float = 0.5
+    isr_notification_max_delay: float = 5.0
+    log_dir_template: str = "/var/sim/kafka-logs-{broker}"
+    disk_bytes: int = 1 << 40  # DescribeLogDirs v4 total_bytes of the single log dir
+
+
+class BrokerCore:
+    def __init__(
+        self,
+        broker_id: int,
+        model: ReplicationModel,
+        clock: Callable[[], float],
+        config: BrokerConfig | None = None,
+        *,
+        cluster_id: str | None = None,
+        api_versions: dict[int, tuple[int, int]] | None = None,
+    ):
+        self.broker_id = broker_id
+        self.model = model
+        self.clock = clock
+        self.config = config or BrokerConfig()
+        self.api_versions = dict(api_versions if api_versions is not None else SERVED_VERSIONS)
+        self.cluster_id = cluster_id
+        self.broker_epoch = UNKNOWN_BROKER_EPOCH  # czxid of the registration, set by the shell
+        self._handlers = {
+            API_VERSIONS: self._api_versions,
+            METADATA: self._metadata,
+            LEADER_AND_ISR: self._leader_and_isr,
+            STOP_REPLICA: self._stop_replica,
+            UPDATE_METADATA: self._update_metadata,
+            DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+        }
+        self._reset(clock())
+
+    def _reset(self, now: float) -> None:
+        self.controller_epoch = 0
+        self.metadata = MetadataCache(self.cluster_id)
+        self._isr_in_flight: dict[tuple[str, int], IsrWrite] = {}
+        self._isr_changes: set[tuple[str, int]] = set()
+        self._last_isr_change = float("-inf")
+        self._last_propagation = now
+
+    @property
+    def log_dir(self) -> str:
+        return self.config.log_dir_template.format(broker=self.broker_id)
+
+    def replicas(self) -> list[Replica]:
+        return self.model.hosted_by(self.broker_id)
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    def restart(self) -> None:
+        """A broker process restart: logs stay, everything held in memory is forgotten."""
+        self._reset(self.clock())
+        for replica in self.replicas():
+            replica.go_offline()
+            replica.leader_epoch = -1
+            replica.controller_epoch = -1
+            replica.zk_version = -1
+            replica.leader = -1
+            replica.isr = replica.replicas = replica.adding = replica.removing = ()
+
+    def adopt(
+        self,
+        topic: str,
+        partition: int,
+        *,
+        size: float,
+        leo: float,
+        leader: int,
+        leader_epoch: int,
+        controller_epoch: int,
+        isr: tuple[int, ...],
+        replicas: tuple[int, ...],
+        zk_version: int,
+    ) -> Replica:
+        """Host a pre-filled replica in the given state (a topic the simulation creates)."""
+        replica = self.model.get(topic, partition, self.broker_id)
+        if replica is None:
+            replica = self.model.add(Replica(topic, partition, self.broker_id))
+        replica.size, replica.leo = float(size), float(leo)
+        self._apply_state(replica, leader, leader_epoch, controller_epoch, isr, replicas, (), (), zk_version)
+        return replica
+
+    # ---- requests ------------------------------------------------------------------------
+
+    def handle(self, api_key: int, api_version: int, body: dict) -> dict:
+        """The response body for one request; raises UnsupportedRequest if not served."""
+        handler = self._handlers.get(api_key)
+        lo, hi = self.api_versions.get(api_key, (0, -1))
+        if handler is None or not lo <= api_version <= hi:
+            raise UnsupportedRequest(f"broker {self.broker_id} does not serve api {api_key} v{api_version}")
+        return handler(api_version, body)
+
+    def _api_versions(self, version: int, body: dict) -> dict:
+        error = ErrorCode.NONE
+        if version >= 3:
+            for name in ("client_software_name", "client_software_version"):
+                value = body.get(name) or ""
+                if not _SOFTWARE.match(value):
+                    error = ErrorCode.INVALID_REQUEST
+        return {
+            "error_code": int(error),
+            "api_keys": [
+                {"api_key": key, "min_version": lo, "max_version": hi}
+                for key, (lo, hi) in sorted(self.api_versions.items())
+            ],
+            "throttle_time_ms": 0,
+        }
+
+    def _metadata(self, version: int, body: dict) -> dict:
+        return self.metadata.metadata(version, body)
+
+    def _control_error(self, body: dict) -> ErrorCode | None:
+        """The error a control request gets for its epochs, if any (Kafka's order)."""
+        if body.get("controller_epoch", 0) < self.controller_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        broker_epoch = body.get("broker_epoch", UNKNOWN_BROKER_EPOCH)
+        if broker_epoch != UNKNOWN_BROKER_EPOCH and broker_epoch < self.broker_epoch:
+            return ErrorCode.STALE_BROKER_EPOCH
+        return None
+
+    def _leader_and_isr(self, version: int, body: dict) -> dict:
+        states = list(_leader_and_isr_states(body))
+        error = self._control_error(body)
+        if error is not None:
+            return _partition_errors(error, [(t, s["partition_index"], error) for t, s in states])
+        self.controller_epoch = body["controller_epoch"]
+        results = []
+        for topic, state in states:
+            index = state["partition_index"]
+            results.append((topic, index, self._become(topic, index, state)))
+        return _partition_errors(ErrorCode.NONE, results)
+
+    def _become(self, topic: str, index: int, state: dict) -> ErrorCode:
+        replica = self.model.get(topic, index, self.broker_id)
+        current_epoch = replica.leader_epoch if replica is not None else -1
+        epoch = state["leader_epoch"]
+        if epoch < current_epoch:
+            return ErrorCode.STALE_CONTROLLER_EPOCH
+        if self.broker_id not in state["replicas"]:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+        if replica is not None and epoch == current_epoch and state["zk_version"] < replica.zk_version:
+            return ErrorCode.NONE  # a re-sent older state of the same epoch: ours is newer
+        if replica is None:
+            # Kafka creates an empty log for a partition it is told to host.
+            replica = self.model.add(Replica(topic, index, self.broker_id))
+        self._apply_state(
+            replica,
+            state["leader"],
+            epoch,
+            state.get("controller_epoch", self.controller_epoch),
+            tuple(state["isr"]),
+            tuple(state["replicas"]),
+            tuple(state.get("adding_replicas") or ()),
+            tuple(state.get("removing_replicas") or ()),
+            state["zk_version"],
+        )
+        return ErrorCode.NONE
+
+    def _apply_state(self, replica, leader, leader_epoch, controller_epoch, isr, replicas, adding, removing, zk_version):
+        common = dict(
+            leader_epoch=leader_epoch,
+            controller_epoch=controller_epoch,
+            isr=isr,
+            replicas=replicas,
+            zk_version=zk_version,
+            adding=adding,
+            removing=removing,
+        )
+        if leader == self.broker_id:
+            replica.become_leader(now=self.clock(), **common)
+        else:
+            replica.become_follower(leader=leader, **common)
+
+    def _stop_replica(self, version: int, body: dict) -> dict:
+        targets = list(_stop_replica_targets(version, body))
+        error = self._control_error(body)
+        if error is not None:
+            return _partition_errors(error, [(t, p, error) for t, p, _, _ in targets])
+        self.controller_epoch = body["controller_epoch"]
+        results = []
+        for topic, index, epoch, delete in targets:
+            replica = self.model.get(topic, index, self.broker_id)
+            if replica is not None and epoch not in (NO_EPOCH, EPOCH_DURING_DELETE) and epoch < replica.leader_epoch:
+                results.append((topic, index, ErrorCode.FENCED_LEADER_EPOCH))
+                continue
+            if replica is not None:
+                if delete:
+                    self.model.remove(topic, index, self.broker_id)
+                else:
+                    replica.go_offline()
+            self._isr_in_flight.pop((topic, index), None)
+            results.append((topic, index, ErrorCode.NONE))
+        return _partition_errors(ErrorCode.NONE, results)
+
+    def _update_metadata(self, version: int, body: dict) -> dict:
+        error = self._control_error(body)
+        if error is not None:
+            return {"error_code": int(error)}
+        self.controller_epoch = body["controller_epoch"]
+        self.metadata.update(version, body)
+        return {"error_code": int(ErrorCode.NONE)}
+
+    def _describe_log_dirs(self, version: int, body: dict) -> dict:
+        requested = body.get("topics")
+        wanted = None
+        if requested is not None:
+            wanted = {(t["topic"], p) for t in requested for p in t.get("partitions") or []}
+        by_topic: dict[str, list[dict]] = {}
+        used = 0
+        for replica in self.replicas():
+            used += replica.size_bytes
+            if wanted is not None and replica.key not in wanted:
+                continue
+            by_topic.setdefault(replica.topic, []).append(
+                {
+                    "partition_index": replica.partition,
+                    "partition_size": replica.size_bytes,
+                    "offset_lag": self.model.lag(replica),
+                    "is_future_key": False,
+                }
+            )
+        result = {
+            "error_code": int(ErrorCode.NONE),
+            "log_dir": self.log_dir,
+            "topics": [{"name": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
+            "total_bytes": self.config.disk_bytes,
+            "usable_bytes": max(0, self.config.disk_bytes - used),
+        }
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.NONE), "results": [result]}
+
+    # ---- leader duties -------------------------------------------------------------------
+
+    def advance(self, now: float) -> list[Effect]:
+        """ISR changes this broker's leader replicas want, and a due ISR change notification."""
+        effects: list[Effect] = []
+        lag_max = self.config.replica_lag_time_max
+        for replica in self.replicas():
+            if replica.role is not Role.LEADER or replica.key in self._isr_in_flight:
+                continue
+            never = float("-inf")
+            isr = [b for b in replica.isr if b == self.broker_id or now - replica.caught_up.get(b, never) <= lag_max]
+            if self.broker_id not in isr:
+                isr.insert(0, self.broker_id)
+            high_watermark = min(self._leo(replica, member) for member in isr)
+            for follower_id in replica.replicas:
+                if follower_id in isr:
+                    continue
+                follower = self.model.get(replica.topic, replica.partition, follower_id)
+                if (
+                    follower is not None
+                    and self.model.online(follower_id)
+                    and self.model.leader_of(follower) is replica
+                    and follower.leo >= high_watermark
+                ):
+                    isr.append(follower_id)
+            if tuple(isr) != replica.isr:
+                write = IsrWrite(
+                    replica.topic,
+                    replica.partition,
+                    leader=self.broker_id,
+                    leader_epoch=replica.leader_epoch,
+                    controller_epoch=replica.controller_epoch,
+                    isr=tuple(isr),
+                    zk_version=replica.zk_version,
+                )
+                self._isr_in_flight[replica.key] = write
+                effects.append(write)
+        if self._isr_changes and (
+            now - self._last_isr_change >= self.config.isr_notification_quiet
+            or now - self._last_propagation >= self.config.isr_notification_max_delay
+        ):
+            effects.append(IsrChangeNotification(tuple(sorted(self._isr_changes))))
+            self._isr_changes.clear()
+            self._last_propagation = now
+        return effects
+
+    def _leo(self, leader: Replica, member: int) -> float:
+        replica = self.model.get(leader.topic, leader.partition, member)
+        return replica.leo if replica is not None else 0.0
+
+    def isr_write_done(self, write: IsrWrite, zk_version: int, now: float) -> None:
+        """The state znode now holds ``write`` at ``zk_version``."""
+        if self._isr_in_flight.get(write.key) == write:
+            del self._isr_in_flight[write.key]
+        replica = self.model.get(write.topic, write.partition, self.broker_id)
+        if replica is not None and replica.role is Role.LEADER and replica.leader_epoch == write.leader_epoch:
+            for member in write.isr:
+                if member != self.broker_id and member not in replica.isr:
+                    replica.caught_up.setdefault(member, now)
+            replica.isr = write.isr
+            replica.zk_version = zk_version
+        self._isr_changes.add(write.key)
+        self._last_isr_change = now
+
+    def isr_write_conflict(self, write: IsrWrite, current: dict, zk_version: int) -> IsrWrite | None:
+        """The conditional set met a newer znode (``current`` at ``zk_version``).
+
+        Retry only while this broker is still the leader of the same leader epoch, both here
+        and in the znode; otherwise give up and wait for the controller's LeaderAndIsr.
+        """
+        replica = self.model.get(write.topic, write.partition, self.broker_id)
+        still_leader = (
+            replica is not None
+            and replica.role is Role.LEADER
+            and replica.leader_epoch == write.leader_epoch
+            and current.get("leader") == self.broker_id
+            and current.get("leader_epoch") == write.leader_epoch
+        )
+        if not still_leader:
+            self.isr_write_failed(write)
+            return None
+        retry = IsrWrite(
+            write.topic,
+            write.partition,
+            leader=self.broker_id,
+            leader_epoch=write.leader_epoch,
+            controller_epoch=current.get("controller_epoch", write.controller_epoch),
+            isr=write.isr,
+            zk_version=zk_version,
+        )
+        replica.zk_version = zk_version
+        self._isr_in_flight[write.key] = retry
+        return retry
+
+    def isr_write_failed(self, write: IsrWrite) -> None:
+        if self._isr_in_flight.get(write.key) == write:
+            del self._isr_in_flight[write.key]
+
+    def notification_failed(self, note: IsrChangeNotification) -> None:
+        """Put a batch back so the next advance sends it again."""
+        self._isr_changes.update(note.partitions)
+
+
+# ---- request layouts ---------------------------------------------------------------------
+
+
+def _leader_and_isr_states(body: dict):
+    """(topic, partition state) from v0-1 (ungrouped) and v2+ (per topic) layouts."""
+    for state in body.get("ungrouped_partition_states") or []:
+        yield state["topic_name"], state
+    for topic in body.get("topic_states") or []:
+        for state in topic.get("partition_states") or []:
+            yield topic["topic_name"], state
+
+
+def _stop_replica_targets(version: int, body: dict):
+    """(topic, partition, leader epoch, delete) from every StopReplica layout."""
+    delete = bool(body.get("delete_partitions", False))
+    for entry in body.get("ungrouped_partitions") or []:  # v0
+        yield entry["topic_name"], entry["partition_index"], NO_EPOCH, delete
+    for topic in body.get("topics") or []:  # v1-2
+        for index in topic.get("partition_indexes") or []:
+            yield topic["name"], index, NO_EPOCH, delete
+    for topic in body.get("topic_states") or []:  # v3
+        for state in topic.get("partition_states") or []:
+            yield topic["topic_name"], state["partition_index"], state.get("leader_epoch", NO_EPOCH), bool(
+                state.get("delete_partition", False)
+            )
+
+
+def _partition_errors(error: ErrorCode, results) -> dict:
+    return {
+        "error_code": int(error),
+        "partition_errors": [
+            {"topic_name": t, "partition_index": p, "error_code": int(e)} for t, p, e in results
+        ],
+    }

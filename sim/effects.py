@@ -1,0 +1,72 @@
+"""The ZooKeeper writes a simulated broker asks its shell to carry out, as data.
+
+:meth:`sim.core.BrokerCore.advance` returns these; the shell (:mod:`sim.cluster`) performs
+them on the broker's own ZooKeeper session and reports back to the core.
+
+    >>> w = IsrWrite("orders", 0, leader=1, leader_epoch=4, controller_epoch=2, isr=(1, 3), zk_version=7)
+    >>> w.path, w.payload()
+    ('/brokers/topics/orders/partitions/0/state', b'{"controller_epoch":2,"leader":1,"version":1,"leader_epoch":4,"isr":[1,3]}')
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+
+ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
+
+
+def _json(value) -> bytes:
+    return json.dumps(value, separators=(",", ":")).encode()
+
+
+@dataclass(frozen=True, slots=True)
+class IsrWrite:
+    """Set a partition's state znode to a new ISR, conditional on ``zk_version``.
+
+    Leader and both epochs are kept as they are: only the ISR changes (Kafka's leader-side
+    ISR update).
+    """
+
+    topic: str
+    partition: int
+    leader: int
+    leader_epoch: int
+    controller_epoch: int
+    isr: tuple[int, ...]
+    zk_version: int
+
+    @property
+    def key(self) -> tuple[str, int]:
+        return (self.topic, self.partition)
+
+    @property
+    def path(self) -> str:
+        return f"/brokers/topics/{self.topic}/partitions/{self.partition}/state"
+
+    def payload(self) -> bytes:
+        # Field order as Kafka's PartitionStateZNode writes it.
+        return _json(
+            {
+                "controller_epoch": self.controller_epoch,
+                "leader": self.leader,
+                "version": 1,
+                "leader_epoch": self.leader_epoch,
+                "isr": list(self.isr),
+            }
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class IsrChangeNotification:
+    """Create one sequential ``/isr_change_notification/isr_change_`` node for a batch."""
+
+    partitions: tuple[tuple[str, int], ...]
+
+    path = ISR_CHANGE_PREFIX
+
+    def payload(self) -> bytes:
+        return _json({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]})
+
+
+Effect = IsrWrite | IsrChangeNotification
