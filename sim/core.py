@@ -210,7 +210,8 @@ class BrokerCore:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        if replica is not None and epoch == current_epoch and state["zk_version"] < replica.zk_version:
+        zk_version = _zk_version(state)
+        if replica is not None and epoch == current_epoch and zk_version < replica.zk_version:
             return ErrorCode.NONE  # a re-sent older state of the same epoch: ours is newer
         if replica is None:
             # Kafka creates an empty log for a partition it is told to host.
@@ -224,7 +225,7 @@ class BrokerCore:
             tuple(state["replicas"]),
             tuple(state.get("adding_replicas") or ()),
             tuple(state.get("removing_replicas") or ()),
-            state["zk_version"],
+            zk_version,
         )
         return ErrorCode.NONE
 
@@ -413,6 +414,13 @@ def _leader_and_isr_states(body: dict):
     for topic in body.get("topic_states") or []:
         for state in topic.get("partition_states") or []:
             yield topic["topic_name"], state
+
+
+def _zk_version(state: dict) -> int:
+    """The state znode's zkVersion; newer Kafka specs call the field PartitionEpoch."""
+    if "partition_epoch" in state:
+        return state["partition_epoch"]
+    return state.get("zk_version", -1)
 
 
 def _stop_replica_targets(version: int, body: dict):
