@@ -39,13 +39,14 @@ def _invalid_char(c: str) -> bool:
 
 
 def validate_path(path: object, *, sequential: bool = False) -> str:
-    """Return ``path`` if ZooKeeper accepts it as a znode path, else raise InvalidPathError.
+    """Return ``path`` if ZooKeeper accepts it as a znode path, else raise InvalidPathError
+    (a ValueError; TypeError if it is not a str).
 
     A sequential create may end in "/" (the name is then just the counter), as in ZooKeeper,
     which validates ``path + "1"`` for those.
     """
     if not isinstance(path, str):
-        raise InvalidPathError(path, "path must be a str")
+        raise TypeError(f"znode path must be a str, not {type(path).__name__}")
     checked = path + "1" if sequential else path
     if not checked:
         raise InvalidPathError(path, "path must not be empty")

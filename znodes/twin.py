@@ -57,6 +57,7 @@ import enum
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
+from znodes import batch
 from znodes.api import (
     CONTROLLER_EPOCH_PATH,
     Check,
@@ -241,13 +242,13 @@ class TwinServer:
     def read(self, path: str) -> tuple[bytes, ZnodeStat]:
         node = self._nodes.get(validate_path(path))
         if node is None:
-            raise NoNodeError(path=path)
+            raise _err(NoNodeError, path)
         return node.data, node.stat()
 
     def children(self, path: str) -> list[str]:
         node = self._nodes.get(validate_path(path))
         if node is None:
-            raise NoNodeError(path=path)
+            raise _err(NoNodeError, path)
         return sorted(node.children)
 
     def snapshot(self, *, include_system: bool = False) -> dict[str, tuple[bytes, ZnodeStat]]:
@@ -278,22 +279,38 @@ class TwinServer:
 
     # ---- sessions -------------------------------------------------------------------------
 
-    def connect(self, chroot: str = "") -> TwinStore:
+    def connect(self, chroot: str = "", *, create_chroot: bool = False) -> TwinStore:
         """Open a session (a transaction, as in ZooKeeper) and return its store.
 
-        The chroot is not created: like a real client, operations under a missing chroot
-        fail with NoNodeError until something creates it.
+        As ``znodes.store.connect``: a missing chroot raises NoNodeError unless
+        ``create_chroot``, which first creates it (and its parents) from a short-lived session.
         """
         if chroot == "/":
             chroot = ""
         if chroot:
             validate_path(chroot)
+            if chroot not in self._nodes:
+                if not create_chroot:
+                    raise NoNodeError(f"chroot {chroot} does not exist on this twin", chroot)
+                self._make_path(chroot)
+        return self._open_session(chroot).store
+
+    def _open_session(self, chroot: str) -> _Session:
         self._next_sid += 1
         session = _Session(self._next_sid, chroot)
         self._sessions[session.sid] = session
         self._zxid += 1  # createSession
         session.store = TwinStore(self, session)
-        return session.store
+        return session
+
+    def _make_path(self, path: str) -> None:
+        admin = self._open_session("")
+        missing = [path]
+        while parent(missing[-1]) not in self._nodes:
+            missing.append(parent(missing[-1]))
+        for target in reversed(missing):
+            self._write(admin, [Create(target)], multi=False)
+        self._close(admin)
 
     def disconnect(self, sid: int) -> None:
         """Lose the store's connection: SUSPENDED, watches dropped, calls raise ConnectionLoss.
@@ -473,35 +490,35 @@ class TwinServer:
             if path == "/" or path in SYSTEM_PATHS:
                 raise BadArgumentsError(f"cannot delete {op.path}", op.path)
             if node is None:
-                raise NoNodeError(path=op.path)
+                raise _err(NoNodeError, op.path)
             if op.version != -1 and op.version != node.version:
-                raise BadVersionError(path=op.path)
+                raise _err(BadVersionError, op.path)
             if node.children:
-                raise NotEmptyError(path=op.path)
+                raise _err(NotEmptyError, op.path)
             self._delete_node(path, zxid, triggers, undo)
             return None
         if isinstance(op, Check):
             node = self._nodes.get(path)
             if node is None:
-                raise NoNodeError(path=op.path)
+                raise _err(NoNodeError, op.path)
             if op.version != -1 and op.version != node.version:
-                raise BadVersionError(path=op.path)
+                raise _err(BadVersionError, op.path)
             return None
         raise TypeError(f"not an op: {op!r}")
 
     def _create(self, session, op: Create, path, zxid, now, triggers, undo) -> str:
         if path == "/":
-            raise NodeExistsError(path=op.path)
+            raise _err(NodeExistsError, op.path)
         parent_path = parent(path)
         parent_node = self._nodes.get(parent_path)
         if parent_node is None:
-            raise NoNodeError(path=op.path)
+            raise _err(NoNodeError, op.path)
         if op.sequential:
             path = f"{path}{parent_node.creates:010d}"
         if path in self._nodes:
-            raise NodeExistsError(path=session.to_rel(path))
+            raise _err(NodeExistsError, op.path)
         if parent_node.owner:
-            raise NoChildrenForEphemeralsError(path=session.to_rel(path))
+            raise _err(NoChildrenForEphemeralsError, op.path)
         name = basename(path)
         saved = (parent_node.creates, parent_node.pzxid)
         parent_node.children.add(name)
@@ -522,9 +539,9 @@ class TwinServer:
     def _set(self, session, op: SetData, path, zxid, now, triggers, undo) -> ZnodeStat:
         node = self._nodes.get(path)
         if node is None:
-            raise NoNodeError(path=op.path)
+            raise _err(NoNodeError, op.path)
         if op.version != -1 and op.version != node.version:
-            raise BadVersionError(path=op.path)
+            raise _err(BadVersionError, op.path)
         saved = (node.data, node.version, node.mzxid, node.mtime)
 
         def revert() -> None:
@@ -587,19 +604,24 @@ class TwinServer:
         session.store.events.put_nowait(event)
 
 
+def _err(kind: type[ZkError], path: str) -> ZkError:
+    # The same message KazooStore gives, naming the path as the caller wrote it.
+    return kind(f"{kind.__name__}: {path}", path)
+
+
 def _is_system(path: str) -> bool:
     return path == "/zookeeper" or path.startswith("/zookeeper/")
 
 
 def _check_data(data: object) -> bytes:
-    if not isinstance(data, (bytes, bytearray, memoryview)):
-        raise TypeError(f"znode data must be bytes, got {type(data).__name__}")
-    return bytes(data)
+    if not isinstance(data, bytes):
+        raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
+    return data
 
 
 def _check_version(version: object) -> int:
-    if isinstance(version, bool) or not isinstance(version, int):
-        raise TypeError(f"version must be an int, got {type(version).__name__}")
+    if isinstance(version, bool) or not isinstance(version, int) or version < -1:
+        raise ValueError(f"version must be an int >= -1, not {version!r}")
     return version
 
 
@@ -615,7 +637,7 @@ def _checked_op(op: object) -> Op:
         validate_path(op.path)
         _check_version(op.version)
     else:
-        raise TypeError(f"not an op: {op!r}")
+        raise TypeError(f"not a store op: {op!r}")
     return op
 
 
@@ -623,6 +645,9 @@ class TwinStore:
     """A session on a :class:`TwinServer`; the :class:`znodes.api.Store` contract.
 
     Its coroutines never suspend: each completes (or raises) before the caller's await ends.
+    Argument checks match ``KazooStore``: bad paths raise ValueError, non-bytes data
+    TypeError, a request over ZooKeeper's 1 MiB limit ``batch.RequestTooLargeError``; "/"
+    cannot be created (NodeExistsError) or deleted (ValueError) through a store.
     """
 
     def __init__(self, server: TwinServer, session: _Session):
@@ -650,6 +675,7 @@ class TwinStore:
         return self._server
 
     async def close(self) -> None:
+        """End the session (its ephemerals go) if connected. Idempotent."""
         self._server._close(self._s)
 
     # ---- reads ------------------------------------------------------------------------------
@@ -659,7 +685,7 @@ class TwinStore:
         self._server._read(self._s)
         node = self._server._nodes.get(abs_path)
         if node is None:
-            raise NoNodeError(path=path)
+            raise NoNodeError(f"NoNodeError: {path}", path)
         if watch:
             self._server._watch(self._server._data_watches, abs_path, self._s)
         return node.data, node.stat()
@@ -677,7 +703,7 @@ class TwinStore:
         self._server._read(self._s)
         node = self._server._nodes.get(abs_path)
         if node is None:
-            raise NoNodeError(path=path)
+            raise NoNodeError(f"NoNodeError: {path}", path)
         if watch:
             self._server._watch(self._server._child_watches, abs_path, self._s)
         return sorted(node.children)
@@ -693,7 +719,11 @@ class TwinStore:
         sequential: bool = False,
         makepath: bool = False,
     ) -> str:
-        op = _checked_op(Create(path, _check_data(data), bool(ephemeral), bool(sequential)))
+        validate_path(path, sequential=sequential)
+        op = Create(path, _check_data(data), bool(ephemeral), bool(sequential))
+        if path == "/":
+            raise NodeExistsError(f"NodeExistsError: {path}", path)
+        batch.check_single(op, self._s.chroot)
         try:
             return self._server._write(self._s, [op], multi=False)[0]
         except NoNodeError:
@@ -705,28 +735,36 @@ class TwinStore:
 
     async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
         op = _checked_op(SetData(path, _check_data(data), _check_version(version)))
+        batch.check_single(op, self._s.chroot)
         return self._server._write(self._s, [op], multi=False)[0]
 
     async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
         op = _checked_op(Delete(path, _check_version(version)))
+        if path == "/":
+            raise ValueError("refusing to delete the root (or the chroot itself) through this store")
         if not recursive:
             self._server._write(self._s, [op], multi=False)
             return
-        await self._delete_tree(path)
+        await self._delete_tree(path, version)
 
-    async def _delete_tree(self, path: str) -> None:
-        # Kazoo's recursive delete: children first (each its own request), version ignored, a
-        # node already gone is not an error.
-        try:
-            names = await self.children(path)
-        except NoNodeError:
-            return
-        for name in names:
-            await self._delete_tree(join(path, name))
-        try:
-            self._server._write(self._s, [Delete(path)], multi=False)
-        except NoNodeError:
-            pass
+    async def _delete_tree(self, path: str, version: int) -> None:
+        # As KazooStore does: the node must exist (at ``version``); the subtree goes children
+        # before parents, the top node last with the caller's version, as few multis as fit.
+        stat = await self.exists(path)
+        if stat is None:
+            raise NoNodeError(f"NoNodeError: {path}", path)
+        if version != -1 and stat.version != version:
+            raise BadVersionError(f"BadVersionError: {path}", path)
+        tree, level = [path], [path]
+        while level:
+            level = [join(p, name) for p in level for name in await self.children(p)]
+            tree.extend(level)
+        ops: list[Op] = [Delete(p) for p in reversed(tree[1:])] + [Delete(path, version)]
+        for chunk in batch.plan_chunks(ops, chroot=self._s.chroot):
+            try:
+                await self.multi(chunk)
+            except MultiOpError as e:
+                raise e.cause from None
 
     async def ensure_path(self, path: str) -> None:
         validate_path(path)
@@ -747,18 +785,21 @@ class TwinStore:
 
     async def multi(self, ops: list[Op]) -> list:
         checked = [_checked_op(op) for op in ops]
+        batch.check_multi(checked, self._s.chroot)
         return self._server._write(self._s, checked, multi=True)
 
     async def fenced_multi(self, ops: list[Op], epoch_zkversion: int) -> list:
-        checked = [_checked_op(op) for op in ops]
-        fence = Check(CONTROLLER_EPOCH_PATH, _check_version(epoch_zkversion))
+        if isinstance(epoch_zkversion, bool) or not isinstance(epoch_zkversion, int):
+            raise TypeError(f"epoch_zkversion must be an int, not {epoch_zkversion!r}")
+        ops = list(ops)
         try:
-            results = self._server._write(self._s, [fence, *checked], multi=True)
+            results = await self.multi([Check(CONTROLLER_EPOCH_PATH, epoch_zkversion), *ops])
         except MultiOpError as e:
             if e.index == 0:
                 raise FencedError(
-                    f"{CONTROLLER_EPOCH_PATH} is not at zkVersion {epoch_zkversion}: {e.cause!r}",
+                    f"{CONTROLLER_EPOCH_PATH} is no longer at zkVersion {epoch_zkversion} "
+                    f"({e.cause!r}): this controller is deposed",
                     CONTROLLER_EPOCH_PATH,
-                ) from e.cause
-            raise MultiOpError(e.index - 1, e.cause, checked) from None
+                ) from e
+            raise MultiOpError(e.index - 1, e.cause, ops) from None
         return results[1:]
