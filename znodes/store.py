@@ -1,0 +1,559 @@
+"""KazooStore: the :class:`znodes.api.Store` contract over a real ZooKeeper, through kazoo.
+
+Usage::
+
+    store = await znodes.store.connect("127.0.0.1:2181/kafka", create_chroot=True)
+    await store.create("/controller_epoch", b"1")
+    data, stat = await store.get("/controller_epoch", watch=True)
+    await store.fenced_multi([SetData("/brokers/topics/t", b"{}")], stat.version)
+    event = await store.events.get()      # WatchEvent / SessionEvent, in ZooKeeper's order
+    await store.close()
+
+How kazoo's threads meet the event loop: every kazoo call uses its ``*_async`` form, whose
+completion is handed to the loop with ``loop.call_soon_threadsafe``; watch callbacks and
+session-state changes travel the same way. Completions, watches and session changes all pass
+through ONE kazoo worker queue, in the order the connection thread read them off the wire, so
+the loop sees them in ZooKeeper's order: a watch event that ZooKeeper sent before a reply is
+on ``store.events`` by the time the awaiting coroutine resumes. No kazoo thread touches caller
+state.
+
+Watches follow ZooKeeper (and the Java client's single default watcher): one notification per
+path and change, even when both a data and a child watch were set on a path that is deleted.
+
+Session states:
+
+* ``SUSPENDED`` - the connection dropped; the session may still be alive (its ephemerals
+  remain) and kazoo reconnects by itself. Calls fail fast with ConnectionLossError while
+  suspended, and requests in flight when it dropped fail with ConnectionLossError too: their
+  outcome is unknown, so re-read before retrying. A controller must write nothing until
+  ``CONNECTED`` arrives again.
+* ``CONNECTED`` - (re)connected to the SAME session after a suspension. The initial connection
+  is not reported: ``connect`` returns a connected store.
+* ``LOST`` - the session expired (or the server closed it): ephemerals are gone and watches
+  are void. The store is then dead like an expired Java ZooKeeper handle: every later call
+  raises SessionExpiredError and kazoo is stopped in the background. Connect a new store
+  (a controller resigns and re-runs the election on the new session).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import threading
+from collections.abc import Callable
+
+import kazoo.exceptions as kx
+from kazoo.client import KazooClient
+from kazoo.handlers.threading import AsyncResult as _KazooAsyncResult
+from kazoo.handlers.threading import SequentialThreadingHandler
+from kazoo.hosts import collect_hosts
+from kazoo.protocol.states import EventType as KazooEventType
+from kazoo.protocol.states import KazooState
+from kazoo.retry import KazooRetry
+
+from znodes import batch
+from znodes.api import (
+    CONTROLLER_EPOCH_PATH,
+    BadVersionError,
+    Check,
+    ConnectionLossError,
+    Create,
+    Delete,
+    EventType,
+    FencedError,
+    MultiOpError,
+    NoChildrenForEphemeralsError,
+    NodeExistsError,
+    NoNodeError,
+    NotEmptyError,
+    Op,
+    SessionEvent,
+    SessionExpiredError,
+    SessionState,
+    SetData,
+    WatchEvent,
+    ZkError,
+    ZnodeStat,
+)
+
+# Reconnect quickly (local and in-datacenter ensembles): 50 ms first, doubling, at most 1 s
+# between attempts, forever - the session timeout, not the client, decides when to give up.
+_RECONNECT = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0)
+# A recursive delete retries this often when others add or remove children meanwhile.
+_RECURSIVE_DELETE_ATTEMPTS = 5
+
+_EVENT_TYPES = {
+    KazooEventType.CREATED: EventType.CREATED,
+    KazooEventType.DELETED: EventType.DELETED,
+    KazooEventType.CHANGED: EventType.CHANGED,
+    KazooEventType.CHILD: EventType.CHILD,
+}
+_SESSION_STATES = {
+    KazooState.CONNECTED: SessionState.CONNECTED,
+    KazooState.SUSPENDED: SessionState.SUSPENDED,
+    KazooState.LOST: SessionState.LOST,
+}
+_ERRORS: list[tuple[type, type]] = [
+    (kx.NoNodeError, NoNodeError),
+    (kx.NodeExistsError, NodeExistsError),
+    (kx.BadVersionError, BadVersionError),
+    (kx.NotEmptyError, NotEmptyError),
+    (kx.NoChildrenForEphemeralsError, NoChildrenForEphemeralsError),
+    (kx.ConnectionClosedError, SessionExpiredError),  # before its base, SessionExpiredError
+    (kx.SessionExpiredError, SessionExpiredError),
+    (kx.ConnectionLoss, ConnectionLossError),
+    (kx.ConnectionDropped, ConnectionLossError),
+    (kx.OperationTimeoutError, ConnectionLossError),
+]
+
+
+def validate_path(path: str, sequential: bool = False) -> None:
+    """ZooKeeper's path rules (PathUtils.validatePath); raises ValueError naming the problem."""
+    if not isinstance(path, str):
+        raise TypeError(f"znode path must be a str, not {type(path).__name__}")
+    # A sequential create appends a counter, so "/parent/" names a valid sequential node.
+    p = path + "1" if sequential else path
+    if not p.startswith("/"):
+        raise ValueError(f"invalid znode path {path!r}: must start with '/'")
+    if p == "/":
+        return
+    if p.endswith("/"):
+        raise ValueError(f"invalid znode path {path!r}: must not end with '/'")
+    for name in p[1:].split("/"):
+        if name == "":
+            raise ValueError(f"invalid znode path {path!r}: empty node name")
+        if name in (".", ".."):
+            raise ValueError(f"invalid znode path {path!r}: relative name {name!r}")
+    for ch in p:
+        c = ord(ch)
+        # The NUL and control characters, and what the Java server reads as surrogates
+        # (every character outside the Basic Multilingual Plane) or private/special use.
+        if (
+            c <= 0x1F
+            or 0x7F <= c <= 0x9F
+            or 0xD800 <= c <= 0xF8FF
+            or 0xFFF0 <= c
+        ):
+            raise ValueError(f"invalid znode path {path!r}: character U+{c:04X} is not allowed")
+
+
+def _check_data(data: bytes) -> None:
+    if not isinstance(data, bytes):
+        raise TypeError(f"znode data must be bytes, not {type(data).__name__}")
+
+
+def _check_version(version: int) -> None:
+    if not isinstance(version, int) or isinstance(version, bool) or version < -1:
+        raise ValueError(f"version must be an int >= -1, not {version!r}")
+
+
+def _map_error(exc: BaseException, path: str | None = None) -> BaseException:
+    """kazoo's exception -> the contract's error (anything unknown becomes a ZkError)."""
+    for kazoo_type, ours in _ERRORS:
+        if isinstance(exc, kazoo_type):
+            return ours(f"{ours.__name__}: {path}" if path else "", path)
+    if isinstance(exc, kx.BadArgumentsError):
+        return ValueError(f"ZooKeeper refused the arguments for {path!r}")
+    if isinstance(exc, (ZkError, ValueError, TypeError)):
+        return exc
+    return ZkError(f"{type(exc).__name__}: {exc} ({path})", path)
+
+
+def _stat(s) -> ZnodeStat:
+    return ZnodeStat(
+        czxid=s.czxid,
+        mzxid=s.mzxid,
+        pzxid=s.pzxid,
+        ctime=s.ctime,
+        mtime=s.mtime,
+        version=s.version,
+        cversion=s.cversion,
+        aversion=s.aversion,
+        ephemeral_owner=s.ephemeralOwner,
+        data_length=s.dataLength,
+        num_children=s.numChildren,
+    )
+
+
+def _join(parent: str, name: str) -> str:
+    return ("" if parent == "/" else parent) + "/" + name
+
+
+class _OrderedAsyncResult(_KazooAsyncResult):
+    """Completion callbacks go to the WATCH queue, behind the events read before the reply."""
+
+    def _do_callbacks(self):
+        for callback in self._callbacks:
+            if self._handler.running:
+                self._handler.callback_queue.put(functools.partial(callback, self))
+            else:
+                functools.partial(callback, self)()
+
+
+class _OrderedHandler(SequentialThreadingHandler):
+    """kazoo's threading handler, but with one ordered queue for completions and watches."""
+
+    def async_result(self):
+        return _OrderedAsyncResult(self)
+
+
+class KazooStore:
+    """The Store contract on a kazoo client. Create it with :func:`connect`."""
+
+    def __init__(self, client: KazooClient, loop: asyncio.AbstractEventLoop):
+        self._client = client
+        self._loop = loop
+        self.events: asyncio.Queue = asyncio.Queue()
+        self._client_id = client.client_id
+        self._closed = False
+        self._expired = False
+        self._last_watch = None  # the kazoo event last delivered (dedupes a DELETED)
+        self._shutdown_lock = threading.Lock()
+        self._shut_down = False
+        self._shutdown_future: asyncio.Future | None = None
+        client.add_listener(self._on_state)
+        if not client.connected:  # it dropped between start() and add_listener()
+            self._on_state(KazooState.SUSPENDED)
+
+    # ---- identity --------------------------------------------------------------------------
+
+    @property
+    def session_id(self) -> int:
+        return self._client_id[0]
+
+    @property
+    def client_id(self) -> tuple[int, bytes]:
+        """(session id, password): what a client needs to attach to this session."""
+        return self._client_id
+
+    @property
+    def chroot(self) -> str:
+        """The chroot all paths are relative to ("" when none)."""
+        return self._client.chroot or ""
+
+    @property
+    def hosts(self) -> str:
+        return ",".join(f"{h}:{p}" for h, p in self._client.hosts) + self.chroot
+
+    # ---- the contract ----------------------------------------------------------------------
+
+    async def close(self) -> None:
+        """End the session (its ephemerals go) and stop kazoo's threads. Idempotent."""
+        self._closed = True
+        if self._shutdown_future is None:
+            self._shutdown_future = self._loop.run_in_executor(None, self._shutdown_kazoo)
+        await asyncio.shield(self._shutdown_future)
+
+    async def get(self, path: str, watch: bool = False) -> tuple[bytes, ZnodeStat]:
+        validate_path(path)
+        data, stat = await self._call(path, self._client.get_async, path, watch=self._watcher(watch))
+        return (data or b""), _stat(stat)
+
+    async def exists(self, path: str, watch: bool = False) -> ZnodeStat | None:
+        validate_path(path)
+        stat = await self._call(path, self._client.exists_async, path, watch=self._watcher(watch))
+        return None if stat is None else _stat(stat)
+
+    async def children(self, path: str, watch: bool = False) -> list[str]:
+        validate_path(path)
+        names = await self._call(path, self._client.get_children_async, path, watch=self._watcher(watch))
+        return sorted(names)
+
+    async def create(
+        self,
+        path: str,
+        data: bytes = b"",
+        *,
+        ephemeral: bool = False,
+        sequential: bool = False,
+        makepath: bool = False,
+    ) -> str:
+        validate_path(path, sequential)
+        _check_data(data)
+        if path == "/":
+            raise NodeExistsError(f"NodeExistsError: {path}", path)
+        batch.check_single(Create(path, data, ephemeral, sequential), self.chroot)
+        return await self._call(
+            path,
+            self._client.create_async,
+            path,
+            data,
+            ephemeral=bool(ephemeral),
+            sequence=bool(sequential),
+            makepath=bool(makepath),
+        )
+
+    async def set(self, path: str, data: bytes, version: int = -1) -> ZnodeStat:
+        validate_path(path)
+        _check_data(data)
+        _check_version(version)
+        batch.check_single(SetData(path, data, version), self.chroot)
+        return _stat(await self._call(path, self._client.set_async, path, data, version))
+
+    async def delete(self, path: str, version: int = -1, *, recursive: bool = False) -> None:
+        validate_path(path)
+        _check_version(version)
+        if path == "/":
+            raise ValueError("refusing to delete the root (or the chroot itself) through this store")
+        if recursive:
+            await self._delete_recursive(path, version)
+        else:
+            await self._call(path, self._client.delete_async, path, version)
+
+    async def ensure_path(self, path: str) -> None:
+        validate_path(path)
+        await self._call(path, self._client.ensure_path_async, path)
+
+    async def multi(self, ops: list[Op]) -> list:
+        ops = list(ops)
+        for op in ops:
+            if isinstance(op, Create):
+                validate_path(op.path, op.sequential)
+                _check_data(op.data)
+            elif isinstance(op, SetData):
+                validate_path(op.path)
+                _check_data(op.data)
+                _check_version(op.version)
+            elif isinstance(op, (Delete, Check)):
+                validate_path(op.path)
+                _check_version(op.version)
+            else:
+                raise TypeError(f"not a store op: {op!r}")
+        batch.check_multi(ops, self.chroot)
+        self._check_usable()
+        txn = self._client.transaction()
+        for op in ops:
+            if isinstance(op, Create):
+                txn.create(op.path, op.data, ephemeral=op.ephemeral, sequence=op.sequential)
+            elif isinstance(op, SetData):
+                txn.set_data(op.path, op.data, op.version)
+            elif isinstance(op, Delete):
+                txn.delete(op.path, op.version)
+            else:
+                txn.check(op.path, op.version)
+        raw = await self._call(None, txn.commit_async)
+        failures = [(i, r) for i, r in enumerate(raw) if isinstance(r, BaseException)]
+        if failures:
+            # Every op reports: the failing one its error, the others "rolled back" (code 0
+            # before it, runtime inconsistency after it). The first real error is the cause.
+            causes = [(i, r) for i, r in failures if not isinstance(r, (kx.RolledBackError, kx.RuntimeInconsistency))]
+            index, exc = causes[0] if causes else failures[0]
+            raise MultiOpError(index, _map_error(exc, ops[index].path), ops)
+        if len(raw) != len(ops):
+            raise ZkError(f"multi answered {len(raw)} results for {len(ops)} ops")
+        results: list = []
+        for op, r in zip(ops, raw):
+            if isinstance(op, Create):
+                results.append(r)
+            elif isinstance(op, SetData):
+                results.append(_stat(r))
+            else:
+                results.append(None)
+        return results
+
+    async def fenced_multi(self, ops: list[Op], epoch_zkversion: int) -> list:
+        if not isinstance(epoch_zkversion, int) or isinstance(epoch_zkversion, bool):
+            raise TypeError(f"epoch_zkversion must be an int, not {epoch_zkversion!r}")
+        ops = list(ops)
+        try:
+            results = await self.multi([Check(CONTROLLER_EPOCH_PATH, epoch_zkversion), *ops])
+        except MultiOpError as e:
+            if e.index == 0:
+                raise FencedError(
+                    f"{CONTROLLER_EPOCH_PATH} is no longer at zkVersion {epoch_zkversion} ({e.cause!r}): "
+                    "this controller is deposed",
+                    CONTROLLER_EPOCH_PATH,
+                ) from e
+            raise MultiOpError(e.index - 1, e.cause, ops) from None
+        return results[1:]
+
+    # ---- recursive delete ------------------------------------------------------------------
+
+    async def _delete_recursive(self, path: str, version: int) -> None:
+        """Delete ``path`` and its subtree: one atomic multi when it fits, else in chunks."""
+        for _ in range(_RECURSIVE_DELETE_ATTEMPTS):
+            stat = await self.exists(path)
+            if stat is None:
+                raise NoNodeError(f"NoNodeError: {path}", path)
+            if version != -1 and stat.version != version:
+                raise BadVersionError(f"BadVersionError: {path}", path)
+            tree = await self._subtree(path)
+            # Children before parents; the top node last, carrying the caller's version.
+            ops: list[Op] = [Delete(p) for p in reversed(tree[1:])] + [Delete(path, version)]
+            try:
+                for chunk in batch.plan_chunks(ops, chroot=self.chroot):
+                    await self.multi(chunk)
+                return
+            except MultiOpError as e:
+                if isinstance(e.cause, (NotEmptyError, NoNodeError)) and e.cause.path != path:
+                    continue  # the subtree changed under us: walk it again
+                if isinstance(e.cause, NotEmptyError):
+                    continue
+                raise e.cause from None
+        raise NotEmptyError(f"NotEmptyError: {path} kept gaining children while being deleted", path)
+
+    async def _subtree(self, path: str) -> list[str]:
+        """``path`` and every descendant, parents before children."""
+        out, level = [path], [path]
+        while level:
+            kids = await asyncio.gather(*(self._children_or_none(p) for p in level))
+            level = [_join(p, k) for p, names in zip(level, kids) if names for k in names]
+            out.extend(level)
+        return out
+
+    async def _children_or_none(self, path: str) -> list[str] | None:
+        try:
+            return await self.children(path)
+        except NoNodeError:
+            return None
+
+    # ---- plumbing between kazoo's threads and the loop --------------------------------------
+
+    def _check_usable(self) -> None:
+        if self._closed:
+            raise SessionExpiredError("store is closed")
+        if self._expired:
+            raise SessionExpiredError("session expired: connect a new store")
+        if not self._client.connected:
+            raise ConnectionLossError("not connected to ZooKeeper (session suspended)")
+
+    def _watcher(self, watch: bool) -> Callable | None:
+        return self._on_watch if watch else None
+
+    def _call(self, path: str | None, fn: Callable, *args, **kwargs) -> asyncio.Future:
+        self._check_usable()
+        fut = self._loop.create_future()
+        try:
+            result = fn(*args, **kwargs)
+        except Exception as e:
+            raise _map_error(e, path) from e
+        result.rawlink(functools.partial(self._complete, fut, path))
+        return fut
+
+    def _complete(self, fut: asyncio.Future, path: str | None, result) -> None:
+        # kazoo worker thread
+        self._post(self._settle, fut, path, result)
+
+    @staticmethod
+    def _settle(fut: asyncio.Future, path: str | None, result) -> None:
+        # event loop thread
+        if fut.done():
+            return
+        try:
+            fut.set_result(result.get_nowait())
+        except BaseException as e:
+            fut.set_exception(_map_error(e, path))
+
+    def _post(self, fn: Callable, *args) -> None:
+        try:
+            self._loop.call_soon_threadsafe(fn, *args)
+        except RuntimeError:
+            pass  # the loop is closed: nobody is left to tell
+
+    def _on_watch(self, event) -> None:
+        # kazoo worker thread. ZooKeeper sends one notification; kazoo hands the same event
+        # object to the data and to the child watcher of a deleted path: deliver it once.
+        if event is self._last_watch:
+            return
+        self._last_watch = event
+        etype = _EVENT_TYPES.get(event.type)
+        if etype is not None and not self._closed:
+            self._post(self.events.put_nowait, WatchEvent(etype, event.path))
+
+    def _on_state(self, state: str) -> None:
+        # kazoo connection thread (or the thread calling stop()); must not block.
+        if self._closed or self._expired:
+            return
+        if state == KazooState.LOST:
+            self._expired = True
+        session_event = SessionEvent(_SESSION_STATES[state])
+        # Through the watch queue, so the state change keeps its place among the events.
+        self._client.handler.callback_queue.put(functools.partial(self._deliver_session, session_event))
+
+    def _deliver_session(self, event: SessionEvent) -> None:
+        # kazoo worker thread
+        self._post(self.events.put_nowait, event)
+        if event.state is SessionState.LOST:
+            self._post(self._stop_after_expiry)
+
+    def _stop_after_expiry(self) -> None:
+        # Loop thread: kazoo would open a fresh session; this store's session is over.
+        if self._shutdown_future is None:
+            self._shutdown_future = self._loop.run_in_executor(None, self._shutdown_kazoo)
+
+    def _shutdown_kazoo(self) -> None:
+        with self._shutdown_lock:
+            if self._shut_down:
+                return
+            self._shut_down = True
+            try:
+                self._client.stop()
+            finally:
+                self._client.close()
+
+
+async def connect(
+    hosts: str,
+    timeout: float = 10.0,
+    session_timeout: float = 10.0,
+    *,
+    create_chroot: bool = False,
+) -> KazooStore:
+    """Connect to ``hosts`` ("h:p,h2:p/chroot"); the chroot must exist unless ``create_chroot``.
+
+    ``timeout`` bounds the wait for the first connection (ConnectionLossError after it);
+    ``session_timeout`` is requested from the server, which clamps it to its min/max.
+    """
+    if timeout <= 0 or session_timeout <= 0:
+        raise ValueError("timeout and session_timeout must be positive")
+    try:
+        host_list, chroot = collect_hosts(hosts)
+    except (ValueError, TypeError, AttributeError) as e:
+        raise ValueError(f"bad ZooKeeper connect string {hosts!r}: {e}") from None
+    if not host_list:
+        raise ValueError(f"bad ZooKeeper connect string {hosts!r}: no host")
+    if chroot:
+        validate_path(chroot)
+        if chroot == "/":
+            chroot = ""
+    loop = asyncio.get_running_loop()
+    server_list = ",".join(f"{h}:{p}" for h, p in host_list)
+
+    def start(client_hosts: str) -> KazooClient:
+        handler = _OrderedHandler()
+        client = KazooClient(
+            hosts=client_hosts,
+            timeout=session_timeout,
+            handler=handler,
+            connection_retry=KazooRetry(sleep_func=handler.sleep_func, **_RECONNECT),
+            command_retry=KazooRetry(sleep_func=handler.sleep_func, max_tries=0),
+        )
+        # start_async + wait, not start(): start() warns about a missing chroot, which
+        # open_client() reports as an error instead.
+        client.start_async().wait(timeout=timeout)
+        if not client.connected:
+            client.stop()
+            client.close()
+            raise ConnectionLossError(f"could not connect to ZooKeeper at {client_hosts} within {timeout:g}s")
+        return client
+
+    def open_client() -> KazooClient:
+        if chroot and create_chroot:
+            admin = start(server_list)
+            try:
+                admin.ensure_path(chroot)
+            finally:
+                admin.stop()
+                admin.close()
+        client = start(server_list + chroot)
+        if chroot and not create_chroot and client.exists("/") is None:
+            client.stop()
+            client.close()
+            raise NoNodeError(
+                f"chroot {chroot} does not exist on {server_list} (connect with create_chroot=True to create it)",
+                chroot,
+            )
+        return client
+
+    client = await loop.run_in_executor(None, open_client)
+    return KazooStore(client, loop)
