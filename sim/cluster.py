@@ -1,0 +1,472 @@
+"""N simulated brokers in one process over one ZooKeeper (real, or the in-memory twin).
+
+Each broker has its own ZooKeeper session (its ephemeral ``/brokers/ids/N`` lives and dies
+with it), its own TCP listener (unless ``serve=False``) and a :class:`sim.core.BrokerCore`.
+All brokers share one :class:`sim.replica.ReplicationModel` and one view of the throttle
+configs, kept current by a :class:`sim.configwatch.ConfigWatcher` on the cluster's own
+session.
+
+Time: :meth:`Cluster.advance` handles the session events that came in (config changes,
+expired sessions), moves the copy model to ``clock()`` and lets every running broker do its
+leader duties, carrying out the ISR writes and notifications they ask for.
+``reassignd sim`` calls it every ``tick`` seconds (:meth:`start_ticker`); deterministic tests
+pass a :class:`sim.clock.ManualClock` and call it themselves.
+
+    cluster = Cluster(lambda: znodes.store.connect("127.0.0.1:2181/kafka"), ClusterSettings(brokers=3))
+    await cluster.start()
+    await cluster.create_topics([parse_topic_spec("orders:6:3:10MiB")])
+    cluster.start_ticker()
+    await cluster.stop_broker(2)        # its session ends: /brokers/ids/2 goes, others keep running
+    await cluster.start_broker(2)       # a restarted broker: logs kept, roles forgotten
+    await cluster.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import base64
+import inspect
+import json
+import logging
+import random
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, field
+
+from sim.clock import loop_clock
+from sim.configwatch import ConfigWatcher
+from sim.core import BrokerConfig, BrokerCore
+from sim.effects import IsrChangeNotification, IsrWrite
+from sim.replica import CopySettings, ReplicationModel
+from sim.throttle import Throttles
+from sim.topics import TopicSpec, create_topics
+from sim.versions import served_versions
+from znodes import paths
+from znodes.api import (
+    BadVersionError,
+    NodeExistsError,
+    NoNodeError,
+    SessionEvent,
+    SessionState,
+    Store,
+    ZkError,
+)
+
+log = logging.getLogger(__name__)
+
+CLUSTER_ID_PATH = "/cluster/id"
+DEFAULT_PORT = 9092  # registered when brokers do not listen (serve=False) and no base port is set
+# A leader retries a conflicting ISR write at most this often per advance, then waits for the
+# next advance (the znode keeps changing under it: someone else is writing it).
+MAX_ISR_WRITE_ATTEMPTS = 5
+
+
+class BrokerRegistrationError(Exception):
+    """A broker id is already registered (another broker, or a session not yet expired)."""
+
+
+@dataclass(frozen=True, slots=True)
+class ClusterSettings:
+    brokers: int = 3
+    first_id: int = 1
+    racks: int = 0  # K > 0: broker i (0-based) is in rack "rack-{i % K}"
+    host: str = "127.0.0.1"
+    base_port: int = 0  # broker i listens on base_port + i; 0 = any free port
+    copy: CopySettings = field(default_factory=CopySettings)
+    broker: BrokerConfig = field(default_factory=BrokerConfig)
+    message_bytes: int = 1024  # average message size: offsets of pre-filled replicas
+    tick: float = 0.1  # real seconds between advances when the ticker runs
+    seed: int = 0  # replica assignment start/shift, as Kafka's random ones but reproducible
+
+    @property
+    def broker_ids(self) -> list[int]:
+        return list(range(self.first_id, self.first_id + self.brokers))
+
+    def rack_of(self, broker_id: int) -> str | None:
+        if not self.racks:
+            return None
+        return f"rack-{(broker_id - self.first_id) % self.racks}"
+
+
+def registration_payload(host: str, port: int, rack: str | None) -> bytes:
+    """Kafka's /brokers/ids/N (version 4)."""
+    doc = {
+        "version": 4,
+        "host": host,
+        "port": port,
+        "jmx_port": -1,
+        "timestamp": str(int(time.time() * 1000)),
+        "endpoints": [f"PLAINTEXT://{host}:{port}"],
+        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+    }
+    if rack is not None:
+        doc["rack"] = rack
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+class SimBroker:
+    """One broker's process-level state: session, listener, core."""
+
+    def __init__(self, broker_id: int, rack: str | None, core: BrokerCore, port: int):
+        self.id = broker_id
+        self.rack = rack
+        self.core = core
+        self.port = port
+        self.store: Store | None = None
+        self.server: BrokerServer | None = None
+        self.running = False
+        self.started_before = False
+        self.lost_session = False
+
+
+class Cluster:
+    def __init__(
+        self,
+        connect: Callable[[], Awaitable[Store] | Store],
+        settings: ClusterSettings | None = None,
+        *,
+        clock: Callable[[], float] | None = None,
+        serve: bool = True,
+    ):
+        self.settings = settings or ClusterSettings()
+        self.clock = clock or loop_clock
+        self.serve = serve
+        self.throttles = Throttles()
+        self.model = ReplicationModel(self.settings.copy, self.throttles)
+        self.brokers: dict[int, SimBroker] = {}
+        self.admin: Store | None = None
+        self.cluster_id: str | None = None
+        self._connect = connect
+        self._rng = random.Random(self.settings.seed)
+        self._lock = asyncio.Lock()
+        self._ticker: asyncio.Task | None = None
+        self._watcher: ConfigWatcher | None = None
+
+    # ---- lifecycle -----------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect, lay out Kafka's persistent znodes, load configs, register every broker."""
+        self.model.now = self.clock()
+        self.admin = await self._new_store()
+        try:
+            for path in paths.PERSISTENT_PATHS:
+                await self.admin.ensure_path(path)
+            self.cluster_id = await ensure_cluster_id(self.admin)
+            versions = served_versions()
+            for index, broker_id in enumerate(self.settings.broker_ids):
+                core = BrokerCore(
+                    broker_id,
+                    self.model,
+                    self.clock,
+                    self.settings.broker,
+                    cluster_id=self.cluster_id,
+                    api_versions=versions,
+                )
+                port = self.settings.base_port + index if self.settings.base_port else 0
+                self.brokers[broker_id] = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
+                self.model.offline.add(broker_id)
+            self._watcher = ConfigWatcher(self.admin, self.throttles)
+            await self._watcher.load_all()
+            for broker_id in self.settings.broker_ids:
+                await self.start_broker(broker_id)
+        except BaseException:
+            await self.close()
+            raise
+
+    async def close(self) -> None:
+        """Stop the ticker and every broker (their ephemeral nodes go), then the admin session."""
+        await self.stop_ticker()
+        for broker in self.brokers.values():
+            if broker.running:
+                await self.stop_broker(broker.id)
+        if self.admin is not None:
+            await self.admin.close()
+            self.admin = None
+
+    async def start_broker(self, broker_id: int) -> None:
+        """Start (or restart) one broker: new session, listener, registration.
+
+        A broker that ran before comes back as a restarted Kafka broker: its replicas keep
+        their data, its roles and epochs are forgotten until the controller's LeaderAndIsr.
+        """
+        broker = self._broker(broker_id)
+        if broker.running:
+            raise ValueError(f"broker {broker_id} is already running")
+        if broker.started_before:
+            broker.core.restart()
+        store = await self._new_store()
+        server = None
+        try:
+            port = broker.port
+            if self.serve:
+                from sim.server import BrokerServer  # the codec loads only when brokers listen
+
+                server = BrokerServer(
+                    broker.core.handle,
+                    lambda: broker.core.handle(18, 0, {})["api_keys"],
+                    name=f"broker {broker_id}",
+                )
+                try:
+                    port = await server.start(self.settings.host, broker.port)
+                except OSError:
+                    if not broker.port or self.settings.base_port:
+                        raise
+                    port = await server.start(self.settings.host, 0)  # old port taken meanwhile
+            elif not port:
+                port = DEFAULT_PORT + broker_id
+            await self._register(store, broker, port)
+        except BaseException:
+            if server is not None:
+                await server.close()
+            await store.close()
+            raise
+        broker.store, broker.server, broker.port = store, server, port
+        broker.running = broker.started_before = True
+        broker.lost_session = False
+        self.model.offline.discard(broker_id)
+        log.info("broker %d up on %s:%d", broker_id, self.settings.host, port)
+
+    async def stop_broker(self, broker_id: int) -> None:
+        """Stop one broker as if its process died: listener closed, session ended."""
+        broker = self._broker(broker_id)
+        if not broker.running:
+            raise ValueError(f"broker {broker_id} is not running")
+        broker.running = False
+        self.model.offline.add(broker_id)
+        if broker.server is not None:
+            await broker.server.close()
+            broker.server = None
+        if broker.store is not None:
+            await broker.store.close()
+            broker.store = None
+        log.info("broker %d stopped", broker_id)
+
+    async def restart_broker(self, broker_id: int) -> None:
+        if self._broker(broker_id).running:
+            await self.stop_broker(broker_id)
+        await self.start_broker(broker_id)
+
+    def start_ticker(self) -> None:
+        """Advance every ``settings.tick`` seconds until :meth:`stop_ticker`."""
+        if self._ticker is None:
+            self._ticker = asyncio.create_task(self._tick_forever())
+
+    async def stop_ticker(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+            self._ticker = None
+
+    # ---- topics and time -----------------------------------------------------------------
+
+    async def create_topics(self, specs: list[TopicSpec]) -> dict[str, dict[int, list[int]]]:
+        """Create topics in ZooKeeper (all or none) and pre-fill their replicas on the brokers."""
+        racks = {b: self.settings.rack_of(b) for b in self.settings.broker_ids} if self.settings.racks else None
+        assignments, epoch = await create_topics(
+            self.admin, specs, brokers=self.settings.broker_ids, racks=racks, rng=self._rng
+        )
+        for spec in specs:
+            offsets = spec.size_bytes // self.settings.message_bytes
+            for partition, replicas in assignments[spec.name].items():
+                for broker_id in replicas:
+                    self.brokers[broker_id].core.adopt(
+                        spec.name,
+                        partition,
+                        size=spec.size_bytes,
+                        leo=offsets,
+                        leader=replicas[0],
+                        leader_epoch=0,
+                        controller_epoch=epoch,
+                        isr=tuple(replicas),
+                        replicas=tuple(replicas),
+                        zk_version=0,
+                    )
+        return assignments
+
+    async def advance(self) -> None:
+        """Bring the copy model to ``clock()``; carry out what the running brokers ask for."""
+        async with self._lock:
+            await self._drain_events()
+            now = self.clock()
+            self.model.advance(now)
+            for broker in list(self.brokers.values()):
+                if broker.running:
+                    for effect in broker.core.advance(now):
+                        if isinstance(effect, IsrWrite):
+                            await self._write_isr(broker, effect)
+                        else:
+                            await self._notify(broker, effect)
+
+    async def _tick_forever(self) -> None:
+        while True:
+            try:
+                await self.advance()
+            except Exception:  # one bad tick must not stop the simulation
+                log.exception("simulation tick failed")
+            await asyncio.sleep(self.settings.tick)
+
+    # ---- what the brokers ask for ----------------------------------------------------------
+
+    async def _write_isr(self, broker: SimBroker, write: IsrWrite) -> None:
+        core = broker.core
+        for _ in range(MAX_ISR_WRITE_ATTEMPTS):
+            if broker.store is None:
+                break
+            try:
+                stat = await broker.store.set(write.path, write.payload(), write.zk_version)
+            except BadVersionError:
+                try:
+                    data, stat = await broker.store.get(write.path)
+                    current = json.loads(data.decode("utf-8"))
+                except (ZkError, ValueError) as exc:
+                    log.warning("broker %d: cannot re-read %s: %s", broker.id, write.path, exc)
+                    break
+                if not isinstance(current, dict):
+                    break
+                retry = core.isr_write_conflict(write, current, stat.version)
+                if retry is None:
+                    log.info("broker %d: gave up ISR change of %s-%d: no longer its leader epoch",
+                             broker.id, write.topic, write.partition)
+                    return
+                write = retry
+                continue
+            except ZkError as exc:
+                log.warning("broker %d: ISR write to %s failed: %s", broker.id, write.path, exc)
+                break
+            core.isr_write_done(write, stat.version, self.clock())
+            log.info("broker %d: %s-%d ISR -> %s", broker.id, write.topic, write.partition, list(write.isr))
+            return
+        core.isr_write_failed(write)
+
+    async def _notify(self, broker: SimBroker, note: IsrChangeNotification) -> None:
+        if broker.store is None:
+            broker.core.notification_failed(note)
+            return
+        try:
+            await broker.store.create(note.path, note.payload(), sequential=True, makepath=True)
+        except ZkError as exc:
+            log.warning("broker %d: ISR change notification failed: %s", broker.id, exc)
+            broker.core.notification_failed(note)
+
+    # ---- sessions --------------------------------------------------------------------------
+
+    async def _register(self, store: Store, broker: SimBroker, port: int) -> None:
+        path = paths.broker(broker.id)
+        try:
+            await store.create(path, registration_payload(self.settings.host, port, broker.rack), ephemeral=True)
+        except NodeExistsError:
+            raise BrokerRegistrationError(
+                f"broker id {broker.id} is already registered at {path} (another broker, or an old session)"
+            ) from None
+        stat = await store.exists(path)
+        broker.core.broker_epoch = stat.czxid if stat is not None else -1
+
+    async def _drain_events(self) -> None:
+        """React to what the sessions reported since the last advance.
+
+        Config change notifications reach the throttles; a broker whose session expired
+        registers again on a new session, as Kafka brokers do.
+        """
+        while self.admin is not None and not self.admin.events.empty():
+            event = self.admin.events.get_nowait()
+            try:
+                await self._watcher.on_event(event)
+            except ZkError as exc:
+                log.warning("config watch: %s", exc)
+        for broker in list(self.brokers.values()):
+            while broker.running and broker.store is not None and not broker.store.events.empty():
+                event = broker.store.events.get_nowait()
+                if isinstance(event, SessionEvent) and event.state is SessionState.LOST:
+                    broker.lost_session = True
+            if broker.running and broker.lost_session:
+                await self._renew_session(broker)
+
+    async def _renew_session(self, broker: SimBroker) -> None:
+        """A new session and registration for a broker whose session expired (Kafka does so)."""
+        old = broker.store
+        try:
+            store = await self._new_store()
+        except ZkError as exc:
+            log.warning("broker %d: cannot open a new session yet: %s", broker.id, exc)
+            return
+        try:
+            await self._register(store, broker, broker.port)
+        except (BrokerRegistrationError, ZkError) as exc:
+            log.error("broker %d: re-registration failed, will retry: %s", broker.id, exc)
+            await store.close()
+            return
+        broker.store, broker.lost_session = store, False
+        if old is not None:
+            await old.close()
+        log.info("broker %d: session expired; registered again", broker.id)
+
+    async def _new_store(self) -> Store:
+        store = self._connect()
+        if inspect.isawaitable(store):
+            store = await store
+        return store
+
+    # ---- views -------------------------------------------------------------------------------
+
+    def _broker(self, broker_id: int) -> SimBroker:
+        broker = self.brokers.get(broker_id)
+        if broker is None:
+            raise ValueError(f"no broker {broker_id} in this simulation (ids {self.settings.broker_ids})")
+        return broker
+
+    def broker(self, broker_id: int) -> SimBroker:
+        return self._broker(broker_id)
+
+    def status(self) -> dict:
+        """Brokers, their replicas and the throttles in force (for the control channel)."""
+        return {
+            "cluster_id": self.cluster_id,
+            "time": self.model.now,
+            "brokers": {
+                str(b.id): {
+                    "running": b.running,
+                    "host": self.settings.host,
+                    "port": b.port,
+                    "rack": b.rack,
+                    "replicas": [
+                        {
+                            "topic": r.topic,
+                            "partition": r.partition,
+                            "role": r.role.value,
+                            "size": r.size_bytes,
+                            "log_end_offset": r.log_end_offset,
+                            "lag": self.model.lag(r),
+                            "isr": list(r.isr),
+                        }
+                        for r in b.core.replicas()
+                    ],
+                }
+                for b in self.brokers.values()
+            },
+            "throttles": self.throttles.snapshot(),
+        }
+
+
+async def ensure_cluster_id(store: Store) -> str | None:
+    """Kafka's ``/cluster/id`` (``{"version":"1","id":"<base64 uuid>"}``), created if absent."""
+    for _ in range(2):
+        try:
+            data, _ = await store.get(CLUSTER_ID_PATH)
+        except NoNodeError:
+            new_id = base64.urlsafe_b64encode(uuid.uuid4().bytes).rstrip(b"=").decode()
+            payload = json.dumps({"version": "1", "id": new_id}, separators=(",", ":")).encode()
+            try:
+                await store.create(CLUSTER_ID_PATH, payload, makepath=True)
+                return new_id
+            except NodeExistsError:
+                continue
+        try:
+            doc = json.loads(data.decode("utf-8"))
+            if isinstance(doc, dict) and isinstance(doc.get("id"), str):
+                return doc["id"]
+        except (UnicodeDecodeError, ValueError):
+            pass
+        log.error("ignoring malformed %s: %r", CLUSTER_ID_PATH, data[:100])
+        return None
+    return None

@@ -1,0 +1,104 @@
+"""One simulated broker's TCP listener: Kafka framing and codec in front of a BrokerCore.
+
+Requests on a connection are answered in order. Bytes that do not decode, a frame over the
+size limit, or an API the broker does not serve close that connection only; the listener and
+every other connection carry on. An ApiVersions request of a version the codec does not know
+gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and the supported ranges.
+
+    server = BrokerServer(core.handle, lambda: core.handle(18, 0, {})["api_keys"])
+    port = await server.start("127.0.0.1", 0)
+    ...
+    await server.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+import protocol
+from protocol.errors import ErrorCode
+from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from protocol.framing import FrameReader
+from sim.core import API_VERSIONS, UnsupportedRequest
+
+log = logging.getLogger(__name__)
+
+# Kafka's socket.request.max.bytes default (100 MiB): a control request for a large cluster fits.
+MAX_FRAME_SIZE = 100 * 1024 * 1024
+READ_CHUNK = 64 * 1024
+
+
+class BrokerServer:
+    def __init__(
+        self,
+        handle: Callable[[int, int, dict], dict],
+        api_keys: Callable[[], list[dict]],
+        *,
+        max_frame_size: int = MAX_FRAME_SIZE,
+        name: str = "broker",
+    ):
+        self._handle = handle
+        self._api_keys = api_keys
+        self._max_frame_size = max_frame_size
+        self._name = name
+        self._server: asyncio.base_events.Server | None = None
+        self._connections: set[asyncio.StreamWriter] = set()
+        self._tasks: set[asyncio.Task] = set()
+        self.port: int | None = None
+
+    async def start(self, host: str, port: int) -> int:
+        self._server = await asyncio.start_server(self._on_connection, host, port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.port
+
+    async def close(self) -> None:
+        """Stop listening and drop every connection (a crashed or stopped broker)."""
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._connections):
+            writer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _on_connection(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        self._connections.add(writer)
+        frames = FrameReader(self._max_frame_size)
+        try:
+            while True:
+                data = await reader.read(READ_CHUNK)
+                if not data:
+                    break
+                for frame in frames.feed(data):
+                    writer.write(self.respond(frame))
+                await writer.drain()
+        except (DecodeError, UnsupportedRequest, EncodeError) as exc:
+            log.warning("%s: closing connection: %s", self._name, exc)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:  # a bug in one request must not take the broker down
+            log.exception("%s: closing connection after an unexpected error", self._name)
+        finally:
+            self._connections.discard(writer)
+            self._tasks.discard(task)
+            writer.close()
+
+    def respond(self, frame: bytes) -> bytes:
+        """The response frame for one request frame; raises on anything that ends the connection."""
+        try:
+            header, body = protocol.decode_request(frame)
+        except UnsupportedVersionError as exc:
+            if exc.api_key == API_VERSIONS and exc.correlation_id is not None:
+                answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self._api_keys()}
+                return protocol.encode_response(API_VERSIONS, 0, exc.correlation_id, answer)
+            raise
+        response = self._handle(header.api_key, header.api_version, body)
+        return protocol.encode_response(header.api_key, header.api_version, header.correlation_id, response)
