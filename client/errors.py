@@ -218,3 +218,7 @@ class PartitionErrors(KafkaApiError):
         first = next(iter(self.errors.values()))
         lines = "; ".join(str(e) for e in self.errors.values())
         super().__init__(f"{len(self.errors)} failed: {lines}", code=first.code)
+
+
+class ClusterDataError(ReassignError):
+    """The cluster holds data this tool cannot read (a malformed znode payload, say)."""
