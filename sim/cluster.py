@@ -42,7 +42,8 @@ from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
 from sim.topics import TopicSpec, create_topics
 from sim.versions import served_versions
-from znodes import paths
+from znodes import models, paths
+from znodes.errors import ZnodeFormatError
 from znodes.api import (
     BadVersionError,
     NodeExistsError,
@@ -91,18 +92,16 @@ class ClusterSettings:
 
 def registration_payload(host: str, port: int, rack: str | None) -> bytes:
     """Kafka's /brokers/ids/N (version 4)."""
-    doc = {
-        "version": 4,
-        "host": host,
-        "port": port,
-        "jmx_port": -1,
-        "timestamp": str(int(time.time() * 1000)),
-        "endpoints": [f"PLAINTEXT://{host}:{port}"],
-        "listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
-    }
-    if rack is not None:
-        doc["rack"] = rack
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return models.BrokerRegistration(
+        version=4,
+        host=host,
+        port=port,
+        jmx_port=-1,
+        timestamp=str(int(time.time() * 1000)),
+        endpoints=[f"PLAINTEXT://{host}:{port}"],
+        rack=rack,
+        listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+    ).to_bytes()
 
 
 class SimBroker:
@@ -142,6 +141,7 @@ class Cluster:
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task | None = None
         self._watcher: ConfigWatcher | None = None
+        self._admin_lost = False
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -318,13 +318,12 @@ class Cluster:
             except BadVersionError:
                 try:
                     data, stat = await broker.store.get(write.path)
-                    current = json.loads(data.decode("utf-8"))
-                except (ZkError, ValueError) as exc:
+                    current = models.PartitionState.from_bytes(write.path, data)
+                except (ZkError, ZnodeFormatError) as exc:
                     log.warning("broker %d: cannot re-read %s: %s", broker.id, write.path, exc)
                     break
-                if not isinstance(current, dict):
-                    break
-                retry = core.isr_write_conflict(write, current, stat.version)
+                fields = {k: getattr(current, k) for k in ("leader", "leader_epoch", "controller_epoch")}
+                retry = core.isr_write_conflict(write, fields, stat.version)
                 if retry is None:
                     log.info("broker %d: gave up ISR change of %s-%d: no longer its leader epoch",
                              broker.id, write.topic, write.partition)
@@ -370,10 +369,15 @@ class Cluster:
         """
         while self.admin is not None and not self.admin.events.empty():
             event = self.admin.events.get_nowait()
+            if isinstance(event, SessionEvent) and event.state is SessionState.LOST:
+                self._admin_lost = True
+                continue
             try:
                 await self._watcher.on_event(event)
             except ZkError as exc:
                 log.warning("config watch: %s", exc)
+        if self._admin_lost:
+            await self._renew_admin()
         for broker in list(self.brokers.values()):
             while broker.running and broker.store is not None and not broker.store.events.empty():
                 event = broker.store.events.get_nowait()
@@ -381,6 +385,18 @@ class Cluster:
                     broker.lost_session = True
             if broker.running and broker.lost_session:
                 await self._renew_session(broker)
+
+    async def _renew_admin(self) -> None:
+        """The cluster's own session expired: a new one, and every config read again."""
+        try:
+            store = await self._new_store()
+            watcher = ConfigWatcher(store, self.throttles)
+            await watcher.load_all()
+        except ZkError as exc:
+            log.warning("cannot renew the config session yet: %s", exc)
+            return
+        old, self.admin, self._watcher, self._admin_lost = self.admin, store, watcher, False
+        await old.close()
 
     async def _renew_session(self, broker: SimBroker) -> None:
         """A new session and registration for a broker whose session expired (Kafka does so)."""

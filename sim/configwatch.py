@@ -16,11 +16,11 @@ throttles in force stay as they were.
 
 from __future__ import annotations
 
-import json
 import logging
 
 from sim.throttle import ThrottleConfigError, Throttles
-from znodes import paths
+from znodes import models, paths
+from znodes.errors import ZnodeFormatError
 from znodes.api import EventType, NoNodeError, SessionEvent, SessionState, Store, WatchEvent, ZkError
 
 log = logging.getLogger(__name__)
@@ -28,42 +28,18 @@ log = logging.getLogger(__name__)
 _ENTITY_TYPES = {"topics": "topic", "brokers": "broker"}
 
 
-class ConfigFormatError(ValueError):
-    """A config or config-change znode that is not in Kafka's format."""
+def parse_config(path: str, data: bytes) -> dict[str, str]:
+    """``{"version":1,"config":{"k":"v"}}`` -> ``{"k": "v"}``; ZnodeFormatError if malformed."""
+    return dict(models.EntityConfig.from_bytes(path, data).config)
 
 
-def parse_config(data: bytes) -> dict[str, str]:
-    """``{"version":1,"config":{"k":"v"}}`` -> ``{"k": "v"}`` (values must be strings)."""
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigFormatError(f"config is not JSON: {exc}") from None
-    if not isinstance(doc, dict) or not isinstance(doc.get("config", {}), dict):
-        raise ConfigFormatError("config must be an object with a 'config' object")
-    config = doc.get("config", {})
-    for key, value in config.items():
-        if not isinstance(value, str):
-            raise ConfigFormatError(f"config value for {key!r} must be a string, got {value!r}")
-    return config
-
-
-def parse_change(data: bytes) -> tuple[str, str]:
-    """A config change notification -> (entity type "topics"/"brokers", entity name)."""
-    try:
-        doc = json.loads(data.decode("utf-8"))
-    except (UnicodeDecodeError, ValueError) as exc:
-        raise ConfigFormatError(f"config change is not JSON: {exc}") from None
-    if not isinstance(doc, dict):
-        raise ConfigFormatError("config change must be an object")
-    if doc.get("version") == 2 and isinstance(doc.get("entity_path"), str):
-        kind, _, name = doc["entity_path"].partition("/")
-    elif doc.get("version") == 1:
-        kind, name = doc.get("entity_type"), doc.get("entity_name")
-    else:
-        raise ConfigFormatError(f"unknown config change format: {doc!r}")
-    if not isinstance(kind, str) or not isinstance(name, str) or not name or "/" in name:
-        raise ConfigFormatError(f"bad entity in config change: {doc!r}")
-    return kind, name
+def parse_change(path: str, data: bytes) -> tuple[str, str]:
+    """A config change notification -> (entity type, entity name); ZnodeFormatError if malformed."""
+    note = models.ConfigChangeNotification.from_bytes(path, data)
+    if note.version == 2:
+        kind, _, name = note.entity_path.partition("/")
+        return kind, name
+    return note.entity_type, note.entity_name
 
 
 class ConfigWatcher:
@@ -108,12 +84,13 @@ class ConfigWatcher:
                 pending.append((seq, name))
         for seq, name in sorted(pending):
             self._last_seq = seq
+            path = paths.join(paths.CONFIG_CHANGES, name)
             try:
-                data, _ = await self.store.get(paths.join(paths.CONFIG_CHANGES, name))
-                kind, entity = parse_change(data)
+                data, _ = await self.store.get(path)
+                kind, entity = parse_change(path, data)
             except NoNodeError:
                 continue
-            except ConfigFormatError as exc:
+            except ZnodeFormatError as exc:
                 log.error("ignoring config change %s: %s", name, exc)
                 continue
             if kind in _ENTITY_TYPES:
@@ -122,12 +99,13 @@ class ConfigWatcher:
     async def reload(self, kind: str, name: str) -> None:
         """Re-read one entity's config and apply it (absent znode: config removed)."""
         parent = paths.CONFIG_TOPICS if kind == "topics" else paths.CONFIG_BROKERS
+        path = paths.join(parent, name)
         try:
-            data, _ = await self.store.get(paths.join(parent, name))
-            config = parse_config(data)
+            data, _ = await self.store.get(path)
+            config = parse_config(path, data)
         except NoNodeError:
             config = None
-        except (ConfigFormatError, ZkError) as exc:
+        except (ZnodeFormatError, ZkError) as exc:
             log.error("ignoring config of %s/%s: %s", kind, name, exc)
             return
         try:

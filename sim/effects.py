@@ -10,14 +10,9 @@ them on the broker's own ZooKeeper session and reports back to the core.
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 
-ISR_CHANGE_PREFIX = "/isr_change_notification/isr_change_"
-
-
-def _json(value) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
+from znodes import models, paths
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,19 +37,15 @@ class IsrWrite:
 
     @property
     def path(self) -> str:
-        return f"/brokers/topics/{self.topic}/partitions/{self.partition}/state"
+        return paths.partition_state(self.topic, self.partition)
 
     def payload(self) -> bytes:
-        # Field order as Kafka's PartitionStateZNode writes it.
-        return _json(
-            {
-                "controller_epoch": self.controller_epoch,
-                "leader": self.leader,
-                "version": 1,
-                "leader_epoch": self.leader_epoch,
-                "isr": list(self.isr),
-            }
-        )
+        return models.PartitionState(
+            leader=self.leader,
+            leader_epoch=self.leader_epoch,
+            controller_epoch=self.controller_epoch,
+            isr=list(self.isr),
+        ).to_bytes()
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,10 +54,12 @@ class IsrChangeNotification:
 
     partitions: tuple[tuple[str, int], ...]
 
-    path = ISR_CHANGE_PREFIX
+    path = paths.ISR_CHANGE_PREFIX
 
     def payload(self) -> bytes:
-        return _json({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in self.partitions]})
+        return models.IsrChangeNotification(
+            partitions=[models.TopicPartitionRef(topic=t, partition=p) for t, p in self.partitions]
+        ).to_bytes()
 
 
 Effect = IsrWrite | IsrChangeNotification

@@ -13,13 +13,12 @@ nothing is written and :class:`TopicExistsError` is raised.
 
 from __future__ import annotations
 
-import json
 import random
 from dataclasses import dataclass
 
 from sim.assignment import assign_replicas
 from sim.sizes import parse_size
-from znodes import paths
+from znodes import models, paths
 from znodes.api import Create, MultiOpError, NodeExistsError, NoNodeError, Store
 
 # Kafka caps partitions per topic only by memory; a simulation with more than this is a typo.
@@ -68,21 +67,14 @@ def parse_topic_spec(text: str) -> TopicSpec:
 
 
 def topic_payload(assignment: dict[int, list[int]]) -> bytes:
-    doc = {
-        "version": 2,
-        "partitions": {str(p): list(r) for p, r in sorted(assignment.items())},
-        "adding_replicas": {},
-        "removing_replicas": {},
-    }
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return models.TopicAssignment(version=2, partitions=assignment).to_bytes()
 
 
 def state_payload(leader: int, isr: list[int], controller_epoch: int) -> bytes:
-    doc = {"controller_epoch": controller_epoch, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr}
-    return json.dumps(doc, separators=(",", ":")).encode()
+    return models.PartitionState(leader=leader, leader_epoch=0, controller_epoch=controller_epoch, isr=isr).to_bytes()
 
 
-EMPTY_CONFIG = b'{"version":1,"config":{}}'
+EMPTY_CONFIG = models.EntityConfig().to_bytes()
 
 
 async def current_controller_epoch(store: Store) -> int:
@@ -91,8 +83,7 @@ async def current_controller_epoch(store: Store) -> int:
         data, _ = await store.get(paths.CONTROLLER_EPOCH)
     except NoNodeError:
         return 0
-    text = data.decode("ascii", "replace").strip()
-    return int(text) if text.isdigit() else 0
+    return models.ControllerEpoch.from_bytes(paths.CONTROLLER_EPOCH, data).epoch
 
 
 async def create_topics(

@@ -225,3 +225,16 @@ async def test_expired_broker_session_registers_again(twin_cluster):
     await _tick(cluster, clock, 0.25)
     assert server.children("/brokers/ids") == ["1", "2", "3"]
     assert server.exists("/brokers/ids/3").ephemeral_owner == cluster.broker(3).store.session_id != old
+
+
+async def test_expired_admin_session_renews_and_rereads_configs(twin_cluster):
+    server, cluster, clock = twin_cluster
+    server.expire_session(cluster.admin.session_id)
+    other = server.connect()
+    await other.create("/config/brokers/<default>", b'{"version":1,"config":{"leader.replication.throttled.rate":"5"}}')
+    await _tick(cluster, clock, 0.25)
+    assert cluster.throttles.leader_rate(1) == 5.0
+    await other.create("/config/topics/x", b'{"version":1,"config":{"leader.replication.throttled.replicas":"*"}}')
+    await other.create("/config/changes/config_change_", b'{"version":2,"entity_path":"topics/x"}', sequential=True)
+    await _tick(cluster, clock, 0.25)
+    assert cluster.throttles.leader_throttled("x", 3, 1)
