@@ -36,8 +36,13 @@ INT_RANGES = {
     "int16": (-(2**15), 2**15 - 1),
     "int32": (-(2**31), 2**31 - 1),
     "int64": (-(2**63), 2**63 - 1),
+    "uint8": (0, 2**8 - 1),
     "uint16": (0, 2**16 - 1),
     "uint32": (0, 2**32 - 1),
+    # Zig-zag and unsigned varints, should a spec use them.
+    "varint": (-(2**31), 2**31 - 1),
+    "varlong": (-(2**63), 2**63 - 1),
+    "uvarint": (0, 2**32 - 1),
 }
 PRIMITIVES = set(INT_RANGES) | {"bool", "float64", "string", "bytes", "uuid", "records"}
 NULLABLE_TYPES = {"string", "bytes", "records"}  # plus every array and struct
@@ -54,14 +59,22 @@ MAX_BYTES = 12
 
 
 @lru_cache(maxsize=1)
+def load_all_specs() -> dict[str, dict]:
+    """Every spec file (messages and headers), keyed by name."""
+    return {
+        path.stem: json.loads(path.read_text(encoding="utf-8"))
+        for path in sorted(SPEC_DIR.glob("*.json"))
+    }
+
+
+@lru_cache(maxsize=1)
 def load_specs() -> dict[tuple[int, str], dict]:
-    """Every spec file, keyed by (apiKey, "request"|"response")."""
-    specs: dict[tuple[int, str], dict] = {}
-    for path in sorted(SPEC_DIR.glob("*.json")):
-        spec = json.loads(path.read_text(encoding="utf-8"))
-        spec["_file"] = path.name
-        specs[(spec["apiKey"], spec["type"])] = spec
-    return specs
+    """Every request and response spec, keyed by (apiKey, "request"|"response")."""
+    return {
+        (spec["apiKey"], spec["type"]): spec
+        for spec in load_all_specs().values()
+        if spec.get("type") in ("request", "response")
+    }
 
 
 def spec_cases() -> list[tuple[int, int, str]]:

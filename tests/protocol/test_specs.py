@@ -37,7 +37,10 @@ from tests.protocol.strategies import (
 
 SPEC_FILES = sorted(SPEC_DIR.glob("*.json"))
 REQUIRED_KEYS = {"apiKey", "type", "name", "validVersions", "flexibleVersions", "fields"}
-TOP_LEVEL_KEYS = REQUIRED_KEYS | {"about", "commonStructs", "listeners"}
+TOP_LEVEL_KEYS = REQUIRED_KEYS | {
+    "about", "commonStructs", "listeners", "deprecatedVersions", "latestVersionUnstable",
+}
+HEADER_REQUIRED_KEYS = REQUIRED_KEYS - {"apiKey"}
 FIELD_KEYS = {
     "name", "type", "versions", "nullableVersions", "default", "ignorable", "mapKey",
     "entityType", "taggedVersions", "tag", "about", "fields", "flexibleVersions", "zeroCopy",
@@ -94,11 +97,15 @@ def test_file_is_strict_json_with_required_keys(path):
     text = path.read_text(encoding="utf-8")
     spec = json.loads(text)  # strict: no comments, no trailing commas
     assert isinstance(spec, dict)
-    assert REQUIRED_KEYS <= spec.keys(), REQUIRED_KEYS - spec.keys()
-    assert spec.keys() <= TOP_LEVEL_KEYS, spec.keys() - TOP_LEVEL_KEYS
-    assert spec["type"] in ("request", "response")
-    assert isinstance(spec["apiKey"], int) and 0 <= spec["apiKey"] <= INT_RANGES["int16"][1]
+    assert spec.get("type") in ("request", "response", "header")
     assert spec["name"].endswith(spec["type"].capitalize())
+    assert spec.keys() <= TOP_LEVEL_KEYS, spec.keys() - TOP_LEVEL_KEYS
+    if spec["type"] == "header":
+        assert HEADER_REQUIRED_KEYS <= spec.keys(), HEADER_REQUIRED_KEYS - spec.keys()
+        assert "apiKey" not in spec
+    else:
+        assert REQUIRED_KEYS <= spec.keys(), REQUIRED_KEYS - spec.keys()
+        assert isinstance(spec["apiKey"], int) and 0 <= spec["apiKey"] <= INT_RANGES["int16"][1]
     assert path.name == spec["name"] + ".json"
     assert isinstance(spec["fields"], list)
 
@@ -132,7 +139,7 @@ def test_one_spec_per_key_and_type():
     seen = {}
     for path in SPEC_FILES:
         spec = json.loads(path.read_text(encoding="utf-8"))
-        k = (spec["apiKey"], spec["type"])
+        k = (spec.get("apiKey"), spec["type"]) if spec["type"] != "header" else spec["name"]
         assert k not in seen, f"{path.name} and {seen.get(k)} share {k}"
         seen[k] = path.name
 
