@@ -40,7 +40,7 @@ from sim.core import BrokerConfig, BrokerCore
 from sim.effects import IsrChangeNotification, IsrWrite
 from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
-from sim.topics import TopicSpec, create_topics
+from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
 from znodes import models, paths
 from znodes.errors import ZnodeFormatError
@@ -145,8 +145,13 @@ class Cluster:
 
     # ---- lifecycle -----------------------------------------------------------------------
 
-    async def start(self) -> None:
-        """Connect, lay out Kafka's persistent znodes, load configs, register every broker."""
+    async def start(self, topics: list[TopicSpec] = ()) -> dict[str, dict[int, list[int]]]:
+        """Connect, lay out Kafka's persistent znodes, load configs, register every broker,
+        then create ``topics`` (returns their assignments).
+
+        ``topics`` are checked before any broker registers: a topic that exists already
+        raises TopicExistsError with no broker registered and no topic written.
+        """
         self.model.now = self.clock()
         self.admin = await self._new_store()
         try:
@@ -168,8 +173,10 @@ class Cluster:
                 self.model.offline.add(broker_id)
             self._watcher = ConfigWatcher(self.admin, self.throttles)
             await self._watcher.load_all()
+            await check_new_topics(self.admin, list(topics))
             for broker_id in self.settings.broker_ids:
                 await self.start_broker(broker_id)
+            return await self.create_topics(list(topics)) if topics else {}
         except BaseException:
             await self.close()
             raise

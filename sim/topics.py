@@ -86,6 +86,16 @@ async def current_controller_epoch(store: Store) -> int:
     return models.ControllerEpoch.from_bytes(paths.CONTROLLER_EPOCH, data).epoch
 
 
+async def check_new_topics(store: Store, specs: list[TopicSpec]) -> None:
+    """Raise TopicSpecError for a name given twice, TopicExistsError for an existing topic."""
+    names = [s.name for s in specs]
+    if len(set(names)) != len(names):
+        raise TopicSpecError(f"a topic is named twice in {names}")
+    for spec in specs:
+        if await store.exists(paths.topic(spec.name)) is not None:
+            raise TopicExistsError(f"topic {spec.name!r} already exists")
+
+
 async def create_topics(
     store: Store,
     specs: list[TopicSpec],
@@ -96,11 +106,7 @@ async def create_topics(
 ) -> tuple[dict[str, dict[int, list[int]]], int]:
     """Create all ``specs`` atomically; returns (assignments by topic, controller epoch used)."""
     names = [s.name for s in specs]
-    if len(set(names)) != len(names):
-        raise TopicSpecError(f"a topic is named twice in {names}")
-    for spec in specs:
-        if await store.exists(paths.topic(spec.name)) is not None:
-            raise TopicExistsError(f"topic {spec.name!r} already exists")
+    await check_new_topics(store, specs)
     epoch = await current_controller_epoch(store)
     assignments: dict[str, dict[int, list[int]]] = {}
     ops = []

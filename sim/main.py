@@ -1,0 +1,221 @@
+"""``reassignd sim``: simulated Kafka brokers on a ZooKeeper, until SIGTERM or SIGINT.
+
+    reassignd sim --zookeeper 127.0.0.1:2181/kafka --brokers 6 --racks 3 \\
+        --topics orders:12:3:10MiB clicks:6:2 --bandwidth 50MiB --produce-rate 4KiB
+
+Every broker registers ``/brokers/ids/N`` (ids from ``--first-id``), listens on its own
+loopback port (``--base-port P``: P, P+1, ...; default any free port) and speaks the Kafka
+wire protocol. Topics are created as Kafka creates them (``NAME:PARTITIONS:RF[:SIZE]``, SIZE
+per replica, e.g. 123, 512KB, 10MiB); an existing topic is an error and nothing is written.
+``--bandwidth`` caps each broker's replication fetching (bytes/s), ``--produce-rate`` is
+appended to every partition leader (bytes/s; messages are ``--message-bytes`` each).
+
+When everything is up, one line goes to stdout::
+
+    {"event": "ready", "control": "127.0.0.1:7070", "brokers": {"1": "127.0.0.1:9092", ...},
+     "topics": {"orders": {"0": [1, 2, 3], ...}}}
+
+``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``start N``,
+``restart N``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
+session is closed, so its registration goes, and the command exits 0. Bad arguments exit 2;
+a failure to start (ZooKeeper unreachable, a topic or broker id already there) exits 1.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import signal
+import sys
+
+from sim.cluster import BrokerRegistrationError, Cluster, ClusterSettings
+from sim.control import ControlServer
+from sim.core import BrokerConfig
+from sim.replica import CopySettings
+from sim.sizes import parse_size
+from sim.topics import TopicExistsError, TopicSpecError, parse_topic_spec
+from znodes import paths
+from znodes.api import ZkError
+from znodes.errors import ZnodeFormatError
+
+log = logging.getLogger("reassignd.sim")
+
+MAX_BROKERS = 1000  # one process, one port and one ZooKeeper session per broker
+MAX_BROKER_ID = 2**31 - 1
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # exit 2 with usage, as argparse does, but catchable
+        self.print_usage(sys.stderr)
+        raise _UsageError(f"{self.prog}: error: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _positive_int(text: str) -> int:
+    if not text.isascii() or not text.isdigit() or int(text) < 1:
+        raise argparse.ArgumentTypeError(f"must be a positive integer, got {text!r}")
+    return int(text)
+
+
+def _non_negative_int(text: str) -> int:
+    if not text.isascii() or not text.isdigit():
+        raise argparse.ArgumentTypeError(f"must be a non-negative integer, got {text!r}")
+    return int(text)
+
+
+def _port(text: str) -> int:
+    value = _non_negative_int(text)
+    if value > 65535:
+        raise argparse.ArgumentTypeError(f"not a port: {text!r}")
+    return value
+
+
+def _rate(text: str) -> int:
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _connect_string(text: str) -> str:
+    try:
+        paths.split_connect_string(text)
+    except ValueError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    return text
+
+
+def _topic(text: str):
+    try:
+        return parse_topic_spec(text)
+    except TopicSpecError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="reassignd sim", description="Run simulated Kafka brokers on a ZooKeeper.")
+    p.add_argument("--zookeeper", required=True, type=_connect_string, metavar="HOST:PORT[/CHROOT]")
+    p.add_argument("--brokers", required=True, type=_positive_int, metavar="N")
+    p.add_argument("--first-id", type=_non_negative_int, default=1, metavar="ID")
+    p.add_argument("--racks", type=_non_negative_int, default=0, metavar="K",
+                   help="put broker i in rack-(i mod K); topics are then placed rack-aware")
+    p.add_argument("--topics", nargs="+", action="extend", type=_topic, default=[], metavar="NAME:PARTITIONS:RF[:SIZE]")
+    p.add_argument("--bandwidth", type=_rate, default=100 * 1024 * 1024, metavar="BYTES_PER_S",
+                   help="replication fetch bandwidth of each broker (default 100MiB)")
+    p.add_argument("--produce-rate", type=_rate, default=1024, metavar="BYTES_PER_S",
+                   help="bytes/s appended to each partition leader (default 1KiB)")
+    p.add_argument("--message-bytes", type=_positive_int, default=1024, metavar="BYTES",
+                   help="size of one simulated message (default 1024)")
+    p.add_argument("--host", default="127.0.0.1", help="address brokers listen on and register")
+    p.add_argument("--base-port", type=_port, default=0, metavar="PORT")
+    p.add_argument("--control-port", type=_port, default=0, metavar="PORT")
+    p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=10_000, metavar="MS")
+    p.add_argument("--tick-ms", type=_positive_int, default=100, metavar="MS",
+                   help="how often simulated time advances")
+    p.add_argument("--seed", type=_non_negative_int, default=0, help="replica assignment seed")
+    p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return p
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    """Parsed and cross-checked arguments; raises _UsageError with the message."""
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.racks > args.brokers:
+        parser.error(f"--racks {args.racks} is more than --brokers {args.brokers}")
+    if args.brokers > MAX_BROKERS:
+        parser.error(f"--brokers {args.brokers} is more than {MAX_BROKERS}")
+    if args.first_id + args.brokers - 1 > MAX_BROKER_ID:
+        parser.error("broker ids would not fit a Java int")
+    if args.base_port and args.base_port + args.brokers - 1 > 65535:
+        parser.error(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers")
+    if args.bandwidth <= 0:
+        parser.error("--bandwidth must be positive")
+    names = [t.name for t in args.topics]
+    for spec in args.topics:
+        if names.count(spec.name) > 1:
+            parser.error(f"topic {spec.name!r} is given twice")
+        if spec.replication_factor > args.brokers:
+            parser.error(
+                f"topic {spec.name!r}: replication factor {spec.replication_factor} "
+                f"is larger than the number of brokers {args.brokers}"
+            )
+    return args
+
+
+def settings_from(args: argparse.Namespace) -> ClusterSettings:
+    return ClusterSettings(
+        brokers=args.brokers,
+        first_id=args.first_id,
+        racks=args.racks,
+        host=args.host,
+        base_port=args.base_port,
+        copy=CopySettings(
+            bandwidth=float(args.bandwidth),
+            produce_bytes=float(args.produce_rate),
+            produce_messages=args.produce_rate / args.message_bytes,
+        ),
+        broker=BrokerConfig(replica_lag_time_max=args.replica_lag_time_max_ms / 1000.0),
+        message_bytes=args.message_bytes,
+        tick=args.tick_ms / 1000.0,
+        seed=args.seed,
+    )
+
+
+async def run(args: argparse.Namespace) -> int:
+    from znodes import store as zstore
+
+    stop = asyncio.Event()
+    cluster = Cluster(lambda: zstore.connect(args.zookeeper, create_chroot=True), settings_from(args))
+    try:
+        assignments = await cluster.start(args.topics)
+    except (ZkError, OSError) as exc:
+        print(f"reassignd sim: cannot start: {exc!r} (ZooKeeper {args.zookeeper})", file=sys.stderr)
+        return 1
+    except (TopicExistsError, TopicSpecError, BrokerRegistrationError, ZnodeFormatError) as exc:
+        print(f"reassignd sim: {exc}", file=sys.stderr)
+        return 1
+    control = ControlServer(cluster, stop.set)
+    try:
+        control_port = await control.start(args.host, args.control_port)
+    except OSError as exc:
+        await cluster.close()
+        print(f"reassignd sim: cannot open the control port: {exc}", file=sys.stderr)
+        return 1
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    cluster.start_ticker()
+    ready = {
+        "event": "ready",
+        "control": f"{args.host}:{control_port}",
+        "brokers": {str(b.id): f"{args.host}:{b.port}" for b in cluster.brokers.values()},
+        "topics": {t: {str(p): r for p, r in a.items()} for t, a in assignments.items()},
+    }
+    print(json.dumps(ready), flush=True)
+    try:
+        await stop.wait()
+    finally:
+        for sig in (signal.SIGTERM, signal.SIGINT):
+            loop.remove_signal_handler(sig)
+        await control.close()
+        await cluster.close()
+    log.info("all brokers deregistered")
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = parse_args(list(argv))
+    except _UsageError as exc:
+        print(exc, file=sys.stderr)
+        return 2
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    return asyncio.run(run(args))
