@@ -1,0 +1,139 @@
+"""Controller -> broker requests as data: LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6.
+
+Pure. Bodies are the codec's dicts (snake_case field names of Kafka's message specs). The
+engine collects per-broker entries in an :class:`Outbox` during a step and turns them into one
+request per broker and API at the end of it, so a step touching 10,000 partitions sends a
+handful of requests, not 10,000.
+
+    box = Outbox(controller_id=101, epoch=3, brokers={1: Broker(1, "127.0.0.1", 9092)})
+    box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
+    box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.state import Broker, LeaderIsr, TopicPartition
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+# The versions the controller <-> broker contract fixes.
+LEADER_AND_ISR_VERSION = 4
+STOP_REPLICA_VERSION = 3
+UPDATE_METADATA_VERSION = 6
+
+LISTENER = "PLAINTEXT"
+PLAINTEXT_PROTOCOL = 0  # Kafka's SecurityProtocol id for PLAINTEXT
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCommand:
+    broker_id: int
+    api_key: int
+    api_version: int
+    body: dict = field(compare=False)
+    # StopReplica: the partitions whose move waits for this request to have been sent.
+    partitions: tuple[TopicPartition, ...] = ()
+
+    @property
+    def name(self) -> str:
+        return {LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata"}.get(
+            self.api_key, str(self.api_key)
+        )
+
+
+def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, _), entry in entries.items():
+        by_topic.setdefault(topic, []).append(entry)
+    return [{"topic_name": topic, "partition_states": states} for topic, states in by_topic.items()]
+
+
+class Outbox:
+    """Per-broker requests being assembled by one engine step (later entries win per partition)."""
+
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker]):
+        self.controller_id = controller_id
+        self.epoch = epoch
+        self.brokers = brokers
+        self._lai: dict[int, dict[TopicPartition, dict]] = {}
+        self._stop: dict[int, dict[TopicPartition, dict]] = {}
+        self._metadata: dict[TopicPartition, dict] = {}
+
+    def leader_and_isr(self, broker_id: int, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, is_new) -> None:
+        self._lai.setdefault(broker_id, {})[tp] = {
+            "partition_index": tp[1],
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "zk_version": state.zk_version,
+            "replicas": list(replicas),
+            "adding_replicas": list(adding),
+            "removing_replicas": list(removing),
+            "is_new": is_new,
+        }
+
+    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int) -> None:
+        self._stop.setdefault(broker_id, {})[tp] = {
+            "partition_index": tp[1],
+            "leader_epoch": leader_epoch,
+            "delete_partition": True,
+        }
+
+    def update_metadata(self, tp: TopicPartition, state: LeaderIsr, replicas) -> None:
+        """Tell every live broker the partition's new state (sent once per step)."""
+        self._metadata[tp] = {
+            "partition_index": tp[1],
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "zk_version": state.zk_version,
+            "replicas": list(replicas),
+            "offline_replicas": [r for r in replicas if r not in self.brokers],
+        }
+
+    def _header(self, broker_id: int) -> dict:
+        broker = self.brokers.get(broker_id)
+        return {
+            "controller_id": self.controller_id,
+            "controller_epoch": self.epoch,
+            "broker_epoch": broker.epoch if broker is not None else -1,
+        }
+
+    def commands(self) -> list[BrokerCommand]:
+        """One request per broker and API, in the order a broker must see them."""
+        out: list[BrokerCommand] = []
+        for broker_id in sorted(set(self._lai) | set(self._stop)):
+            entries = self._lai.get(broker_id)
+            if entries:
+                leaders = {e["leader"] for e in entries.values()}
+                body = self._header(broker_id) | {
+                    "topic_states": _grouped(entries),
+                    "live_leaders": [
+                        {"broker_id": b.id, "host_name": b.host, "port": b.port}
+                        for b in (self.brokers[i] for i in sorted(leaders) if i in self.brokers)
+                    ],
+                }
+                out.append(BrokerCommand(broker_id, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body))
+            stops = self._stop.get(broker_id)
+            if stops:
+                body = self._header(broker_id) | {"topic_states": _grouped(stops)}
+                out.append(BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(stops)))
+        if self._metadata:
+            states = _grouped(self._metadata)
+            live = [
+                {
+                    "id": b.id,
+                    "endpoints": [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}],
+                    "rack": b.rack,
+                }
+                for b in sorted(self.brokers.values(), key=lambda b: b.id)
+            ]
+            for broker_id in sorted(self.brokers):
+                body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
+                out.append(BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body))
+        return out

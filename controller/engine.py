@@ -1,0 +1,562 @@
+"""The reassignment engine: ``step(state, events, config) -> Step``. Pure: no I/O, no clock.
+
+A step folds a batch of events (controller.events) into the state (controller.state) and
+returns what the shell must do, in this order: write ``writes`` to ZooKeeper (one batched,
+fenced flush), then apply ``delta`` to memory, then send ``commands`` to brokers and read the
+partition states named in ``reads`` (fed back as a StatesRead event). Nothing is applied to
+memory unless the writes landed; a step that fails to write is thrown away and the shell
+re-runs failover recovery, which finishes every half-written move.
+
+Algorithm (DESIGN.md section 4, Kafka 2.4's ``onPartitionReassignment``); terms: ORS original
+replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, RR = ORS - TRS.
+
+ 1. Accept. An entry of ``/admin/reassign_partitions`` naming an unknown topic or partition,
+    an unregistered broker, a duplicate broker or no broker at all is dropped from the znode
+    with a logged reason; an entry whose target is already the assignment is dropped as done;
+    the others become PENDING moves, in znode order.
+ 2. Schedule. A pending move starts as soon as it fits the caps: concurrent moves per broker
+    adding a replica (incoming) and removing one (outgoing), and cluster-wide. No batch
+    barrier: a slot freed by one partition is taken by the next in the same step. A move
+    taking a slot is LOADING: its partition state is read.
+ 3. Start (state read). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
+    ORS, write the topic znode with RS, AR and RR, record ``original_replicas`` in
+    ``/admin/reassign_partitions`` when the writer left them out (KIP-236). Then LeaderAndIsr
+    (RS, AR, RR; ``is_new`` for AR) to every live replica in RS. -> REPLICATING
+ 4. Replicate. The brokers copy; the leader adds AR to the ISR and posts an ISR change
+    notification; the controller reads the named states (one children watch for all).
+ 5. Complete, once TRS is inside the ISR: keep the leader if it is in TRS and alive, else
+    elect the first live TRS replica in the ISR; shrink the ISR to TRS; write the state znode
+    (leader epoch + 1, conditional on its zkVersion, so the ISR really held TRS when it
+    landed); LeaderAndIsr with RS = TRS to the TRS replicas; StopReplica(delete) to RR.
+    -> STOPPING. (Invariant 4: RR is deleted only after every TRS replica is in the ISR.)
+ 6. Finish, once the StopReplica requests were sent: in one fenced multi write RS = TRS (no
+    adding/removing), delete ``/admin/reassignments/T/P`` and drop the entry from
+    ``/admin/reassign_partitions`` (deleting the znode when it empties); UpdateMetadata to
+    every live broker. -> DONE. When nothing is left, ``Step.finished`` asks the shell to run
+    KIP-179 throttle removal.
+
+Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk exactly this):
+
+    step                                     RS            AR     RR     ISR           leader
+    0 initial                                1,2,3         -      -      1,2,3         1
+    3 start: record + topic znode written    4,5,6,1,2,3   4,5,6  1,2,3  1,2,3         1
+      LeaderAndIsr to 1..6 (4,5,6 is_new)
+    4 4,5,6 catch up; leader 1 expands ISR   4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4,5,6   1
+    5 TRS in ISR: leader 4, ISR shrunk,      4,5,6,1,2,3   4,5,6  1,2,3  4,5,6         4
+      epoch+1; LeaderAndIsr RS=TRS to 4,5,6;
+      StopReplica(delete) to 1,2,3
+    6 final multi: RS=TRS, record deleted    4,5,6         -      -      4,5,6         4
+
+Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` touched by
+10,000 partitions in one step is written once. Their order inside the flush keeps every prefix
+recoverable (a flush split into several multis can stop between any two): record creates and
+state writes, then topic znodes, then record deletes, then ``/admin/reassign_partitions``,
+then processed ISR notifications.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from controller.commands import BrokerCommand, Outbox
+from controller.config import ControllerConfig
+from controller.events import (
+    BrokersRead,
+    Event,
+    RequestsRead,
+    Resume,
+    StatesRead,
+    StopReplicaSent,
+    TopicsRead,
+)
+from controller.payloads import encode_record, encode_requests, encode_state, encode_topic
+from controller.state import Assignment, ClusterState, Delta, LeaderIsr, Overlay, Request, TopicPartition
+from controller.task import Move, Phase, reassigning_replicas
+from znodes import paths
+from znodes.api import Create, Delete, Op, SetData
+
+
+@dataclass
+class Step:
+    delta: Delta
+    writes: list[Op]
+    commands: list[BrokerCommand]
+    reads: frozenset[TopicPartition]
+    log: list[str] = field(default_factory=list)
+    # Every reassignment is over and /admin/reassign_partitions is gone (KIP-179 "On
+    # reassignment completion": the shell removes the auto-removable throttles).
+    finished: bool = False
+
+
+def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
+    """Fold ``events`` into ``state``; see the module docstring. ``state`` is not modified."""
+    if not isinstance(events, (list, tuple)):
+        events = [events]
+    s = _Step(state, config)
+    for event in events:
+        s.handle(event)
+    s.schedule()
+    return s.finish()
+
+
+class _Step:
+    """The working set of one step: overlays over the state plus the effects so far."""
+
+    def __init__(self, state: ClusterState, config: ControllerConfig):
+        self.base = state
+        self.config = config
+        self.brokers = state.brokers
+        self.brokers_changed = False
+        self.assignments = Overlay(state.assignments)
+        self.topic_versions = Overlay(state.topic_versions)
+        self.topic_partitions = Overlay(state.topic_partitions)
+        self.states = Overlay(state.states)
+        self.requests = Overlay(state.requests)
+        self.requests_version = state.requests_version
+        self.requests_version_changed = False
+        self.tasks = Overlay(state.tasks)
+        self.pending = Overlay(state.pending)
+        self.dirty_topics: dict[str, None] = {}
+        self.requests_dirty = False
+        self.schedule_needed = False
+        self.touched = False  # a move ended or the znode changed: check for "finished"
+        self.early: list[Op] = []  # record creates, state writes
+        self.late: list[Op] = []  # record deletes
+        self.notifications: list[Op] = []
+        self.reads: set[TopicPartition] = set()
+        self.log: list[str] = []
+        self.outbox: Outbox | None = None
+
+    # ---- helpers -------------------------------------------------------------------------
+
+    @property
+    def box(self) -> Outbox:
+        if self.outbox is None:
+            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers)
+        return self.outbox
+
+    def set_task(self, move: Move) -> None:
+        self.tasks[move.tp] = move
+
+    def end_task(self, tp: TopicPartition) -> None:
+        self.tasks.pop(tp)
+        self.pending.pop(tp)
+        self.states.pop(tp)
+        self.schedule_needed = True
+        self.touched = True
+
+    def drop_request(self, tp: TopicPartition) -> None:
+        if tp in self.requests:
+            self.requests.pop(tp)
+            self.requests_dirty = True
+
+    def set_assignment(self, tp: TopicPartition, assignment: Assignment) -> None:
+        if self.assignments.get(tp) != assignment:
+            self.assignments[tp] = assignment
+            self.dirty_topics[tp[0]] = None
+
+    def invalid_reason(self, r: Request) -> str | None:
+        if r.topic not in self.topic_partitions:
+            return f"unknown topic {r.topic!r}"
+        if (r.topic, r.partition) not in self.assignments:
+            return f"unknown partition {r.partition} of topic {r.topic!r}"
+        if not r.replicas:
+            return "empty replica list"
+        if len(set(r.replicas)) != len(r.replicas):
+            return f"duplicate broker in replicas {list(r.replicas)}"
+        unknown = [b for b in r.replicas if b not in self.brokers]
+        if unknown:
+            return f"unknown broker(s) {unknown} (not registered in /brokers/ids)"
+        return None
+
+    # ---- events --------------------------------------------------------------------------
+
+    def handle(self, event: Event) -> None:
+        if isinstance(event, StatesRead):
+            self.on_states(event)
+        elif isinstance(event, StopReplicaSent):
+            self.on_stop_replica_sent(event)
+        elif isinstance(event, RequestsRead):
+            self.on_requests(event)
+        elif isinstance(event, BrokersRead):
+            self.on_brokers(event)
+        elif isinstance(event, TopicsRead):
+            self.on_topics(event)
+        elif isinstance(event, Resume):
+            self.on_resume(event)
+        else:
+            raise TypeError(f"not an engine event: {event!r}")
+
+    def on_topics(self, event: TopicsRead) -> None:
+        for name, read in event.topics.items():
+            if read is None:
+                for p in self.topic_partitions.get(name, ()):
+                    self.assignments.pop((name, p))
+                self.topic_partitions.pop(name)
+                self.topic_versions.pop(name)
+                continue
+            version, parts = read
+            known = self.topic_versions.get(name)
+            if known is not None and known > version:
+                continue  # an older read than what this controller wrote
+            for p in self.topic_partitions.get(name, ()):
+                if p not in parts:
+                    self.assignments.pop((name, p))
+            for p, assignment in parts.items():
+                self.assignments[(name, p)] = assignment
+            self.topic_partitions[name] = tuple(parts)
+            self.topic_versions[name] = version
+
+    def on_brokers(self, event: BrokersRead) -> None:
+        old = self.brokers
+        self.brokers = dict(event.brokers)
+        self.brokers_changed = True
+        if self.outbox is not None:
+            self.outbox.brokers = self.brokers
+        back = {b for b, info in self.brokers.items() if b not in old or old[b].epoch != info.epoch}
+        for move in list(self.tasks.values()):
+            if not move.started:
+                continue
+            state = self.states.get(move.tp)
+            if state is None:
+                continue
+            if move.phase is Phase.REPLICATING:
+                # A (re)started replica learns the move; a new leader may now be electable.
+                for b in back.intersection(move.replicas):
+                    self.box.leader_and_isr(
+                        b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
+                        is_new=b in move.adding,
+                    )
+                self.check_complete(move)
+            elif move.phase is Phase.STOPPING:
+                for b in back.intersection(move.target):
+                    self.box.leader_and_isr(b, move.tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+        if back:
+            self.schedule_needed = True
+
+    def on_requests(self, event: RequestsRead) -> None:
+        if event.error is not None:
+            self.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
+            return
+        if event.version is not None and self.requests_version is not None and event.version < self.requests_version:
+            return  # older than what this controller wrote
+        self.requests_version = event.version
+        self.requests_version_changed = True
+        self.touched = True
+        entries = event.requests or ()
+        seen: dict[TopicPartition, Request] = {}
+        for r in entries:
+            tp = r.tp
+            if tp in seen:
+                self.log.append(f"dropping duplicate entry for {r.topic}-{r.partition} in /admin/reassign_partitions")
+                self.requests_dirty = True
+                continue
+            move = self.tasks.get(tp)
+            reason = self.invalid_reason(r)
+            if reason is not None and not (move is not None and move.started and r.replicas == move.target):
+                self.log.append(f"dropping reassignment of {r.topic}-{r.partition} to {list(r.replicas)}: {reason}")
+                self.requests_dirty = True
+                continue
+            seen[tp] = r
+        # Entries gone from the znode: a move not started yet is withdrawn; a started one runs on.
+        for tp in list(self.requests.keys()):
+            if tp not in seen:
+                self.requests.pop(tp)
+        for tp, move in list(self.tasks.items()):
+            if tp in seen:
+                continue
+            if not move.started:
+                self.log.append(f"reassignment of {tp[0]}-{tp[1]} withdrawn from /admin/reassign_partitions before it started")
+                self.set_task(move.to(Phase.DROPPED))
+                self.end_task(tp)
+            elif move.next_target is not None:
+                self.set_task(move.with_changes(next_target=None))
+        for tp, r in seen.items():
+            self.requests[tp] = r
+            move = self.tasks.get(tp)
+            if move is None:
+                if self.assignments[tp] == Assignment(r.replicas):
+                    self.log.append(f"reassignment of {r.topic}-{r.partition} to {list(r.replicas)}: already assigned")
+                    self.drop_request(tp)
+                    continue
+                self.set_task(Move(tp, r.replicas))
+                self.pending[tp] = None
+                self.schedule_needed = True
+            elif not move.started:
+                if move.target != r.replicas:
+                    self.set_task(move.with_changes(target=r.replicas))
+            elif r.replicas != move.target:
+                if move.next_target != r.replicas:
+                    self.log.append(
+                        f"{r.topic}-{r.partition} is moving to {list(move.target)}; its new target {list(r.replicas)} "
+                        "is queued behind that move"
+                    )
+                    self.set_task(move.with_changes(next_target=r.replicas))
+            elif move.next_target is not None:
+                self.set_task(move.with_changes(next_target=None))
+
+    def on_states(self, event: StatesRead) -> None:
+        for tp, state in event.states.items():
+            move = self.tasks.get(tp)
+            if state is None:
+                if move is not None and move.phase is Phase.LOADING:
+                    self.log.append(f"dropping reassignment of {tp[0]}-{tp[1]}: the partition has no state znode")
+                    self.set_task(move.to(Phase.DROPPED))
+                    self.end_task(tp)
+                    self.drop_request(tp)
+                continue
+            known = self.states.get(tp)
+            if known is not None and known.zk_version > state.zk_version:
+                state = known  # this controller wrote a newer one since the read
+            assignment = self.assignments.get(tp)
+            if assignment is not None and event.notifications and (move is None or move.phase is not Phase.LOADING):
+                self.box.update_metadata(tp, state, assignment.replicas)
+            if move is None:
+                continue
+            self.states[tp] = state
+            if move.phase is Phase.LOADING:
+                self.start(move, state)
+            elif move.phase is Phase.REPLICATING:
+                self.check_complete(move)
+        for path in event.notifications:
+            self.notifications.append(Delete(path))
+
+    def on_stop_replica_sent(self, event: StopReplicaSent) -> None:
+        for tp in event.partitions:
+            move = self.tasks.get(tp)
+            if move is not None and move.phase is Phase.STOPPING:
+                self.finish_move(move)
+
+    def on_resume(self, event: Resume) -> None:
+        """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
+        for tp in sorted(event.stale_records):
+            self.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no such partition")
+            self.late.append(Delete(paths.reassignment(*tp)))
+        for move in list(self.tasks.values()):
+            if not move.started:
+                continue
+            tp = move.tp
+            if tp in event.create_records:
+                self.early.append(Create(paths.reassignment(*tp), encode_record(move.target, move.original)))
+            state = self.states.get(tp)
+            if move.phase is Phase.REPLICATING:
+                # Recorded but the topic znode not yet written: write RS now.
+                self.set_assignment(tp, Assignment(move.replicas, move.adding, move.removing))
+                self.record_original(move)
+                if state is None:
+                    self.reads.add(tp)
+                    continue
+                for b in move.replicas:
+                    if b in self.brokers:
+                        self.box.leader_and_isr(
+                            b, tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
+                            is_new=b in move.adding,
+                        )
+                self.check_complete(move)
+            else:  # STOPPING: RS = TRS already written; delete RR again and finish
+                self.stop_removed(move, state)
+
+    # ---- the algorithm -------------------------------------------------------------------
+
+    def record_original(self, move: Move) -> None:
+        request = self.requests.get(move.tp)
+        if request is not None and request.original_replicas is None:
+            self.requests[move.tp] = replace(request, original_replicas=move.original)
+            self.requests_dirty = True
+
+    def schedule(self) -> None:
+        """Step 2: start pending moves while they fit the caps (no batch barrier)."""
+        if not self.schedule_needed or len(self.pending) == 0:
+            return
+        cfg = self.config
+        running = 0
+        incoming: dict[int, int] = {}
+        outgoing: dict[int, int] = {}
+        for move in self.tasks.values():
+            if not move.holds_slot:
+                continue
+            running += 1
+            adding, removing = self.slot_brokers(move)
+            for b in adding:
+                incoming[b] = incoming.get(b, 0) + 1
+            for b in removing:
+                outgoing[b] = outgoing.get(b, 0) + 1
+        if running >= cfg.max_cluster_moves:
+            return
+        for tp in list(self.pending.keys()):
+            move = self.tasks[tp]
+            adding, removing = self.slot_brokers(move)
+            if any(incoming.get(b, 0) >= cfg.max_incoming_per_broker for b in adding):
+                continue
+            if any(outgoing.get(b, 0) >= cfg.max_outgoing_per_broker for b in removing):
+                continue
+            for b in adding:
+                incoming[b] = incoming.get(b, 0) + 1
+            for b in removing:
+                outgoing[b] = outgoing.get(b, 0) + 1
+            self.pending.pop(tp)
+            self.set_task(move.to(Phase.LOADING))
+            self.reads.add(tp)
+            running += 1
+            if running >= cfg.max_cluster_moves:
+                break
+
+    def slot_brokers(self, move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:
+        if move.started:
+            return move.adding, move.removing
+        current = self.assignments[move.tp].replicas
+        return (
+            tuple(b for b in move.target if b not in current),
+            tuple(b for b in current if b not in move.target),
+        )
+
+    def start(self, move: Move, state: LeaderIsr) -> None:
+        """Step 3."""
+        tp = move.tp
+        assignment = self.assignments[tp]
+        original = tuple(b for b in assignment.replicas if b not in assignment.adding)
+        if move.target == original:
+            self.log.append(f"reassignment of {tp[0]}-{tp[1]} to {list(move.target)}: already assigned")
+            self.set_task(move.to(Phase.DONE))
+            self.end_task(tp)
+            self.drop_request(tp)
+            return
+        replicas, adding, removing = reassigning_replicas(move.target, original)
+        move = move.to(Phase.REPLICATING, original=original)
+        self.set_task(move)
+        self.early.append(Create(paths.reassignment(*tp), encode_record(move.target, original)))
+        self.set_assignment(tp, Assignment(replicas, adding, removing))
+        self.record_original(move)
+        for b in replicas:
+            if b in self.brokers:
+                self.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding)
+        self.box.update_metadata(tp, state, replicas)
+        self.check_complete(move)
+
+    def check_complete(self, move: Move) -> None:
+        """Step 5, if TRS is inside the ISR and a TRS leader can be had."""
+        state = self.states.get(move.tp)
+        if state is None or not set(move.target).issubset(state.isr):
+            return
+        live = self.brokers
+        if state.leader in move.target and state.leader in live:
+            leader = state.leader
+        else:
+            leader = next((b for b in move.target if b in state.isr and b in live), None)
+            if leader is None:
+                return  # no live TRS replica to lead: wait for a broker to come back
+        isr = tuple(b for b in state.isr if b in move.target)
+        if move.removing or leader != state.leader or isr != state.isr:
+            # Conditional on the zkVersion: the write only lands if the ISR still held TRS.
+            new = LeaderIsr(leader, state.leader_epoch + 1, self.base.epoch, isr, state.zk_version + 1)
+            self.early.append(SetData(paths.partition_state(*move.tp), encode_state(new), state.zk_version))
+            self.states[move.tp] = new
+            state = new
+        move = move.to(Phase.STOPPING)
+        self.set_task(move)
+        self.stop_removed(move, state)
+
+    def stop_removed(self, move: Move, state: LeaderIsr | None) -> None:
+        """LeaderAndIsr with RS = TRS to TRS, StopReplica(delete) to RR; finish if nothing to stop."""
+        tp = move.tp
+        if state is not None:
+            for b in move.target:
+                if b in self.brokers:
+                    self.box.leader_and_isr(b, tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+        to_stop = [b for b in move.removing if b in self.brokers]
+        if not to_stop:
+            self.finish_move(move)
+            return
+        epoch = state.leader_epoch if state is not None else -1
+        for b in to_stop:
+            self.box.stop_replica(b, tp, epoch)
+
+    def finish_move(self, move: Move) -> None:
+        """Step 6."""
+        tp = move.tp
+        self.set_assignment(tp, Assignment(move.target))
+        self.late.append(Delete(paths.reassignment(*tp)))
+        state = self.states.get(tp)
+        if state is not None:
+            self.box.update_metadata(tp, state, move.target)
+        next_target = move.next_target
+        self.set_task(move.to(Phase.DONE))
+        self.end_task(tp)
+        if next_target is not None and next_target != move.target:
+            request = self.requests.get(tp)
+            if request is not None:
+                # The znode's newer target for this partition starts from where this one ended.
+                self.requests[tp] = replace(request, replicas=next_target, original_replicas=move.target)
+                self.requests_dirty = True
+                self.set_task(Move(tp, next_target))
+                self.pending[tp] = None
+                return
+        self.drop_request(tp)
+
+    # ---- output --------------------------------------------------------------------------
+
+    def finish(self) -> Step:
+        middle: list[Op] = []
+        for topic in self.dirty_topics:
+            version = self.topic_versions[topic]
+            parts = {p: self.assignments[(topic, p)] for p in self.topic_partitions[topic]}
+            middle.append(SetData(paths.topic(topic), encode_topic(parts), version))
+            self.topic_versions[topic] = version + 1
+        tail: list[Op] = []
+        if self.requests_dirty:
+            entries = list(self.requests.values())
+            version = self.requests_version
+            path = paths.REASSIGN_PARTITIONS
+            if version is None:
+                if entries:
+                    tail.append(Create(path, encode_requests(entries)))
+                    self.requests_version = 0
+            elif not entries:
+                tail.append(Delete(path, version))
+                self.requests_version = None
+            else:
+                tail.append(SetData(path, encode_requests(entries), version))
+                self.requests_version = version + 1
+            self.requests_version_changed = True
+        delta = Delta(
+            brokers=self.brokers if self.brokers_changed else None,
+            assignments=self.assignments.changes,
+            topic_versions=self.topic_versions.changes,
+            topic_partitions=self.topic_partitions.changes,
+            states=self.states.changes,
+            requests=self.requests.changes,
+            tasks=self.tasks.changes,
+            pending=self.pending.changes,
+        )
+        if self.requests_version_changed:
+            delta.requests_version = self.requests_version
+        finished = self.touched and self.requests_version is None and len(self.tasks) == 0
+        return Step(
+            delta=delta,
+            writes=self.early + middle + self.late + tail + self.notifications,
+            commands=self.outbox.commands() if self.outbox is not None else [],
+            reads=frozenset(tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and m.phase is not Phase.STOPPING),
+            log=self.log,
+            finished=finished,
+        )
+
+
+def slot_usage(state: ClusterState) -> tuple[int, dict[int, int], dict[int, int]]:
+    """(moves holding a slot, incoming per broker, outgoing per broker) - for tests and metrics."""
+    running, incoming, outgoing = 0, {}, {}
+    for move in state.tasks.values():
+        if not move.holds_slot:
+            continue
+        running += 1
+        adding, removing = (move.adding, move.removing) if move.started else _estimate(state, move)
+        for b in adding:
+            incoming[b] = incoming.get(b, 0) + 1
+        for b in removing:
+            outgoing[b] = outgoing.get(b, 0) + 1
+    return running, incoming, outgoing
+
+
+def _estimate(state: ClusterState, move: Move) -> tuple[Iterable[int], Iterable[int]]:
+    current = state.assignments[move.tp].replicas
+    return [b for b in move.target if b not in current], [b for b in current if b not in move.target]

@@ -1,0 +1,117 @@
+"""One partition move's lifecycle, as an explicit transition map checked on every change.
+
+A :class:`Move` is immutable; ``move.to(phase, ...)`` returns the next one and raises
+:class:`IllegalTransition` for any change the map does not allow, so a bug in the engine
+fails loudly instead of corrupting a reassignment.
+
+::
+
+    PENDING ──> LOADING ──> REPLICATING ──> STOPPING ──> DONE
+       │           │  └──────────────────────────────────^ (target == current: nothing to move)
+       └───────────┴──> DROPPED (invalid, or withdrawn from the znode before it started)
+
+    m = Move(("t", 0), target=(4, 5, 6))            # PENDING
+    m = m.to(Phase.LOADING)
+    m = m.to(Phase.REPLICATING, original=(1, 2, 3))
+    m.adding, m.removing, m.replicas                # (4, 5, 6) (1, 2, 3) (4, 5, 6, 1, 2, 3)
+
+Terms (Kafka 2.4+): ORS ``original``, TRS ``target``, RS ``replicas`` = TRS followed by
+ORS - TRS, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, replace
+
+
+class Phase(enum.Enum):
+    PENDING = "pending"  # accepted from /admin/reassign_partitions, waiting for a slot
+    LOADING = "loading"  # holds a slot; its partition state is being read
+    REPLICATING = "replicating"  # record + RS written, LeaderAndIsr sent; waits for TRS in ISR
+    STOPPING = "stopping"  # leader in TRS, ISR shrunk to TRS; StopReplica(delete) sent to RR
+    DONE = "done"  # RS = TRS written, record and request entry gone
+    DROPPED = "dropped"  # refused: invalid, or withdrawn before it started
+
+
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.PENDING: frozenset({Phase.LOADING, Phase.DROPPED}),
+    Phase.LOADING: frozenset({Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
+    Phase.REPLICATING: frozenset({Phase.STOPPING}),
+    Phase.STOPPING: frozenset({Phase.DONE}),
+    Phase.DONE: frozenset(),
+    Phase.DROPPED: frozenset(),
+}
+
+# Phases a failover resumes a move in (rebuilt from ZooKeeper, not reached by a transition).
+RESUMABLE = frozenset({Phase.REPLICATING, Phase.STOPPING})
+# Phases that hold a concurrency slot.
+HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING})
+# Phases whose record (/admin/reassignments/T/P) and topic znode RS exist in ZooKeeper.
+STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING})
+
+
+class IllegalTransition(RuntimeError):
+    """The engine tried a phase change the transition map does not allow (a bug)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    tp: tuple[str, int]
+    target: tuple[int, ...]
+    phase: Phase = Phase.PENDING
+    original: tuple[int, ...] | None = None  # set when the move starts
+    # A different target written to the znode while this move ran: queued behind it.
+    next_target: tuple[int, ...] | None = None
+
+    def to(self, phase: Phase, **changes) -> Move:
+        if phase not in TRANSITIONS[self.phase]:
+            raise IllegalTransition(f"{self.tp}: {self.phase.name} -> {phase.name} is not a legal transition")
+        if phase in STARTED and (changes.get("original", self.original) is None):
+            raise IllegalTransition(f"{self.tp}: {phase.name} needs the original replicas")
+        return replace(self, phase=phase, **changes)
+
+    def with_changes(self, **changes) -> Move:
+        """Change fields other than the phase (a new target while pending, a queued one)."""
+        if "phase" in changes:
+            raise IllegalTransition("use Move.to() to change the phase")
+        if "target" in changes and self.started:
+            raise IllegalTransition(f"{self.tp}: the target of a started move cannot change")
+        return replace(self, **changes)
+
+    @classmethod
+    def resumed(cls, tp, target, original, phase: Phase) -> Move:
+        """A move rebuilt by failover recovery, entering the map at ``phase``."""
+        if phase not in RESUMABLE:
+            raise IllegalTransition(f"{tp}: a move cannot be resumed in {phase.name}")
+        return cls(tp, tuple(target), phase, tuple(original))
+
+    @property
+    def started(self) -> bool:
+        return self.phase in STARTED
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.phase in HOLDS_SLOT
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        original = self.original or ()
+        return tuple(r for r in self.target if r not in original)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(r for r in (self.original or ()) if r not in self.target)
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """RS: TRS followed by ORS - TRS."""
+        return self.target + self.removing
+
+
+def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(RS, AR, RR) for a move from ``original`` to ``target``."""
+    target, original = tuple(target), tuple(original)
+    adding = tuple(r for r in target if r not in original)
+    removing = tuple(r for r in original if r not in target)
+    return target + removing, adding, removing
