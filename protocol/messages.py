@@ -1,0 +1,213 @@
+"""Whole frames: size prefix + header + body, built from and parsed into plain dicts.
+
+Header versions follow Kafka: a request uses header v2 when its API version is flexible, else
+v1; a response uses header v1 when flexible, else v0 - except ApiVersions responses, which always
+use v0. Frames given to decode_* include the 4-byte size prefix, which must match.
+"""
+
+from __future__ import annotations
+
+import struct
+
+from .check import find_problem
+from .codegen import Compiled
+from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from .registry import REGISTRY, REQUEST_HEADER, RESPONSE_HEADER
+
+_SIZE = struct.Struct(">i")
+_REQUEST_HEADER_START = struct.Struct(">hhi")  # api key, api version, correlation id
+_CLIENT_ID_LENGTH = struct.Struct(">h")
+
+# Any of these escaping a generated decoder means the bytes were malformed; they become
+# DecodeError. (UnicodeDecodeError is a ValueError.)
+_DECODE_FAILURES = (struct.error, IndexError, ValueError, TypeError, KeyError, OverflowError, RecursionError, MemoryError)
+# And from a generated encoder, a body the wire cannot carry.
+_ENCODE_FAILURES = (struct.error, TypeError, ValueError, AttributeError, KeyError, OverflowError, IndexError)
+
+
+def _as_bytes(frame) -> bytes:
+    if type(frame) is bytes:
+        return frame
+    if isinstance(frame, (bytearray, memoryview)):
+        return bytes(frame)
+    raise DecodeError(f"a frame must be bytes, got {type(frame).__name__}")
+
+
+def run_decode(codec: Compiled, buf: bytes, pos: int) -> tuple[dict, int]:
+    try:
+        return codec.decode(buf, pos)
+    except DecodeError as e:
+        if str(e).startswith(codec.spec.name):
+            raise
+        raise DecodeError(f"{codec.spec.name} v{codec.version}: {e}") from None
+    except _DECODE_FAILURES as e:
+        if isinstance(e, (IndexError, struct.error)):
+            why = "truncated (more bytes expected)"
+        elif isinstance(e, UnicodeDecodeError):
+            why = f"invalid UTF-8 in a string ({e.reason})"
+        else:
+            why = f"malformed ({type(e).__name__}: {e})"
+        raise DecodeError(f"{codec.spec.name} v{codec.version}: {why}") from None
+
+
+def run_encode(codec: Compiled, body: object, w) -> None:
+    try:
+        codec.encode(body, w)
+    except EncodeError:
+        raise
+    except _ENCODE_FAILURES as e:
+        try:
+            problem = find_problem(codec.spec, codec.version, body)
+        except Exception:  # the checker must never hide the original failure
+            problem = None
+        detail = problem or f"cannot encode ({type(e).__name__}: {e})"
+        raise EncodeError(f"{codec.spec.name} v{codec.version}: {detail}") from e
+
+
+def _check_frame(buf: bytes) -> None:
+    if len(buf) < 4:
+        raise DecodeError(f"frame of {len(buf)} bytes has no size prefix")
+    (size,) = _SIZE.unpack_from(buf, 0)
+    if size != len(buf) - 4:
+        raise DecodeError(f"size prefix says {size} bytes but the frame carries {len(buf) - 4}")
+
+
+def _finish(codec: Compiled, buf: bytes, pos: int) -> None:
+    if pos != len(buf):
+        raise DecodeError(f"{codec.spec.name} v{codec.version}: {len(buf) - pos} bytes left over after the body")
+
+
+def _peek_client_id(buf: bytes) -> str | None:
+    """Best effort, for error reports: the client id of a request we cannot decode further."""
+    try:
+        (n,) = _CLIENT_ID_LENGTH.unpack_from(buf, 12)
+        if 0 <= n <= len(buf) - 14:
+            return buf[14:14 + n].decode()
+    except (struct.error, UnicodeDecodeError):
+        pass
+    return None
+
+
+# -- requests -----------------------------------------------------------------------------------
+
+
+def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: dict) -> bytes:
+    """A size-prefixed request frame."""
+    codec = REGISTRY.codec_for_encode(api_key, api_version, "request")
+    header = REGISTRY.header_codec(REQUEST_HEADER, REGISTRY.request_header_version(api_key, api_version))
+    out: list[bytes] = []
+    w = out.append
+    run_encode(header, {
+        "request_api_key": api_key,
+        "request_api_version": api_version,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }, w)
+    run_encode(codec, body, w)
+    data = b"".join(out)
+    return _SIZE.pack(len(data)) + data
+
+
+def decode_request(frame) -> tuple[dict, dict]:
+    """(header, body) of a size-prefixed request frame.
+
+    Raises UnsupportedVersionError (carrying api_key, api_version, correlation_id, client_id)
+    when no spec covers the API key and version, DecodeError for anything else wrong.
+    """
+    buf = _as_bytes(frame)
+    _check_frame(buf)
+    if len(buf) < 12:
+        raise DecodeError(f"request frame of {len(buf)} bytes is too short for a request header")
+    api_key, api_version, correlation_id = _REQUEST_HEADER_START.unpack_from(buf, 4)
+    if not REGISTRY.supports(api_key, api_version):
+        spec = REGISTRY.requests.get(api_key)
+        what = f"{spec.name} v{api_version} is not supported (valid: {spec.valid})" if spec else f"unknown api key {api_key}"
+        raise UnsupportedVersionError(what, api_key, api_version, correlation_id, _peek_client_id(buf))
+    header_codec = REGISTRY.header_codec(REQUEST_HEADER, REGISTRY.request_header_version(api_key, api_version))
+    header, pos = run_decode(header_codec, buf, 4)
+    codec = REGISTRY.codec(api_key, api_version, "request")
+    body, pos = run_decode(codec, buf, pos)
+    _finish(codec, buf, pos)
+    return header, body
+
+
+# -- responses ----------------------------------------------------------------------------------
+
+
+def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
+    """A size-prefixed response frame."""
+    codec = REGISTRY.codec_for_encode(api_key, api_version, "response")
+    header = REGISTRY.header_codec(RESPONSE_HEADER, REGISTRY.response_header_version(api_key, api_version))
+    out: list[bytes] = []
+    w = out.append
+    run_encode(header, {"correlation_id": correlation_id}, w)
+    run_encode(codec, body, w)
+    data = b"".join(out)
+    return _SIZE.pack(len(data)) + data
+
+
+def decode_response(api_key: int, api_version: int, frame) -> tuple[dict, dict]:
+    """(header, body) of a size-prefixed response frame to a request of (api_key, api_version)."""
+    buf = _as_bytes(frame)
+    _check_frame(buf)
+    codec = REGISTRY.codec(api_key, api_version, "response")
+    header_codec = REGISTRY.header_codec(RESPONSE_HEADER, REGISTRY.response_header_version(api_key, api_version))
+    header, pos = run_decode(header_codec, buf, 4)
+    body, pos = run_decode(codec, buf, pos)
+    _finish(codec, buf, pos)
+    return header, body
+
+
+# -- bodies alone -------------------------------------------------------------------------------
+
+
+def encode_body(api_key: int, api_version: int, kind: str, body: dict) -> bytes:
+    """The body alone (no size prefix, no header); kind is "request" or "response"."""
+    codec = REGISTRY.codec_for_encode(api_key, api_version, kind)
+    out: list[bytes] = []
+    run_encode(codec, body, out.append)
+    return b"".join(out)
+
+
+def decode_body(api_key: int, api_version: int, kind: str, data) -> dict:
+    """Inverse of encode_body: every byte of `data` must belong to the body."""
+    if kind not in ("request", "response"):
+        raise ValueError(f"kind must be 'request' or 'response', got {kind!r}")
+    buf = _as_bytes(data)
+    codec = REGISTRY.codec(api_key, api_version, kind)
+    body, pos = run_decode(codec, buf, 0)
+    _finish(codec, buf, pos)
+    return body
+
+
+def encoded_size(api_key: int, api_version: int, kind: str, body: dict) -> int:
+    """Bytes the body takes on the wire (without size prefix and header)."""
+    return len(encode_body(api_key, api_version, kind, body))
+
+
+# -- what is supported --------------------------------------------------------------------------
+
+
+def supported_apis() -> dict[int, tuple[int, int]]:
+    """api key -> (min, max) request version, for APIs with both a request and a response spec."""
+    return {
+        key: (spec.valid.lo, spec.valid.hi)
+        for key, spec in sorted(REGISTRY.requests.items())
+        if key in REGISTRY.responses
+    }
+
+
+def api_name(api_key: int) -> str:
+    """"Metadata" for 3; KeyError for a key no spec defines."""
+    spec = REGISTRY.requests.get(api_key) or REGISTRY.responses.get(api_key)
+    if spec is None:
+        raise KeyError(f"no spec for api key {api_key}")
+    return spec.name.removesuffix("Request").removesuffix("Response")
+
+
+def api_keys() -> dict[str, int]:
+    keys = {}
+    for table in (REGISTRY.responses, REGISTRY.requests):
+        for key, spec in table.items():
+            keys[spec.name.removesuffix("Request").removesuffix("Response")] = key
+    return dict(sorted(keys.items(), key=lambda kv: kv[1]))
