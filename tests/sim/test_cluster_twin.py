@@ -238,3 +238,46 @@ async def test_expired_admin_session_renews_and_rereads_configs(twin_cluster):
     await other.create("/config/changes/config_change_", b'{"version":2,"entity_path":"topics/x"}', sequential=True)
     await _tick(cluster, clock, 0.25)
     assert cluster.throttles.leader_throttled("x", 3, 1)
+
+
+async def _move_seconds(throttle: bool) -> float:
+    """Simulated seconds until a new replica of a 10 MB partition joins the ISR."""
+    server = TwinServer()
+    clock = ManualClock()
+    settings = _settings(brokers=2, copy=CopySettings(bandwidth=50 * MB, produce_bytes=0, produce_messages=0))
+    cluster = Cluster(server.connect, settings, clock=clock, serve=False)
+    await cluster.start([parse_topic_spec("big:1:1:10MB")])
+    try:
+        (leader,) = _json(server, "/brokers/topics/big")["partitions"]["0"]
+        new = 3 - leader
+        if throttle:  # what a KIP-179 controller writes for this move
+            admin = server.connect()
+            await admin.set("/config/topics/big", json.dumps({"version": 1, "config": {
+                "leader.replication.throttled.replicas": f"0:{leader}",
+                "follower.replication.throttled.replicas": f"0:{new}"}}).encode())
+            for b in (1, 2):
+                await admin.create(f"/config/brokers/{b}", json.dumps({"version": 1, "config": {
+                    "leader.replication.throttled.rate": str(MB),
+                    "follower.replication.throttled.rate": str(MB)}}).encode())
+            for entity in ("topics/big", "brokers/1", "brokers/2"):
+                await admin.create("/config/changes/config_change_",
+                                   json.dumps({"version": 2, "entity_path": entity}).encode(), sequential=True)
+        body = leader_and_isr("big", [partition_state(0, leader, [leader, new], isr=[leader], leader_epoch=1,
+                                                      zk_version=0, adding=[new])])
+        for b in (leader, new):
+            cluster.broker(b).core.handle(4, 4, body)
+        start = clock()
+        while _json(server, "/brokers/topics/big/partitions/0/state")["isr"] != [leader, new]:
+            assert clock() - start < 60
+            clock.advance(0.25)
+            await cluster.advance()
+        return clock() - start
+    finally:
+        await cluster.close()
+
+
+async def test_a_throttle_visibly_lengthens_a_move():
+    fast = await _move_seconds(throttle=False)
+    slow = await _move_seconds(throttle=True)
+    assert fast <= 0.5
+    assert 10.0 <= slow <= 10.5
