@@ -1,0 +1,114 @@
+"""Replica sizes from brokers through DescribeLogDirs (API key 35, KIP-113), over asyncio TCP.
+
+Usage::
+
+    sizes, warnings = await query_sizes({1: ("127.0.0.1", 9092), 2: ("127.0.0.1", 9093)})
+    sizes[1][("orders", 0)]        # bytes of broker 1's replica of orders-0
+
+Each broker is asked ApiVersions first, then DescribeLogDirs for every partition (``topics``
+null) at the highest version both sides speak. A broker that cannot be reached, answers with
+an error or sends garbage is skipped with a warning; its replicas simply have no size.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import struct
+
+import protocol.messages as wire
+
+API_VERSIONS = 18
+DESCRIBE_LOG_DIRS = 35
+OUR_LOG_DIRS_VERSIONS = (0, 4)  # the versions of DescribeLogDirs our codec speaks
+CLIENT_ID = "reassignd-snapshot"
+# A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each): 64 MiB covers
+# a million replicas; anything larger is refused before it is read.
+MAX_RESPONSE_BYTES = 64 * 1024 * 1024
+_SIZE = struct.Struct(">i")
+
+
+class LogDirsError(Exception):
+    """One broker's size query failed (unreachable, error code, malformed answer)."""
+
+
+async def _roundtrip(reader, writer, api_key: int, version: int, correlation_id: int, body: dict) -> dict:
+    writer.write(wire.encode_request(api_key, version, correlation_id, CLIENT_ID, body))
+    await writer.drain()
+    head = await reader.readexactly(4)
+    (size,) = _SIZE.unpack(head)
+    if size < 0 or size > MAX_RESPONSE_BYTES:
+        raise LogDirsError(f"response of {size} bytes is over the {MAX_RESPONSE_BYTES}-byte limit")
+    frame = head + await reader.readexactly(size)
+    header, decoded = wire.decode_response(api_key, version, frame)
+    if header.get("correlation_id") != correlation_id:
+        raise LogDirsError(f"correlation id {header.get('correlation_id')} does not match {correlation_id}")
+    return decoded
+
+
+async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> bytes for every replica one broker holds (future logs excluded)."""
+
+    async def run():
+        reader, writer = await asyncio.open_connection(host, port)
+        try:
+            versions = await _roundtrip(reader, writer, API_VERSIONS, 0, 1, {})
+            if versions.get("error_code", 0) != 0:
+                raise LogDirsError(f"ApiVersions error code {versions['error_code']}")
+            theirs = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions.get("api_keys", [])}
+            if DESCRIBE_LOG_DIRS not in theirs:
+                raise LogDirsError("broker does not support DescribeLogDirs")
+            lo, hi = theirs[DESCRIBE_LOG_DIRS]
+            version = min(hi, OUR_LOG_DIRS_VERSIONS[1])
+            if version < max(lo, OUR_LOG_DIRS_VERSIONS[0]):
+                raise LogDirsError(f"no common DescribeLogDirs version (broker {lo}-{hi})")
+            answer = await _roundtrip(reader, writer, DESCRIBE_LOG_DIRS, version, 2, {"topics": None})
+        finally:
+            writer.close()
+            try:
+                await writer.wait_closed()
+            except OSError:
+                pass
+        if answer.get("error_code", 0) != 0:
+            raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
+        out: dict[tuple[str, int], int] = {}
+        for result in answer.get("results", []):
+            if result.get("error_code", 0) != 0:
+                continue  # an offline log dir holds nothing we can count
+            for topic in result.get("topics", []):
+                for part in topic.get("partitions", []):
+                    if part.get("is_future_key"):
+                        continue
+                    key = (topic["name"], part["partition_index"])
+                    out[key] = out.get(key, 0) + max(0, int(part["partition_size"]))
+        return out
+
+    try:
+        return await asyncio.wait_for(run(), timeout)
+    except LogDirsError:
+        raise
+    except asyncio.TimeoutError:
+        raise LogDirsError(f"no answer within {timeout:g}s") from None
+    except (OSError, asyncio.IncompleteReadError) as e:
+        raise LogDirsError(f"connection failed: {e}") from None
+    except ValueError as e:  # protocol.DecodeError and friends: a broker sending garbage
+        raise LogDirsError(f"malformed response: {e}") from None
+
+
+async def query_sizes(
+    endpoints: dict[int, tuple[str, int]], timeout: float = 10.0
+) -> tuple[dict[int, dict[tuple[str, int], int]], list[str]]:
+    """Ask every broker in parallel. Returns (broker id -> sizes, warnings)."""
+    ids = sorted(endpoints)
+    results = await asyncio.gather(
+        *(broker_sizes(*endpoints[b], timeout=timeout) for b in ids), return_exceptions=True
+    )
+    sizes: dict[int, dict[tuple[str, int], int]] = {}
+    warnings: list[str] = []
+    for b, r in zip(ids, results):
+        if isinstance(r, LogDirsError):
+            warnings.append(f"broker {b} ({endpoints[b][0]}:{endpoints[b][1]}): DescribeLogDirs failed: {r}")
+        elif isinstance(r, BaseException):
+            raise r
+        else:
+            sizes[b] = r
+    return sizes, warnings

@@ -1,0 +1,476 @@
+"""Cluster snapshots: what the planner reads. `reassignd snapshot` writes them from ZooKeeper.
+
+Usage::
+
+    reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --out cluster.json
+    reassignd snapshot --zookeeper 127.0.0.1:2181 --out cluster.msgpack --no-sizes
+
+    from spark_jobs import snapshot
+    snap = snapshot.load("cluster.json")          # validated; SnapshotError says what is wrong
+    snapshot.dump(snap, "cluster.msgpack")
+
+The format follows the file's extension: ``.json`` (UTF-8 JSON) or ``.msgpack`` / ``.mpk``
+(MessagePack, the same structure). Keys are written in sorted order, brokers by id, topics by
+name and partitions by number, so the same cluster always gives the same bytes.
+
+Schema, version 1::
+
+    {
+      "version": 1,
+      "cluster": {                       # where the snapshot came from (informational)
+        "source": "127.0.0.1:2181/kafka" | null,
+        "taken_at_ms": 1700000000000 | null,
+        "warnings": ["broker 3: DescribeLogDirs failed: ..."]
+      },
+      "brokers": [
+        {"id": 1, "host": "10.0.0.1" | null, "port": 9092 | null, "rack": "r1" | null,
+         "alive": true}                  # alive: registered in /brokers/ids right now
+      ],
+      "topics": [
+        {"name": "orders", "partitions": [
+          {"partition": 0,
+           "replicas": [1, 2, 3],        # the assignment (the target while a reassignment runs)
+           "leader": 1,                  # from the partition state znode; -1 when none/unknown
+           "isr": [1, 2] | null,
+           "reassigning": false,         # a reassignment of this partition is in progress
+           "sizes": [1024, 1000, null] | null}   # bytes per replica, aligned with replicas
+        ]}
+      ]
+    }
+
+Rules the loader enforces (each violation is a :class:`SnapshotError` naming the element):
+broker ids are unique non-negative ints; topic names are legal Kafka names and unique;
+partition numbers are unique non-negative ints; a partition has at least one replica, no
+broker twice, and every replica on a listed broker; ``leader`` is -1 or one of the replicas;
+``sizes`` has one entry per replica, each a non-negative int or null. Brokers that hold
+replicas but are not registered (down) appear with ``alive: false`` and no host.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import msgpack
+
+from spark_jobs.errors import SnapshotError
+
+SNAPSHOT_VERSION = 1
+JSON_EXTENSIONS = (".json",)
+MSGPACK_EXTENSIONS = (".msgpack", ".mpk")
+MAX_INT32 = 2**31 - 1  # broker ids and partition numbers are Java ints in Kafka
+MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, leaves room in log directory names
+_TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
+# ZooKeeper reads in flight at once: enough to hide round trips, few enough to stay polite.
+ZK_READ_CONCURRENCY = 512
+
+
+# ---- format by extension ----------------------------------------------------------------------
+
+
+def format_for(path: str | os.PathLike) -> str:
+    """"json" or "msgpack" from the file name; SnapshotError for anything else."""
+    suffix = Path(path).suffix.lower()
+    if suffix in JSON_EXTENSIONS:
+        return "json"
+    if suffix in MSGPACK_EXTENSIONS:
+        return "msgpack"
+    raise SnapshotError(str(path), f"unknown snapshot extension {suffix!r} (use .json, .msgpack or .mpk)")
+
+
+def _sorted_keys(obj: Any) -> Any:
+    if isinstance(obj, dict):
+        return {k: _sorted_keys(obj[k]) for k in sorted(obj)}
+    if isinstance(obj, list):
+        return [_sorted_keys(v) for v in obj]
+    return obj
+
+
+def dumps(snapshot: dict, fmt: str) -> bytes:
+    """Serialise a (validated) snapshot; deterministic bytes for the same snapshot."""
+    ordered = _sorted_keys(snapshot)
+    if fmt == "json":
+        return (json.dumps(ordered, separators=(",", ":"), ensure_ascii=False) + "\n").encode("utf-8")
+    if fmt == "msgpack":
+        return msgpack.packb(ordered, use_bin_type=True)
+    raise ValueError(f"unknown snapshot format {fmt!r}")
+
+
+def dump(snapshot: dict, path: str | os.PathLike) -> None:
+    """Validate and write ``snapshot`` to ``path`` (format from the extension), atomically."""
+    fmt = format_for(path)
+    data = dumps(validate(snapshot, str(path)), fmt)
+    tmp = Path(f"{path}.tmp{os.getpid()}")
+    tmp.write_bytes(data)
+    os.replace(tmp, path)
+
+
+def loads(data: bytes, fmt: str, where: str = "<snapshot>") -> dict:
+    """Parse and validate snapshot bytes."""
+    if fmt == "json":
+        try:
+            obj = json.loads(data.decode("utf-8"))
+        except UnicodeDecodeError as e:
+            raise SnapshotError(where, f"not UTF-8 text: {e}") from None
+        except json.JSONDecodeError as e:
+            raise SnapshotError(where, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+    elif fmt == "msgpack":
+        try:
+            obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
+        except (msgpack.ExtraData, ValueError, msgpack.UnpackException, TypeError) as e:
+            raise SnapshotError(where, f"malformed msgpack: {e}") from None
+    else:
+        raise ValueError(f"unknown snapshot format {fmt!r}")
+    return validate(obj, where)
+
+
+def load(path: str | os.PathLike) -> dict:
+    """Read and validate a snapshot file; SnapshotError with a clear reason otherwise."""
+    where = str(path)
+    fmt = format_for(path)
+    try:
+        data = Path(path).read_bytes()
+    except FileNotFoundError:
+        raise SnapshotError(where, "no such file") from None
+    except IsADirectoryError:
+        raise SnapshotError(where, "is a directory, not a snapshot file") from None
+    except OSError as e:
+        raise SnapshotError(where, f"cannot read: {e.strerror or e}") from None
+    return loads(data, fmt, where)
+
+
+# ---- validation -------------------------------------------------------------------------------
+
+
+def _is_int(v: Any) -> bool:
+    return type(v) is int
+
+
+def _type(v: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(type(v), type(v).__name__)
+
+
+def _topic_name_problem(name: Any) -> str | None:
+    if not isinstance(name, str):
+        return f"topic name must be a string, got {_type(name)}"
+    if not name or name in (".", ".."):
+        return f"illegal topic name {name!r}"
+    if len(name) > MAX_TOPIC_NAME_LENGTH:
+        return f"topic name longer than {MAX_TOPIC_NAME_LENGTH} characters"
+    if not set(name) <= _TOPIC_CHARS:
+        return f"topic name {name!r} has a character other than ASCII alphanumerics, '.', '_' and '-'"
+    return None
+
+
+def validate(obj: Any, where: str = "<snapshot>") -> dict:
+    """Check a parsed snapshot and return it normalised (defaults filled, sorted).
+
+    Raises SnapshotError naming the first problem found; the input is never modified.
+    """
+
+    def fail(path: str, reason: str):
+        raise SnapshotError(f"{where}: {path}" if path else where, reason)
+
+    if not isinstance(obj, dict):
+        fail("", f"a snapshot is a JSON object, got {_type(obj)}")
+    if "version" not in obj:
+        fail("", "missing 'version'")
+    if obj["version"] != SNAPSHOT_VERSION or not _is_int(obj["version"]):
+        fail("version", f"unsupported snapshot version {obj['version']!r} (this planner reads {SNAPSHOT_VERSION})")
+    for key in ("brokers", "topics"):
+        if key not in obj:
+            fail("", f"missing {key!r}")
+        if not isinstance(obj[key], list):
+            fail(key, f"must be an array, got {_type(obj[key])}")
+
+    cluster_in = obj.get("cluster") or {}
+    if not isinstance(cluster_in, dict):
+        fail("cluster", f"must be an object, got {_type(cluster_in)}")
+    source = cluster_in.get("source")
+    taken = cluster_in.get("taken_at_ms")
+    warnings = cluster_in.get("warnings") or []
+    if source is not None and not isinstance(source, str):
+        fail("cluster.source", f"must be a string or null, got {_type(source)}")
+    if taken is not None and not _is_int(taken):
+        fail("cluster.taken_at_ms", f"must be an int or null, got {_type(taken)}")
+    if not isinstance(warnings, list) or not all(isinstance(w, str) for w in warnings):
+        fail("cluster.warnings", "must be an array of strings")
+    cluster = {"source": source, "taken_at_ms": taken, "warnings": list(warnings)}
+
+    brokers: dict[int, dict] = {}
+    for i, b in enumerate(obj["brokers"]):
+        at = f"brokers[{i}]"
+        if not isinstance(b, dict):
+            fail(at, f"must be an object, got {_type(b)}")
+        bid = b.get("id")
+        if not _is_int(bid) or not 0 <= bid <= MAX_INT32:
+            fail(f"{at}.id", f"broker id must be an int in [0, {MAX_INT32}], got {bid!r}")
+        if bid in brokers:
+            fail(f"{at}.id", f"duplicate broker {bid}")
+        host, port, rack, alive = b.get("host"), b.get("port"), b.get("rack"), b.get("alive", True)
+        if host is not None and not isinstance(host, str):
+            fail(f"{at}.host", f"must be a string or null, got {_type(host)}")
+        if port is not None and (not _is_int(port) or not 0 <= port <= 65535):
+            fail(f"{at}.port", f"must be a port number or null, got {port!r}")
+        if rack is not None and (not isinstance(rack, str) or not rack):
+            fail(f"{at}.rack", f"must be a non-empty string or null, got {rack!r}")
+        if not isinstance(alive, bool):
+            fail(f"{at}.alive", f"must be a boolean, got {_type(alive)}")
+        brokers[bid] = {"id": bid, "host": host, "port": port, "rack": rack, "alive": alive}
+
+    topics: dict[str, dict] = {}
+    known = brokers.keys()
+    for ti, t in enumerate(obj["topics"]):
+        at = f"topics[{ti}]"
+        if not isinstance(t, dict):
+            fail(at, f"must be an object, got {_type(t)}")
+        name = t.get("name")
+        problem = _topic_name_problem(name)
+        if problem:
+            fail(f"{at}.name", problem)
+        if name in topics:
+            fail(f"{at}.name", f"duplicate topic {name!r}")
+        parts_in = t.get("partitions")
+        if not isinstance(parts_in, list):
+            fail(f"{at}.partitions", f"must be an array, got {_type(parts_in)}")
+        parts: dict[int, dict] = {}
+        for pi, p in enumerate(parts_in):
+            pat = f"{at}.partitions[{pi}]"
+            if not isinstance(p, dict):
+                fail(pat, f"must be an object, got {_type(p)}")
+            num = p.get("partition")
+            if not _is_int(num) or not 0 <= num <= MAX_INT32:
+                fail(f"{pat}.partition", f"partition number must be an int in [0, {MAX_INT32}], got {num!r}")
+            if num in parts:
+                fail(f"{pat}.partition", f"duplicate partition {name}-{num}")
+            reps = p.get("replicas")
+            if not isinstance(reps, list) or not reps:
+                fail(f"{pat}.replicas", f"must be a non-empty array of broker ids, got {reps!r}")
+            for r in reps:
+                if not _is_int(r):
+                    fail(f"{pat}.replicas", f"broker ids must be ints, got {r!r}")
+                if r not in known:
+                    fail(f"{pat}.replicas", f"replica on unknown broker {r} (not in 'brokers')")
+            if len(set(reps)) != len(reps):
+                fail(f"{pat}.replicas", f"broker listed twice in {reps}")
+            leader = p.get("leader", -1)
+            if leader is None:
+                leader = -1
+            if not _is_int(leader) or (leader != -1 and leader not in reps):
+                fail(f"{pat}.leader", f"must be -1 or one of the replicas {reps}, got {leader!r}")
+            isr = p.get("isr")
+            if isr is not None:
+                if not isinstance(isr, list) or not all(_is_int(x) for x in isr) or len(set(isr)) != len(isr):
+                    fail(f"{pat}.isr", f"must be an array of distinct broker ids or null, got {isr!r}")
+            reassigning = p.get("reassigning", False)
+            if not isinstance(reassigning, bool):
+                fail(f"{pat}.reassigning", f"must be a boolean, got {_type(reassigning)}")
+            sizes = p.get("sizes")
+            if sizes is not None:
+                if not isinstance(sizes, list) or len(sizes) != len(reps):
+                    fail(f"{pat}.sizes", f"must have one entry per replica ({len(reps)}), got {sizes!r}")
+                for s in sizes:
+                    if s is not None and (not _is_int(s) or s < 0):
+                        fail(f"{pat}.sizes", f"sizes are non-negative ints or null, got {s!r}")
+                if all(s is None for s in sizes):
+                    sizes = None
+            parts[num] = {
+                "partition": num,
+                "replicas": list(reps),
+                "leader": leader,
+                "isr": None if isr is None else list(isr),
+                "reassigning": reassigning,
+                "sizes": None if sizes is None else list(sizes),
+            }
+        topics[name] = {"name": name, "partitions": [parts[k] for k in sorted(parts)]}
+
+    return {
+        "version": SNAPSHOT_VERSION,
+        "cluster": cluster,
+        "brokers": [brokers[k] for k in sorted(brokers)],
+        "topics": [topics[k] for k in sorted(topics)],
+    }
+
+
+# ---- reading a live cluster ---------------------------------------------------------------------
+
+
+async def _gather_limited(coros: list, limit: int = ZK_READ_CONCURRENCY) -> list:
+    sem = asyncio.Semaphore(limit)
+
+    async def one(c):
+        async with sem:
+            return await c
+
+    return await asyncio.gather(*(one(c) for c in coros))
+
+
+async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0) -> dict:
+    """Read brokers, topics, assignments and partition states from ZooKeeper at ``hosts``
+    (``host:port[/chroot]``), and replica sizes through DescribeLogDirs when ``sizes``.
+
+    Returns a validated snapshot. Malformed znodes raise SnapshotError naming the znode.
+    """
+    from znodes import models, paths, store as zstore
+    from znodes.api import NoNodeError
+    from znodes.errors import ZnodeFormatError
+
+    st = await zstore.connect(hosts, timeout=timeout)
+    warnings: list[str] = []
+    try:
+
+        async def get_or_none(path: str):
+            try:
+                data, _ = await st.get(path)
+                return data
+            except NoNodeError:
+                return None
+
+        async def children_or_empty(path: str) -> list[str]:
+            try:
+                return await st.children(path)
+            except NoNodeError:
+                return []
+
+        broker_names = await children_or_empty("/brokers/ids")
+        broker_data = await _gather_limited([get_or_none(f"/brokers/ids/{n}") for n in broker_names])
+        brokers: dict[int, dict] = {}
+        endpoints: dict[int, tuple[str, int]] = {}
+        for name, data in zip(broker_names, broker_data):
+            if data is None:
+                continue  # went away between the listing and the read
+            path = f"/brokers/ids/{name}"
+            try:
+                bid = paths.parse_id(name, "broker id")
+                reg = models.BrokerRegistration.from_bytes(path, data)
+            except (ValueError, ZnodeFormatError) as e:
+                raise SnapshotError(hosts, f"znode {path}: {e}") from None
+            host, port = reg.host, reg.port if reg.port >= 0 else None
+            eps = reg.parsed_endpoints()
+            plain = [e for e in eps if e.security_protocol == "PLAINTEXT"] or eps
+            if plain:
+                host, port = plain[0].host, plain[0].port
+                endpoints[bid] = (host, port)
+            brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
+
+        topic_names = await children_or_empty("/brokers/topics")
+        topic_data = await _gather_limited([get_or_none(paths.topic(t)) for t in topic_names])
+        assignments: dict[str, dict[int, list[int]]] = {}
+        removing: dict[str, dict[int, list[int]]] = {}
+        for name, data in zip(topic_names, topic_data):
+            if data is None:
+                continue
+            path = paths.topic(name)
+            try:
+                paths.validate_topic_name(name)
+                ta = models.TopicAssignment.from_bytes(path, data)
+            except (ValueError, ZnodeFormatError) as e:
+                raise SnapshotError(hosts, f"znode {path}: {e}") from None
+            assignments[name] = dict(ta.partitions)
+            removing[name] = dict(ta.removing_replicas)
+
+        keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
+        state_data = await _gather_limited([get_or_none(paths.partition_state(t, p)) for t, p in keys])
+    finally:
+        await st.close()
+
+    log_sizes: dict[int, dict[tuple[str, int], int]] = {}
+    if sizes and endpoints:
+        from spark_jobs.logdirs import query_sizes
+
+        log_sizes, size_warnings = await query_sizes(endpoints, timeout=timeout)
+        warnings.extend(size_warnings)
+
+    topics_out: dict[str, list[dict]] = {t: [] for t in assignments}
+    for (t, p), data in zip(keys, state_data):
+        leader, isr = -1, None
+        if data is not None:
+            path = paths.partition_state(t, p)
+            try:
+                state = models.PartitionState.from_bytes(path, data)
+            except ZnodeFormatError as e:
+                raise SnapshotError(hosts, str(e)) from None
+            leader, isr = state.leader, list(state.isr)
+        reps = list(assignments[t][p])
+        rem = removing[t].get(p, [])
+        target = [r for r in reps if r not in rem]
+        if leader not in target:
+            leader = -1
+        for r in reps:
+            if r not in brokers:
+                brokers[r] = {"id": r, "host": None, "port": None, "rack": None, "alive": False}
+        szs = [log_sizes.get(r, {}).get((t, p)) for r in target] if log_sizes else None
+        topics_out[t].append(
+            {
+                "partition": p,
+                "replicas": target,
+                "leader": leader,
+                "isr": isr,
+                "reassigning": bool(rem) or len(target) != len(reps),
+                "sizes": szs,
+            }
+        )
+    snap = {
+        "version": SNAPSHOT_VERSION,
+        "cluster": {"source": hosts, "taken_at_ms": int(time.time() * 1000), "warnings": warnings},
+        "brokers": list(brokers.values()),
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics_out.items()],
+    }
+    return validate(snap, hosts)
+
+
+# ---- command line -----------------------------------------------------------------------------
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # exit code 2 with the usage, as argparse does, but catchable
+        raise _UsageError(f"{self.format_usage()}reassignd snapshot: error: {message}")
+
+
+class _UsageError(Exception):
+    pass
+
+
+def _parser() -> argparse.ArgumentParser:
+    p = _Parser(prog="reassignd snapshot", description="Write a cluster snapshot for the planner.")
+    p.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
+    p.add_argument("--out", required=True, metavar="FILE", help=".json, .msgpack or .mpk")
+    p.add_argument("--no-sizes", action="store_true", help="do not ask brokers for replica sizes")
+    p.add_argument("--timeout", type=float, default=10.0, help="seconds for ZooKeeper and brokers (default 10)")
+    return p
+
+
+def main(argv: list[str] | None = None) -> int:
+    from znodes.api import ZkError
+
+    try:
+        args = _parser().parse_args(argv)
+        format_for(args.out)
+        if args.timeout <= 0:
+            raise _UsageError("reassignd snapshot: error: --timeout must be positive")
+    except _UsageError as e:
+        print(e, file=sys.stderr)
+        return 2
+    except SnapshotError as e:
+        print(f"reassignd snapshot: {e}", file=sys.stderr)
+        return 2
+    try:
+        snap = asyncio.run(read_cluster(args.zookeeper, sizes=not args.no_sizes, timeout=args.timeout))
+        dump(snap, args.out)
+    except SnapshotError as e:
+        print(f"reassignd snapshot: {e}", file=sys.stderr)
+        return 1
+    except (OSError, ValueError, ZkError) as e:
+        print(f"reassignd snapshot: cannot read {args.zookeeper}: {e}", file=sys.stderr)
+        return 1
+    for w in snap["cluster"]["warnings"]:
+        print(f"reassignd snapshot: warning: {w}", file=sys.stderr)
+    n_parts = sum(len(t["partitions"]) for t in snap["topics"])
+    print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n_parts} partitions")
+    return 0
