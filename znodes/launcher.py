@@ -114,7 +114,10 @@ def server_mode(host: str, port: int) -> str | None:
 
 
 def port_is_free(host: str, port: int) -> bool:
+    """True if a server could listen on ``port`` (ZooKeeper binds with SO_REUSEADDR, so
+    connections lingering in TIME_WAIT after a restart do not count)."""
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
         except OSError:

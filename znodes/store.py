@@ -26,8 +26,10 @@ Session states:
   remain) and kazoo reconnects by itself. Calls fail fast with ConnectionLossError while
   suspended, and requests in flight when it dropped fail with ConnectionLossError too: their
   outcome is unknown, so re-read before retrying. A controller must write nothing until
-  ``CONNECTED`` arrives again.
-* ``CONNECTED`` - (re)connected to the SAME session after a suspension. The initial connection
+  ``CONNECTED`` arrives again. Every watch set so far is DROPPED (kazoo does not re-send
+  them, unlike the Java client; the twin does the same).
+* ``CONNECTED`` - (re)connected to the SAME session after a suspension: re-read and re-watch
+  whatever you follow, since changes made meanwhile fired nothing. The initial connection
   is not reported: ``connect`` returns a connected store.
 * ``LOST`` - the session expired (or the server closed it): ephemerals are gone and watches
   are void. The store is then dead like an expired Java ZooKeeper handle: every later call
@@ -512,6 +514,7 @@ async def connect(
         raise ValueError(f"bad ZooKeeper connect string {hosts!r}: {e}") from None
     if not host_list:
         raise ValueError(f"bad ZooKeeper connect string {hosts!r}: no host")
+    chroot = chroot or ""
     if chroot:
         validate_path(chroot)
         if chroot == "/":

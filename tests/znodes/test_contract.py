@@ -14,7 +14,9 @@ Beyond ZooKeeper itself, the contract fixes a few choices both stores make:
   connection instead;
 * ``delete(recursive=True)`` of a missing node raises NoNodeError;
 * after its session expires a store raises SessionExpiredError for every call; events up to
-  ``SessionEvent(LOST)`` may include ``SUSPENDED`` (real ZooKeeper drops the connection first).
+  ``SessionEvent(LOST)`` may include ``SUSPENDED`` (real ZooKeeper drops the connection first);
+* a connection loss (session alive) gives ``SUSPENDED`` then ``CONNECTED`` and drops every
+  watch, as kazoo does: the owner re-reads and re-watches on ``CONNECTED``.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import itertools
+import socket
 
 import pytest
 from kazoo.client import KazooClient
@@ -97,6 +100,11 @@ class KazooHarness:
 
         await asyncio.get_running_loop().run_in_executor(None, takeover)
 
+    async def drop_connection(self, store) -> None:
+        """Break the TCP connection under the client, as a network fault would; kazoo
+        reconnects to the same session by itself."""
+        store._client._connection._socket.shutdown(socket.SHUT_RDWR)
+
     def advance_clock(self, ms: int) -> None:
         pass  # real time moves by itself
 
@@ -138,6 +146,10 @@ class TwinHarness:
         result = self.server.expire_session(store.session_id)
         if inspect.isawaitable(result):
             await result
+
+    async def drop_connection(self, store) -> None:
+        self.server.disconnect(store.session_id)
+        self.server.reconnect(store.session_id)
 
     def advance_clock(self, ms: int) -> None:
         self.clock.advance(ms)
@@ -460,6 +472,22 @@ async def test_ephemeral_removed_on_session_expiry_and_watch_fires(h, store):
         await owner.get("/keep")
     with pytest.raises(SessionExpiredError):
         await owner.create("/again", ephemeral=True)
+
+
+async def test_connection_loss_keeps_session_and_drops_watches(h, store):
+    await store.create("/e", b"mine", ephemeral=True)
+    await store.get("/e", watch=True)
+    sid = store.session_id
+    await h.drop_connection(store)
+    assert await next_event(store) == SessionEvent(SessionState.SUSPENDED)
+    assert await next_event(store) == SessionEvent(SessionState.CONNECTED)
+    assert store.session_id == sid
+    assert (await store.exists("/e")).ephemeral_owner == sid
+    await store.set("/e", b"changed after the loss")
+    await assert_quiet(store)  # the watch set before the loss is gone
+    await store.get("/e", watch=True)
+    await store.set("/e", b"again")
+    assert await next_event(store) == WatchEvent(CHANGED, "/e")
 
 
 async def test_ephemeral_removed_when_owner_closes(h, store):
