@@ -40,7 +40,7 @@ DESCRIBE_LOG_DIRS = 35
 # What a simulated broker can answer, (min, max) per API key. ApiVersions advertises the part
 # of this the codec also supports (sim.versions).
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {
-    API_VERSIONS: (0, 3),
+    API_VERSIONS: (0, 4),
     METADATA: (0, 12),
     LEADER_AND_ISR: (0, 4),  # v5 switches to topic ids, which simulated brokers do not keep
     STOP_REPLICA: (0, 3),

@@ -45,7 +45,7 @@ class InProcessTransport:
         correlation_id = next(self._correlation) & 0x7FFFFFFF
         frame = protocol.encode_request(api_key, api_version, correlation_id, CLIENT_ID, body)
         header, decoded = protocol.decode_request(frame)
-        response = core.handle(header.api_key, header.api_version, decoded)
+        response = core.handle(header["request_api_key"], header["request_api_version"], decoded)
         answer = protocol.encode_response(api_key, api_version, correlation_id, response)
         _, body_out = protocol.decode_response(api_key, api_version, answer)
         return body_out

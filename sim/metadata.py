@@ -107,7 +107,10 @@ class MetadataCache:
 
     def _topic(self, version: int, name: str | None, want_ops: bool) -> dict:
         ops = TOPIC_OPERATIONS if want_ops else OPERATIONS_OMITTED
-        if name is None or not _LEGAL_TOPIC.match(name) or name in (".", ".."):
+        if name is None:
+            # v10+ may name a topic by id only; simulated topics have no ids.
+            return _topic_error("" if version < 12 else None, ErrorCode.UNKNOWN_TOPIC_ID, ops)
+        if not _LEGAL_TOPIC.match(name) or name in (".", ".."):
             return _topic_error(name, ErrorCode.INVALID_TOPIC_EXCEPTION, ops)
         partitions = self.partitions.get(name)
         if partitions is None:

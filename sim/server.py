@@ -100,5 +100,6 @@ class BrokerServer:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self._api_keys()}
                 return protocol.encode_response(API_VERSIONS, 0, exc.correlation_id, answer)
             raise
-        response = self._handle(header.api_key, header.api_version, body)
-        return protocol.encode_response(header.api_key, header.api_version, header.correlation_id, response)
+        api_key, api_version = header["request_api_key"], header["request_api_version"]
+        response = self._handle(api_key, api_version, body)
+        return protocol.encode_response(api_key, api_version, header["correlation_id"], response)

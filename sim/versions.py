@@ -5,27 +5,12 @@
 
 from __future__ import annotations
 
-import functools
-from pathlib import Path
-
 import protocol
-from protocol.spec import load_spec
 from sim.core import SERVED_VERSIONS
 
 
-@functools.cache
-def codec_versions() -> dict[int, tuple[int, int]]:
-    """(min, max) per API key over the codec's request specs."""
-    out = {}
-    for path in sorted((Path(protocol.__file__).parent / "specs").glob("*Request.json")):
-        spec = load_spec(path)
-        if spec.kind == "request" and spec.api_key is not None and not spec.valid.empty:
-            out[spec.api_key] = (spec.valid.lo, spec.valid.hi)
-    return out
-
-
 def served_versions() -> dict[int, tuple[int, int]]:
-    codec = codec_versions()
+    codec = protocol.supported_apis()
     out = {}
     for key, (lo, hi) in SERVED_VERSIONS.items():
         if key in codec:
