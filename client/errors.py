@@ -3,7 +3,8 @@
 Everything the client raises derives from :class:`ReassignError`. The branches tell a caller
 what to do next:
 
-* :class:`InputError` - the caller's input is wrong (arguments, JSON files); nothing was sent.
+* :class:`InputError` - the caller's input is wrong (arguments; :class:`InputFileError` for
+  JSON files); nothing was sent.
 * :class:`ClusterMismatchError` - well-formed input that names topics, partitions or brokers
   the cluster does not have; nothing was written.
 * :class:`ConnectionFailedError`, :class:`RequestTimedOutError` - the cluster could not be
@@ -44,6 +45,10 @@ class InputError(ReassignError):
         super().__init__(f"{source}: {message}" if source else message)
         self.source = source
         self.detail = message
+
+
+class InputFileError(InputError):
+    """A bad input file (missing, unreadable, malformed, wrong shape). ``source`` is its path."""
 
 
 class ClusterMismatchError(ReassignError):

@@ -1,7 +1,8 @@
 """Operator input for kafka-reassign: the JSON files and option values, validated up front.
 
 Pure: no I/O except :func:`read_json_file`, which only reads. Everything wrong raises
-:class:`client.errors.InputError` naming the file (or option) and the entry, before anything
+:class:`client.errors.InputFileError` naming the file (:class:`~client.errors.InputError`
+naming the option for option values) and the entry, before anything
 is sent or written. The formats are Kafka's ``kafka-reassign-partitions.sh`` ones:
 
 * reassignment JSON: ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``
@@ -25,7 +26,7 @@ import os
 import re
 from dataclasses import dataclass
 
-from client.errors import InputError
+from client.errors import InputError, InputFileError
 
 # Kafka's only reassignment/topics JSON version.
 SUPPORTED_VERSION = 1
@@ -68,30 +69,30 @@ def read_json_file(path: str) -> object:
     try:
         size = os.path.getsize(path)
     except FileNotFoundError:
-        raise InputError("file not found", path) from None
+        raise InputFileError("file not found", path) from None
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path) from None
+        raise InputFileError(f"cannot read file: {exc.strerror or exc}", path) from None
     if os.path.isdir(path):
-        raise InputError("is a directory, not a JSON file", path)
+        raise InputFileError("is a directory, not a JSON file", path)
     if size > MAX_JSON_FILE_BYTES:
-        raise InputError(f"file is {size} bytes, larger than the {MAX_JSON_FILE_BYTES}-byte limit", path)
+        raise InputFileError(f"file is {size} bytes, larger than the {MAX_JSON_FILE_BYTES}-byte limit", path)
     try:
         with open(path, "rb") as fh:
             raw = fh.read(MAX_JSON_FILE_BYTES + 1)
     except OSError as exc:
-        raise InputError(f"cannot read file: {exc.strerror or exc}", path) from None
+        raise InputFileError(f"cannot read file: {exc.strerror or exc}", path) from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise InputError(f"not UTF-8 text (byte {exc.start})", path) from None
+        raise InputFileError(f"not UTF-8 text (byte {exc.start})", path) from None
     if not text.strip():
-        raise InputError("file is empty", path)
+        raise InputFileError("file is empty", path)
     try:
         return json.loads(text)
     except json.JSONDecodeError as exc:
-        raise InputError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
+        raise InputFileError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
     except RecursionError:
-        raise InputError("malformed JSON: nested too deeply", path) from None
+        raise InputFileError("malformed JSON: nested too deeply", path) from None
 
 
 def _is_int(value: object) -> bool:
@@ -102,14 +103,14 @@ def _check_version(doc: dict, source: str) -> None:
     # Kafka reads a missing version as version 1.
     version = doc.get("version", SUPPORTED_VERSION)
     if not _is_int(version) or version != SUPPORTED_VERSION:
-        raise InputError(f"unsupported \"version\" {json.dumps(version)} (only {SUPPORTED_VERSION} is known)", source)
+        raise InputFileError(f"unsupported \"version\" {json.dumps(version)} (only {SUPPORTED_VERSION} is known)", source)
 
 
 def check_topic_name(name: object, where: str, source: str) -> str:
     if not isinstance(name, str) or not name:
-        raise InputError(f"{where}: \"topic\" must be a non-empty string, got {json.dumps(name)}", source)
+        raise InputFileError(f"{where}: \"topic\" must be a non-empty string, got {json.dumps(name)}", source)
     if name in (".", "..") or len(name) > TOPIC_NAME_MAX or not _TOPIC_RE.match(name):
-        raise InputError(
+        raise InputFileError(
             f"{where}: {name!r} is not a legal topic name "
             f"(ASCII letters, digits, '.', '_', '-'; at most {TOPIC_NAME_MAX}; not '.' or '..')",
             source,
@@ -119,17 +120,17 @@ def check_topic_name(name: object, where: str, source: str) -> str:
 
 def _check_broker_ids(values: object, field: str, where: str, source: str) -> list[int]:
     if not isinstance(values, list) or not values:
-        raise InputError(f"{where}: \"{field}\" must be a non-empty list of broker ids", source)
+        raise InputFileError(f"{where}: \"{field}\" must be a non-empty list of broker ids", source)
     seen: set[int] = set()
     for b in values:
         if not _is_int(b):
-            raise InputError(f"{where}: \"{field}\" holds {json.dumps(b)}, not a broker id", source)
+            raise InputFileError(f"{where}: \"{field}\" holds {json.dumps(b)}, not a broker id", source)
         if b < 0:
-            raise InputError(f"{where}: \"{field}\" holds negative broker id {b}", source)
+            raise InputFileError(f"{where}: \"{field}\" holds negative broker id {b}", source)
         if b > INT32_MAX:
-            raise InputError(f"{where}: \"{field}\" holds broker id {b}, larger than int32", source)
+            raise InputFileError(f"{where}: \"{field}\" holds broker id {b}, larger than int32", source)
         if b in seen:
-            raise InputError(f"{where}: \"{field}\" lists broker {b} twice {values}", source)
+            raise InputFileError(f"{where}: \"{field}\" lists broker {b} twice {values}", source)
         seen.add(b)
     return list(values)
 
@@ -138,33 +139,33 @@ def parse_reassignment(doc: object, source: str, *, require_replicas: bool = Tru
     """Validate Kafka's reassignment JSON. ``require_replicas=False`` (for ``--cancel``) lets
     entries name only topic and partition."""
     if not isinstance(doc, dict):
-        raise InputError(f"expected a JSON object with \"version\" and \"partitions\", got {type(doc).__name__}", source)
+        raise InputFileError(f"expected a JSON object with \"version\" and \"partitions\", got {type(doc).__name__}", source)
     _check_version(doc, source)
     unknown = set(doc) - {"version", "partitions"}
     if unknown:
-        raise InputError(f"unknown top-level field(s) {sorted(unknown)}; expected \"version\" and \"partitions\"", source)
+        raise InputFileError(f"unknown top-level field(s) {sorted(unknown)}; expected \"version\" and \"partitions\"", source)
     entries = doc.get("partitions")
     if entries is None:
-        raise InputError("missing \"partitions\" list", source)
+        raise InputFileError("missing \"partitions\" list", source)
     if not isinstance(entries, list):
-        raise InputError(f"\"partitions\" must be a list, got {type(entries).__name__}", source)
+        raise InputFileError(f"\"partitions\" must be a list, got {type(entries).__name__}", source)
     if not entries:
-        raise InputError("\"partitions\" is empty: nothing to reassign", source)
+        raise InputFileError("\"partitions\" is empty: nothing to reassign", source)
     out: dict[TopicPartition, list[int]] = {}
     first_seen: dict[TopicPartition, int] = {}
     for i, entry in enumerate(entries):
         where = f"partitions[{i}]"
         if not isinstance(entry, dict):
-            raise InputError(f"{where}: expected an object, got {json.dumps(entry)[:60]}", source)
+            raise InputFileError(f"{where}: expected an object, got {json.dumps(entry)[:60]}", source)
         unknown = set(entry) - _PARTITION_KEYS
         if unknown:
-            raise InputError(f"{where}: unknown field(s) {sorted(unknown)}", source)
+            raise InputFileError(f"{where}: unknown field(s) {sorted(unknown)}", source)
         topic = check_topic_name(entry.get("topic"), where, source)
         partition = entry.get("partition")
         if not _is_int(partition):
-            raise InputError(f"{where} (topic {topic!r}): \"partition\" must be an integer, got {json.dumps(partition)}", source)
+            raise InputFileError(f"{where} (topic {topic!r}): \"partition\" must be an integer, got {json.dumps(partition)}", source)
         if partition < 0 or partition > INT32_MAX:
-            raise InputError(f"{where} (topic {topic!r}): partition {partition} is out of range", source)
+            raise InputFileError(f"{where} (topic {topic!r}): partition {partition} is out of range", source)
         where = f"{where} ({topic}-{partition})"
         if "replicas" in entry or require_replicas:
             replicas = _check_broker_ids(entry.get("replicas"), "replicas", where, source)
@@ -175,17 +176,17 @@ def parse_reassignment(doc: object, source: str, *, require_replicas: bool = Tru
         if "log_dirs" in entry:
             dirs = entry["log_dirs"]
             if not isinstance(dirs, list) or len(dirs) != len(replicas):
-                raise InputError(f"{where}: \"log_dirs\" must list one directory per replica", source)
+                raise InputFileError(f"{where}: \"log_dirs\" must list one directory per replica", source)
             for d in dirs:
                 if d != "any":
-                    raise InputError(
+                    raise InputFileError(
                         f"{where}: log dir {json.dumps(d)} requested; only \"any\" is supported "
                         "(moves between a broker's log dirs are not offered)",
                         source,
                     )
         key = (topic, partition)
         if key in out:
-            raise InputError(f"{where}: duplicate of partitions[{first_seen[key]}]", source)
+            raise InputFileError(f"{where}: duplicate of partitions[{first_seen[key]}]", source)
         first_seen[key] = i
         out[key] = replicas
     return Reassignment(out, source)
@@ -194,24 +195,24 @@ def parse_reassignment(doc: object, source: str, *, require_replicas: bool = Tru
 def parse_topics_to_move(doc: object, source: str) -> list[str]:
     """Validate Kafka's topics-to-move JSON; returns the topic names in file order."""
     if not isinstance(doc, dict):
-        raise InputError(f"expected a JSON object with \"version\" and \"topics\", got {type(doc).__name__}", source)
+        raise InputFileError(f"expected a JSON object with \"version\" and \"topics\", got {type(doc).__name__}", source)
     _check_version(doc, source)
     unknown = set(doc) - {"version", "topics"}
     if unknown:
-        raise InputError(f"unknown top-level field(s) {sorted(unknown)}; expected \"version\" and \"topics\"", source)
+        raise InputFileError(f"unknown top-level field(s) {sorted(unknown)}; expected \"version\" and \"topics\"", source)
     entries = doc.get("topics")
     if not isinstance(entries, list):
-        raise InputError("missing \"topics\" list", source)
+        raise InputFileError("missing \"topics\" list", source)
     if not entries:
-        raise InputError("\"topics\" is empty: nothing to move", source)
+        raise InputFileError("\"topics\" is empty: nothing to move", source)
     topics: list[str] = []
     for i, entry in enumerate(entries):
         where = f"topics[{i}]"
         if not isinstance(entry, dict) or set(entry) != {"topic"}:
-            raise InputError(f"{where}: expected {{\"topic\": NAME}}, got {json.dumps(entry)[:60]}", source)
+            raise InputFileError(f"{where}: expected {{\"topic\": NAME}}, got {json.dumps(entry)[:60]}", source)
         name = check_topic_name(entry["topic"], where, source)
         if name in topics:
-            raise InputError(f"{where}: topic {name!r} listed twice", source)
+            raise InputFileError(f"{where}: topic {name!r} listed twice", source)
         topics.append(name)
     return topics
 

@@ -1,0 +1,465 @@
+"""The async AdminClient for reassignd: KIP-179 reassignment and throttles, KIP-236
+cancellation, KIP-240 list/describe, and KIP-113 DescribeLogDirs, over the Kafka wire protocol.
+
+Transport is aiokafka's connection layer carrying this project's message schemas
+(:mod:`client.transport`). The client bootstraps from any controller instance, learns the nodes
+and the active controller from Metadata, sends controller-only requests to the active one
+(refreshing Metadata and retrying when a node answers NOT_CONTROLLER or cannot be reached), and
+sends DescribeLogDirs to the brokers. Every request goes at the highest version both sides
+support (from the ApiVersions handshake).
+
+Usage::
+
+    async with AdminClient("127.0.0.1:9190") as admin:
+        result = await admin.reassign_partitions({("orders", 0): [4, 5, 6]}, throttle=10_000_000)
+        result.all()                                   # raises PartitionErrors if any failed
+        running = await admin.list_reassignments()     # {("orders", 0): Reassignment(...)}
+        desc = await admin.describe_reassignments(running.values())
+        logs = await admin.describe_log_dirs()         # sizes and lags per broker
+        await admin.cancel_reassignments()             # KIP-236: roll every pending one back
+
+Errors are :mod:`client.errors`; per-partition outcomes are :class:`client.results.KeyedResult`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from collections.abc import Iterable
+
+from client import wire
+from client.errors import (
+    ConnectionFailedError,
+    InputError,
+    KafkaApiError,
+    NotControllerError,
+    ProtocolViolationError,
+    ReassignError,
+    RequestTimedOutError,
+    UnsupportedVersionError,
+    error_for_code,
+)
+from client.metadata import (
+    NO_CONTROLLER,
+    ClusterMetadata,
+    LogDirsResult,
+    Node,
+    Reassignment,
+    ReassignmentDescription,
+)
+from client.results import KeyedResult
+from client.transport import NodeConnection
+
+TopicPartition = tuple[str, int]
+
+DEFAULT_PORT = 9092  # Kafka's, when a bootstrap address has none
+DEFAULT_CLIENT_ID = "kafka-reassign"
+DEFAULT_REQUEST_TIMEOUT_MS = 30_000
+# Retries of a controller-only request after NOT_CONTROLLER or an unreachable controller:
+# enough to ride out an election (a new controller is usually elected within a ZooKeeper
+# session timeout), with backoff doubling from RETRY_BACKOFF_MS up to MAX_RETRY_BACKOFF_MS.
+DEFAULT_RETRIES = 8
+RETRY_BACKOFF_MS = 100
+MAX_RETRY_BACKOFF_MS = 2_000
+# Kafka's "not throttled" value in KIP-240 descriptions.
+UNTHROTTLED = 2**63 - 1
+
+_HOST_PORT = re.compile(r"^(?:\[(?P<v6>[0-9a-fA-F:.]+)\]|(?P<host>[^:\[\]/\s]+))(?::(?P<port>\d+))?$")
+
+
+def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
+    """``"h1:9092,h2"`` or ``["h1:9092", "[::1]:9093"]`` -> [(host, port), ...]."""
+    items = servers.split(",") if isinstance(servers, str) else list(servers)
+    out: list[tuple[str, int]] = []
+    for raw in items:
+        if not isinstance(raw, str):
+            raise InputError(f"bootstrap address {raw!r} is not a string", "--bootstrap-server")
+        text = raw.strip()
+        if not text:
+            continue
+        m = _HOST_PORT.match(text)
+        if not m:
+            raise InputError(f"{text!r} is not HOST:PORT", "--bootstrap-server")
+        port = int(m.group("port")) if m.group("port") else DEFAULT_PORT
+        if not 0 < port < 65536:
+            raise InputError(f"{text!r}: port {port} is out of range", "--bootstrap-server")
+        out.append((m.group("v6") or m.group("host"), port))
+    if not out:
+        raise InputError("no bootstrap address given", "--bootstrap-server")
+    return out
+
+
+def _require_tp(key: object, what: str) -> TopicPartition:
+    if (
+        not isinstance(key, tuple)
+        or len(key) != 2
+        or not isinstance(key[0], str)
+        or not isinstance(key[1], int)
+        or isinstance(key[1], bool)
+        or key[1] < 0
+    ):
+        raise InputError(f"{what}: {key!r} is not a (topic, partition) pair")
+    return key
+
+
+def _require_ids(values: object, what: str, *, allow_none: bool = False) -> list[int] | None:
+    if values is None and allow_none:
+        return None
+    if not isinstance(values, (list, tuple)):
+        raise InputError(f"{what}: expected a list of broker ids, got {values!r}")
+    for b in values:
+        if not isinstance(b, int) or isinstance(b, bool) or b < 0:
+            raise InputError(f"{what}: {b!r} is not a broker id")
+    if len(set(values)) != len(values):
+        raise InputError(f"{what}: broker ids repeat in {list(values)}")
+    return list(values)
+
+
+def _require_rate(value: object, what: str) -> int:
+    if not isinstance(value, int) or isinstance(value, bool) or value <= 0 or value > UNTHROTTLED:
+        raise InputError(f"{what}: a throttle must be a positive number of bytes/s, got {value!r}")
+    return value
+
+
+class AdminClient:
+    """See the module docstring. Not thread-safe; one event loop."""
+
+    def __init__(
+        self,
+        bootstrap_servers: str | list[str],
+        client_id: str = DEFAULT_CLIENT_ID,
+        request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
+        retries: int = DEFAULT_RETRIES,
+    ):
+        self._bootstrap = parse_bootstrap(bootstrap_servers)
+        if not isinstance(request_timeout_ms, int) or request_timeout_ms <= 0:
+            raise InputError(f"request_timeout_ms must be a positive int, got {request_timeout_ms!r}")
+        self.client_id = client_id
+        self.request_timeout_ms = request_timeout_ms
+        self.retries = retries
+        self._conns: dict[tuple[str, int], NodeConnection] = {}
+        self._metadata: ClusterMetadata | None = None
+        self._started = False
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        """Connect to a bootstrap server and read the cluster's Metadata."""
+        failures: list[str] = []
+        for host, port in self._bootstrap:
+            try:
+                self._metadata = await self._fetch_metadata((host, port), topics=[])
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError,
+                    UnsupportedVersionError, KafkaApiError) as exc:
+                failures.append(str(exc))
+                continue
+            self._started = True
+            return
+        raise ConnectionFailedError("no bootstrap server answered: " + "; ".join(failures))
+
+    async def close(self) -> None:
+        conns, self._conns = list(self._conns.values()), {}
+        for conn in conns:
+            await conn.close()
+        self._started = False
+
+    async def __aenter__(self) -> "AdminClient":
+        await self.start()
+        return self
+
+    async def __aexit__(self, *exc) -> None:
+        await self.close()
+
+    # ---- connections and routing ----------------------------------------------------------
+
+    def _check_started(self) -> None:
+        if not self._started:
+            raise ReassignError("AdminClient is not started (use `async with` or await start())")
+
+    async def _conn(self, addr: tuple[str, int]) -> NodeConnection:
+        conn = self._conns.get(addr)
+        if conn is not None and conn.connected:
+            return conn
+        if conn is not None:
+            await conn.close()
+            del self._conns[addr]
+        conn = await NodeConnection.open(
+            addr[0], addr[1], client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+        )
+        self._conns[addr] = conn
+        return conn
+
+    async def _request(self, addr: tuple[str, int], api_key: int, body, versions=None) -> tuple[int, dict]:
+        conn = await self._conn(addr)
+        try:
+            return await conn.request(api_key, body, versions)
+        except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError):
+            self._conns.pop(addr, None)
+            await conn.close()
+            raise
+
+    def _addr(self, node_id: int) -> tuple[str, int]:
+        assert self._metadata is not None
+        node = self._metadata.nodes.get(node_id)
+        if node is None:
+            raise ConnectionFailedError(f"node {node_id} is not in the cluster's Metadata")
+        return (node.host, node.port)
+
+    async def _fetch_metadata(self, addr: tuple[str, int], topics: list[str] | None) -> ClusterMetadata:
+        _, body = await self._request(addr, wire.METADATA, wire.metadata_request(topics))
+        return ClusterMetadata.from_body(body)
+
+    def _metadata_sources(self) -> list[tuple[str, int]]:
+        """Where to ask for Metadata: the active controller, the bootstrap servers, the rest."""
+        seen: list[tuple[str, int]] = []
+        meta = self._metadata
+        if meta is not None and meta.controller_id in meta.nodes:
+            seen.append(self._addr(meta.controller_id))
+        for addr in self._bootstrap:
+            if addr not in seen:
+                seen.append(addr)
+        if meta is not None:
+            for node in meta.nodes.values():
+                if (node.host, node.port) not in seen:
+                    seen.append((node.host, node.port))
+        return seen
+
+    async def refresh_metadata(self, topics: list[str] | None = []) -> ClusterMetadata:
+        """Re-read Metadata (``topics=None``: every topic; ``[]``: nodes only)."""
+        failures: list[str] = []
+        for addr in self._metadata_sources():
+            try:
+                meta = await self._fetch_metadata(addr, topics)
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError,
+                    UnsupportedVersionError) as exc:
+                failures.append(str(exc))
+                continue
+            self._metadata = meta
+            return meta
+        raise ConnectionFailedError("no node answered Metadata: " + "; ".join(failures))
+
+    async def _controller_request(self, api_key: int, body, codes, versions=None) -> tuple[int, dict]:
+        """Send to the active controller; on NOT_CONTROLLER (anywhere in the answer, as
+        ``codes(body)`` lists them) or a refused connection, refresh Metadata and retry."""
+        self._check_started()
+        backoff = RETRY_BACKOFF_MS / 1000
+        last: ReassignError | None = None
+        for attempt in range(self.retries + 1):
+            if attempt:
+                await asyncio.sleep(backoff)
+                backoff = min(backoff * 2, MAX_RETRY_BACKOFF_MS / 1000)
+                try:
+                    await self.refresh_metadata()
+                except ConnectionFailedError as exc:
+                    last = exc
+                    continue
+            assert self._metadata is not None
+            controller = self._metadata.controller_id
+            if controller == NO_CONTROLLER or controller not in self._metadata.nodes:
+                last = NotControllerError("the cluster has no active controller right now")
+                continue
+            addr = self._addr(controller)
+            try:
+                conn = await self._conn(addr)
+            except ConnectionFailedError as exc:
+                # Nothing was sent: safe to retry against a (possibly new) controller.
+                last = exc
+                continue
+            try:
+                version, answer = await conn.request(api_key, body, versions)
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError):
+                self._conns.pop(addr, None)
+                await conn.close()
+                # The request may have been applied: do not send it twice.
+                raise
+            if NotControllerError.code in codes(answer):
+                last = NotControllerError(f"node {controller} is not the active controller")
+                continue
+            return version, answer
+        assert last is not None
+        raise last
+
+    # ---- cluster view ---------------------------------------------------------------------
+
+    async def describe_cluster(self, topics: list[str] | None = None) -> ClusterMetadata:
+        """Metadata: nodes, active controller, and ``topics`` (None: every topic)."""
+        self._check_started()
+        return await self.refresh_metadata(topics)
+
+    @property
+    def nodes(self) -> dict[int, Node]:
+        self._check_started()
+        assert self._metadata is not None
+        return dict(self._metadata.nodes)
+
+    @property
+    def controller_id(self) -> int:
+        self._check_started()
+        assert self._metadata is not None
+        return self._metadata.controller_id
+
+    # ---- KIP-179 --------------------------------------------------------------------------
+
+    async def reassign_partitions(
+        self,
+        assignments: dict[TopicPartition, list[int]],
+        throttle: int | None = None,
+        auto_remove_throttle: bool = True,
+        validate_only: bool = False,
+        additional: bool = False,
+    ) -> KeyedResult:
+        """Start moving each partition to its new replica list (first = preferred leader).
+
+        ``throttle`` (bytes/s) throttles the moving replicas' leaders and followers; with
+        ``auto_remove_throttle`` the controller removes it when the reassignment completes.
+        ``validate_only`` checks without starting. ``additional`` adds to reassignments already
+        running instead of being refused with REASSIGNMENT_IN_PROGRESS.
+        """
+        if not assignments:
+            raise InputError("reassign_partitions: no assignments given")
+        clean = {_require_tp(k, "reassign_partitions"): _require_ids(v, f"reassign_partitions {k}") for k, v in assignments.items()}
+        for k, v in clean.items():
+            if not v:
+                raise InputError(f"reassign_partitions {k}: empty replica list")
+        if throttle is not None:
+            _require_rate(throttle, "reassign_partitions")
+        body = wire.reassign_partitions_request(
+            clean, throttle, auto_remove_throttle, validate_only, self.request_timeout_ms
+        )
+        # The version carries the semantics: v1 is the additional one.
+        versions = wire.REASSIGN_V_ADDITIONAL if additional else wire.REASSIGN_V_PLAIN
+        _, answer = await self._controller_request(wire.REASSIGN_PARTITIONS, body, wire.partition_codes, versions)
+        return wire.partition_results(answer, list(clean))
+
+    async def alter_interbroker_throttled_rates(
+        self,
+        rates: dict[int, tuple[int, int]],
+        auto_remove: bool = True,
+        validate_only: bool = False,
+    ) -> KeyedResult:
+        """Set each broker's (leader_rate, follower_rate) in bytes/s. Result keyed by broker."""
+        if not rates:
+            raise InputError("alter_interbroker_throttled_rates: no brokers given")
+        clean: dict[int, tuple[int, int]] = {}
+        for broker, pair in rates.items():
+            _require_ids([broker], "alter_interbroker_throttled_rates")
+            if not isinstance(pair, tuple) or len(pair) != 2:
+                raise InputError(f"alter_interbroker_throttled_rates: broker {broker}: expected (leader_rate, follower_rate)")
+            clean[broker] = (_require_rate(pair[0], f"broker {broker} leader rate"),
+                             _require_rate(pair[1], f"broker {broker} follower rate"))
+        body = wire.throttled_rates_request(clean, auto_remove, validate_only, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.ALTER_THROTTLED_RATES, body, wire.broker_codes)
+        return wire.broker_results(answer, list(clean))
+
+    async def alter_interbroker_throttled_replicas(
+        self,
+        replicas: dict[TopicPartition, list[int]],
+        auto_remove: bool = True,
+        validate_only: bool = False,
+    ) -> KeyedResult:
+        """Set which brokers' replicas of each partition are subject to the throttled rates
+        (the wire API carries one broker list per partition)."""
+        if not replicas:
+            raise InputError("alter_interbroker_throttled_replicas: no partitions given")
+        clean = {
+            _require_tp(k, "alter_interbroker_throttled_replicas"): _require_ids(v, f"alter_interbroker_throttled_replicas {k}")
+            for k, v in replicas.items()
+        }
+        body = wire.throttled_replicas_request(clean, auto_remove, validate_only, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.ALTER_THROTTLED_REPLICAS, body, wire.partition_codes)
+        return wire.partition_results(answer, list(clean))
+
+    # ---- KIP-236 --------------------------------------------------------------------------
+
+    async def cancel_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None, validate_only: bool = False
+    ) -> KeyedResult:
+        """Roll pending reassignments back to their original replicas: every one (None) or the
+        listed partitions. Result keyed by partition: None (cancelled) or why it was not
+        (e.g. NO_REASSIGNMENT_IN_PROGRESS, or skipped as unsafe per KIP-236)."""
+        wanted = None if partitions is None else [_require_tp(k, "cancel_reassignments") for k in partitions]
+        body = wire.cancel_request(wanted, validate_only, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.CANCEL_REASSIGNMENTS, body, wire.cancel_codes)
+        return wire.cancel_results(answer, wanted)
+
+    # ---- KIP-240 --------------------------------------------------------------------------
+
+    async def list_reassignments(
+        self, partitions: Iterable[TopicPartition] | None = None
+    ) -> dict[TopicPartition, Reassignment]:
+        """The running reassignments (of ``partitions``, or all). Raises the request's error."""
+        wanted = None if partitions is None else [_require_tp(k, "list_reassignments") for k in partitions]
+        body = wire.list_request(wanted, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.LIST_REASSIGNMENTS, body, wire.top_codes)
+        return wire.list_results(answer)
+
+    async def describe_reassignments(
+        self, reassignments: Iterable[Reassignment]
+    ) -> dict[Reassignment, ReassignmentDescription | None]:
+        """KIP-240: describe each reassignment; None for one that is no longer running."""
+        wanted = list(reassignments)
+        for r in wanted:
+            if not isinstance(r, Reassignment):
+                raise InputError(f"describe_reassignments: {r!r} is not a Reassignment from list_reassignments")
+        if not wanted:
+            return {}
+        body = wire.describe_request(wanted, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.DESCRIBE_REASSIGNMENTS, body, wire.top_codes)
+        return wire.describe_results(answer, wanted)
+
+    async def list_partition_reassignments(self) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+        """Kafka's ListPartitionReassignments (KIP-455): (replicas, adding, removing) of each
+        running reassignment."""
+        body = wire.list_partition_reassignments_request(self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.LIST_PARTITION_REASSIGNMENTS, body, wire.top_codes)
+        return wire.list_partition_reassignments_results(answer)
+
+    # ---- KIP-113 --------------------------------------------------------------------------
+
+    async def describe_log_dirs(
+        self,
+        broker_ids: Iterable[int] | None = None,
+        partitions: Iterable[TopicPartition] | None = None,
+    ) -> LogDirsResult:
+        """Each broker's replicas: size and offset lag. With ``broker_ids=None`` every node
+        that serves DescribeLogDirs is asked (controller instances do not, and are skipped);
+        listed brokers that cannot answer appear in ``errors``."""
+        self._check_started()
+        meta = await self.refresh_metadata()
+        explicit = broker_ids is not None
+        ids = sorted(meta.nodes) if broker_ids is None else list(broker_ids)
+        wanted = None if partitions is None else [_require_tp(k, "describe_log_dirs") for k in partitions]
+        body = wire.describe_log_dirs_request(wanted)
+        result = LogDirsResult()
+
+        async def ask(broker: int) -> None:
+            if broker not in meta.nodes:
+                result.errors[broker] = ConnectionFailedError(f"broker {broker} is not in the cluster")
+                return
+            try:
+                _, answer = await self._request(self._addr(broker), wire.DESCRIBE_LOG_DIRS, body)
+            except UnsupportedVersionError as exc:
+                if explicit:
+                    result.errors[broker] = exc
+                return
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError) as exc:
+                result.errors[broker] = exc
+                return
+            code = answer.get("error_code", 0)
+            if code:
+                result.errors[broker] = error_for_code(code, broker_id=broker)
+                return
+            result.add_body(broker, answer)
+
+        await asyncio.gather(*(ask(b) for b in ids))
+        return result
+
+    async def describe_broker_throttles(self, broker_ids: Iterable[int]) -> dict[int, tuple[int | None, int | None]]:
+        """Each broker's (leader, follower) replication throttled rate from DescribeConfigs on
+        the controller, None where unset. Brokers the controller cannot describe are left out."""
+        ids = list(broker_ids)
+        if not ids:
+            return {}
+        body = wire.describe_configs_request(ids, wire.THROTTLE_RATE_KEYS)
+        _, answer = await self._controller_request(wire.DESCRIBE_CONFIGS, body, wire.describe_configs_codes)
+        return wire.broker_throttles(answer)

@@ -1,0 +1,321 @@
+"""Request bodies the AdminClient sends and the reading of their answers. Pure.
+
+Bodies are the codec's dicts (snake_case keys of the spec files in ``protocol/specs``). A body
+that depends on the negotiated version is a function ``version -> dict``, evaluated once the
+version is known. Answers become :class:`client.results.KeyedResult` (one outcome per partition
+or broker the caller asked about) or the typed views of :mod:`client.metadata`.
+
+A key the caller asked about that the answer leaves out is an error for that key
+(UNKNOWN_SERVER_ERROR with a message saying so), never a silent success.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from client.errors import KafkaApiError, error_for_code
+from client.metadata import Reassignment, ReassignmentDescription
+from client.results import KeyedResult
+
+TopicPartition = tuple[str, int]
+
+METADATA = 3
+API_VERSIONS = 18
+DESCRIBE_CONFIGS = 32
+DESCRIBE_LOG_DIRS = 35
+LIST_PARTITION_REASSIGNMENTS = 46
+REASSIGN_PARTITIONS = 10000
+ALTER_THROTTLED_RATES = 10001
+ALTER_THROTTLED_REPLICAS = 10002
+LIST_REASSIGNMENTS = 10003
+DESCRIBE_REASSIGNMENTS = 10004
+CANCEL_REASSIGNMENTS = 10005
+
+# ReassignPartitions: v0 is KIP-179's schema (refused with REASSIGNMENT_IN_PROGRESS while one
+# runs); v1 asks for the additional semantics (a partition already moving gets its new target).
+REASSIGN_V_PLAIN = (0, 0)
+REASSIGN_V_ADDITIONAL = (1, 1)
+# KIP-179: Long.MAX_VALUE means "not throttled".
+UNTHROTTLED = 2**63 - 1
+UNKNOWN_SERVER_ERROR = -1
+BROKER_RESOURCE = 4  # DescribeConfigs resource type
+THROTTLE_RATE_KEYS = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"]
+
+Body = dict | Callable[[int], dict]
+
+
+def _by_topic(keys) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, partition in keys:
+        out.setdefault(topic, []).append(partition)
+    return out
+
+
+def _missing(key) -> KafkaApiError:
+    return error_for_code(UNKNOWN_SERVER_ERROR, "the controller's answer left this out")
+
+
+# ---- Metadata, DescribeLogDirs, DescribeConfigs ---------------------------------------------
+
+
+def metadata_request(topics: list[str] | None) -> Body:
+    """``None``: every topic; ``[]``: none (nodes and controller only)."""
+
+    def body(version: int) -> dict:
+        out: dict = {"topics": None if topics is None else [{"name": t} for t in topics]}
+        if version == 0 and topics is None:
+            out["topics"] = []  # v0 has no null: an empty list means every topic
+        if version >= 4:
+            out["allow_auto_topic_creation"] = False
+        return out
+
+    return body
+
+
+def describe_log_dirs_request(partitions: list[TopicPartition] | None) -> dict:
+    if partitions is None:
+        return {"topics": None}
+    return {"topics": [{"topic": t, "partitions": ps} for t, ps in sorted(_by_topic(partitions).items())]}
+
+
+def describe_configs_request(broker_ids: list[int], keys: list[str]) -> dict:
+    return {
+        "resources": [
+            {"resource_type": BROKER_RESOURCE, "resource_name": str(b), "configuration_keys": list(keys)}
+            for b in broker_ids
+        ]
+    }
+
+
+def describe_configs_codes(answer: dict) -> list[int]:
+    return [r.get("error_code", 0) for r in answer.get("results") or []]
+
+
+def broker_throttles(answer: dict) -> dict[int, tuple[int | None, int | None]]:
+    out: dict[int, tuple[int | None, int | None]] = {}
+    for r in answer.get("results") or []:
+        if r.get("error_code", 0) or r.get("resource_type") != BROKER_RESOURCE:
+            continue
+        name = r.get("resource_name", "")
+        if not name.isdigit():
+            continue
+        values: dict[str, int | None] = {}
+        for c in r.get("configs") or []:
+            v = c.get("value")
+            values[c.get("name")] = int(v) if isinstance(v, str) and v.isdigit() else None
+        out[int(name)] = (values.get(THROTTLE_RATE_KEYS[0]), values.get(THROTTLE_RATE_KEYS[1]))
+    return out
+
+
+# ---- KIP-179 ----------------------------------------------------------------------------------
+
+
+def reassign_partitions_request(
+    assignments: dict[TopicPartition, list[int]],
+    throttle: int | None,
+    auto_remove: bool,
+    validate_only: bool,
+    timeout_ms: int,
+) -> dict:
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), replicas in assignments.items():
+        by_topic.setdefault(topic, []).append({"partition_id": partition, "broker": list(replicas)})
+    return {
+        "topic_reassignments": [
+            {"topic": t, "partition_reassignments": ps} for t, ps in sorted(by_topic.items())
+        ],
+        "timeout": timeout_ms,
+        "validate_only": validate_only,
+        "throttle": UNTHROTTLED if throttle is None else throttle,
+        "remove_throttle": auto_remove,
+    }
+
+
+def partition_codes(answer: dict) -> list[int]:
+    """Every error code in a per-partition answer (any of the KIP shapes)."""
+    codes = [answer.get("error_code", 0)]
+    for t in answer.get("reassign_partition_result") or answer.get("topic_errors") or []:
+        for p in t.get("partition_error") or t.get("partition_errors") or []:
+            codes.append(p.get("error_code", 0))
+    return codes
+
+
+def partition_results(answer: dict, asked: list[TopicPartition]) -> KeyedResult:
+    outcomes: dict[TopicPartition, KafkaApiError | None] = {}
+    for t in answer.get("reassign_partition_result") or answer.get("topic_errors") or []:
+        topic = t.get("topic")
+        for p in t.get("partition_error") or t.get("partition_errors") or []:
+            key = (topic, p.get("partition_id"))
+            code = p.get("error_code", 0)
+            outcomes[key] = (
+                None if code == 0
+                else error_for_code(code, p.get("error_message"), topic=key[0], partition=key[1])
+            )
+    return KeyedResult({k: outcomes[k] if k in outcomes else _missing(k) for k in asked})
+
+
+def throttled_rates_request(
+    rates: dict[int, tuple[int, int]], auto_remove: bool, validate_only: bool, timeout_ms: int
+) -> dict:
+    return {
+        "broker_throttles": [
+            {"broker_id": b, "leader_rate": lr, "follower_rate": fr} for b, (lr, fr) in sorted(rates.items())
+        ],
+        "remove_throttle": auto_remove,
+        "timeout": timeout_ms,
+        "validate_only": validate_only,
+    }
+
+
+def broker_codes(answer: dict) -> list[int]:
+    return [b.get("error_code", 0) for b in answer.get("broker_error") or []]
+
+
+def broker_results(answer: dict, asked: list[int]) -> KeyedResult:
+    outcomes: dict[int, KafkaApiError | None] = {}
+    for b in answer.get("broker_error") or []:
+        code = b.get("error_code", 0)
+        outcomes[b.get("broker_id")] = (
+            None if code == 0 else error_for_code(code, b.get("error_message"), broker_id=b.get("broker_id"))
+        )
+    return KeyedResult({k: outcomes[k] if k in outcomes else _missing(k) for k in asked})
+
+
+def throttled_replicas_request(
+    replicas: dict[TopicPartition, list[int]], auto_remove: bool, validate_only: bool, timeout_ms: int
+) -> dict:
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, partition), brokers in replicas.items():
+        by_topic.setdefault(topic, []).append({"partition_id": partition, "broker_id": list(brokers)})
+    return {
+        "topic_throttles": [{"topic": t, "partition_throttles": ps} for t, ps in sorted(by_topic.items())],
+        "remove_throttle": auto_remove,
+        "timeout": timeout_ms,
+        "validate_only": validate_only,
+    }
+
+
+# ---- KIP-236 ----------------------------------------------------------------------------------
+
+
+def cancel_request(partitions: list[TopicPartition] | None, validate_only: bool, timeout_ms: int) -> dict:
+    return {
+        "partitions": None if partitions is None else [
+            {"topic": t, "partition_ids": ps} for t, ps in sorted(_by_topic(partitions).items())
+        ],
+        "validate_only": validate_only,
+        "timeout_ms": timeout_ms,
+    }
+
+
+def top_codes(answer: dict) -> list[int]:
+    return [answer.get("error_code", 0)]
+
+
+def cancel_codes(answer: dict) -> list[int]:
+    codes = [answer.get("error_code", 0)]
+    for t in answer.get("results") or []:
+        for p in t.get("partitions") or []:
+            codes.append(p.get("error_code", 0))
+    return codes
+
+
+def raise_top_level(answer: dict) -> None:
+    code = answer.get("error_code", 0)
+    if code:
+        raise error_for_code(code, answer.get("error_message"))
+
+
+def cancel_results(answer: dict, asked: list[TopicPartition] | None) -> KeyedResult:
+    """Per partition: None (cancelled) or why not. With ``asked=None`` (cancel all) the keys
+    are whatever the controller reports."""
+    raise_top_level(answer)
+    outcomes: dict[TopicPartition, KafkaApiError | None] = {}
+    for t in answer.get("results") or []:
+        topic = t.get("topic")
+        for p in t.get("partitions") or []:
+            key = (topic, p.get("partition_id"))
+            code = p.get("error_code", 0)
+            outcomes[key] = (
+                None if code == 0
+                else error_for_code(code, p.get("error_message"), topic=key[0], partition=key[1])
+            )
+    if asked is None:
+        return KeyedResult(outcomes)
+    return KeyedResult({k: outcomes[k] if k in outcomes else _missing(k) for k in asked})
+
+
+# ---- KIP-240 ----------------------------------------------------------------------------------
+
+
+def list_request(partitions: list[TopicPartition] | None, timeout_ms: int) -> dict:
+    return {
+        "timeout_ms": timeout_ms,
+        "topic_partition": None if partitions is None else [
+            {"topic": t, "partition_id": ps} for t, ps in sorted(_by_topic(partitions).items())
+        ],
+    }
+
+
+def list_results(answer: dict) -> dict[TopicPartition, Reassignment]:
+    raise_top_level(answer)
+    out: dict[TopicPartition, Reassignment] = {}
+    for t in answer.get("reassignment") or []:
+        for r in t.get("topic_reassignments") or []:
+            item = Reassignment(t.get("topic"), r.get("partition_id"), r.get("reassignment_id"))
+            out[item.topic_partition] = item
+    return dict(sorted(out.items()))
+
+
+def describe_request(reassignments: list[Reassignment], timeout_ms: int) -> dict:
+    return {
+        "topic_reassignment": [
+            {"topic": r.topic, "reassignment": {"partition_id": r.partition, "reassignment_id": r.reassignment_id}}
+            for r in reassignments
+        ],
+        "timeout_ms": timeout_ms,
+    }
+
+
+def describe_results(
+    answer: dict, asked: list[Reassignment]
+) -> dict[Reassignment, ReassignmentDescription | None]:
+    """KIP-240: descriptions come back by reassignment id; one that no longer runs is left
+    out of the answer and maps to None here."""
+    raise_top_level(answer)
+    by_id = {r.reassignment_id: r for r in asked}
+    out: dict[Reassignment, ReassignmentDescription | None] = {r: None for r in asked}
+    for d in answer.get("description") or []:
+        r = by_id.get(d.get("reassignment_id"))
+        if r is None:
+            continue
+        new = d.get("new_assigned") or []
+        out[r] = ReassignmentDescription(
+            reassignment=r,
+            start_time=d.get("start_time", 0),
+            current_leader=d.get("leader_id", -1),
+            leader_throttle=d.get("leader_throttle", UNTHROTTLED),
+            new_assigned_brokers=[n.get("broker_id") for n in new],
+            new_assigned_throttles={n.get("broker_id"): n.get("follower_throttle", UNTHROTTLED) for n in new},
+        )
+    return out
+
+
+# ---- standard Kafka ListPartitionReassignments (46), for replica detail ---------------------
+
+
+def list_partition_reassignments_request(timeout_ms: int) -> dict:
+    return {"timeout_ms": timeout_ms, "topics": None}
+
+
+def list_partition_reassignments_results(answer: dict) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
+    raise_top_level(answer)
+    out = {}
+    for t in answer.get("topics") or []:
+        for p in t.get("partitions") or []:
+            out[(t.get("name"), p.get("partition_index"))] = (
+                list(p.get("replicas") or []),
+                list(p.get("adding_replicas") or []),
+                list(p.get("removing_replicas") or []),
+            )
+    return out
