@@ -314,10 +314,12 @@ class BrokerCore:
             isr = [b for b in replica.isr if b == self.broker_id or now - replica.caught_up.get(b, never) <= lag_max]
             if self.broker_id not in isr:
                 isr.insert(0, self.broker_id)
-            high_watermark = min(self._leo(replica, member) for member in isr)
+            high_watermark = None
             for follower_id in replica.replicas:
                 if follower_id in isr:
                     continue
+                if high_watermark is None:
+                    high_watermark = min(self._leo(replica, member) for member in isr)
                 follower = self.model.get(replica.topic, replica.partition, follower_id)
                 if (
                     follower is not None

@@ -155,6 +155,7 @@ class ReplicationModel:
         self.now = now
         self.offline: set[int] = set()  # brokers that are stopped: they neither copy nor serve
         self._replicas: dict[tuple[str, int], dict[int, Replica]] = {}
+        self._by_broker: dict[int, dict[tuple[str, int], Replica]] = {}
 
     # ---- bookkeeping ---------------------------------------------------------------------
 
@@ -163,6 +164,7 @@ class ReplicationModel:
         if replica.broker in hosts:
             raise ValueError(f"broker {replica.broker} already hosts {replica.topic}-{replica.partition}")
         hosts[replica.broker] = replica
+        self._by_broker.setdefault(replica.broker, {})[replica.key] = replica
         return replica
 
     def get(self, topic: str, partition: int, broker: int) -> Replica | None:
@@ -175,12 +177,14 @@ class ReplicationModel:
         replica = hosts.pop(broker, None)
         if not hosts:
             del self._replicas[(topic, partition)]
+        if replica is not None:
+            del self._by_broker[broker][replica.key]
         return replica
 
     def hosted_by(self, broker: int) -> list[Replica]:
         """A broker's replicas, ordered by topic and partition."""
-        found = [hosts[broker] for hosts in self._replicas.values() if broker in hosts]
-        return sorted(found, key=lambda r: r.key)
+        mine = self._by_broker.get(broker, {})
+        return [mine[key] for key in sorted(mine)]
 
     def all(self) -> list[Replica]:
         return [r for _, hosts in sorted(self._replicas.items()) for _, r in sorted(hosts.items())]
