@@ -1,0 +1,304 @@
+"""kafka-reassign: move partition replicas between brokers, shaped like Kafka's
+kafka-reassign-partitions.sh, with the options of KIP-179 (admin API, --progress, auto-removed
+throttles), KIP-236 (--cancel, queued batches), KIP-240 (--list, --describe) and KIP-6
+(--rebalance, --decommission-broker).
+
+Examples::
+
+    # propose a layout for two topics over brokers 1-4 (Kafka's old algorithm)
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --generate \\
+        --topics-to-move-json-file topics.json --broker-list 1,2,3,4
+    # start it with a 10 MB/s throttle the controller removes when done, then watch it
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --execute \\
+        --reassignment-json-file plan.json --throttle 10000000
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --progress --watch \\
+        --reassignment-json-file plan.json
+    # the same against ZooKeeper directly (deprecated; --verify removes the throttle)
+    kafka-reassign --zookeeper 127.0.0.1:2181/kafka --execute --reassignment-json-file plan.json
+    kafka-reassign --zookeeper 127.0.0.1:2181/kafka --verify --reassignment-json-file plan.json
+
+Every input is validated before anything is sent or written; a bad input changes nothing.
+
+Exit codes (also in ``--help``)::
+
+{exit_table}
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import sys
+
+from client import commands, exit_codes
+from client.errors import InputError, ReassignError
+from client.inputs import (
+    parse_broker_list,
+    parse_reassignment,
+    parse_throttle,
+    parse_topics_to_move,
+    read_json_file,
+)
+
+__doc__ = __doc__.replace("{exit_table}", exit_codes.table_text("    "))
+
+PROG = "kafka-reassign"
+DEFAULT_TIMEOUT_MS = 30_000
+# --progress: seconds between the two samples a rate is measured from; --watch: between redraws.
+DEFAULT_SAMPLE_INTERVAL_S = 1.0
+DEFAULT_WATCH_INTERVAL_S = 2.0
+
+DEPRECATION_WARNING = (
+    "Warning: --zookeeper is deprecated and will be removed in a future version of "
+    f"{PROG}. Use --bootstrap-server instead."
+)
+
+# action dest -> (its flag, options it accepts, options it requires)
+ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
+    "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run"}, {"reassignment_json_file"}),
+    "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
+    "progress": ("--progress", {"reassignment_json_file", "watch", "interval"}, {"reassignment_json_file"}),
+    "cancel": ("--cancel", {"reassignment_json_file", "dry_run"}, set()),
+    "list": ("--list", set(), set()),
+    "describe": ("--describe", set(), set()),
+    "generate": ("--generate", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+                 {"topics_to_move_json_file", "broker_list"}),
+    "execute_queue": ("--execute-queue", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
+    "verify_queue": ("--verify-queue", {"reassignment_json_file"}, {"reassignment_json_file"}),
+    "generate_queue": ("--generate-queue", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
+                       {"topics_to_move_json_file", "broker_list"}),
+}
+
+OPTION_FLAGS = {
+    "reassignment_json_file": "--reassignment-json-file",
+    "topics_to_move_json_file": "--topics-to-move-json-file",
+    "broker_list": "--broker-list",
+    "throttle": "--throttle",
+    "additional": "--additional",
+    "dry_run": "--dry-run",
+    "watch": "--watch",
+    "interval": "--interval",
+    "disable_rack_aware": "--disable-rack-aware",
+}
+
+
+class UsageError(InputError):
+    """A command-line problem (exit code 2)."""
+
+
+class _Parser(argparse.ArgumentParser):
+    def error(self, message: str):  # argparse would print and sys.exit(2)
+        raise UsageError(message)
+
+
+def build_parser() -> argparse.ArgumentParser:
+    p = _Parser(
+        prog=PROG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+        description=(
+            "Move partition replicas between brokers (kafka-reassign-partitions.sh with KIP-179, "
+            "KIP-236, KIP-240 and KIP-6).\nGive exactly one of --bootstrap-server or --zookeeper, "
+            "and exactly one action."
+        ),
+        epilog=(
+            "examples:\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --generate \\\n"
+            "      --topics-to-move-json-file topics.json --broker-list 1,2,3,4\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --execute \\\n"
+            "      --reassignment-json-file plan.json --throttle 10000000\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --progress --watch --reassignment-json-file plan.json\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --verify --reassignment-json-file plan.json\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --cancel            # roll back every pending move\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --describe --output json\n"
+            f"  {PROG} --zookeeper 127.0.0.1:2181/kafka --execute-queue --reassignment-json-file next.json\n"
+            "\n"
+            "file formats:\n"
+            '  --reassignment-json-file  {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}\n'
+            '  --topics-to-move-json-file  {"version":1,"topics":[{"topic":"t"}]}\n'
+            "\n"
+            "exit codes:\n" + exit_codes.table_text()
+        ),
+    )
+    conn = p.add_argument_group("connection (exactly one)")
+    conn.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
+                      help="the reassignd controller's admin listener (any instance)")
+    conn.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
+                      help="DEPRECATED: write the znodes directly (no --progress, no automatic throttle removal)")
+    acts = p.add_argument_group("actions (exactly one)")
+    acts.add_argument("--execute", action="store_true", help="start the reassignment in --reassignment-json-file")
+    acts.add_argument("--verify", action="store_true",
+                      help="check each partition of --reassignment-json-file; with --zookeeper also removes the throttle once none is in progress")
+    acts.add_argument("--progress", action="store_true",
+                      help="KIP-179 per-replica status (In sync / Behind), bytes remaining and ETA (--bootstrap-server only)")
+    acts.add_argument("--cancel", action="store_true",
+                      help="KIP-236: roll pending reassignments back to their original replicas (all, or those in --reassignment-json-file)")
+    acts.add_argument("--list", action="store_true", help="KIP-240: list the running reassignments")
+    acts.add_argument("--describe", action="store_true", help="KIP-240: describe the running reassignments")
+    acts.add_argument("--generate", action="store_true",
+                      help="propose a layout for --topics-to-move-json-file over --broker-list (Kafka's old algorithm)")
+    acts.add_argument("--execute-queue", action="store_true",
+                      help="KIP-236: queue --reassignment-json-file behind the running reassignments")
+    acts.add_argument("--verify-queue", action="store_true", help="KIP-236: check a queued batch")
+    acts.add_argument("--generate-queue", action="store_true",
+                      help="like --generate, from the layout the running reassignments will leave")
+    ins = p.add_argument_group("inputs")
+    ins.add_argument("--reassignment-json-file", metavar="FILE")
+    ins.add_argument("--topics-to-move-json-file", metavar="FILE")
+    ins.add_argument("--broker-list", metavar="ID[,ID...]")
+    opts = p.add_argument_group("options")
+    opts.add_argument("--throttle", metavar="BYTES_PER_S",
+                      help="inter-broker replication throttle for the moves (with --bootstrap-server removed automatically when done)")
+    opts.add_argument("--additional", action="store_true",
+                      help="--execute while other reassignments run (partitions not already moving)")
+    opts.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    opts.add_argument("--watch", action="store_true", help="--progress: redraw until the reassignment is done")
+    opts.add_argument("--interval", metavar="SECONDS",
+                      help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
+                           f"{DEFAULT_WATCH_INTERVAL_S:g} with --watch)")
+    opts.add_argument("--disable-rack-aware", action="store_true", help="ignore broker racks when generating")
+    opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
+    opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
+                      help=f"request / ZooKeeper timeout in ms (default {DEFAULT_TIMEOUT_MS})")
+    return p
+
+
+def check_options(args: argparse.Namespace) -> str:
+    """The action; UsageError for any missing, conflicting or misplaced option."""
+    if args.bootstrap_server and args.zookeeper:
+        raise UsageError("give --bootstrap-server or --zookeeper, not both; nothing was done")
+    if not args.bootstrap_server and not args.zookeeper:
+        raise UsageError("one of --bootstrap-server or --zookeeper is required")
+    chosen = [name for name in ACTIONS if getattr(args, name)]
+    if len(chosen) != 1:
+        flags = ", ".join(ACTIONS[n][0] for n in chosen) if chosen else "none"
+        raise UsageError(
+            "exactly one action is required (--execute, --verify, --progress, --cancel, --list, --describe, "
+            f"--generate, --execute-queue, --verify-queue, --generate-queue); got {flags}"
+        )
+    action = chosen[0]
+    flag, allowed, required = ACTIONS[action]
+    for dest, opt in OPTION_FLAGS.items():
+        value = getattr(args, dest)
+        if value not in (None, False) and dest not in allowed:
+            raise UsageError(f"{opt} cannot be used with {flag}")
+    for dest in sorted(required):
+        if getattr(args, dest) in (None, False):
+            raise UsageError(f"{flag} needs {OPTION_FLAGS[dest]}")
+    if action == "progress" and args.zookeeper:
+        raise UsageError("--progress needs --bootstrap-server: it is not supported with --zookeeper (KIP-179)")
+    return action
+
+
+def _positive_number(text: str, option: str, *, integer: bool) -> float:
+    try:
+        value = int(text) if integer else float(text)
+    except ValueError:
+        raise UsageError(f"{option}: expected a {'whole ' if integer else ''}number, got {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise UsageError(f"{option}: must be positive, got {text!r}")
+    return value
+
+
+def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
+    """Parse and validate every option value and input file (nothing touches the cluster)."""
+    inputs = commands.Inputs()
+    if args.throttle is not None:
+        inputs.throttle = parse_throttle(args.throttle)
+    if args.broker_list is not None:
+        inputs.brokers = parse_broker_list(args.broker_list)
+    if args.reassignment_json_file is not None:
+        path = args.reassignment_json_file
+        inputs.plan = parse_reassignment(read_json_file(path), path, require_replicas=action != "cancel")
+    if args.topics_to_move_json_file is not None:
+        path = args.topics_to_move_json_file
+        inputs.topics = parse_topics_to_move(read_json_file(path), path)
+        inputs.topics_source = path
+    return inputs
+
+
+async def _open_backend(args: argparse.Namespace, timeout_ms: int):
+    if args.zookeeper:
+        from client.zk_backend import ZkBackend
+
+        return await ZkBackend.open(args.zookeeper, timeout=timeout_ms / 1000)
+    from client.admin_backend import AdminBackend
+
+    return await AdminBackend.open(args.bootstrap_server, timeout_ms)
+
+
+async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, timeout_ms: int, interval: float | None) -> commands.Report:
+    backend = await _open_backend(args, timeout_ms)
+    try:
+        if action == "execute":
+            return await commands.execute(backend, inputs, additional=args.additional, dry_run=args.dry_run)
+        if action == "execute_queue":
+            return await commands.execute_queue(backend, inputs, dry_run=args.dry_run)
+        if action == "verify":
+            return await commands.verify(backend, inputs, dry_run=args.dry_run)
+        if action == "verify_queue":
+            return await commands.verify_queue(backend, inputs)
+        if action == "cancel":
+            return await commands.cancel(backend, inputs, dry_run=args.dry_run)
+        if action == "list":
+            return await commands.list_reassignments(backend)
+        if action == "describe":
+            return await commands.describe_reassignments(backend)
+        if action in ("generate", "generate_queue"):
+            return await commands.generate(backend, inputs, rack_aware=not args.disable_rack_aware,
+                                           queue=action == "generate_queue")
+        if action == "progress":
+            if interval is None:
+                interval = DEFAULT_WATCH_INTERVAL_S if args.watch else DEFAULT_SAMPLE_INTERVAL_S
+            return await commands.show_progress(backend, inputs, interval=interval, watch=args.watch,
+                                                json_out=args.output == "json")
+        raise AssertionError(action)
+    finally:
+        await backend.close()
+
+
+def _fail(exc: BaseException, json_out: bool, code: int) -> int:
+    message = str(exc) or type(exc).__name__
+    print(f"{PROG}: error: {message}", file=sys.stderr)
+    if isinstance(exc, UsageError):
+        print(f"Run '{PROG} --help' for the options.", file=sys.stderr)
+    if json_out:
+        print(json.dumps({"error": {"type": type(exc).__name__, "message": message, "exit_code": code}}))
+    return code
+
+
+def main(argv: list[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser()
+    json_out = "--output=json" in argv or any(a == "--output" and b == "json" for a, b in zip(argv, argv[1:]))
+    try:
+        args = parser.parse_args(argv)
+    except SystemExit as exc:  # --help
+        return int(exc.code or 0)
+    except UsageError as exc:
+        return _fail(exc, json_out, exit_codes.USAGE)
+    json_out = args.output == "json"
+    try:
+        action = check_options(args)
+        timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True))
+        interval = None if args.interval is None else _positive_number(args.interval, "--interval", integer=False)
+        inputs = load_inputs(args, action)
+        if args.zookeeper:
+            print(DEPRECATION_WARNING, file=sys.stderr)
+        report = asyncio.run(run(args, action, inputs, timeout_ms, interval))
+    except KeyboardInterrupt:
+        print(f"{PROG}: interrupted", file=sys.stderr)
+        return exit_codes.INTERRUPTED
+    except ReassignError as exc:
+        return _fail(exc, json_out, exit_codes.for_error(exc))
+    if json_out:
+        if not (action == "progress" and args.watch):  # --watch printed one object per refresh
+            print(json.dumps({"action": action.replace("_", "-"), "mode": "zookeeper" if args.zookeeper else "bootstrap",
+                              "exit_code": report.code, **report.data}))
+    elif report.text:
+        print(report.text)
+    return report.code
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,237 @@
+"""kafka-reassign's actions, over either backend (:mod:`client.zk_backend` or
+:mod:`client.admin_backend`). Each returns a :class:`Report`: the text for a person, the
+JSON-able data for ``--output json``, and the exit code.
+
+The inputs are parsed and validated before any of these run (:mod:`client.cli`); each action
+then reads what it needs from the cluster, checks the input against it (unknown topics,
+partitions, brokers) and only then changes anything.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import sys
+import time
+from dataclasses import dataclass, field
+
+from client import exit_codes, progress, render
+from client.cluster import check_brokers, check_plan, check_topics
+from client.errors import (
+    ConflictError,
+    KafkaApiError,
+    ReassignmentInProgressError,
+    UnsupportedVersionError,
+)
+from client.inputs import Reassignment
+from client.legacy_assign import generate as legacy_generate
+from client.outcomes import FAILED, IN_PROGRESS, QUEUED, ExecuteOutcome
+
+TopicPartition = tuple[str, int]
+
+
+@dataclass
+class Report:
+    text: str
+    data: dict = field(default_factory=dict)
+    code: int = exit_codes.OK
+
+
+@dataclass
+class Inputs:
+    plan: Reassignment | None = None
+    topics: list[str] | None = None
+    topics_source: str | None = None
+    brokers: list[int] | None = None
+    throttle: int | None = None
+    broker_to_remove: int | None = None
+
+
+# ---- --execute, --execute-queue ---------------------------------------------------------------
+
+
+def _execute_code(o: ExecuteOutcome) -> int:
+    if not o.failed:
+        return exit_codes.OK
+    if all(isinstance(e, ReassignmentInProgressError) for e in o.failed.values()):
+        return exit_codes.CONFLICT
+    return exit_codes.REJECTED
+
+
+async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) -> Report:
+    plan = inputs.plan
+    state = await backend.cluster_state(plan.topics)
+    check_plan(plan, state)
+    try:
+        outcome = await backend.execute(
+            plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run
+        )
+    except ConflictError as exc:
+        if inputs.throttle is None or backend.name != "zookeeper" or additional:
+            raise
+        # Kafka's tool: re-running --execute with a new --throttle while a reassignment runs
+        # changes the rate of the running one.
+        current = state.current(plan.assignments)
+        brokers = {b for tp, r in plan.assignments.items() if r != current.get(tp) for b in r + current.get(tp, [])}
+        writes = await backend.update_throttle_rate(brokers, inputs.throttle, dry_run=dry_run)
+        verb = "would be updated" if dry_run else "was updated"
+        text = (
+            f"{exc}\nThe reassignment in {plan.source} was NOT started. "
+            f"The inter-broker throttle limit {verb} to {inputs.throttle} B/s on brokers "
+            + ",".join(map(str, sorted(brokers)))
+        )
+        return Report(text, {"error": str(exc), "started": [], "throttle_updated": bool(writes) and not dry_run,
+                             "writes": {p: json.loads(d) for p, d in writes.items()}}, exit_codes.CONFLICT)
+    return Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
+                  _execute_code(outcome))
+
+
+async def execute_queue(backend, inputs: Inputs, *, dry_run: bool) -> Report:
+    plan = inputs.plan
+    state = await backend.cluster_state(plan.topics)
+    check_plan(plan, state)
+    outcome = await backend.queue(plan.assignments, state, dry_run=dry_run)
+    return Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
+                  _execute_code(outcome))
+
+
+# ---- --verify, --verify-queue -----------------------------------------------------------------
+
+
+def _verify_code(statuses: dict) -> int:
+    values = set(statuses.values())
+    if FAILED in values:
+        return exit_codes.VERIFY_FAILED
+    if IN_PROGRESS in values or QUEUED in values:
+        return exit_codes.IN_PROGRESS
+    return exit_codes.OK
+
+
+async def verify(backend, inputs: Inputs, *, dry_run: bool) -> Report:
+    plan = inputs.plan
+    state = await backend.cluster_state(plan.topics)
+    check_plan(plan, state, check_brokers=False)
+    outcome = await backend.verify(plan.assignments, state, dry_run=dry_run)
+    return Report(render.verify_text(outcome), render.verify_json(outcome), _verify_code(outcome.statuses))
+
+
+async def verify_queue(backend, inputs: Inputs) -> Report:
+    plan = inputs.plan
+    state = await backend.cluster_state(plan.topics)
+    check_plan(plan, state, check_brokers=False)
+    outcome = await backend.verify_queue(plan.assignments, state)
+    return Report(render.verify_text(outcome), render.verify_json(outcome), _verify_code(outcome.statuses))
+
+
+# ---- --cancel, --list, --describe -----------------------------------------------------------
+
+
+async def cancel(backend, inputs: Inputs, *, dry_run: bool) -> Report:
+    partitions = None if inputs.plan is None else list(inputs.plan.assignments)
+    outcome = await backend.cancel(partitions, dry_run=dry_run)
+    code = exit_codes.REJECTED if outcome.failed else exit_codes.OK
+    return Report(render.cancel_text(outcome, backend.name), render.cancel_json(outcome), code)
+
+
+async def list_reassignments(backend) -> Report:
+    items = await backend.list_reassignments()
+    return Report(render.list_text(items), {"reassignments": [render.listed_json(i) for i in items]})
+
+
+async def describe_reassignments(backend) -> Report:
+    items = await backend.describe_reassignments()
+    return Report(render.describe_text(items), {"reassignments": [render.described_json(d) for d in items]})
+
+
+# ---- --generate, --generate-queue -------------------------------------------------------------
+
+
+def _flatten(assignment: dict[str, dict[int, list[int]]]) -> dict[TopicPartition, list[int]]:
+    return {(t, p): list(r) for t, ps in assignment.items() for p, r in ps.items()}
+
+
+async def generate(backend, inputs: Inputs, *, rack_aware: bool, queue: bool = False) -> Report:
+    state = await backend.cluster_state(inputs.topics)
+    check_topics(inputs.topics, state, inputs.topics_source)
+    check_brokers(inputs.brokers, state, "--broker-list")
+    base = state.assignment_of(inputs.topics)
+    note = None
+    if queue:
+        # Queued moves start once the running ones finish: plan from their targets.
+        for (t, p), target in state.in_flight.items():
+            if t in base and p in base[t] and target:
+                base[t][p] = list(target)
+        note = "(based on the assignment the running reassignments will leave)"
+    racks = state.racks(inputs.brokers) if rack_aware else {}
+    proposed = legacy_generate(base, inputs.brokers, racks)
+    current = _flatten(base)
+    return Report(
+        render.generate_text(current, proposed, note),
+        render.generate_json(current, proposed, brokers=inputs.brokers, rack_aware=bool(racks)),
+    )
+
+
+# ---- --progress (and --watch) -----------------------------------------------------------------
+
+
+async def _sample(admin, plan: Reassignment) -> progress.Sample:
+    meta = await admin.describe_cluster(plan.topics)
+    brokers = {n for n in meta.nodes if n != meta.controller_id}
+    logs = await admin.describe_log_dirs(broker_ids=None, partitions=list(plan.assignments))
+    throttles: dict[int, int] = {}
+    try:
+        rates = await admin.describe_broker_throttles(sorted(brokers))
+        throttles = {b: f for b, (_, f) in rates.items() if f}
+    except (UnsupportedVersionError, KafkaApiError):
+        pass  # no throttle information: ETAs come from measured rates only
+    return progress.Sample(
+        time=time.monotonic(),
+        brokers=brokers,
+        topics={t: {p: (m.leader, list(m.replicas)) for p, m in ps.items()} for t, ps in meta.topics.items()},
+        logs={
+            b: {tp: progress.ReplicaLog(r.size, r.offset_lag) for tp, r in rs.items()}
+            for b, rs in logs.replicas.items()
+            if b not in logs.errors
+        },
+        follower_throttles=throttles,
+    )
+
+
+async def show_progress(backend, inputs: Inputs, *, interval: float, watch: bool, json_out: bool, stream=None) -> Report:
+    """KIP-179's --progress: one report (rate measured over ``interval`` seconds), or with
+    ``watch`` a report every ``interval`` seconds until the reassignment is done."""
+    stream = stream or sys.stdout
+    plan = inputs.plan
+    admin = backend.admin
+    previous = await _sample(admin, plan)
+    first = progress.compute(plan.assignments, previous)
+    baseline = first.total_remaining
+    if not watch:
+        if interval > 0 and not first.done and not first.hopeless:
+            await asyncio.sleep(interval)
+            current = await _sample(admin, plan)
+            report = progress.compute(plan.assignments, current, previous)
+        else:
+            report = first
+        return Report(progress.render_table(report), report.as_json(),
+                      exit_codes.CLUSTER_MISMATCH if report.hopeless else exit_codes.OK)
+    tty = hasattr(stream, "isatty") and stream.isatty() and not json_out
+    report = first
+    while True:
+        if json_out:
+            print(json.dumps({"action": "progress", **report.as_json()}), file=stream, flush=True)
+        elif tty:
+            stream.write("\x1b[H\x1b[2J" + progress.render_table(report) + "\n\n"
+                         + progress.render_bar(report, baseline) + "\n")
+            stream.flush()
+        else:
+            print(progress.render_bar(report, baseline), file=stream, flush=True)
+        if report.done or report.hopeless:
+            break
+        await asyncio.sleep(interval)
+        current = await _sample(admin, plan)
+        report = progress.compute(plan.assignments, current, previous)
+        previous = current
+    code = exit_codes.CLUSTER_MISMATCH if report.hopeless else exit_codes.OK
+    text = progress.render_table(report) if not tty and not json_out else ""
+    return Report(text, report.as_json(), code)
