@@ -218,6 +218,7 @@ class TwinServer:
         self._nodes["/zookeeper/config"].aversion = -1
         self._data_watches: dict[str, dict[int, None]] = {}
         self._child_watches: dict[str, dict[int, None]] = {}
+        self._ephemerals: dict[int, set[str]] = {}  # session id -> paths of its ephemerals
         self._sessions: dict[int, _Session] = {}
         self._next_sid = SESSION_ID_BASE
         self._faults: list[_Fault] = []
@@ -452,10 +453,11 @@ class TwinServer:
         session.alive = False
         self._zxid += 1  # closeSession: one transaction deletes every ephemeral
         zxid = self._zxid
-        owned = sorted(p for p, n in self._nodes.items() if n.owner == session.sid)
+        owned = sorted(self._ephemerals.get(session.sid, ()))
         triggers: list[tuple[EventType, str]] = []
         for path in owned:
             self._delete_node(path, zxid, triggers, undo=None)
+        self._ephemerals.pop(session.sid, None)
         self._fire(triggers)
 
     # ---- transactions ---------------------------------------------------------------------
@@ -524,12 +526,17 @@ class TwinServer:
         parent_node.children.add(name)
         parent_node.creates += 1
         parent_node.pzxid = zxid
-        self._nodes[path] = _Node(bytes(op.data), zxid, now, session.sid if op.ephemeral else 0)
+        owner = session.sid if op.ephemeral else 0
+        self._nodes[path] = _Node(bytes(op.data), zxid, now, owner)
+        if owner:
+            self._ephemerals.setdefault(owner, set()).add(path)
 
         def revert() -> None:
             del self._nodes[path]
             parent_node.children.discard(name)
             parent_node.creates, parent_node.pzxid = saved
+            if owner:
+                self._ephemerals[owner].discard(path)
 
         undo.append(revert)
         triggers.append((EventType.CREATED, path))
@@ -563,12 +570,16 @@ class TwinServer:
         saved_pzxid = parent_node.pzxid
         parent_node.children.discard(name)
         parent_node.pzxid = max(parent_node.pzxid, zxid)
+        if node.owner:
+            self._ephemerals[node.owner].discard(path)
         if undo is not None:
 
             def revert() -> None:
                 self._nodes[path] = node
                 parent_node.children.add(name)
                 parent_node.pzxid = saved_pzxid
+                if node.owner:
+                    self._ephemerals[node.owner].add(path)
 
             undo.append(revert)
         triggers.append((EventType.DELETED, path))

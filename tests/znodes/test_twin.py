@@ -405,6 +405,19 @@ async def test_expiry_deletes_ephemerals_in_path_order_in_one_transaction():
     assert drain(owner) == [LOST]
 
 
+async def test_expiry_forgets_rolled_back_and_deleted_ephemerals():
+    server = TwinServer()
+    owner, other = server.connect(), server.connect()
+    await owner.create("/keep", ephemeral=True)
+    await owner.create("/gone", ephemeral=True)
+    await owner.delete("/gone")
+    with pytest.raises(MultiOpError):
+        await owner.multi([Create("/never", ephemeral=True), Check("/missing", -1)])
+    await other.create("/gone")  # a persistent node at a path the owner once held
+    server.expire_session(owner.session_id)
+    assert sorted(server.snapshot()) == ["/", "/gone"]
+
+
 async def test_own_watches_do_not_fire_for_the_expiring_session():
     server = TwinServer()
     owner = server.connect()
