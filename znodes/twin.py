@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from znodes import batch
 from znodes.api import (
     CONTROLLER_EPOCH_PATH,
+    BadVersionError,
     Check,
     ConnectionLossError,
     Create,
@@ -79,7 +80,6 @@ from znodes.api import (
     WatchEvent,
     ZkError,
     ZnodeStat,
-    BadVersionError,
 )
 from znodes.paths import basename, join, parent, validate_path
 
@@ -174,7 +174,7 @@ class _Fault:
 
 
 class _Session:
-    __slots__ = ("sid", "chroot", "store", "state", "alive", "doomed", "writes")
+    __slots__ = ("sid", "chroot", "store", "state", "alive", "doomed")
 
     def __init__(self, sid: int, chroot: str):
         self.sid = sid
@@ -183,7 +183,6 @@ class _Session:
         self.state = ClientState.CONNECTED
         self.alive = True  # server side: the session exists (its ephemerals live)
         self.doomed = False  # a NEXT_CALL fault fired: the next call loses the connection
-        self.writes = 0
 
     def to_abs(self, path: str) -> str:
         if not self.chroot:
@@ -397,7 +396,6 @@ class TwinServer:
         if not write:
             return None
         self._writes += 1
-        session.writes += 1
         fired = None
         for fault in list(self._faults):
             if fault.sid is None or fault.sid == session.sid:
