@@ -195,7 +195,7 @@ class ControllerZnode(ZnodeModel):
 
     def _to_json(self) -> dict:
         out: dict = {"version": self.version, "brokerid": self.brokerid, "timestamp": self.timestamp}
-        if self.version >= 2 and self.kraftControllerEpoch is not None:
+        if self.kraftControllerEpoch is not None:
             out["kraftControllerEpoch"] = self.kraftControllerEpoch
         return out
 
@@ -298,26 +298,29 @@ class BrokerRegistration(ZnodeModel):
         return out
 
     def _to_json(self) -> dict:
-        v = self.version
+        # Optional fields are written whenever set: Kafka reads each of them whatever the
+        # version says, so nothing read is lost on the way back.
         fields: dict[str, Any] = {}
-        if v >= 5 and self.features is not None:
+        if self.features is not None:
             fields["features"] = self.features
-        if v >= 4 and self.listener_security_protocol_map is not None:
+        if self.listener_security_protocol_map is not None:
             fields["listener_security_protocol_map"] = self.listener_security_protocol_map
-        if v >= 2:
-            fields["endpoints"] = list(self.endpoints or [])
-        if v >= 3 and self.rack is not None:
+        if self.endpoints is not None:
+            fields["endpoints"] = list(self.endpoints)
+        if self.rack is not None:
             fields["rack"] = self.rack
         fields["jmx_port"] = self.jmx_port
-        if self.timestamp is None:
-            rest = {"host": self.host, "port": self.port, "version": v}
-        elif v >= 5:
+        if self.version >= 5:
             # Kafka 2.7+ (Scala 2.13) lays its hash map out in this order...
-            rest = {"port": self.port, "host": self.host, "version": v, "timestamp": self.timestamp}
+            fields.update(port=self.port, host=self.host, version=self.version)
+            if self.timestamp is not None:
+                fields["timestamp"] = self.timestamp
         else:
             # ...and Kafka 2.4-2.6 (Scala 2.12) in this one.
-            rest = {"host": self.host, "timestamp": self.timestamp, "port": self.port, "version": v}
-        fields.update(rest)
+            fields["host"] = self.host
+            if self.timestamp is not None:
+                fields["timestamp"] = self.timestamp
+            fields.update(port=self.port, version=self.version)
         return fields
 
 

@@ -413,22 +413,23 @@ def broker_registrations(draw):
     version = draw(st.integers(1, 5))
     host = draw(st.sampled_from(["h", "kafka-1.example", "10.0.0.1"]))
     port = draw(st.integers(1, 65535))
-    fields = dict(version=version, host=host, port=port, jmx_port=draw(st.integers(-1, 65535)), timestamp=draw(timestamps))
-    if version >= 2:
+    fields = dict(version=version, host=host, port=port, jmx_port=draw(st.integers(-1, 65535)))
+    fields["timestamp"] = draw(st.none() | timestamps)
+    if version >= 2 or draw(st.booleans()):
         listeners = draw(st.lists(st.sampled_from(["PLAINTEXT", "SSL", "CLIENT", "REPLICATION"]), min_size=1, max_size=3, unique=True))
-        if version < 4:
-            listeners = [name for name in listeners if name in ("PLAINTEXT", "SSL")] or ["PLAINTEXT"]
         fields["endpoints"] = [f"{name}://{host}:{port + i}" for i, name in enumerate(listeners)]
-        if version >= 4:
+        if not set(listeners) <= set(models.SECURITY_PROTOCOLS) or draw(st.booleans()):
             fields["listener_security_protocol_map"] = {
                 name: draw(st.sampled_from(models.SECURITY_PROTOCOLS)) for name in listeners
             }
-    if version >= 3 and draw(st.booleans()):
-        fields["rack"] = draw(st.sampled_from(["r1", "us-east-1a"]))
-    if version >= 5:
-        fields["features"] = draw(
-            st.dictionaries(st.sampled_from(["f1", "f2"]), st.fixed_dictionaries({"min_version": st.integers(0, 3), "max_version": st.integers(3, 9)}))
+    fields["rack"] = draw(st.none() | st.sampled_from(["r1", "us-east-1a"]))
+    fields["features"] = draw(
+        st.none()
+        | st.dictionaries(
+            st.sampled_from(["f1", "f2"]),
+            st.fixed_dictionaries({"min_version": st.integers(0, 3), "max_version": st.integers(3, 9)}),
         )
+    )
     return BrokerRegistration(**fields)
 
 
@@ -453,7 +454,10 @@ def unique_entries(entries):
 
 
 ROUND_TRIPS = {
-    "/controller": st.builds(ControllerZnode, brokerid=ids, timestamp=timestamps),
+    "/controller": st.builds(
+        ControllerZnode, version=st.sampled_from([1, 2]), brokerid=ids, timestamp=timestamps,
+        kraftControllerEpoch=st.none() | st.integers(-1, 2**31 - 1),
+    ),
     "/controller_epoch": st.builds(ControllerEpoch, epoch=ids),
     BROKER_PATH: broker_registrations(),
     TOPIC_PATH: topic_assignments(),
