@@ -7,7 +7,6 @@ import struct
 
 import pytest
 
-import protocol
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
 from sim.cluster import Cluster, ClusterSettings
@@ -15,6 +14,7 @@ from sim.replica import CopySettings
 from sim.server import MAX_FRAME_SIZE
 from sim.topics import parse_topic_spec
 from tests.sim.bodies import leader_and_isr, partition_state, stop_replica
+from tests.sim.wire import Conn
 from znodes.twin import TwinServer
 
 MB = 1_000_000
@@ -29,43 +29,6 @@ async def tcp_cluster():
     await cluster.start([parse_topic_spec("t:1:1:4MB")])
     yield server, cluster, clock
     await cluster.close()
-
-
-class Conn:
-    def __init__(self, reader, writer):
-        self.reader, self.writer = reader, writer
-        self.correlation = 0
-
-    @classmethod
-    async def open(cls, port):
-        return cls(*await asyncio.open_connection("127.0.0.1", port))
-
-    def send(self, api_key, version, body):
-        self.correlation += 1
-        self.writer.write(protocol.encode_request(api_key, version, self.correlation, "sim-test", body))
-        return self.correlation
-
-    async def receive(self, api_key, version):
-        size = await self.reader.readexactly(4)
-        rest = await self.reader.readexactly(struct.unpack(">i", size)[0])
-        header, body = protocol.decode_response(api_key, version, size + rest)
-        return header["correlation_id"], body
-
-    async def call(self, api_key, version, body):
-        sent = self.send(api_key, version, body)
-        await self.writer.drain()
-        correlation, response = await self.receive(api_key, version)
-        assert correlation == sent
-        return response
-
-    async def closed_by_peer(self) -> bool:
-        try:
-            return await asyncio.wait_for(self.reader.read(), 5) == b""
-        except ConnectionResetError:
-            return True
-
-    def close(self):
-        self.writer.close()
 
 
 def _port(cluster, broker_id):

@@ -10,6 +10,8 @@ import sys
 
 import pytest
 
+from tests.sim.bodies import update_metadata
+from tests.sim.wire import Conn
 from znodes import store as zstore
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
@@ -61,15 +63,26 @@ async def test_sim_process_end_to_end(zk_hosts):
         assert {p: r for p, r in topic["partitions"].items()} == ready["topics"]["orders"]
         assert (await _json(zk, "/brokers/ids/5"))["rack"] == "rack-1"
 
-        # kcat (librdkafka) speaks ApiVersions and Metadata to a simulated broker. Brokers
-        # learn the cluster from the controller's UpdateMetadata; none ran here, so the
-        # answer is an empty but well-formed cluster view.
+        # Brokers learn the cluster from the controller's UpdateMetadata; then kcat
+        # (librdkafka, a standard client) reads it back with ApiVersions and Metadata.
+        host, port = ready["brokers"]["4"].rsplit(":", 1)
+        brokers = {b: (int(a.rsplit(":", 1)[1]), f"rack-{b - 4}") for b, a in
+                   ((int(k), v) for k, v in ready["brokers"].items())}
+        conn = await Conn.open(int(port))
+        partitions = {int(p): r for p, r in ready["topics"]["orders"].items()}
+        answer = await conn.call(6, 6, update_metadata(brokers, {"orders": partitions}, controller_id=4))
+        assert answer == {"error_code": 0}
+        conn.close()
         out = await asyncio.to_thread(
             subprocess.run, ["kcat", "-L", "-J", "-b", ready["brokers"]["4"], "-m", "10"],
             capture_output=True, text=True, timeout=30,
         )
         assert out.returncode == 0, out.stderr
-        assert json.loads(out.stdout)["brokers"] == []
+        listing = json.loads(out.stdout)
+        assert sorted(b["id"] for b in listing["brokers"]) == [4, 5, 6]
+        (orders,) = [t for t in listing["topics"] if t["topic"] == "orders"]
+        assert len(orders["partitions"]) == 6
+        assert listing["controllerid"] == 4
 
         assert await _control(ready["control"], "stop 5") == 'OK {"stopped": 5}'
         assert sorted(await zk.children("/brokers/ids")) == ["4", "6"]
