@@ -192,7 +192,7 @@ class _Step:
         for name, read in event.topics.items():
             if read is None:
                 for p in self.topic_partitions.get(name, ()):
-                    self.assignments.pop((name, p))
+                    self.partition_gone((name, p))
                 self.topic_partitions.pop(name)
                 self.topic_versions.pop(name)
                 continue
@@ -202,11 +202,21 @@ class _Step:
                 continue  # an older read than what this controller wrote
             for p in self.topic_partitions.get(name, ()):
                 if p not in parts:
-                    self.assignments.pop((name, p))
+                    self.partition_gone((name, p))
             for p, assignment in parts.items():
                 self.assignments[(name, p)] = assignment
             self.topic_partitions[name] = tuple(parts)
             self.topic_versions[name] = version
+
+    def partition_gone(self, tp: TopicPartition) -> None:
+        """A partition deleted under a move: a move not started yet is dropped."""
+        self.assignments.pop(tp)
+        move = self.tasks.get(tp)
+        if move is not None and not move.started:
+            self.log.append(f"dropping reassignment of {tp[0]}-{tp[1]}: the partition was deleted")
+            self.set_task(move.to(Phase.DROPPED))
+            self.end_task(tp)
+            self.drop_request(tp)
 
     def on_brokers(self, event: BrokersRead) -> None:
         old = self.brokers
@@ -244,6 +254,9 @@ class _Step:
         self.requests_version = event.version
         self.requests_version_changed = True
         self.touched = True
+        for reason in event.rejected:
+            self.log.append(reason)
+            self.requests_dirty = True
         entries = event.requests or ()
         seen: dict[TopicPartition, Request] = {}
         for r in entries:
@@ -331,14 +344,17 @@ class _Step:
     def on_resume(self, event: Resume) -> None:
         """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
         for tp in sorted(event.stale_records):
-            self.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no such partition")
-            self.late.append(Delete(paths.reassignment(*tp)))
+            # Before any create: a new move of the same partition may start in this flush.
+            self.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")
+            self.early.append(Delete(paths.reassignment(*tp)))
         for move in list(self.tasks.values()):
             if not move.started:
                 continue
             tp = move.tp
             if tp in event.create_records:
                 self.early.append(Create(paths.reassignment(*tp), encode_record(move.target, move.original)))
+            elif tp in event.rewrite_records:
+                self.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original)))
             state = self.states.get(tp)
             if move.phase is Phase.REPLICATING:
                 # Recorded but the topic znode not yet written: write RS now.

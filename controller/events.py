@@ -30,11 +30,13 @@ class RequestsRead:
     """``/admin/reassign_partitions`` read: its entries and version, or absent (None, None).
 
     ``error`` set: the znode exists but is malformed; the engine logs it and changes nothing.
+    ``rejected``: why entries that did not parse were left out (the engine drops them).
     """
 
     version: int | None
     requests: tuple[Request, ...] | None
     error: str | None = None
+    rejected: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,11 +60,13 @@ class Resume:
     """First event after failover recovery rebuilt the state (controller.recovery).
 
     ``create_records``: moves adopted from a topic znode's adding/removing without a KIP-240
-    record. ``stale_records``: records naming a partition that does not exist.
+    record. ``stale_records``: records of no running move (no such partition, or garbled and
+    nothing moving). ``rewrite_records``: garbled records of a move the topic znode shows.
     """
 
     create_records: frozenset[TopicPartition] = field(default_factory=frozenset)
     stale_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    rewrite_records: frozenset[TopicPartition] = field(default_factory=frozenset)
 
 
 Event = TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume

@@ -1,7 +1,8 @@
-"""Znode payloads <-> the controller's state types (controller.state).
+"""Znode payloads <-> the controller's state types, through :mod:`znodes.models`.
 
-Decoders raise :class:`znodes.errors.ZnodeFormatError` naming the path and the problem, and
-nothing else; encoders write Kafka's formats (DESIGN.md section 3) compactly.
+Decoders raise :class:`znodes.errors.ZnodeFormatError` (path and reason) and nothing else.
+``/admin/reassign_partitions`` is read entry by entry: one bad entry is dropped with its reason
+(the engine rewrites the znode without it), it does not reject the others.
 
     decode_topic("/brokers/topics/t", b'{"version":2,"partitions":{"0":[1,2]}}')
     # {0: Assignment(replicas=(1, 2), adding=(), removing=())}
@@ -12,147 +13,109 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
+from pydantic import ValidationError
+
 from controller.state import Assignment, Broker, LeaderIsr, Request
+from znodes import models
 from znodes.errors import ZnodeFormatError
 
-MAX_INT32 = 2**31 - 1
-
-
-def _json(value) -> bytes:
-    return json.dumps(value, separators=(",", ":")).encode()
-
-
-def _load(path: str, data: bytes) -> dict:
-    try:
-        value = json.loads(data)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ZnodeFormatError(path, f"not JSON: {e}") from None
-    if not isinstance(value, dict):
-        raise ZnodeFormatError(path, f"expected a JSON object, got {type(value).__name__}")
-    return value
-
-
-def _int(path: str, value, what: str, minimum: int = 0) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or not minimum <= value <= MAX_INT32:
-        raise ZnodeFormatError(path, f"{what} must be an int in [{minimum}, {MAX_INT32}], got {value!r}")
-    return value
-
-
-def _int_list(path: str, value, what: str) -> tuple[int, ...]:
-    if not isinstance(value, list):
-        raise ZnodeFormatError(path, f"{what} must be a list of broker ids, got {value!r}")
-    return tuple(_int(path, v, f"{what} entry") for v in value)
-
-
-def _version(path: str, obj: dict, allowed: Iterable[int]) -> int:
-    version = obj.get("version")
-    if version not in tuple(allowed) or isinstance(version, bool):
-        raise ZnodeFormatError(path, f"unsupported version {version!r}")
-    return version
+LISTENER = "PLAINTEXT"
 
 
 # ---- /brokers/topics/T ---------------------------------------------------------------------
 
 
 def decode_topic(path: str, data: bytes) -> dict[int, Assignment]:
-    obj = _load(path, data)
-    _version(path, obj, (1, 2))
-    parts = obj.get("partitions")
-    if not isinstance(parts, dict):
-        raise ZnodeFormatError(path, "partitions must be an object")
-    extra = {}
-    for key in ("adding_replicas", "removing_replicas"):
-        value = obj.get(key) or {}
-        if not isinstance(value, dict):
-            raise ZnodeFormatError(path, f"{key} must be an object")
-        extra[key] = value
-    out: dict[int, Assignment] = {}
-    for key, replicas in parts.items():
-        if not (key.isascii() and key.isdigit()):
-            raise ZnodeFormatError(path, f"partition key {key!r} is not a partition number")
-        p = _int(path, int(key), "partition")
-        out[p] = Assignment(
-            _int_list(path, replicas, f"partition {key} replicas"),
-            _int_list(path, extra["adding_replicas"].get(key, []), f"adding_replicas {key}"),
-            _int_list(path, extra["removing_replicas"].get(key, []), f"removing_replicas {key}"),
-        )
-    return dict(sorted(out.items()))
+    m = models.TopicAssignment.from_bytes(path, data)
+    return {
+        p: Assignment(tuple(replicas), tuple(m.adding_replicas.get(p, ())), tuple(m.removing_replicas.get(p, ())))
+        for p, replicas in sorted(m.partitions.items())
+    }
 
 
 def encode_topic(assignments: dict[int, Assignment]) -> bytes:
-    ordered = sorted(assignments.items())
-    return _json(
-        {
-            "version": 2,
-            "partitions": {str(p): list(a.replicas) for p, a in ordered},
-            "adding_replicas": {str(p): list(a.adding) for p, a in ordered if a.adding},
-            "removing_replicas": {str(p): list(a.removing) for p, a in ordered if a.removing},
-        }
-    )
+    # Built from validated state: skip re-validation (a 10,000-partition topic is hot).
+    return models.TopicAssignment.model_construct(
+        version=2,
+        partitions={p: list(a.replicas) for p, a in assignments.items()},
+        adding_replicas={p: list(a.adding) for p, a in assignments.items() if a.adding},
+        removing_replicas={p: list(a.removing) for p, a in assignments.items() if a.removing},
+        topic_id=None,
+    ).to_bytes()
 
 
 # ---- /brokers/topics/T/partitions/P/state --------------------------------------------------
 
 
 def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
-    obj = _load(path, data)
-    _version(path, obj, (1,))
-    return LeaderIsr(
-        leader=_int(path, obj.get("leader"), "leader", minimum=-1),
-        leader_epoch=_int(path, obj.get("leader_epoch"), "leader_epoch", minimum=-1),
-        controller_epoch=_int(path, obj.get("controller_epoch"), "controller_epoch", minimum=-1),
-        isr=_int_list(path, obj.get("isr"), "isr"),
-        zk_version=zk_version,
-    )
+    m = models.PartitionState.from_bytes(path, data)
+    return LeaderIsr(m.leader, m.leader_epoch, m.controller_epoch, tuple(m.isr), zk_version)
 
 
 def encode_state(state: LeaderIsr) -> bytes:
-    # Field order as Kafka's PartitionStateZNode writes it.
-    return _json(
-        {
-            "controller_epoch": state.controller_epoch,
-            "leader": state.leader,
-            "version": 1,
-            "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr),
-        }
-    )
+    return models.PartitionState.model_construct(
+        version=1,
+        leader=state.leader,
+        leader_epoch=state.leader_epoch,
+        controller_epoch=state.controller_epoch,
+        isr=list(state.isr),
+        leader_recovery_state=None,
+    ).to_bytes()
 
 
 # ---- /admin/reassign_partitions ------------------------------------------------------------
 
 
-def decode_requests(path: str, data: bytes) -> list[Request]:
-    """All entries, in order. Structural problems of any entry reject the whole znode."""
-    obj = _load(path, data)
-    _version(path, obj, (1,))
-    parts = obj.get("partitions")
-    if not isinstance(parts, list):
+def decode_requests(path: str, data: bytes) -> tuple[list[Request], list[str]]:
+    """(valid entries in order, reasons for the entries that are not).
+
+    A payload that is not a ``{"version":1,"partitions":[...]}`` object at all raises
+    ZnodeFormatError: then nothing in it can be trusted and nothing is changed.
+    """
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise ZnodeFormatError(path, "expected a JSON object")
+    version = obj.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise ZnodeFormatError(path, f"unsupported version {version!r} (supported: 1)")
+    entries = obj.get("partitions")
+    if not isinstance(entries, list):
         raise ZnodeFormatError(path, "partitions must be a list")
-    out = []
-    for i, entry in enumerate(parts):
-        if not isinstance(entry, dict):
-            raise ZnodeFormatError(path, f"partitions[{i}] must be an object")
-        topic = entry.get("topic")
-        if not isinstance(topic, str) or not topic:
-            raise ZnodeFormatError(path, f"partitions[{i}].topic must be a non-empty string")
-        partition = _int(path, entry.get("partition"), f"partitions[{i}].partition")
-        replicas = _int_list(path, entry.get("replicas"), f"partitions[{i}].replicas")
-        original = entry.get("original_replicas")
-        if original is not None:
-            original = _int_list(path, original, f"partitions[{i}].original_replicas")
-        out.append(Request(topic, partition, replicas, original))
-    return out
+    good: list[Request] = []
+    bad: list[str] = []
+    for i, raw in enumerate(entries):
+        try:
+            e = models.ReassignEntry.model_validate(raw)
+        except ValidationError as exc:
+            what = f"{raw.get('topic')}-{raw.get('partition')}" if isinstance(raw, dict) else f"entry {i}"
+            reasons = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']}" for err in exc.errors())
+            bad.append(f"dropping entry {i} ({what}) of {path}: {reasons}")
+            continue
+        good.append(
+            Request(
+                e.topic,
+                e.partition,
+                tuple(e.replicas),
+                tuple(e.original_replicas) if e.original_replicas is not None else None,
+                tuple(e.log_dirs) if e.log_dirs is not None else None,
+            )
+        )
+    return good, bad
 
 
 def encode_requests(requests: Iterable[Request]) -> bytes:
     entries = []
     for r in requests:
-        entry = {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
+        entry: dict = {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
         if r.original_replicas is not None:
             entry["original_replicas"] = list(r.original_replicas)
+        if r.log_dirs is not None:
+            entry["log_dirs"] = list(r.log_dirs)
         entries.append(entry)
-    return _json({"version": 1, "partitions": entries})
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
 
 
 # ---- /admin/reassignments/T/P (KIP-240) ----------------------------------------------------
@@ -160,72 +123,61 @@ def encode_requests(requests: Iterable[Request]) -> bytes:
 
 def decode_record(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(target replicas, original replicas)."""
-    obj = _load(path, data)
-    _version(path, obj, (1,))
-    target = _int_list(path, obj.get("replicas"), "replicas")
-    original = _int_list(path, obj.get("original_replicas"), "original_replicas")
-    if not target:
-        raise ZnodeFormatError(path, "replicas must not be empty")
-    return target, original
+    m = models.ReassignmentRecord.from_bytes(path, data)
+    return tuple(m.replicas), tuple(m.original_replicas)
 
 
 def encode_record(target, original) -> bytes:
-    return _json({"version": 1, "replicas": list(target), "original_replicas": list(original)})
+    return models.ReassignmentRecord.model_construct(
+        version=1, replicas=list(target), original_replicas=list(original)
+    ).to_bytes()
 
 
 # ---- /brokers/ids/N, /controller, /controller_epoch, notifications --------------------------
 
 
 def decode_broker(path: str, data: bytes, broker_id: int, czxid: int) -> Broker:
-    obj = _load(path, data)
-    version = obj.get("version")
-    if isinstance(version, bool) or not isinstance(version, int) or version < 1:
-        raise ZnodeFormatError(path, f"unsupported version {version!r}")
-    host, port = obj.get("host"), obj.get("port")
-    for endpoint in obj.get("endpoints") or []:
-        if isinstance(endpoint, str) and endpoint.startswith("PLAINTEXT://"):
-            h, _, p = endpoint[len("PLAINTEXT://") :].rpartition(":")
-            if h and p.isdigit():
-                host, port = h.strip("[]"), int(p)
-                break
-    if not isinstance(host, str) or not host:
-        raise ZnodeFormatError(path, "no PLAINTEXT endpoint and no host")
-    port = _int(path, port, "port", minimum=1)
-    rack = obj.get("rack")
-    if rack is not None and not isinstance(rack, str):
-        raise ZnodeFormatError(path, "rack must be a string")
-    return Broker(broker_id, host, port, rack, czxid)
+    m = models.BrokerRegistration.from_bytes(path, data)
+    endpoint = next((e for e in m.parsed_endpoints() if e.listener == LISTENER), None)
+    if endpoint is None:
+        raise ZnodeFormatError(path, f"broker {broker_id} has no {LISTENER} endpoint")
+    return Broker(broker_id, endpoint.host, endpoint.port, m.rack, czxid)
 
 
 def encode_controller(controller_id: int, timestamp_ms: int) -> bytes:
-    return _json({"version": 1, "brokerid": controller_id, "timestamp": str(timestamp_ms)})
+    return models.ControllerZnode(version=1, brokerid=controller_id, timestamp=str(timestamp_ms)).to_bytes()
 
 
 def decode_controller(path: str, data: bytes) -> int:
-    obj = _load(path, data)
-    return _int(path, obj.get("brokerid"), "brokerid")
+    return models.ControllerZnode.from_bytes(path, data).brokerid
 
 
 def decode_epoch(path: str, data: bytes) -> int:
-    text = data.decode("ascii", "replace").strip()
-    if not (text.isascii() and text.isdigit()):
-        raise ZnodeFormatError(path, f"controller epoch must be an integer, got {text[:40]!r}")
-    return int(text)
+    return models.ControllerEpoch.from_bytes(path, data).epoch
+
+
+def encode_epoch(epoch: int) -> bytes:
+    return models.ControllerEpoch(epoch=epoch).to_bytes()
 
 
 def decode_notification(path: str, data: bytes) -> list[tuple[str, int]]:
-    obj = _load(path, data)
-    _version(path, obj, (1,))
-    parts = obj.get("partitions")
-    if not isinstance(parts, list):
-        raise ZnodeFormatError(path, "partitions must be a list")
-    out = []
-    for i, entry in enumerate(parts):
-        if not isinstance(entry, dict) or not isinstance(entry.get("topic"), str):
-            raise ZnodeFormatError(path, f"partitions[{i}] must name a topic")
-        out.append((entry["topic"], _int(path, entry.get("partition"), f"partitions[{i}].partition")))
-    return out
+    m = models.IsrChangeNotification.from_bytes(path, data)
+    return [(p.topic, p.partition) for p in m.partitions]
 
 
 def encode_listener(host: str, port: int) -> bytes:
-    return _json({"version": 1, "host": host, "port": port})
+    """``/reassignd/controllers/<id>``: where a controller's admin listener is."""
+    return json.dumps({"version": 1, "host": host, "port": port}, separators=(",", ":")).encode()
+
+
+def decode_listener(path: str, data: bytes) -> tuple[str, int]:
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
+    if not isinstance(obj, dict) or obj.get("version") != 1:
+        raise ZnodeFormatError(path, "expected {\"version\":1,\"host\":...,\"port\":...}")
+    host, port = obj.get("host"), obj.get("port")
+    if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ZnodeFormatError(path, "host must be a string and port an int in 1..65535")
+    return host, port

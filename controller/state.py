@@ -71,6 +71,7 @@ class Request:
     partition: int
     replicas: Replicas
     original_replicas: Replicas | None = None
+    log_dirs: tuple[str, ...] | None = None  # Kafka's optional per-replica log dirs, kept as is
 
     @property
     def tp(self) -> TopicPartition:

@@ -1,0 +1,276 @@
+"""The active controller's shell: feeds the pure engine and carries out its effects.
+
+One loop, one queue (controller.inbox): take every item queued (up to a cap), turn watch
+events into reads, fold the reads and the other events into ONE engine step, then
+
+  1. write the step's ZooKeeper ops as batched multi-ops, each fenced by the
+     ``/controller_epoch`` zkVersion won at election (znodes.batch.BatchedWriter);
+  2. only then apply the step's state changes to memory (ZooKeeper before memory);
+  3. hand the broker requests to the dispatcher, read the partition states the step asked
+     for (they come back through the queue).
+
+Draining the queue before a step is what coalesces writes: 10,000 completions that arrive
+together rewrite ``/admin/reassign_partitions`` and each topic znode once.
+
+Failures: a fenced write or an expired session ends the loop (``run`` returns why: the
+controller resigns and stops writing at once). A lost connection (SUSPENDED) pauses
+everything until CONNECTED; then, as after any other failed write or read, the state is
+rebuilt from ZooKeeper by failover recovery (controller.recovery), which finishes whatever
+the failed flush left half-written.
+
+    active = ActiveController(store, inbox, controller_id=101, epoch=4, epoch_zkversion=3,
+                              transport=transport, config=config)
+    reason = await active.run()      # "fenced ...", "session lost", "/controller deleted"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from controller import engine, recovery
+from controller.config import ControllerConfig
+from controller.dispatch import Dispatcher
+from controller.events import BrokersRead, Event, StatesRead, TopicsRead
+from controller.inbox import Inbox
+from controller.state import ClusterState
+from controller.zkread import read_brokers, read_notifications, read_requests, read_states, read_topic_names, read_topics
+from znodes import paths
+from znodes.api import (
+    ConnectionLossError,
+    EventType,
+    FencedError,
+    SessionEvent,
+    SessionExpiredError,
+    SessionState,
+    Store,
+    WatchEvent,
+    ZkError,
+)
+from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
+
+log = logging.getLogger("reassignd.controller")
+
+WATCHED = {
+    paths.BROKER_IDS: "brokers",
+    paths.TOPICS: "topics",
+    paths.REASSIGN_PARTITIONS: "requests",
+    paths.ISR_CHANGE_NOTIFICATION: "notifications",
+    paths.CONTROLLER: "controller",
+}
+# After a failed reload, wait this long before the next (doubling up to the cap): a write that
+# can never succeed must not spin the loop or hammer ZooKeeper.
+RELOAD_BACKOFF_S = 0.1
+RELOAD_BACKOFF_MAX_S = 5.0
+
+
+class Resign(Exception):
+    """This controller must stop acting: ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    steps: int = 0
+    flushes: int = 0
+    ops_written: int = 0
+    reloads: int = 0
+    moves_finished: int = 0
+
+
+class ActiveController:
+    def __init__(
+        self,
+        store: Store,
+        inbox: Inbox,
+        *,
+        controller_id: int,
+        epoch: int,
+        epoch_zkversion: int,
+        transport,
+        config: ControllerConfig,
+        on_finished: Callable[[Store, int], Awaitable[None]] | None = None,
+        on_step: Callable[[engine.Step], None] | None = None,
+    ):
+        self.store = store
+        self.inbox = inbox
+        self.controller_id = controller_id
+        self.epoch = epoch
+        self.epoch_zkversion = epoch_zkversion
+        self.config = config
+        # KIP-179 throttle removal runs here when no reassignment is left (controller.throttles).
+        self.on_finished = on_finished
+        self.on_step = on_step  # observation hook for tests and benchmarks
+        self.state: ClusterState | None = None
+        self.stats = Stats()
+        self.writer = BatchedWriter(store)
+        self.dispatcher = Dispatcher(
+            transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers
+        )
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> str:
+        """Act until resigning; return the reason."""
+        try:
+            await self._safely(self.reload)
+            while True:
+                first = await self.inbox.queue.get()
+                batch = [first, *self.inbox.drain(self.config.max_events_per_step - 1)]
+                await self._safely(lambda: self.process(batch))
+        except Resign as r:
+            log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
+            return r.reason
+        finally:
+            await self.dispatcher.close()
+
+    async def _safely(self, action: Callable[[], Awaitable[None]]) -> None:
+        """Run ``action``; on a store failure wait for the session and rebuild from ZooKeeper."""
+        backoff = RELOAD_BACKOFF_S
+        while True:
+            try:
+                await action()
+                return
+            except FencedError as e:
+                raise Resign(f"fenced: another controller has a newer epoch ({e})") from None
+            except SessionExpiredError:
+                raise Resign("session lost") from None
+            except FlushError as e:
+                if isinstance(e.cause, SessionExpiredError):
+                    raise Resign("session lost") from None
+                if isinstance(e.cause, ConnectionLossError) and not await self.inbox.wait_connected():
+                    raise Resign("session lost") from None
+                log.warning("write failed, rebuilding from ZooKeeper: %s", e)
+            except ConnectionLossError:
+                log.warning("connection to ZooKeeper lost: pausing until it is back")
+                if not await self.inbox.wait_connected():
+                    raise Resign("session lost") from None
+            except (ZkError, RequestTooLargeError) as e:
+                log.warning("ZooKeeper operation failed, rebuilding from ZooKeeper: %r", e)
+            self.stats.reloads += 1
+            action = self.reload
+            await asyncio.sleep(backoff)
+            backoff = min(backoff * 2, RELOAD_BACKOFF_MAX_S)
+
+    async def reload(self) -> None:
+        """Failover recovery (also after any failed write): rebuild the state and resume."""
+        await self.store.exists(paths.CONTROLLER, watch=True)
+        recovered = await recovery.recover(self.store, self.controller_id, self.epoch)
+        for line in recovered.log:
+            log.warning("recovery: %s", line)
+        self.state = recovered.state
+        log.info(
+            "controller %d (epoch %d) resumes: %s",
+            self.controller_id,
+            self.epoch,
+            recovery.running_summary(self.state) or "nothing running",
+        )
+        await self.execute(recovered.events)
+        await self.execute(await self.read_changes({"notifications"}))
+
+    async def process(self, batch: list) -> None:
+        kinds: set[str] = set()
+        engine_events: list[Event] = []
+        reload = False
+        for item in batch:
+            if isinstance(item, SessionEvent):
+                if item.state is SessionState.LOST:
+                    raise Resign("session lost")
+                if item.state is SessionState.SUSPENDED:
+                    log.warning("ZooKeeper connection suspended: writing nothing until it is back")
+                    if not await self.inbox.wait_connected():
+                        raise Resign("session lost")
+                    reload = True  # watches may not have survived the reconnection
+            elif isinstance(item, WatchEvent):
+                kind = WATCHED.get(item.path)
+                if kind == "controller":
+                    if item.type is EventType.DELETED:
+                        raise Resign("/controller was deleted")
+                    await self.store.exists(paths.CONTROLLER, watch=True)
+                elif kind is not None:
+                    kinds.add(kind)
+            else:
+                engine_events.append(item)
+        if reload:
+            self.stats.reloads += 1
+            await self.reload()
+        events = await self.read_changes(kinds)
+        first = [e for e in events if isinstance(e, (TopicsRead, BrokersRead))]
+        rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
+        await self.execute(first + engine_events + rest)
+
+    async def read_changes(self, kinds: set[str]) -> list[Event]:
+        """Re-read (and re-watch) what the watches said changed."""
+        state = self.state
+        out: list[Event] = []
+        if "brokers" in kinds:
+            brokers, lines = await read_brokers(self.store, watch=True)
+            for line in lines:
+                log.warning("%s", line)
+            out.append(BrokersRead(brokers))
+        topic_reads: dict = {}
+        if "topics" in kinds:
+            names = await read_topic_names(self.store, watch=True)
+            new = [n for n in names if n not in state.topic_versions]
+            gone = [n for n in state.topic_versions if n not in set(names)]
+            if new:
+                reads, lines = await read_topics(self.store, new)
+                topic_reads.update(reads)
+                for line in lines:
+                    log.warning("%s", line)
+            for name in gone:
+                topic_reads[name] = None
+        if "requests" in kinds:
+            stat = await self.store.exists(paths.REASSIGN_PARTITIONS, watch=True)
+            known = state.requests_version
+            if (stat is None) != (known is None) or (stat is not None and stat.version != known):
+                requests = await read_requests(self.store)
+                unknown = {r.topic for r in requests.requests or ()} - set(state.topic_versions) - set(topic_reads)
+                if unknown:
+                    reads, lines = await read_topics(self.store, sorted(unknown))
+                    topic_reads.update({n: r for n, r in reads.items() if r is not None})
+                    for line in lines:
+                        log.warning("%s", line)
+                out.append(requests)
+        if topic_reads:
+            out.insert(0, TopicsRead(topic_reads))
+        if "notifications" in kinds:
+            notes, partitions, lines = await read_notifications(self.store, watch=True)
+            for line in lines:
+                log.warning("%s", line)
+            if notes:
+                known = [tp for tp in sorted(partitions) if tp in state.assignments]
+                states, lines = await read_states(self.store, known)
+                for line in lines:
+                    log.warning("%s", line)
+                out.append(StatesRead(states, tuple(notes)))
+        return out
+
+    async def execute(self, events: list[Event]) -> None:
+        if not events:
+            return
+        step = engine.step(self.state, events, self.config)
+        self.stats.steps += 1
+        for line in step.log:
+            log.info("%s", line)
+        if step.writes:
+            self.writer.extend(step.writes)
+            await self.writer.flush(self.epoch_zkversion)
+            self.stats.flushes += 1
+            self.stats.ops_written += len(step.writes)
+        self.state.apply(step.delta)
+        if self.on_step is not None:
+            self.on_step(step)
+        self.dispatcher.send(step.commands)
+        if step.reads:
+            states, lines = await read_states(self.store, sorted(step.reads))
+            for line in lines:
+                log.warning("%s", line)
+            self.inbox.queue.put_nowait(StatesRead(states))
+        if step.finished and self.on_finished is not None:
+            await self.on_finished(self.store, self.epoch_zkversion)

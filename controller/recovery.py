@@ -1,0 +1,172 @@
+"""Failover recovery: a newly elected controller rebuilds the running set from ZooKeeper.
+
+Read against KIP-179 "On Controller Failover" and DESIGN.md section 4. The previous
+controller may have died anywhere, including between two multi-ops of one batched flush; what
+it wrote is the truth and every half-finished move is finished, never restarted or lost.
+
+ 1. Read the cluster (:func:`load`): registered brokers, every topic znode,
+    ``/admin/reassign_partitions``, every KIP-240 record ``/admin/reassignments/T/P``, and the
+    state znode of every partition with a record or an adding/removing list. Watches on
+    ``/brokers/ids``, ``/brokers/topics`` and ``/admin/reassign_partitions`` are set by these
+    reads, so nothing that changes afterwards is missed.
+ 2. KIP-179: if ``/admin/reassign_partitions`` is absent (and no record says a move still
+    runs), no reassignment is on-going: the engine reports ``Step.finished`` and the shell runs
+    throttle removal.
+ 3. Otherwise rebuild the running set (:func:`rebuild`, pure). Per partition, from its record
+    (TRS, ORS) and its topic znode entry (RS, AR, RR):
+
+    record   topic znode               what the dead controller had done     resumed as
+    -------  ------------------------  ------------------------------------  ---------------------------
+    yes      RS with AR/RR             started (step 3 of controller.engine)  REPLICATING
+    yes      plain, replicas != TRS    created the record, the topic write    REPLICATING; RS written now
+                                       did not land
+    yes      plain, replicas == TRS    wrote RS = TRS (step 6), the record    STOPPING: StopReplica to RR
+                                       delete did not land                    again, then finish
+    no       RS with AR/RR             a move started by another tool, or     REPLICATING (adopted); the
+                                       record lost                            record is created
+    yes      no such partition         stale                                  record deleted
+    garbled  RS with AR/RR             -                                      adopted; record rewritten
+    garbled  plain                     nothing runs                           record deleted
+
+    A request entry whose partition already has its target and no record is one the dead
+    controller finished but had not dropped yet: the engine drops it as done (step 1).
+ 4. Resume (:class:`controller.events.Resume`): the new controller epoch re-sends
+    LeaderAndIsr for every running move, re-checks completion, re-sends StopReplica for moves
+    in STOPPING, and starts pending entries as the caps allow.
+
+Usage::
+
+    recovered = await recover(store, controller_id=101, epoch=4)
+    step = engine.step(recovered.state, recovered.events, config)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.events import Event, RequestsRead, Resume
+from controller.state import Assignment, Broker, ClusterState, LeaderIsr, TopicPartition
+from controller.task import Move, Phase
+from controller.zkread import read_brokers, read_records, read_requests, read_states, read_topic_names, read_topics
+from znodes import paths
+from znodes.api import Store
+
+
+@dataclass
+class Snapshot:
+    """What a new controller reads before it acts (step 1)."""
+
+    brokers: dict[int, Broker]
+    topics: dict[str, tuple[int, dict[int, Assignment]]]
+    requests: RequestsRead
+    records: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None]
+    states: dict[TopicPartition, LeaderIsr | None]
+    log: list[str] = field(default_factory=list)
+
+
+@dataclass
+class Recovered:
+    state: ClusterState
+    events: list[Event]
+    log: list[str]
+
+
+async def load(store: Store, *, watch: bool = True) -> Snapshot:
+    """Step 1."""
+    log: list[str] = []
+    brokers, more = await read_brokers(store, watch=watch)
+    log += more
+    names = await read_topic_names(store, watch=watch)
+    topics_read, more = await read_topics(store, names)
+    log += more
+    topics = {name: read for name, read in topics_read.items() if read is not None}
+    if watch:
+        await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
+    requests = await read_requests(store)
+    records, more = await read_records(store)
+    log += more
+    moving = {(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
+    states, more = await read_states(store, sorted(set(records) | moving))
+    log += more
+    return Snapshot(brokers, topics, requests, records, states, log)
+
+
+def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(TRS, ORS) as a topic znode with adding/removing says them (Kafka 2.4's reading)."""
+    target = tuple(b for b in assignment.replicas if b not in assignment.removing)
+    original = tuple(b for b in assignment.replicas if b not in assignment.adding)
+    return target, original
+
+
+def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
+    """Step 3: the state and the events that resume it (pure)."""
+    state = ClusterState(controller_id=controller_id, epoch=epoch, brokers=dict(snapshot.brokers))
+    for name, (version, parts) in sorted(snapshot.topics.items()):
+        state.topic_versions[name] = version
+        state.topic_partitions[name] = tuple(parts)
+        for p, assignment in parts.items():
+            state.assignments[(name, p)] = assignment
+    log = list(snapshot.log)
+    create_records: set[TopicPartition] = set()
+    rewrite_records: set[TopicPartition] = set()
+    stale_records: set[TopicPartition] = set()
+
+    for tp, record in sorted(snapshot.records.items()):
+        assignment = state.assignments.get(tp)
+        if assignment is None:
+            stale_records.add(tp)
+            continue
+        if record is None:
+            if assignment.moving:
+                target, original = _split(assignment)
+                state.tasks[tp] = Move.resumed(tp, target, original, Phase.REPLICATING)
+                rewrite_records.add(tp)
+                log.append(f"{tp[0]}-{tp[1]}: garbled record; resuming the move its topic znode shows")
+            else:
+                stale_records.add(tp)
+            continue
+        target, original = record
+        if assignment.moving:
+            znode_target, znode_original = _split(assignment)
+            if znode_target != target:
+                log.append(
+                    f"{tp[0]}-{tp[1]}: record says target {list(target)}, topic znode {list(znode_target)}; "
+                    "following the record"
+                )
+            move = Move.resumed(tp, target, znode_original, Phase.REPLICATING)
+        elif assignment.replicas == target:
+            move = Move.resumed(tp, target, original, Phase.STOPPING)
+        else:
+            move = Move.resumed(tp, target, assignment.replicas, Phase.REPLICATING)
+        state.tasks[tp] = move
+
+    for tp, assignment in state.assignments.items():
+        if assignment.moving and tp not in state.tasks:
+            target, original = _split(assignment)
+            state.tasks[tp] = Move.resumed(tp, target, original, Phase.REPLICATING)
+            create_records.add(tp)
+            log.append(f"{tp[0]}-{tp[1]}: adopting the move its topic znode shows (no record)")
+
+    for tp in state.tasks:
+        read = snapshot.states.get(tp)
+        if read is not None:
+            state.states[tp] = read
+
+    events: list[Event] = [
+        snapshot.requests,
+        Resume(frozenset(create_records), frozenset(stale_records), frozenset(rewrite_records)),
+    ]
+    return Recovered(state, events, log)
+
+
+async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool = True) -> Recovered:
+    """Steps 1-3; the caller feeds ``events`` to the engine (step 4)."""
+    return rebuild(await load(store, watch=watch), controller_id, epoch)
+
+
+def running_summary(state: ClusterState) -> dict[str, int]:
+    """Moves per phase, for the recovery log line."""
+    out: dict[str, int] = {}
+    for move in state.tasks.values():
+        out[move.phase.value] = out.get(move.phase.value, 0) + 1
+    return out

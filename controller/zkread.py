@@ -1,0 +1,189 @@
+"""The controller's ZooKeeper reads, turned into the engine's state types.
+
+Every function takes a :class:`znodes.api.Store`, reads concurrently in bounded chunks, and
+returns what it read plus log lines for payloads it had to skip (a malformed znode is reported,
+never fatal, and never rewritten on the strength of a guess). Store errors other than "no such
+node" propagate: the caller (controller.active) reloads on them.
+
+    brokers, log = await read_brokers(store, watch=True)
+    states, log = await read_states(store, [("t", 0), ("t", 1)])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from controller.events import RequestsRead
+from controller.payloads import (
+    decode_broker,
+    decode_notification,
+    decode_record,
+    decode_requests,
+    decode_state,
+    decode_topic,
+)
+from controller.state import Assignment, Broker, LeaderIsr, TopicPartition
+from znodes import paths
+from znodes.api import NoNodeError, Store, ZnodeStat
+from znodes.errors import ZnodeFormatError
+
+# Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
+# partition states do not become 100,000 pending futures.
+READ_CONCURRENCY = 2000
+
+
+async def get_or_none(store: Store, path: str, watch: bool = False) -> tuple[bytes, ZnodeStat] | None:
+    try:
+        return await store.get(path, watch=watch)
+    except NoNodeError:
+        return None
+
+
+async def children_or_empty(store: Store, path: str, watch: bool = False) -> list[str]:
+    try:
+        return await store.children(path, watch=watch)
+    except NoNodeError:
+        return []
+
+
+async def get_many(store: Store, path_list: list[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+    out: list = []
+    for i in range(0, len(path_list), READ_CONCURRENCY):
+        chunk = path_list[i : i + READ_CONCURRENCY]
+        out.extend(await asyncio.gather(*(get_or_none(store, p) for p in chunk)))
+    return out
+
+
+async def read_brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
+    log: list[str] = []
+    names = await children_or_empty(store, paths.BROKER_IDS, watch=watch)
+    ids = []
+    for name in names:
+        try:
+            ids.append(paths.parse_id(name, "broker id"))
+        except ValueError as e:
+            log.append(f"ignoring /brokers/ids/{name}: {e}")
+    reads = await get_many(store, [paths.broker(b) for b in ids])
+    brokers: dict[int, Broker] = {}
+    for broker_id, read in zip(ids, reads):
+        if read is None:
+            continue  # deregistered between the listing and the read
+        data, stat = read
+        try:
+            brokers[broker_id] = decode_broker(paths.broker(broker_id), data, broker_id, stat.czxid)
+        except ZnodeFormatError as e:
+            log.append(f"ignoring broker {broker_id}: {e}")
+    return dict(sorted(brokers.items())), log
+
+
+async def read_topic_names(store: Store, watch: bool = False) -> list[str]:
+    return sorted(await children_or_empty(store, paths.TOPICS, watch=watch))
+
+
+async def read_topics(
+    store: Store, names: Iterable[str]
+) -> tuple[dict[str, tuple[int, dict[int, Assignment]] | None], list[str]]:
+    log: list[str] = []
+    valid = []
+    for name in names:
+        try:
+            paths.validate_topic_name(name)
+            valid.append(name)
+        except ValueError as e:
+            log.append(f"ignoring topic {name!r}: {e}")
+    reads = await get_many(store, [paths.topic(n) for n in valid])
+    out: dict[str, tuple[int, dict[int, Assignment]] | None] = {}
+    for name, read in zip(valid, reads):
+        if read is None:
+            out[name] = None
+            continue
+        data, stat = read
+        try:
+            out[name] = (stat.version, decode_topic(paths.topic(name), data))
+        except ZnodeFormatError as e:
+            log.append(f"ignoring topic {name!r}: {e}")
+    return out, log
+
+
+async def read_requests(store: Store) -> RequestsRead:
+    read = await get_or_none(store, paths.REASSIGN_PARTITIONS)
+    if read is None:
+        return RequestsRead(None, None)
+    data, stat = read
+    try:
+        entries, rejected = decode_requests(paths.REASSIGN_PARTITIONS, data)
+    except ZnodeFormatError as e:
+        return RequestsRead(stat.version, None, error=str(e))
+    return RequestsRead(stat.version, tuple(entries), rejected=tuple(rejected))
+
+
+async def read_records(
+    store: Store,
+) -> tuple[dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], list[str]]:
+    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse."""
+    log: list[str] = []
+    topics = await children_or_empty(store, paths.REASSIGNMENTS)
+    keys: list[TopicPartition] = []
+    for topic in sorted(topics):
+        try:
+            paths.validate_topic_name(topic)
+        except ValueError as e:
+            log.append(f"ignoring /admin/reassignments/{topic}: {e}")
+            continue
+        for name in await children_or_empty(store, paths.reassignment_topic(topic)):
+            try:
+                keys.append((topic, paths.parse_id(name, "partition")))
+            except ValueError as e:
+                log.append(f"ignoring /admin/reassignments/{topic}/{name}: {e}")
+    reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
+    out: dict = {}
+    for tp, read in zip(keys, reads):
+        if read is None:
+            continue
+        try:
+            out[tp] = decode_record(paths.reassignment(*tp), read[0])
+        except ZnodeFormatError as e:
+            log.append(f"malformed reassignment record: {e}")
+            out[tp] = None
+    return out, log
+
+
+async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:
+    log: list[str] = []
+    keys = list(tps)
+    reads = await get_many(store, [paths.partition_state(*tp) for tp in keys])
+    out: dict[TopicPartition, LeaderIsr | None] = {}
+    for tp, read in zip(keys, reads):
+        if read is None:
+            out[tp] = None
+            continue
+        data, stat = read
+        try:
+            out[tp] = decode_state(paths.partition_state(*tp), data, stat.version)
+        except ZnodeFormatError as e:
+            log.append(f"unreadable partition state: {e}")
+    return out, log
+
+
+async def read_notifications(store: Store, watch: bool = False) -> tuple[list[str], set[TopicPartition], list[str]]:
+    """(notification paths, in sequence order; partitions they name; log).
+
+    A malformed notification is listed for deletion too: it can never become readable, and
+    left in place it would be re-read after every change.
+    """
+    log: list[str] = []
+    names = sorted(await children_or_empty(store, paths.ISR_CHANGE_NOTIFICATION, watch=watch))
+    note_paths = [paths.join(paths.ISR_CHANGE_NOTIFICATION, n) for n in names]
+    reads = await get_many(store, note_paths)
+    partitions: set[TopicPartition] = set()
+    found = []
+    for path, read in zip(note_paths, reads):
+        if read is None:
+            continue
+        found.append(path)
+        try:
+            partitions.update(decode_notification(path, read[0]))
+        except ZnodeFormatError as e:
+            log.append(f"deleting malformed ISR change notification: {e}")
+    return found, partitions, log
