@@ -11,14 +11,17 @@ simulation run thousands of crash schedules a minute.
 Usage::
 
     server = TwinServer()                       # clock: a ManualClock at 1600000000000 ms
-    store = server.connect(chroot="/kafka")     # a new session; the chroot must be created
-    await server.connect().create("/kafka")
+    store = server.connect("/kafka", create_chroot=True)   # a new session in a chroot
+    other = server.connect("/kafka")
     await store.create("/controller", b"{}", ephemeral=True)
-    data, stat = await store.get("/controller", watch=True)
-    server.expire_session(store.session_id)     # its ephemerals go, its queue gets LOST
+    data, stat = await other.get("/controller", watch=True)
+    server.expire_session(store.session_id)     # its ephemerals go, its queue gets LOST,
+    await other.events.get()                    # WatchEvent(DELETED, "/controller") is there
     server.fail_after(2, store=other)           # other's 2nd write from now applies, then
                                                 # its next call raises ConnectionLossError
+    server.reconnect(other.session_id)          # ...until this (SUSPENDED, then CONNECTED)
     server.snapshot()                           # {abs path: (data, ZnodeStat)} for asserts
+    server.clock.advance(1000)                  # time moves only when told
 
 What ZooKeeper does and the twin reproduces:
 
