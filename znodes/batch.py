@@ -41,6 +41,7 @@ from znodes.api import (
     Store,
     ZkError,
 )
+from znodes.paths import validate_path
 
 # ZooKeeper's default jute.maxbuffer (0xfffff): the largest request packet a server accepts,
 # and the largest record it reads back from its transaction log.
@@ -170,6 +171,18 @@ def check_multi(ops: Sequence[Op], chroot: str = "", limit: int = JUTE_MAXBUFFER
         )
 
 
+def check_op(op: Op) -> None:
+    """Refuse a malformed op (bad path, non-bytes data, bad version) before it is queued."""
+    if not isinstance(op, (Create, SetData, Delete, Check)):
+        raise TypeError(f"not a store op: {op!r}")
+    validate_path(op.path, sequential=isinstance(op, Create) and op.sequential)
+    if isinstance(op, (Create, SetData)) and not isinstance(op.data, bytes):
+        raise TypeError(f"data of {op.path!r} must be bytes, not {type(op.data).__name__}")
+    if not isinstance(op, Create):
+        if not isinstance(op.version, int) or isinstance(op.version, bool) or op.version < -1:
+            raise ValueError(f"version of {op.path!r} must be an int >= -1, not {op.version!r}")
+
+
 def plan_chunks(
     ops: Sequence[Op],
     *,
@@ -234,14 +247,16 @@ class BatchedWriter:
         return len(self._ops)
 
     def add(self, op: Op) -> None:
-        """Queue one op; refuses (and queues nothing) if it could never fit a fenced multi."""
+        """Queue one op; refuses (and queues nothing) if it is malformed or could never fit."""
+        check_op(op)
         plan_chunks([op], max_request_bytes=self.max_request_bytes, max_ops=self.max_ops, chroot=self.chroot, fenced=True)
         self._ops.append(op)
 
     def extend(self, ops: Iterable[Op]) -> None:
-        """Queue ops in order; if any could never fit, queues none of them."""
+        """Queue ops in order; if any is malformed or could never fit, queues none of them."""
         ops = list(ops)
         for op in ops:
+            check_op(op)
             plan_chunks([op], max_request_bytes=self.max_request_bytes, max_ops=self.max_ops, chroot=self.chroot, fenced=True)
         self._ops.extend(ops)
 

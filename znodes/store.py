@@ -54,6 +54,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from znodes import batch
+from znodes.paths import validate_path  # ZooKeeper's path rules, shared with the twin
 from znodes.api import (
     CONTROLLER_EPOCH_PATH,
     BadVersionError,
@@ -107,36 +108,6 @@ _ERRORS: list[tuple[type, type]] = [
     (kx.ConnectionDropped, ConnectionLossError),
     (kx.OperationTimeoutError, ConnectionLossError),
 ]
-
-
-def validate_path(path: str, sequential: bool = False) -> None:
-    """ZooKeeper's path rules (PathUtils.validatePath); raises ValueError naming the problem."""
-    if not isinstance(path, str):
-        raise TypeError(f"znode path must be a str, not {type(path).__name__}")
-    # A sequential create appends a counter, so "/parent/" names a valid sequential node.
-    p = path + "1" if sequential else path
-    if not p.startswith("/"):
-        raise ValueError(f"invalid znode path {path!r}: must start with '/'")
-    if p == "/":
-        return
-    if p.endswith("/"):
-        raise ValueError(f"invalid znode path {path!r}: must not end with '/'")
-    for name in p[1:].split("/"):
-        if name == "":
-            raise ValueError(f"invalid znode path {path!r}: empty node name")
-        if name in (".", ".."):
-            raise ValueError(f"invalid znode path {path!r}: relative name {name!r}")
-    for ch in p:
-        c = ord(ch)
-        # The NUL and control characters, and what the Java server reads as surrogates
-        # (every character outside the Basic Multilingual Plane) or private/special use.
-        if (
-            c <= 0x1F
-            or 0x7F <= c <= 0x9F
-            or 0xD800 <= c <= 0xF8FF
-            or 0xFFF0 <= c
-        ):
-            raise ValueError(f"invalid znode path {path!r}: character U+{c:04X} is not allowed")
 
 
 def _check_data(data: bytes) -> None:
@@ -270,7 +241,7 @@ class KazooStore:
         sequential: bool = False,
         makepath: bool = False,
     ) -> str:
-        validate_path(path, sequential)
+        validate_path(path, sequential=sequential)
         _check_data(data)
         if path == "/":
             raise NodeExistsError(f"NodeExistsError: {path}", path)
@@ -310,7 +281,7 @@ class KazooStore:
         ops = list(ops)
         for op in ops:
             if isinstance(op, Create):
-                validate_path(op.path, op.sequential)
+                validate_path(op.path, sequential=op.sequential)
                 _check_data(op.data)
             elif isinstance(op, SetData):
                 validate_path(op.path)
