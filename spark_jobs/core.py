@@ -1,0 +1,834 @@
+"""The KIP-6 planner: fair replica counts with the fewest moves, then even topics, then leaders.
+
+Objectives, in order:
+
+1. Hard constraints: never two replicas of a partition on one broker; brokers outside the
+   target set (decommissioned, or left out of ``--broker-list``) end empty; with racks, the
+   rule of :mod:`spark_jobs.racks` for every placement (``fix_racks`` also repairs existing
+   violations first; those moves are counted apart).
+2. Fairness: N replicas over n target brokers, every broker ends with R = N // n or R + 1.
+   Which brokers get the N % n extra slots is chosen to need the fewest moves (the fullest
+   ones), within what the racks allow.
+3. Minimal moves: a move is a replica added to a broker that did not hold it. The lower bound
+   is the total shortfall of brokers below their target; every replica that leaves a broker
+   above target goes straight to a broker below it, so the bound is met whenever direct moves
+   exist. Small clusters the greedy cannot settle at the bound go to :mod:`spark_jobs.exact`.
+4. Per-topic evenness: among equally cheap moves, a donor gives a topic it holds more of than
+   the receiver (strictly more first), so no topic ever becomes less even than before.
+5. Preferred leaders R or R+1 per broker by reordering (:mod:`spark_jobs.leaders`).
+6. Determinism: every choice is ordered by explicit keys; same snapshot, same plan.
+
+Where the work runs: the global decisions (targets, rack totals, which broker gives how many
+replicas of which topic to which broker, leaders) need the whole cluster and run here on the
+driver, vectorised with numpy. Turning each topic's quotas into concrete partitions is
+independent per topic and runs through ``mapper`` -- Spark tasks when a SparkSession is given
+(:mod:`spark_jobs.api`), a plain loop otherwise. Fleet mode runs whole clusters as tasks.
+
+Usage::
+
+    out = plan_cluster(snapshot, PlanRequest("decommission", brokers=[3]))
+    out.reassignment, out.report
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from spark_jobs import exact, leaders
+from spark_jobs.cluster import Cluster
+from spark_jobs.errors import PlanError
+from spark_jobs.racks import RackRule
+from spark_jobs.realize import TopicTask, realize_chunk
+
+MODES = ("rebalance", "decommission", "add-brokers", "replication-factor")
+# The topic x broker count matrix is dense; above this many cells topics share rows by hash
+# (evenness then holds per group of topics), which bounds memory at ~160 MB.
+MAX_COUNT_CELLS = 40_000_000
+# Receivers a donor considers at once when picking topics: bounds the per-donor matrix.
+RECEIVER_WINDOW = 64
+# Topic tasks handed to one Spark task: small topics would otherwise cost a task each.
+TOPICS_PER_CHUNK = 64
+
+
+@dataclass
+class PlanRequest:
+    mode: str
+    brokers: list | None = None  # decommission: ids to drain; add-brokers: ids to add; else the broker list
+    broker_list: list | None = None  # restricts the base broker set for every mode
+    topics: list | None = None
+    replication_factor: int | None = None
+    fix_racks: bool = False
+
+
+@dataclass
+class Outcome:
+    reassignment: dict
+    report: dict
+    moves: list = field(default_factory=list)  # [(topic, partition, old replicas, new replicas, bytes)]
+
+
+def local_mapper(fn, items):
+    return [fn(x) for x in items]
+
+
+def _targets(cnt: np.ndarray, target: np.ndarray, total: int, rule: RackRule, rack_bounds) -> tuple[np.ndarray, bool]:
+    """Per-broker targets (R or R+1 on target brokers, 0 elsewhere) needing the fewest moves,
+    and whether the racks let them be fair."""
+    tb = np.nonzero(target)[0]
+    n = len(tb)
+    low, extra = divmod(total, n)
+    t = np.zeros(len(cnt), dtype=np.int64)
+    t[tb] = low
+    order = tb[np.lexsort((tb, -cnt[tb]))]  # fullest first: their extra slot saves a move
+    if rule.k == 0:
+        t[order[:extra]] += 1
+        return t, True
+    k = rule.k
+    members = [[b for b in order if rule.rack_of[b] == x] for x in range(k)]
+    lo_r, hi_r = rack_bounds
+    kmin = [max(0, lo_r[x] - len(members[x]) * low) for x in range(k)]
+    kmax = [min(len(members[x]), hi_r[x] - len(members[x]) * low) for x in range(k)]
+    if all(kmin[x] <= kmax[x] for x in range(k)) and sum(kmin) <= extra <= sum(kmax):
+        given = [0] * k
+        for x in range(k):
+            for b in members[x][: kmin[x]]:
+                t[b] += 1
+            given[x] = kmin[x]
+        left = extra - sum(kmin)
+        for b in order:
+            if left == 0:
+                break
+            x = rule.rack_of[b]
+            if t[b] == low and given[x] < kmax[x]:
+                t[b] += 1
+                given[x] += 1
+                left -= 1
+        return t, True
+    # Racks make R/R+1 impossible: give each rack the total closest to its share that its
+    # partitions allow, then spread each rack's total evenly over its brokers.
+    share = [total * len(members[x]) / n for x in range(k)]
+    tot = [int(min(max(round(share[x]), lo_r[x]), hi_r[x])) for x in range(k)]
+    diff = total - sum(tot)
+    step = 1 if diff > 0 else -1
+    while diff != 0:
+        movable = [x for x in range(k) if (tot[x] < hi_r[x] if step > 0 else tot[x] > lo_r[x])]
+        if not movable:
+            break
+        x = min(movable, key=lambda x: (step * (tot[x] - share[x]), x))
+        tot[x] += step
+        diff -= step
+    for x in range(k):
+        m = members[x]
+        if not m:
+            continue
+        q, r = divmod(tot[x], len(m))
+        for i, b in enumerate(m):
+            t[b] = q + (1 if i < r else 0)
+    return t, False
+
+
+class _Planner:
+    def __init__(self, snap: dict, req: PlanRequest, mapper):
+        if req.mode not in MODES:
+            raise PlanError(f"unknown mode {req.mode!r} (one of {', '.join(MODES)})")
+        self.req = req
+        self.mapper = mapper or local_mapper
+        self.warnings: list[str] = []
+        c = Cluster.from_snapshot(snap)
+        known = set(int(b) for b in c.broker_ids)
+
+        def ids(values, what):
+            out = []
+            for v in values or []:
+                if isinstance(v, bool) or not isinstance(v, int) or v < 0:
+                    raise PlanError(f"{what}: broker ids are non-negative ints, got {v!r}")
+                if v in out:
+                    raise PlanError(f"{what}: broker {v} listed twice")
+                out.append(v)
+            return out
+
+        mode_ids = ids(req.brokers, f"--{req.mode}" if req.mode != "rebalance" else "--broker-list")
+        base_ids = ids(req.broker_list, "--broker-list")
+        if req.mode == "add-brokers":
+            if not mode_ids:
+                raise PlanError("--add-brokers needs at least one broker id")
+            c = c.with_brokers(mode_ids)
+        elif req.mode in ("rebalance", "replication-factor") and mode_ids:
+            base_ids = base_ids or mode_ids
+        for b in base_ids + (mode_ids if req.mode == "decommission" else []):
+            if b not in known:
+                raise PlanError(f"broker {b} is not in the snapshot (known: {sorted(known)})")
+        index = c.index_of()
+        base = set(base_ids) if base_ids else set(int(b) for b in c.broker_ids if int(b) in known)
+        if req.mode == "decommission":
+            if not mode_ids:
+                raise PlanError("--decommission-broker needs at least one broker id")
+            target_ids = base - set(mode_ids)
+        elif req.mode == "add-brokers":
+            target_ids = base | set(mode_ids)
+        else:
+            target_ids = base
+        if not target_ids:
+            raise PlanError("no broker would be left to hold replicas")
+        self.c = c
+        self.B = c.n_brokers
+        self.target = np.zeros(self.B, dtype=bool)
+        self.target[[index[b] for b in target_ids]] = True
+        with_rack = [int(c.broker_ids[i]) for i in np.nonzero(self.target)[0] if c.racks[i] is not None]
+        without = [int(c.broker_ids[i]) for i in np.nonzero(self.target)[0] if c.racks[i] is None]
+        if with_rack and without:
+            raise PlanError(
+                f"brokers {without} have no rack while brokers {with_rack[:10]} do: "
+                "give every target broker a rack, or none"
+            )
+        self.rule = RackRule.build(c.racks, self.target)
+
+        # Scope: the partitions the plan may touch.
+        if req.topics is not None:
+            wanted = list(dict.fromkeys(req.topics))
+            tindex = {t: i for i, t in enumerate(c.topics)}
+            missing = [t for t in wanted if t not in tindex]
+            if missing:
+                raise PlanError(f"topics not in the snapshot: {', '.join(missing)}")
+            tmask = np.zeros(len(c.topics), dtype=bool)
+            tmask[[tindex[t] for t in wanted]] = True
+            self.scope = tmask[c.part_topic] if c.n_partitions else np.zeros(0, dtype=bool)
+        else:
+            self.scope = np.ones(c.n_partitions, dtype=bool)
+        self.rows_idx = np.nonzero(self.scope)[0]
+        self.new_rf = c.rf.copy()
+        if req.mode == "replication-factor":
+            n = req.replication_factor
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise PlanError(f"--replication-factor must be a positive int, got {n!r}")
+            self.new_rf[self.rows_idx] = n
+        elif req.replication_factor is not None:
+            raise PlanError("--replication-factor is a mode of its own; it does not combine with --" + req.mode)
+        n_t = int(self.target.sum())
+        if len(self.rows_idx):
+            worst = int(self.rows_idx[np.argmax(self.new_rf[self.rows_idx])])
+            if self.new_rf[worst] > n_t:
+                raise PlanError(
+                    f"{c.topics[c.part_topic[worst]]}-{c.part_num[worst]} needs {self.new_rf[worst]} replicas "
+                    f"but only {n_t} brokers are in the target set"
+                )
+        if c.reassigning[self.rows_idx].any():
+            self.warnings.append(
+                f"{int(c.reassigning[self.rows_idx].sum())} partitions are being reassigned; "
+                "the plan starts from their target replicas"
+            )
+        width = max(c.rep.shape[1], int(self.new_rf.max()) if len(self.new_rf) else 1)
+        self.rep = np.full((c.n_partitions, width), -1, dtype=np.int32)
+        self.rep[:, : c.rep.shape[1]] = c.rep
+        self.original = self.rep.copy()
+        # Topic keys for the count matrix (topics, or hashed groups of them when too many).
+        n_topics = max(len(c.topics), 1)
+        self.n_keys = n_topics if n_topics * self.B <= MAX_COUNT_CELLS else max(1, MAX_COUNT_CELLS // self.B)
+        self.tkey = (c.part_topic % self.n_keys).astype(np.int64)
+        self._parts_of: dict[int, list] | None = None
+        self.recount()
+
+    # ---- bookkeeping -------------------------------------------------------------------------
+
+    def recount(self):
+        sub = self.rep[self.rows_idx]
+        flat = sub.ravel()
+        keys = np.repeat(self.tkey[self.rows_idx], sub.shape[1])
+        ok = flat >= 0
+        self.cnt = np.bincount(flat[ok], minlength=self.B).astype(np.int64)
+        self.C = np.bincount(keys[ok] * self.B + flat[ok], minlength=self.n_keys * self.B).astype(np.int32)
+        self.C = self.C.reshape(self.n_keys, self.B)
+
+    def parts_of(self, b: int) -> list:
+        if self._parts_of is None:
+            sub = self.rep[self.rows_idx]
+            flat = sub.ravel()
+            owners = np.repeat(self.rows_idx, sub.shape[1])
+            ok = flat >= 0
+            flat, owners = flat[ok], owners[ok]
+            order = np.argsort(flat, kind="stable")
+            flat, owners = flat[order], owners[order]
+            bounds = np.searchsorted(flat, np.arange(self.B + 1))
+            self._parts_of = {i: owners[bounds[i] : bounds[i + 1]].tolist() for i in range(self.B)}
+        rows = self._parts_of[b]
+        live = [r for r in dict.fromkeys(rows) if b in self.rep[r]]
+        self._parts_of[b] = live
+        return live
+
+    def move(self, r: int, src: int, dst: int) -> None:
+        row = self.rep[r]
+        j = int(np.nonzero(row == src)[0][0])
+        row[j] = dst
+        self.cnt[src] -= 1
+        self.cnt[dst] += 1
+        tk = self.tkey[r]
+        self.C[tk, src] -= 1
+        self.C[tk, dst] += 1
+        if self._parts_of is not None:
+            self._parts_of[dst].append(r)
+
+    def deficit(self) -> np.ndarray:
+        return np.where(self.target, self.t - self.cnt, 0)
+
+    def excess(self) -> np.ndarray:
+        return np.where(self.target, np.maximum(self.cnt - self.t, 0), self.cnt)
+
+    def rack_bounds(self):
+        """Per rack, the fewest and most replicas the scoped partitions allow it."""
+        k = self.rule.k
+        lo_r = [0] * k
+        hi_r = [0] * k
+        if k == 0:
+            return lo_r, hi_r
+        sub = self.rep[self.rows_idx]
+        rack_of = np.array(self.rule.rack_of + [-1], dtype=np.int64)
+        racks = rack_of[sub]  # -1 padding maps to the trailing -1
+        rf = self.new_rf[self.rows_idx]
+        lo = rf // k
+        hi = -(-rf // k)
+        per = np.stack([(racks == x).sum(axis=1) for x in range(k)], axis=1)
+        cur_rf = (sub >= 0).sum(axis=1)
+        valid = ((per >= (cur_rf // k)[:, None]) & (per <= (-(-cur_rf // k))[:, None])).all(axis=1)
+        for x in range(k):
+            f = per[:, x]
+            lo_r[x] = int(np.where(valid, lo, np.minimum(f, lo)).sum())
+            hi_r[x] = int(np.where(valid, hi, np.maximum(f, hi)).sum())
+        return lo_r, hi_r
+
+    def choose_target_counts(self):
+        total = int(self.new_rf[self.rows_idx].sum())
+        self.t, self.fair_possible = _targets(self.cnt, self.target, total, self.rule, self.rack_bounds())
+
+    def lower_bound(self) -> int:
+        return int(np.maximum(self.t - self.cnt, 0)[self.target].sum())
+
+    # ---- destinations ------------------------------------------------------------------------
+
+    def best_destination(self, r: int, src: int, need_deficit: bool) -> int:
+        """The target broker the replica of row r on src (or a new one, src=-1) should go to:
+        allowed by the rules, below target when ``need_deficit``, fewest of the topic, most
+        below target, lowest id. -1 when none."""
+        row = self.rep[r]
+        cand = np.nonzero(self.target)[0]
+        cand = cand[~np.isin(cand, row)]
+        if self.rule.k:
+            allowed = self.rule.allowed_racks(row.tolist(), src)
+            rack_of = np.array(self.rule.rack_of, dtype=np.int64)
+            cand = cand[np.isin(rack_of[cand], list(allowed))]
+        if len(cand) == 0:
+            return -1
+        d = self.t[cand] - self.cnt[cand]
+        if need_deficit:
+            cand, d = cand[d > 0], d[d > 0]
+            if len(cand) == 0:
+                return -1
+        tc = self.C[self.tkey[r], cand]
+        best = np.lexsort((cand, -d, tc))[0]
+        return int(cand[best])
+
+    # ---- steps -------------------------------------------------------------------------------
+
+    def fix_racks(self) -> None:
+        rule = self.rule
+        for r in self.rows_idx.tolist():
+            for _ in range(int(self.rep.shape[1])):
+                row = self.rep[r].tolist()
+                if rule.is_valid(row):
+                    break
+                counts = rule.counts(row)
+                live = [b for b in row if b >= 0 and rule.rack_of[b] >= 0]
+                # Leave from the fullest rack, the broker most above its target first.
+                src = max(live, key=lambda b: (counts[rule.rack_of[b]], self.cnt[b] - self.t[b], -b))
+                dst = self.best_destination(r, src, need_deficit=False)
+                if dst < 0 or rule.rack_of[dst] == rule.rack_of[src]:
+                    break
+                self.move(r, src, dst)
+
+    def change_replication(self) -> None:
+        rule = self.rule
+        for r in np.nonzero(self.new_rf != self.c.rf)[0].tolist():
+            if not self.scope[r]:
+                continue
+            want = int(self.new_rf[r])
+            while True:
+                row = [b for b in self.rep[r].tolist() if b >= 0]
+                if len(row) == want:
+                    break
+                if len(row) > want:
+                    counts = rule.counts(row) if rule.k else None
+
+                    def key(j):
+                        b = row[j]
+                        rack_n = counts[rule.rack_of[b]] if counts and rule.rack_of[b] >= 0 else 0
+                        return (rack_n, self.cnt[b] - self.t[b], j != 0, j)
+
+                    j = max(range(len(row)), key=key)
+                    b = row.pop(j)
+                    self.rep[r] = -1
+                    self.rep[r, : len(row)] = row
+                    self.cnt[b] -= 1
+                    self.C[self.tkey[r], b] -= 1
+                else:
+                    dst = self.best_destination(r, -1, need_deficit=False)
+                    if dst < 0:
+                        raise PlanError(f"no broker can take another replica of row {r}")
+                    self.rep[r, len(row)] = dst
+                    self.cnt[dst] += 1
+                    self.C[self.tkey[r], dst] += 1
+                    if self._parts_of is not None:
+                        self._parts_of[dst].append(r)
+
+    def drain(self) -> None:
+        drained = np.nonzero(~self.target & (self.cnt > 0))[0]
+        if len(drained) == 0:
+            return
+        on_drained = np.isin(self.rep[self.rows_idx], drained).any(axis=1)
+        placed: dict[int, list[int]] = {}
+        for r in self.rows_idx[on_drained].tolist():
+            for src in [b for b in self.rep[r].tolist() if b >= 0 and not self.target[b]]:
+                dst = self.best_destination(r, src, need_deficit=True)
+                if dst < 0:
+                    dst = self._reroute_for(r, src, placed)
+                if dst < 0:
+                    dst = self.best_destination(r, src, need_deficit=False)
+                if dst < 0:
+                    raise PlanError(
+                        f"{self.c.topics[self.c.part_topic[r]]}-{self.c.part_num[r]} has nowhere to go "
+                        f"from broker {self.c.broker_ids[src]}"
+                    )
+                self.move(r, src, dst)
+                placed.setdefault(dst, []).append(r)
+
+    def _reroute_for(self, r: int, src: int, placed: dict) -> int:
+        """Free a receiver slot for row r by re-routing a replica placed earlier in this step
+        from a broker r may use to another broker below target. Returns that broker or -1."""
+        row = self.rep[r].tolist()
+        for u in sorted(placed):
+            if u in row or not self.rule.allowed(row, src, u):
+                continue
+            for q in reversed(placed[u]):
+                if u not in self.rep[q]:
+                    continue
+                alt = self.best_destination(q, u, need_deficit=True)
+                if alt >= 0:
+                    self.move(q, u, alt)
+                    placed[u].remove(q)
+                    placed.setdefault(alt, []).append(q)
+                    return u
+        return -1
+
+    def cross_rack(self) -> None:
+        """Move replicas between racks until each rack's total matches its targets."""
+        rule = self.rule
+        k = rule.k
+        rack_of = np.array(rule.rack_of, dtype=np.int64)
+        for _ in range(int(self.excess().sum()) + 1):
+            tot = np.bincount(rack_of[self.target], weights=self.cnt[self.target], minlength=k)
+            want = np.bincount(rack_of[self.target], weights=self.t[self.target], minlength=k)
+            over = [x for x in np.argsort(want - tot, kind="stable") if tot[x] > want[x]]
+            under = [x for x in np.argsort(tot - want, kind="stable") if tot[x] < want[x]]
+            if not over or not under:
+                return
+            done = False
+            for x in over:
+                donors = [b for b in np.nonzero(self.target & (rack_of == x))[0] if self.cnt[b] > self.t[b]]
+                donors.sort(key=lambda b: (self.t[b] - self.cnt[b], b))
+                for y in under:
+                    recv = [b for b in np.nonzero(self.target & (rack_of == y))[0] if self.cnt[b] < self.t[b]]
+                    recv.sort(key=lambda b: (self.cnt[b] - self.t[b], b))
+                    for d in donors:
+                        for u in recv:
+                            r = self._pick(d, u, allow_worse=True)
+                            if r >= 0:
+                                self.move(r, d, u)
+                                done = True
+                                break
+                        if done:
+                            break
+                    if done:
+                        break
+                if done:
+                    break
+            if not done:
+                return
+
+    def _pick(self, d: int, u: int, allow_worse: bool) -> int:
+        """A row with a replica on d that may move to u: best topic gain, smallest, first."""
+        rows = np.array(self.parts_of(d), dtype=np.int64)
+        if len(rows) == 0:
+            return -1
+        sub = self.rep[rows]
+        rows = rows[~(sub == u).any(axis=1)]
+        if len(rows) == 0:
+            return -1
+        tk = self.tkey[rows]
+        gain = self.C[tk, d].astype(np.int64) - self.C[tk, u]
+        if not allow_worse:
+            keep = gain >= 1
+            rows, gain = rows[keep], gain[keep]
+        size = np.maximum(self.c.size[rows], 0)
+        for i in np.lexsort((rows, size, -gain)):
+            r = int(rows[i])
+            if self.rule.allowed(self.rep[r].tolist(), d, u):
+                return r
+        return -1
+
+    def quotas(self) -> list:
+        """Transfers (key, donor, receiver, count) inside each rack (or the whole cluster)."""
+        rule = self.rule
+        groups = [np.nonzero(self.target)[0]] if rule.k == 0 else [
+            np.array([b for b in np.nonzero(self.target)[0] if rule.rack_of[b] == x], dtype=np.int64)
+            for x in range(rule.k)
+        ]
+        C = self.C.copy()
+        transfers = []
+        for members in groups:
+            e = self.cnt[members] - self.t[members]
+            donors = members[e > 0]
+            donors = donors[np.lexsort((donors, -(self.cnt[donors] - self.t[donors])))]
+            recv = members[e < 0]
+            gleft = (self.t[recv] - self.cnt[recv]).astype(np.int64)
+            for d in donors.tolist():
+                need = int(self.cnt[d] - self.t[d])
+                for thr in (2, 1):
+                    while need > 0:
+                        active = np.nonzero(gleft > 0)[0]
+                        if len(active) == 0:
+                            break
+                        if len(active) > RECEIVER_WINDOW:
+                            active = np.sort(active[np.lexsort((recv[active], -gleft[active]))[:RECEIVER_WINDOW]])
+                        keys = np.nonzero(C[:, d] > 0)[0]
+                        if len(keys) == 0:
+                            break
+                        cu = C[np.ix_(keys, recv[active])].astype(np.int64)
+                        gain = C[keys, d].astype(np.int64)[:, None] - cu
+                        ti, ai = np.nonzero(gain >= thr)
+                        if len(ti) == 0:
+                            break
+                        g = gain[ti, ai]
+                        order = np.lexsort((recv[active][ai], keys[ti], -gleft[active][ai], -g))
+                        order = order[: max(4 * need, 64)]
+                        progress = False
+                        for o in order.tolist():
+                            key = int(keys[ti[o]])
+                            a = int(active[ai[o]])
+                            u = int(recv[a])
+                            cur = int(C[key, d]) - int(C[key, u])
+                            if cur < thr or gleft[a] <= 0:
+                                continue
+                            n = cur // 2 if thr == 2 else (cur + 1) // 2
+                            n = min(n, need, int(gleft[a]))
+                            C[key, d] -= n
+                            C[key, u] += n
+                            gleft[a] -= n
+                            need -= n
+                            transfers.append((key, d, u, n))
+                            progress = True
+                            if need == 0:
+                                break
+                        if not progress:
+                            break
+        return transfers
+
+    def realize(self, transfers: list) -> None:
+        if not transfers:
+            return
+        by_key: dict[int, list] = {}
+        for key, d, u, n in transfers:
+            by_key.setdefault(key, []).append((d, u, n))
+        keys = sorted(by_key)
+        scope_rows = self.rows_idx
+        order = np.argsort(self.tkey[scope_rows], kind="stable")
+        sorted_keys = self.tkey[scope_rows][order]
+        tasks = []
+        row_ids_of = {}
+        for key in keys:
+            lo, hi = np.searchsorted(sorted_keys, [key, key + 1])
+            row_ids = scope_rows[order[lo:hi]]
+            row_ids_of[key] = row_ids
+            tasks.append(
+                TopicTask(
+                    topic=key,
+                    row_offset=0,  # moves come back as positions within row_ids
+                    rows=self.rep[row_ids],
+                    sizes=self.c.size[row_ids],
+                    transfers=by_key[key],
+                    rule=self.rule,
+                )
+            )
+        chunks = [tasks[i : i + TOPICS_PER_CHUNK] for i in range(0, len(tasks), TOPICS_PER_CHUNK)]
+        results = [res for chunk in self.mapper(realize_chunk, chunks) for res in chunk]
+        for res in sorted(results, key=lambda x: x.topic):
+            ids = row_ids_of[res.topic]
+            for local, d, u in res.moves:
+                self.move(int(ids[local]), d, u)
+
+    def repair(self) -> None:
+        """Direct moves for whatever is still above/below target, then two-step chains."""
+        for _ in range(int(self.excess().sum()) + 1):
+            ex = self.excess()
+            df = self.deficit()
+            donors = np.nonzero(ex > 0)[0]
+            recv = np.nonzero(df > 0)[0]
+            if len(donors) == 0:
+                return
+            donors = donors[np.lexsort((donors, -ex[donors]))]
+            recv = recv[np.lexsort((recv, -df[recv]))]
+            if not self._direct(donors, recv) and not self._chain(donors, recv):
+                return
+
+    def _direct(self, donors, recv) -> bool:
+        for d in donors.tolist():
+            for u in recv.tolist():
+                r = self._pick(d, u, allow_worse=True)
+                if r >= 0:
+                    self.move(r, d, u)
+                    return True
+        return False
+
+    def _chain(self, donors, recv) -> bool:
+        """d -> x -> u: d gives a partition to x (at target) and x gives another to u."""
+        if len(recv) == 0:
+            # Nobody below target but a drained broker still holds replicas: place them on
+            # the least loaded allowed broker (it goes above target; later rounds fix it).
+            for d in donors.tolist():
+                if self.target[d]:
+                    continue
+                for r in self.parts_of(d):
+                    dst = self.best_destination(r, d, need_deficit=False)
+                    if dst >= 0:
+                        self.move(r, d, dst)
+                        return True
+            return False
+        mids = np.nonzero(self.target)[0]
+        for d in donors.tolist():
+            for x in mids.tolist():
+                if x in recv:
+                    continue
+                for u in recv.tolist():
+                    q = self._pick(x, u, allow_worse=True)
+                    if q < 0:
+                        continue
+                    r = self._pick_excluding(d, x, q)
+                    if r >= 0:
+                        self.move(q, x, u)
+                        self.move(r, d, x)
+                        return True
+        return False
+
+    def _pick_excluding(self, d: int, x: int, q: int) -> int:
+        for r in self.parts_of(d):
+            if r == q or x in self.rep[r]:
+                continue
+            if self.rule.allowed(self.rep[r].tolist(), d, x):
+                return r
+        return -1
+
+    # ---- the whole plan ----------------------------------------------------------------------
+
+    def run(self) -> Outcome:
+        c = self.c
+        before_rows = self.original[self.rows_idx].copy()
+        self.choose_target_counts()
+        lb_initial = self.lower_bound()
+        if self.req.fix_racks and self.rule.k:
+            self.fix_racks()
+            self.recount()
+            self._parts_of = None
+        fixed = self.rep.copy()
+        self.choose_target_counts()
+        lower_bound = self.lower_bound()
+        self.change_replication()
+        self.drain()
+        if self.rule.k:
+            self.cross_rack()
+        self.realize(self.quotas())
+        self.repair()
+        exact_used = False
+        moves_greedy = _moves(fixed[self.rows_idx], self.rep[self.rows_idx])
+        fair_greedy = self._fair()
+        if not fair_greedy or moves_greedy > lower_bound:
+            units = int(self.excess().sum()) + lower_bound
+            if exact.estimate_work(self.rows_idx, self.target, units) <= exact.MAX_WORK:
+                sol = exact.solve(fixed[self.rows_idx], self.new_rf[self.rows_idx], self.target, self.rule)
+                if sol is not None:
+                    m = _moves(fixed[self.rows_idx], sol)
+                    if not fair_greedy or m < moves_greedy:
+                        width = max(self.rep.shape[1], sol.shape[1])
+                        if width > self.rep.shape[1]:
+                            wider = np.full((len(self.rep), width), -1, dtype=np.int32)
+                            wider[:, : self.rep.shape[1]] = self.rep
+                            self.rep = wider
+                        self.rep[self.rows_idx] = -1
+                        self.rep[self.rows_idx, : sol.shape[1]] = sol
+                        self.recount()
+                        exact_used = True
+        after = self.rep[self.rows_idx]
+        moved = np.array(
+            [set(a.tolist()) != set(b.tolist()) for a, b in zip(before_rows, after)], dtype=bool
+        ) if len(after) else np.zeros(0, dtype=bool)
+        leaders.balance_leaders(after, self.target, prefer=moved)
+        self.rep[self.rows_idx] = after
+        return self._outcome(before_rows, fixed[self.rows_idx], after, lb_initial, lower_bound, exact_used)
+
+    def _fair(self) -> bool:
+        return bool((self.cnt[self.target] == self.t[self.target]).all() and (self.cnt[~self.target] == 0).all())
+
+    def _outcome(self, before, fixed, after, lb_initial, lower_bound, exact_used) -> Outcome:
+        c = self.c
+        ids = c.broker_ids
+        rows_idx = self.rows_idx
+        rack_fix_moves = _moves(before, fixed)
+        moves = _moves(fixed, after)
+        total_moves = _moves(before, after)
+        entries = []
+        move_list = []
+        bytes_known = True
+        bytes_total = 0
+        for i, r in enumerate(rows_idx.tolist()):
+            b_row = [int(x) for x in before[i] if x >= 0]
+            a_row = [int(x) for x in after[i] if x >= 0]
+            if b_row == a_row:
+                continue
+            topic = c.topics[c.part_topic[r]]
+            part = int(c.part_num[r])
+            new_ids = [int(ids[x]) for x in a_row]
+            entries.append({"topic": topic, "partition": part, "replicas": new_ids})
+            added = len(set(a_row) - set(b_row))
+            size = int(c.size[r])
+            if added and size < 0:
+                bytes_known = False
+            nbytes = added * max(size, 0)
+            bytes_total += nbytes
+            move_list.append(
+                {
+                    "topic": topic,
+                    "partition": part,
+                    "old": [int(ids[x]) for x in b_row],
+                    "new": new_ids,
+                    "adds": added,
+                    "bytes": nbytes,
+                    "size": size,
+                }
+            )
+        reassignment = {"version": 1, "partitions": entries}
+        n_t = int(self.target.sum())
+        total = int(self.new_rf[rows_idx].sum())
+        low, _ = divmod(total, n_t)
+        lead_low, _ = leaders.leader_targets(len(rows_idx), n_t)
+
+        def counts(rows):
+            flat = rows.ravel()
+            rc = np.bincount(flat[flat >= 0], minlength=self.B)
+            lc = np.bincount(rows[:, 0][rows[:, 0] >= 0], minlength=self.B) if len(rows) else np.zeros(self.B, dtype=np.int64)
+            return rc, lc
+
+        rc_b, lc_b = counts(before)
+        rc_a, lc_a = counts(after)
+        per_broker = []
+        for i in range(self.B):
+            if not self.target[i] and rc_b[i] == 0 and rc_a[i] == 0:
+                continue
+            per_broker.append(
+                {
+                    "broker": int(ids[i]),
+                    "rack": c.racks[i],
+                    "target": bool(self.target[i]),
+                    "replicas_before": int(rc_b[i]),
+                    "replicas_after": int(rc_a[i]),
+                    "leaders_before": int(lc_b[i]),
+                    "leaders_after": int(lc_a[i]),
+                }
+            )
+        tgt = self.target
+        fair = bool(((rc_a[tgt] == low) | (rc_a[tgt] == low + 1)).all() and (rc_a[~tgt] == 0).all())
+        leaders_fair = bool(((lc_a[tgt] == lead_low) | (lc_a[tgt] == lead_low + 1)).all())
+        rule = self.rule
+        report = {
+            "version": 1,
+            "mode": self.req.mode,
+            "target_brokers": [int(ids[i]) for i in np.nonzero(tgt)[0]],
+            "drained_brokers": [int(ids[i]) for i in np.nonzero(~tgt & (rc_b > 0))[0]],
+            "topics": len(set(c.part_topic[rows_idx].tolist())),
+            "partitions": int(len(rows_idx)),
+            "replicas_before": int(rc_b.sum()),
+            "replicas_after": int(rc_a.sum()),
+            "moves": moves,
+            "lower_bound": lower_bound,
+            "moves_at_lower_bound": moves == lower_bound,
+            "rack_fix_moves": rack_fix_moves,
+            "lower_bound_before_rack_fix": lb_initial,
+            "total_moves": total_moves,
+            "partitions_changed": len(entries),
+            "partitions_reordered_only": sum(1 for m in move_list if m["adds"] == 0 and sorted(m["old"]) == sorted(m["new"])),
+            "bytes_to_move": bytes_total if bytes_known else None,
+            "bytes_to_move_known_part": bytes_total,
+            "replica_target": [low, low + 1],
+            "leader_target": [lead_low, lead_low + 1],
+            "fair": fair,
+            "fairness_reachable": bool(self.fair_possible),
+            "leaders_fair": leaders_fair,
+            "exact_solver_used": exact_used,
+            "racks": {
+                "count": rule.k,
+                "names": rule.names,
+                "invalid_partitions_before": _invalid(rule, before),
+                "invalid_partitions_after": _invalid(rule, after),
+            },
+            "topic_evenness": self._evenness(before, after),
+            "per_broker": per_broker,
+            "warnings": self.warnings,
+        }
+        return Outcome(reassignment, report, move_list)
+
+    def _evenness(self, before, after) -> dict:
+        """Per topic, max - min replicas over target brokers; how many topics are uneven."""
+        tp = self.c.part_topic[self.rows_idx].astype(np.int64)
+        tb = np.nonzero(self.target)[0]
+        n_topics = len(self.c.topics)
+
+        def spreads(rows):
+            if len(rows) == 0:
+                return np.zeros(0, dtype=np.int64)
+            flat = rows.ravel()
+            keys = np.repeat(tp, rows.shape[1])
+            ok = flat >= 0
+            m = np.bincount(keys[ok] * self.B + flat[ok], minlength=n_topics * self.B).reshape(n_topics, self.B)
+            present = np.unique(tp)
+            sub = m[np.ix_(present, tb)]
+            return sub.max(axis=1) - sub.min(axis=1)
+
+        sb, sa = spreads(before), spreads(after)
+        return {
+            "topics_uneven_before": int((sb > 1).sum()),
+            "topics_uneven_after": int((sa > 1).sum()),
+            "max_spread_before": int(sb.max()) if len(sb) else 0,
+            "max_spread_after": int(sa.max()) if len(sa) else 0,
+            "topics_less_even": int((sa > np.maximum(sb, 1)).sum()),
+        }
+
+
+def _moves(before: np.ndarray, after: np.ndarray) -> int:
+    """Replicas added: per row, brokers in ``after`` that were not in ``before``."""
+    if len(before) == 0:
+        return 0
+    w = max(before.shape[1], after.shape[1])
+    a = np.full((len(after), w), -1, dtype=np.int64)
+    a[:, : after.shape[1]] = after
+    b = np.full((len(before), w), -1, dtype=np.int64)
+    b[:, : before.shape[1]] = before
+    present = (a[:, :, None] == b[:, None, :]).any(axis=2)
+    return int(((a >= 0) & ~present).sum())
+
+
+def _invalid(rule: RackRule, rows: np.ndarray) -> int:
+    if rule.k == 0:
+        return 0
+    return sum(1 for row in rows.tolist() if not rule.is_valid(row))
+
+
+def plan_cluster(snap: dict, req: PlanRequest, mapper=None) -> Outcome:
+    """Plan one cluster from a validated snapshot."""
+    return _Planner(snap, req, mapper).run()
