@@ -24,6 +24,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import inspect
 import logging
 import signal
 import sys
@@ -96,7 +97,9 @@ class ControllerDaemon:
         try:
             while True:
                 try:
-                    store = await self._connect()
+                    store = self._connect()
+                    if inspect.isawaitable(store):
+                        store = await store
                 except (ConnectionLossError, OSError) as e:
                     log.warning("cannot reach ZooKeeper at %s: %s; retrying", self.zookeeper, e)
                     await asyncio.sleep(CONNECT_RETRY_S)

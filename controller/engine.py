@@ -117,6 +117,9 @@ class _Step:
         self.requests_version_changed = False
         self.tasks = Overlay(state.tasks)
         self.pending = Overlay(state.pending)
+        # Records under each /admin/reassignments/T parent; a key means the parent exists.
+        self.record_counts = Overlay(state.record_counts)
+        self.record_parents: dict[str, bool] = {}  # topic -> a record was created this step
         self.dirty_topics: dict[str, None] = {}
         self.requests_dirty = False
         self.schedule_needed = False
@@ -150,6 +153,30 @@ class _Step:
         if tp in self.requests:
             self.requests.pop(tp)
             self.requests_dirty = True
+
+    def create_record(self, tp: TopicPartition, target, original) -> None:
+        self.early.append(Create(paths.reassignment(*tp), encode_record(target, original)))
+        self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) + 1
+        self.record_parents[tp[0]] = True
+
+    def delete_record(self, tp: TopicPartition, *, early: bool = False) -> None:
+        (self.early if early else self.late).append(Delete(paths.reassignment(*tp)))
+        self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) - 1
+        self.record_parents.setdefault(tp[0], False)
+
+    def parent_ops(self) -> tuple[list[Op], list[Op]]:
+        """/admin/reassignments/T parents: created before a topic's first record, deleted
+        after its last (ZooKeeper's multi does not create parents)."""
+        before: list[Op] = []
+        after: list[Op] = []
+        for topic, created in self.record_parents.items():
+            existed = topic in self.base.record_counts
+            if created and not existed:
+                before.append(Create(paths.reassignment_topic(topic)))
+            if (existed or created) and self.record_counts.get(topic, 0) <= 0:
+                after.append(Delete(paths.reassignment_topic(topic)))
+                self.record_counts.pop(topic)
+        return before, after
 
     def set_assignment(self, tp: TopicPartition, assignment: Assignment) -> None:
         if self.assignments.get(tp) != assignment:
@@ -346,13 +373,16 @@ class _Step:
         for tp in sorted(event.stale_records):
             # Before any create: a new move of the same partition may start in this flush.
             self.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")
-            self.early.append(Delete(paths.reassignment(*tp)))
+            self.delete_record(tp, early=True)
+        for topic, count in list(self.record_counts.items()):
+            if count == 0:  # a parent whose last record went in a flush cut short
+                self.record_parents.setdefault(topic, False)
         for move in list(self.tasks.values()):
             if not move.started:
                 continue
             tp = move.tp
             if tp in event.create_records:
-                self.early.append(Create(paths.reassignment(*tp), encode_record(move.target, move.original)))
+                self.create_record(tp, move.target, move.original)
             elif tp in event.rewrite_records:
                 self.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original)))
             state = self.states.get(tp)
@@ -441,7 +471,7 @@ class _Step:
         replicas, adding, removing = reassigning_replicas(move.target, original)
         move = move.to(Phase.REPLICATING, original=original)
         self.set_task(move)
-        self.early.append(Create(paths.reassignment(*tp), encode_record(move.target, original)))
+        self.create_record(tp, move.target, original)
         self.set_assignment(tp, Assignment(replicas, adding, removing))
         self.record_original(move)
         for b in replicas:
@@ -492,7 +522,7 @@ class _Step:
         """Step 6."""
         tp = move.tp
         self.set_assignment(tp, Assignment(move.target))
-        self.late.append(Delete(paths.reassignment(*tp)))
+        self.delete_record(tp)
         state = self.states.get(tp)
         if state is not None:
             self.box.update_metadata(tp, state, move.target)
@@ -513,6 +543,7 @@ class _Step:
     # ---- output --------------------------------------------------------------------------
 
     def finish(self) -> Step:
+        parents_before, parents_after = self.parent_ops()
         middle: list[Op] = []
         for topic in self.dirty_topics:
             version = self.topic_versions[topic]
@@ -544,13 +575,14 @@ class _Step:
             requests=self.requests.changes,
             tasks=self.tasks.changes,
             pending=self.pending.changes,
+            record_counts=self.record_counts.changes,
         )
         if self.requests_version_changed:
             delta.requests_version = self.requests_version
         finished = self.touched and self.requests_version is None and len(self.tasks) == 0
         return Step(
             delta=delta,
-            writes=self.early + middle + self.late + tail + self.notifications,
+            writes=parents_before + self.early + middle + self.late + parents_after + tail + self.notifications,
             commands=self.outbox.commands() if self.outbox is not None else [],
             reads=frozenset(tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and m.phase is not Phase.STOPPING),
             log=self.log,

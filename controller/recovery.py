@@ -61,6 +61,7 @@ class Snapshot:
     requests: RequestsRead
     records: dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None]
     states: dict[TopicPartition, LeaderIsr | None]
+    record_counts: dict[str, int] = field(default_factory=dict)  # records per parent znode
     log: list[str] = field(default_factory=list)
 
 
@@ -83,12 +84,12 @@ async def load(store: Store, *, watch: bool = True) -> Snapshot:
     if watch:
         await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
     requests = await read_requests(store)
-    records, more = await read_records(store)
+    records, record_counts, more = await read_records(store)
     log += more
     moving = {(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
     states, more = await read_states(store, sorted(set(records) | moving))
     log += more
-    return Snapshot(brokers, topics, requests, records, states, log)
+    return Snapshot(brokers, topics, requests, records, states, record_counts, log)
 
 
 def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -101,6 +102,9 @@ def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
 def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
     """Step 3: the state and the events that resume it (pure)."""
     state = ClusterState(controller_id=controller_id, epoch=epoch, brokers=dict(snapshot.brokers))
+    state.record_counts = dict(snapshot.record_counts)
+    for topic, _ in snapshot.records:
+        state.record_counts.setdefault(topic, 1)
     for name, (version, parts) in sorted(snapshot.topics.items()):
         state.topic_versions[name] = version
         state.topic_partitions[name] = tuple(parts)

@@ -175,13 +175,23 @@ class Delta:
     requests_version: object = _MISSING  # int, or None when the znode was deleted
     tasks: dict = field(default_factory=dict)
     pending: dict = field(default_factory=dict)
+    record_counts: dict = field(default_factory=dict)
 
     def is_empty(self) -> bool:
         return (
             self.brokers is None
             and self.requests_version is _MISSING
             and not any(
-                (self.assignments, self.topic_versions, self.topic_partitions, self.states, self.requests, self.tasks, self.pending)
+                (
+                    self.assignments,
+                    self.topic_versions,
+                    self.topic_partitions,
+                    self.states,
+                    self.requests,
+                    self.tasks,
+                    self.pending,
+                    self.record_counts,
+                )
             )
         )
 
@@ -207,6 +217,8 @@ class ClusterState:
     tasks: dict[TopicPartition, Move] = field(default_factory=dict)
     # The PENDING tasks in arrival order (an ordered set): the scheduler's queue.
     pending: dict[TopicPartition, None] = field(default_factory=dict)
+    # KIP-240 records per /admin/reassignments/T parent (a key: the parent znode exists).
+    record_counts: dict[str, int] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -221,6 +233,7 @@ class ClusterState:
             self.requests_version = delta.requests_version
         apply_changes(self.tasks, delta.tasks)
         apply_changes(self.pending, delta.pending)
+        apply_changes(self.record_counts, delta.record_counts)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -120,18 +120,22 @@ async def read_requests(store: Store) -> RequestsRead:
 
 async def read_records(
     store: Store,
-) -> tuple[dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], list[str]]:
-    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse."""
+) -> tuple[dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], list[str]]:
+    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; and the number of
+    records under each ``/admin/reassignments/T`` parent (0 for an empty parent)."""
     log: list[str] = []
     topics = await children_or_empty(store, paths.REASSIGNMENTS)
     keys: list[TopicPartition] = []
+    counts: dict[str, int] = {}
     for topic in sorted(topics):
         try:
             paths.validate_topic_name(topic)
         except ValueError as e:
             log.append(f"ignoring /admin/reassignments/{topic}: {e}")
             continue
-        for name in await children_or_empty(store, paths.reassignment_topic(topic)):
+        names = await children_or_empty(store, paths.reassignment_topic(topic))
+        counts[topic] = len(names)
+        for name in names:
             try:
                 keys.append((topic, paths.parse_id(name, "partition")))
             except ValueError as e:
@@ -146,7 +150,7 @@ async def read_records(
         except ZnodeFormatError as e:
             log.append(f"malformed reassignment record: {e}")
             out[tp] = None
-    return out, log
+    return out, counts, log
 
 
 async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:
