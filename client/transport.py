@@ -7,13 +7,13 @@ an object with ``prepare(versions)`` - given the peer's ApiVersions answer, retu
 to send - and that struct must offer ``API_KEY``, ``API_VERSION``,
 ``build_request_header(correlation_id, client_id)``, ``encode()``,
 ``parse_response_header(buffer)`` and ``RESPONSE_TYPE.decode(buffer)``.
-:class:`SpecRequest` / :class:`_PreparedRequest` are that adapter, built on :mod:`protocol.messages`:
+:class:`SpecRequest` / :class:`_PreparedRequest` are that adapter, built on :mod:`protocol`:
 
 * ``prepare`` negotiates: the highest version both our spec and the peer's ApiVersions range
   allow (:class:`client.errors.UnsupportedVersionError` when there is none);
-* the request frame (header and body) is encoded by ``encode_request`` - the header
+* the request frame (header and body) is encoded by ``protocol.encode_request`` - the header
   object carries all of it, because our codec writes header and body in one pass;
-* the response frame is decoded by ``decode_response``; a frame our codec rejects
+* the response frame is decoded by ``protocol.decode_response``; a frame our codec rejects
   becomes a :class:`client.errors.ProtocolViolationError` result instead of an exception in
   aiokafka's reader task (which would drop the connection with a generic error).
 
@@ -35,8 +35,8 @@ import struct
 from aiokafka.conn import create_conn
 from aiokafka.errors import KafkaConnectionError, KafkaError
 
+import protocol
 from protocol.exceptions import DecodeError, EncodeError
-from protocol.messages import decode_response, encode_request, supported_apis
 
 from client.errors import (
     ConnectionFailedError,
@@ -50,7 +50,7 @@ from client.errors import (
 def our_versions(api_key: int) -> tuple[int, int]:
     """The request versions this project's specs define for ``api_key``."""
     try:
-        return supported_apis()[api_key]
+        return protocol.supported_apis()[api_key]
     except KeyError:
         raise UnsupportedVersionError(f"this client has no spec for API key {api_key}") from None
 
@@ -111,7 +111,7 @@ class _PreparedRequest:
 
     def build_request_header(self, correlation_id: int, client_id: str) -> _EncodedFrame:
         try:
-            frame = encode_request(self.API_KEY, self.API_VERSION, correlation_id, client_id, self.body)
+            frame = protocol.encode_request(self.API_KEY, self.API_VERSION, correlation_id, client_id, self.body)
         except EncodeError as exc:
             raise InputError(f"cannot encode API {self.API_KEY} v{self.API_VERSION}: {exc}") from None
         # aiokafka prefixes the size itself.
@@ -125,7 +125,7 @@ class _PreparedRequest:
         payload = buffer.read()
         frame = struct.pack(">i", len(payload)) + payload
         try:
-            header, body = decode_response(self.API_KEY, self.API_VERSION, frame)
+            header, body = protocol.decode_response(self.API_KEY, self.API_VERSION, frame)
         except DecodeError as exc:
             self.outcome = ProtocolViolationError(
                 f"undecodable response to API {self.API_KEY} v{self.API_VERSION}: {exc}"

@@ -16,8 +16,8 @@ from __future__ import annotations
 import asyncio
 import struct
 
+import protocol
 from protocol.exceptions import DecodeError
-from protocol.messages import decode_request, encode_response, supported_apis
 
 API_VERSIONS = 18
 
@@ -26,12 +26,13 @@ class WireServer:
     def __init__(self, handlers: dict, offered: dict[int, tuple[int, int]] | None = None):
         self.handlers = dict(handlers)
         # Offer every version our specs have for the APIs handled, unless told otherwise.
-        ours = supported_apis()
+        ours = protocol.supported_apis()
         self.offered = offered if offered is not None else {k: ours[k] for k in self.handlers}
         self.received: list[tuple[int, int, dict]] = []
         self._server: asyncio.base_events.Server | None = None
         self._writers: set[asyncio.StreamWriter] = set()
         self.port = 0
+        self.last_correlation_id = -1
 
     @classmethod
     async def start(cls, handlers: dict, offered: dict[int, tuple[int, int]] | None = None) -> "WireServer":
@@ -62,11 +63,12 @@ class WireServer:
                 (size,) = struct.unpack(">i", head)
                 frame = head + await reader.readexactly(size)
                 try:
-                    header, body = decode_request(frame)
+                    header, body = protocol.decode_request(frame)
                 except DecodeError:
                     return
                 key, version, cid = header["request_api_key"], header["request_api_version"], header["correlation_id"]
                 self.received.append((key, version, body))
+                self.last_correlation_id = cid
                 if key == API_VERSIONS:
                     answer = {
                         "error_code": 0,
@@ -85,7 +87,7 @@ class WireServer:
                 if isinstance(answer, bytes):  # raw frame (for garbage tests)
                     writer.write(answer)
                 else:
-                    writer.write(encode_response(key, version, cid, answer))
+                    writer.write(protocol.encode_response(key, version, cid, answer))
                 await writer.drain()
         except (asyncio.IncompleteReadError, ConnectionError):
             pass
