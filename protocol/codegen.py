@@ -38,6 +38,7 @@ import functools
 from struct import Struct
 
 from . import primitives as P
+from . import shapes
 from .exceptions import DecodeError, EncodeError
 from .spec import (
     BLOB_TYPES,
@@ -111,6 +112,7 @@ class _Gen:
         self.counter = 0
         self.label = f"{spec.name} v{version}"
         self.tag_tables: list[dict] = []
+        self.lens: list[str] | None = None  # collects length variables of a flat struct's fields
 
     # -- plumbing -------------------------------------------------------------------------------
 
@@ -310,6 +312,8 @@ class _Gen:
 
     def dec_body(self, f: FieldSpec, n: str, ind: int, path: str) -> str:
         """Value of a string/bytes/array whose length or count is in `n` (-1 = null)."""
+        if self.lens is not None:
+            self.lens.append(n)
         x = self.name("b")
         fpath = self.sub(path, f.key)
         nullable = self.v in f.nullable
@@ -351,6 +355,11 @@ class _Gen:
         ap = self.name("ap")
         self.emit(ind, f"{x} = []")
         self.emit(ind, f"{ap} = {x}.append")
+        if e == "struct":
+            plan = self.flat_plan(f.struct)
+            if plan is not None:
+                self.dec_flat_elements(f, plan, n, x, ap, ind, path)
+                return
         self.emit(ind, f"for _ in range({n}):")
         if e == "struct":
             ev = self.name("e")
@@ -358,6 +367,58 @@ class _Gen:
         else:
             ev = self.dec_field(element_field(f), ind + 1, path + "[]")
         self.emit(ind + 1, f"{ap}({ev})")
+
+    def flat_plan(self, st: StructSpec) -> shapes.FlatPlan | None:
+        """A plan for speculative run decoding if `st` is flat in this version (see shapes.py)."""
+        present, tagged = self.parts(st)
+        fields = []
+        for f in present:
+            k = f.kind
+            if k in FIXED_TYPES:
+                fields.append(shapes.FlatField(f.key, "fixed", FIXED_TYPES[k][0], "", False, uuid=k == "uuid"))
+            elif k in ("string", "bytes") or (k == "array" and f.element in FIXED_TYPES and f.element != "uuid"):
+                prefix = self.prefix_char(f) or "B"
+                code = "s" if k != "array" else FIXED_TYPES[f.element][0]
+                fields.append(shapes.FlatField(
+                    f.key, "array" if k == "array" else "blob", code, prefix, self.v in f.nullable,
+                    string=k == "string",
+                ))
+            else:
+                return None
+        if self.struct_min_size(st) == 0:
+            return None
+        items = [(f.key, None if f in present else self.decoded_default(f)) for f in st.fields]
+        return shapes.FlatPlan(f"{self.label} {st.name}", fields, self.flex, items)
+
+    def flat_encodable(self, st: StructSpec) -> bool:
+        """Flat, with no nullable variable fields and no tagged fields in this version."""
+        present, tagged = self.parts(st)
+        return not tagged and not any(f.kind not in FIXED_TYPES and self.v in f.nullable for f in present)
+
+    def dec_flat_elements(self, f: FieldSpec, plan, n: str, x: str, ap: str, ind: int, path: str) -> None:
+        site = shapes.DecodeSite(plan, self.g)
+        runs = self.const(site.runs, "_runs")
+        make = self.const(site.make, "_mkrun")
+        i, sh, ms, k, rf = (self.name(p) for p in ("i", "sh", "ms", "k", "rf"))
+        self.emit(ind, f"{i} = 0")
+        self.emit(ind, f"{sh} = None")
+        self.emit(ind, f"{ms} = 0")
+        self.emit(ind, f"while {i} < {n}:")
+        self.emit(ind + 1, f"if {sh} is not None:")
+        self.emit(ind + 2, f"{rf} = {runs}.get({sh}) or {make}({sh})")
+        self.emit(ind + 2, f"{k}, pos = {rf}(buf, pos, {n} - {i}, {x})")
+        self.emit(ind + 2, f"if {k}:")
+        self.emit(ind + 3, f"{i} += {k}")
+        self.emit(ind + 3, f"if {i} == {n}: break")
+        self.emit(ind + 2, f"else: {ms} += 1")
+        ev = self.name("e")
+        saved, self.lens = self.lens, []
+        self.dec_struct(f.struct, ind + 1, ev, path + "[]")
+        lens, self.lens = self.lens, saved
+        self.emit(ind + 1, f"{ap}({ev})")
+        self.emit(ind + 1, f"{i} += 1")
+        shape = "(" + "".join(f"{v}, " for v in lens) + ")"
+        self.emit(ind + 1, f"{sh} = {shape} if {ms} < {shapes.MISS_LIMIT} else None")
 
     def tagged_decoder(self, f: FieldSpec, path: str) -> object:
         fn = self.name("_td")
@@ -375,6 +436,11 @@ class _Gen:
 
     def enc_struct(self, st: StructSpec, d: str, ind: int, path: str) -> None:
         present, tagged = self.parts(st)
+        vals = self.enc_fetch(st, present, d, ind, path)
+        self.enc_writes(present, tagged, vals, d, ind, path)
+
+    def enc_fetch(self, st: StructSpec, present: list[FieldSpec], d: str, ind: int, path: str) -> dict[str, str]:
+        """Read the present fields of dict `d` into locals; refuse non-default absent ones."""
         vals: dict[str, str] = {}
         if present:
             for f in present:
@@ -394,6 +460,9 @@ class _Gen:
                 )
                 self.emit(ind, f"{y} = {d}.get({f.key!r})")
                 self.emit(ind, f"if {y} is not None and {self.non_default(f, y)}: raise _EE({msg!r})")
+        return vals
+
+    def enc_writes(self, present: list[FieldSpec], tagged: list[FieldSpec], vals: dict, d: str, ind: int, path: str) -> None:
         i = 0
         while i < len(present):
             f = present[i]
@@ -423,6 +492,49 @@ class _Gen:
                 self.emit(ind, f"w(_wtags({tg}, {d}.get({unk!r})))")
             else:
                 self.emit(ind, f"w(_wtags((), {d}[{unk!r}]) if {unk!r} in {d} else _Z)")
+
+    def enc_flat_elements(self, f: FieldSpec, plan, vv: str, ind: int, path: str) -> None:
+        """Each element in one pack call, by shape (see shapes.EncodeSite); else field by field."""
+        st = f.struct
+        present, tagged = self.parts(st)
+        site = shapes.EncodeSite(plan)
+        ev = self.name("e")
+        self.emit(ind, f"for {ev} in {vv}:")
+        body = ind + 1
+        vals = self.enc_fetch(st, present, ev, body, path)
+        args: list[str] = []
+        lens: list[str] = []
+        for g in present:
+            x = vals[g.key]
+            if g.kind in FIXED_TYPES:
+                args.append(f"{x}.bytes" if g.kind == "uuid" else x)
+                continue
+            n = self.name("l")
+            lens.append(n)
+            if g.kind == "string":
+                b = self.name("b")
+                self.emit(body, f"{b} = {x}.encode()")
+            else:
+                b = x
+            self.emit(body, f"{n} = len({b})")
+            compact = self.prefix_char(g) is None
+            args.append(f"{n} + 1" if compact else n)
+            args.append(b if g.kind != "array" else f"*{b}")
+        unk = UNKNOWN_TAGS_KEY
+        if not lens:
+            pack = site.make(())
+            self.emit(body, f"if {unk!r} not in {ev}: w({self.const(pack, '_pk')}({', '.join(args)}))")
+        else:
+            packers = self.const(site.packers, "_pks")
+            make = self.const(site.make, "_mkpk")
+            shape = self.name("sh")
+            pk = self.name("pk")
+            self.emit(body, f"{shape} = (" + "".join(f"{n}, " for n in lens) + ")")
+            self.emit(body, f"{pk} = {packers}.get({shape})")
+            self.emit(body, f"if {pk} is None: {pk} = {make}({shape})")
+            self.emit(body, f"if {pk} and {unk!r} not in {ev}: w({pk}({', '.join(args)}))")
+        self.emit(body, "else:")
+        self.enc_writes(present, tagged, vals, ev, body + 1, path)
 
     def enc_group(self, run: list[FieldSpec], pf: FieldSpec | None, vals: dict, ind: int, path: str) -> None:
         fmt = ">" + "".join(FIXED_TYPES[f.kind][0] for f in run)
@@ -505,6 +617,11 @@ class _Gen:
         if e == "uuid":
             self.emit(ind, f"if {vv}: w(_uuidab({vv}))")
             return
+        if e == "struct":
+            plan = self.flat_plan(f.struct)
+            if plan is not None and self.flat_encodable(f.struct):
+                self.enc_flat_elements(f, plan, vv, ind, path + "[]")
+                return
         ev = self.name("e")
         self.emit(ind, f"for {ev} in {vv}:")
         if e == "struct":

@@ -7,6 +7,7 @@ use v0. Frames given to decode_* include the 4-byte size prefix, which must matc
 
 from __future__ import annotations
 
+import gc
 import struct
 
 from .check import find_problem
@@ -15,7 +16,7 @@ from .exceptions import DecodeError, EncodeError, UnsupportedVersionError
 from .registry import REGISTRY, REQUEST_HEADER, RESPONSE_HEADER
 
 _SIZE = struct.Struct(">i")
-_REQUEST_HEADER_START = struct.Struct(">hhi")  # api key, api version, correlation id
+_REQUEST_START = struct.Struct(">ihhi")  # size, api key, api version, correlation id
 _CLIENT_ID_LENGTH = struct.Struct(">h")
 
 # Any of these escaping a generated decoder means the bytes were malformed; they become
@@ -23,6 +24,13 @@ _CLIENT_ID_LENGTH = struct.Struct(">h")
 _DECODE_FAILURES = (struct.error, IndexError, ValueError, TypeError, KeyError, OverflowError, RecursionError, MemoryError)
 # And from a generated encoder, a body the wire cannot carry.
 _ENCODE_FAILURES = (struct.error, TypeError, ValueError, AttributeError, KeyError, OverflowError, IndexError)
+
+
+# Decoding builds a tree of fresh dicts and lists without reference cycles, so the cyclic
+# garbage collector's passes over it while it grows are pure overhead (reference counting frees
+# it). Frames at least this large are decoded with the collector paused; small ones are not
+# worth the two calls.
+GC_PAUSE_MIN_BYTES = 64 * 1024
 
 
 def _as_bytes(frame) -> bytes:
@@ -33,21 +41,55 @@ def _as_bytes(frame) -> bytes:
     raise DecodeError(f"a frame must be bytes, got {type(frame).__name__}")
 
 
+def _translate(codec: Compiled, e: Exception) -> DecodeError:
+    """The one error type for malformed bytes, labelled with the message and version."""
+    label = f"{codec.spec.name} v{codec.version}"
+    if isinstance(e, DecodeError):
+        return e if str(e).startswith(codec.spec.name) else DecodeError(f"{label}: {e}")
+    if isinstance(e, (IndexError, struct.error)):
+        why = "truncated (more bytes expected)"
+    elif isinstance(e, UnicodeDecodeError):
+        why = f"invalid UTF-8 in a string ({e.reason})"
+    else:
+        why = f"malformed ({type(e).__name__}: {e})"
+    return DecodeError(f"{label}: {why}")
+
+
+def _decode_now(header: Compiled | None, codec: Compiled, buf: bytes, pos: int) -> tuple[dict | None, dict]:
+    try:
+        if header is not None:
+            try:
+                head, pos = header.decode(buf, pos)
+            except (DecodeError, *_DECODE_FAILURES) as e:
+                raise _translate(header, e) from None
+        else:
+            head = None
+        body, pos = codec.decode(buf, pos)
+    except DecodeError:
+        raise
+    except _DECODE_FAILURES as e:
+        raise _translate(codec, e) from None
+    if pos != len(buf):
+        raise DecodeError(f"{codec.spec.name} v{codec.version}: {len(buf) - pos} bytes left over after the body")
+    return head, body
+
+
+def _decode(header: Compiled | None, codec: Compiled, buf: bytes, pos: int) -> tuple[dict | None, dict]:
+    if len(buf) >= GC_PAUSE_MIN_BYTES and gc.isenabled():
+        gc.disable()
+        try:
+            return _decode_now(header, codec, buf, pos)
+        finally:
+            gc.enable()
+    return _decode_now(header, codec, buf, pos)
+
+
 def run_decode(codec: Compiled, buf: bytes, pos: int) -> tuple[dict, int]:
+    """Decode with the codec at pos, translating any failure into DecodeError."""
     try:
         return codec.decode(buf, pos)
-    except DecodeError as e:
-        if str(e).startswith(codec.spec.name):
-            raise
-        raise DecodeError(f"{codec.spec.name} v{codec.version}: {e}") from None
-    except _DECODE_FAILURES as e:
-        if isinstance(e, (IndexError, struct.error)):
-            why = "truncated (more bytes expected)"
-        elif isinstance(e, UnicodeDecodeError):
-            why = f"invalid UTF-8 in a string ({e.reason})"
-        else:
-            why = f"malformed ({type(e).__name__}: {e})"
-        raise DecodeError(f"{codec.spec.name} v{codec.version}: {why}") from None
+    except (DecodeError, *_DECODE_FAILURES) as e:
+        raise _translate(codec, e) from None
 
 
 def run_encode(codec: Compiled, body: object, w) -> None:
@@ -56,12 +98,16 @@ def run_encode(codec: Compiled, body: object, w) -> None:
     except EncodeError:
         raise
     except _ENCODE_FAILURES as e:
-        try:
-            problem = find_problem(codec.spec, codec.version, body)
-        except Exception:  # the checker must never hide the original failure
-            problem = None
-        detail = problem or f"cannot encode ({type(e).__name__}: {e})"
-        raise EncodeError(f"{codec.spec.name} v{codec.version}: {detail}") from e
+        raise _encode_error(codec, body, e) from e
+
+
+def _encode_error(codec: Compiled, body: object, e: Exception) -> EncodeError:
+    try:
+        problem = find_problem(codec.spec, codec.version, body)
+    except Exception:  # the checker must never hide the original failure
+        problem = None
+    detail = problem or f"cannot encode ({type(e).__name__}: {e})"
+    return EncodeError(f"{codec.spec.name} v{codec.version}: {detail}")
 
 
 def _check_frame(buf: bytes) -> None:
@@ -70,11 +116,6 @@ def _check_frame(buf: bytes) -> None:
     (size,) = _SIZE.unpack_from(buf, 0)
     if size != len(buf) - 4:
         raise DecodeError(f"size prefix says {size} bytes but the frame carries {len(buf) - 4}")
-
-
-def _finish(codec: Compiled, buf: bytes, pos: int) -> None:
-    if pos != len(buf):
-        raise DecodeError(f"{codec.spec.name} v{codec.version}: {len(buf) - pos} bytes left over after the body")
 
 
 def _peek_client_id(buf: bytes) -> str | None:
@@ -90,11 +131,35 @@ def _peek_client_id(buf: bytes) -> str | None:
 
 # -- requests -----------------------------------------------------------------------------------
 
+# (api_key, version) -> (header codec, body codec), filled on first use.
+_REQUEST_CODECS: dict[tuple[int, int], tuple[Compiled, Compiled]] = {}
+_RESPONSE_CODECS: dict[tuple[int, int], tuple[Compiled, Compiled]] = {}
+
+
+def _request_codecs(api_key: int, api_version: int) -> tuple[Compiled, Compiled]:
+    pair = _REQUEST_CODECS.get((api_key, api_version))
+    if pair is None:
+        header = REGISTRY.header_codec(REQUEST_HEADER, REGISTRY.request_header_version(api_key, api_version))
+        pair = _REQUEST_CODECS[(api_key, api_version)] = (header, REGISTRY.codec(api_key, api_version, "request"))
+    return pair
+
+
+def _response_codecs(api_key: int, api_version: int) -> tuple[Compiled, Compiled]:
+    pair = _RESPONSE_CODECS.get((api_key, api_version))
+    if pair is None:
+        codec = REGISTRY.codec(api_key, api_version, "response")
+        header = REGISTRY.header_codec(RESPONSE_HEADER, REGISTRY.response_header_version(api_key, api_version))
+        pair = _RESPONSE_CODECS[(api_key, api_version)] = (header, codec)
+    return pair
+
 
 def encode_request(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: dict) -> bytes:
     """A size-prefixed request frame."""
-    codec = REGISTRY.codec_for_encode(api_key, api_version, "request")
-    header = REGISTRY.header_codec(REQUEST_HEADER, REGISTRY.request_header_version(api_key, api_version))
+    pair = _REQUEST_CODECS.get((api_key, api_version))
+    if pair is None:
+        REGISTRY.codec_for_encode(api_key, api_version, "request")  # EncodeError if unknown
+        pair = _request_codecs(api_key, api_version)
+    header, codec = pair
     out: list[bytes] = []
     w = out.append
     run_encode(header, {
@@ -114,21 +179,21 @@ def decode_request(frame) -> tuple[dict, dict]:
     Raises UnsupportedVersionError (carrying api_key, api_version, correlation_id, client_id)
     when no spec covers the API key and version, DecodeError for anything else wrong.
     """
-    buf = _as_bytes(frame)
-    _check_frame(buf)
+    buf = frame if type(frame) is bytes else _as_bytes(frame)
     if len(buf) < 12:
+        _check_frame(buf)
         raise DecodeError(f"request frame of {len(buf)} bytes is too short for a request header")
-    api_key, api_version, correlation_id = _REQUEST_HEADER_START.unpack_from(buf, 4)
-    if not REGISTRY.supports(api_key, api_version):
-        spec = REGISTRY.requests.get(api_key)
-        what = f"{spec.name} v{api_version} is not supported (valid: {spec.valid})" if spec else f"unknown api key {api_key}"
-        raise UnsupportedVersionError(what, api_key, api_version, correlation_id, _peek_client_id(buf))
-    header_codec = REGISTRY.header_codec(REQUEST_HEADER, REGISTRY.request_header_version(api_key, api_version))
-    header, pos = run_decode(header_codec, buf, 4)
-    codec = REGISTRY.codec(api_key, api_version, "request")
-    body, pos = run_decode(codec, buf, pos)
-    _finish(codec, buf, pos)
-    return header, body
+    size, api_key, api_version, correlation_id = _REQUEST_START.unpack_from(buf, 0)
+    if size != len(buf) - 4:
+        raise DecodeError(f"size prefix says {size} bytes but the frame carries {len(buf) - 4}")
+    pair = _REQUEST_CODECS.get((api_key, api_version))
+    if pair is None:
+        if not REGISTRY.supports(api_key, api_version):
+            spec = REGISTRY.requests.get(api_key)
+            what = f"{spec.name} v{api_version} is not supported (valid: {spec.valid})" if spec else f"unknown api key {api_key}"
+            raise UnsupportedVersionError(what, api_key, api_version, correlation_id, _peek_client_id(buf))
+        pair = _request_codecs(api_key, api_version)
+    return _decode(pair[0], pair[1], buf, 4)
 
 
 # -- responses ----------------------------------------------------------------------------------
@@ -136,8 +201,11 @@ def decode_request(frame) -> tuple[dict, dict]:
 
 def encode_response(api_key: int, api_version: int, correlation_id: int, body: dict) -> bytes:
     """A size-prefixed response frame."""
-    codec = REGISTRY.codec_for_encode(api_key, api_version, "response")
-    header = REGISTRY.header_codec(RESPONSE_HEADER, REGISTRY.response_header_version(api_key, api_version))
+    pair = _RESPONSE_CODECS.get((api_key, api_version))
+    if pair is None:
+        REGISTRY.codec_for_encode(api_key, api_version, "response")  # EncodeError if unknown
+        pair = _response_codecs(api_key, api_version)
+    header, codec = pair
     out: list[bytes] = []
     w = out.append
     run_encode(header, {"correlation_id": correlation_id}, w)
@@ -148,14 +216,10 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
 
 def decode_response(api_key: int, api_version: int, frame) -> tuple[dict, dict]:
     """(header, body) of a size-prefixed response frame to a request of (api_key, api_version)."""
-    buf = _as_bytes(frame)
+    buf = frame if type(frame) is bytes else _as_bytes(frame)
     _check_frame(buf)
-    codec = REGISTRY.codec(api_key, api_version, "response")
-    header_codec = REGISTRY.header_codec(RESPONSE_HEADER, REGISTRY.response_header_version(api_key, api_version))
-    header, pos = run_decode(header_codec, buf, 4)
-    body, pos = run_decode(codec, buf, pos)
-    _finish(codec, buf, pos)
-    return header, body
+    pair = _RESPONSE_CODECS.get((api_key, api_version)) or _response_codecs(api_key, api_version)
+    return _decode(pair[0], pair[1], buf, 4)
 
 
 # -- bodies alone -------------------------------------------------------------------------------
@@ -174,10 +238,7 @@ def decode_body(api_key: int, api_version: int, kind: str, data) -> dict:
     if kind not in ("request", "response"):
         raise ValueError(f"kind must be 'request' or 'response', got {kind!r}")
     buf = _as_bytes(data)
-    codec = REGISTRY.codec(api_key, api_version, kind)
-    body, pos = run_decode(codec, buf, 0)
-    _finish(codec, buf, pos)
-    return body
+    return _decode(None, REGISTRY.codec(api_key, api_version, kind), buf, 0)[1]
 
 
 def encoded_size(api_key: int, api_version: int, kind: str, body: dict) -> int:
