@@ -12,6 +12,8 @@ checked with one equality.
     >>> body = body_strategy(spec, 0).example()          # doctest: +SKIP
     >>> normalise(spec, 0, {})
     {'timeout_ms': 60000, 'topics': None}
+    >>> normalise(load_specs()[(19, "response")], 0, {"topics": []})   # fields v0 lacks too
+    {'throttle_time_ms': 0, 'topics': []}
 """
 
 from __future__ import annotations
@@ -142,7 +144,7 @@ def default_value(spec: dict, field: dict, version: int) -> Any:
         return []
     sub = struct_fields(spec, field)
     if sub is not None:
-        return {snake_case(f["name"]): default_value(spec, f, version) for f in fields_in(sub, version)}
+        return {snake_case(f["name"]): default_value(spec, f, version) for f in sub}
     if elem in INT_RANGES:
         return int(raw, 0) if isinstance(raw, str) else int(raw or 0)
     if elem == "float64":
@@ -158,11 +160,24 @@ def default_value(spec: dict, field: dict, version: int) -> Any:
     raise KeyError(f"{spec['name']}: unknown type {field['type']}")
 
 
-def normalise(spec: dict, version: int, body: dict, fields: list[dict] | None = None) -> dict:
-    """`body` with every field of the version present: missing ones take their default."""
+def normalise(
+    spec: dict,
+    version: int,
+    body: dict,
+    fields: list[dict] | None = None,
+    *,
+    every_field: bool = True,
+) -> dict:
+    """What a decoder gives back for `body`: every field of the spec, in every struct, with
+    the ones the bytes do not carry (tagged fields not sent, fields the version lacks) at their
+    default. With every_field=False, only the fields the version has."""
     out = {}
-    for field in fields_in(spec["fields"] if fields is None else fields, version):
+    for field in spec["fields"] if fields is None else fields:
         key = snake_case(field["name"])
+        if not in_range(field["versions"], version):
+            if every_field:
+                out[key] = default_value(spec, field, version)
+            continue
         if key not in body:
             out[key] = default_value(spec, field, version)
             continue
@@ -171,9 +186,9 @@ def normalise(spec: dict, version: int, body: dict, fields: list[dict] | None = 
         if value is None or sub is None:
             out[key] = value
         elif field["type"].startswith("[]"):
-            out[key] = [normalise(spec, version, item, sub) for item in value]
+            out[key] = [normalise(spec, version, x, sub, every_field=every_field) for x in value]
         else:
-            out[key] = normalise(spec, version, value, sub)
+            out[key] = normalise(spec, version, value, sub, every_field=every_field)
     return out
 
 
