@@ -207,7 +207,7 @@ async def show_progress(backend, inputs: Inputs, *, interval: float, watch: bool
     first = progress.compute(plan.assignments, previous)
     baseline = first.total_remaining
     if not watch:
-        if interval > 0 and not first.done and not first.hopeless:
+        if interval > 0 and not first.done:
             await asyncio.sleep(interval)
             current = await _sample(admin, plan)
             report = progress.compute(plan.assignments, current, previous)
