@@ -31,6 +31,7 @@ class Cluster:
     rf: np.ndarray  # int32 (P,)
     size: np.ndarray  # int64 (P,), bytes of the partition's log, -1 when unknown
     reassigning: np.ndarray  # bool (P,)
+    leader: np.ndarray  # int32 (P,), broker index of the current leader, -1 when none
 
     @property
     def n_brokers(self) -> int:
@@ -61,6 +62,7 @@ class Cluster:
             rf=self.rf,
             size=self.size,
             reassigning=self.reassigning,
+            leader=self.leader,
         )
 
     @classmethod
@@ -78,6 +80,7 @@ class Cluster:
         size = np.full(n, -1, dtype=np.int64)
         part_num = np.zeros(n, dtype=np.int32)
         reassigning = np.zeros(n, dtype=bool)
+        leaders = np.full(n, -1, dtype=np.int32)
         row = 0
         for t in snap["topics"]:
             for p in t["partitions"]:
@@ -87,6 +90,8 @@ class Cluster:
                 rf[row] = k
                 part_num[row] = p["partition"]
                 reassigning[row] = p["reassigning"]
+                if p["leader"] >= 0:
+                    leaders[row] = index[p["leader"]]
                 sizes = p["sizes"]
                 if sizes is not None:
                     # The leader's log is what a new replica copies; fall back to the largest.
@@ -113,4 +118,5 @@ class Cluster:
             rf=rf,
             size=size,
             reassigning=reassigning,
+            leader=leaders,
         )

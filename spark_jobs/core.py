@@ -302,7 +302,13 @@ class _Planner:
         self.t, self.fair_possible = _targets(self.cnt, self.target, total, self.rule, self.rack_bounds())
 
     def lower_bound(self) -> int:
-        return int(np.maximum(self.t - self.cnt, 0)[self.target].sum())
+        # Every replica a broker below target lacks must be copied there; so must every
+        # replica a partition gains. Either count bounds the moves from below.
+        deficit = int(np.maximum(self.t - self.cnt, 0)[self.target].sum())
+        rows = self.rows_idx
+        current = (self.rep[rows] >= 0).sum(axis=1)
+        growth = int(np.maximum(self.new_rf[rows] - current, 0).sum())
+        return max(deficit, growth)
 
     # ---- destinations ------------------------------------------------------------------------
 
@@ -702,8 +708,10 @@ class _Planner:
                 bytes_known = False
             nbytes = added * max(size, 0)
             bytes_total += nbytes
+            lead = int(c.leader[r])
             move_list.append(
                 {
+                    "leader": int(ids[lead]) if lead in b_row else int(ids[b_row[0]]),
                     "topic": topic,
                     "partition": part,
                     "old": [int(ids[x]) for x in b_row],
