@@ -15,19 +15,20 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import struct
 from collections.abc import Callable
 
 import protocol
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
-from protocol.framing import FrameReader
 from sim.core import API_VERSIONS, UnsupportedRequest
 
 log = logging.getLogger(__name__)
 
 # Kafka's socket.request.max.bytes default (100 MiB): a control request for a large cluster fits.
 MAX_FRAME_SIZE = 100 * 1024 * 1024
-READ_CHUNK = 64 * 1024
+# api_key, api_version and correlation_id: no request header is shorter.
+MIN_FRAME_SIZE = 8
 
 
 class BrokerServer:
@@ -71,14 +72,14 @@ class BrokerServer:
         task = asyncio.current_task()
         self._tasks.add(task)
         self._connections.add(writer)
-        frames = FrameReader(self._max_frame_size)
         try:
             while True:
-                data = await reader.read(READ_CHUNK)
-                if not data:
-                    break
-                for frame in frames.feed(data):
-                    writer.write(self.respond(frame))
+                head = await reader.readexactly(4)
+                (size,) = struct.unpack(">i", head)
+                # Checked before reading (and allocating) the frame.
+                if not MIN_FRAME_SIZE <= size <= self._max_frame_size:
+                    raise DecodeError(f"frame size {size} outside [{MIN_FRAME_SIZE}, {self._max_frame_size}]")
+                writer.write(self.respond(head + await reader.readexactly(size)))
                 await writer.drain()
         except (DecodeError, UnsupportedRequest, EncodeError) as exc:
             log.warning("%s: closing connection: %s", self._name, exc)
