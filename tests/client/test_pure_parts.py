@@ -1,0 +1,255 @@
+"""The client's pure parts: input validation, Kafka's old assignment algorithm, the progress
+computation, cluster checks, exit codes."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import given
+from hypothesis import strategies as st
+
+from client import exit_codes, progress
+from client.cluster import ClusterState, check_plan
+from client.errors import (
+    ClusterMismatchError,
+    ConflictError,
+    InputError,
+    InputFileError,
+    NotControllerError,
+    ReassignmentInProgressError,
+    error_for_code,
+)
+from client.inputs import (
+    parse_broker_list,
+    parse_reassignment,
+    parse_throttle,
+    parse_topics_to_move,
+    read_json_file,
+    reassignment_json,
+)
+from client.legacy_assign import assign_replicas, generate
+
+# ---- inputs ---------------------------------------------------------------------------------
+
+
+def test_reassignment_round_trip_and_kafka_defaults():
+    doc = {"partitions": [{"topic": "b", "partition": 1, "replicas": [2, 1], "log_dirs": ["any", "any"]},
+                          {"topic": "a", "partition": 0, "replicas": [1], "original_replicas": [3]}]}
+    plan = parse_reassignment(doc, "f.json")  # a missing version reads as 1, as in Kafka
+    assert list(plan.assignments) == [("b", 1), ("a", 0)]  # file order kept
+    assert plan.topics == ["a", "b"] and plan.brokers == [1, 2]
+    assert reassignment_json(plan.assignments) == (
+        '{"version":1,"partitions":[{"topic":"a","partition":0,"replicas":[1]},'
+        '{"topic":"b","partition":1,"replicas":[2,1]}]}'
+    )
+
+
+@pytest.mark.parametrize(
+    "doc, message",
+    [
+        ([], "expected a JSON object"),
+        ({"version": "1", "partitions": []}, 'unsupported "version" "1"'),
+        ({"version": 1, "partitions": [], "extra": 1}, "unknown top-level field(s) ['extra']"),
+        ({"version": 1, "partitions": [5]}, "partitions[0]: expected an object"),
+        ({"version": 1, "partitions": [{"topic": "", "partition": 0, "replicas": [1]}]}, '"topic" must be a non-empty string'),
+        ({"version": 1, "partitions": [{"topic": "a/b", "partition": 0, "replicas": [1]}]}, "is not a legal topic name"),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": True, "replicas": [1]}]}, '"partition" must be an integer'),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": []}]}, "non-empty list of broker ids"),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1.5]}]}, "holds 1.5, not a broker id"),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [2**31]}]}, "larger than int32"),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1], "log_dirs": ["/d"]}]}, 'only "any" is supported'),
+        ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 2], "log_dirs": ["any"]}]}, "one directory per replica"),
+    ],
+)
+def test_reassignment_shape_errors(doc, message):
+    with pytest.raises(InputFileError) as exc:
+        parse_reassignment(doc, "plan.json")
+    assert str(exc.value).startswith("plan.json: ") and message in str(exc.value)
+
+
+def test_cancel_files_may_omit_replicas():
+    plan = parse_reassignment({"version": 1, "partitions": [{"topic": "t", "partition": 3}]}, "c.json",
+                              require_replicas=False)
+    assert plan.assignments == {("t", 3): []}
+
+
+@given(st.lists(st.tuples(st.sampled_from(["a", "b"]), st.integers(0, 3)), min_size=1, max_size=8))
+def test_duplicate_partitions_are_always_found(keys):
+    doc = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": [1]} for t, p in keys]}
+    if len(set(keys)) == len(keys):
+        assert list(parse_reassignment(doc, "f").assignments) == keys
+    else:
+        with pytest.raises(InputFileError, match="duplicate of partitions"):
+            parse_reassignment(doc, "f")
+
+
+def test_topics_to_move():
+    assert parse_topics_to_move({"version": 1, "topics": [{"topic": "a"}, {"topic": "b"}]}, "t") == ["a", "b"]
+    for bad, message in [({"topics": []}, "empty"), ({"topics": [{"topic": "a"}, {"topic": "a"}]}, "listed twice"),
+                         ({"topics": [{"name": "a"}]}, 'expected {"topic": NAME}'), ({}, 'missing "topics"')]:
+        with pytest.raises(InputFileError, match=message):
+            parse_topics_to_move(bad, "t")
+
+
+def test_option_values():
+    assert parse_broker_list(" 3,1 ,2") == [3, 1, 2]
+    for bad in ("", "1,,2", "a", "1,1", "-1"):
+        with pytest.raises(InputError) as exc:
+            parse_broker_list(bad)
+        assert not isinstance(exc.value, InputFileError)
+    assert parse_throttle("1000") == 1000
+    for bad in ("0", "-1", "1e6", "", str(2**63)):
+        with pytest.raises(InputError):
+            parse_throttle(bad)
+
+
+def test_read_json_file_errors(tmp_path):
+    with pytest.raises(InputFileError, match="file not found"):
+        read_json_file(str(tmp_path / "nope.json"))
+    with pytest.raises(InputFileError, match="is a directory"):
+        read_json_file(str(tmp_path))
+    bad = tmp_path / "latin1.json"
+    bad.write_bytes(b'{"t": "\xe9"}')
+    with pytest.raises(InputFileError, match="not UTF-8"):
+        read_json_file(str(bad))
+    deep = tmp_path / "deep.json"
+    deep.write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(InputFileError, match="malformed JSON"):
+        read_json_file(str(deep))
+
+
+# ---- Kafka's old --generate algorithm --------------------------------------------------------
+
+
+def test_rack_unaware_layout_is_kafkas():
+    # The table in Kafka's AdminUtils documentation (5 brokers, 10 partitions, start 0, shift 0).
+    layout = assign_replicas(10, 3, [0, 1, 2, 3, 4])
+    assert layout[0] == [0, 1, 2] and layout[4] == [4, 0, 1]
+    assert layout[5] == [0, 2, 3] and layout[9] == [4, 1, 2]
+
+
+def test_rack_aware_layout_is_kafkas():
+    # Kafka's rack-alternated list for racks {0,1: r1; 2,3: r2; 4,5: r3} is 0,2,4,1,3,5.
+    racks = {0: "r1", 1: "r1", 2: "r2", 3: "r2", 4: "r3", 5: "r3"}
+    layout = assign_replicas(6, 3, [0, 1, 2, 3, 4, 5], racks)
+    assert [r[0] for r in layout.values()] == [0, 2, 4, 1, 3, 5]
+    for replicas in layout.values():
+        assert len({racks[b] for b in replicas}) == 3
+
+
+@given(
+    n_parts=st.integers(1, 40),
+    rf=st.integers(1, 4),
+    brokers=st.lists(st.integers(0, 50), min_size=4, max_size=9, unique=True),
+    with_racks=st.booleans(),
+)
+def test_generate_properties(n_parts, rf, brokers, with_racks):
+    racks = {b: f"r{b % 3}" for b in brokers} if with_racks else {}
+    current = {"t": {p: brokers[:rf] for p in range(n_parts)}}
+    proposed = generate(current, brokers, racks)
+    assert sorted(proposed) == [("t", p) for p in range(n_parts)]
+    counts = {b: 0 for b in brokers}
+    for replicas in proposed.values():
+        assert len(replicas) == rf and len(set(replicas)) == rf and set(replicas) <= set(brokers)
+        for b in replicas:
+            counts[b] += 1
+        if racks:
+            assert len({racks[b] for b in replicas}) == min(rf, len(set(racks.values())))
+    if not racks:
+        assert max(counts.values()) - min(counts.values()) <= rf  # round robin spreads evenly
+    assert generate(current, list(reversed(brokers)), racks) == proposed  # deterministic
+
+
+def test_generate_refusals():
+    with pytest.raises(InputError, match="replication factor 3 is larger than the 2 available brokers"):
+        generate({"t": {0: [1, 2, 3]}}, [1, 2])
+    with pytest.raises(InputError, match="not all brokers have rack information"):
+        generate({"t": {0: [1, 2]}}, [1, 2, 3], {1: "a", 2: "b"})
+
+
+# ---- progress -------------------------------------------------------------------------------
+
+
+def _sample(t, follower_size, lag, throttles=None):
+    return progress.Sample(
+        time=t,
+        brokers={1, 2, 3},
+        topics={"t": {0: (1, [1, 2, 3])}},
+        logs={1: {("t", 0): progress.ReplicaLog(1000, 0)}, 2: {("t", 0): progress.ReplicaLog(1000, 0)},
+              3: {("t", 0): progress.ReplicaLog(follower_size, lag)}},
+        follower_throttles=throttles or {},
+    )
+
+
+def test_progress_rates_and_etas():
+    targets = {("t", 0): [1, 3]}
+    first = progress.compute(targets, _sample(0.0, 200, 80, {3: 400}))
+    [leader, follower] = first.rows
+    assert leader.status == "In sync" and leader.remaining == 0
+    assert follower.status == "Behind: 80 messages behind" and follower.remaining == 800
+    assert (follower.eta_s, follower.eta_from_throttle) == (2.0, True)
+    second = progress.compute(targets, _sample(2.0, 600, 40, {3: 400}), _sample(0.0, 200, 80, {3: 400}))
+    follower = second.rows[1]
+    assert (follower.rate, follower.remaining, follower.eta_s, follower.eta_from_throttle) == (200.0, 400, 2.0, False)
+    assert (second.total_remaining, second.overall_rate, second.overall_eta_s) == (400, 200.0, 2.0)
+    assert not second.done and second.partitions[0].remaining == 400
+    assert progress.fraction_done(second, first.total_remaining) == 0.5
+    bar = progress.render_bar(second, first.total_remaining)
+    assert bar.startswith("[###############...............]  50% 0/1 partitions, 400 B left, ETA 0:00:02")
+
+
+def test_progress_done_needs_the_assignment_too():
+    targets = {("t", 0): [1, 2, 3]}
+    report = progress.compute(targets, _sample(0.0, 1000, 0))
+    assert report.done and report.overall_eta_s == 0.0
+    moving = progress.compute({("t", 0): [1, 3]}, _sample(0.0, 1000, 0))
+    assert not moving.done  # in sync, but broker 2 is still assigned
+
+
+def test_progress_statuses_for_what_the_cluster_lacks():
+    s = _sample(0.0, 0, 0)
+    del s.logs[2]  # broker 2 did not answer
+    report = progress.compute({("t", 0): [2, 4], ("t", 9): [1], ("u", 0): [1]}, s)
+    assert [(r.topic, r.partition, r.broker, r.status) for r in report.rows] == [
+        ("t", 0, 2, "Broker unavailable"), ("t", 0, 4, "Unknown broker"),
+        ("t", 9, 1, "Unknown partition"), ("u", 0, 1, "Unknown topic")]
+    assert len(report.hopeless) == 3
+    text = progress.render_table(report)
+    assert text.splitlines()[0].split() == ["Topic", "Partition", "Broker", "Status", "Remaining", "ETA"]
+    assert json.loads(json.dumps(report.as_json()))["done"] is False
+
+
+def test_human_units():
+    assert progress.human_bytes(1023) == "1023 B" and progress.human_bytes(1536) == "1.5 KiB"
+    assert progress.human_eta(3725) == "1:02:05" and progress.human_eta(None) == "unknown"
+
+
+# ---- cluster checks and exit codes ---------------------------------------------------------------
+
+
+def test_check_plan_lists_every_problem():
+    state = ClusterState(brokers={1: None, 2: None}, topics={"t": {0: [1], 1: [2]}})
+    plan = parse_reassignment({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 7]}, {"topic": "x", "partition": 0, "replicas": [1]},
+        {"topic": "t", "partition": 5, "replicas": [1]}]}, "p.json")
+    with pytest.raises(ClusterMismatchError) as exc:
+        check_plan(plan, state)
+    lines = str(exc.value).splitlines()
+    assert lines[0] == "p.json: partitions[0] (t-0): broker(s) [7] not in the cluster (brokers: 1-2) (and 2 more)"
+    assert lines[1] == "  partitions[1] (x-0): topic 'x' does not exist"
+    assert lines[2] == "  partitions[2] (t-5): topic 't' has no partition 5 (partitions: 0-1)"
+
+
+def test_exit_codes_are_distinct_per_class():
+    codes = [code for code, _ in exit_codes.TABLE]
+    assert len(codes) == len(set(codes))
+    assert exit_codes.for_error(InputFileError("x", "f.json")) == exit_codes.BAD_INPUT_FILE
+    assert exit_codes.for_error(InputError("x", "--throttle")) == exit_codes.USAGE
+    assert exit_codes.for_error(ConflictError("x")) == exit_codes.CONFLICT
+    assert exit_codes.for_error(error_for_code(60)) == exit_codes.CONFLICT
+    assert isinstance(error_for_code(60), ReassignmentInProgressError)
+    assert isinstance(error_for_code(41), NotControllerError)
+    assert exit_codes.for_error(error_for_code(39, "no")) == exit_codes.REJECTED
+    assert error_for_code(1001).name == "INVALID_THROTTLE"
+    assert error_for_code(12345).name == "ERROR_12345"
