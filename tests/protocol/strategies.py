@@ -192,6 +192,26 @@ def normalise(
     return out
 
 
+def sets_tagged_field(spec: dict, version: int, body: dict, fields: list[dict] | None = None) -> bool:
+    """True if `body` gives a value to any tagged field, at any depth. Without one, every
+    encoder that follows Kafka writes the same bytes (tagged fields are where encoders may
+    differ: Kafka writes them only when they differ from the default)."""
+    for field in fields_in(spec["fields"] if fields is None else fields, version):
+        key = snake_case(field["name"])
+        if key not in body:
+            continue
+        if is_tagged(field, version):
+            return True
+        sub = struct_fields(spec, field)
+        value = body[key]
+        if sub is None or value is None:
+            continue
+        items = value if field["type"].startswith("[]") else [value]
+        if any(sets_tagged_field(spec, version, item, sub) for item in items):
+            return True
+    return False
+
+
 # --------------------------------------------------------------------------- strategies
 
 _TEXT = st.text(st.characters(blacklist_categories=("Cs",)), max_size=MAX_TEXT)
