@@ -15,8 +15,8 @@ Epoch rules (Kafka's): a request from an older controller epoch than this broker
 answered STALE_CONTROLLER_EPOCH and changes nothing; so is a LeaderAndIsr partition state
 with a leader epoch older than the local one; a StopReplica (v3) partition with an older
 leader epoch is answered FENCED_LEADER_EPOCH. A partition state with the *same* leader epoch
-is applied (a controller re-sending state to new replicas) unless its zkVersion is older than
-the one this broker already holds.
+is applied (a controller re-sending state to new replicas), except that an ISR from an older
+zkVersion than the one this broker holds does not replace the newer one.
 """
 
 from __future__ import annotations
@@ -210,9 +210,11 @@ class BrokerCore:
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
-        zk_version = _zk_version(state)
+        zk_version, isr = _zk_version(state), tuple(state["isr"])
         if replica is not None and epoch == current_epoch and zk_version < replica.zk_version:
-            return ErrorCode.NONE  # a re-sent older state of the same epoch: ours is newer
+            # Same epoch, older state znode: the replica set is the controller's to say, but
+            # the ISR this leader wrote since is newer than the one in the request.
+            zk_version, isr = replica.zk_version, replica.isr
         if replica is None:
             # Kafka creates an empty log for a partition it is told to host.
             replica = self.model.add(Replica(topic, index, self.broker_id))
@@ -221,7 +223,7 @@ class BrokerCore:
             state["leader"],
             epoch,
             state.get("controller_epoch", self.controller_epoch),
-            tuple(state["isr"]),
+            isr,
             tuple(state["replicas"]),
             tuple(state.get("adding_replicas") or ()),
             tuple(state.get("removing_replicas") or ()),

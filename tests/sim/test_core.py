@@ -118,9 +118,13 @@ def test_older_leader_epoch_is_ignored_same_epoch_applies(sim):
     same = core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2, 3], leader_epoch=3, zk_version=4)]))
     assert same["partition_errors"][0]["error_code"] == 0
     assert sim.model.get("t", 0, 2).replicas == (1, 2, 3)
-    older_zk = core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2], leader_epoch=3, zk_version=2)]))
+    # Same epoch, older zkVersion: the replica set is taken, the newer ISR is kept.
+    older_zk = core.handle(
+        4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2], isr=[1], leader_epoch=3, zk_version=2)])
+    )
     assert older_zk["partition_errors"][0]["error_code"] == 0
-    assert sim.model.get("t", 0, 2).replicas == (1, 2, 3)
+    replica = sim.model.get("t", 0, 2)
+    assert replica.replicas == (1, 2) and replica.isr == (1, 2, 3) and replica.zk_version == 4
 
 
 def test_not_in_replicas_is_unknown_partition(sim):
