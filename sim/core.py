@@ -29,6 +29,7 @@ from protocol.errors import ErrorCode
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
+from znodes import paths
 
 API_VERSIONS = 18
 METADATA = 3
@@ -203,6 +204,10 @@ class BrokerCore:
         return _partition_errors(ErrorCode.NONE, results)
 
     def _become(self, topic: str, index: int, state: dict) -> ErrorCode:
+        if not _valid_topic(topic):
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        if index < 0:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         replica = self.model.get(topic, index, self.broker_id)
         current_epoch = replica.leader_epoch if replica is not None else -1
         epoch = state["leader_epoch"]
@@ -418,6 +423,14 @@ def _leader_and_isr_states(body: dict):
     for topic in body.get("topic_states") or []:
         for state in topic.get("partition_states") or []:
             yield topic["topic_name"], state
+
+
+def _valid_topic(name: str) -> bool:
+    try:
+        paths.validate_topic_name(name)
+    except paths.InvalidTopicError:
+        return False
+    return True
 
 
 def _zk_version(state: dict) -> int:

@@ -219,3 +219,12 @@ def test_restart_forgets_roles_keeps_logs(sim):
     assert core.controller_epoch == 0
     assert core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1], leader_epoch=0)]))["error_code"] == 0
     assert replica.role is Role.LEADER
+
+
+def test_bad_partition_states_are_refused_one_by_one(sim):
+    core = sim.cores[2]
+    body = leader_and_isr("t", [partition_state(0, 1, [1, 2]), partition_state(-1, 1, [1, 2])])
+    body["topic_states"].append({"topic_name": "bad/topic", "partition_states": [partition_state(0, 1, [1, 2])]})
+    errors = [e["error_code"] for e in core.handle(4, 4, body)["partition_errors"]]
+    assert errors == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_TOPIC_EXCEPTION]
+    assert [r.key for r in core.replicas()] == [("t", 0)]
