@@ -107,9 +107,14 @@ def plan(
     max_in: int = batching.DEFAULT_MAX_IN,
     max_out: int = batching.DEFAULT_MAX_OUT,
     throttle: int | None = None,
+    assume_valid: bool = False,
 ) -> PlanResult:
-    """Plan one cluster. SnapshotError for a bad snapshot, PlanError for an impossible request."""
-    snap = snapshots.validate(snapshot)
+    """Plan one cluster. SnapshotError for a bad snapshot, PlanError for an impossible request.
+
+    ``assume_valid`` skips re-validating a snapshot that came from ``snapshot.load`` or
+    ``snapshot.validate`` (seconds saved on millions of partitions).
+    """
+    snap = snapshot if assume_valid else snapshots.validate(snapshot)
     req = core.PlanRequest(
         mode=mode,
         brokers=list(brokers) if brokers is not None else None,
@@ -133,7 +138,7 @@ def _plan_one(item):
     name, fmt, data, kwargs = item
     try:
         snap = snapshots.loads(data, fmt, name)
-        return name, plan(snap, **kwargs), None
+        return name, plan(snap, assume_valid=True, **kwargs), None
     except ValueError as e:  # SnapshotError, PlanError: reported per cluster
         return name, None, str(e)
 

@@ -14,6 +14,7 @@ Usage::
 from __future__ import annotations
 
 from dataclasses import dataclass
+from itertools import chain
 
 import numpy as np
 
@@ -69,40 +70,39 @@ class Cluster:
     def from_snapshot(cls, snap: dict) -> "Cluster":
         """Build from a validated snapshot (see spark_jobs.snapshot.validate)."""
         brokers = snap["brokers"]
-        broker_ids = np.array([b["id"] for b in brokers], dtype=np.int64)
-        index = {b["id"]: i for i, b in enumerate(brokers)}
+        broker_ids = np.array([b["id"] for b in brokers], dtype=np.int64)  # sorted by validate()
         topics = [t["name"] for t in snap["topics"]]
         counts = [len(t["partitions"]) for t in snap["topics"]]
-        n = sum(counts)
-        width = max((len(p["replicas"]) for t in snap["topics"] for p in t["partitions"]), default=1)
+        parts = [p for t in snap["topics"] for p in t["partitions"]]
+        n = len(parts)
+        # Built column-wise from flat iterators: millions of partitions stay a few seconds.
+        lens = np.fromiter((len(p["replicas"]) for p in parts), dtype=np.int64, count=n)
+        width = int(lens.max()) if n else 1
+        total = int(lens.sum())
+        flat = np.fromiter(chain.from_iterable(p["replicas"] for p in parts), dtype=np.int64, count=total)
+        row_of = np.repeat(np.arange(n), lens)
+        col_of = np.arange(total) - np.repeat(np.cumsum(lens) - lens, lens)
         rep = np.full((n, width), -1, dtype=np.int32)
-        rf = np.zeros(n, dtype=np.int32)
+        rep[row_of, col_of] = np.searchsorted(broker_ids, flat)
+        rf = lens.astype(np.int32)
+        part_num = np.fromiter((p["partition"] for p in parts), dtype=np.int32, count=n)
+        reassigning = np.fromiter((p["reassigning"] for p in parts), dtype=bool, count=n)
+        lead_ids = np.fromiter((p["leader"] for p in parts), dtype=np.int64, count=n)
+        leaders = np.where(lead_ids >= 0, np.searchsorted(broker_ids, np.maximum(lead_ids, 0)), -1).astype(np.int32)
         size = np.full(n, -1, dtype=np.int64)
-        part_num = np.zeros(n, dtype=np.int32)
-        reassigning = np.zeros(n, dtype=bool)
-        leaders = np.full(n, -1, dtype=np.int32)
-        row = 0
-        for t in snap["topics"]:
-            for p in t["partitions"]:
-                reps = p["replicas"]
-                k = len(reps)
-                rep[row, :k] = [index[r] for r in reps]
-                rf[row] = k
-                part_num[row] = p["partition"]
-                reassigning[row] = p["reassigning"]
-                if p["leader"] >= 0:
-                    leaders[row] = index[p["leader"]]
-                sizes = p["sizes"]
-                if sizes is not None:
-                    # The leader's log is what a new replica copies; fall back to the largest.
-                    leader = p["leader"]
-                    s = sizes[reps.index(leader)] if leader in reps else None
-                    if s is None:
-                        known = [x for x in sizes if x is not None]
-                        s = max(known) if known else None
-                    if s is not None:
-                        size[row] = s
-                row += 1
+        has = np.fromiter((p["sizes"] is not None for p in parts), dtype=bool, count=n)
+        if has.any():
+            idx = np.nonzero(has)[0]
+            sized = [parts[i] for i in idx.tolist()]
+            flat_s = np.fromiter(
+                (-1 if x is None else x for p in sized for x in p["sizes"]), dtype=np.int64, count=int(lens[idx].sum())
+            )
+            S = np.full((len(idx), width), -1, dtype=np.int64)
+            S[np.repeat(np.arange(len(idx)), lens[idx]), col_of[np.isin(row_of, idx)]] = flat_s
+            # The leader's log is what a new replica copies; fall back to the largest.
+            at_leader = rep[idx] == leaders[idx][:, None]
+            lead_size = np.where(at_leader.any(axis=1), np.where(at_leader, S, -1).max(axis=1), -1)
+            size[idx] = np.where(lead_size >= 0, lead_size, S.max(axis=1))
         topic_start = np.zeros(len(topics) + 1, dtype=np.int64)
         np.cumsum(counts, out=topic_start[1:])
         part_topic = np.repeat(np.arange(len(topics), dtype=np.int32), counts)

@@ -672,9 +672,7 @@ class _Planner:
                         self.recount()
                         exact_used = True
         after = self.rep[self.rows_idx]
-        moved = np.array(
-            [set(a.tolist()) != set(b.tolist()) for a, b in zip(before_rows, after)], dtype=bool
-        ) if len(after) else np.zeros(0, dtype=bool)
+        moved = _set_changed(before_rows, after)
         leaders.balance_leaders(after, self.target, prefer=moved)
         self.rep[self.rows_idx] = after
         return self._outcome(before_rows, fixed[self.rows_idx], after, lb_initial, lower_bound, exact_used)
@@ -691,33 +689,32 @@ class _Planner:
         total_moves = _moves(before, after)
         entries = []
         move_list = []
-        bytes_known = True
-        bytes_total = 0
-        for i, r in enumerate(rows_idx.tolist()):
-            b_row = [int(x) for x in before[i] if x >= 0]
-            a_row = [int(x) for x in after[i] if x >= 0]
-            if b_row == a_row:
-                continue
-            topic = c.topics[c.part_topic[r]]
-            part = int(c.part_num[r])
-            new_ids = [int(ids[x]) for x in a_row]
+        adds = _adds(before, after)
+        changed = np.nonzero(_changed(before, after))[0] if len(before) else np.zeros(0, dtype=np.int64)
+        sizes = c.size[rows_idx]
+        bytes_known = not bool(((adds > 0) & (sizes < 0)).any())
+        bytes_total = int((adds * np.maximum(sizes, 0)).sum())
+        id_list = ids.tolist()
+        topics, part_topic, part_num, leader_of = c.topics, c.part_topic, c.part_num, c.leader
+        for i in changed.tolist():
+            r = int(rows_idx[i])
+            b_row = [id_list[x] for x in before[i].tolist() if x >= 0]
+            new_ids = [id_list[x] for x in after[i].tolist() if x >= 0]
+            topic = topics[part_topic[r]]
+            part = int(part_num[r])
             entries.append({"topic": topic, "partition": part, "replicas": new_ids})
-            added = len(set(a_row) - set(b_row))
-            size = int(c.size[r])
-            if added and size < 0:
-                bytes_known = False
-            nbytes = added * max(size, 0)
-            bytes_total += nbytes
-            lead = int(c.leader[r])
+            size = int(sizes[i])
+            lead = int(leader_of[r])
+            lead_id = id_list[lead] if lead >= 0 else -1
             move_list.append(
                 {
-                    "leader": int(ids[lead]) if lead in b_row else int(ids[b_row[0]]),
+                    "leader": lead_id if lead_id in b_row else b_row[0],
                     "topic": topic,
                     "partition": part,
-                    "old": [int(ids[x]) for x in b_row],
+                    "old": b_row,
                     "new": new_ids,
-                    "adds": added,
-                    "bytes": nbytes,
+                    "adds": int(adds[i]),
+                    "bytes": int(adds[i]) * max(size, 0),
                     "size": size,
                 }
             )
@@ -818,17 +815,37 @@ class _Planner:
         }
 
 
+def _pad(rows: np.ndarray, width: int) -> np.ndarray:
+    out = np.full((len(rows), width), -1, dtype=np.int64)
+    out[:, : rows.shape[1]] = rows
+    return out
+
+
+def _adds(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Per row, how many brokers in ``after`` were not in ``before``."""
+    if len(before) == 0:
+        return np.zeros(0, dtype=np.int64)
+    w = max(before.shape[1], after.shape[1])
+    a, b = _pad(after, w), _pad(before, w)
+    present = (a[:, :, None] == b[:, None, :]).any(axis=2)
+    return ((a >= 0) & ~present).sum(axis=1)
+
+
 def _moves(before: np.ndarray, after: np.ndarray) -> int:
     """Replicas added: per row, brokers in ``after`` that were not in ``before``."""
-    if len(before) == 0:
-        return 0
+    return int(_adds(before, after).sum())
+
+
+def _changed(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Rows whose replica list differs (order included)."""
     w = max(before.shape[1], after.shape[1])
-    a = np.full((len(after), w), -1, dtype=np.int64)
-    a[:, : after.shape[1]] = after
-    b = np.full((len(before), w), -1, dtype=np.int64)
-    b[:, : before.shape[1]] = before
-    present = (a[:, :, None] == b[:, None, :]).any(axis=2)
-    return int(((a >= 0) & ~present).sum())
+    return (_pad(before, w) != _pad(after, w)).any(axis=1)
+
+
+def _set_changed(before: np.ndarray, after: np.ndarray) -> np.ndarray:
+    """Rows whose replica set differs (order ignored)."""
+    w = max(before.shape[1], after.shape[1])
+    return (np.sort(_pad(before, w), axis=1) != np.sort(_pad(after, w), axis=1)).any(axis=1)
 
 
 def _invalid(rule: RackRule, rows: np.ndarray) -> int:

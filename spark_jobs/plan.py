@@ -179,7 +179,7 @@ def main(argv: list[str] | None = None) -> int:
         if fleet:
             return _fleet(spark, files, req, args)
         try:
-            result = api.plan(snap, spark=spark, **req)
+            result = api.plan(snap, spark=spark, assume_valid=True, **req)
         except (PlanError, SnapshotError, ValueError) as e:
             print(f"{PROG}: {e}", file=sys.stderr)
             return 1

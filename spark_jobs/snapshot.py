@@ -66,6 +66,8 @@ JSON_EXTENSIONS = (".json",)
 MSGPACK_EXTENSIONS = (".msgpack", ".mpk")
 MAX_INT32 = 2**31 - 1  # broker ids and partition numbers are Java ints in Kafka
 MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, leaves room in log directory names
+_INT_ONLY = {int}
+_SIZE_TYPES = {int, type(None)}
 _TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
 # ZooKeeper reads in flight at once: enough to hide round trips, few enough to stay polite.
 ZK_READ_CONCURRENCY = 512
@@ -225,7 +227,7 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
         brokers[bid] = {"id": bid, "host": host, "port": port, "rack": rack, "alive": alive}
 
     topics: dict[str, dict] = {}
-    known = brokers.keys()
+    known_set = set(brokers)
     for ti, t in enumerate(obj["topics"]):
         at = f"topics[{ti}]"
         if not isinstance(t, dict):
@@ -240,53 +242,59 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
         if not isinstance(parts_in, list):
             fail(f"{at}.partitions", f"must be an array, got {_type(parts_in)}")
         parts: dict[int, dict] = {}
+        # The loop below runs once per partition (millions in big clusters): checks are
+        # written with C-level set operations and error paths are only formatted on failure.
         for pi, p in enumerate(parts_in):
-            pat = f"{at}.partitions[{pi}]"
-            if not isinstance(p, dict):
-                fail(pat, f"must be an object, got {_type(p)}")
+
+            def pfail(fld: str, reason: str):
+                fail(f"{at}.partitions[{pi}]" + (f".{fld}" if fld else ""), reason)
+
+            if type(p) is not dict:
+                pfail("", f"must be an object, got {_type(p)}")
             num = p.get("partition")
-            if not _is_int(num) or not 0 <= num <= MAX_INT32:
-                fail(f"{pat}.partition", f"partition number must be an int in [0, {MAX_INT32}], got {num!r}")
+            if type(num) is not int or not 0 <= num <= MAX_INT32:
+                pfail("partition", f"partition number must be an int in [0, {MAX_INT32}], got {num!r}")
             if num in parts:
-                fail(f"{pat}.partition", f"duplicate partition {name}-{num}")
+                pfail("partition", f"duplicate partition {name}-{num}")
             reps = p.get("replicas")
-            if not isinstance(reps, list) or not reps:
-                fail(f"{pat}.replicas", f"must be a non-empty array of broker ids, got {reps!r}")
-            for r in reps:
-                if not _is_int(r):
-                    fail(f"{pat}.replicas", f"broker ids must be ints, got {r!r}")
-                if r not in known:
-                    fail(f"{pat}.replicas", f"replica on unknown broker {r} (not in 'brokers')")
-            if len(set(reps)) != len(reps):
-                fail(f"{pat}.replicas", f"broker listed twice in {reps}")
+            if type(reps) is not list or not reps:
+                pfail("replicas", f"must be a non-empty array of broker ids, got {reps!r}")
+            if set(map(type, reps)) != _INT_ONLY:
+                pfail("replicas", f"broker ids must be ints, got {reps!r}")
+            rset = set(reps)
+            if not rset <= known_set:
+                bad = next(r for r in reps if r not in known_set)
+                pfail("replicas", f"replica on unknown broker {bad} (not in 'brokers')")
+            if len(rset) != len(reps):
+                pfail("replicas", f"broker listed twice in {reps}")
             leader = p.get("leader", -1)
             if leader is None:
                 leader = -1
-            if not _is_int(leader) or (leader != -1 and leader not in reps):
-                fail(f"{pat}.leader", f"must be -1 or one of the replicas {reps}, got {leader!r}")
+            if type(leader) is not int or (leader != -1 and leader not in rset):
+                pfail("leader", f"must be -1 or one of the replicas {reps}, got {leader!r}")
             isr = p.get("isr")
             if isr is not None:
-                if not isinstance(isr, list) or not all(_is_int(x) for x in isr) or len(set(isr)) != len(isr):
-                    fail(f"{pat}.isr", f"must be an array of distinct broker ids or null, got {isr!r}")
+                if type(isr) is not list or not set(map(type, isr)) <= _INT_ONLY or len(set(isr)) != len(isr):
+                    pfail("isr", f"must be an array of distinct broker ids or null, got {isr!r}")
+                isr = list(isr)
             reassigning = p.get("reassigning", False)
-            if not isinstance(reassigning, bool):
-                fail(f"{pat}.reassigning", f"must be a boolean, got {_type(reassigning)}")
+            if type(reassigning) is not bool:
+                pfail("reassigning", f"must be a boolean, got {_type(reassigning)}")
             sizes = p.get("sizes")
             if sizes is not None:
-                if not isinstance(sizes, list) or len(sizes) != len(reps):
-                    fail(f"{pat}.sizes", f"must have one entry per replica ({len(reps)}), got {sizes!r}")
-                for s in sizes:
-                    if s is not None and (not _is_int(s) or s < 0):
-                        fail(f"{pat}.sizes", f"sizes are non-negative ints or null, got {s!r}")
-                if all(s is None for s in sizes):
-                    sizes = None
+                if type(sizes) is not list or len(sizes) != len(reps):
+                    pfail("sizes", f"must have one entry per replica ({len(reps)}), got {sizes!r}")
+                kinds = set(map(type, sizes))
+                if not kinds <= _SIZE_TYPES or (int in kinds and min(x for x in sizes if x is not None) < 0):
+                    pfail("sizes", f"sizes are non-negative ints or null, got {sizes!r}")
+                sizes = None if int not in kinds else list(sizes)
             parts[num] = {
                 "partition": num,
                 "replicas": list(reps),
                 "leader": leader,
-                "isr": None if isr is None else list(isr),
+                "isr": isr,
                 "reassigning": reassigning,
-                "sizes": None if sizes is None else list(sizes),
+                "sizes": sizes,
             }
         topics[name] = {"name": name, "partitions": [parts[k] for k in sorted(parts)]}
 
