@@ -25,6 +25,7 @@ request before anything is sent.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Sequence
 
 from znodes.api import (
@@ -171,11 +172,23 @@ def check_multi(ops: Sequence[Op], chroot: str = "", limit: int = JUTE_MAXBUFFER
         )
 
 
+# Paths of these characters with no "." or ".." name are valid on sight: the common case
+# (Kafka's paths, topic names), which skips the character-by-character check.
+_PLAIN_PATH = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9._\-]+)+")
+
+
+def check_path(path: str, sequential: bool = False) -> None:
+    """ZooKeeper's path rules (znodes.paths.validate_path), with a fast path for plain paths."""
+    if isinstance(path, str) and _PLAIN_PATH.fullmatch(path):
+        return
+    validate_path(path, sequential=sequential)
+
+
 def check_op(op: Op) -> None:
     """Refuse a malformed op (bad path, non-bytes data, bad version) before it is queued."""
     if not isinstance(op, (Create, SetData, Delete, Check)):
         raise TypeError(f"not a store op: {op!r}")
-    validate_path(op.path, sequential=isinstance(op, Create) and op.sequential)
+    check_path(op.path, sequential=isinstance(op, Create) and op.sequential)
     if isinstance(op, (Create, SetData)) and not isinstance(op.data, bytes):
         raise TypeError(f"data of {op.path!r} must be bytes, not {type(op.data).__name__}")
     if not isinstance(op, Create):
@@ -190,28 +203,26 @@ def plan_chunks(
     max_ops: int = MAX_OPS_PER_MULTI,
     chroot: str = "",
     fenced: bool = False,
+    sizes: Sequence[int] | None = None,
 ) -> list[list[Op]]:
     """Split ``ops`` in order into chunks that each fit one multi (with the epoch check if fenced).
 
-    Raises RequestTooLargeError, before anything could be sent, if one op alone cannot fit.
+    ``sizes`` may carry each op's :func:`multi_op_size` when already known. Raises
+    RequestTooLargeError, before anything could be sent, if one op alone cannot fit.
     """
-    base = MULTI_BASE_SIZE
+    base = _chunk_base(chroot, fenced)
     if fenced:
-        base += multi_op_size(Check(CONTROLLER_EPOCH_PATH, 0), chroot)
         max_ops -= 1  # the check takes one slot
     if max_ops < 1:
         raise ValueError("max_ops leaves no room for an op")
+    if sizes is None:
+        sizes = [multi_op_size(op, chroot) for op in ops]
     chunks: list[list[Op]] = []
     current: list[Op] = []
     size = base
-    for i, op in enumerate(ops):
-        op_size = multi_op_size(op, chroot)
+    for i, (op, op_size) in enumerate(zip(ops, sizes)):
         if base + op_size > max_request_bytes:
-            raise RequestTooLargeError(
-                f"op {i} ({type(op).__name__} of {op.path!r}) encodes to {op_size} bytes; with the "
-                f"multi's own {base} bytes it exceeds the {max_request_bytes}-byte request limit; "
-                f"nothing was sent"
-            )
+            raise _too_large(i, op, op_size, base, max_request_bytes)
         if current and (size + op_size > max_request_bytes or len(current) >= max_ops):
             chunks.append(current)
             current, size = [], base
@@ -220,6 +231,25 @@ def plan_chunks(
     if current:
         chunks.append(current)
     return chunks
+
+
+def _chunk_base(chroot: str, fenced: bool) -> int:
+    """A chunk's fixed size: the multi's own bytes, plus the epoch check when fenced."""
+    base = MULTI_BASE_SIZE
+    if fenced:
+        base += multi_op_size(Check(CONTROLLER_EPOCH_PATH, 0), chroot)
+    return base
+
+
+def _too_large(i: int, op: Op, op_size: int, base: int, limit: int) -> RequestTooLargeError:
+    return RequestTooLargeError(
+        f"op {i} ({type(op).__name__} of {op.path!r}) encodes to {op_size} bytes; with the "
+        f"multi's own {base} bytes it exceeds the {limit}-byte request limit; nothing was sent"
+    )
+
+
+def _flatten(chunks: list[list[Op]]) -> list[Op]:
+    return [op for chunk in chunks for op in chunk]
 
 
 class BatchedWriter:
@@ -242,28 +272,42 @@ class BatchedWriter:
         # Paths travel chroot-prefixed, so the chroot counts toward every op's size.
         self.chroot: str = getattr(store, "chroot", "") or ""
         self._ops: list[Op] = []
+        self._sizes: list[int] = []  # each queued op's multi_op_size, computed once
+        # Every op must fit a fenced chunk on its own, whichever flush it ends up in.
+        self._largest_op = max_request_bytes - _chunk_base(self.chroot, fenced=True)
 
     def __len__(self) -> int:
         return len(self._ops)
 
+    def _checked_size(self, i: int, op: Op) -> int:
+        check_op(op)
+        size = multi_op_size(op, self.chroot)
+        if size > self._largest_op:
+            raise _too_large(i, op, size, self.max_request_bytes - self._largest_op, self.max_request_bytes)
+        return size
+
     def add(self, op: Op) -> None:
         """Queue one op; refuses (and queues nothing) if it is malformed or could never fit."""
-        check_op(op)
-        plan_chunks([op], max_request_bytes=self.max_request_bytes, max_ops=self.max_ops, chroot=self.chroot, fenced=True)
+        size = self._checked_size(len(self._ops), op)
         self._ops.append(op)
+        self._sizes.append(size)
 
     def extend(self, ops: Iterable[Op]) -> None:
         """Queue ops in order; if any is malformed or could never fit, queues none of them."""
         ops = list(ops)
-        for op in ops:
-            check_op(op)
-            plan_chunks([op], max_request_bytes=self.max_request_bytes, max_ops=self.max_ops, chroot=self.chroot, fenced=True)
+        sizes = [self._checked_size(len(self._ops) + i, op) for i, op in enumerate(ops)]
         self._ops.extend(ops)
+        self._sizes.extend(sizes)
 
     def chunks(self, fenced: bool = False) -> list[list[Op]]:
         """How the queued ops would be split (nothing is sent)."""
         return plan_chunks(
-            self._ops, max_request_bytes=self.max_request_bytes, max_ops=self.max_ops, chroot=self.chroot, fenced=fenced
+            self._ops,
+            max_request_bytes=self.max_request_bytes,
+            max_ops=self.max_ops,
+            chroot=self.chroot,
+            fenced=fenced,
+            sizes=self._sizes,
         )
 
     async def flush(self, epoch_zkversion: int | None = None) -> list:
@@ -274,11 +318,10 @@ class BatchedWriter:
         """
         fenced = epoch_zkversion is not None
         chunks = self.chunks(fenced=fenced)
-        self._ops = []
+        self._ops, self._sizes = [], []
         results: list = []
         done = 0
         for n, chunk in enumerate(chunks):
-            later = [op for c in chunks[n + 1 :] for op in c]
             try:
                 if fenced:
                     chunk_results = await self.store.fenced_multi(chunk, epoch_zkversion)
@@ -291,18 +334,18 @@ class BatchedWriter:
                     index=None,
                     results=results,
                     in_doubt=[],
-                    unsent=chunk + later,
+                    unsent=chunk + _flatten(chunks[n + 1 :]),
                 ) from e
             except MultiOpError as e:
                 index = done + e.index
-                cause = MultiOpError(index, e.cause, [op for c in chunks for op in c])
+                cause = MultiOpError(index, e.cause, _flatten(chunks))
                 raise FlushError(
                     f"chunk {n + 1}/{len(chunks)} failed at op {index}: {e.cause!r}; {done} ops applied",
                     cause,
                     index=index,
                     results=results,
                     in_doubt=[],
-                    unsent=chunk + later,
+                    unsent=chunk + _flatten(chunks[n + 1 :]),
                 ) from e
             except (ValueError, TypeError) as e:
                 # The store refused the chunk before sending it (e.g. an invalid path).
@@ -312,7 +355,7 @@ class BatchedWriter:
                     index=None,
                     results=results,
                     in_doubt=[],
-                    unsent=chunk + later,
+                    unsent=chunk + _flatten(chunks[n + 1 :]),
                 ) from e
             except (ConnectionLossError, SessionExpiredError) as e:
                 # The chunk may have been applied before the connection broke.
@@ -322,7 +365,7 @@ class BatchedWriter:
                     index=None,
                     results=results,
                     in_doubt=chunk,
-                    unsent=later,
+                    unsent=_flatten(chunks[n + 1 :]),
                 ) from e
             results.extend(chunk_results)
             done += len(chunk)

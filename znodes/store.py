@@ -54,7 +54,7 @@ from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 
 from znodes import batch
-from znodes.paths import validate_path  # ZooKeeper's path rules, shared with the twin
+from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
 from znodes.api import (
     CONTROLLER_EPOCH_PATH,
     BadVersionError,

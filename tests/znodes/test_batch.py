@@ -267,3 +267,18 @@ async def test_connection_loss_marks_the_chunk_in_flight_as_in_doubt():
     harness.server.reconnect(store.session_id)
     assert len(await store.children("/")) == 2000  # the in-doubt chunk did land
     await harness.close()
+
+
+@given(st.text(st.sampled_from("/.a-_Z9\x00\x1f\x7f\u00e9\ue000\U0001f600 "), max_size=12), st.booleans())
+def test_fast_path_check_agrees_with_full_validation(path, sequential):
+    from znodes.batch import check_path
+    from znodes.paths import validate_path
+
+    def verdict(fn):
+        try:
+            fn(path, sequential=sequential)
+            return "ok"
+        except (ValueError, TypeError) as e:
+            return type(e).__name__
+
+    assert verdict(check_path) == verdict(validate_path)
