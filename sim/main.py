@@ -42,7 +42,7 @@ from znodes.errors import ZnodeFormatError
 
 log = logging.getLogger("reassignd.sim")
 
-MAX_BROKERS = 1000  # one process, one port and one ZooKeeper session per broker
+MAX_BROKERS = 200  # one process: each broker holds a port and a ZooKeeper session (kazoo threads)
 MAX_BROKER_ID = 2**31 - 1
 
 
@@ -218,4 +218,7 @@ def main(argv: list[str]) -> int:
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level != "DEBUG":
+        # One ZooKeeper session per broker: kazoo's connection chatter would drown the sim's own log.
+        logging.getLogger("kazoo").setLevel(logging.WARNING)
     return asyncio.run(run(args))
