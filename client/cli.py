@@ -13,6 +13,8 @@ Examples::
         --reassignment-json-file plan.json --throttle 10000000
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --progress --watch \\
         --reassignment-json-file plan.json
+    # drain broker 3 (KIP-6: planned with the fewest moves and started at once)
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --decommission-broker 3 --throttle 10000000
     # the same against ZooKeeper directly (deprecated; --verify removes the throttle)
     kafka-reassign --zookeeper 127.0.0.1:2181/kafka --execute --reassignment-json-file plan.json
     kafka-reassign --zookeeper 127.0.0.1:2181/kafka --verify --reassignment-json-file plan.json
@@ -34,6 +36,7 @@ import sys
 from client import commands, exit_codes
 from client.errors import InputError, ReassignError
 from client.inputs import (
+    parse_broker_id,
     parse_broker_list,
     parse_reassignment,
     parse_throttle,
@@ -68,6 +71,8 @@ ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "verify_queue": ("--verify-queue", {"reassignment_json_file"}, {"reassignment_json_file"}),
     "generate_queue": ("--generate-queue", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
                        {"topics_to_move_json_file", "broker_list"}),
+    "rebalance": ("--rebalance", {"topics_to_move_json_file", "broker_list", "spark_master"}, set()),
+    "decommission_broker": ("--decommission-broker", {"throttle", "additional", "dry_run", "spark_master"}, set()),
 }
 
 OPTION_FLAGS = {
@@ -80,6 +85,7 @@ OPTION_FLAGS = {
     "watch": "--watch",
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
+    "spark_master": "--spark-master",
 }
 
 
@@ -111,6 +117,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --verify --reassignment-json-file plan.json\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --cancel            # roll back every pending move\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --describe --output json\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --rebalance --broker-list 1,2,3,4,5,6\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --decommission-broker 3 --throttle 10000000\n"
             f"  {PROG} --zookeeper 127.0.0.1:2181/kafka --execute-queue --reassignment-json-file next.json\n"
             "\n"
             "file formats:\n"
@@ -142,6 +150,11 @@ def build_parser() -> argparse.ArgumentParser:
     acts.add_argument("--verify-queue", action="store_true", help="KIP-236: check a queued batch")
     acts.add_argument("--generate-queue", action="store_true",
                       help="like --generate, from the layout the running reassignments will leave")
+    acts.add_argument("--rebalance", action="store_true",
+                      help="KIP-6: propose fair replica counts with the fewest moves (of --topics-to-move-json-file, "
+                           "default every topic; over --broker-list, default every broker)")
+    acts.add_argument("--decommission-broker", metavar="ID",
+                      help="KIP-6: move every replica off broker ID, fairly and with the fewest moves; executes at once")
     ins = p.add_argument_group("inputs")
     ins.add_argument("--reassignment-json-file", metavar="FILE")
     ins.add_argument("--topics-to-move-json-file", metavar="FILE")
@@ -157,6 +170,8 @@ def build_parser() -> argparse.ArgumentParser:
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
                            f"{DEFAULT_WATCH_INTERVAL_S:g} with --watch)")
     opts.add_argument("--disable-rack-aware", action="store_true", help="ignore broker racks when generating")
+    opts.add_argument("--spark-master", metavar="URL",
+                      help="--rebalance/--decommission-broker: plan on this Spark master (default: in-process, same plan)")
     opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
                       help=f"request / ZooKeeper timeout in ms (default {DEFAULT_TIMEOUT_MS})")
@@ -169,12 +184,13 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError("give --bootstrap-server or --zookeeper, not both; nothing was done")
     if not args.bootstrap_server and not args.zookeeper:
         raise UsageError("one of --bootstrap-server or --zookeeper is required")
-    chosen = [name for name in ACTIONS if getattr(args, name)]
+    chosen = [name for name in ACTIONS if getattr(args, name) not in (None, False)]
     if len(chosen) != 1:
         flags = ", ".join(ACTIONS[n][0] for n in chosen) if chosen else "none"
         raise UsageError(
             "exactly one action is required (--execute, --verify, --progress, --cancel, --list, --describe, "
-            f"--generate, --execute-queue, --verify-queue, --generate-queue); got {flags}"
+            "--generate, --rebalance, --decommission-broker, --execute-queue, --verify-queue, --generate-queue); "
+            f"got {flags}"
         )
     action = chosen[0]
     flag, allowed, required = ACTIONS[action]
@@ -210,6 +226,8 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
     if args.reassignment_json_file is not None:
         path = args.reassignment_json_file
         inputs.plan = parse_reassignment(read_json_file(path), path, require_replicas=action != "cancel")
+    if args.decommission_broker is not None:
+        inputs.broker_to_remove = parse_broker_id(args.decommission_broker, "--decommission-broker")
     if args.topics_to_move_json_file is not None:
         path = args.topics_to_move_json_file
         inputs.topics = parse_topics_to_move(read_json_file(path), path)
@@ -247,6 +265,11 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
         if action in ("generate", "generate_queue"):
             return await commands.generate(backend, inputs, rack_aware=not args.disable_rack_aware,
                                            queue=action == "generate_queue")
+        if action == "rebalance":
+            return await commands.rebalance(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master)
+        if action == "decommission_broker":
+            return await commands.decommission(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master,
+                                               additional=args.additional, dry_run=args.dry_run)
         if action == "progress":
             if interval is None:
                 interval = DEFAULT_WATCH_INTERVAL_S if args.watch else DEFAULT_SAMPLE_INTERVAL_S

@@ -15,16 +15,16 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from client import exit_codes, progress, render
-from client.cluster import check_brokers, check_plan, check_topics
+from client import exit_codes, planner, progress, render
+from client.cluster import ClusterState, check_brokers, check_plan, check_topics
 from client.errors import (
+    ClusterMismatchError,
     ConflictError,
     KafkaApiError,
     ReassignmentInProgressError,
     UnsupportedVersionError,
 )
 from client.inputs import Reassignment
-from client.legacy_assign import generate as legacy_generate
 from client.outcomes import FAILED, IN_PROGRESS, QUEUED, ExecuteOutcome
 
 TopicPartition = tuple[str, int]
@@ -162,12 +162,13 @@ async def generate(backend, inputs: Inputs, *, rack_aware: bool, queue: bool = F
             if t in base and p in base[t] and target:
                 base[t][p] = list(target)
         note = "(based on the assignment the running reassignments will leave)"
-    racks = state.racks(inputs.brokers) if rack_aware else {}
-    proposed = legacy_generate(base, inputs.brokers, racks)
+    queued_state = ClusterState(state.brokers, base, state.in_flight, state.leaders)
+    proposed = planner.legacy_generate(queued_state, inputs.topics, inputs.brokers, rack_aware)
     current = _flatten(base)
+    racks_used = rack_aware and bool(state.racks(inputs.brokers))
     return Report(
         render.generate_text(current, proposed, note),
-        render.generate_json(current, proposed, brokers=inputs.brokers, rack_aware=bool(racks)),
+        render.generate_json(current, proposed, brokers=inputs.brokers, rack_aware=racks_used),
     )
 
 
@@ -235,3 +236,65 @@ async def show_progress(backend, inputs: Inputs, *, interval: float, watch: bool
     code = exit_codes.CLUSTER_MISMATCH if report.hopeless else exit_codes.OK
     text = progress.render_table(report) if not tty and not json_out else ""
     return Report(text, report.as_json(), code)
+
+
+# ---- --rebalance, --decommission-broker (KIP-6, through the planner) ---------------------------
+
+
+async def _snapshot(backend, timeout_ms: int) -> dict:
+    if backend.name == "zookeeper":
+        return await planner.snapshot_from_zookeeper(backend.hosts, timeout_ms / 1000)
+    return await planner.snapshot_from_admin(backend.admin)
+
+
+def _plan_summary(report: dict) -> str:
+    text = (f"Planner: {report['moves']} replica move(s) (lower bound {report['lower_bound']}), "
+            f"{report['partitions_changed']} partition(s) changed, {report['waves']} wave(s)")
+    if report.get("estimated_seconds") is not None:
+        text += f", estimated {progress.human_eta(report['estimated_seconds'])}"
+    return text
+
+
+def _plan_json(result) -> dict:
+    keys = ("moves", "lower_bound", "moves_at_lower_bound", "partitions_changed", "fair", "leaders_fair",
+            "bytes_to_move", "waves", "estimated_seconds", "lower_bound_seconds", "warnings")
+    return {k: result.report.get(k) for k in keys}
+
+
+async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: str | None) -> Report:
+    """KIP-6 --rebalance: propose fair counts with the fewest moves (printed, not executed)."""
+    state = await backend.cluster_state(inputs.topics)
+    if inputs.topics is not None:
+        check_topics(inputs.topics, state, inputs.topics_source)
+    if inputs.brokers is not None:
+        check_brokers(inputs.brokers, state, "--broker-list")
+    snap = await _snapshot(backend, timeout_ms)
+    result = planner.make_plan(snap, "rebalance", broker_list=inputs.brokers, topics=inputs.topics,
+                               spark_master=spark_master)
+    proposed = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
+    current = {tp: r for tp, r in _flatten({t: state.topics[t] for t in state.topics}).items() if tp in proposed}
+    text = render.generate_text(current, proposed) + "\n" + _plan_summary(result.report)
+    return Report(text, render.generate_json(current, proposed, plan=_plan_json(result)))
+
+
+async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master: str | None,
+                       additional: bool, dry_run: bool) -> Report:
+    """KIP-6 --decommission-broker: move every replica off the broker, executed at once."""
+    broker = inputs.broker_to_remove
+    state = await backend.cluster_state()
+    hosts_replicas = any(broker in r for ps in state.topics.values() for r in ps.values())
+    if broker not in state.brokers and not hosts_replicas:
+        raise ClusterMismatchError(f"--decommission-broker: broker {broker} is not in the cluster and holds no replicas")
+    if not hosts_replicas:
+        return Report(f"Broker {broker} holds no replicas: nothing to move.", {"started": [], "plan": None})
+    snap = await _snapshot(backend, timeout_ms)
+    result = planner.make_plan(snap, "decommission", brokers=[broker], throttle=inputs.throttle,
+                               spark_master=spark_master)
+    assignments = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
+    plan = Reassignment(assignments, f"--decommission-broker {broker}")
+    check_plan(plan, state)
+    outcome = await backend.execute(assignments, state, throttle=inputs.throttle, additional=additional,
+                                    dry_run=dry_run)
+    text = _plan_summary(result.report) + "\n" + render.execute_text(outcome, backend.name)
+    data = render.execute_json(outcome, backend.name) | {"plan": _plan_json(result)}
+    return Report(text, data, _execute_code(outcome))

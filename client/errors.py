@@ -59,6 +59,11 @@ class ConflictError(ReassignError):
     """Refused: a reassignment (or a queued batch) is already in flight."""
 
 
+class PlanRefusedError(ReassignError):
+    """The planner cannot satisfy the request (e.g. a replication factor larger than the
+    brokers left, brokers with and without racks)."""
+
+
 class VerificationIncomplete(ReassignError):
     """``--verify``: some reassignments are still in progress."""
 

@@ -18,6 +18,7 @@ VERIFY_FAILED = 7
 CLUSTER_MISMATCH = 8
 CONFLICT = 9
 CLUSTER_DATA = 10
+PLAN_REFUSED = 11
 INTERRUPTED = 130
 
 TABLE: tuple[tuple[int, str], ...] = (
@@ -34,6 +35,7 @@ TABLE: tuple[tuple[int, str], ...] = (
     (CLUSTER_MISMATCH, "the input names a topic, partition or broker the cluster does not have"),
     (CONFLICT, "refused: a reassignment, cancellation or queued batch is already in flight"),
     (CLUSTER_DATA, "the cluster holds data this tool cannot read (a malformed znode)"),
+    (PLAN_REFUSED, "the planner cannot satisfy the request (--generate, --rebalance, --decommission-broker)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 
@@ -50,6 +52,8 @@ def for_error(exc: BaseException) -> int:
         return CONFLICT
     if isinstance(exc, errors.ClusterDataError):
         return CLUSTER_DATA
+    if isinstance(exc, errors.PlanRefusedError):
+        return PLAN_REFUSED
     if isinstance(exc, errors.VerificationIncomplete):
         return IN_PROGRESS
     if isinstance(exc, errors.VerificationFailed):

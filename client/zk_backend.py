@@ -66,8 +66,9 @@ def _wrap(exc: ZkError) -> ReassignError:
 class ZkBackend:
     name = "zookeeper"
 
-    def __init__(self, store):
+    def __init__(self, store, hosts: str | None = None):
         self.store = store
+        self.hosts = hosts
 
     @classmethod
     async def open(cls, hosts: str, timeout: float = DEFAULT_ZK_TIMEOUT_S) -> "ZkBackend":
@@ -85,7 +86,7 @@ class ZkBackend:
             raise InputError(str(exc), "--zookeeper") from None
         except ZkError as exc:
             raise ConnectionFailedError(f"cannot connect to ZooKeeper at {hosts}: {exc}") from None
-        return cls(store)
+        return cls(store, hosts)
 
     async def close(self) -> None:
         await self.store.close()

@@ -16,6 +16,7 @@ from client.exit_codes import (
     CONFLICT,
     IN_PROGRESS,
     OK,
+    PLAN_REFUSED,
     USAGE,
     VERIFY_FAILED,
 )
@@ -351,7 +352,7 @@ def test_generate_checks_brokers_and_topics(kzk, tmp_path, capsys):
     assert code == CLUSTER_MISMATCH and "topic(s) ['ghost'] do not exist" in err
     code, _, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--generate", "--topics-to-move-json-file", topics,
                             "--broker-list", "1")
-    assert code == USAGE and "replication factor 2 is larger than the 1 available brokers" in err
+    assert code == PLAN_REFUSED and "replication factor 2 larger than 1 available brokers" in err
 
 
 def test_generate_rack_aware_json(zk_hosts, tmp_path, capsys):

@@ -1,5 +1,5 @@
-"""The client's pure parts: input validation, Kafka's old assignment algorithm, the progress
-computation, cluster checks, exit codes."""
+"""The client's pure parts: input validation, the progress computation, cluster checks, exit
+codes."""
 
 from __future__ import annotations
 
@@ -28,7 +28,6 @@ from client.inputs import (
     read_json_file,
     reassignment_json,
 )
-from client.legacy_assign import assign_replicas, generate
 
 # ---- inputs ---------------------------------------------------------------------------------
 
@@ -117,55 +116,6 @@ def test_read_json_file_errors(tmp_path):
     deep.write_text("[" * 100_000 + "]" * 100_000)
     with pytest.raises(InputFileError, match="malformed JSON"):
         read_json_file(str(deep))
-
-
-# ---- Kafka's old --generate algorithm --------------------------------------------------------
-
-
-def test_rack_unaware_layout_is_kafkas():
-    # The table in Kafka's AdminUtils documentation (5 brokers, 10 partitions, start 0, shift 0).
-    layout = assign_replicas(10, 3, [0, 1, 2, 3, 4])
-    assert layout[0] == [0, 1, 2] and layout[4] == [4, 0, 1]
-    assert layout[5] == [0, 2, 3] and layout[9] == [4, 1, 2]
-
-
-def test_rack_aware_layout_is_kafkas():
-    # Kafka's rack-alternated list for racks {0,1: r1; 2,3: r2; 4,5: r3} is 0,2,4,1,3,5.
-    racks = {0: "r1", 1: "r1", 2: "r2", 3: "r2", 4: "r3", 5: "r3"}
-    layout = assign_replicas(6, 3, [0, 1, 2, 3, 4, 5], racks)
-    assert [r[0] for r in layout.values()] == [0, 2, 4, 1, 3, 5]
-    for replicas in layout.values():
-        assert len({racks[b] for b in replicas}) == 3
-
-
-@given(
-    n_parts=st.integers(1, 40),
-    rf=st.integers(1, 4),
-    brokers=st.lists(st.integers(0, 50), min_size=4, max_size=9, unique=True),
-    with_racks=st.booleans(),
-)
-def test_generate_properties(n_parts, rf, brokers, with_racks):
-    racks = {b: f"r{b % 3}" for b in brokers} if with_racks else {}
-    current = {"t": {p: brokers[:rf] for p in range(n_parts)}}
-    proposed = generate(current, brokers, racks)
-    assert sorted(proposed) == [("t", p) for p in range(n_parts)]
-    counts = {b: 0 for b in brokers}
-    for replicas in proposed.values():
-        assert len(replicas) == rf and len(set(replicas)) == rf and set(replicas) <= set(brokers)
-        for b in replicas:
-            counts[b] += 1
-        if racks:
-            assert len({racks[b] for b in replicas}) == min(rf, len(set(racks.values())))
-    if not racks:
-        assert max(counts.values()) - min(counts.values()) <= rf  # round robin spreads evenly
-    assert generate(current, list(reversed(brokers)), racks) == proposed  # deterministic
-
-
-def test_generate_refusals():
-    with pytest.raises(InputError, match="replication factor 3 is larger than the 2 available brokers"):
-        generate({"t": {0: [1, 2, 3]}}, [1, 2])
-    with pytest.raises(InputError, match="not all brokers have rack information"):
-        generate({"t": {0: [1, 2]}}, [1, 2, 3], {1: "a", 2: "b"})
 
 
 # ---- progress -------------------------------------------------------------------------------

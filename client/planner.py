@@ -1,0 +1,130 @@
+"""kafka-reassign's bridge to the planner (:mod:`spark_jobs`): cluster snapshots in the
+planner's format, Kafka's old ``--generate`` algorithm, and the KIP-6 plans behind
+``--rebalance`` and ``--decommission-broker``.
+
+Snapshots come from ZooKeeper (``spark_jobs.snapshot.read_cluster``: znodes, and replica sizes
+from the brokers' DescribeLogDirs) or, with ``--bootstrap-server``, from the controller's
+Metadata and the brokers' DescribeLogDirs through the AdminClient. The planner's errors become
+:mod:`client.errors`: a snapshot it refuses is ClusterDataError, a request it cannot satisfy
+PlanRefusedError.
+
+Usage::
+
+    snap = await snapshot_from_admin(admin)
+    result = make_plan(snap, "decommission", brokers=[3])
+    result.reassignment["partitions"]      # Kafka's reassignment JSON entries
+"""
+
+from __future__ import annotations
+
+import time
+
+from client.cluster import ClusterState
+from client.errors import ClusterDataError, PlanRefusedError, UnsupportedVersionError
+
+TopicPartition = tuple[str, int]
+
+SNAPSHOT_VERSION = 1
+
+
+def _broker_entries(alive: dict[int, tuple[str | None, int | None, str | None]], replicas_on: set[int]) -> list[dict]:
+    out = [{"id": b, "host": h, "port": p, "rack": r, "alive": True} for b, (h, p, r) in sorted(alive.items())]
+    out += [{"id": b, "host": None, "port": None, "rack": None, "alive": False}
+            for b in sorted(replicas_on - set(alive))]
+    return out
+
+
+def snapshot_from_state(state: ClusterState, topics: list[str] | None = None, source: str | None = None) -> dict:
+    """A size-less snapshot of ``topics`` (default all) from what the CLI already read."""
+    names = sorted(state.topics) if topics is None else list(dict.fromkeys(topics))
+    on = {b for t in names for r in state.topics.get(t, {}).values() for b in r}
+    return {
+        "version": SNAPSHOT_VERSION,
+        "cluster": {"source": source, "taken_at_ms": int(time.time() * 1000), "warnings": []},
+        "brokers": _broker_entries({b: (None, None, rack) for b, rack in state.brokers.items()}, on),
+        "topics": [
+            {"name": t, "partitions": [
+                {"partition": p, "replicas": list(r), "leader": state.leaders.get(t, {}).get(p, -1)
+                 if state.leaders.get(t, {}).get(p, -1) in r else -1,
+                 "isr": None, "reassigning": (t, p) in state.in_flight, "sizes": None}
+                for p, r in sorted(state.topics[t].items())]}
+            for t in names if t in state.topics
+        ],
+    }
+
+
+async def snapshot_from_zookeeper(hosts: str, timeout_s: float) -> dict:
+    from spark_jobs.errors import SnapshotError
+    from spark_jobs.snapshot import read_cluster
+
+    try:
+        return await read_cluster(hosts, sizes=True, timeout=timeout_s)
+    except SnapshotError as exc:
+        raise ClusterDataError(str(exc)) from None
+
+
+async def snapshot_from_admin(admin) -> dict:
+    """Metadata (brokers, racks, assignment, leaders, ISR) plus DescribeLogDirs sizes."""
+    meta = await admin.describe_cluster(None)
+    brokers = {n: (node.host, node.port, node.rack) for n, node in meta.nodes.items() if n != meta.controller_id}
+    try:
+        moving = await admin.list_partition_reassignments()
+    except UnsupportedVersionError:
+        moving = {}
+    logs = await admin.describe_log_dirs()
+    warnings = [f"broker {b}: DescribeLogDirs failed: {e}" for b, e in sorted(logs.errors.items())]
+    on: set[int] = set()
+    topics = []
+    for name in sorted(meta.topics):
+        parts = []
+        for p, m in sorted(meta.topics[name].items()):
+            _, _, removing = moving.get((name, p), ([], [], []))
+            target = [b for b in m.replicas if b not in removing]
+            on.update(m.replicas)
+            sizes = [logs.replicas.get(b, {}).get((name, p)) for b in target]
+            parts.append({
+                "partition": p,
+                "replicas": target,
+                "leader": m.leader if m.leader in target else -1,
+                "isr": list(m.isr),
+                "reassigning": (name, p) in moving or target != m.replicas,
+                "sizes": [None if s is None else s.size for s in sizes],
+            })
+        topics.append({"name": name, "partitions": parts})
+    return {
+        "version": SNAPSHOT_VERSION,
+        "cluster": {"source": None, "taken_at_ms": int(time.time() * 1000), "warnings": warnings},
+        "brokers": _broker_entries(brokers, on),
+        "topics": topics,
+    }
+
+
+def legacy_generate(state: ClusterState, topics: list[str], brokers: list[int], rack_aware: bool) -> dict[TopicPartition, list[int]]:
+    """Kafka's old --generate (spark_jobs.legacy_generate), with a fixed seed so the same
+    cluster and input always give the same proposal."""
+    from spark_jobs import legacy_generate as generate
+    from spark_jobs.errors import PlanError, SnapshotError
+
+    try:
+        doc = generate(snapshot_from_state(state, topics), topics, brokers, seed=0, rack_aware=rack_aware)
+    except PlanError as exc:
+        raise PlanRefusedError(str(exc)) from None
+    except SnapshotError as exc:
+        raise ClusterDataError(str(exc)) from None
+    return {(e["topic"], e["partition"]): list(e["replicas"]) for e in doc["partitions"]}
+
+
+def make_plan(snapshot: dict, mode: str, *, brokers=None, broker_list=None, topics=None,
+              throttle: int | None = None, spark_master: str | None = None):
+    """spark_jobs.api.plan; in-process unless ``spark_master`` names a Spark master."""
+    from spark_jobs import api
+    from spark_jobs.errors import PlanError, SnapshotError
+
+    spark = api.get_spark(spark_master) if spark_master else None
+    try:
+        return api.plan(snapshot, mode, brokers=brokers, broker_list=broker_list, topics=topics,
+                        throttle=throttle, spark=spark)
+    except PlanError as exc:
+        raise PlanRefusedError(str(exc)) from None
+    except SnapshotError as exc:
+        raise ClusterDataError(str(exc)) from None
