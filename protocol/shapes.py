@@ -106,7 +106,10 @@ class DecodeSite:
             else:
                 if n:
                     fmt += f"{n}{f.code}"
-                exprs[f.key] = "[]" if n == 0 else (f"[t[{idx}]]" if n == 1 else f"list(t[{idx}:{idx + n}])")
+                # A list display beats list(t[a:b]) for the short arrays replica lists are.
+                exprs[f.key] = (
+                    "[" + ", ".join(f"t[{j}]" for j in range(idx, idx + n)) + "]" if n <= 16 else f"list(t[{idx}:{idx + n}])"
+                )
                 idx += n
         if plan.tagged_section:
             fmt += "B"
