@@ -218,3 +218,19 @@ async def test_progress_watch_json_lines(cluster, tmp_path):
     assert docs[0]["replicas"][1]["status"] == "Behind: 3000 messages behind"
     assert docs[-1]["bytes_remaining"] == 0
     assert any(d["replicas"][1]["eta_from_throttle"] for d in docs[:1])  # first sample: the throttle
+
+
+async def test_decommission_over_the_admin_listener(cluster):
+    cluster.logs = {1: {("orders", 0): (500, 0)}, 2: {("orders", 0): (500, 0), ("orders", 1): (70, 0)},
+                    3: {("orders", 1): (70, 0), ("audit", 0): (9, 0)}, 4: {("audit", 0): (9, 0)}}
+    code, out, err = await run_cli("--bootstrap-server", cluster.bootstrap, "--decommission-broker", "2",
+                                   "--throttle", "1000", "--output", "json")
+    assert code == OK, err
+    doc = json.loads(out)
+    assert doc["plan"]["moves"] == 2 and doc["plan"]["bytes_to_move"] == 570
+    [(version, body)] = cluster.received(REASSIGN)
+    moved = {(t["topic"], p["partition_id"]): p["broker"] for t in body["topic_reassignments"]
+             for p in t["partition_reassignments"]}
+    assert set(moved) == {("orders", 0), ("orders", 1)}
+    assert all(2 not in r and len(r) == 2 for r in moved.values())
+    assert body["throttle"] == 1000 and body["remove_throttle"] is True

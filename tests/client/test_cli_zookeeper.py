@@ -444,3 +444,54 @@ def test_unreachable_zookeeper(tmp_path, capsys):
     assert code == CLUSTER_UNREACHABLE
     assert "cannot connect to ZooKeeper at 127.0.0.1:1" in err
     assert json.loads(out)["error"]["exit_code"] == CLUSTER_UNREACHABLE
+
+
+# ---- KIP-6 --rebalance / --decommission-broker (the planner) -----------------------------------
+
+
+def test_decommission_executes_at_once(kzk, capsys):
+    code, out, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--decommission-broker", "3", "--timeout", "5000")
+    assert code == OK, err
+    written = kzk.get_json("/admin/reassign_partitions")["partitions"]
+    before = {("orders", 0): [1, 2], ("orders", 1): [2, 3], ("orders", 2): [3, 1], ("audit", 0): [1, 2, 3]}
+    moved = {(e["topic"], e["partition"]) for e in written}
+    assert moved == {tp for tp, r in before.items() if 3 in r}
+    for e in written:
+        assert 3 not in e["replicas"] and len(e["replicas"]) == len(before[(e["topic"], e["partition"])])
+        assert e["original_replicas"] == before[(e["topic"], e["partition"])]
+    assert out.startswith("Planner: 3 replica move(s) (lower bound 3)")
+    assert "Successfully started partition reassignments for" in out
+
+
+def test_decommission_dry_run_and_refusals(kzk, capsys):
+    before = kzk.tree()
+    code, out, _ = cli_main(capsys, "--zookeeper", kzk.hosts, "--decommission-broker", "3", "--dry-run",
+                            "--timeout", "5000", "--output", "json")
+    assert code == OK
+    doc = json.loads(out)
+    assert doc["dry_run"] is True and doc["plan"]["moves"] == doc["plan"]["lower_bound"] == 3
+    code, out, _ = cli_main(capsys, "--zookeeper", kzk.hosts, "--decommission-broker", "4")
+    assert (code, out.strip()) == (OK, "Broker 4 holds no replicas: nothing to move.")
+    code, _, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--decommission-broker", "9")
+    assert code == CLUSTER_MISMATCH and "broker 9 is not in the cluster" in err
+    code, _, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--decommission-broker", "3,4")
+    assert code == USAGE and "expected one broker id" in err
+    assert kzk.tree() == before
+
+
+def test_rebalance_proposes_fair_counts_without_writing(kzk, tmp_path, capsys):
+    before = kzk.tree()
+    code, out, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--rebalance", "--timeout", "5000", "--output", "json")
+    assert code == OK, err
+    doc = json.loads(out)
+    counts = {b: 0 for b in (1, 2, 3, 4)}
+    proposed = {(e["topic"], e["partition"]): e["replicas"] for e in doc["proposed"]["partitions"]}
+    layout = {("orders", 0): [1, 2], ("orders", 1): [2, 3], ("orders", 2): [3, 1], ("audit", 0): [1, 2, 3]}
+    layout.update(proposed)
+    for replicas in layout.values():
+        for b in replicas:
+            counts[b] += 1
+    assert sorted(counts.values()) == [2, 2, 2, 3]  # 9 replicas over 4 brokers: R or R+1
+    assert doc["plan"]["moves"] == doc["plan"]["lower_bound"] == 2
+    assert {tp for tp in proposed} == {(e["topic"], e["partition"]) for e in doc["current"]["partitions"]}
+    assert kzk.tree() == before
