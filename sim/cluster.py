@@ -13,8 +13,7 @@ leader duties, carrying out the ISR writes and notifications they ask for.
 pass a :class:`sim.clock.ManualClock` and call it themselves.
 
     cluster = Cluster(lambda: znodes.store.connect("127.0.0.1:2181/kafka"), ClusterSettings(brokers=3))
-    await cluster.start()
-    await cluster.create_topics([parse_topic_spec("orders:6:3:10MiB")])
+    await cluster.start([parse_topic_spec("orders:6:3:10MiB")])   # or create_topics() later
     cluster.start_ticker()
     await cluster.stop_broker(2)        # its session ends: /brokers/ids/2 goes, others keep running
     await cluster.start_broker(2)       # a restarted broker: logs kept, roles forgotten
@@ -33,6 +32,7 @@ import time
 import uuid
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
 from sim.clock import loop_clock
 from sim.configwatch import ConfigWatcher
@@ -53,6 +53,9 @@ from znodes.api import (
     Store,
     ZkError,
 )
+
+if TYPE_CHECKING:
+    from sim.server import BrokerServer
 
 log = logging.getLogger(__name__)
 
@@ -197,7 +200,11 @@ class Cluster:
         A broker that ran before comes back as a restarted Kafka broker: its replicas keep
         their data, its roles and epochs are forgotten until the controller's LeaderAndIsr.
         """
-        broker = self._broker(broker_id)
+        async with self._lock:  # never in the middle of an advance
+            await self._start_broker(self._broker(broker_id))
+
+    async def _start_broker(self, broker: SimBroker) -> None:
+        broker_id = broker.id
         if broker.running:
             raise ValueError(f"broker {broker_id} is already running")
         if broker.started_before:
@@ -236,7 +243,11 @@ class Cluster:
 
     async def stop_broker(self, broker_id: int) -> None:
         """Stop one broker as if its process died: listener closed, session ended."""
-        broker = self._broker(broker_id)
+        async with self._lock:
+            await self._stop_broker(self._broker(broker_id))
+
+    async def _stop_broker(self, broker: SimBroker) -> None:
+        broker_id = broker.id
         if not broker.running:
             raise ValueError(f"broker {broker_id} is not running")
         broker.running = False
@@ -250,9 +261,11 @@ class Cluster:
         log.info("broker %d stopped", broker_id)
 
     async def restart_broker(self, broker_id: int) -> None:
-        if self._broker(broker_id).running:
-            await self.stop_broker(broker_id)
-        await self.start_broker(broker_id)
+        async with self._lock:
+            broker = self._broker(broker_id)
+            if broker.running:
+                await self._stop_broker(broker)
+            await self._start_broker(broker)
 
     def start_ticker(self) -> None:
         """Advance every ``settings.tick`` seconds until :meth:`stop_ticker`."""
