@@ -311,7 +311,13 @@ class BrokerCore:
     # ---- leader duties -------------------------------------------------------------------
 
     def advance(self, now: float) -> list[Effect]:
-        """ISR changes this broker's leader replicas want, and a due ISR change notification."""
+        """ISR changes this broker's leader replicas want, and a due ISR change notification.
+
+        A follower joins the ISR once it follows this leader and its log end offset reached
+        the high watermark; it leaves once it was not caught up for ``replica_lag_time_max``
+        (a stopped broker's replicas stop fetching, so they leave that way too). At most one
+        write per partition is in flight.
+        """
         effects: list[Effect] = []
         lag_max = self.config.replica_lag_time_max
         for replica in self.replicas():
