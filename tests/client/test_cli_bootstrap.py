@@ -5,12 +5,16 @@ brokers (tests/client/wire_cluster.py)."""
 from __future__ import annotations
 
 import asyncio
+import io
 import json
 import os
 import sys
 
 import pytest
 
+from client import commands
+from client.admin_backend import AdminBackend
+from client.inputs import parse_reassignment
 from client.exit_codes import CLUSTER_MISMATCH, CLUSTER_UNREACHABLE, CONFLICT, OK, REJECTED, VERIFY_FAILED
 
 from tests.client.cluster_zk import REPO, plan, write_json
@@ -234,3 +238,26 @@ async def test_decommission_over_the_admin_listener(cluster):
     assert set(moved) == {("orders", 0), ("orders", 1)}
     assert all(2 not in r and len(r) == 2 for r in moved.values())
     assert body["throttle"] == 1000 and body["remove_throttle"] is True
+
+
+class _Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+async def test_progress_watch_on_a_terminal_redraws_with_a_bar(cluster, tmp_path):
+    _progress_cluster(cluster)
+    backend = await AdminBackend.open(cluster.bootstrap, 5000)
+    screen = _Terminal()
+    try:
+        report = await commands.show_progress(
+            backend, commands.Inputs(plan=parse_reassignment(plan(("orders", 0, [1, 3])), "p.json")),
+            interval=0.01, watch=True, json_out=False, stream=screen)
+    finally:
+        await backend.close()
+    frames = screen.getvalue().split("\x1b[H\x1b[2J")[1:]
+    assert len(frames) >= 3
+    assert all(f.startswith("Topic") for f in frames)
+    assert "Behind: 3000 messages behind" in frames[0] and "[" in frames[0].splitlines()[-1]
+    assert "100% 1/1 partitions" in frames[-1]
+    assert report.code == OK and report.text == ""
