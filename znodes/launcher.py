@@ -557,15 +557,17 @@ def _start(args) -> int:
     if not 0 <= args.port <= 65535:
         print(f"reassignd zk: --port {args.port} is out of range", file=sys.stderr)
         return 2
+    stop: list[int] = []
+    if args.foreground:
+        # Before starting, so a signal that arrives while the server comes up still stops it.
+        handler = lambda signum, frame: stop.append(signum)  # noqa: E731
+        signal.signal(signal.SIGTERM, handler)
+        signal.signal(signal.SIGINT, handler)
     zk = LocalZooKeeper(port=args.port, data_dir=args.data_dir, ensemble=args.ensemble, host=args.host)
     zk.start(timeout=args.timeout)
     print(f"ZooKeeper serving on {zk.connect_string} (data and log in {zk.data_dir})", flush=True)
     if not args.foreground:
         return 0
-    stop = []
-    handler = lambda signum, frame: stop.append(signum)  # noqa: E731
-    signal.signal(signal.SIGTERM, handler)
-    signal.signal(signal.SIGINT, handler)
     try:
         while not stop and any(pid_alive(m.pid) for m in zk.members):
             time.sleep(0.2)

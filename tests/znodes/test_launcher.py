@@ -186,3 +186,29 @@ def test_cli_ensemble_survives_a_member_crash(data_dir):
     for s in servers:
         assert not pid_alive(s["pid"])
         assert not port_open(s["client_port"])
+
+
+def test_cli_foreground_stops_the_server_on_sigterm(data_dir):
+    port = free_port()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "reassignd", "zk", "start", "--foreground", "--port", str(port), "--data-dir", str(data_dir)],
+        cwd=REPO,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        line = proc.stdout.readline()  # printed once the server serves
+        assert f"127.0.0.1:{port}" in line, proc.stderr.read() if proc.poll() is not None else line
+        pid = json.loads((data_dir / "state.json").read_text())["servers"][0]["pid"]
+        assert port_open(port)
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(timeout=CLI_TIMEOUT_S) == 0
+        assert not pid_alive(pid) and not port_open(port)
+        assert not (data_dir / "state.json").exists()
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        proc.stdout.close()
+        proc.stderr.close()
