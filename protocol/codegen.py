@@ -87,6 +87,8 @@ _BASE_GLOBALS = {
     "_uuid": P.uuid_from_bytes,
     "_uuida": P.uuid_array,
     "_uuidab": P.uuid_array_bytes,
+    "_asb": P.as_bytes,
+    "_notseq": (str, bytes, bytearray, dict),
 }
 
 
@@ -514,8 +516,11 @@ class _Gen:
             if g.kind == "string":
                 b = self.name("b")
                 self.emit(body, f"{b} = {x}.encode()")
-            else:
+            elif g.kind == "array":
                 b = x
+            else:
+                b = self.name("b")
+                self.emit(body, f"{b} = {x} if type({x}) is bytes else _asb({x})")
             self.emit(body, f"{n} = len({b})")
             compact = self.prefix_char(g) is None
             args.append(f"{n} + 1" if compact else n)
@@ -552,7 +557,11 @@ class _Gen:
                     else:
                         self.emit(ind, f"{blob} = {vv}.encode()")
                 else:
-                    blob = vv
+                    blob = self.name("b")
+                    if nullable:
+                        self.emit(ind, f"{blob} = None if {vv} is None else {vv} if type({vv}) is bytes else _asb({vv})")
+                    else:
+                        self.emit(ind, f"{blob} = {vv} if type({vv}) is bytes else _asb({vv})")
             size_of = blob if blob is not None else vv
             args.append(f"-1 if {size_of} is None else len({size_of})" if nullable else f"len({size_of})")
         pack = self.const(Struct(fmt).pack, "_p")
@@ -599,7 +608,7 @@ class _Gen:
         n = self.name("l")
         if k in BLOB_TYPES:
             b = self.name("b")
-            self.emit(body, f"{b} = {vv}.encode()" if k == "string" else f"{b} = {vv}")
+            self.emit(body, f"{b} = {vv}.encode()" if k == "string" else f"{b} = {vv} if type({vv}) is bytes else _asb({vv})")
             self.emit(body, f"{n} = len({b}) + 1")
             self.emit(body, f"w(_UV1[{n}] if {n} < 128 else _uvb({n}))")
             self.emit(body, f"if {b}: w({b})")
@@ -623,6 +632,9 @@ class _Gen:
                 self.enc_flat_elements(f, plan, vv, ind, path + "[]")
                 return
         ev = self.name("e")
+        if e != "struct":
+            # A str iterates as characters: refuse it (and bytes, dicts) rather than send them.
+            self.emit(ind, f"if isinstance({vv}, _notseq): raise TypeError('not a list')")
         self.emit(ind, f"for {ev} in {vv}:")
         if e == "struct":
             self.enc_struct(f.struct, ev, ind + 1, path + "[]")

@@ -235,5 +235,12 @@ def uuid_array(buf: bytes, pos: int, n: int) -> list:
     return [uuid_from_bytes(buf[p:p + 16]) for p in range(pos, pos + 16 * n, 16)]
 
 
+def as_bytes(value) -> bytes:
+    """A bytes field's value as bytes: bytearray and memoryview are copied, anything else refused."""
+    if isinstance(value, (bytearray, memoryview)):
+        return bytes(value)
+    raise TypeError(f"expected bytes, got {type(value).__name__}")
+
+
 def uuid_array_bytes(values) -> bytes:
     return b"".join([u.bytes for u in values])
