@@ -33,7 +33,6 @@ from znodes.api import (
 from client import zk_formats as fmt
 from client.cluster import ClusterState
 from client.errors import (
-    ClusterDataError,
     ConflictError,
     ConnectionFailedError,
     InputError,

@@ -25,7 +25,6 @@ from client.errors import (
 from client.metadata import Reassignment
 
 from tests.client.wire_cluster import CANCEL, DESCRIBE, LIST, METADATA, RATES, REASSIGN, REPLICAS, WireCluster
-from tests.client.wire_server import WireServer
 
 
 @pytest.fixture
