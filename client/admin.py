@@ -224,7 +224,7 @@ class AdminClient:
                     seen.append((node.host, node.port))
         return seen
 
-    async def refresh_metadata(self, topics: list[str] | None = []) -> ClusterMetadata:
+    async def refresh_metadata(self, topics: list[str] | tuple | None = ()) -> ClusterMetadata:
         """Re-read Metadata (``topics=None``: every topic; ``[]``: nodes only)."""
         failures: list[str] = []
         for addr in self._metadata_sources():
