@@ -203,3 +203,21 @@ def test_exit_codes_are_distinct_per_class():
     assert exit_codes.for_error(error_for_code(39, "no")) == exit_codes.REJECTED
     assert error_for_code(1001).name == "INVALID_THROTTLE"
     assert error_for_code(12345).name == "ERROR_12345"
+
+
+_json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-(2**40), 2**40) | st.floats(allow_nan=False) | st.text(max_size=6),
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(
+        st.sampled_from(["version", "partitions", "topics", "topic", "partition", "replicas", "log_dirs",
+                         "original_replicas", "x"]), inner, max_size=5),
+    max_leaves=20,
+)
+
+
+@given(_json_values)
+def test_any_json_is_accepted_or_refused_with_an_input_file_error(doc):
+    for parse in (lambda d: parse_reassignment(d, "f.json"), lambda d: parse_topics_to_move(d, "f.json")):
+        try:
+            parse(doc)
+        except InputFileError as exc:
+            assert str(exc).startswith("f.json: ")
