@@ -183,7 +183,8 @@ def _endpoint(active: ActiveController | None, broker_id: int) -> tuple[str, int
 
 async def _close_quietly(store: Store) -> None:
     try:
-        await asyncio.wait_for(store.close(), 5.0)
+        async with asyncio.timeout(5.0):
+            await store.close()
     except Exception as e:  # closing a dead session must not stop the daemon
         log.info("closing the ZooKeeper session: %r", e)
 
@@ -230,8 +231,9 @@ async def _serve(daemon: ControllerDaemon, shutdown_timeout: float) -> int:
     log.info("signal received: shutting down")
     task.cancel()
     try:
-        await asyncio.wait_for(asyncio.gather(task, return_exceptions=True), shutdown_timeout)
-    except asyncio.TimeoutError:
+        async with asyncio.timeout(shutdown_timeout):
+            await asyncio.gather(task, return_exceptions=True)
+    except TimeoutError:
         log.warning("shutdown took longer than %.1fs: exiting anyway", shutdown_timeout)
     return 0
 

@@ -85,7 +85,10 @@ class Dispatcher:
 
     async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
         while True:
-            command, countdown = await q.get()
+            item = await q.get()
+            if item is None:  # close()
+                return
+            command, countdown = item
             try:
                 await self._send(command)
             except Exception:  # a bug in one send must not stop this broker's worker
@@ -98,11 +101,12 @@ class Dispatcher:
         cfg = self.config
         for attempt in range(cfg.request_retries + 1):
             try:
-                body = await asyncio.wait_for(
-                    self.transport.request(command.broker_id, command.api_key, command.api_version, command.body),
-                    cfg.request_timeout_s,
-                )
-            except (OSError, ConnectionError, asyncio.TimeoutError, DecodeError) as e:
+                # asyncio.timeout, not wait_for: in 3.11 wait_for can swallow a cancellation.
+                async with asyncio.timeout(cfg.request_timeout_s):
+                    body = await self.transport.request(
+                        command.broker_id, command.api_key, command.api_version, command.body
+                    )
+            except (OSError, ConnectionError, TimeoutError, DecodeError) as e:
                 if attempt == cfg.request_retries or not self.is_live(command.broker_id):
                     self.failed += 1
                     log.info("%s to broker %d not delivered: %r", command.name, command.broker_id, e)
@@ -122,7 +126,9 @@ class Dispatcher:
 
     async def close(self) -> None:
         workers, self._workers = list(self._workers.values()), {}
-        self._queues = {}
+        queues, self._queues = list(self._queues.values()), {}
+        for q in queues:
+            q.put_nowait(None)
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)

@@ -9,8 +9,8 @@ method for deterministic tests.
     body = await transport.request(1, 4, 4, leader_and_isr_body)   # LeaderAndIsr v4
     await transport.close()
 
-Failures raise ``ConnectionError`` (refused, reset, closed mid-request), ``asyncio.TimeoutError``
-is left to the caller's ``wait_for``, and a garbled answer raises ``protocol.DecodeError`` and
+Failures raise ``ConnectionError`` (refused, reset, closed mid-request), ``TimeoutError``
+is left to the caller's ``asyncio.timeout``, and a garbled answer raises ``protocol.DecodeError`` and
 closes that connection (the stream can no longer be trusted).
 """
 
@@ -114,8 +114,9 @@ class TcpTransport:
                 raise ConnectionRefusedError(f"broker {broker_id} is not registered")
             host, port = where
             try:
-                reader, writer = await asyncio.wait_for(asyncio.open_connection(host, port), CONNECT_TIMEOUT_S)
-            except asyncio.TimeoutError:
+                async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                    reader, writer = await asyncio.open_connection(host, port)
+            except TimeoutError:
                 raise ConnectionRefusedError(f"broker {broker_id} at {host}:{port}: connect timed out") from None
             conn = _Connection(broker_id, reader, writer)
             self._connections[broker_id] = conn

@@ -1,0 +1,241 @@
+"""A deterministic cluster for controller tests: the ZooKeeper twin, simulated brokers driven by
+a manual clock (sim.cluster + sim.inprocess), and controllers that can be crashed after any
+ZooKeeper write.
+
+    h = Harness(brokers=6, topics=["t:4:3:64KiB"])
+    await h.start()
+    c = await h.start_controller(101, crash_after=7)   # dies after its 7th written op
+    await h.submit({("t", 0): [4, 5, 6]})
+    await h.run_until_quiet()
+    h.check_invariants()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+from controller.active import ActiveController
+from controller.commands import STOP_REPLICA
+from controller.config import ControllerConfig
+from controller.election import campaign
+from controller.inbox import Inbox
+from sim.clock import ManualClock
+from sim.cluster import Cluster, ClusterSettings
+from sim.core import BrokerConfig
+from sim.inprocess import InProcessTransport
+from sim.replica import CopySettings
+from sim.topics import parse_topic_spec
+from znodes import paths
+from znodes.api import SessionExpiredError
+from znodes.twin import TwinServer
+
+MB = 1_000_000
+TICK_S = 0.25
+# Event-loop turns that let every task (controller loop, dispatcher, in-process brokers) run
+# to its next wait; the twin and the in-process transport never block.
+SETTLE_TURNS = 60
+
+
+class Crashed(Exception):
+    pass
+
+
+class CrashingStore:
+    """A store whose fenced writes go through one op at a time (a flush cut at ANY op
+    boundary) and whose session expires right after its ``crash_after``-th op lands."""
+
+    def __init__(self, inner, server: TwinServer, crash_after: int | None):
+        self._inner = inner
+        self._server = server
+        self.remaining = crash_after
+        self.ops_applied = 0
+        self.crashed = False
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def fenced_multi(self, ops, epoch_zkversion):
+        if self.remaining is None:
+            results = await self._inner.fenced_multi(ops, epoch_zkversion)
+            self.ops_applied += len(ops)
+            return results
+        results = []
+        for op in ops:
+            if self.remaining <= 0:
+                self.crashed = True
+                self._server.expire_session(self._inner.session_id)
+                raise SessionExpiredError("crashed by the test")
+            results += await self._inner.fenced_multi([op], epoch_zkversion)
+            self.remaining -= 1
+            self.ops_applied += 1
+        return results
+
+
+class WatchingTransport:
+    """InProcessTransport that checks invariant 4 at every StopReplica(delete): the partition's
+    state znode must hold every target replica in its ISR (and the target be the znode's RS)."""
+
+    def __init__(self, harness: Harness):
+        self.inner = InProcessTransport(harness.cluster)
+        self.harness = harness
+
+    async def request(self, broker_id, api_key, api_version, body):
+        if api_key == STOP_REPLICA:
+            for topic in body["topic_states"]:
+                for entry in topic["partition_states"]:
+                    if entry.get("delete_partition"):
+                        self.harness.check_removal(topic["topic_name"], entry["partition_index"], broker_id)
+        return await self.inner.request(broker_id, api_key, api_version, body)
+
+    async def close(self):
+        await self.inner.close()
+
+
+class ControllerHandle:
+    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore):
+        self.harness = harness
+        self.id = controller_id
+        self.store = store
+        self.inbox = Inbox(store)
+        self.active: ActiveController | None = None
+        self.task = asyncio.create_task(self._run())
+        self.outcomes: list[str] = []
+
+    async def _run(self):
+        while not self.inbox.lost:
+            won = await campaign(self.store, self.inbox, self.id)
+            if won is None:
+                break
+            self.active = ActiveController(
+                self.store,
+                self.inbox,
+                controller_id=self.id,
+                epoch=won.epoch,
+                epoch_zkversion=won.epoch_zkversion,
+                transport=WatchingTransport(self.harness),
+                config=self.harness.config,
+            )
+            reason = await self.active.run()
+            self.outcomes.append(reason)
+            self.active = None
+            if reason == "session lost":
+                break
+
+    @property
+    def alive(self) -> bool:
+        return not self.task.done()
+
+    async def stop(self):
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+        self.inbox.close()
+        try:
+            await self.store.close()
+        except Exception:
+            pass
+
+
+class Harness:
+    def __init__(self, brokers: int = 6, topics=("t:4:3:64KiB",), config: ControllerConfig | None = None):
+        self.server = TwinServer()
+        self.clock = ManualClock()
+        settings = ClusterSettings(
+            brokers=brokers,
+            copy=CopySettings(bandwidth=2 * MB, produce_bytes=0, produce_messages=0),
+            broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.25, isr_notification_max_delay=1.0),
+        )
+        self.cluster = Cluster(self.server.connect, settings, clock=self.clock, serve=False)
+        self.topic_specs = [parse_topic_spec(t) for t in topics]
+        self.config = config or ControllerConfig(retry_backoff_s=0.0, request_retries=0)
+        self.controllers: list[ControllerHandle] = []
+        self.violations: list[str] = []
+        self.assignments: dict = {}
+        self.requested: dict[tuple[str, int], list[int]] = {}
+
+    async def start(self):
+        await self.cluster.start()
+        created = await self.cluster.create_topics(self.topic_specs)
+        self.assignments = {(t, p): list(r) for t, parts in created.items() for p, r in parts.items()}
+        self.admin = self.server.connect()
+
+    async def close(self):
+        for c in self.controllers:
+            await c.stop()
+        await self.cluster.close()
+
+    async def start_controller(self, controller_id: int, crash_after: int | None = None) -> ControllerHandle:
+        store = CrashingStore(self.server.connect(), self.server, crash_after)
+        handle = ControllerHandle(self, controller_id, store)
+        self.controllers.append(handle)
+        await self.settle()
+        return handle
+
+    async def settle(self, turns: int = SETTLE_TURNS):
+        for _ in range(turns):
+            await asyncio.sleep(0)
+
+    async def tick(self, seconds: float = TICK_S):
+        self.clock.advance(seconds)
+        await self.cluster.advance()
+        await self.settle()
+
+    async def submit(self, targets: dict[tuple[str, int], list[int]]):
+        """Write /admin/reassign_partitions in Kafka's plain format (no original_replicas)."""
+        self.requested.update(targets)
+        entries = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(targets.items())]
+        await self.admin.create(paths.REASSIGN_PARTITIONS, json.dumps({"version": 1, "partitions": entries}).encode())
+        await self.settle()
+
+    def busy(self) -> bool:
+        srv = self.server
+        if srv.exists("/admin/reassign_partitions") is not None:
+            return True
+        return bool(srv.exists(paths.REASSIGNMENTS) and srv.children(paths.REASSIGNMENTS))
+
+    async def run_until_quiet(self, max_seconds: float = 120.0) -> float:
+        """Tick until nothing is pending or running; returns the simulated seconds it took."""
+        start = self.clock()
+        while self.busy():
+            if self.clock() - start > max_seconds:
+                raise AssertionError(f"not quiet after {max_seconds}s:\n{self.server.dump()[:4000]}")
+            await self.tick()
+        await self.tick()
+        return self.clock() - start
+
+    # ---- invariants (DESIGN.md section 7) --------------------------------------------------
+
+    def json(self, path):
+        return json.loads(self.server.read(path)[0])
+
+    def check_removal(self, topic, partition, broker_id):
+        target = self.requested.get((topic, partition))
+        state = self.json(paths.partition_state(topic, partition))
+        if target is None or not set(target) <= set(state["isr"]):
+            self.violations.append(
+                f"invariant 4: replica {topic}-{partition} on {broker_id} removed with ISR {state['isr']}, target {target}"
+            )
+
+    def current(self) -> dict[tuple[str, int], list[int]]:
+        out = {}
+        for spec in self.topic_specs:
+            znode = self.json(paths.topic(spec.name))
+            for p, replicas in znode["partitions"].items():
+                out[(spec.name, int(p))] = replicas
+        return out
+
+    def check_invariants(self, expected: dict | None = None):
+        """1, 2, 4 at quiescence; ``expected`` maps partitions to the replicas they must have."""
+        assert not self.violations, self.violations
+        assert self.server.exists(paths.REASSIGN_PARTITIONS) is None
+        reassignments = self.server.children(paths.REASSIGNMENTS) if self.server.exists(paths.REASSIGNMENTS) else []
+        assert reassignments == [], reassignments
+        for spec in self.topic_specs:
+            znode = self.json(paths.topic(spec.name))
+            assert not znode.get("adding_replicas") and not znode.get("removing_replicas"), znode
+        now = self.current()
+        for tp, replicas in (expected or self.requested).items():
+            assert now[tp] == list(replicas), (tp, now[tp], replicas)
+        for tp, replicas in now.items():
+            state = self.json(paths.partition_state(*tp))
+            assert set(state["isr"]) <= set(replicas), (tp, state, replicas)

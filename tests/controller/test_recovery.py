@@ -1,0 +1,169 @@
+"""Failover recovery: every row of the table in controller.recovery, and a crash after every
+single ZooKeeper op of a real run (the flush cut at any op boundary), finished by a new
+controller with the simulated brokers."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller import engine
+from controller.commands import LEADER_AND_ISR, STOP_REPLICA
+from controller.config import ControllerConfig
+from controller.events import RequestsRead, Resume, StopReplicaSent
+from controller.recovery import Snapshot, rebuild
+from controller.state import Assignment, Broker
+from controller.task import Phase
+from tests.controller.harness import Harness
+from tests.controller.helpers import loads, req, state
+from znodes.api import Create, Delete, SetData
+
+TP = ("t", 0)
+CFG = ControllerConfig()
+BROKERS = {b: Broker(b, "127.0.0.1", 9090 + b, None, b) for b in range(1, 7)}
+
+
+def snapshot(assignment: Assignment, *, record="default", requests=None, st=None, counts=None) -> Snapshot:
+    records = {} if record is None else {TP: ((4, 5, 6), (1, 2, 3)) if record == "default" else record}
+    return Snapshot(
+        brokers=BROKERS,
+        topics={"t": (7, {0: assignment})},
+        requests=requests or RequestsRead(3, (req("t", 0, (4, 5, 6), (1, 2, 3)),)),
+        records=records,
+        states={TP: st or state(1, (1, 2, 3), zk_version=5)},
+        record_counts=counts if counts is not None else ({"t": 1} if records else {}),
+    )
+
+
+def resume(snap: Snapshot):
+    recovered = rebuild(snap, controller_id=102, epoch=9)
+    s = recovered.state
+    step = engine.step(s, recovered.events, CFG)
+    s.apply(step.delta)
+    return s, step, recovered
+
+
+def test_started_and_replicating_resumes_with_leader_and_isr_to_every_replica():
+    s, step, _ = resume(snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))))
+    assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[TP].original == (1, 2, 3)
+    assert step.writes == []  # nothing half-written
+    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6]
+    assert all(c.body["controller_epoch"] == 9 for c in step.commands)
+
+
+def test_record_written_but_topic_not_yet_gets_the_topic_written():
+    s, step, _ = resume(snapshot(Assignment((1, 2, 3))))
+    assert s.tasks[TP].phase is Phase.REPLICATING
+    (write,) = step.writes
+    assert write.path == "/brokers/topics/t" and write.version == 7
+    assert loads(write.data)["partitions"] == {"0": [4, 5, 6, 1, 2, 3]}
+    assert loads(write.data)["adding_replicas"] == {"0": [4, 5, 6]}
+
+
+def test_topic_already_at_target_but_record_left_is_finished_not_restarted():
+    s, step, _ = resume(snapshot(Assignment((4, 5, 6)), st=state(4, (4, 5, 6), zk_version=6, leader_epoch=2)))
+    assert s.tasks[TP].phase is Phase.STOPPING
+    assert step.writes == []
+    stops = [c for c in step.commands if c.api_key == STOP_REPLICA]
+    assert sorted(c.broker_id for c in stops) == [1, 2, 3]
+    step = engine.step(s, [StopReplicaSent((TP,))], CFG)
+    assert [type(w).__name__ + " " + w.path for w in step.writes] == [
+        "Delete /admin/reassignments/t/0",
+        "Delete /admin/reassignments/t",
+        "Delete /admin/reassign_partitions",
+    ]
+
+
+def test_finished_move_whose_entry_was_not_dropped_is_dropped_as_done():
+    s, step, _ = resume(snapshot(Assignment((4, 5, 6)), record=None))
+    assert s.tasks == {}
+    assert step.writes == [Delete("/admin/reassign_partitions", 3)]
+    assert step.finished
+
+
+def test_a_move_without_record_is_adopted_and_its_record_created():
+    s, step, recovered = resume(snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), record=None))
+    assert any("adopting" in line for line in recovered.log)
+    assert s.tasks[TP].phase is Phase.REPLICATING
+    assert step.writes[:2] == [Create("/admin/reassignments/t"), Create("/admin/reassignments/t/0", step.writes[1].data)]
+    assert loads(step.writes[1].data) == {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3]}
+
+
+def test_stale_and_garbled_records():
+    # a record of a partition that does not exist is deleted
+    snap = snapshot(Assignment((1, 2, 3)), requests=RequestsRead(None, None))
+    snap.records = {("gone", 0): ((1,), (2,))}
+    snap.record_counts = {"gone": 1}
+    s, step, _ = resume(snap)
+    assert step.writes == [Delete("/admin/reassignments/gone/0"), Delete("/admin/reassignments/gone")]
+    assert s.record_counts == {}
+    # a garbled record of a partition that is moving is rewritten from the topic znode
+    snap = snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), record=None)
+    snap.records = {TP: None}
+    snap.record_counts = {"t": 1}
+    s, step, _ = resume(snap)
+    assert step.writes[0] == SetData("/admin/reassignments/t/0", step.writes[0].data)
+    # an empty parent left by a flush cut short is removed
+    snap = snapshot(Assignment((1, 2, 3)), record=None, requests=RequestsRead(None, None), counts={"t": 0})
+    s, step, _ = resume(snap)
+    assert step.writes == [Delete("/admin/reassignments/t")]
+
+
+def test_nothing_to_resume_means_throttle_removal():
+    _, step, _ = resume(snapshot(Assignment((1, 2, 3)), record=None, requests=RequestsRead(None, None)))
+    assert step.finished and step.writes == []
+
+
+def test_a_running_move_with_a_new_target_in_the_znode_keeps_it_queued():
+    snap = snapshot(
+        Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)),
+        requests=RequestsRead(3, (req("t", 0, (1, 5, 6), (1, 2, 3)),)),
+    )
+    s, _, _ = resume(snap)
+    assert s.tasks[TP].target == (4, 5, 6) and s.tasks[TP].next_target == (1, 5, 6)
+
+
+# ---- crash after every op of a real run ------------------------------------------------------
+
+TARGETS = {("t", 0): [4, 5, 6], ("t", 1): [1, 5, 2], ("t", 2): [6, 1, 3]}
+
+
+async def crash_run(crash_after: int | None) -> tuple[int, bool]:
+    h = Harness(topics=("t:3:3:64KiB",))
+    await h.start()
+    try:
+        first = await h.start_controller(101, crash_after=crash_after)
+        await h.submit(TARGETS)
+        while h.busy() and first.alive:
+            await h.tick()
+        if first.store.crashed:
+            await h.start_controller(102)
+        await h.run_until_quiet()
+        h.check_invariants(TARGETS)
+        return first.store.ops_applied, first.store.crashed
+    finally:
+        await h.close()
+
+
+async def test_a_crash_after_any_zookeeper_op_is_finished_by_the_next_controller():
+    total, crashed = await crash_run(None)
+    assert not crashed and total > 10
+    for k in range(total + 1):
+        applied, crashed = await crash_run(k)
+        assert crashed == (k < total) and applied == min(k, total), k
+
+
+@pytest.mark.parametrize("k", [0, 3])
+async def test_the_new_controller_has_a_newer_epoch(k):
+    h = Harness(topics=("t:3:3:64KiB",))
+    await h.start()
+    try:
+        first = await h.start_controller(101, crash_after=k)
+        await h.submit(TARGETS)
+        while first.alive:
+            await h.tick()
+        second = await h.start_controller(102)
+        assert second.active is not None and second.active.epoch == 2
+        await h.run_until_quiet()
+        h.check_invariants(TARGETS)
+    finally:
+        await h.close()
