@@ -102,7 +102,7 @@ _ERRORS: list[tuple[type, type]] = [
     (kx.BadVersionError, BadVersionError),
     (kx.NotEmptyError, NotEmptyError),
     (kx.NoChildrenForEphemeralsError, NoChildrenForEphemeralsError),
-    (kx.ConnectionClosedError, SessionExpiredError),  # before its base, SessionExpiredError
+    (kx.ConnectionClosedError, SessionExpiredError),  # the client was closed
     (kx.SessionExpiredError, SessionExpiredError),
     (kx.ConnectionLoss, ConnectionLossError),
     (kx.ConnectionDropped, ConnectionLossError),
@@ -280,18 +280,7 @@ class KazooStore:
     async def multi(self, ops: list[Op]) -> list:
         ops = list(ops)
         for op in ops:
-            if isinstance(op, Create):
-                validate_path(op.path, sequential=op.sequential)
-                _check_data(op.data)
-            elif isinstance(op, SetData):
-                validate_path(op.path)
-                _check_data(op.data)
-                _check_version(op.version)
-            elif isinstance(op, (Delete, Check)):
-                validate_path(op.path)
-                _check_version(op.version)
-            else:
-                raise TypeError(f"not a store op: {op!r}")
+            batch.check_op(op)
         batch.check_multi(ops, self.chroot)
         self._check_usable()
         txn = self._client.transaction()
