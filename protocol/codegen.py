@@ -491,7 +491,8 @@ class _Gen:
                     te = self.tagged_encoder(f, path)
                     self.emit(ind, f"{y} = {d}.get({f.key!r}, {self.encode_default(f)})")
                     self.emit(ind, f"if {self.non_default(f, y)}: {tg}.append(({f.tag}, {te}({y})))")
-                self.emit(ind, f"w(_wtags({tg}, {d}.get({unk!r})))")
+                known = self.const(frozenset(f.tag for f in tagged), "_tags")
+                self.emit(ind, f"w(_wtags({tg}, {d}.get({unk!r}), {known}))")
             else:
                 self.emit(ind, f"w(_wtags((), {d}[{unk!r}]) if {unk!r} in {d} else _Z)")
 

@@ -173,7 +173,7 @@ ErrorCode.__doc__ = "Protocol error codes by name: ErrorCode.NOT_CONTROLLER == 4
 
 
 def error_info(code: int) -> ErrorInfo:
-    """The table entry for `code`; unknown codes get UNKNOWN_SERVER_ERROR's flags under their own code."""
+    """The table entry for `code`; a code not in the table gets a placeholder entry (not retriable)."""
     info = ERRORS.get(code)
     if info is None:
         return ErrorInfo(code, f"UNKNOWN_ERROR_CODE_{code}", False, f"Unknown error code {code}.")

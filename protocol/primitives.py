@@ -153,13 +153,16 @@ def read_tags(buf: bytes, pos: int, target: dict, known: dict) -> int:
     return pos
 
 
-def write_tags(known: list, unknown) -> bytes:
-    """A tagged-field section from [(tag, bytes)] plus the unknown-tags dict (may be None)."""
+def write_tags(known: list, unknown, known_tags: frozenset = frozenset()) -> bytes:
+    """A tagged-field section from [(tag, bytes)] plus the unknown-tags dict (may be None).
+
+    `known_tags` are the tags the spec defines here: an "unknown" tag may not reuse one.
+    """
     items = list(known)
     if unknown:
         if not isinstance(unknown, dict):
             raise EncodeError(f"{UNKNOWN_TAGS_KEY} must be a dict of tag -> bytes")
-        taken = {t for t, _ in items}
+        taken = known_tags
         for tag, data in unknown.items():
             if not isinstance(tag, int) or isinstance(tag, bool) or not 0 <= tag <= 0x7FFFFFFF:
                 raise EncodeError(f"{UNKNOWN_TAGS_KEY}: bad tag {tag!r}")
