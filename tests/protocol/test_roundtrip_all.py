@@ -159,7 +159,7 @@ LEADER_AND_ISR_V4 = {
         "topic_name": "orders",
         "partition_states": [{
             "partition_index": 3, "controller_epoch": 7, "leader": 4, "leader_epoch": 12,
-            "isr": [4, 1], "partition_epoch": 33, "replicas": [4, 5, 6, 1, 2],
+            "isr": [4, 1], "zk_version": 33, "replicas": [4, 5, 6, 1, 2],
             "adding_replicas": [5, 6], "removing_replicas": [2], "is_new": False,
         }],
     }],

@@ -288,7 +288,7 @@ def layout(spec: dict, version: int, fields: list[dict] | None = None) -> str:
 
 _LAIR_PS = (
     "partition_index:int32 controller_epoch:int32 leader:int32 leader_epoch:int32 isr:[int32] "
-    "partition_epoch:int32 replicas:[int32]"
+    "zk_version:int32 replicas:[int32]"
 )
 _UM_PS = (
     "partition_index:int32 controller_epoch:int32 leader:int32 leader_epoch:int32 isr:[int32] "
