@@ -66,6 +66,8 @@ INIT_LIMIT_TICKS = 50
 SYNC_LIMIT_TICKS = 25
 # A stopping server gets this long after SIGTERM before SIGKILL.
 STOP_GRACE_S = 10.0
+# How often the watchdog of a test server looks for its parent process.
+WATCHDOG_POLL_S = 0.5
 # Four-letter words answer within this time on a healthy server.
 FOUR_LETTER_TIMEOUT_S = 2.0
 
@@ -163,7 +165,9 @@ class LocalZooKeeper:
 
     ``port`` is the client port of the first server (the others use ``port+1``, ``port+2``);
     ``port=0`` picks free ports. ``fsync=False`` sets ``forceSync=no``: faster, for throwaway
-    test servers only.
+    test servers only. ``stop_with_parent=True`` (test fixtures) starts a small watchdog
+    process that stops the servers if the process that started them dies without stopping
+    them (killed by a timeout, say), so no server outlives its test run.
     """
 
     def __init__(
@@ -175,6 +179,7 @@ class LocalZooKeeper:
         *,
         tick_ms: int = DEFAULT_TICK_MS,
         fsync: bool = True,
+        stop_with_parent: bool = False,
         heap_mb: int = 256,
         java: str | None = None,
     ):
@@ -190,11 +195,13 @@ class LocalZooKeeper:
         self.host = host
         self.tick_ms = tick_ms
         self.fsync = fsync
+        self.stop_with_parent = stop_with_parent
         self.heap_mb = heap_mb
         self.java = java or shutil.which("java") or "/usr/bin/java"
         self.members: list[Member] = []
         self._procs: dict[int, subprocess.Popen] = {}
         self._log_files: dict[int, object] = {}
+        self._watchdog: subprocess.Popen | None = None
 
     # ---- public API ------------------------------------------------------------------------
 
@@ -221,6 +228,8 @@ class LocalZooKeeper:
                 self._write_config(m)
                 self._spawn(m)
             self._write_state()
+            if self.stop_with_parent:
+                self._start_watchdog()
             self._wait_serving(self.members, timeout)
         except BaseException:
             self.stop()
@@ -238,6 +247,10 @@ class LocalZooKeeper:
         for m in self.members:
             stopped |= self._stop_member(m, grace)
         self._close_logs()
+        if self._watchdog is not None:
+            self._watchdog.terminate()
+            self._watchdog.wait()
+            self._watchdog = None
         state = self.data_dir / STATE_FILE
         if state.exists():
             state.unlink()
@@ -446,6 +459,23 @@ class LocalZooKeeper:
         if proc is not None and proc.poll() is not None:
             self._procs.pop(m.id, None)
 
+    def _start_watchdog(self) -> None:
+        project_root = str(Path(__file__).resolve().parents[1])
+        env = dict(os.environ, PYTHONPATH=os.pathsep.join(filter(None, [project_root, os.environ.get("PYTHONPATH")])))
+        self._watchdog = subprocess.Popen(
+            [
+                sys.executable,
+                "-c",
+                "import sys; from znodes.launcher import watchdog_main; watchdog_main(sys.argv[1], int(sys.argv[2]))",
+                str(self.data_dir),
+                str(os.getpid()),
+            ],
+            env=env,
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            start_new_session=True,  # a signal to our process group must not take it down too
+        )
+
     def _close_logs(self) -> None:
         for f in self._log_files.values():
             f.close()
@@ -489,6 +519,23 @@ class LocalZooKeeper:
         self.host = state["host"]
         self.ensemble = state["ensemble"]
         self.members = [Member(**s) for s in state["servers"]]
+
+
+def watchdog_main(data_dir: str, parent_pid: int) -> None:
+    """Stop the servers recorded in ``data_dir`` once ``parent_pid`` (their starter) is gone.
+
+    Runs in its own process. Ends quietly when the servers are stopped normally (the state
+    file goes away) or when its parent stops it.
+    """
+    state = Path(data_dir) / STATE_FILE
+    # Our parent is the starter: when it dies we are re-parented and getppid() changes.
+    while os.getppid() == parent_pid and state.exists():
+        time.sleep(WATCHDOG_POLL_S)
+    if os.getppid() != parent_pid and state.exists():
+        try:
+            LocalZooKeeper(data_dir=data_dir).stop(grace=STOP_GRACE_S)
+        except LauncherError:
+            pass
 
 
 # ---- command line --------------------------------------------------------------------------

@@ -8,6 +8,7 @@ import signal
 import socket
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -212,3 +213,31 @@ def test_cli_foreground_stops_the_server_on_sigterm(data_dir):
             proc.wait()
         proc.stdout.close()
         proc.stderr.close()
+
+
+def test_servers_die_with_a_killed_starter(data_dir):
+    # A test run killed outright (SIGKILL: no finalizers) must not leave its server behind.
+    script = (
+        "import sys, time; from znodes.launcher import LocalZooKeeper\n"
+        "zk = LocalZooKeeper(port=0, data_dir=sys.argv[1], fsync=False, stop_with_parent=True).start()\n"
+        "print(zk.members[0].pid, zk.members[0].client_port, flush=True)\n"
+        "time.sleep(300)\n"
+    )
+    starter = subprocess.Popen(
+        [sys.executable, "-c", script, str(data_dir)], cwd=REPO, stdout=subprocess.PIPE, text=True
+    )
+    try:
+        pid, port = map(int, starter.stdout.readline().split())
+        assert pid_alive(pid) and port_open(port)
+        starter.kill()
+        starter.wait()
+        deadline = time.monotonic() + 30
+        while pid_alive(pid) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert not pid_alive(pid)
+        assert not port_open(port)
+    finally:
+        if starter.poll() is None:
+            starter.kill()
+            starter.wait()
+        starter.stdout.close()
