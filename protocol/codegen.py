@@ -6,7 +6,7 @@ A general codec walks the spec for every message: for each field it asks "which 
 this version? nullable? compact?" and dispatches. All of those answers are fixed once the
 message and version are known, so this module asks them once, writes the straight-line Python
 a person would write by hand for exactly that message and version, `exec`s it once and caches
-the two functions (`registry.py` does the caching):
+the two functions (`registry.py` keeps them):
 
 * `decode(buf, pos) -> (dict, pos)` reads `buf` (the whole frame, `bytes`) at offsets; it never
   slices the frame except to take out a string or bytes value.
@@ -16,17 +16,26 @@ the two functions (`registry.py` does the caching):
 Inside those functions:
 
 * Runs of consecutive fixed-width fields (ints, bool, float64, uuid) are read or written by ONE
-  precompiled `struct.Struct` call (`unpack_from(buf, pos)` / `pack(...)`); a following old-style
-  length or count prefix joins the same call.
-* An array of fixed-width elements is one `unpack_from` / `pack` of a Struct for n elements,
-  taken from a bounded cache, not a loop.
-* Nested structs and arrays of structs are inlined as nested loops; a decoded struct is built
-  by one dict display; encoding reads the dict with plain subscripts and falls back to `.get`
-  with the spec default only when a key is missing (try/except costs nothing in 3.11).
+  precompiled `struct.Struct` call (`unpack_from(buf, pos)` / `pack(...)`); an old-style length
+  or count prefix that follows joins the same call.
+* An array of fixed-width numbers is one `unpack_from` / `pack` of a Struct for n elements,
+  taken from a bounded cache, never a per-element loop.
+* Nested structs and arrays of structs are inlined as nested loops; a decoded struct is built by
+  one dict display; encoding reads the dict with plain subscripts and falls back to `.get` with
+  the spec default only when a key is missing (try/except costs nothing in 3.11).
+* Arrays of "flat" structs (only fixed fields, strings/bytes and number arrays: partitions in
+  Metadata, ListPartitionReassignments, LeaderAndIsr, ...) are decoded by shape speculation:
+  after one element is read normally, a Struct for "an element of that shape" walks the rest
+  with `iter_unpack`, one C call per element, checking every length byte; the first element of
+  another shape falls back to the normal path (shapes.py). Encoding packs each such element in
+  one call with a Struct cached per shape.
 * Compact lengths, tags and other unsigned varints take an inline one-byte fast path; only
   longer varints call a helper.
 * Every length and count read from the wire is checked against the bytes left BEFORE anything is
   sliced or allocated, so a 4-byte frame claiming two billion elements costs nothing.
+* Frames of 64 KiB or more are decoded with the cyclic garbage collector paused (messages.py):
+  a decoded body is a tree of new dicts and lists without cycles, so collector passes over it
+  while it is being built are pure overhead.
 
 The generated source of any codec can be read with `generate_source(spec, version)`.
 """

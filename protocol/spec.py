@@ -214,10 +214,31 @@ def parse_spec(raw: Any, path: str = "<spec>") -> MessageSpec:
     for st, fields in pending:
         st.fields = ctx.fields(fields, st.name, VersionRange(0, 0x7FFF))
     root = StructSpec(name, ctx.fields(raw["fields"], "", valid))
+    _check_no_cycles(path, [root] + [st for st, _ in pending])
     return MessageSpec(
         name=name, kind=kind, api_key=api_key, valid=valid, flexible=flexible, struct=root,
         path=path, about=about, structs=ctx.structs,
     )
+
+
+def _check_no_cycles(path: str, roots: list[StructSpec]) -> None:
+    """A struct may not contain itself, even through arrays: its codec would be infinite."""
+    done: set[int] = set()
+
+    def visit(st: StructSpec, chain: list[str], active: set[int]) -> None:
+        if id(st) in active:
+            raise _fail(path, " -> ".join(chain), f"struct {st.name} contains itself")
+        if id(st) in done:
+            return
+        active.add(id(st))
+        for f in st.fields:
+            if f.struct is not None:
+                visit(f.struct, chain + [f.name], active)
+        active.discard(id(st))
+        done.add(id(st))
+
+    for root in roots:
+        visit(root, [root.name], set())
 
 
 def _versions(text: Any, path: str, where: str) -> VersionRange:

@@ -65,6 +65,12 @@ BAD = {
         {"name": "B", "type": "[]S", "versions": "0+", "fields": []},
     ]), "defined twice"),
     "field flexibleVersions on an int": (field(flexibleVersions="none"), "only allowed on string and bytes"),
+    "recursive common struct": (base(
+        commonStructs=[{"name": "Node", "versions": "0+", "fields": [
+            {"name": "Children", "type": "[]Node", "versions": "0+"},
+        ]}],
+        fields=[{"name": "Root", "type": "Node", "versions": "0+"}],
+    ), "contains itself"),
 }
 
 
