@@ -1,0 +1,172 @@
+"""``reassignd controller`` as a process: arguments, config, listener, registration, SIGTERM."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from kazoo.client import KazooClient
+
+import protocol
+from controller.config import ConfigError, ControllerConfig, config_from_dict, load_config
+from controller.daemon import main, parse_listen
+from controller.listener import AdminListener, ApiVersionsHandler
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+# ---- arguments and config (no process needed) -------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        [],
+        ["--zookeeper", "127.0.0.1:1", "--id", "1"],
+        ["--zookeeper", "127.0.0.1:1", "--id", "x", "--listen", "127.0.0.1:0"],
+        ["--zookeeper", "127.0.0.1:1", "--id", "-4", "--listen", "127.0.0.1:0"],
+        ["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "nohost"],
+        ["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:70000"],
+        ["--zookeeper", "", "--id", "1", "--listen", "127.0.0.1:0"],
+    ],
+)
+def test_bad_arguments_exit_2(argv, capsys):
+    assert main(argv) == 2
+    assert capsys.readouterr().err
+
+
+@pytest.mark.parametrize(
+    "content, message",
+    [
+        ("{", "not valid JSON"),
+        ("[]", "must be a JSON object"),
+        ('{"max_incoming_per_broker": 0}', "max_incoming_per_broker must be >= 1"),
+        ('{"max_cluster_moves": "10"}', "max_cluster_moves must be an integer"),
+        ('{"request_timeout_s": true}', "request_timeout_s must be a number"),
+        ('{"max_incomming_per_broker": 3}', "unknown key(s) 'max_incomming_per_broker'"),
+    ],
+)
+def test_bad_config_files_exit_2_with_the_reason(tmp_path, capsys, content, message):
+    path = tmp_path / "c.json"
+    path.write_text(content)
+    with pytest.raises(ConfigError) as e:
+        load_config(str(path))
+    assert message in str(e.value)
+    assert main(["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:0", "--config", str(path)]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_missing_config_file_and_defaults(tmp_path):
+    with pytest.raises(ConfigError, match="cannot read config file"):
+        load_config(str(tmp_path / "absent.json"))
+    assert config_from_dict({}) == ControllerConfig()
+    assert config_from_dict({"request_timeout_s": 2}).request_timeout_s == 2
+    assert parse_listen("[::1]:9190") == ("::1", 9190)
+
+
+# ---- the listener -------------------------------------------------------------------------------
+
+
+def _send(sock: socket.socket, frame: bytes) -> bytes:
+    sock.sendall(frame)
+    head = sock.recv(4, socket.MSG_WAITALL)
+    (size,) = struct.unpack(">i", head)
+    return head + sock.recv(size, socket.MSG_WAITALL)
+
+
+async def test_listener_answers_api_versions_and_survives_garbage():
+    import asyncio
+
+    listener = AdminListener("127.0.0.1", 0, ApiVersionsHandler())
+    host, port = await listener.start()
+    try:
+
+        def client():
+            with socket.create_connection((host, port), timeout=5) as s:
+                reply = _send(s, protocol.encode_request(18, 3, 7, "t", {"client_software_name": "t", "client_software_version": "1"}))
+                _, body = protocol.decode_response(18, 3, reply)
+                # an unknown ApiVersions version gets Kafka's v0 UNSUPPORTED_VERSION answer
+                bad = bytearray(protocol.encode_request(18, 0, 8, "t", {}))
+                bad[6:8] = struct.pack(">h", 99)
+                _, unsupported = protocol.decode_response(18, 0, _send(s, bytes(bad)))
+            with socket.create_connection((host, port), timeout=5) as s:
+                s.sendall(struct.pack(">i", 2**31 - 1) + b"junk")  # absurd size: connection closed
+                closed = s.recv(10) == b""
+            with socket.create_connection((host, port), timeout=5) as s:
+                s.sendall(protocol.encode_request(3, 1, 9, "t", {"topics": None}))  # not served yet
+                refused = s.recv(10) == b""
+            with socket.create_connection((host, port), timeout=5) as s:
+                still = _send(s, protocol.encode_request(18, 0, 10, "t", {}))
+            return body, unsupported, closed, refused, still
+
+        body, unsupported, closed, refused, still = await asyncio.to_thread(client)
+        assert body["error_code"] == 0 and body["api_keys"][0]["api_key"] == 18
+        assert unsupported["error_code"] == 35 and unsupported["api_keys"]
+        assert closed and refused
+        assert protocol.decode_response(18, 0, still)[1]["error_code"] == 0
+    finally:
+        await listener.close()
+
+
+# ---- the process ------------------------------------------------------------------------------
+
+
+@pytest.mark.zk
+def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, tmp_path):
+    config = tmp_path / "c.json"
+    config.write_text(json.dumps({"zk_session_timeout_s": 2.0, "shutdown_timeout_s": 3.0}))
+    procs = []
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    try:
+        for cid in (7, 8):
+            procs.append(
+                subprocess.Popen(
+                    [sys.executable, "-m", "reassignd", "controller", "--zookeeper", zk_hosts, "--id", str(cid),
+                     "--listen", "127.0.0.1:0", "--config", str(config)],
+                    cwd=REPO,
+                    stderr=open(tmp_path / f"c{cid}.log", "wb"),
+                    env={**os.environ, "PYTHONUNBUFFERED": "1"},
+                )
+            )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline and not (zk.exists("/controller") and len(zk.get_children("/reassignd/controllers")) == 2):
+            time.sleep(0.05)
+        active = json.loads(zk.get("/controller")[0])["brokerid"]
+        listener = json.loads(zk.get(f"/reassignd/controllers/{active}")[0])
+        with socket.create_connection((listener["host"], listener["port"]), timeout=5) as s:
+            reply = _send(s, protocol.encode_request(18, 0, 1, "t", {}))
+        assert protocol.decode_response(18, 0, reply)[1]["error_code"] == 0
+        # SIGTERM: gone within the bound, its session closed so the standby takes over at once
+        proc = procs[[7, 8].index(active)]
+        started = time.monotonic()
+        proc.send_signal(signal.SIGTERM)
+        assert proc.wait(10) == 0
+        assert time.monotonic() - started < 5.0
+        deadline = time.monotonic() + 5
+        while time.monotonic() < deadline:
+            data = zk.exists("/controller") and zk.get("/controller")[0]
+            if data and json.loads(data)["brokerid"] != active:
+                break
+            time.sleep(0.05)
+        assert json.loads(zk.get("/controller")[0])["brokerid"] == ({7, 8} - {active}).pop()
+        assert zk.get("/controller_epoch")[0] == b"2"
+    finally:
+        zk.stop()
+        zk.close()
+        for p in procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+                try:
+                    p.wait(10)
+                except subprocess.TimeoutExpired:
+                    p.kill()
+                    p.wait()
