@@ -99,44 +99,64 @@ def _within_caps(cand: np.ndarray, key: np.ndarray, cap: np.ndarray, prio: np.nd
     return ok
 
 
+def _bfs(rows: np.ndarray, led: list, target: np.ndarray, sources: list, is_sink) -> list | None:
+    """Shortest chain source -> ... -> sink; each hop a -> b via a partition a leads and b
+    follows. Returns [(from, partition, to), ...] or None."""
+    parent: dict[int, tuple[int, int]] = {b: (-1, -1) for b in sources}
+    queue = deque(sources)
+    while queue:
+        a = queue.popleft()
+        for p in led[a]:
+            for f in rows[p, 1:].tolist():
+                if f < 0 or f in parent:
+                    continue
+                parent[f] = (a, p)
+                if is_sink(f):
+                    path = []
+                    b = f
+                    while parent[b][0] >= 0:
+                        a2, p2 = parent[b]
+                        path.append((a2, p2, b))
+                        b = a2
+                    return path[::-1]
+                if target[f]:
+                    queue.append(f)
+    return None
+
+
 def _chains(rows: np.ndarray, target: np.ndarray, low: int) -> None:
+    """Settle what the rounds left. Brokers above L+1 hand one leadership along a chain to a
+    broker below L, or else to one at L (taking a +1 slot); brokers below L get one from a
+    broker at L+1 (freeing its slot). When neither exists the counts cannot be evened."""
     n_b = len(target)
     led: list[list[int]] = [[] for _ in range(n_b)]
     for p, b in enumerate(rows[:, 0].tolist()):
         led[b].append(p)
     lc = np.array([len(x) for x in led], dtype=np.int64)
+    hi = low + 1
+    stuck_excess = False
     for _ in range(MAX_CHAINS):
-        src_cap, sink_cap = _caps(lc, target, low)
-        if src_cap is None:
+        over = [b for b in range(n_b) if lc[b] > (hi if target[b] else 0)]
+        under = [b for b in range(n_b) if target[b] and lc[b] < low]
+        path = None
+        if over and not stuck_excess:
+            path = _bfs(rows, led, target, over, lambda f: target[f] and lc[f] < low)
+            if path is None:
+                path = _bfs(rows, led, target, over, lambda f: target[f] and lc[f] == low)
+            if path is None:
+                stuck_excess = True
+                continue
+        elif under:
+            sources = [b for b in range(n_b) if lc[b] >= hi or (lc[b] > 0 and not target[b])]
+            path = _bfs(rows, led, target, sources, lambda f: target[f] and lc[f] < low)
+            if path is None:
+                return
+        else:
             return
-        sources = [b for b in range(n_b) if src_cap[b] > 0]
-        sinks = sink_cap > 0
-        parent: dict[int, tuple[int, int]] = {b: (-1, -1) for b in sources}
-        queue = deque(sources)
-        found = -1
-        while queue and found < 0:
-            a = queue.popleft()
-            for p in led[a]:
-                for f in rows[p, 1:].tolist():
-                    if f < 0 or f in parent:
-                        continue
-                    parent[f] = (a, p)
-                    if sinks[f]:
-                        found = f
-                        break
-                    if target[f]:
-                        queue.append(f)
-                if found >= 0:
-                    break
-        if found < 0:
-            return
-        b = found
-        while parent[b][0] >= 0:
-            a, p = parent[b]
+        for a, p, b in path:
             j = int(np.nonzero(rows[p] == b)[0][0])
             _swap_to_front(rows, p, j)
             led[a].remove(p)
             led[b].append(p)
-            b = a
-        lc[b] -= 1
-        lc[found] += 1
+        lc[path[0][0]] -= 1
+        lc[path[-1][2]] += 1

@@ -42,10 +42,11 @@ def _rack_alternated(rack_of: dict[int, str]) -> list[int]:
     return out
 
 
-def assign_unaware(n_parts: int, rf: int, brokers: list[int], rng: random.Random) -> list[list[int]]:
+def assign_unaware(n_parts: int, rf: int, brokers: list[int], rng: random.Random, fixed: int = -1) -> list[list[int]]:
+    """Kafka's rack-unaware layout; ``fixed`` >= 0 plays Kafka's fixedStartIndex."""
     n = len(brokers)
-    start = rng.randrange(n)
-    shift = rng.randrange(n)
+    start = fixed if fixed >= 0 else rng.randrange(n)
+    shift = fixed if fixed >= 0 else rng.randrange(n)
     out = []
     for p in range(n_parts):
         if p > 0 and p % n == 0:
@@ -58,12 +59,13 @@ def assign_unaware(n_parts: int, rf: int, brokers: list[int], rng: random.Random
     return out
 
 
-def assign_aware(n_parts: int, rf: int, rack_of: dict[int, str], rng: random.Random) -> list[list[int]]:
+def assign_aware(n_parts: int, rf: int, rack_of: dict[int, str], rng: random.Random, fixed: int = -1) -> list[list[int]]:
+    """Kafka's rack-aware layout over the rack-alternated broker list."""
     arranged = _rack_alternated(rack_of)
     n = len(arranged)
     n_racks = len(set(rack_of.values()))
-    start = rng.randrange(n)
-    shift = rng.randrange(n)
+    start = fixed if fixed >= 0 else rng.randrange(n)
+    shift = fixed if fixed >= 0 else rng.randrange(n)
     out = []
     for p in range(n_parts):
         if p > 0 and p % n == 0:

@@ -3,7 +3,8 @@
 With K racks among the target brokers and replication factor r, a partition is *rack-valid*
 when every rack holds between floor(r/K) and ceil(r/K) of its replicas (so it spans
 min(r, K) racks). A replica that moves (or is added) must land in a rack holding the fewest of
-the partition's other replicas among the racks that still have a target broker without one.
+the partition's other replicas among the racks that still have a target broker without one
+(and, when it leaves a broker that stays, no more than that broker's rack holds).
 That single rule keeps valid partitions valid, never narrows an invalid one, and makes every
 new placement spread the partition over as many racks as it can.
 
@@ -80,7 +81,11 @@ class RackRule:
         free = [x for x in range(k) if self.n_in_rack[x] > held[x]]
         if not free:
             return set()
-        low = min(counts[x] for x in free)
+        # Staying put is an option when src remains a target: a move must do at least as well.
+        considered = list(free)
+        if src >= 0 and is_target[src] and rack_of[src] >= 0:
+            considered.append(rack_of[src])
+        low = min(counts[x] for x in considered)
         return {x for x in free if counts[x] == low}
 
     def allowed(self, row, src: int, dst: int) -> bool:
