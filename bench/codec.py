@@ -313,12 +313,15 @@ def main() -> None:
     from kafka.protocol.metadata import MetadataResponse as KpMD
 
     print(f"python {sys.version.split()[0]}, kafka-python {kafka.__version__}, aiokafka {aiokafka.__version__}")
-    body = lpr_body()
-    n = LPR_TOPICS * LPR_PARTS
-    workload_body(
-        f"ListPartitionReassignmentsResponse v0, {n:,} partitions", 46, 0, body,
-        kp_lpr(body), KpLPR, aio=(aio_lpr(body), AioLPR, 0, body), n_items=n,
-    )
+    if 46 in protocol.REGISTRY.responses:
+        body = lpr_body()
+        n = LPR_TOPICS * LPR_PARTS
+        workload_body(
+            f"ListPartitionReassignmentsResponse v0, {n:,} partitions", 46, 0, body,
+            kp_lpr(body), KpLPR, aio=(aio_lpr(body), AioLPR, 0, body), n_items=n,
+        )
+    else:
+        print("\nListPartitionReassignmentsResponse: no spec in protocol/specs yet; workload skipped")
     body = metadata_body(12)
     body5 = metadata_body(5)
     n = MD_TOPICS * MD_PARTS
@@ -330,7 +333,7 @@ def main() -> None:
 
     enc = math.exp(sum(math.log(e) for _, e, _ in results) / len(results))
     dec = math.exp(sum(math.log(d) for _, _, d in results) / len(results))
-    print("\nspeedup vs kafka-python = geometric mean over the three workloads of (kafka-python time / protocol time)")
+    print(f"\nspeedup vs kafka-python = geometric mean over the {len(results)} workloads of (kafka-python time / protocol time)")
     print(f"encode_speedup_vs_kafka_python={enc:.2f}")
     print(f"decode_speedup_vs_kafka_python={dec:.2f}")
 
