@@ -112,10 +112,6 @@ def varlong_bytes(n: int) -> bytes:
     return _zigzag_bytes(n, 64)
 
 
-def uvarint32_bytes(n: int) -> bytes:
-    return uvarint_bytes(n)
-
-
 def read_tags(buf: bytes, pos: int, target: dict, known: dict) -> int:
     """Read a tagged-field section at buf[pos] into `target`; returns the new pos.
 
