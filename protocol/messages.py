@@ -259,7 +259,7 @@ def supported_apis() -> dict[int, tuple[int, int]]:
 
 
 def api_name(api_key: int) -> str:
-    """"Metadata" for 3; KeyError for a key no spec defines."""
+    """The API's name without Request/Response: api_name(3) == "Metadata"; KeyError if unknown."""
     spec = REGISTRY.requests.get(api_key) or REGISTRY.responses.get(api_key)
     if spec is None:
         raise KeyError(f"no spec for api key {api_key}")
@@ -267,6 +267,7 @@ def api_name(api_key: int) -> str:
 
 
 def api_keys() -> dict[str, int]:
+    """API name -> key, for every API with a spec (protocol.API_KEYS holds it)."""
     keys = {}
     for table in (REGISTRY.responses, REGISTRY.requests):
         for key, spec in table.items():
