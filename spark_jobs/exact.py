@@ -84,9 +84,13 @@ def solve(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
             # Valid partitions stay valid (for the new replication factor); invalid ones may
             # keep their shape but never narrow.
             valid = rule.is_valid(list(held))
+            spread = sum(1 for c in rule.counts(list(held)) if c)
             for x in range(k):
                 f = counts[x]
-                a_lo, a_hi = (lo, hi) if valid else (min(f, lo), max(f, hi))
+                # An invalid partition keeps a replica in every rack it spans (unless it
+                # shrinks below that many replicas), so its spread never narrows.
+                floor = max(lo, 1) if spread <= r else lo
+                a_lo, a_hi = (lo, hi) if valid else (min(f, floor), max(f, hi))
                 node = base_rack + p * k + x
                 # The edge carries the flow above the lower bound a_lo; the clipped start
                 # leaves imbalances that the shortest paths then settle.

@@ -85,14 +85,14 @@ def min_moves(rows: list, new_rf: list, targets: list, rack_of: dict | None):
             old_lo, old_hi = len(row) // k, -(-len(row) // k)
             valid = all(old_lo <= have[x] <= old_hi for x in racks)
             for x in racks:
-                # A rack-invalid partition may keep its shape but never narrows, and takes
-                # nothing new into a rack already at or over its share.
-                a_lo, a_hi = (lo, hi) if valid else (min(have[x], lo), max(have[x], hi))
+                # A rack-invalid partition is only capped here (the planner's rule for such
+                # partitions is sequential, not a bound per rack), so with any of them this
+                # optimum is a bound from below.
+                a_lo, a_hi = (lo, hi) if valid else (0, max(have[x], hi))
                 mandatory.append(f.add(("p", p), ("px", p, x), a_lo, -BIG))
                 f.add(("p", p), ("px", p, x), a_hi - a_lo, 0)
-                closed = not valid and have[x] >= hi
                 for b in targets:
-                    if rack_of[b] == x and (b in row or not closed):
+                    if rack_of[b] == x:
                         f.add(("px", p, x), ("b", b), 1, 0 if b in row else 1)
         else:
             for b in targets:

@@ -69,16 +69,20 @@ def _check(snap, rack_of, mode, kwargs):
     low = total // len(targets)
     fair = all(counts.get(b, 0) in (low, low + 1) for b in targets)
     assert fair == report["fair"]
-    assert report["moves"] >= report["lower_bound"]
     moves = sum(len(set(after[k]) - set(before[k])) for k in keys)
     assert moves == report["moves"]
+    if fair:
+        assert moves >= report["lower_bound"]
+    all_valid = not rack_of or all(_valid(before[k], rack_of, sorted({rack_of[b] for b in targets})) for k in keys)
     if opt is None:
         assert not fair
-    else:
+    elif all_valid:
         assert fair, (opt, report)
         assert moves == opt, (moves, opt, report["lower_bound"])
         if opt == report["lower_bound"]:
             assert report["moves_at_lower_bound"]
+    else:
+        assert not fair or moves >= opt
 
     # Leaders: R or R+1 whenever the final replica sets allow it.
     final_rows = [after[k] for k in keys]
@@ -121,3 +125,21 @@ def test_same_snapshot_same_plan_bytes(data):
     assert plan_json(a.reassignment) == plan_json(b.reassignment)
     assert json.dumps(a.report, sort_keys=True) == json.dumps(b.report, sort_keys=True)
     assert json.dumps(a.batches, sort_keys=True) == json.dumps(b.batches, sort_keys=True)
+
+
+@given(st.data())
+def test_fix_racks_repairs_violations_and_counts_them_apart(data):
+    snap, rack_of = data.draw(clusters(racks=True, rack_valid=False))
+    result = api.plan(snap, "rebalance", fix_racks=True)
+    report = result.report
+    racks = report["racks"]
+    assert racks["invalid_partitions_after"] <= racks["invalid_partitions_before"]
+    per_rack = Counter(rack_of.values())
+    max_rf = max(len(p["replicas"]) for t in snap["topics"] for p in t["partitions"])
+    if min(per_rack.values()) >= max_rf:  # room in every rack: every violation can be repaired
+        assert racks["invalid_partitions_after"] == 0
+    if racks["invalid_partitions_before"] == 0:
+        assert report["rack_fix_moves"] == 0
+    assert report["total_moves"] <= report["rack_fix_moves"] + report["moves"]
+    plain = api.plan(snap, "rebalance")
+    assert plain.report["rack_fix_moves"] == 0
