@@ -147,7 +147,8 @@ def _outputs(result, args, out: Path, batches: Path | None, report: Path | None,
     return files
 
 
-def main(argv: list[str] | None = None) -> int:
+def main(argv: list[str] | None = None, *, spark=None) -> int:
+    """Run the command; ``spark`` reuses a session (left running) instead of starting one."""
     try:
         args = parser().parse_args(argv)
     except _UsageError as e:
@@ -174,7 +175,9 @@ def main(argv: list[str] | None = None) -> int:
     except SnapshotError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
-    spark = api.get_spark(args.master)
+    owned = spark is None
+    if owned:
+        spark = api.get_spark(args.master)
     try:
         if fleet:
             return _fleet(spark, files, req, args)
@@ -204,7 +207,8 @@ def main(argv: list[str] | None = None) -> int:
         )
         return 0
     finally:
-        spark.stop()
+        if owned:
+            spark.stop()
 
 
 def _fleet(spark, files, req, args) -> int:

@@ -1,0 +1,168 @@
+"""Worked examples: KIP-6's own, decommission, expansion, RF change, leaders, bad requests."""
+
+from __future__ import annotations
+
+from collections import Counter
+
+import pytest
+
+from spark_jobs import api
+from spark_jobs.errors import PlanError
+
+
+def cluster(assignment: dict, brokers, racks=None, sizes=None) -> dict:
+    """assignment: {(topic, partition): [replicas]}."""
+    topics: dict = {}
+    for (t, p), reps in sorted(assignment.items()):
+        entry = {"partition": p, "replicas": reps, "leader": reps[0]}
+        if sizes is not None:
+            entry["sizes"] = [sizes.get((t, p), 0)] * len(reps)
+        topics.setdefault(t, []).append(entry)
+    return {
+        "version": 1,
+        "brokers": [{"id": b, "rack": (racks or {}).get(b)} for b in brokers],
+        "topics": [{"name": t, "partitions": ps} for t, ps in topics.items()],
+    }
+
+
+def counts_after(snap, result) -> Counter:
+    rows = {(t["name"], p["partition"]): p["replicas"] for t in snap["topics"] for p in t["partitions"]}
+    for e in result.reassignment["partitions"]:
+        rows[(e["topic"], e["partition"])] = e["replicas"]
+    return Counter(b for r in rows.values() for b in r)
+
+
+def test_kip6_example_7_6_0_0_becomes_4_3_3_3_in_6_moves():
+    # Brokers 2 and 3 were just added; 0 and 1 hold 7 and 6 single-replica partitions.
+    assignment = {("t", p): [0] for p in range(7)}
+    assignment.update({("t", 7 + p): [1] for p in range(6)})
+    snap = cluster(assignment, [0, 1, 2, 3])
+    result = api.plan(snap, "rebalance")
+    after = counts_after(snap, result)
+    assert [after[b] for b in range(4)] == [4, 3, 3, 3]
+    assert result.report["moves"] == 6
+    assert result.report["lower_bound"] == 6
+    assert result.report["moves_at_lower_bound"]
+    per = {x["broker"]: x for x in result.report["per_broker"]}
+    assert [per[b]["replicas_before"] for b in range(4)] == [7, 6, 0, 0]
+    assert [per[b]["replicas_after"] for b in range(4)] == [4, 3, 3, 3]
+
+
+def test_decommission_empties_the_broker_with_one_move_per_replica():
+    assignment = {("a", p): [p % 4, (p + 1) % 4, (p + 2) % 4] for p in range(12)}
+    snap = cluster(assignment, [0, 1, 2, 3, 4])
+    result = api.plan(snap, "decommission", brokers=[2])
+    after = counts_after(snap, result)
+    assert after[2] == 0
+    assert sorted(after[b] for b in (0, 1, 3, 4)) == [9, 9, 9, 9]
+    assert result.report["moves"] == 9 == result.report["lower_bound"]
+    assert result.report["drained_brokers"] == [2]
+    assert result.report["leaders_fair"]
+
+
+def test_add_brokers_not_yet_registered():
+    assignment = {("a", p): [p % 3, (p + 1) % 3] for p in range(9)}
+    snap = cluster(assignment, [0, 1, 2])
+    result = api.plan(snap, "add-brokers", brokers=[10, 11])
+    after = counts_after(snap, result)
+    assert sorted(after.values()) == [3, 3, 4, 4, 4]
+    assert result.report["target_brokers"] == [0, 1, 2, 10, 11]
+    assert result.report["moves"] == result.report["lower_bound"] == 6
+
+
+def test_replication_factor_change_keeps_rack_spread():
+    racks = {0: "a", 1: "a", 2: "b", 3: "b", 4: "c", 5: "c"}
+    assignment = {("t", p): [p % 6] for p in range(6)}
+    snap = cluster(assignment, list(racks), racks)
+    result = api.plan(snap, "replication-factor", replication_factor=3)
+    rows = {(e["topic"], e["partition"]): e["replicas"] for e in result.reassignment["partitions"]}
+    assert len(rows) == 6
+    for p in range(6):
+        reps = rows[("t", p)]
+        assert reps[0] == p % 6 or p % 6 in reps  # the existing replica stays
+        assert {racks[b] for b in reps} == {"a", "b", "c"}
+    assert result.report["moves"] == 12 == result.report["lower_bound"]
+    assert result.report["fair"]
+
+
+def test_only_changed_partitions_are_listed_and_order_counts():
+    # Balanced replicas, but broker 0 leads everything: the fix is reordering only.
+    assignment = {("t", 0): [0, 1], ("t", 1): [0, 1], ("t", 2): [0, 1], ("t", 3): [1, 0]}
+    snap = cluster(assignment, [0, 1])
+    result = api.plan(snap, "rebalance")
+    assert result.report["moves"] == 0
+    assert result.report["leaders_fair"]
+    changed = result.reassignment["partitions"]
+    assert len(changed) == 1 and sorted(changed[0]["replicas"]) == [0, 1]
+    assert changed[0]["replicas"][0] == 1
+    assert result.report["partitions_reordered_only"] == 1
+    assert result.batches["waves"][-1]["kind"] == "metadata"
+
+
+def test_topics_scope_leaves_other_topics_alone():
+    assignment = {("a", p): [0] for p in range(4)}
+    assignment.update({("b", p): [0] for p in range(4)})
+    snap = cluster(assignment, [0, 1])
+    result = api.plan(snap, "rebalance", topics=["a"])
+    assert {e["topic"] for e in result.reassignment["partitions"]} == {"a"}
+    assert result.report["moves"] == 2
+
+
+def test_bytes_to_move_and_batches_from_sizes():
+    assignment = {("t", p): [0] for p in range(6)}
+    sizes = {("t", p): (p + 1) * 1000 for p in range(6)}
+    snap = cluster(assignment, [0, 1, 2], sizes=sizes)
+    result = api.plan(snap, "rebalance", max_in=1, max_out=1, throttle=1000)
+    moved = [e["partition"] for e in result.reassignment["partitions"]]
+    assert result.report["bytes_to_move"] == sum(sizes[("t", p)] for p in moved)
+    # Smallest logs move first: partitions 0..3 (1000..4000 bytes) are the cheapest four.
+    assert sorted(moved) == [0, 1, 2, 3]
+    b = result.batches
+    assert b["moves"] == 4 and b["bytes"] == 10_000
+    assert b["lower_bound_seconds"] == 10.0  # broker 0 sends all 10,000 bytes at 1000 B/s
+    assert b["estimated_seconds"] >= b["lower_bound_seconds"]
+    for wave in b["waves"]:
+        ins = Counter(r for e in wave["partitions"] for r in e["replicas"] if r != 0)
+        assert max(ins.values()) <= 1
+        assert len(wave["partitions"]) <= 1  # one move out of broker 0 per wave
+
+
+@pytest.mark.parametrize(
+    "mode,kwargs,message",
+    [
+        ("decommission", {"brokers": [9]}, "broker 9 is not in the snapshot"),
+        ("decommission", {"brokers": [0, 1]}, "needs 2 replicas but only 1 brokers"),
+        ("rebalance", {"topics": ["nope"]}, "topics not in the snapshot: nope"),
+        ("replication-factor", {"replication_factor": 0}, "must be a positive int"),
+        ("replication-factor", {"replication_factor": 4}, "needs 4 replicas but only 3 brokers"),
+        ("shuffle", {}, "unknown mode"),
+        ("add-brokers", {"brokers": []}, "needs at least one broker id"),
+    ],
+)
+def test_impossible_requests_are_refused_clearly(mode, kwargs, message):
+    snap = cluster({("t", 0): [0, 1], ("t", 1): [1, 2]}, [0, 1, 2])
+    with pytest.raises(PlanError, match=message):
+        api.plan(snap, mode, **kwargs)
+
+
+def test_mixed_racks_are_refused():
+    snap = cluster({("t", 0): [0, 1]}, [0, 1, 2], racks={0: "a", 1: "b"})
+    with pytest.raises(PlanError, match="no rack while"):
+        api.plan(snap, "rebalance")
+
+
+def test_large_cluster_reaches_bound_and_stays_even_per_topic():
+    brokers = list(range(30))
+    assignment = {}
+    for t in range(20):
+        for p in range(30):
+            first = (t * 7 + p) % 24  # brokers 24..29 are new and empty
+            step = 1 + t % 5
+            assignment[(f"topic-{t:02d}", p)] = [first, (first + step) % 24, (first + 2 * step) % 24]
+    snap = cluster(assignment, brokers)
+    result = api.plan(snap, "rebalance")
+    r = result.report
+    assert r["fair"] and r["leaders_fair"]
+    assert r["moves"] == r["lower_bound"]
+    assert r["topic_evenness"]["topics_less_even"] == 0
+    assert r["topic_evenness"]["max_spread_after"] <= r["topic_evenness"]["max_spread_before"]
