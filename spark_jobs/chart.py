@@ -36,7 +36,7 @@ _FONT = {
     "=": (0, 0, 31, 0, 31, 0, 0),
 }
 WHITE, BLACK, GREY, BLUE, RED, LIGHT = (255, 255, 255), (30, 30, 30), (170, 170, 170), (40, 110, 200), (200, 60, 60), (225, 225, 225)
-MAX_BARS = 400  # bar pairs per panel; more brokers are grouped (the bar shows the group's mean)
+MAX_BARS = 300  # bar pairs per panel; more brokers are grouped (the bar shows the group's mean)
 PANEL_H = 260
 SCALE = 2  # font pixels per glyph pixel
 
@@ -83,7 +83,7 @@ def render(report: dict) -> bytes:
     n = max(len(rows), 1)
     group = -(-n // MAX_BARS)
     bars = -(-n // group)
-    slot = max(6, min(28, 1200 // bars))
+    slot = max(4, min(28, 1200 // bars))
     left, right, top = 70, 20, 40
     width = left + bars * slot + right
     height = top + 2 * (PANEL_H + 60) + 30
