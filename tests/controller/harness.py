@@ -45,19 +45,45 @@ class CrashingStore:
     """A store whose fenced writes go through one op at a time (a flush cut at ANY op
     boundary) and whose session expires right after its ``crash_after``-th op lands."""
 
-    def __init__(self, inner, server: TwinServer, crash_after: int | None):
+    def __init__(self, inner, server: TwinServer, crash_after: int | None, violations: list[str] | None = None):
         self._inner = inner
         self._server = server
         self.remaining = crash_after
         self.ops_applied = 0
         self.crashed = False
+        self.violations = violations if violations is not None else []
+        # Depose this controller just before its n-th next op: another session wins an
+        # election (bumping the epoch) while this one's flush is under way.
+        self.depose_after: int | None = None
+
+    def _landed(self) -> None:
+        """Invariant 5: a controller write only lands while that controller holds /controller."""
+        holder = self._server.exists(paths.CONTROLLER)
+        if holder is None or holder.ephemeral_owner != self._inner.session_id:
+            self.violations.append(f"invariant 5: session {self._inner.session_id:#x} wrote while not the controller")
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
+    async def multi(self, ops):
+        if ops and getattr(ops[0], "path", None) == paths.CONTROLLER:
+            return await self._inner.multi(ops)  # the election
+        # Any other multi of a controller is a write that must be fenced: treat it as one.
+        return await self.fenced_multi(ops, None)
+
     async def fenced_multi(self, ops, epoch_zkversion):
+        if epoch_zkversion is None:
+            inner = lambda chunk, _: self._inner.multi(chunk)  # noqa: E731
+        else:
+            inner = self._inner.fenced_multi
+        return await self._write(inner, ops, epoch_zkversion)
+
+    async def _write(self, inner, ops, epoch_zkversion):
+        if self.depose_after is not None:
+            return await self._deposing_multi(inner, ops, epoch_zkversion)
         if self.remaining is None:
-            results = await self._inner.fenced_multi(ops, epoch_zkversion)
+            results = await inner(ops, epoch_zkversion)
+            self._landed()
             self.ops_applied += len(ops)
             return results
         results = []
@@ -66,10 +92,38 @@ class CrashingStore:
                 self.crashed = True
                 self._server.expire_session(self._inner.session_id)
                 raise SessionExpiredError("crashed by the test")
-            results += await self._inner.fenced_multi([op], epoch_zkversion)
+            results += await inner([op], epoch_zkversion)
+            self._landed()
             self.remaining -= 1
             self.ops_applied += 1
         return results
+
+
+    async def _deposing_multi(self, inner, ops, epoch_zkversion):
+        results = []
+        for op in ops:
+            if self.depose_after <= 0:
+                self.depose_after = None
+                await depose(self._server)
+            results += await inner([op], epoch_zkversion)
+            self._landed()
+            self.ops_applied += 1
+            if self.depose_after is not None:
+                self.depose_after -= 1
+        return results
+
+
+async def depose(server: TwinServer) -> None:
+    """Take /controller away from whoever holds it: an operator deletes it and another session
+    wins an election (epoch + 1), then that session dies (its /controller goes with it)."""
+    from controller.election import try_elect
+
+    admin = server.connect()
+    await admin.delete(paths.CONTROLLER)
+    usurper = server.connect()
+    await try_elect(usurper, 999)
+    server.expire_session(usurper.session_id)
+    await admin.close()
 
 
 class WatchingTransport:
@@ -165,7 +219,7 @@ class Harness:
         await self.cluster.close()
 
     async def start_controller(self, controller_id: int, crash_after: int | None = None) -> ControllerHandle:
-        store = CrashingStore(self.server.connect(), self.server, crash_after)
+        store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
         handle = ControllerHandle(self, controller_id, store)
         self.controllers.append(handle)
         await self.settle()
