@@ -66,6 +66,9 @@ INIT_LIMIT_TICKS = 50
 SYNC_LIMIT_TICKS = 25
 # A stopping server gets this long after SIGTERM before SIGKILL.
 STOP_GRACE_S = 10.0
+# A restarted quorum member waits this long for its ports: the crashed process's sockets and
+# its clients' reconnection attempts can hold them for a moment.
+PORT_WAIT_ON_RESTART_S = 10.0
 # How often the watchdog of a test server looks for its parent process.
 WATCHDOG_POLL_S = 0.5
 # Four-letter words answer within this time on a healthy server.
@@ -212,17 +215,19 @@ class LocalZooKeeper:
             self._load_state()
         return ",".join(f"{self.host}:{m.client_port}" for m in self.members)
 
-    def start(self, timeout: float = 60.0) -> "LocalZooKeeper":
-        """Start the server(s) and wait until they serve requests (a quorum has a leader)."""
+    def start(self, timeout: float = 60.0, *, port_wait: float = 0.0) -> "LocalZooKeeper":
+        """Start the server(s) and wait until they serve requests (a quorum has a leader).
+
+        ``port_wait``: how long a busy port may take to free up (restarting on the ports of
+        a server just stopped, while its clients keep knocking); 0 fails at once.
+        """
         self._check_installed()
         existing = self._read_state()
         if existing is not None and any(pid_alive(s["pid"]) for s in existing["servers"]):
             raise LauncherError(f"a ZooKeeper already runs from {self.data_dir} (see `reassignd zk status`)")
         self.members = self._plan_members()
         for m in self.members:
-            for p in (m.client_port, m.peer_port, m.election_port):
-                if p and not port_is_free(self.host, p):
-                    raise LauncherError(f"port {p} on {self.host} is already in use")
+            self._wait_ports_free(m, port_wait)
         try:
             for m in self.members:
                 self._write_config(m)
@@ -291,6 +296,7 @@ class LocalZooKeeper:
         m = self._member(member_id)
         if pid_alive(m.pid):
             raise LauncherError(f"server {member_id} still runs (pid {m.pid})")
+        self._wait_ports_free(m, PORT_WAIT_ON_RESTART_S)
         self._spawn(m)
         self._write_state()
         self._wait_serving([m], timeout)
@@ -317,6 +323,14 @@ class LocalZooKeeper:
             client = self.port + i - 1 if self.port else free_port(self.host)
             members.append(Member(i, client, free_port(self.host), free_port(self.host)))
         return members
+
+    def _wait_ports_free(self, m: Member, wait: float) -> None:
+        deadline = time.monotonic() + wait
+        for p in (m.client_port, m.peer_port, m.election_port):
+            while p and not port_is_free(self.host, p):
+                if time.monotonic() >= deadline:
+                    raise LauncherError(f"port {p} on {self.host} is already in use")
+                time.sleep(0.1)
 
     def _member(self, member_id: int) -> Member:
         if not self.members:

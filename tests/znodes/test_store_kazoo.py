@@ -65,7 +65,7 @@ async def test_connect_to_a_closed_port_fails_within_timeout():
     with pytest.raises(ConnectionLossError) as e:
         await connect(f"127.0.0.1:{port}", timeout=0.5)
     assert str(port) in str(e.value)
-    assert loop.time() - started < 5
+    assert loop.time() - started < 15  # 0.5 s to connect, plus stopping kazoo on a busy machine
 
 
 @pytest.mark.parametrize("hosts", ["", "127.0.0.1:2181/bad//chroot", "127.0.0.1:2181/trailing/"])
@@ -186,7 +186,8 @@ async def test_server_restart_suspends_then_reconnects_same_session(tmp_path):
             with pytest.raises(ConnectionLossError):
                 await store.get("/e")
             restarted = LocalZooKeeper(port=zk.members[0].client_port, data_dir=tmp_path / "zk", fsync=False)
-            await asyncio.get_running_loop().run_in_executor(None, restarted.start)
+            # the same port; kazoo keeps knocking on it meanwhile, so allow it a moment to free
+            await asyncio.get_running_loop().run_in_executor(None, lambda: restarted.start(port_wait=10))
             zk = restarted
             assert await next_event(store) == SessionEvent(SessionState.CONNECTED)
             assert store.session_id == sid
