@@ -1,0 +1,323 @@
+"""Benchmark: the KIP-6 planner against Yelp's kafka-cluster-manager (kafka-utils 4.1.0).
+
+Usage::
+
+    .venv/bin/python bench/planner.py            # the full run (a few minutes on 2 cores)
+    .venv/bin/python bench/planner.py --quick    # smaller clusters, to check the harness
+
+Both tools plan the same clusters, loaded into one real local ZooKeeper (Kafka's znode
+formats): decommission 1 of 100 brokers (~77,000 replicas, RF 3), then expand 30 -> 32
+brokers. Each reads the cluster from ZooKeeper itself and writes a reassignment file; wall
+time covers read + plan + write (ours through the in-process API that kafka-reassign uses,
+and again on a warm Spark session). Moves are counted the same way for both (replicas added
+to brokers that did not hold them) and set against our lower bound. kafka-utils runs from its
+own venv (bench/.venv-kafka-utils/, created here) with ``--write-to-file`` and no ``--apply``,
+its movement caps lifted so it plans the whole job.
+
+Then the 1,000-broker / 1,000,000-partition RF 3 rebalance after adding 50 brokers, planned on
+Spark ``local[2]`` from a msgpack snapshot (load + plan + write; the Spark start-up is shown
+apart). The last lines are the figures, ``name=value``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import random
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from kazoo.client import KazooClient  # noqa: E402
+
+from spark_jobs import api, snapshot  # noqa: E402
+from spark_jobs.legacy import assign_unaware  # noqa: E402
+from spark_jobs.plan import plan_json  # noqa: E402
+from znodes.launcher import LocalZooKeeper  # noqa: E402
+
+KU_VENV = ROOT / "bench" / ".venv-kafka-utils"
+KU_VERSION = "4.1.0"
+NO_CAP = "100000000"  # kafka-cluster-manager caps moves at 1 by default; lift it
+
+
+# ---- clusters ---------------------------------------------------------------------------------
+
+
+def kafka_like(n_brokers: int, topics: list[tuple[str, int]], rf: int, seed: int, used: int | None = None) -> dict:
+    """Topics laid out by Kafka's own round-robin over the first ``used`` brokers."""
+    rng = random.Random(seed)
+    used_ids = list(range(used or n_brokers))
+    out = []
+    for name, parts in topics:
+        layout = assign_unaware(parts, rf, used_ids, rng)
+        out.append({"name": name, "partitions": [
+            {"partition": p, "replicas": r, "leader": r[0], "isr": r} for p, r in enumerate(layout)
+        ]})
+    brokers = [{"id": b, "host": "127.0.0.1", "port": 19092 + b, "rack": None} for b in range(n_brokers)]
+    return snapshot.validate({"version": 1, "brokers": brokers, "topics": out})
+
+
+def load_into_zookeeper(hosts: str, snap: dict) -> float:
+    """Write brokers, topic assignments and partition states in Kafka's formats."""
+    t0 = time.time()
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=60)
+    try:
+        for path in ("/brokers/ids", "/brokers/topics", "/admin", "/config/topics"):
+            zk.ensure_path(path)
+        pending = []
+
+        def create(path, data):
+            pending.append(zk.create_async(path, data))
+            if len(pending) >= 2000:
+                for p in pending:
+                    p.get()
+                pending.clear()
+
+        for b in snap["brokers"]:
+            reg = {"listener_security_protocol_map": {"PLAINTEXT": "PLAINTEXT"},
+                   "endpoints": [f"PLAINTEXT://{b['host']}:{b['port']}"], "jmx_port": -1,
+                   "host": b["host"], "timestamp": "1700000000000", "port": b["port"], "version": 4}
+            create(f"/brokers/ids/{b['id']}", json.dumps(reg).encode())
+        for t in snap["topics"]:
+            parts = {str(p["partition"]): p["replicas"] for p in t["partitions"]}
+            body = {"version": 2, "partitions": parts, "adding_replicas": {}, "removing_replicas": {}}
+            create(f"/brokers/topics/{t['name']}", json.dumps(body).encode())
+            create(f"/config/topics/{t['name']}", b'{"version":1,"config":{}}')
+        for p in pending:
+            p.get()
+        pending.clear()
+        for t in snap["topics"]:
+            create(f"/brokers/topics/{t['name']}/partitions", b"")
+        for p in pending:
+            p.get()
+        pending.clear()
+        for t in snap["topics"]:
+            for p in t["partitions"]:
+                create(f"/brokers/topics/{t['name']}/partitions/{p['partition']}", b"")
+        for p in pending:
+            p.get()
+        pending.clear()
+        for t in snap["topics"]:
+            for p in t["partitions"]:
+                state = {"controller_epoch": 1, "leader": p["replicas"][0], "version": 1, "leader_epoch": 0,
+                         "isr": p["replicas"]}
+                create(f"/brokers/topics/{t['name']}/partitions/{p['partition']}/state", json.dumps(state).encode())
+        for p in pending:
+            p.get()
+    finally:
+        zk.stop()
+        zk.close()
+    return time.time() - t0
+
+
+def count_moves(snap: dict, plan: dict) -> int:
+    old = {(t["name"], p["partition"]): set(p["replicas"]) for t in snap["topics"] for p in t["partitions"]}
+    return sum(len(set(e["replicas"]) - old[(e["topic"], e["partition"])]) for e in plan.get("partitions", []))
+
+
+# ---- the two tools ------------------------------------------------------------------------------
+
+
+def ours(hosts: str, mode: str, brokers, out: Path, spark=None) -> tuple[float, dict]:
+    t0 = time.time()
+    snap = asyncio.run(snapshot.read_cluster(hosts, sizes=False, timeout=30))
+    result = api.plan(snap, mode, brokers=brokers, spark=spark, assume_valid=True)
+    out.write_bytes(plan_json(result.reassignment))
+    return time.time() - t0, result.report
+
+
+def kafka_utils_ready() -> str | None:
+    """Create the peer's venv if needed; None when ready, else why it cannot run."""
+    exe = KU_VENV / "bin" / "kafka-cluster-manager"
+    if exe.exists():
+        return None
+    py = shutil.which("python3.11") or sys.executable
+    try:
+        subprocess.run([py, "-m", "venv", str(KU_VENV)], check=True, capture_output=True, timeout=300)
+        subprocess.run([str(KU_VENV / "bin" / "pip"), "install", "-q", f"kafka-utils=={KU_VERSION}"],
+                       check=True, capture_output=True, text=True, timeout=900)
+    except subprocess.CalledProcessError as e:
+        return f"installing kafka-utils {KU_VERSION} failed: {(e.stderr or e.stdout or '')[-500:]}"
+    except (OSError, subprocess.TimeoutExpired) as e:
+        return f"installing kafka-utils {KU_VERSION} failed: {e}"
+    return None if exe.exists() else "kafka-cluster-manager missing after install"
+
+
+def theirs(hosts: str, args: list[str], out: Path, workdir: Path) -> tuple[float | None, str | None]:
+    """Run kafka-cluster-manager; (seconds, None) or (None, why it failed)."""
+    conf = workdir / "discovery"
+    conf.mkdir(exist_ok=True)
+    (conf / "bench.yaml").write_text(
+        "---\nclusters:\n  bench:\n    broker_list:\n      - \"127.0.0.1:19092\"\n"
+        f"    zookeeper: \"{hosts}\"\nlocal_config:\n  cluster: bench\n"
+    )
+    cmd = [str(KU_VENV / "bin" / "kafka-cluster-manager"), "--cluster-type", "bench", "--cluster-name", "bench",
+           "--discovery-base-path", str(conf), "--write-to-file", str(out), *args]
+    env = dict(os.environ, KAFKA_DISCOVERY_DIR=str(conf))
+    t0 = time.time()
+    try:
+        proc = subprocess.run(cmd, capture_output=True, text=True, timeout=3600, env=env, cwd=workdir)
+    except subprocess.TimeoutExpired:
+        return None, "kafka-cluster-manager ran over an hour"
+    took = time.time() - t0
+    if proc.returncode != 0 or not out.exists():
+        return None, f"kafka-cluster-manager exited {proc.returncode}: {(proc.stderr or proc.stdout)[-800:]}"
+    return took, None
+
+
+# ---- the large rebalance ------------------------------------------------------------------------
+
+
+def large_snapshot(path: Path, n_brokers: int, n_topics: int, parts: int, added: int) -> None:
+    rng = random.Random(11)
+    ids = list(range(n_brokers))
+    topics = []
+    for t in range(n_topics):
+        layout = assign_unaware(parts, 3, ids, rng)
+        topics.append({"name": f"topic-{t:05d}", "partitions": [
+            {"partition": p, "replicas": r, "leader": r[0], "isr": None, "reassigning": False,
+             "sizes": [(p % 97 + 1) * 1_000_000] * 3} for p, r in enumerate(layout)
+        ]})
+    brokers = [{"id": b, "host": "127.0.0.1", "port": 9092, "rack": None, "alive": True} for b in range(n_brokers + added)]
+    snap = {"version": 1, "cluster": {"source": None, "taken_at_ms": None, "warnings": []}, "brokers": brokers, "topics": topics}
+    path.write_bytes(snapshot.dumps(snap, "msgpack"))
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--quick", action="store_true", help="small clusters (harness check)")
+    args = ap.parse_args()
+    quick = args.quick
+    figures: dict[str, object] = {}
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="bench-planner-"))
+    zk = LocalZooKeeper(port=0, data_dir=work / "zk", fsync=False, stop_with_parent=True, heap_mb=1024)
+    zk.start(timeout=90)
+    over_bound = 0
+    try:
+        why = kafka_utils_ready()
+        if why:
+            notes.append(f"kafka-utils cannot run here: {why}")
+
+        # 1. Decommission 1 of 100 brokers, ~77,000 replicas.
+        n_topics, parts = (40, 60) if quick else (257, 100)
+        decom = kafka_like(100, [(f"decom-{t:03d}", parts) for t in range(n_topics)], 3, seed=1)
+        replicas = sum(len(p["replicas"]) for t in decom["topics"] for p in t["partitions"])
+        hosts_d = f"{zk.connect_string}/decommission"
+        ensure_chroot(zk.connect_string, "/decommission")
+        load_s = load_into_zookeeper(hosts_d, decom)
+        print(f"decommission cluster: 100 brokers, {replicas} replicas, loaded into ZooKeeper in {load_s:.1f}s")
+        our_s, rep = ours(hosts_d, "decommission", [99], work / "ours-decom.json")
+        over_bound += rep["moves"] - rep["lower_bound"]
+        print(f"  ours:        {our_s:8.2f}s  moves={rep['moves']} lower_bound={rep['lower_bound']} fair={rep['fair']}")
+        ku_s = None
+        if not why:
+            ku_s, err = theirs(hosts_d, ["decommission", "99", "--max-partition-movements", NO_CAP,
+                                         "--max-leader-changes", NO_CAP], work / "ku-decom.json", work)
+            if err:
+                notes.append(f"kafka-utils decommission failed: {err}")
+            else:
+                ku_moves = count_moves(decom, json.loads((work / "ku-decom.json").read_text()))
+                print(f"  kafka-utils: {ku_s:8.2f}s  moves={ku_moves} (lower bound {rep['lower_bound']})")
+                figures["kafka_utils_decommission_moves"] = ku_moves
+                figures["kafka_utils_decommission_seconds"] = round(ku_s, 3)
+        figures["decommission_moves"] = rep["moves"]
+        figures["decommission_lower_bound"] = rep["lower_bound"]
+        figures["decommission_seconds"] = round(our_s, 3)
+
+        # 2. Expand 30 -> 32 brokers.
+        e_topics, e_parts = (20, 30) if quick else (100, 60)
+        expand = kafka_like(32, [(f"expand-{t:03d}", e_parts) for t in range(e_topics)], 3, seed=2, used=30)
+        e_replicas = sum(len(p["replicas"]) for t in expand["topics"] for p in t["partitions"])
+        hosts_e = f"{zk.connect_string}/expand"
+        ensure_chroot(zk.connect_string, "/expand")
+        load_into_zookeeper(hosts_e, expand)
+        print(f"expansion cluster: 30 -> 32 brokers, {e_replicas} replicas")
+        our_e, rep_e = ours(hosts_e, "rebalance", None, work / "ours-expand.json")
+        over_bound += rep_e["moves"] - rep_e["lower_bound"]
+        print(f"  ours:        {our_e:8.2f}s  moves={rep_e['moves']} lower_bound={rep_e['lower_bound']} fair={rep_e['fair']} leaders_fair={rep_e['leaders_fair']}")
+        if not why:
+            ku_e, err = theirs(hosts_e, ["rebalance", "--brokers", "--leaders", "--max-partition-movements", NO_CAP,
+                                         "--max-leader-changes", NO_CAP], work / "ku-expand.json", work)
+            if err:
+                notes.append(f"kafka-utils rebalance failed: {err}")
+            else:
+                ku_moves = count_moves(expand, json.loads((work / "ku-expand.json").read_text()))
+                print(f"  kafka-utils: {ku_e:8.2f}s  moves={ku_moves} (lower bound {rep_e['lower_bound']})")
+                figures["kafka_utils_expand_moves"] = ku_moves
+                figures["kafka_utils_expand_seconds"] = round(ku_e, 3)
+        figures["expand_moves"] = rep_e["moves"]
+        figures["expand_lower_bound"] = rep_e["lower_bound"]
+        figures["expand_seconds"] = round(our_e, 3)
+    finally:
+        zk.stop()
+
+    # 3. The large rebalance on Spark local[2].
+    nb, nt, np_, added = (100, 50, 200, 5) if quick else (1000, 1000, 1000, 50)
+    big = work / "large.msgpack"
+    t0 = time.time()
+    large_snapshot(big, nb, nt, np_, added)
+    print(f"large cluster: {nb} + {added} brokers, {nt * np_} partitions RF 3 (snapshot written in {time.time() - t0:.1f}s)")
+    t0 = time.time()
+    spark = api.get_spark("local[2]", app_name="bench-planner")
+    start_s = time.time() - t0
+    try:
+        # Warm Spark's Python workers with the same decommission as above, for the warm figure.
+        snap_d = decom
+        t0 = time.time()
+        api.plan(snap_d, "decommission", brokers=[99], spark=spark, assume_valid=True)
+        figures["decommission_plan_on_spark_seconds"] = round(time.time() - t0, 3)
+        t0 = time.time()
+        snap = snapshot.load(big)
+        load_big = time.time() - t0
+        result = api.plan(snap, "rebalance", spark=spark, assume_valid=True, throttle=50 * 2**20)
+        (work / "large-plan.json").write_bytes(plan_json(result.reassignment))
+        (work / "large-report.json").write_text(json.dumps(result.report))
+        large_s = time.time() - t0
+    finally:
+        spark.stop()
+    r = result.report
+    over_bound += r["moves"] - r["lower_bound"]
+    print(f"  spark start {start_s:.1f}s; load {load_big:.1f}s; load+plan+write {large_s:.1f}s; moves={r['moves']} "
+          f"lower_bound={r['lower_bound']} fair={r['fair']} leaders_fair={r['leaders_fair']} waves={r['waves']} "
+          f"estimated {r['estimated_seconds']:.0f}s at 50 MiB/s (bound {r['lower_bound_seconds']:.0f}s)")
+    figures["large_moves"] = r["moves"]
+    figures["large_lower_bound"] = r["lower_bound"]
+    figures["spark_start_seconds"] = round(start_s, 3)
+
+    for n in notes:
+        print(f"note: {n}")
+    shutil.rmtree(work, ignore_errors=True)
+    speedup = None
+    if "kafka_utils_decommission_seconds" in figures:
+        speedup = figures["kafka_utils_decommission_seconds"] / figures["decommission_seconds"]
+        print(f"decommission: kafka-utils / ours = {speedup:.1f}x")
+    for k, v in figures.items():
+        print(f"{k}={v}")
+    print(f"decommission_speedup_vs_kafka_utils={'%.2f' % speedup if speedup is not None else 'unavailable'}")
+    print(f"moves_over_lower_bound={over_bound}")
+    print(f"large_rebalance_seconds={large_s:.2f}")
+    return 0
+
+
+def ensure_chroot(connect: str, path: str) -> None:
+    zk = KazooClient(hosts=connect, timeout=30)
+    zk.start(timeout=60)
+    try:
+        zk.ensure_path(path)
+    finally:
+        zk.stop()
+        zk.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())
