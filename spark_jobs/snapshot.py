@@ -69,8 +69,6 @@ MAX_TOPIC_NAME_LENGTH = 249  # Kafka's limit, leaves room in log directory names
 _INT_ONLY = {int}
 _SIZE_TYPES = {int, type(None)}
 _TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789._-")
-# ZooKeeper reads in flight at once: enough to hide round trips, few enough to stay polite.
-ZK_READ_CONCURRENCY = 512
 
 
 # ---- format by extension ----------------------------------------------------------------------
@@ -309,45 +307,21 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
 # ---- reading a live cluster ---------------------------------------------------------------------
 
 
-async def _gather_limited(coros: list, limit: int = ZK_READ_CONCURRENCY) -> list:
-    sem = asyncio.Semaphore(limit)
-
-    async def one(c):
-        async with sem:
-            return await c
-
-    return await asyncio.gather(*(one(c) for c in coros))
-
-
 async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0) -> dict:
     """Read brokers, topics, assignments and partition states from ZooKeeper at ``hosts``
     (``host:port[/chroot]``), and replica sizes through DescribeLogDirs when ``sizes``.
 
     Returns a validated snapshot. Malformed znodes raise SnapshotError naming the znode.
     """
-    from znodes import models, paths, store as zstore
-    from znodes.api import NoNodeError
+    from znodes import models, paths
     from znodes.errors import ZnodeFormatError
 
-    st = await zstore.connect(hosts, timeout=timeout)
+    from spark_jobs.zkread import ZkReader
+
     warnings: list[str] = []
-    try:
-
-        async def get_or_none(path: str):
-            try:
-                data, _ = await st.get(path)
-                return data
-            except NoNodeError:
-                return None
-
-        async def children_or_empty(path: str) -> list[str]:
-            try:
-                return await st.children(path)
-            except NoNodeError:
-                return []
-
-        broker_names = await children_or_empty("/brokers/ids")
-        broker_data = await _gather_limited([get_or_none(f"/brokers/ids/{n}") for n in broker_names])
+    async with ZkReader.connect(hosts, timeout=timeout) as zk:
+        broker_names = await zk.children("/brokers/ids")
+        broker_data = await zk.get_many([f"/brokers/ids/{n}" for n in broker_names])
         brokers: dict[int, dict] = {}
         endpoints: dict[int, tuple[str, int]] = {}
         for name, data in zip(broker_names, broker_data):
@@ -367,8 +341,8 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
                 endpoints[bid] = (host, port)
             brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
 
-        topic_names = await children_or_empty("/brokers/topics")
-        topic_data = await _gather_limited([get_or_none(paths.topic(t)) for t in topic_names])
+        topic_names = await zk.children("/brokers/topics")
+        topic_data = await zk.get_many([paths.topic(t) for t in topic_names])
         assignments: dict[str, dict[int, list[int]]] = {}
         removing: dict[str, dict[int, list[int]]] = {}
         for name, data in zip(topic_names, topic_data):
@@ -384,9 +358,7 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
             removing[name] = dict(ta.removing_replicas)
 
         keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
-        state_data = await _gather_limited([get_or_none(paths.partition_state(t, p)) for t, p in keys])
-    finally:
-        await st.close()
+        state_data = await zk.get_many([paths.partition_state(t, p) for t, p in keys])
 
     log_sizes: dict[int, dict[tuple[str, int], int]] = {}
     if sizes and endpoints:
