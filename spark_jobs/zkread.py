@@ -79,37 +79,51 @@ class ZkReader:
     async def _many(self, op: int, paths: list[str]) -> list:
         out: list = []
         sent = 0
-        pending = 0
-        while sent < len(paths) or pending:
-            if sent < len(paths) and pending < IN_FLIGHT:
+        buf = bytearray()
+        while len(out) < len(paths):
+            pending = sent - len(out)
+            if sent < len(paths) and pending <= IN_FLIGHT // 2:
                 batch = paths[sent : sent + IN_FLIGHT - pending]
                 self._w.write(b"".join(self._request(op, p) for p in batch))
                 sent += len(batch)
-                pending += len(batch)
                 await self._w.drain()
-                continue
-            frame = await self._frame()
-            xid, _zxid, err = struct.unpack_from(">iqi", frame, 0)
-            if xid < 0:
-                continue  # a ping or notification; we set no watches, so none should come
-            pending -= 1
-            path = paths[len(out)]
-            if err == NO_NODE:
-                out.append(None)
-            elif err != 0:
-                raise ZkReadError(self._hosts, f"reading {path}: ZooKeeper error {err}")
-            elif op == GET_DATA:
-                (n,) = struct.unpack_from(">i", frame, 16)
-                out.append(b"" if n < 0 else bytes(frame[20 : 20 + n]))
-            else:
-                (count,) = struct.unpack_from(">i", frame, 16)
-                pos, names = 20, []
-                for _ in range(max(count, 0)):
-                    (n,) = struct.unpack_from(">i", frame, pos)
-                    names.append(frame[pos + 4 : pos + 4 + n].decode())
-                    pos += 4 + n
-                out.append(sorted(names))
+            chunk = await self._r.read(1 << 20)
+            if not chunk:
+                raise ZkReadError(self._hosts, "ZooKeeper closed the connection")
+            buf += chunk
+            pos = 0
+            while len(buf) - pos >= 4:
+                (n,) = struct.unpack_from(">i", buf, pos)
+                if not 16 <= n <= MAX_FRAME:
+                    raise ZkReadError(self._hosts, f"ZooKeeper sent a frame of {n} bytes")
+                if len(buf) - pos - 4 < n:
+                    break
+                frame = bytes(buf[pos + 4 : pos + 4 + n])
+                pos += 4 + n
+                self._answer(op, frame, paths, out)
+            del buf[:pos]
         return out
+
+    def _answer(self, op: int, frame: bytes, paths: list[str], out: list) -> None:
+        xid, _zxid, err = struct.unpack_from(">iqi", frame, 0)
+        if xid < 0:
+            return  # a ping or notification; we set no watches, so none should come
+        path = paths[len(out)]
+        if err == NO_NODE:
+            out.append(None)
+        elif err != 0:
+            raise ZkReadError(self._hosts, f"reading {path}: ZooKeeper error {err}")
+        elif op == GET_DATA:
+            (n,) = struct.unpack_from(">i", frame, 16)
+            out.append(b"" if n < 0 else frame[20 : 20 + n])
+        else:
+            (count,) = struct.unpack_from(">i", frame, 16)
+            pos, names = 20, []
+            for _ in range(max(count, 0)):
+                (n,) = struct.unpack_from(">i", frame, pos)
+                names.append(frame[pos + 4 : pos + 4 + n].decode())
+                pos += 4 + n
+            out.append(sorted(names))
 
     async def get_many(self, paths: list[str]) -> list:
         """Data of each path (bytes), None where the node does not exist."""
