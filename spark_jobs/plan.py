@@ -107,10 +107,18 @@ def _json(obj) -> bytes:
 
 
 def _write_all(files: list[tuple[Path, bytes]]) -> None:
-    """Write every output, each atomically (temp file + rename)."""
-    for path, data in files:
-        tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
-        tmp.write_bytes(data)
+    """Write every output or none: all temp files first, then the renames."""
+    temps = []
+    try:
+        for path, data in files:
+            tmp = path.with_name(f".{path.name}.tmp{os.getpid()}")
+            tmp.write_bytes(data)
+            temps.append((tmp, path))
+    except OSError:
+        for tmp, _ in temps:
+            tmp.unlink(missing_ok=True)
+        raise
+    for tmp, path in temps:
         os.replace(tmp, path)
 
 

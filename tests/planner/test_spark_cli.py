@@ -144,3 +144,13 @@ def test_spark_submit_runs_the_planner(tmp_path):
     assert "decommission:" in proc.stdout
     doc = json.loads(out.read_text())
     assert all(4 not in e["replicas"] for e in doc["partitions"])
+
+
+def test_unwritable_output_leaves_nothing_behind(spark, tmp_path):
+    src = tmp_path / "c.json"
+    snapshot.dump(make_cluster(4, 2, 4, 2, 3), src)
+    out = tmp_path / "plan.json"
+    code = plan.main(["--snapshot", str(src), "--rebalance", "--out", str(out),
+                      "--report", str(tmp_path / "missing-dir" / "report.json")], spark=spark)
+    assert code == 1
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
