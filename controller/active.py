@@ -189,9 +189,10 @@ class ActiveController:
             elif isinstance(item, WatchEvent):
                 kind = WATCHED.get(item.path)
                 if kind == "controller":
-                    if item.type is EventType.DELETED:
-                        raise Resign("/controller was deleted")
-                    await self.store.exists(paths.CONTROLLER, watch=True)
+                    # Re-arm and look: the event may be left over from an earlier term.
+                    holder = await self.store.exists(paths.CONTROLLER, watch=True)
+                    if holder is None or holder.ephemeral_owner != self.store.session_id:
+                        raise Resign("/controller was deleted or taken over")
                 elif kind is not None:
                     kinds.add(kind)
             else:
