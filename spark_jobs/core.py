@@ -635,7 +635,6 @@ class _Planner:
     # ---- the whole plan ----------------------------------------------------------------------
 
     def run(self) -> Outcome:
-        c = self.c
         before_rows = self.original[self.rows_idx].copy()
         self.choose_target_counts()
         lb_initial = self.lower_bound()
