@@ -14,7 +14,9 @@ Objectives, in order:
    above target goes straight to a broker below it, so the bound is met whenever direct moves
    exist. Small clusters the greedy cannot settle at the bound go to :mod:`spark_jobs.exact`.
 4. Per-topic evenness: among equally cheap moves, a donor gives a topic it holds more of than
-   the receiver (strictly more first), so no topic ever becomes less even than before.
+   the receiver (strictly more first). Moves between target brokers inside one rack (all of a
+   rebalance or expansion without racks) therefore never make a topic less even; replicas
+   leaving drained brokers or crossing racks go where their topic is thinnest.
 5. Preferred leaders R or R+1 per broker by reordering (:mod:`spark_jobs.leaders`).
 6. Determinism: every choice is ordered by explicit keys; same snapshot, same plan.
 
