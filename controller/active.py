@@ -39,9 +39,12 @@ from controller.state import ClusterState
 from controller.zkread import read_brokers, read_notifications, read_requests, read_states, read_topic_names, read_topics
 from znodes import paths
 from znodes.api import (
+    BadVersionError,
     ConnectionLossError,
     EventType,
     FencedError,
+    NodeExistsError,
+    NoNodeError,
     SessionEvent,
     SessionExpiredError,
     SessionState,
@@ -259,12 +262,32 @@ class ActiveController:
         self.stats.steps += 1
         for line in step.log:
             log.info("%s", line)
+        conflict = False
         if step.writes:
-            self.writer.extend(step.writes)
-            await self.writer.flush(self.epoch_zkversion)
-            self.stats.flushes += 1
-            self.stats.ops_written += len(step.writes)
+            own, shared = step.writes, []
+            if step.writes[-1].path == paths.REASSIGN_PARTITIONS:
+                # The one znode others write too goes last and alone, so that a concurrent
+                # change by a tool fails that write only.
+                own, shared = step.writes[:-1], step.writes[-1:]
+            if own:
+                self.writer.extend(own)
+                await self.writer.flush(self.epoch_zkversion)
+                self.stats.flushes += 1
+            if shared:
+                self.writer.extend(shared)
+                try:
+                    await self.writer.flush(self.epoch_zkversion)
+                except FlushError as e:
+                    if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        raise
+                    # Keep the step (its other writes landed), then re-read and merge the znode.
+                    conflict = True
+                    log.info("/admin/reassign_partitions changed under this controller: re-reading it")
+                self.stats.flushes += 1
+            self.stats.ops_written += len(step.writes) - conflict
         self.state.apply(step.delta)
+        if conflict:
+            self.state.requests_version = _STALE
         if self.on_step is not None:
             self.on_step(step)
         self.dispatcher.send(step.commands)
@@ -273,5 +296,12 @@ class ActiveController:
             for line in lines:
                 log.warning("%s", line)
             self.inbox.queue.put_nowait(StatesRead(states))
-        if step.finished and self.on_finished is not None:
+        self.stats.moves_finished += len(step.completed)
+        if conflict:
+            await self.execute(await self.read_changes({"requests"}))
+        elif step.finished and self.on_finished is not None:
             await self.on_finished(self.store, self.epoch_zkversion)
+
+
+# A requests version no znode has: forces the next read of /admin/reassign_partitions.
+_STALE = -2

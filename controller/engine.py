@@ -50,8 +50,9 @@ Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk ex
 Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` touched by
 10,000 partitions in one step is written once. Their order inside the flush keeps every prefix
 recoverable (a flush split into several multis can stop between any two): record creates and
-state writes, then topic znodes, then record deletes, then ``/admin/reassign_partitions``,
-then processed ISR notifications.
+state writes, then topic znodes, then record deletes, then processed ISR notifications, and
+``/admin/reassign_partitions`` last - the one znode others write too: if a third party
+changed it meanwhile, only that last write fails, and the shell re-reads and merges it.
 """
 
 from __future__ import annotations
@@ -87,6 +88,7 @@ class Step:
     # Every reassignment is over and /admin/reassign_partitions is gone (KIP-179 "On
     # reassignment completion": the shell removes the auto-removable throttles).
     finished: bool = False
+    completed: list[TopicPartition] = field(default_factory=list)  # moves finished (step 6)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -129,6 +131,7 @@ class _Step:
         self.notifications: list[Op] = []
         self.reads: set[TopicPartition] = set()
         self.log: list[str] = []
+        self.completed: list[TopicPartition] = []
         self.outbox: Outbox | None = None
 
     # ---- helpers -------------------------------------------------------------------------
@@ -326,15 +329,17 @@ class _Step:
             elif not move.started:
                 if move.target != r.replicas:
                     self.set_task(move.with_changes(target=r.replicas))
-            elif r.replicas != move.target:
-                if move.next_target != r.replicas:
-                    self.log.append(
-                        f"{r.topic}-{r.partition} is moving to {list(move.target)}; its new target {list(r.replicas)} "
-                        "is queued behind that move"
-                    )
-                    self.set_task(move.with_changes(next_target=r.replicas))
-            elif move.next_target is not None:
-                self.set_task(move.with_changes(next_target=None))
+            elif r.replicas == move.target:
+                if r.original_replicas is None:
+                    self.record_original(move)  # a rewrite of the znode lost what was recorded
+                if move.next_target is not None:
+                    self.set_task(move.with_changes(next_target=None))
+            elif move.next_target != r.replicas:
+                self.log.append(
+                    f"{r.topic}-{r.partition} is moving to {list(move.target)}; its new target {list(r.replicas)} "
+                    "is queued behind that move"
+                )
+                self.set_task(move.with_changes(next_target=r.replicas))
 
     def on_states(self, event: StatesRead) -> None:
         for tp, state in event.states.items():
@@ -527,6 +532,7 @@ class _Step:
         if state is not None:
             self.box.update_metadata(tp, state, move.target)
         next_target = move.next_target
+        self.completed.append(tp)
         self.set_task(move.to(Phase.DONE))
         self.end_task(tp)
         if next_target is not None and next_target != move.target:
@@ -582,11 +588,12 @@ class _Step:
         finished = self.touched and self.requests_version is None and len(self.tasks) == 0
         return Step(
             delta=delta,
-            writes=parents_before + self.early + middle + self.late + parents_after + tail + self.notifications,
+            writes=parents_before + self.early + middle + self.late + parents_after + self.notifications + tail,
             commands=self.outbox.commands() if self.outbox is not None else [],
             reads=frozenset(tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and m.phase is not Phase.STOPPING),
             log=self.log,
             finished=finished,
+            completed=self.completed,
         )
 
 

@@ -55,6 +55,8 @@ class CrashingStore:
         # Depose this controller just before its n-th next op: another session wins an
         # election (bumping the epoch) while this one's flush is under way.
         self.depose_after: int | None = None
+        # Called with each op before it is written (ops then go one at a time).
+        self.before_op = None
 
     def _landed(self) -> None:
         """Invariant 5: a controller write only lands while that controller holds /controller."""
@@ -79,6 +81,14 @@ class CrashingStore:
         return await self._write(inner, ops, epoch_zkversion)
 
     async def _write(self, inner, ops, epoch_zkversion):
+        if self.before_op is not None:
+            results = []
+            for op in ops:
+                await self.before_op(op)
+                results += await inner([op], epoch_zkversion)
+                self._landed()
+                self.ops_applied += 1
+            return results
         if self.depose_after is not None:
             return await self._deposing_multi(inner, ops, epoch_zkversion)
         if self.remaining is None:

@@ -145,6 +145,33 @@ async def test_a_lost_reply_is_resolved_by_reloading_from_zookeeper():
         await h.close()
 
 
+async def test_a_tool_writing_the_znode_during_a_flush_costs_a_re_read_not_a_reload():
+    h = Harness(topics=("t:3:3:64KiB",))
+    await h.start()
+    try:
+        c = await h.start_controller(101)
+        await h.submit({("t", 0): [4, 5, 6], ("t", 1): [1, 5, 2]})
+        appended = []
+
+        async def tool_appends(op):
+            # Just before the controller rewrites the znode, a tool appends an entry to it.
+            if op.path == paths.REASSIGN_PARTITIONS and not appended:
+                data, stat = await h.admin.get(paths.REASSIGN_PARTITIONS)
+                doc = json.loads(data)
+                doc["partitions"].append({"topic": "t", "partition": 2, "replicas": [6, 1, 3]})
+                await h.admin.set(paths.REASSIGN_PARTITIONS, json.dumps(doc).encode(), stat.version)
+                appended.append(stat.version + 1)
+
+        c.store.before_op = tool_appends
+        h.requested[("t", 2)] = [6, 1, 3]
+        await h.run_until_quiet()
+        assert appended
+        h.check_invariants({("t", 0): [4, 5, 6], ("t", 1): [1, 5, 2], ("t", 2): [6, 1, 3]})
+        assert c.active.stats.reloads == 0
+    finally:
+        await h.close()
+
+
 # ---- real ZooKeeper ----------------------------------------------------------------------------
 
 
