@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
@@ -258,7 +259,9 @@ class ActiveController:
     async def execute(self, events: list[Event]) -> None:
         if not events:
             return
+        began = time.perf_counter()
         step = engine.step(self.state, events, self.config)
+        computed = time.perf_counter()
         self.stats.steps += 1
         for line in step.log:
             log.info("%s", line)
@@ -297,6 +300,12 @@ class ActiveController:
                 log.warning("%s", line)
             self.inbox.queue.put_nowait(StatesRead(states))
         self.stats.moves_finished += len(step.completed)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "step %d: %d events, %d writes, %d requests, %d reads, %d completed; engine %.3fs, total %.3fs",
+                self.stats.steps, len(events), len(step.writes), len(step.commands), len(step.reads),
+                len(step.completed), computed - began, time.perf_counter() - began,
+            )
         if conflict:
             await self.execute(await self.read_changes({"requests"}))
         elif step.finished and self.on_finished is not None:

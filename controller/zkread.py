@@ -48,6 +48,14 @@ async def children_or_empty(store: Store, path: str, watch: bool = False) -> lis
 
 
 async def get_many(store: Store, path_list: list[str]) -> list[tuple[bytes, ZnodeStat] | None]:
+    """Read many znodes (None for each that does not exist).
+
+    A store with its own ``get_many`` (e.g. one reading with ZooKeeper 3.6+'s multiRead, many
+    znodes per request) is used as is; otherwise single gets, ``READ_CONCURRENCY`` in flight.
+    """
+    bulk = getattr(store, "get_many", None)
+    if bulk is not None:
+        return list(await bulk(path_list))
     out: list = []
     for i in range(0, len(path_list), READ_CONCURRENCY):
         chunk = path_list[i : i + READ_CONCURRENCY]

@@ -1,0 +1,411 @@
+"""Benchmark: the controller reassigning 100,000 partitions on a real local ZooKeeper.
+
+Starts its own ZooKeeper (znodes.launcher, Debian's server, fsync on as in production),
+registers brokers and creates topics the way Kafka lays them out, then runs the controller
+in-process (the real ActiveController over KazooStore, election, recovery, batched fenced
+writes) against INSTANT BROKERS: an in-process stand-in for brokers whose replicas catch up
+the moment a LeaderAndIsr names them. A leader told of adding replicas writes the grown ISR
+to the state znode (conditional on its zkVersion) and announces it in an ISR change
+notification; these writes are batched, many partitions per multi and per notification, on
+the brokers' own ZooKeeper session (not counted as controller operations). Requests are
+still encoded with the wire codec, so the controller pays for them. With brokers that take
+no time, what is measured is the controller and ZooKeeper.
+
+Work arrives as a third-party tool would give it: a feeder keeps ``/admin/reassign_partitions``
+topped up in Kafka's plain format (the znode must stay under ZooKeeper's 1 MiB limit, so
+100,000 entries cannot be written at once), appending with conditional writes while the
+controller works. Every partition moves all three replicas (RR = 3 brokers), so every move
+goes the whole way: start, ISR growth, leader change and ISR shrink, StopReplica, finish.
+
+Half-way, the active controller is killed (task cancelled, its session closed so its
+``/controller`` goes at once) and a second one is elected and recovers from ZooKeeper.
+
+The peer is the same controller with coalescing off (``max_events_per_step=1``, one flush per
+event, the per-partition write pattern of a controller that does not batch), on a smaller
+run of ``--peer-partitions`` partitions; the ratio compares partitions per second.
+
+Figures (printed last, one per line):
+
+* ``partitions_per_second``: partitions completed per second, wall clock, failover included.
+* ``zk_ops_per_partition``: controller ZooKeeper operations per partition: every op inside
+  a multi counts (the ``/controller_epoch`` check of each fenced multi too), plus every read
+  (get, exists, children) - everything the controller's sessions sent, election and
+  recovery included. ``zk_writes_per_partition`` and ``zk_reads_per_partition`` split it.
+* ``failover_resume_seconds``: from the old controller's session ending to the new one having
+  rebuilt its state from ZooKeeper and written and sent what resuming needs.
+
+    .venv/bin/python bench/controller.py [--partitions 100000] [--peer-partitions 5000]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import logging
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import protocol  # noqa: E402
+from controller.active import ActiveController  # noqa: E402
+from controller.commands import LEADER_AND_ISR  # noqa: E402
+from controller.config import ControllerConfig  # noqa: E402
+from controller.election import try_elect  # noqa: E402
+from controller.inbox import Inbox  # noqa: E402
+from znodes import paths  # noqa: E402
+from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, SetData  # noqa: E402
+from znodes.batch import BatchedWriter, FlushError  # noqa: E402
+from znodes.launcher import LocalZooKeeper  # noqa: E402
+from znodes.store import connect  # noqa: E402
+
+BROKERS = 12
+RF = 3
+PARTITIONS_PER_TOPIC = 1000
+# The feeder keeps the znode between these many entries (JSON ~ 90 bytes per entry once the
+# controller has added original_replicas: 8,000 entries stay well under 1 MiB).
+FEED_LOW, FEED_HIGH = 4000, 8000
+FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
+NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~35 bytes each)
+BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
+
+
+# ---- counting the controller's operations ------------------------------------------------------
+
+
+class CountingStore:
+    """Wraps a store and counts every operation sent to ZooKeeper."""
+
+    def __init__(self, inner, counts: dict):
+        self._inner = inner
+        self.counts = counts
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    def _add(self, kind: str, n: int = 1) -> None:
+        self.counts[kind] = self.counts.get(kind, 0) + n
+
+    async def get(self, path, watch=False):
+        self._add("reads")
+        return await self._inner.get(path, watch=watch)
+
+    async def exists(self, path, watch=False):
+        self._add("reads")
+        return await self._inner.exists(path, watch=watch)
+
+    async def children(self, path, watch=False):
+        self._add("reads")
+        return await self._inner.children(path, watch=watch)
+
+    async def create(self, *a, **kw):
+        self._add("writes")
+        return await self._inner.create(*a, **kw)
+
+    async def set(self, *a, **kw):
+        self._add("writes")
+        return await self._inner.set(*a, **kw)
+
+    async def delete(self, *a, **kw):
+        self._add("writes")
+        return await self._inner.delete(*a, **kw)
+
+    async def ensure_path(self, path):
+        self._add("writes")
+        return await self._inner.ensure_path(path)
+
+    async def multi(self, ops):
+        self._add("writes", len(ops))
+        self._add("multis")
+        return await self._inner.multi(ops)
+
+    async def fenced_multi(self, ops, epoch_zkversion):
+        self._add("writes", len(ops) + 1)  # + the /controller_epoch check
+        self._add("multis")
+        return await self._inner.fenced_multi(ops, epoch_zkversion)
+
+
+# ---- brokers that catch up instantly -------------------------------------------------------------
+
+
+def state_payload(leader, leader_epoch, controller_epoch, isr) -> bytes:
+    return json.dumps(
+        {"controller_epoch": controller_epoch, "leader": leader, "version": 1, "leader_epoch": leader_epoch, "isr": isr},
+        separators=(",", ":"),
+    ).encode()
+
+
+class InstantBrokers:
+    """The BrokerTransport of brokers whose new replicas are in sync at once."""
+
+    def __init__(self, store):
+        self.store = store
+        self.pending: dict[tuple[str, int], dict] = {}
+        self.wake = asyncio.Event()
+        self.task = asyncio.create_task(self._flush_forever())
+        self.correlation = 0
+
+    async def request(self, broker_id, api_key, api_version, body):
+        # The controller pays for encoding its requests, as over TCP.
+        self.correlation += 1
+        protocol.encode_request(api_key, api_version, self.correlation, "reassignd-controller", body)
+        if api_key == LEADER_AND_ISR:
+            for topic in body["topic_states"]:
+                for e in topic["partition_states"]:
+                    if e["leader"] == broker_id and e["adding_replicas"]:
+                        isr = list(e["isr"]) + [b for b in e["adding_replicas"] if b not in e["isr"]]
+                        if isr != list(e["isr"]):
+                            self.pending[(topic["topic_name"], e["partition_index"])] = dict(
+                                leader=e["leader"], leader_epoch=e["leader_epoch"],
+                                controller_epoch=e["controller_epoch"], isr=isr, zk_version=e["zk_version"],
+                            )
+                            self.wake.set()
+            return {"error_code": 0, "partition_errors": []}
+        return {"error_code": 0, "partition_errors": []}
+
+    async def close(self):
+        pass
+
+    async def shutdown(self):
+        self.task.cancel()
+        await asyncio.gather(self.task, return_exceptions=True)
+
+    async def _flush_forever(self):
+        while True:
+            await self.wake.wait()
+            await asyncio.sleep(BROKER_FLUSH_DELAY_S)
+            self.wake.clear()
+            batch, self.pending = self.pending, {}
+            await self._write(batch)
+
+    async def _write(self, batch: dict):
+        items = sorted(batch.items())
+        writes = [
+            SetData(paths.partition_state(*tp), state_payload(w["leader"], w["leader_epoch"], w["controller_epoch"], w["isr"]), w["zk_version"])
+            for tp, w in items
+        ]
+        writer = BatchedWriter(self.store)
+        writer.extend(writes)
+        try:
+            await writer.flush()
+            done = [tp for tp, _ in items]
+        except FlushError as e:
+            # A version moved under a chunk: write the rest one by one, skipping conflicts.
+            done = [tp for tp, _ in items[: e.applied]]
+            for (tp, w), op in zip(items[e.applied :], writes[e.applied :]):
+                try:
+                    await self.store.set(op.path, op.data, op.version)
+                    done.append(tp)
+                except (BadVersionError, NoNodeError):
+                    pass
+        notes = BatchedWriter(self.store)
+        for i in range(0, len(done), NOTIFICATION_MAX_PARTITIONS):
+            chunk = done[i : i + NOTIFICATION_MAX_PARTITIONS]
+            payload = json.dumps(
+                {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in chunk]}, separators=(",", ":")
+            ).encode()
+            notes.add(Create(paths.ISR_CHANGE_PREFIX, payload, sequential=True))
+        await notes.flush()
+
+
+# ---- the cluster, the work and the feeder ----------------------------------------------------------
+
+
+def layout(n_partitions: int):
+    topics = {}
+    for i in range(n_partitions):
+        topic, p = f"topic{i // PARTITIONS_PER_TOPIC:04d}", i % PARTITIONS_PER_TOPIC
+        first = i % BROKERS
+        replicas = [(first + k) % BROKERS + 1 for k in range(RF)]
+        topics.setdefault(topic, {})[p] = replicas
+    targets = {
+        (t, p): [(r - 1 + RF) % BROKERS + 1 for r in replicas] for t, parts in topics.items() for p, replicas in parts.items()
+    }
+    return topics, targets
+
+
+async def create_cluster(store, topics):
+    for path in paths.PERSISTENT_PATHS:
+        await store.ensure_path(path)
+    for b in range(1, BROKERS + 1):
+        reg = {"version": 4, "host": "127.0.0.1", "port": 9092 + b, "jmx_port": -1, "timestamp": "0",
+               "endpoints": [f"PLAINTEXT://127.0.0.1:{9092 + b}"]}
+        await store.create(paths.broker(b), json.dumps(reg).encode(), ephemeral=True)
+    writer = BatchedWriter(store)
+    for topic, parts in topics.items():
+        znode = {"version": 2, "partitions": {str(p): r for p, r in parts.items()}, "adding_replicas": {}, "removing_replicas": {}}
+        writer.add(Create(paths.topic(topic), json.dumps(znode).encode()))
+        writer.add(Create(paths.partitions(topic)))
+        for p, replicas in parts.items():
+            writer.add(Create(paths.partition(topic, p)))
+            writer.add(Create(paths.partition_state(topic, p), state_payload(replicas[0], 0, 0, replicas)))
+    await writer.flush()
+
+
+async def feed(store, targets: dict, stop: asyncio.Event):
+    """Keep /admin/reassign_partitions between FEED_LOW and FEED_HIGH entries."""
+    queue = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]
+    while queue and not stop.is_set():
+        # Look at the size first: parsing a 600 KB znode every poll would only steal CPU.
+        stat = await store.exists(paths.REASSIGN_PARTITIONS)
+        if stat is not None and stat.data_length > FEED_LOW * FEED_BYTES_PER_ENTRY:
+            await asyncio.sleep(0.02)
+            continue
+        try:
+            data, stat = await store.get(paths.REASSIGN_PARTITIONS)
+            doc = json.loads(data)
+        except NoNodeError:
+            data, stat, doc = None, None, {"version": 1, "partitions": []}
+        have = len(doc["partitions"])
+        if have < FEED_LOW:
+            take = queue[: FEED_HIGH - have]
+            doc["partitions"] += take
+            payload = json.dumps(doc, separators=(",", ":")).encode()
+            try:
+                if stat is None:
+                    await store.create(paths.REASSIGN_PARTITIONS, payload)
+                else:
+                    await store.set(paths.REASSIGN_PARTITIONS, payload, stat.version)
+                del queue[: len(take)]
+                continue
+            except (BadVersionError, NodeExistsError, NoNodeError):
+                continue  # the controller wrote it meanwhile: read again
+        await asyncio.sleep(0.02)
+
+
+# ---- one run ------------------------------------------------------------------------------------------
+
+
+async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool) -> dict:
+    topics, targets = layout(n_partitions)
+    brokers_store = await connect(hosts, session_timeout=30, create_chroot=True)
+    feeder_store = await connect(hosts, session_timeout=30)
+    await create_cluster(brokers_store, topics)
+    counts: dict = {}
+    config = ControllerConfig(
+        max_incoming_per_broker=10**6,
+        max_outgoing_per_broker=10**6,
+        max_cluster_moves=FEED_HIGH,
+        max_events_per_step=10000 if coalesce else 1,
+    )
+    brokers = InstantBrokers(brokers_store)
+    completed = 0
+    done = asyncio.Event()
+    first_step_after_failover: list[float] = []
+
+    def on_step(step):
+        nonlocal completed
+        completed += len(step.completed)
+        if not first_step_after_failover and killed_at:
+            first_step_after_failover.append(time.perf_counter())
+        if completed >= n_partitions:
+            done.set()
+
+    async def start_controller(cid):
+        store = CountingStore(await connect(hosts, session_timeout=10), counts)
+        won = await try_elect(store, cid)
+        assert won is not None, "another controller is active"
+        inbox = Inbox(store)
+        active = ActiveController(
+            store, inbox, controller_id=cid, epoch=won.epoch, epoch_zkversion=won.epoch_zkversion,
+            transport=brokers, config=config, on_step=on_step,
+        )
+        return store, inbox, asyncio.create_task(active.run())
+
+    killed_at = 0.0
+    stop_feeding = asyncio.Event()
+    started = time.perf_counter()
+    store, inbox, task = await start_controller(1)
+    feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
+    if failover:
+        while completed < n_partitions // 2:
+            await asyncio.sleep(0.01)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        inbox.close()
+        await store.close()  # the session ends: /controller goes now
+        killed_at = time.perf_counter()
+        store, inbox, task = await start_controller(2)
+    await asyncio.wait_for(done.wait(), timeout=3600)
+    elapsed = time.perf_counter() - started
+    stop_feeding.set()
+    await feeder
+    # every partition at its target, nothing left running
+    reader = brokers_store
+    for topic, parts in topics.items():
+        znode = json.loads((await reader.get(paths.topic(topic)))[0])
+        assert not znode["adding_replicas"] and not znode["removing_replicas"], topic
+        for p in parts:
+            assert znode["partitions"][str(p)] == targets[(topic, p)], (topic, p)
+    task.cancel()
+    await asyncio.gather(task, return_exceptions=True)
+    inbox.close()
+    await store.close()
+    await brokers.shutdown()
+    await feeder_store.close()
+    await brokers_store.close()
+    return {
+        "elapsed": elapsed,
+        "partitions": n_partitions,
+        "counts": counts,
+        "failover": (first_step_after_failover[0] - killed_at) if failover else None,
+    }
+
+
+async def main_async(args) -> dict:
+    results = {}
+    with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
+        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk")
+        zk.start(timeout=60)
+        try:
+            results["ours"] = await run(zk.connect_string + "/ours", args.partitions, coalesce=True, failover=True)
+            if args.peer_partitions:
+                results["peer"] = await run(
+                    zk.connect_string + "/peer", args.peer_partitions, coalesce=False, failover=False
+                )
+        finally:
+            zk.stop()
+    return results
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("--partitions", type=int, default=100_000)
+    parser.add_argument("--peer-partitions", type=int, default=5_000)
+    parser.add_argument("--debug", action="store_true", help="log every controller step")
+    args = parser.parse_args()
+    logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
+    if args.debug:
+        logging.getLogger("reassignd.controller").setLevel(logging.DEBUG)
+    results = asyncio.run(main_async(args))
+    ours = results["ours"]
+    n = ours["partitions"]
+    writes = ours["counts"].get("writes", 0)
+    reads = ours["counts"].get("reads", 0)
+    rate = n / ours["elapsed"]
+    print(f"controller: {n} partitions in {ours['elapsed']:.1f}s, failover half-way; "
+          f"{ours['counts'].get('multis', 0)} multi-ops, {writes} ops written, {reads} reads")
+    ratio = None
+    if "peer" in results:
+        peer = results["peer"]
+        peer_rate = peer["partitions"] / peer["elapsed"]
+        ratio = rate / peer_rate
+        print(f"peer (no coalescing): {peer['partitions']} partitions in {peer['elapsed']:.1f}s = "
+              f"{peer_rate:.0f}/s, {(peer['counts'].get('writes', 0) + peer['counts'].get('reads', 0)) / peer['partitions']:.2f} "
+              "ZooKeeper ops per partition")
+    print("zk_ops_per_partition counts every op inside a multi (the epoch check too) and every read")
+    print(f"partitions_per_second={rate:.0f}")
+    print(f"zk_ops_per_partition={(writes + reads) / n:.2f}")
+    print(f"zk_writes_per_partition={writes / n:.2f}")
+    print(f"zk_reads_per_partition={reads / n:.2f}")
+    print(f"failover_resume_seconds={ours['failover']:.2f}")
+    if ratio is not None:
+        print(f"speedup_vs_uncoalesced={ratio:.1f}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
