@@ -34,6 +34,7 @@ Usage::
 
 from __future__ import annotations
 
+from collections import deque
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -316,8 +317,8 @@ class _Planner:
 
     def best_destination(self, r: int, src: int, need_deficit: bool) -> int:
         """The target broker the replica of row r on src (or a new one, src=-1) should go to:
-        allowed by the rules, below target when ``need_deficit``, fewest of the topic, most
-        below target, lowest id. -1 when none."""
+        allowed by the rules, below target (required when ``need_deficit``, else preferred),
+        fewest of the topic, most below target, lowest id. -1 when none."""
         row = self.rep[r]
         cand = np.nonzero(self.target)[0]
         cand = cand[~np.isin(cand, row)]
@@ -333,7 +334,8 @@ class _Planner:
             if len(cand) == 0:
                 return -1
         tc = self.C[self.tkey[r], cand]
-        best = np.lexsort((cand, -d, tc))[0]
+        # A broker below target takes the replica at no extra cost: those first.
+        best = np.lexsort((cand, -d, tc, d <= 0))[0]
         return int(cand[best])
 
     # ---- steps -------------------------------------------------------------------------------
@@ -356,6 +358,8 @@ class _Planner:
 
     def change_replication(self) -> None:
         rule = self.rule
+        removed: dict[int, list[int]] = {}
+        added: dict[int, list[int]] = {}
         for r in np.nonzero(self.new_rf != self.c.rf)[0].tolist():
             if not self.scope[r]:
                 continue
@@ -378,6 +382,7 @@ class _Planner:
                     self.rep[r, : len(row)] = row
                     self.cnt[b] -= 1
                     self.C[self.tkey[r], b] -= 1
+                    removed.setdefault(r, []).append(b)
                 else:
                     dst = self.best_destination(r, -1, need_deficit=False)
                     if dst < 0:
@@ -385,8 +390,69 @@ class _Planner:
                     self.rep[r, len(row)] = dst
                     self.cnt[dst] += 1
                     self.C[self.tkey[r], dst] += 1
+                    added.setdefault(r, []).append(dst)
                     if self._parts_of is not None:
                         self._parts_of[dst].append(r)
+        self._settle_replication(removed, added)
+
+    def _settle_replication(self, removed: dict, added: dict) -> None:
+        """Free fixes after a replication change, along chains from brokers above target to
+        brokers below it: keep a removed original replica instead of a kept one, or put an
+        added replica on another broker. Neither copies any more data than before."""
+        rows_of: dict[int, list[int]] = {}
+        for r in sorted(set(removed) | set(added)):
+            for b in self.rep[r].tolist():
+                if b >= 0:
+                    rows_of.setdefault(b, []).append(r)
+        if not rows_of:
+            return
+        rule, target, cnt, t = self.rule, self.target, self.cnt, self.t
+
+        def edges(a):
+            for r in rows_of.get(a, ()):
+                row = self.rep[r].tolist()
+                if a not in row:
+                    continue
+                if a in added.get(r, ()):
+                    cands = [u for u in np.nonzero(target & (cnt < t))[0].tolist() if u not in row]
+                else:
+                    cands = [u for u in removed.get(r, ()) if target[u] and u not in row]
+                for u in cands:
+                    if rule.allowed(row, a, u):
+                        yield r, u
+
+        for _ in range(int(np.maximum(cnt - t, 0)[target].sum())):
+            over = [b for b in np.nonzero(target & (cnt > t))[0].tolist()]
+            if not over or not (target & (cnt < t)).any():
+                return
+            parent: dict[int, tuple[int, int] | None] = {a: None for a in over}
+            queue = deque(over)
+            found = -1
+            while queue and found < 0:
+                a = queue.popleft()
+                for r, u in edges(a):
+                    if u in parent:
+                        continue
+                    parent[u] = (a, r)
+                    if cnt[u] < t[u]:
+                        found = u
+                        break
+                    queue.append(u)
+            if found < 0:
+                return
+            hops = []
+            u = found
+            while parent[u] is not None:
+                a, r = parent[u]
+                hops.append((a, r, u))
+                u = a
+            for a, r, u in reversed(hops):
+                self.move(r, a, u)
+                rows_of.setdefault(u, []).append(r)
+                if a in added.get(r, ()):
+                    added[r][added[r].index(a)] = u
+                else:
+                    removed[r][removed[r].index(u)] = a
 
     def drain(self) -> None:
         drained = np.nonzero(~self.target & (self.cnt > 0))[0]
@@ -655,14 +721,14 @@ class _Planner:
         self.repair()
         exact_used = False
         moves_greedy = _moves(fixed[self.rows_idx], self.rep[self.rows_idx])
-        fair_greedy = self._fair()
+        fair_greedy = self._fair(self.rep[self.rows_idx])
         if not fair_greedy or moves_greedy > lower_bound:
             units = int(self.excess().sum()) + lower_bound
             if exact.estimate_work(self.rows_idx, self.target, units) <= exact.MAX_WORK:
                 sol = exact.solve(fixed[self.rows_idx], self.new_rf[self.rows_idx], self.target, self.rule)
                 if sol is not None:
                     m = _moves(fixed[self.rows_idx], sol)
-                    if not fair_greedy or m < moves_greedy:
+                    if (self._fair(sol) and not fair_greedy) or (self._fair(sol) == fair_greedy and m < moves_greedy):
                         width = max(self.rep.shape[1], sol.shape[1])
                         if width > self.rep.shape[1]:
                             wider = np.full((len(self.rep), width), -1, dtype=np.int32)
@@ -678,8 +744,13 @@ class _Planner:
         self.rep[self.rows_idx] = after
         return self._outcome(before_rows, fixed[self.rows_idx], after, lb_initial, lower_bound, exact_used)
 
-    def _fair(self) -> bool:
-        return bool((self.cnt[self.target] == self.t[self.target]).all() and (self.cnt[~self.target] == 0).all())
+    def _fair(self, rows: np.ndarray) -> bool:
+        """R or R+1 replicas on every target broker, none elsewhere."""
+        flat = rows.ravel()
+        cnt = np.bincount(flat[flat >= 0], minlength=self.B)
+        low = int(self.new_rf[self.rows_idx].sum()) // int(self.target.sum())
+        on = cnt[self.target]
+        return bool(((on == low) | (on == low + 1)).all() and (cnt[~self.target] == 0).all())
 
     def _outcome(self, before, fixed, after, lb_initial, lower_bound, exact_used) -> Outcome:
         c = self.c
