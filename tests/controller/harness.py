@@ -157,7 +157,8 @@ class WatchingTransport:
 
 
 class ControllerHandle:
-    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore):
+    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore, on_finished=None):
+        self.on_finished = on_finished
         self.harness = harness
         self.id = controller_id
         self.store = store
@@ -179,6 +180,7 @@ class ControllerHandle:
                 epoch_zkversion=won.epoch_zkversion,
                 transport=WatchingTransport(self.harness),
                 config=self.harness.config,
+                on_finished=self.on_finished,
             )
             reason = await self.active.run()
             self.outcomes.append(reason)
@@ -228,9 +230,9 @@ class Harness:
             await c.stop()
         await self.cluster.close()
 
-    async def start_controller(self, controller_id: int, crash_after: int | None = None) -> ControllerHandle:
+    async def start_controller(self, controller_id: int, crash_after: int | None = None, on_finished=None) -> ControllerHandle:
         store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
-        handle = ControllerHandle(self, controller_id, store)
+        handle = ControllerHandle(self, controller_id, store, on_finished)
         self.controllers.append(handle)
         await self.settle()
         return handle
