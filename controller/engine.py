@@ -350,6 +350,10 @@ class _Step:
                     self.set_task(move.to(Phase.DROPPED))
                     self.end_task(tp)
                     self.drop_request(tp)
+                elif move is not None and move.resend and move.phase is Phase.STOPPING:
+                    self.stop_removed(move.with_changes(resend=False), None)  # only cleanup was left
+                elif move is not None and move.resend:
+                    self.log.append(f"{tp[0]}-{tp[1]} is being moved but has no state znode: waiting for one")
                 continue
             known = self.states.get(tp)
             if known is not None and known.zk_version > state.zk_version:
@@ -362,6 +366,8 @@ class _Step:
             self.states[tp] = state
             if move.phase is Phase.LOADING:
                 self.start(move, state)
+            elif move.resend:
+                self.announce(move, state)
             elif move.phase is Phase.REPLICATING:
                 self.check_complete(move)
         for path in event.notifications:
@@ -390,23 +396,32 @@ class _Step:
                 self.create_record(tp, move.target, move.original)
             elif tp in event.rewrite_records:
                 self.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original)))
-            state = self.states.get(tp)
             if move.phase is Phase.REPLICATING:
                 # Recorded but the topic znode not yet written: write RS now.
                 self.set_assignment(tp, Assignment(move.replicas, move.adding, move.removing))
                 self.record_original(move)
-                if state is None:
-                    self.reads.add(tp)
-                    continue
-                for b in move.replicas:
-                    if b in self.brokers:
-                        self.box.leader_and_isr(
-                            b, tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
-                            is_new=b in move.adding,
-                        )
-                self.check_complete(move)
-            else:  # STOPPING: RS = TRS already written; delete RR again and finish
-                self.stop_removed(move, state)
+            state = self.states.get(tp)
+            if state is None:
+                self.set_task(move.with_changes(resend=True))
+                self.reads.add(tp)
+            else:
+                self.announce(move, state)
+
+    def announce(self, move: Move, state: LeaderIsr) -> None:
+        """Tell the brokers about a move again (new controller epoch) and carry on with it."""
+        if move.resend:
+            move = move.with_changes(resend=False)
+            self.set_task(move)
+        if move.phase is Phase.REPLICATING:
+            for b in move.replicas:
+                if b in self.brokers:
+                    self.box.leader_and_isr(
+                        b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
+                        is_new=b in move.adding,
+                    )
+            self.check_complete(move)
+        else:  # STOPPING: RS = TRS already written; delete RR again and finish
+            self.stop_removed(move, state)
 
     # ---- the algorithm -------------------------------------------------------------------
 
@@ -590,7 +605,9 @@ class _Step:
             delta=delta,
             writes=parents_before + self.early + middle + self.late + parents_after + self.notifications + tail,
             commands=self.outbox.commands() if self.outbox is not None else [],
-            reads=frozenset(tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and m.phase is not Phase.STOPPING),
+            reads=frozenset(
+                tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)
+            ),
             log=self.log,
             finished=finished,
             completed=self.completed,

@@ -63,6 +63,9 @@ class Move:
     original: tuple[int, ...] | None = None  # set when the move starts
     # A different target written to the znode while this move ran: queued behind it.
     next_target: tuple[int, ...] | None = None
+    # Resumed by failover before its partition state was read: the brokers are told about it
+    # again (LeaderAndIsr, StopReplica) once the state arrives.
+    resend: bool = False
 
     def to(self, phase: Phase, **changes) -> Move:
         if phase not in TRANSITIONS[self.phase]:

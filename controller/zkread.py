@@ -127,10 +127,14 @@ async def read_requests(store: Store) -> RequestsRead:
 
 
 async def read_records(
-    store: Store,
+    store: Store, skip: Iterable[TopicPartition] = ()
 ) -> tuple[dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], list[str]]:
     """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; and the number of
-    records under each ``/admin/reassignments/T`` parent (0 for an empty parent)."""
+    records under each ``/admin/reassignments/T`` parent (0 for an empty parent).
+
+    Records in ``skip`` are listed in the counts but not read: they are returned as ``...``.
+    """
+    skip = set(skip)
     log: list[str] = []
     topics = await children_or_empty(store, paths.REASSIGNMENTS)
     keys: list[TopicPartition] = []
@@ -148,8 +152,9 @@ async def read_records(
                 keys.append((topic, paths.parse_id(name, "partition")))
             except ValueError as e:
                 log.append(f"ignoring /admin/reassignments/{topic}/{name}: {e}")
+    out: dict = {tp: ... for tp in keys if tp in skip}
+    keys = [tp for tp in keys if tp not in skip]
     reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
-    out: dict = {}
     for tp, read in zip(keys, reads):
         if read is None:
             continue
