@@ -53,6 +53,9 @@ MAX_COUNT_CELLS = 40_000_000
 RECEIVER_WINDOW = 64
 # Topic tasks handed to one Spark task: small topics would otherwise cost a task each.
 TOPICS_PER_CHUNK = 64
+# Candidate hops one chain search after a replication change may examine: chains are short
+# in practice and anything past this is left to the balancing moves.
+SETTLE_BUDGET = 200_000
 
 
 @dataclass
@@ -307,7 +310,13 @@ class _Planner:
     def lower_bound(self) -> int:
         # Every replica a broker below target lacks must be copied there; so must every
         # replica a partition gains. Either count bounds the moves from below.
-        deficit = int(np.maximum(self.t - self.cnt, 0)[self.target].sum())
+        # The deficit is taken for the best +1 slots ignoring racks, so the bound holds for
+        # every fair outcome, whatever the racks allow.
+        tb = np.nonzero(self.target)[0]
+        low, extra = divmod(int(self.new_rf[self.rows_idx].sum()), len(tb))
+        best = np.full(len(tb), low, dtype=np.int64)
+        best[np.lexsort((tb, -self.cnt[tb]))[:extra]] += 1
+        deficit = int(np.maximum(best - self.cnt[tb], 0).sum())
         rows = self.rows_idx
         current = (self.rep[rows] >= 0).sum(axis=1)
         growth = int(np.maximum(self.new_rf[rows] - current, 0).sum())
@@ -406,7 +415,10 @@ class _Planner:
                     rows_of.setdefault(b, []).append(r)
         if not rows_of:
             return
-        rule, target, cnt, t = self.rule, self.target, self.cnt, self.t
+        rule, target, cnt = self.rule, self.target, self.cnt
+
+        tb = np.nonzero(target)[0].tolist()
+        budget = [0]
 
         def edges(a):
             for r in rows_of.get(a, ()):
@@ -414,45 +426,60 @@ class _Planner:
                 if a not in row:
                     continue
                 if a in added.get(r, ()):
-                    cands = [u for u in np.nonzero(target & (cnt < t))[0].tolist() if u not in row]
+                    cands = [u for u in tb if u not in row]
                 else:
                     cands = [u for u in removed.get(r, ()) if target[u] and u not in row]
+                budget[0] += len(cands)
+                if budget[0] > SETTLE_BUDGET:
+                    return
                 for u in cands:
                     if rule.allowed(row, a, u):
                         yield r, u
 
-        for _ in range(int(np.maximum(cnt - t, 0)[target].sum())):
-            over = [b for b in np.nonzero(target & (cnt > t))[0].tolist()]
-            if not over or not (target & (cnt < t)).any():
-                return
-            parent: dict[int, tuple[int, int] | None] = {a: None for a in over}
-            queue = deque(over)
-            found = -1
-            while queue and found < 0:
-                a = queue.popleft()
-                for r, u in edges(a):
-                    if u in parent:
-                        continue
-                    parent[u] = (a, r)
-                    if cnt[u] < t[u]:
-                        found = u
+        low = int(self.new_rf[self.rows_idx].sum()) // len(tb)
+        hi = low + 1
+        for _ in range(int(np.abs(cnt[target] - low).sum()) + 1):
+            # Which broker ends at R+1 is free: chains may end at a broker at R (taking a +1
+            # slot) or start at one at R+1 (giving its slot up).
+            over, under = target & (cnt > hi), target & (cnt < low)
+            at_low, at_hi = target & (cnt == low), target & (cnt == hi)
+            tries = [(over, under), (over, at_low), (at_hi, under)]
+            path = None
+            for sources, sinks in tries:
+                if sources.any() and sinks.any():
+                    path = self._settle_path(np.nonzero(sources)[0].tolist(), sinks, edges, budget)
+                    if path:
                         break
-                    queue.append(u)
-            if found < 0:
+            if not path:
                 return
-            hops = []
-            u = found
-            while parent[u] is not None:
-                a, r = parent[u]
-                hops.append((a, r, u))
-                u = a
-            for a, r, u in reversed(hops):
+            for a, r, u in path:
                 self.move(r, a, u)
                 rows_of.setdefault(u, []).append(r)
                 if a in added.get(r, ()):
                     added[r][added[r].index(a)] = u
                 else:
                     removed[r][removed[r].index(u)] = a
+
+    @staticmethod
+    def _settle_path(sources: list, sinks: np.ndarray, edges, budget: list) -> list | None:
+        budget[0] = 0
+        parent: dict[int, tuple[int, int] | None] = {a: None for a in sources}
+        queue = deque(sources)
+        while queue:
+            a = queue.popleft()
+            for r, u in edges(a):
+                if u in parent:
+                    continue
+                parent[u] = (a, r)
+                if sinks[u]:
+                    hops = []
+                    while parent[u] is not None:
+                        a2, r2 = parent[u]
+                        hops.append((a2, r2, u))
+                        u = a2
+                    return hops[::-1]
+                queue.append(u)
+        return None
 
     def drain(self) -> None:
         drained = np.nonzero(~self.target & (self.cnt > 0))[0]
@@ -713,8 +740,15 @@ class _Planner:
         fixed = self.rep.copy()
         self.choose_target_counts()
         lower_bound = self.lower_bound()
-        self.change_replication()
-        self.drain()
+        if (self.new_rf[self.rows_idx] != self.c.rf[self.rows_idx]).any():
+            self.change_replication()
+            # Removals are free and fixed the counts of the kept replicas: give the +1 slots
+            # to the brokers that now hold the most.
+            self.choose_target_counts()
+        if (~self.target & (self.cnt > 0)).any():
+            self.drain()
+            # Where the drained replicas could go decided some counts: re-pick the +1 slots.
+            self.choose_target_counts()
         if self.rule.k:
             self.cross_rack()
         self.realize(self.quotas())
