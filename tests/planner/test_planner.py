@@ -166,3 +166,22 @@ def test_large_cluster_reaches_bound_and_stays_even_per_topic():
     assert r["moves"] == r["lower_bound"]
     assert r["topic_evenness"]["topics_less_even"] == 0
     assert r["topic_evenness"]["max_spread_after"] <= r["topic_evenness"]["max_spread_before"]
+
+
+def test_broker_list_drains_brokers_left_out():
+    assignment = {("t", p): [p % 4, (p + 1) % 4] for p in range(8)}
+    snap = cluster(assignment, [0, 1, 2, 3])
+    result = api.plan(snap, "rebalance", broker_list=[0, 1, 2])
+    after = counts_after(snap, result)
+    assert after[3] == 0 and sorted(after[b] for b in (0, 1, 2)) == [5, 5, 6]
+    assert result.report["drained_brokers"] == [3]
+    assert result.report["moves"] == result.report["lower_bound"] == 4
+
+
+def test_snapshot_is_not_modified_by_planning():
+    import json
+
+    snap = cluster({("t", p): [0, 1] for p in range(6)}, [0, 1, 2])
+    before = json.dumps(snap, sort_keys=True)
+    api.plan(snap, "rebalance")
+    assert json.dumps(snap, sort_keys=True) == before
