@@ -52,6 +52,7 @@ from znodes.api import (
     Store,
     WatchEvent,
     ZkError,
+    ZnodeStat,
 )
 from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
 
@@ -111,6 +112,7 @@ class ActiveController:
         self.on_finished = on_finished
         self.on_step = on_step  # observation hook for tests and benchmarks
         self.state: ClusterState | None = None
+        self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.stats = Stats()
         self.writer = BatchedWriter(store)
         self.dispatcher = Dispatcher(
@@ -232,8 +234,11 @@ class ActiveController:
                 topic_reads[name] = None
         if "requests" in kinds:
             stat = await self.store.exists(paths.REASSIGN_PARTITIONS, watch=True)
-            known = state.requests_version
-            if (stat is None) != (known is None) or (stat is not None and stat.version != known):
+            # Skip the read (and the parse of up to 1 MiB) only when the znode is exactly what
+            # this controller last wrote; a version alone would miss a tool's delete + create.
+            if stat is None and state.requests_version is not None or (
+                stat is not None and stat.mzxid != self._requests_mzxid
+            ):
                 requests = await read_requests(self.store)
                 unknown = {r.topic for r in requests.requests or ()} - set(state.topic_versions) - set(topic_reads)
                 if unknown:
@@ -278,8 +283,11 @@ class ActiveController:
                 self.stats.flushes += 1
             if shared:
                 self.writer.extend(shared)
+                self._requests_mzxid = None
                 try:
-                    await self.writer.flush(self.epoch_zkversion)
+                    (result,) = await self.writer.flush(self.epoch_zkversion)
+                    if isinstance(result, ZnodeStat):
+                        self._requests_mzxid = result.mzxid
                 except FlushError as e:
                     if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
                         raise
@@ -289,8 +297,6 @@ class ActiveController:
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
         self.state.apply(step.delta)
-        if conflict:
-            self.state.requests_version = _STALE
         if self.on_step is not None:
             self.on_step(step)
         self.dispatcher.send(step.commands)
@@ -310,7 +316,3 @@ class ActiveController:
             await self.execute(await self.read_changes({"requests"}))
         elif step.finished and self.on_finished is not None:
             await self.on_finished(self.store, self.epoch_zkversion)
-
-
-# A requests version no znode has: forces the next read of /admin/reassign_partitions.
-_STALE = -2

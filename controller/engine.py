@@ -279,8 +279,6 @@ class _Step:
         if event.error is not None:
             self.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
             return
-        if event.version is not None and self.requests_version is not None and event.version < self.requests_version:
-            return  # older than what this controller wrote
         self.requests_version = event.version
         self.requests_version_changed = True
         self.touched = True

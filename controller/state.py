@@ -177,24 +177,6 @@ class Delta:
     pending: dict = field(default_factory=dict)
     record_counts: dict = field(default_factory=dict)
 
-    def is_empty(self) -> bool:
-        return (
-            self.brokers is None
-            and self.requests_version is _MISSING
-            and not any(
-                (
-                    self.assignments,
-                    self.topic_versions,
-                    self.topic_partitions,
-                    self.states,
-                    self.requests,
-                    self.tasks,
-                    self.pending,
-                    self.record_counts,
-                )
-            )
-        )
-
 
 @dataclass
 class ClusterState:
@@ -237,7 +219,3 @@ class ClusterState:
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)
-
-
-def delta_has_requests_version(delta: Delta) -> bool:
-    return delta.requests_version is not _MISSING
