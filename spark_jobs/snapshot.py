@@ -358,7 +358,8 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
             removing[name] = dict(ta.removing_replicas)
 
         keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
-        state_data = await zk.get_many([paths.partition_state(t, p) for t, p in keys])
+        state_paths = [paths.partition_state(t, p) for t, p in keys]
+        state_data = await zk.get_many(state_paths)
 
     log_sizes: dict[int, dict[tuple[str, int], int]] = {}
     if sizes and endpoints:
@@ -368,10 +369,9 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
         warnings.extend(size_warnings)
 
     topics_out: dict[str, list[dict]] = {t: [] for t in assignments}
-    for (t, p), data in zip(keys, state_data):
+    for (t, p), path, data in zip(keys, state_paths, state_data):
         leader, isr = -1, None
         if data is not None:
-            path = paths.partition_state(t, p)
             try:
                 state = models.PartitionState.from_bytes(path, data)
             except ZnodeFormatError as e:
