@@ -82,6 +82,9 @@ class ClusterSettings:
     message_bytes: int = 1024  # average message size: offsets of pre-filled replicas
     tick: float = 0.1  # real seconds between advances when the ticker runs
     seed: int = 0  # replica assignment start/shift, as Kafka's random ones but reproducible
+    # Brokers the pre-filled topics are placed on (default: all); the others start empty,
+    # like brokers just added to a cluster.
+    topic_brokers: tuple[int, ...] = ()
 
     @property
     def broker_ids(self) -> list[int]:
@@ -282,10 +285,9 @@ class Cluster:
 
     async def create_topics(self, specs: list[TopicSpec]) -> dict[str, dict[int, list[int]]]:
         """Create topics in ZooKeeper (all or none) and pre-fill their replicas on the brokers."""
-        racks = {b: self.settings.rack_of(b) for b in self.settings.broker_ids} if self.settings.racks else None
-        assignments, epoch = await create_topics(
-            self.admin, specs, brokers=self.settings.broker_ids, racks=racks, rng=self._rng
-        )
+        placement = list(self.settings.topic_brokers) or self.settings.broker_ids
+        racks = {b: self.settings.rack_of(b) for b in placement} if self.settings.racks else None
+        assignments, epoch = await create_topics(self.admin, specs, brokers=placement, racks=racks, rng=self._rng)
         for spec in specs:
             offsets = spec.size_bytes // self.settings.message_bytes
             for partition, replicas in assignments[spec.name].items():

@@ -68,6 +68,13 @@ def _non_negative_int(text: str) -> int:
     return int(text)
 
 
+def _id_list(text: str) -> tuple[int, ...]:
+    ids = tuple(_non_negative_int(part) for part in text.split(","))
+    if len(set(ids)) != len(ids):
+        raise argparse.ArgumentTypeError(f"a broker id is given twice in {text!r}")
+    return ids
+
+
 def _port(text: str) -> int:
     value = _non_negative_int(text)
     if value > 65535:
@@ -105,6 +112,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--racks", type=_non_negative_int, default=0, metavar="K",
                    help="put broker i in rack-(i mod K); topics are then placed rack-aware")
     p.add_argument("--topics", nargs="+", action="extend", type=_topic, default=[], metavar="NAME:PARTITIONS:RF[:SIZE]")
+    p.add_argument("--topic-brokers", type=_id_list, default=(), metavar="ID[,ID...]",
+                   help="place the --topics on these brokers only (default all); the others start empty")
     p.add_argument("--bandwidth", type=_rate, default=100 * 1024 * 1024, metavar="BYTES_PER_S",
                    help="replication fetch bandwidth of each broker (default 100MiB)")
     p.add_argument("--produce-rate", type=_rate, default=1024, metavar="BYTES_PER_S",
@@ -136,14 +145,18 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers")
     if args.bandwidth <= 0:
         parser.error("--bandwidth must be positive")
+    outside = [b for b in args.topic_brokers if not args.first_id <= b < args.first_id + args.brokers]
+    if outside:
+        parser.error(f"--topic-brokers: {outside} not among the simulated brokers")
+    placement = len(args.topic_brokers) or args.brokers
     names = [t.name for t in args.topics]
     for spec in args.topics:
         if names.count(spec.name) > 1:
             parser.error(f"topic {spec.name!r} is given twice")
-        if spec.replication_factor > args.brokers:
+        if spec.replication_factor > placement:
             parser.error(
                 f"topic {spec.name!r}: replication factor {spec.replication_factor} "
-                f"is larger than the number of brokers {args.brokers}"
+                f"is larger than the number of brokers it is placed on ({placement})"
             )
     return args
 
@@ -164,6 +177,7 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
         message_bytes=args.message_bytes,
         tick=args.tick_ms / 1000.0,
         seed=args.seed,
+        topic_brokers=args.topic_brokers,
     )
 
 
