@@ -101,6 +101,7 @@ class ActiveController:
         config: ControllerConfig,
         on_finished: Callable[[Store, int], Awaitable[None]] | None = None,
         on_step: Callable[[engine.Step], None] | None = None,
+        on_moves_ended: Callable[[ActiveController], Awaitable[None]] | None = None,
     ):
         self.store = store
         self.inbox = inbox
@@ -110,6 +111,8 @@ class ActiveController:
         self.config = config
         # KIP-179 throttle removal runs here when no reassignment is left (controller.throttles).
         self.on_finished = on_finished
+        # Going past KIP-179: throttles no running move needs go as soon as moves end.
+        self.on_moves_ended = on_moves_ended
         self.on_step = on_step  # observation hook for tests and benchmarks
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
@@ -316,3 +319,5 @@ class ActiveController:
             await self.execute(await self.read_changes({"requests"}))
         elif step.finished and self.on_finished is not None:
             await self.on_finished(self.store, self.epoch_zkversion)
+        elif step.completed and self.on_moves_ended is not None:
+            await self.on_moves_ended(self)

@@ -36,7 +36,7 @@ from controller.election import campaign, release_if_ours
 from controller.inbox import Inbox
 from controller.listener import AdminListener, ApiVersionsHandler, RequestHandler
 from controller.payloads import encode_listener
-from controller.throttles import remove_throttles
+from controller.throttles import remove_idle_throttles, remove_throttles
 from controller.transport import TcpTransport
 from znodes import paths
 from znodes.api import ConnectionLossError, NodeExistsError, NoNodeError, Store, ZkError
@@ -138,6 +138,7 @@ class ControllerDaemon:
                     transport=transport,
                     config=self.config,
                     on_finished=remove_throttles,
+                    on_moves_ended=remove_idle_throttles,
                 )
                 self.role.active = active
                 try:

@@ -157,8 +157,9 @@ class WatchingTransport:
 
 
 class ControllerHandle:
-    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore, on_finished=None):
+    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore, on_finished=None, on_moves_ended=None):
         self.on_finished = on_finished
+        self.on_moves_ended = on_moves_ended
         self.harness = harness
         self.id = controller_id
         self.store = store
@@ -181,6 +182,7 @@ class ControllerHandle:
                 transport=WatchingTransport(self.harness),
                 config=self.harness.config,
                 on_finished=self.on_finished,
+                on_moves_ended=self.on_moves_ended,
             )
             reason = await self.active.run()
             self.outcomes.append(reason)
@@ -230,9 +232,11 @@ class Harness:
             await c.stop()
         await self.cluster.close()
 
-    async def start_controller(self, controller_id: int, crash_after: int | None = None, on_finished=None) -> ControllerHandle:
+    async def start_controller(
+        self, controller_id: int, crash_after: int | None = None, on_finished=None, on_moves_ended=None
+    ) -> ControllerHandle:
         store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
-        handle = ControllerHandle(self, controller_id, store, on_finished)
+        handle = ControllerHandle(self, controller_id, store, on_finished, on_moves_ended)
         self.controllers.append(handle)
         await self.settle()
         return handle
