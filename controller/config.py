@@ -46,6 +46,19 @@ class ControllerConfig:
     # Coalescing: at most this many queued events are folded into one engine step (one
     # batched flush of ZooKeeper writes).
     max_events_per_step: int = 10000
+    # ---- the admin listener (controller.listener) ----
+    # Largest request frame accepted; bigger ones close the connection before a byte of the
+    # body is read (Kafka's socket.request.max.bytes default, 100 MiB).
+    listener_max_request_bytes: int = 100 * 1024 * 1024
+    # Open admin connections at once; further ones are closed on accept. Under the common
+    # 1024 open-file limit, leaving room for ZooKeeper and broker connections.
+    listener_max_connections: int = 512
+    # A connection with nothing in flight and no bytes for this long is closed (Kafka's
+    # connections.max.idle.ms default, 10 minutes).
+    listener_idle_timeout_s: float = 600.0
+    # Requests read ahead on one connection while earlier ones are being handled (answers
+    # still go out in request order); a client sending more waits on TCP back-pressure.
+    listener_max_pipelined: int = 64
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -64,12 +77,16 @@ _INT_FIELDS = {
     "max_cluster_moves": 1,
     "request_retries": 0,
     "max_events_per_step": 1,
+    "listener_max_request_bytes": 64,  # room for a request header and a small body
+    "listener_max_connections": 1,
+    "listener_max_pipelined": 1,
 }
 _FLOAT_FIELDS = {
     "request_timeout_s": 0.001,
     "retry_backoff_s": 0.0,
     "zk_session_timeout_s": 1.0,  # below this ZooKeeper negotiates it up anyway
     "shutdown_timeout_s": 0.1,
+    "listener_idle_timeout_s": 0.01,
 }
 _TYPES: dict[str, type | tuple] = {**{k: int for k in _INT_FIELDS}, **{k: (int, float) for k in _FLOAT_FIELDS}}
 _TYPE_NAMES = {int: "an integer", (int, float): "a number"}

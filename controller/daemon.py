@@ -34,7 +34,9 @@ from controller.active import ActiveController
 from controller.config import ConfigError, ControllerConfig, load_config
 from controller.election import campaign, release_if_ours
 from controller.inbox import Inbox
-from controller.listener import AdminListener, ApiVersionsHandler, RequestHandler
+from controller.admin.base import AdminContext
+from controller.admin.handler import AdminHandler
+from controller.listener import AdminListener, ListenerLimits, RequestHandler
 from controller.payloads import encode_listener
 from controller.throttles import remove_idle_throttles, remove_throttles
 from controller.transport import TcpTransport
@@ -80,8 +82,9 @@ class ControllerDaemon:
         self.controller_id = controller_id
         self.config = config
         self.role = Role(controller_id)
-        handler = handler_factory(self.role) if handler_factory else ApiVersionsHandler()
-        self.listener = AdminListener(listen[0], listen[1], handler)
+        # The admin API over the table of controller.admin.registry, unless a test swaps it.
+        handler = handler_factory(self.role) if handler_factory else AdminHandler(AdminContext(self.role, config))
+        self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
         self._connect = connect or self._connect_zookeeper
         self._transport_factory = transport_factory or TcpTransport
 
@@ -93,6 +96,9 @@ class ControllerDaemon:
     async def run(self) -> None:
         """Run until cancelled."""
         await self.listener.start()
+        ctx = getattr(self.listener.handler, "ctx", None)
+        if isinstance(ctx, AdminContext):  # the bound address (port 0 picks one)
+            ctx.host, ctx.port = self.listener.host, self.listener.port
         log.info("controller %d listening on %s:%d", self.controller_id, self.listener.host, self.listener.port)
         try:
             while True:

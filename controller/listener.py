@@ -1,20 +1,33 @@
 """The controller's admin listener: Kafka's wire protocol on the ``--listen`` socket.
 
-The server part only: framing, decoding, one request at a time per connection, encoding.
-What a request means is up to the :class:`RequestHandler` passed in - THE hook for the admin
-API (Metadata, AlterPartitionReassignments, the KIP-179/236/240 keys...). Until that handler
-exists, :class:`ApiVersionsHandler` answers ApiVersions and nothing else (other requests close
-the connection, as a Kafka broker does for an API it does not serve).
+The server part only: framing, decoding, pipelining, limits, encoding. What a request means is
+up to the :class:`RequestHandler` passed in (``controller.admin.handler.AdminHandler`` serves
+the API table; :class:`ApiVersionsHandler` answers ApiVersions and nothing else).
 
-    listener = AdminListener("127.0.0.1", 9190, ApiVersionsHandler())
+    listener = AdminListener("127.0.0.1", 9190, handler, limits=ListenerLimits.from_config(config))
     host, port = await listener.start()          # bound now (port 0 picks one)
     ...
     await listener.close()
 
-Bad input (a size prefix over the limit or under a header's size, bytes that do not decode)
-closes that connection only; the listener and the other connections carry on. An ApiVersions
-request of a version the codec does not know gets Kafka's answer: a v0 response with
-UNSUPPORTED_VERSION and the supported ranges (KIP-511).
+One connection, step by step:
+
+ 1. Accept. Beyond ``max_connections`` open connections the new one is closed at once (the
+    client sees EOF and may retry elsewhere); the others are untouched.
+ 2. A reader reads frames: the 4-byte size first, checked against ``[MIN_REQUEST_BYTES,
+    max_request_bytes]`` before the body is read, then the body. Each frame starts its own
+    task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
+    wait there, so a client that sends faster than it reads meets TCP back-pressure.
+ 3. A writer takes the FIFO in order and writes each answer when ITS task is done: requests
+    are handled concurrently but answered in request order (Kafka's guarantee per connection).
+ 4. Nothing read and nothing in flight for ``idle_timeout_s``: the connection is closed.
+ 5. What closes only this connection (after the answers to earlier requests are written):
+    a bad size, bytes that do not decode, an API key or version the handler does not serve
+    (as a Kafka broker does), a response that cannot be encoded even as an error response.
+    A handler's own failure is not one of them: the handler turns it into that API's error
+    response (UNKNOWN_SERVER_ERROR) and the connection carries on.
+
+An ApiVersions request of a version the codec does not know gets Kafka's answer: a v0
+response with UNSUPPORTED_VERSION and the supported ranges (KIP-511).
 """
 
 from __future__ import annotations
@@ -22,6 +35,8 @@ from __future__ import annotations
 import asyncio
 import logging
 import struct
+import time
+from dataclasses import dataclass
 from typing import Protocol
 
 import protocol
@@ -35,6 +50,10 @@ API_VERSIONS = 18
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 # The smallest request: a v1 header with a null client id (api key, version, correlation id).
 MIN_REQUEST_BYTES = 10
+# Defaults when no configuration is given (see controller.config for their reasons).
+MAX_CONNECTIONS = 512
+IDLE_TIMEOUT_S = 600.0
+MAX_PIPELINED = 64
 
 
 class RequestHandler(Protocol):
@@ -43,6 +62,27 @@ class RequestHandler(Protocol):
 
     async def handle(self, header: dict, body: dict) -> dict | None:
         """The response body for one decoded request; None closes the connection."""
+
+    # Optional: ``error_response(header, body, code, message) -> dict | None``, the whole
+    # response of a request that failed as a whole (used when a handler's answer cannot be
+    # encoded); without it such a failure closes the connection.
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    max_pipelined: int = MAX_PIPELINED
+
+    @classmethod
+    def from_config(cls, config) -> ListenerLimits:
+        return cls(
+            max_request_bytes=config.listener_max_request_bytes,
+            max_connections=config.listener_max_connections,
+            idle_timeout_s=float(config.listener_idle_timeout_s),
+            max_pipelined=config.listener_max_pipelined,
+        )
 
 
 class UnservedRequest(Exception):
@@ -62,19 +102,58 @@ class ApiVersionsHandler:
         return None
 
 
+class _Close:
+    """Queued in place of a request: close the connection once earlier answers are out."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    accepted: int = 0
+    refused: int = 0  # over max_connections
+    idle_closed: int = 0
+    requests: int = 0
+
+
 class AdminListener:
-    def __init__(self, host: str, port: int, handler: RequestHandler, *, max_request_bytes: int = MAX_REQUEST_BYTES):
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: RequestHandler,
+        *,
+        limits: ListenerLimits | None = None,
+        max_request_bytes: int | None = None,
+    ):
         self.host = host
         self.port = port
         self.handler = handler
-        self.max_request_bytes = max_request_bytes
+        limits = limits or ListenerLimits()
+        if max_request_bytes is not None:
+            limits = ListenerLimits(max_request_bytes, limits.max_connections, limits.idle_timeout_s, limits.max_pipelined)
+        self.limits = limits
+        self.stats = Stats()
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._writers: set[asyncio.StreamWriter] = set()
 
+    @property
+    def max_request_bytes(self) -> int:
+        return self.limits.max_request_bytes
+
+    @property
+    def connections(self) -> int:
+        return len(self._writers)
+
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port)."""
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, reuse_address=True, backlog=max(100, self.limits.max_connections)
+        )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.host, self.port
 
@@ -91,36 +170,108 @@ class AdminListener:
             await self._server.wait_closed()
             self._server = None
 
+    # ---- one connection ----------------------------------------------------------------------
+
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if len(self._writers) >= self.limits.max_connections:
+            self.stats.refused += 1
+            log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, len(self._writers))
+            writer.close()
+            return
+        self.stats.accepted += 1
         task = asyncio.current_task()
         self._tasks.add(task)
         self._writers.add(writer)
-        peer = writer.get_extra_info("peername")
+        queue: asyncio.Queue = asyncio.Queue(self.limits.max_pipelined)
+        conn = _Connection()
+        reading = asyncio.create_task(self._read(reader, queue, conn, peer))
         try:
-            while True:
-                head = await reader.readexactly(4)
-                (size,) = struct.unpack(">i", head)
-                if not MIN_REQUEST_BYTES <= size <= self.max_request_bytes:
-                    raise DecodeError(f"request size {size} outside [{MIN_REQUEST_BYTES}, {self.max_request_bytes}]")
-                frame = head + await reader.readexactly(size)
-                answer = await self.respond(frame)
-                if answer is None:
-                    break
-                writer.write(answer)
-                await writer.drain()
-        except (DecodeError, EncodeError, UnservedRequest) as e:
-            log.info("closing admin connection from %s: %s", peer, e)
-        except (asyncio.IncompleteReadError, ConnectionError):
+            await self._write(writer, queue, conn, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
             pass
         except Exception:  # one bad request must never take the listener down
             log.exception("closing admin connection from %s after an unexpected error", peer)
         finally:
+            reading.cancel()
+            while not queue.empty():
+                item = queue.get_nowait()
+                if isinstance(item, asyncio.Task):
+                    item.cancel()
+            await asyncio.gather(reading, return_exceptions=True)
             self._writers.discard(writer)
             self._tasks.discard(task)
             writer.close()
 
-    async def respond(self, frame: bytes) -> bytes | None:
-        """The response frame for one request frame, or None to close the connection."""
+    async def _read(self, reader: asyncio.StreamReader, queue: asyncio.Queue, conn: _Connection, peer) -> None:
+        """Steps 2 and 4: frames in, one task each, queued in arrival order."""
+        try:
+            while True:
+                head = await self._read_idle(reader, 4, conn)
+                if head is None:
+                    await queue.put(_Close("idle"))
+                    return
+                (size,) = struct.unpack(">i", head)
+                if not MIN_REQUEST_BYTES <= size <= self.limits.max_request_bytes:
+                    await queue.put(
+                        _Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {self.limits.max_request_bytes}]")
+                    )
+                    return
+                rest = await self._read_idle(reader, size, conn)
+                if rest is None:
+                    await queue.put(_Close("idle in the middle of a request"))
+                    return
+                conn.in_flight += 1
+                conn.touch()
+                self.stats.requests += 1
+                await queue.put(asyncio.create_task(self.respond(head + rest)))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await queue.put(None)  # the peer went away: stop after what is queued
+        except asyncio.CancelledError:
+            raise
+
+    async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: _Connection) -> bytes | None:
+        """``n`` bytes, or None once the connection has been idle for the idle timeout."""
+        idle = self.limits.idle_timeout_s
+        while True:
+            wait = conn.last_activity + idle - time.monotonic()
+            if conn.in_flight:
+                wait = max(wait, idle)  # busy is not idle: look again later
+            if wait <= 0:
+                return None
+            try:
+                # readexactly only consumes once all n bytes are there: a timeout loses nothing.
+                return await asyncio.wait_for(reader.readexactly(n), wait)
+            except TimeoutError:
+                continue
+
+    async def _write(self, writer: asyncio.StreamWriter, queue: asyncio.Queue, conn: _Connection, peer) -> None:
+        """Step 3: answers out in request order; step 5: closing after the earlier answers."""
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            if isinstance(item, _Close):
+                if item.reason == "idle":
+                    self.stats.idle_closed += 1
+                    log.info("closing idle admin connection from %s", peer)
+                else:
+                    log.info("closing admin connection from %s: %s", peer, item.reason)
+                return
+            try:
+                answer = await item
+            except (DecodeError, EncodeError, UnservedRequest) as e:
+                log.info("closing admin connection from %s: %s", peer, e)
+                return
+            finally:
+                conn.in_flight -= 1
+                conn.touch()
+            writer.write(answer)
+            await writer.drain()
+
+    async def respond(self, frame: bytes) -> bytes:
+        """The response frame for one request frame; raises DecodeError, EncodeError or
+        UnservedRequest when the connection must be closed instead."""
         try:
             header, body = protocol.decode_request(frame)
         except UnsupportedVersionError as e:
@@ -128,9 +279,29 @@ class AdminListener:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self.handler.api_versions()}
                 return protocol.encode_response(API_VERSIONS, 0, e.correlation_id, answer)
             raise
+        key, version, correlation = header["request_api_key"], header["request_api_version"], header["correlation_id"]
         response = await self.handler.handle(header, body)
         if response is None:
-            raise UnservedRequest(f"API {header['request_api_key']} v{header['request_api_version']} is not served here")
-        return protocol.encode_response(
-            header["request_api_key"], header["request_api_version"], header["correlation_id"], response
-        )
+            raise UnservedRequest(f"API {key} v{version} is not served here")
+        try:
+            return protocol.encode_response(key, version, correlation, response)
+        except EncodeError as e:
+            fallback = getattr(self.handler, "error_response", None)
+            if fallback is None:
+                raise
+            log.error("API %d v%d: the answer cannot be encoded (%s): sending an error response", key, version, e)
+            error = fallback(header, body, ErrorCode.UNKNOWN_SERVER_ERROR, "the controller built a bad response")
+            if error is None:
+                raise
+            return protocol.encode_response(key, version, correlation, error)
+
+
+class _Connection:
+    __slots__ = ("in_flight", "last_activity")
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.last_activity = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()

@@ -13,6 +13,7 @@ import importlib
 from controller.admin.base import Api
 
 MODULES: tuple[str, ...] = (
+    "controller.admin.metadata",
 )
 
 
