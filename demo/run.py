@@ -1,0 +1,438 @@
+"""The demo driver behind ``make demo`` (``python -m demo``).
+
+Steps:
+
+ 1. Start a local ZooKeeper, six simulated brokers (topics on brokers 1-4 only; 5 and 6 are
+    empty, as if just added) and two controller instances (demo.cluster).
+ 2. Snapshot the cluster (``reassignd snapshot``) and plan a KIP-6 rebalance on Spark
+    (``python -m spark_jobs.plan --rebalance``): the plan moves replicas onto brokers 5 and 6.
+ 3. Start it with ``kafka-reassign --execute --throttle`` and watch it with
+    ``kafka-reassign --progress --watch``.
+ 4. Part-way through, SIGKILL the active controller; report when the standby is elected and
+    when it completes its first partition (the failover pause), and let it finish.
+ 5. Start a second, small, slowly throttled reassignment and cancel it with
+    ``kafka-reassign --cancel``: the partition goes back to its original replicas and the new
+    replica is deleted from its broker.
+ 6. Print a summary (partitions moved, bytes copied, time, failover pause) and exit 0.
+
+Whatever happens (an error, Ctrl-C, SIGTERM), every process the demo started is stopped
+before it exits (demo.procs); the exit status is 0 only if every check held.
+
+    python -m demo [--workdir DIR] [--keep-logs]
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, served_api_keys, wait_for
+from demo.procs import Children
+
+REPO = Path(__file__).resolve().parents[1]
+
+# The rebalance's throttle (bytes/s per broker): with 7 MiB replicas, 12 of them arriving on
+# each new broker take about 20 s - long enough to watch and to kill a controller part-way.
+THROTTLE = 4 * 1024 * 1024
+# The cancelled reassignment's throttle: slow enough (about 30 s for one replica) that the
+# cancel certainly lands while it copies.
+CANCEL_THROTTLE = 256 * 1024
+# Kill the active controller once this share of the moving partitions has completed.
+KILL_AT_FRACTION = 0.3
+# The copy lasts about 20 s at THROTTLE; anything past these bounds is a failure, not a wait.
+REASSIGN_TIMEOUT_S = 120.0
+CANCEL_TIMEOUT_S = 60.0
+# How long the cancelled reassignment copies before the cancel, so that it is visibly running.
+CANCEL_AFTER_S = 3.0
+POLL_S = 0.05
+PROGRESS_INTERVAL_S = 2.0
+SNAPSHOT_TIMEOUT_S = 60.0
+PLAN_TIMEOUT_S = 300.0  # the first Spark session on a cold, loaded machine
+CLI_TIMEOUT_S = 60.0
+LINE_WIDTH = 110
+# What kafka-reassign --bootstrap-server needs from the controller's listener: Metadata,
+# KIP-179 ReassignPartitions, KIP-240 ListReassignments; --cancel needs KIP-236's.
+BOOTSTRAP_APIS = {3, 10000, 10003}
+CANCEL_APIS = {10005}
+
+
+class Console:
+    """Timestamped, thread-safe lines for the operator."""
+
+    def __init__(self):
+        self.t0 = time.monotonic()
+        self._lock = threading.Lock()
+
+    def elapsed(self) -> float:
+        return time.monotonic() - self.t0
+
+    def say(self, text: str = "") -> None:
+        with self._lock:
+            for line in text.splitlines() or [""]:
+                print(f"[{self.elapsed():5.1f}s] {line}" if line else "", flush=True)
+
+    def section(self, title: str) -> None:
+        self.say()
+        self.say(f"== {title}")
+
+    def command(self, argv: list[str]) -> None:
+        self.say("$ " + _shorten(" ".join(argv), LINE_WIDTH))
+
+
+def _shorten(text: str, width: int) -> str:
+    return text if len(text) <= width else text[: width - 3] + "..."
+
+
+@dataclass
+class Outcome:
+    partitions_moved: int = 0
+    replicas_moved: int = 0
+    bytes_copied: int = 0
+    reassign_seconds: float = 0.0
+    killed: int | None = None
+    successor: int | None = None
+    elected_after_s: float | None = None
+    first_completion_after_s: float | None = None
+    cancelled: list[str] = field(default_factory=list)
+
+
+class Demo:
+    def __init__(self, cluster: LocalCluster, console: Console, workdir: Path):
+        self.cluster = cluster
+        self.console = console
+        self.workdir = workdir
+        self.outcome = Outcome()
+        first = next(iter(cluster.controllers.values()))
+        self.served = served_api_keys(first.host, first.port)
+
+    # ---- running the tools ------------------------------------------------------------------
+
+    def run_tool(self, shown: list[str], argv: list[str], timeout: float = CLI_TIMEOUT_S,
+                 ok_codes=(0,)) -> subprocess.CompletedProcess:
+        """Run one command the way an operator would, show it, and fail the demo on a bad exit."""
+        self.console.command(shown)
+        proc = subprocess.run(argv, cwd=self.workdir, capture_output=True, text=True, timeout=timeout,
+                              stdin=subprocess.DEVNULL)
+        if proc.returncode not in ok_codes:
+            raise DemoError(f"{shown[0]} exited {proc.returncode}:\n{proc.stderr.strip() or proc.stdout.strip()}")
+        return proc
+
+    def door(self) -> list[str]:
+        if self.served >= BOOTSTRAP_APIS:
+            return ["--bootstrap-server", self.cluster.bootstrap]
+        return ["--zookeeper", self.cluster.hosts]
+
+    def kafka_reassign(self, *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
+        shown = ["kafka-reassign", *self.door(), *args]
+        return self.run_tool(shown, [sys.executable, "-m", "client.cli", *shown[1:]], ok_codes=ok_codes)
+
+    def show(self, text: str, keep=lambda line: True, limit: int = 8) -> None:
+        lines = [line for line in text.splitlines() if line.strip() and keep(line)]
+        for line in lines[:limit]:
+            self.console.say("  " + _shorten(line, LINE_WIDTH))
+        if len(lines) > limit:
+            self.console.say(f"  ... ({len(lines) - limit} more lines)")
+
+    # ---- 2. plan ----------------------------------------------------------------------------
+
+    def plan(self) -> dict[tuple[str, int], list[int]]:
+        c = self.console
+        c.section("Plan a rebalance onto the new brokers (KIP-6, on Spark)")
+        self.run_tool(["reassignd", "snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"],
+                      reassignd("snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"),
+                      timeout=SNAPSHOT_TIMEOUT_S)
+        args = ["--snapshot", "cluster.json", "--rebalance", "--out", "plan.json", "--report", "report.json",
+                "--throttle", str(THROTTLE)]
+        self.run_tool(["python", "-m", "spark_jobs.plan", *args],
+                      [sys.executable, "-m", "spark_jobs.plan", *args], timeout=PLAN_TIMEOUT_S)
+        report = json.loads((self.workdir / "report.json").read_text())
+        plan = json.loads((self.workdir / "plan.json").read_text())
+        targets = {(e["topic"], e["partition"]): e["replicas"] for e in plan["partitions"]}
+        current = self.cluster.all_assignments()
+        moved = {tp for tp, r in targets.items() if set(r) != set(current[tp])}
+        onto_new = sum(1 for tp in moved for b in set(targets[tp]) - set(current[tp]) if b in NEW_BROKERS)
+        c.say(f"  {report['moves']} replica moves (the lower bound is {report['lower_bound']}), "
+              f"{onto_new} of them onto brokers {','.join(map(str, NEW_BROKERS))}; "
+              f"{len(moved)} partitions move, {len(targets) - len(moved)} only change their preferred leader")
+        after = _counts(current | targets)
+        c.say("  replicas per broker: " + ", ".join(
+            f"{b}: {_counts(current).get(b, 0)}->{after.get(b, 0)}" for b in sorted(after)))
+        if not moved or not onto_new:
+            raise DemoError("the planner moved nothing onto the new brokers")
+        return targets
+
+    # ---- 3 and 4. execute, watch, fail over -----------------------------------------------------
+
+    def execute_and_fail_over(self, targets: dict[tuple[str, int], list[int]]) -> None:
+        c, cluster = self.console, self.cluster
+        before = cluster.all_assignments()
+        moving = {tp for tp, r in targets.items() if r != before[tp]}
+        c.section(f"Execute it with a {THROTTLE // 1024 // 1024} MiB/s throttle, watch, and kill the active controller")
+        started = time.monotonic()
+        out = self.kafka_reassign("--execute", "--throttle", str(THROTTLE), "--reassignment-json-file", "plan.json")
+        self.show(out.stdout, keep=lambda line: line.startswith(("Successfully", "The ")))
+        if self.served >= BOOTSTRAP_APIS:
+            watcher = self.watch_progress("plan.json")
+        else:
+            watcher = ZnodeProgress(cluster, moving, targets, before, c)
+            c.say("(progress read from ZooKeeper: kafka-reassign --progress needs the admin API)")
+            watcher.start()
+        try:
+            self.kill_active_part_way(moving)
+            wait_for(cluster.idle, REASSIGN_TIMEOUT_S, "the reassignment to complete", POLL_S)
+            self.outcome.reassign_seconds = time.monotonic() - started
+            watcher.join(CLI_TIMEOUT_S)
+        finally:
+            watcher.stop()
+        after = cluster.all_assignments()
+        wrong = [f"{t}-{p}" for (t, p), r in targets.items() if after[(t, p)] != r]
+        if wrong:
+            raise DemoError(f"partitions not at their planned replicas: {', '.join(wrong)}")
+        hosted = cluster.hosted()
+        stray = [f"{t}-{p} on {b}" for (t, p), on in hosted.items() for b in on if b not in after[(t, p)]]
+        if stray:
+            raise DemoError(f"replicas left on brokers they were moved off: {', '.join(stray)}")
+        added = [(tp, b) for tp in moving for b in set(targets[tp]) - set(before[tp])]
+        self.outcome.partitions_moved = sum(1 for tp in moving if set(targets[tp]) != set(before[tp]))
+        self.outcome.replicas_moved = len(added)
+        self.outcome.bytes_copied = sum(hosted[tp][b] for tp, b in added)
+        c.say(f"Done: every partition is on its planned replicas, {self.outcome.replicas_moved} replicas copied "
+              f"in {self.outcome.reassign_seconds:.1f}s; controller {cluster.active_controller()} is active")
+        remover = "the controller removed them (KIP-179)"
+        if not self.served >= BOOTSTRAP_APIS:  # --zookeeper: --verify removes the throttles (Kafka's way)
+            out = self.kafka_reassign("--verify", "--reassignment-json-file", "plan.json")
+            self.show(out.stdout, keep=lambda line: "throttle" in line.lower())
+            remover = "--verify removed them"
+        left = cluster.throttle_configs()
+        if left:
+            raise DemoError(f"throttles left after the reassignment: {json.dumps(left)}")
+        c.say(f"Throttles left: none ({remover})")
+
+    def kill_active_part_way(self, moving: set[tuple[str, int]]) -> None:
+        c, cluster, o = self.console, self.cluster, self.outcome
+        total = len(moving)
+        wait_for(lambda: total - len(cluster.pending() & moving) >= KILL_AT_FRACTION * total or cluster.idle(),
+                 REASSIGN_TIMEOUT_S, f"{KILL_AT_FRACTION:.0%} of the partitions to complete", POLL_S)
+        o.killed = cluster.active_controller()
+        done = total - len(cluster.pending() & moving)
+        c.say(f">>> SIGKILL the active controller {o.killed} ({done}/{total} partitions done)")
+        pending_at_kill = cluster.pending() & moving
+        cluster.kids.kill(f"controller-{o.killed}")
+        killed_at = time.monotonic()
+
+        def successor():
+            active = cluster.active_controller()
+            return active if active not in (None, o.killed) else None
+
+        o.successor = wait_for(successor, REASSIGN_TIMEOUT_S, "a standby to take over", POLL_S)
+        o.elected_after_s = time.monotonic() - killed_at
+        c.say(f">>> controller {o.successor} took over {o.elected_after_s:.1f}s after the kill "
+              f"(/controller names {o.successor})")
+        if pending_at_kill:
+            wait_for(lambda: (cluster.pending() & moving) < pending_at_kill, REASSIGN_TIMEOUT_S,
+                     f"controller {o.successor} to complete a partition", POLL_S)
+            o.first_completion_after_s = time.monotonic() - killed_at
+            c.say(f">>> controller {o.successor} completed its first partition "
+                  f"{o.first_completion_after_s:.1f}s after the kill")
+        # Start the killed instance again: it stands by behind the new active one.
+        self.restart_controller(o.killed)
+
+    def restart_controller(self, cid: int) -> None:
+        ctl = self.cluster.controllers[cid]
+        argv = list(ctl.child.proc.args)
+        ctl.child = self.cluster.kids.spawn(f"controller-{cid}", argv)
+        self.console.say(f">>> controller {cid} restarted; it stands by")
+
+    def watch_progress(self, plan_file: str) -> "ProgressWatch":
+        shown = ["kafka-reassign", "--bootstrap-server", self.cluster.bootstrap, "--progress", "--watch",
+                 "--interval", str(PROGRESS_INTERVAL_S), "--reassignment-json-file", plan_file]
+        self.console.command(shown)
+        watch = ProgressWatch([sys.executable, "-m", "client.cli", *shown[1:]], self.workdir, self.console,
+                              self.workdir / "progress.log")
+        watch.start()
+        return watch
+
+    # ---- 5. cancel ------------------------------------------------------------------------------
+
+    def cancel(self) -> None:
+        c, cluster = self.console, self.cluster
+        c.section("Start a small slow reassignment, then cancel it (KIP-236)")
+        topic, partition, original, target, newcomer = self.pick_cancel_target()
+        (self.workdir / "cancel.json").write_text(json.dumps(
+            {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": target}]}))
+        c.say(f"  {topic}-{partition}: {original} -> {target} at {CANCEL_THROTTLE // 1024} KiB/s")
+        out = self.kafka_reassign("--execute", "--throttle", str(CANCEL_THROTTLE),
+                                  "--reassignment-json-file", "cancel.json")
+        self.show(out.stdout, keep=lambda line: line.startswith("Successfully"))
+        wait_for(lambda: f"{topic}-{partition}" in cluster.moving(), CANCEL_TIMEOUT_S, "the move to start", POLL_S)
+        time.sleep(CANCEL_AFTER_S)
+        copied = cluster.hosted().get((topic, partition), {}).get(newcomer, 0)
+        c.say(f"  broker {newcomer} has copied {_mib(copied)} of it so far")
+        out = self.kafka_reassign("--describe")
+        self.show(out.stdout)
+        out = self.kafka_reassign("--cancel")
+        self.show(out.stdout)
+        wait_for(cluster.idle, CANCEL_TIMEOUT_S, "the cancellation to finish", POLL_S)
+        now = cluster.assignment(topic)[partition]
+        if now != original:
+            raise DemoError(f"{topic}-{partition} is on {now} after the cancel, not back on {original}")
+        wait_for(lambda: newcomer not in cluster.hosted().get((topic, partition), {}), CANCEL_TIMEOUT_S,
+                 f"broker {newcomer} to delete its replica", POLL_S)
+        c.say(f"Cancelled: {topic}-{partition} is back on {original}; broker {newcomer} deleted its copy")
+        self.outcome.cancelled.append(f"{topic}-{partition} back on {original}")
+
+    def pick_cancel_target(self):
+        """A partition and a target that adds one broker it does not use (and drops its last one)."""
+        assignments = self.cluster.all_assignments()
+        (topic, partition), original = min(assignments.items())
+        newcomer = min(b for b in self.cluster.brokers if b not in original)
+        return topic, partition, original, original[:-1] + [newcomer], newcomer
+
+    # ---- 6. summary -----------------------------------------------------------------------------
+
+    def summary(self) -> None:
+        o, c = self.outcome, self.console
+        c.section("Summary")
+        rows = [
+            ("partitions moved", f"{o.partitions_moved} ({o.replicas_moved} replicas onto new brokers)"),
+            ("bytes copied", f"{o.bytes_copied} ({_mib(o.bytes_copied)})"),
+            ("reassignment time", f"{o.reassign_seconds:.1f}s at {THROTTLE // 1024 // 1024} MiB/s per broker"),
+        ]
+        if o.killed is not None:
+            text = f"{o.elected_after_s:.1f}s from the SIGKILL of controller {o.killed} to {o.successor}'s election"
+            if o.first_completion_after_s is not None:
+                text += f"; its first completion {o.first_completion_after_s:.1f}s after the kill"
+            rows.append(("failover pause", text))
+        for what in o.cancelled:
+            rows.append(("cancelled", what))
+        for key, value in rows:
+            c.say(f"{key + ':':<19} {value}")
+
+
+class ZnodeProgress(threading.Thread):
+    """A progress line every PROGRESS_INTERVAL_S from ZooKeeper and the brokers' status,
+    for when the controller does not serve what kafka-reassign --progress asks."""
+
+    def __init__(self, cluster: LocalCluster, moving, targets, before, console: Console):
+        super().__init__(daemon=True)
+        self.cluster, self.moving, self.console = cluster, moving, console
+        self.added = [(tp, b) for tp in moving for b in set(targets[tp]) - set(before[tp])]
+        self._halt = threading.Event()
+
+    def run(self) -> None:
+        while not self._halt.wait(PROGRESS_INTERVAL_S):
+            try:
+                left = len(self.cluster.pending() & self.moving)
+                hosted = self.cluster.hosted()
+            except Exception:  # the line is informative only; the driver checks the outcome
+                continue
+            copied = sum(hosted.get(tp, {}).get(b, 0) for tp, b in self.added)
+            self.console.say(f"  | {len(self.moving) - left}/{len(self.moving)} partitions done, "
+                             f"{_mib(copied)} copied onto the new replicas")
+
+    def join(self, timeout=None) -> None:
+        self._halt.set()
+        super().join(timeout)
+
+    def stop(self) -> None:
+        self.join(5)
+
+
+class ProgressWatch(threading.Thread):
+    """``kafka-reassign --progress --watch`` in the background; its progress bar lines are
+    shown as they come, everything it prints is kept in a log file."""
+
+    def __init__(self, argv: list[str], cwd: Path, console: Console, log_path: Path):
+        super().__init__(daemon=True)
+        self.argv, self.cwd, self.console, self.log_path = argv, cwd, console, log_path
+        self.proc: subprocess.Popen | None = None
+        self.returncode: int | None = None
+
+    def run(self) -> None:
+        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+                                     stdin=subprocess.DEVNULL, text=True, start_new_session=True)
+        with open(self.log_path, "w") as log:
+            for line in self.proc.stdout:
+                log.write(line)
+                if line.startswith(("[", "Overall:", "kafka-reassign:")):
+                    self.console.say("  | " + line.rstrip())
+        self.returncode = self.proc.wait()
+
+    def stop(self) -> None:
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(5)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        self.join(5)
+
+
+def _counts(assignment: dict) -> dict[int, int]:
+    out: dict[int, int] = {}
+    for replicas in assignment.values():
+        for b in replicas:
+            out[b] = out.get(b, 0) + 1
+    return out
+
+
+def _mib(n: int) -> str:
+    return f"{n / 1024 / 1024:.1f} MiB"
+
+
+def _on_sigterm(signum, frame):
+    raise KeyboardInterrupt  # the same clean-up path as Ctrl-C
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m demo", description="The reassignd demo (make demo).")
+    p.add_argument("--workdir", type=Path, help="where files and logs go (default: a temporary directory)")
+    p.add_argument("--keep-logs", action="store_true", help="keep the working directory after a successful run")
+    args = p.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix="reassignd-demo-"))
+    workdir.mkdir(parents=True, exist_ok=True)
+    (workdir / "logs").mkdir(exist_ok=True)
+    signal.signal(signal.SIGTERM, _on_sigterm)
+    console = Console()
+    console.say(f"reassignd demo: working directory {workdir}")
+    ok = False
+    try:
+        with Children(workdir / "logs", cwd=REPO) as kids:
+            cluster = LocalCluster.start(kids, workdir, console.say)
+            try:
+                demo = Demo(cluster, console, workdir)
+                targets = demo.plan()
+                demo.execute_and_fail_over(targets)
+                if demo.served >= BOOTSTRAP_APIS | CANCEL_APIS:
+                    demo.cancel()
+                demo.summary()
+                ok = True
+            finally:
+                kids.stop_all()
+                cluster.close()
+    except KeyboardInterrupt:
+        console.say("interrupted: everything the demo started has been stopped")
+        return 130
+    except (DemoError, subprocess.TimeoutExpired, OSError) as exc:
+        console.say(f"demo FAILED: {exc}")
+        console.say(f"logs: {workdir / 'logs'}")
+        return 1
+    except Exception as exc:  # a bug in the demo or a tool: say so plainly, after the clean-up
+        console.say(f"demo FAILED with an unexpected error: {exc!r}")
+        console.say(f"logs: {workdir / 'logs'}")
+        raise
+    finally:
+        if ok and not args.keep_logs and args.workdir is None:
+            shutil.rmtree(workdir, ignore_errors=True)
+    console.say("Everything the demo started has been stopped.")
+    return 0
