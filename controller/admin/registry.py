@@ -14,6 +14,9 @@ from controller.admin.base import Api
 
 MODULES: tuple[str, ...] = (
     "controller.admin.metadata",
+    "controller.admin.configs",
+    "controller.admin.kip240",
+    "controller.admin.kip455_list",
 )
 
 
