@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: test system-deps venv bench clean
+.PHONY: demo test system-deps venv bench clean
 
 # Debian packages: ZooKeeper (Debian's server, run by znodes.launcher), a Java 17 runtime for it
 # and for Spark, and kcat (a standard Kafka client the tests point at the admin listener).
@@ -29,6 +29,12 @@ $(STAMP): pyproject.toml
 	touch $(STAMP)
 
 venv: $(STAMP)
+
+# The demo (demo/run.py): a local ZooKeeper, 6 simulated brokers and 2 controllers; a Spark
+# rebalance onto the 2 empty brokers run with kafka-reassign through a controller failover,
+# then a cancel; a summary. Everything it starts is stopped when it exits.
+demo: system-deps venv
+	$(PY) -m demo
 
 # The whole suite. CI sets CI=true, which selects the Hypothesis "ci" profile (tests/conftest.py).
 test: system-deps venv
