@@ -34,10 +34,18 @@ from dataclasses import dataclass
 from controller import engine, recovery
 from controller.config import ControllerConfig
 from controller.dispatch import Dispatcher
-from controller.events import BrokersRead, Event, StatesRead, TopicsRead
+from controller.events import BrokersRead, CancelRequested, Event, StatesRead, TopicsRead
 from controller.inbox import Inbox
 from controller.state import ClusterState
-from controller.zkread import read_brokers, read_notifications, read_requests, read_states, read_topic_names, read_topics
+from controller.zkread import (
+    read_brokers,
+    read_notifications,
+    read_queue,
+    read_requests,
+    read_states,
+    read_topic_names,
+    read_topics,
+)
 from znodes import paths
 from znodes.api import (
     BadVersionError,
@@ -64,11 +72,28 @@ WATCHED = {
     paths.REASSIGN_PARTITIONS: "requests",
     paths.ISR_CHANGE_NOTIFICATION: "notifications",
     paths.CONTROLLER: "controller",
+    paths.CANCEL_REASSIGNMENT: "cancel",  # KIP-236 (controller.cancel)
+    paths.REASSIGN_QUEUE: "queue",  # KIP-236 (controller.queue)
 }
+# Written last in a step, in this order, by the controller and by tools alike: a conflict on
+# them costs a re-read, not a reload (controller.engine, "Writes are coalesced").
+SHARED_TAIL = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASSIGN_QUEUE)
 # After a failed reload, wait this long before the next (doubling up to the cap): a write that
 # can never succeed must not spin the loop or hammer ZooKeeper.
 RELOAD_BACKOFF_S = 0.1
 RELOAD_BACKOFF_MAX_S = 5.0
+
+
+class CancelNotRecorded(Exception):
+    """A cancellation's writes did not land (the controller reloads or resigns): not taken."""
+
+
+@dataclass(frozen=True)
+class _Retried:
+    """A cancel taken again after a conflict on the shared znodes, with the first results."""
+
+    future: object
+    first: dict
 
 
 class Resign(Exception):
@@ -180,7 +205,7 @@ class ActiveController:
             recovery.running_summary(self.state) or "nothing running",
         )
         await self.execute(recovered.events)
-        await self.execute(await self.read_changes({"notifications"}))
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue"}))
 
     async def process(self, batch: list) -> None:
         kinds: set[str] = set()
@@ -250,6 +275,21 @@ class ActiveController:
                     for line in lines:
                         log.warning("%s", line)
                 out.append(requests)
+        if "cancel" in kinds:
+            stat = await self.store.exists(paths.CANCEL_REASSIGNMENT, watch=True)
+            if stat is not None:
+                out.append(CancelRequested(None, source="znode", znode_version=stat.version))
+        if "queue" in kinds:
+            await self.store.exists(paths.REASSIGN_QUEUE, watch=True)
+            queue = await read_queue(self.store)
+            unknown = {r.topic for r in queue.requests or ()} - set(state.topic_versions) - set(topic_reads)
+            if unknown:
+                reads, lines = await read_topics(self.store, sorted(unknown))
+                topic_reads.update({n: r for n, r in reads.items() if r is not None})
+                for line in lines:
+                    log.warning("%s", line)
+            if queue.version is not None:
+                out.append(queue)
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:
@@ -275,24 +315,30 @@ class ActiveController:
             log.info("%s", line)
         conflict = False
         if step.writes:
-            own, shared = step.writes, []
-            if step.writes[-1].path == paths.REASSIGN_PARTITIONS:
-                # The one znode others write too goes last and alone, so that a concurrent
-                # change by a tool fails that write only.
-                own, shared = step.writes[:-1], step.writes[-1:]
+            split = len(step.writes)
+            while split > 0 and step.writes[split - 1].path in SHARED_TAIL:
+                split -= 1
+            # The znodes others write too go last and alone, so that a concurrent change by a
+            # tool fails those writes only.
+            own, shared = step.writes[:split], step.writes[split:]
             if own:
                 self.writer.extend(own)
-                await self.writer.flush(self.epoch_zkversion)
+                try:
+                    await self.writer.flush(self.epoch_zkversion)
+                except BaseException as e:
+                    self._fail_cancels(step, e)
+                    raise
                 self.stats.flushes += 1
             if shared:
                 self.writer.extend(shared)
                 self._requests_mzxid = None
                 try:
-                    (result,) = await self.writer.flush(self.epoch_zkversion)
-                    if isinstance(result, ZnodeStat):
-                        self._requests_mzxid = result.mzxid
+                    results = await self.writer.flush(self.epoch_zkversion)
+                    if shared[0].path == paths.REASSIGN_PARTITIONS and isinstance(results[0], ZnodeStat):
+                        self._requests_mzxid = results[0].mzxid
                 except FlushError as e:
                     if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        self._fail_cancels(step, e)
                         raise
                     # Keep the step (its other writes landed), then re-read and merge the znode.
                     conflict = True
@@ -316,8 +362,32 @@ class ActiveController:
                 len(step.completed), computed - began, time.perf_counter() - began,
             )
         if conflict:
-            await self.execute(await self.read_changes({"requests"}))
-        elif step.finished and self.on_finished is not None:
+            # Cancels are taken again on the merged znode, by partition, and answered then.
+            retry = [
+                CancelRequested(tuple(c.results), _Retried(c.token, c.results), c.source, withdraw_any=True)
+                for c in step.cancels
+                if c.source == "api"
+            ]
+            await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
+            return
+        for outcome in step.cancels:
+            # The writes recording the cancellations landed: an acknowledged cancel is never lost.
+            future, results = outcome.token, outcome.results
+            if isinstance(future, _Retried):
+                # What the first try cancelled stays cancelled, whatever the merged znode says.
+                results = results | {tp: r for tp, r in future.first.items() if r[0] == 0}
+                future = future.future
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_result(results)
+        if step.finished and self.on_finished is not None:
             await self.on_finished(self.store, self.epoch_zkversion)
-        elif step.completed and self.on_moves_ended is not None:
+        elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
             await self.on_moves_ended(self)
+
+    @staticmethod
+    def _fail_cancels(step: engine.Step, error: BaseException) -> None:
+        """A step's writes did not land: its cancels were not taken; say so to who waits."""
+        for outcome in step.cancels:
+            future = outcome.token.future if isinstance(outcome.token, _Retried) else outcome.token
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_exception(CancelNotRecorded(f"the controller could not record the cancellation: {error!r}"))

@@ -34,6 +34,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     ``/admin/reassign_partitions`` (deleting the znode when it empties); UpdateMetadata to
     every live broker. -> DONE. When nothing is left, ``Step.finished`` asks the shell to run
     KIP-179 throttle removal.
+ 7. Cancel (KIP-236, any door: controller.events.CancelRequested) rolls a move back to ORS;
+    its algorithm, steps and worked table are in controller.cancel. A queued batch
+    (``/admin/reassign_partitions_queue``) joins the running set as controller.queue says.
 
 Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk exactly this):
 
@@ -52,7 +55,10 @@ Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` t
 recoverable (a flush split into several multis can stop between any two): record creates and
 state writes, then topic znodes, then record deletes, then processed ISR notifications, and
 ``/admin/reassign_partitions`` last - the one znode others write too: if a third party
-changed it meanwhile, only that last write fails, and the shell re-reads and merges it.
+changed it meanwhile, only that last write fails, and the shell re-reads and merges it. The
+deletes of ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
+(when a step took them) follow it in the same tail, so neither is gone before what it asked
+for is recorded.
 """
 
 from __future__ import annotations
@@ -60,11 +66,14 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from controller.cancel import CancelOutcome, CancelSteps, rollback_assignment
 from controller.commands import BrokerCommand, Outbox
 from controller.config import ControllerConfig
 from controller.events import (
     BrokersRead,
+    CancelRequested,
     Event,
+    QueueRead,
     RequestsRead,
     Resume,
     StatesRead,
@@ -72,6 +81,7 @@ from controller.events import (
     TopicsRead,
 )
 from controller.payloads import encode_record, encode_requests, encode_state, encode_topic
+from controller.queue import QueueSteps
 from controller.state import Assignment, ClusterState, Delta, LeaderIsr, Overlay, Request, TopicPartition
 from controller.task import Move, Phase, reassigning_replicas
 from znodes import paths
@@ -89,6 +99,10 @@ class Step:
     # reassignment completion": the shell removes the auto-removable throttles).
     finished: bool = False
     completed: list[TopicPartition] = field(default_factory=list)  # moves finished (step 6)
+    # Moves rolled back (controller.cancel step 7): the shell removes their throttles.
+    cancelled: list[TopicPartition] = field(default_factory=list)
+    # Per CancelRequested, its per-partition results: answered once ``writes`` landed.
+    cancels: list[CancelOutcome] = field(default_factory=list)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -102,8 +116,9 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
     return s.finish()
 
 
-class _Step:
-    """The working set of one step: overlays over the state plus the effects so far."""
+class _Step(CancelSteps, QueueSteps):
+    """The working set of one step: overlays over the state plus the effects so far
+    (cancellation and the queue are in controller.cancel and controller.queue)."""
 
     def __init__(self, state: ClusterState, config: ControllerConfig):
         self.base = state
@@ -132,6 +147,10 @@ class _Step:
         self.reads: set[TopicPartition] = set()
         self.log: list[str] = []
         self.completed: list[TopicPartition] = []
+        self.cancelled: list[TopicPartition] = []
+        self.cancels: list[CancelOutcome] = []
+        self.cancel_znode_version: int | None = None  # delete the cancel znode (this version)
+        self.queue_version: int | None = None  # delete the queue znode (this version)
         self.outbox: Outbox | None = None
 
     # ---- helpers -------------------------------------------------------------------------
@@ -215,6 +234,10 @@ class _Step:
             self.on_topics(event)
         elif isinstance(event, Resume):
             self.on_resume(event)
+        elif isinstance(event, CancelRequested):
+            self.on_cancel(event)
+        elif isinstance(event, QueueRead):
+            self.on_queue(event)
         else:
             raise TypeError(f"not an engine event: {event!r}")
 
@@ -272,6 +295,9 @@ class _Step:
             elif move.phase is Phase.STOPPING:
                 for b in back.intersection(move.target):
                     self.box.leader_and_isr(b, move.tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+            elif move.phase is Phase.CANCELLING:
+                for b in back.intersection(move.original):
+                    self.box.leader_and_isr(b, move.tp, state, replicas=move.original, adding=(), removing=(), is_new=False)
         if back:
             self.schedule_needed = True
 
@@ -333,9 +359,9 @@ class _Step:
                 if move.next_target is not None:
                     self.set_task(move.with_changes(next_target=None))
             elif move.next_target != r.replicas:
+                what = "being rolled back" if move.phase is Phase.CANCELLING else f"moving to {list(move.target)}"
                 self.log.append(
-                    f"{r.topic}-{r.partition} is moving to {list(move.target)}; its new target {list(r.replicas)} "
-                    "is queued behind that move"
+                    f"{r.topic}-{r.partition} is {what}; its new target {list(r.replicas)} is queued behind that"
                 )
                 self.set_task(move.with_changes(next_target=r.replicas))
 
@@ -350,6 +376,8 @@ class _Step:
                     self.drop_request(tp)
                 elif move is not None and move.resend and move.phase is Phase.STOPPING:
                     self.stop_removed(move.with_changes(resend=False), None)  # only cleanup was left
+                elif move is not None and move.resend and move.phase is Phase.CANCELLING:
+                    self.stop_added(move.with_changes(resend=False), None)
                 elif move is not None and move.resend:
                     self.log.append(f"{tp[0]}-{tp[1]} is being moved but has no state znode: waiting for one")
                 continue
@@ -376,6 +404,8 @@ class _Step:
             move = self.tasks.get(tp)
             if move is not None and move.phase is Phase.STOPPING:
                 self.finish_move(move)
+            elif move is not None and move.phase is Phase.CANCELLING:
+                self.finish_cancel(move)
 
     def on_resume(self, event: Resume) -> None:
         """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
@@ -393,7 +423,14 @@ class _Step:
             if tp in event.create_records:
                 self.create_record(tp, move.target, move.original)
             elif tp in event.rewrite_records:
-                self.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original)))
+                self.early.append(
+                    SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=move.cancelling))
+                )
+            if move.phase is Phase.CANCELLING:
+                current = self.assignments[tp]
+                if current.moving and current != rollback_assignment(move):
+                    # The cancel was marked but its topic znode write did not land.
+                    self.set_assignment(tp, rollback_assignment(move))
             if move.phase is Phase.REPLICATING:
                 # Recorded but the topic znode not yet written: write RS now.
                 self.set_assignment(tp, Assignment(move.replicas, move.adding, move.removing))
@@ -418,6 +455,8 @@ class _Step:
                         is_new=b in move.adding,
                     )
             self.check_complete(move)
+        elif move.phase is Phase.CANCELLING:  # leader and ISR into ORS if not yet; delete AR again
+            self.roll_back(move, state)
         else:  # STOPPING: RS = TRS already written; delete RR again and finish
             self.stop_removed(move, state)
 
@@ -585,6 +624,10 @@ class _Step:
                 tail.append(SetData(path, encode_requests(entries), version))
                 self.requests_version = version + 1
             self.requests_version_changed = True
+        if self.cancel_znode_version is not None:
+            tail.append(Delete(paths.CANCEL_REASSIGNMENT, self.cancel_znode_version))
+        if self.queue_version is not None:
+            tail.append(Delete(paths.REASSIGN_QUEUE, self.queue_version))
         delta = Delta(
             brokers=self.brokers if self.brokers_changed else None,
             assignments=self.assignments.changes,
@@ -609,6 +652,8 @@ class _Step:
             log=self.log,
             finished=finished,
             completed=self.completed,
+            cancelled=self.cancelled,
+            cancels=self.cancels,
         )
 
 

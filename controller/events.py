@@ -69,4 +69,37 @@ class Resume:
     rewrite_records: frozenset[TopicPartition] = field(default_factory=frozenset)
 
 
-Event = TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    """KIP-236 cancellation: roll back the listed partitions' reassignments (None: every one).
+
+    ``source`` says which door it came through: ``"znode"`` (creation of
+    ``/admin/cancel_reassignment_in_progress``, whose version is ``znode_version``; the
+    engine deletes the znode in the flush that records the cancellations) or ``"api"``
+    (CancelReassignments, AlterPartitionReassignments with null replicas). ``token`` is
+    opaque to the engine: it comes back with the per-partition results in
+    ``Step.cancels`` so the shell can answer the request once the writes landed.
+    """
+
+    partitions: tuple[TopicPartition, ...] | None
+    token: object = None
+    source: str = "api"
+    validate_only: bool = False
+    znode_version: int | None = None
+    # Withdraw pending entries even without original_replicas: a retry after a conflict, of
+    # partitions the first try withdrew (the merged znode may have brought them back).
+    withdraw_any: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """``/admin/reassign_partitions_queue`` (KIP-236) read: like :class:`RequestsRead`; absent
+    is (None, None)."""
+
+    version: int | None
+    requests: tuple[Request, ...] | None
+    error: str | None = None
+    rejected: tuple[str, ...] = ()
+
+
+Event = TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead

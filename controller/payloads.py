@@ -13,7 +13,7 @@ from __future__ import annotations
 import json
 from collections.abc import Iterable
 
-from pydantic import ValidationError
+from pydantic import StrictBool, ValidationError
 
 from controller.state import Assignment, Broker, LeaderIsr, Request
 from znodes import models
@@ -121,15 +121,37 @@ def encode_requests(requests: Iterable[Request]) -> bytes:
 # ---- /admin/reassignments/T/P (KIP-240) ----------------------------------------------------
 
 
+class _Record(models.ReassignmentRecord):
+    """The KIP-240 record plus this controller's ``"cancelling": true`` while a KIP-236
+    rollback of the move runs. The flag lives in the record because only the controller writes
+    the record (tools rewrite ``/admin/reassign_partitions`` and would drop a flag there) and
+    the record exists exactly as long as the move does; readers of the KIP-240 format ignore
+    the extra key."""
+
+    cancelling: StrictBool = False
+
+    def _to_json(self) -> dict:
+        out = super()._to_json()
+        if self.cancelling:
+            out["cancelling"] = True
+        return out
+
+
 def decode_record(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
     """(target replicas, original replicas)."""
     m = models.ReassignmentRecord.from_bytes(path, data)
     return tuple(m.replicas), tuple(m.original_replicas)
 
 
-def encode_record(target, original) -> bytes:
-    return models.ReassignmentRecord.model_construct(
-        version=1, replicas=list(target), original_replicas=list(original)
+def decode_record_full(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(target replicas, original replicas, a KIP-236 rollback of the move is under way)."""
+    m = _Record.from_bytes(path, data)
+    return tuple(m.replicas), tuple(m.original_replicas), m.cancelling
+
+
+def encode_record(target, original, cancelling: bool = False) -> bytes:
+    return _Record.model_construct(
+        version=1, replicas=list(target), original_replicas=list(original), cancelling=cancelling
     ).to_bytes()
 
 

@@ -27,12 +27,23 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     yes      no such partition         stale                                  record deleted
     garbled  RS with AR/RR             -                                      adopted; record rewritten
     garbled  plain                     nothing runs                           record deleted
+    cancel   RS = ORS + AR, removing AR  marked the record, rolled back (KIP-  CANCELLING: leader/ISR
+             (or still the forward RS)   236); StopReplica(AR) may not have    checked again, StopReplica
+                                         gone out                              to AR again, then finish
+    cancel   plain, replicas == ORS    wrote RS = ORS; the record delete did  CANCELLING: StopReplica to
+                                       not land                               AR again, then finish
 
+    A cancel is recognised by the record's ``"cancelling": true`` (controller.cancel) or, as a
+    second witness, by a topic znode that moves to the record's ORS removing exactly its AR -
+    a shape only a rollback writes.
     A request entry whose partition already has its target and no record is one the dead
     controller finished but had not dropped yet: the engine drops it as done (step 1).
  4. Resume (:class:`controller.events.Resume`): the new controller epoch re-sends
     LeaderAndIsr for every running move, re-checks completion, re-sends StopReplica for moves
-    in STOPPING, and starts pending entries as the caps allow.
+    in STOPPING and CANCELLING, and starts pending entries as the caps allow. The shell then
+    reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
+    (setting their watches): a cancel or queue the dead controller had not finished taking is
+    taken now (both znodes are deleted only in the flush that took them).
 
 Usage::
 
@@ -47,7 +58,14 @@ from dataclasses import dataclass, field
 from controller.events import Event, RequestsRead, Resume
 from controller.state import Assignment, Broker, ClusterState, LeaderIsr, TopicPartition
 from controller.task import Move, Phase
-from controller.zkread import read_brokers, read_records, read_requests, read_states, read_topic_names, read_topics
+from controller.zkread import (
+    read_brokers,
+    read_records,
+    read_requests,
+    read_states,
+    read_topic_names,
+    read_topics,
+)
 from znodes import paths
 from znodes.api import Store
 
@@ -63,6 +81,7 @@ class Snapshot:
     states: dict[TopicPartition, LeaderIsr | None]
     record_counts: dict[str, int] = field(default_factory=dict)  # records per parent znode
     log: list[str] = field(default_factory=list)
+    cancelling: set[TopicPartition] = field(default_factory=set)  # records marked "cancelling"
 
 
 @dataclass
@@ -76,8 +95,9 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     """Step 1.
 
     Cheap by design, so a failover resumes in about a second however many moves run: a record
-    of a partition whose topic znode shows it moving is listed but not read (the topic znode's
-    RS, AR and RR say the same TRS and ORS), and partition states are not read here unless
+    of a partition whose topic znode shows it moving with replicas being added is listed but not
+    read (the topic znode's RS, AR and RR say the same TRS and ORS; a rollback's topic znode adds
+    nothing, so the records of cancels are always read), and partition states are not read here unless
     ``states``: the resumed moves ask for them (``Step.reads``) and carry on as they arrive.
     """
     log: list[str] = []
@@ -91,14 +111,14 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
         await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
     requests = await read_requests(store)
     moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
-    records, record_counts, more = await read_records(store, skip=moving)
+    records, record_counts, cancelling, more = await read_records(store, skip=[tp for tp, a in moving.items() if a.adding])
     log += more
     for tp, record in records.items():
         if record is ...:  # listed, not read: TRS and ORS from the topic znode
             records[tp] = _split(moving[tp])
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
-    return Snapshot(brokers, topics, requests, records, read, record_counts, log)
+    return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling)
 
 
 def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -106,6 +126,17 @@ def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
     target = tuple(b for b in assignment.replicas if b not in assignment.removing)
     original = tuple(b for b in assignment.replicas if b not in assignment.adding)
     return target, original
+
+
+def _is_rollback(assignment: Assignment, target, original) -> bool:
+    """The topic znode moves to ORS removing exactly AR (only a rollback writes this)."""
+    adding = {b for b in target if b not in original}
+    return (
+        bool(assignment.removing)
+        and not assignment.adding
+        and set(assignment.removing) == adding
+        and _split(assignment)[0] == tuple(original)
+    )
 
 
 def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
@@ -139,6 +170,15 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                 stale_records.add(tp)
             continue
         target, original = record
+        if target != original and (tp in snapshot.cancelling or _is_rollback(assignment, target, original)):
+            if not assignment.moving and assignment.replicas == target:
+                # A completion landed; a cancel is never marked after one (STOPPING is not
+                # cancellable), so the record is the stale one: finish the completion.
+                log.append(f"{tp[0]}-{tp[1]}: record marked cancelling but the move completed; finishing it")
+                state.tasks[tp] = Move.resumed(tp, target, original, Phase.STOPPING)
+            else:
+                state.tasks[tp] = Move.resumed(tp, target, original, Phase.CANCELLING)
+            continue
         if assignment.moving:
             znode_target, znode_original = _split(assignment)
             if znode_target != target:

@@ -7,8 +7,13 @@ fails loudly instead of corrupting a reassignment.
 ::
 
     PENDING ──> LOADING ──> REPLICATING ──> STOPPING ──> DONE
+       │           │  │          │
+       │           │  │          └──> CANCELLING ──> CANCELLED (KIP-236 rollback to ORS)
        │           │  └──────────────────────────────────^ (target == current: nothing to move)
-       └───────────┴──> DROPPED (invalid, or withdrawn from the znode before it started)
+       └───────────┴──> DROPPED (invalid, or withdrawn/cancelled before it started)
+
+STOPPING cannot be cancelled: the original replicas already got StopReplica(delete), so
+there is nothing left to roll back to; such a move completes (see controller.cancel).
 
     m = Move(("t", 0), target=(4, 5, 6))            # PENDING
     m = m.to(Phase.LOADING)
@@ -31,24 +36,28 @@ class Phase(enum.Enum):
     REPLICATING = "replicating"  # record + RS written, LeaderAndIsr sent; waits for TRS in ISR
     STOPPING = "stopping"  # leader in TRS, ISR shrunk to TRS; StopReplica(delete) sent to RR
     DONE = "done"  # RS = TRS written, record and request entry gone
+    CANCELLING = "cancelling"  # KIP-236: record marked, leader/ISR back in ORS, StopReplica to AR
+    CANCELLED = "cancelled"  # RS = ORS written, record and request entry gone
     DROPPED = "dropped"  # refused: invalid, or withdrawn before it started
 
 
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.LOADING, Phase.DROPPED}),
     Phase.LOADING: frozenset({Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
-    Phase.REPLICATING: frozenset({Phase.STOPPING}),
+    Phase.REPLICATING: frozenset({Phase.STOPPING, Phase.CANCELLING}),
     Phase.STOPPING: frozenset({Phase.DONE}),
+    Phase.CANCELLING: frozenset({Phase.CANCELLED}),
     Phase.DONE: frozenset(),
+    Phase.CANCELLED: frozenset(),
     Phase.DROPPED: frozenset(),
 }
 
 # Phases a failover resumes a move in (rebuilt from ZooKeeper, not reached by a transition).
-RESUMABLE = frozenset({Phase.REPLICATING, Phase.STOPPING})
+RESUMABLE = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 # Phases that hold a concurrency slot.
-HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING})
+HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 # Phases whose record (/admin/reassignments/T/P) and topic znode RS exist in ZooKeeper.
-STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING})
+STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 
 
 class IllegalTransition(RuntimeError):
@@ -110,6 +119,15 @@ class Move:
     def replicas(self) -> tuple[int, ...]:
         """RS: TRS followed by ORS - TRS."""
         return self.target + self.removing
+
+    @property
+    def cancelling(self) -> bool:
+        return self.phase is Phase.CANCELLING
+
+    @property
+    def rollback_replicas(self) -> tuple[int, ...]:
+        """RS of the rollback (KIP-236): ORS followed by AR, the replicas it deletes."""
+        return (self.original or ()) + self.adding
 
 
 def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:

@@ -14,11 +14,11 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Iterable
 
-from controller.events import RequestsRead
+from controller.events import QueueRead, RequestsRead
 from controller.payloads import (
     decode_broker,
     decode_notification,
-    decode_record,
+    decode_record_full,
     decode_requests,
     decode_state,
     decode_topic,
@@ -126,11 +126,27 @@ async def read_requests(store: Store) -> RequestsRead:
     return RequestsRead(stat.version, tuple(entries), rejected=tuple(rejected))
 
 
+async def read_queue(store: Store) -> QueueRead:
+    """``/admin/reassign_partitions_queue`` (KIP-236), entry by entry like the requests znode."""
+    read = await get_or_none(store, paths.REASSIGN_QUEUE)
+    if read is None:
+        return QueueRead(None, None)
+    data, stat = read
+    try:
+        entries, rejected = decode_requests(paths.REASSIGN_QUEUE, data)
+    except ZnodeFormatError as e:
+        return QueueRead(stat.version, None, error=str(e))
+    return QueueRead(stat.version, tuple(entries), rejected=tuple(rejected))
+
+
 async def read_records(
     store: Store, skip: Iterable[TopicPartition] = ()
-) -> tuple[dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], list[str]]:
-    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; and the number of
-    records under each ``/admin/reassignments/T`` parent (0 for an empty parent).
+) -> tuple[
+    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], set[TopicPartition], list[str]
+]:
+    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; the number of
+    records under each ``/admin/reassignments/T`` parent (0 for an empty parent); and the
+    records marked ``cancelling`` (a KIP-236 rollback under way).
 
     Records in ``skip`` are listed in the counts but not read: they are returned as ``...``.
     """
@@ -155,15 +171,20 @@ async def read_records(
     out: dict = {tp: ... for tp in keys if tp in skip}
     keys = [tp for tp in keys if tp not in skip]
     reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
+    cancelling: set[TopicPartition] = set()
     for tp, read in zip(keys, reads):
         if read is None:
             continue
         try:
-            out[tp] = decode_record(paths.reassignment(*tp), read[0])
+            target, original, flag = decode_record_full(paths.reassignment(*tp), read[0])
         except ZnodeFormatError as e:
             log.append(f"malformed reassignment record: {e}")
             out[tp] = None
-    return out, counts, log
+            continue
+        out[tp] = (target, original)
+        if flag:
+            cancelling.add(tp)
+    return out, counts, cancelling, log
 
 
 async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:
