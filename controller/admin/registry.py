@@ -17,6 +17,7 @@ MODULES: tuple[str, ...] = (
     "controller.admin.configs",
     "controller.admin.kip240",
     "controller.admin.kip455_list",
+    "controller.admin.cancel",
 )
 
 
