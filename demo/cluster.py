@@ -105,20 +105,30 @@ class Controller:
         return f"{self.host}:{self.port}"
 
 
+@dataclass(frozen=True)
+class ClusterSpec:
+    """What to start; the defaults are the demo's cluster."""
+
+    brokers: int = BROKERS
+    topic_brokers: tuple[int, ...] = TOPIC_BROKERS
+    topics: tuple[str, ...] = TOPICS
+    bandwidth: str = BROKER_BANDWIDTH
+    produce_rate: str = PRODUCE_RATE
+    controller_ids: tuple[int, ...] = CONTROLLER_IDS
+    controller_config: dict = field(default_factory=lambda: dict(CONTROLLER_CONFIG))
+
+
 @dataclass
 class LocalCluster:
     kids: Children
     workdir: Path
-    zookeeper: LocalZooKeeper
+    hosts: str  # ZooKeeper connect string, with the chroot if any
     zk: KazooClient
     sim: Child
     control: tuple[str, int]
     brokers: dict[int, str]
+    zookeeper: LocalZooKeeper | None = None  # the server, when this cluster started its own
     controllers: dict[int, Controller] = field(default_factory=dict)
-
-    @property
-    def hosts(self) -> str:
-        return self.zookeeper.connect_string
 
     @property
     def bootstrap(self) -> str:
@@ -127,21 +137,25 @@ class LocalCluster:
     # ---- start and stop ----------------------------------------------------------------------
 
     @classmethod
-    def start(cls, kids: Children, workdir: Path, say=print) -> "LocalCluster":
-        """ZooKeeper, then the brokers, then the controllers; each waited for before the next."""
-        zookeeper = LocalZooKeeper(port=0, data_dir=workdir / "zookeeper", fsync=False, stop_with_parent=True)
-        zookeeper.start(timeout=ZK_START_TIMEOUT_S)
+    def start(cls, kids: Children, workdir: Path, spec: ClusterSpec | None = None, *, hosts: str | None = None,
+              say=print) -> "LocalCluster":
+        """ZooKeeper (unless ``hosts`` names one), then the brokers, then the controllers; each
+        waited for before the next."""
+        spec = spec or ClusterSpec()
+        zookeeper = None
+        if hosts is None:
+            zookeeper = LocalZooKeeper(port=0, data_dir=workdir / "zookeeper", fsync=False, stop_with_parent=True)
+            zookeeper.start(timeout=ZK_START_TIMEOUT_S)
+            hosts = zookeeper.connect_string
+            say(f"ZooKeeper       {hosts} (data in {workdir / 'zookeeper'})")
         zk = None
         try:
-            say(f"ZooKeeper       {zookeeper.connect_string} (data in {workdir / 'zookeeper'})")
-            zk = KazooClient(hosts=zookeeper.connect_string, timeout=ZK_CLIENT_TIMEOUT_S)
-            zk.start(timeout=ZK_CLIENT_TIMEOUT_S)
             sim = kids.spawn(
                 "sim",
                 reassignd(
-                    "sim", "--zookeeper", zookeeper.connect_string, "--brokers", str(BROKERS),
-                    "--topics", *TOPICS, "--topic-brokers", ",".join(map(str, TOPIC_BROKERS)),
-                    "--bandwidth", BROKER_BANDWIDTH, "--produce-rate", PRODUCE_RATE,
+                    "sim", "--zookeeper", hosts, "--brokers", str(spec.brokers),
+                    "--topics", *spec.topics, "--topic-brokers", ",".join(map(str, spec.topic_brokers)),
+                    "--bandwidth", spec.bandwidth, "--produce-rate", spec.produce_rate,
                     "--tick-ms", str(SIM_TICK_MS),
                 ),
                 capture_stdout=True,
@@ -153,12 +167,15 @@ class LocalCluster:
                 raise DemoError(f"the simulated brokers did not start ({exc}); see {sim.log_path}") from None
             if not ready or ready.get("event") != "ready":
                 raise DemoError(f"the simulated brokers did not start; see {sim.log_path}:\n{sim.log_tail()}")
+            zk = KazooClient(hosts=hosts, timeout=ZK_CLIENT_TIMEOUT_S)  # the chroot exists now
+            zk.start(timeout=ZK_CLIENT_TIMEOUT_S)
             host, port = ready["control"].rsplit(":", 1)
-            cluster = cls(kids, workdir, zookeeper, zk, sim, (host, int(port)),
-                          {int(b): a for b, a in ready["brokers"].items()})
-            say(f"Brokers         {BROKERS} simulated (reassignd sim): topics on "
-                f"{_ids(TOPIC_BROKERS)}, brokers {_ids(NEW_BROKERS)} empty")
-            cluster._start_controllers()
+            cluster = cls(kids, workdir, hosts, zk, sim, (host, int(port)),
+                          {int(b): a for b, a in ready["brokers"].items()}, zookeeper)
+            empty = [b for b in cluster.brokers if b not in spec.topic_brokers]
+            say(f"Brokers         {spec.brokers} simulated (reassignd sim): topics on "
+                f"{_ids(spec.topic_brokers)}" + (f", brokers {_ids(empty)} empty" if empty else ""))
+            cluster._start_controllers(spec)
             say(f"Controllers     {', '.join(f'{c.id} on {c.address}' for c in cluster.controllers.values())}; "
                 f"active: {cluster.active_controller()}")
             return cluster
@@ -166,13 +183,14 @@ class LocalCluster:
             if zk is not None:
                 zk.stop()
                 zk.close()
-            zookeeper.stop()
+            if zookeeper is not None:
+                zookeeper.stop()
             raise
 
-    def _start_controllers(self) -> None:
+    def _start_controllers(self, spec: ClusterSpec) -> None:
         config = self.workdir / "controller.json"
-        config.write_text(json.dumps(CONTROLLER_CONFIG))
-        for cid in CONTROLLER_IDS:
+        config.write_text(json.dumps(spec.controller_config))
+        for cid in spec.controller_ids:
             port = free_port()
             child = self.kids.spawn(
                 f"controller-{cid}",
@@ -194,12 +212,13 @@ class LocalCluster:
             return False
 
     def close(self) -> None:
-        """The driver's ZooKeeper client, then the server (after the children have stopped)."""
+        """The driver's ZooKeeper client, then the server if it is ours (after the children)."""
         try:
             self.zk.stop()
             self.zk.close()
         finally:
-            self.zookeeper.stop()
+            if self.zookeeper is not None:
+                self.zookeeper.stop()
 
     # ---- what the driver reads ----------------------------------------------------------------
 

@@ -408,7 +408,7 @@ def main(argv: list[str] | None = None) -> int:
     ok = False
     try:
         with Children(workdir / "logs", cwd=REPO) as kids:
-            cluster = LocalCluster.start(kids, workdir, console.say)
+            cluster = LocalCluster.start(kids, workdir, say=console.say)
             try:
                 demo = Demo(cluster, console, workdir)
                 targets = demo.plan()
