@@ -96,29 +96,48 @@ class Children:
         self.stop_all()
 
     def spawn(self, name: str, argv: list[str], *, capture_stdout: bool = False, env: dict | None = None) -> Child:
+        """A long-running child; stderr (and stdout unless captured) go to ``logs/NAME.log``."""
         if name in self.children and self.children[name].alive():
             raise RuntimeError(f"{name} is already running")
         log_path = self.log_dir / f"{name}.log"
         with open(log_path, "ab") as log:
-            proc = subprocess.Popen(
-                argv,
-                cwd=self.cwd,
-                stdin=subprocess.DEVNULL,
-                stdout=subprocess.PIPE if capture_stdout else log,
-                stderr=log,
-                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
-                start_new_session=True,  # its own process group: Ctrl-C reaches the driver only
-                preexec_fn=_die_with_parent,
-            )
+            proc = self.popen(argv, stdout=subprocess.PIPE if capture_stdout else log, stderr=log, env=env)
         child = Child(name, proc, log_path)
         self.children[name] = child
         return child
 
+    def popen(self, argv: list[str], *, cwd: Path | None = None, env: dict | None = None, **kwargs) -> subprocess.Popen:
+        """Popen in its own process group, told to stop when the driver dies. Not tracked:
+        :meth:`spawn` and :meth:`run` track what they start."""
+        return subprocess.Popen(
+            argv,
+            cwd=cwd or self.cwd,
+            stdin=subprocess.DEVNULL,
+            env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})},
+            start_new_session=True,  # its own process group: Ctrl-C reaches the driver only
+            preexec_fn=_die_with_parent,
+            **kwargs,
+        )
+
+    def run(self, name: str, argv: list[str], *, timeout: float, cwd: Path | None = None) -> subprocess.CompletedProcess:
+        """A short command, waited for; on a timeout, an error or Ctrl-C its group is stopped."""
+        proc = self.popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        child = Child(name, proc, self.log_dir / f"{name}.log")
+        self.children[f"{name}#{proc.pid}"] = child
+        try:
+            out, err = proc.communicate(timeout=timeout)
+        except BaseException:
+            _stop_group(proc, STOP_GRACE_S)
+            raise
+        child.log_path.write_text(f"$ {' '.join(argv)}\n{out}{err}")
+        return subprocess.CompletedProcess(argv, proc.returncode, out, err)
+
     def kill(self, name: str) -> None:
         """SIGKILL the child's whole process group (a crash, not a shutdown)."""
         child = self.children[name]
-        _signal_group(child.proc, signal.SIGKILL)
-        child.proc.wait()
+        if child.proc.poll() is None:
+            _signal_group(child.proc, signal.SIGKILL)
+            child.proc.wait()
 
     def stop(self, name: str, grace: float = STOP_GRACE_S) -> None:
         _stop_group(self.children[name].proc, grace)
@@ -145,12 +164,13 @@ def _signal_group(proc: subprocess.Popen, sig: int) -> None:
 
 
 def _stop_group(proc: subprocess.Popen, grace: float) -> None:
-    if proc.poll() is None:
-        _signal_group(proc, signal.SIGTERM)
-        try:
-            proc.wait(grace)
-        except subprocess.TimeoutExpired:
-            pass
+    if proc.poll() is not None:
+        return  # reaped earlier: its pid (and group id) may belong to someone else by now
+    _signal_group(proc, signal.SIGTERM)
+    try:
+        proc.wait(grace)
+    except subprocess.TimeoutExpired:
+        pass
     # The leader may be gone while a grandchild lingers: sweep the group either way.
     _signal_group(proc, signal.SIGKILL)
     if proc.poll() is None:

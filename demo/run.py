@@ -36,7 +36,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, served_api_keys, wait_for
-from demo.procs import Children
+from demo.procs import Child, Children
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -120,8 +120,7 @@ class Demo:
                  ok_codes=(0,)) -> subprocess.CompletedProcess:
         """Run one command the way an operator would, show it, and fail the demo on a bad exit."""
         self.console.command(shown)
-        proc = subprocess.run(argv, cwd=self.workdir, capture_output=True, text=True, timeout=timeout,
-                              stdin=subprocess.DEVNULL)
+        proc = self.cluster.kids.run(shown[0], argv, timeout=timeout, cwd=self.workdir)
         if proc.returncode not in ok_codes:
             raise DemoError(f"{shown[0]} exited {proc.returncode}:\n{proc.stderr.strip() or proc.stdout.strip()}")
         return proc
@@ -256,8 +255,8 @@ class Demo:
         shown = ["kafka-reassign", "--bootstrap-server", self.cluster.bootstrap, "--progress", "--watch",
                  "--interval", str(PROGRESS_INTERVAL_S), "--reassignment-json-file", plan_file]
         self.console.command(shown)
-        watch = ProgressWatch([sys.executable, "-m", "client.cli", *shown[1:]], self.workdir, self.console,
-                              self.workdir / "progress.log")
+        watch = ProgressWatch(self.cluster.kids, [sys.executable, "-m", "client.cli", *shown[1:]], self.workdir,
+                              self.console, self.workdir / "logs" / "progress.log")
         watch.start()
         return watch
 
@@ -351,15 +350,15 @@ class ProgressWatch(threading.Thread):
     """``kafka-reassign --progress --watch`` in the background; its progress bar lines are
     shown as they come, everything it prints is kept in a log file."""
 
-    def __init__(self, argv: list[str], cwd: Path, console: Console, log_path: Path):
+    def __init__(self, kids: Children, argv: list[str], cwd: Path, console: Console, log_path: Path):
         super().__init__(daemon=True)
         self.argv, self.cwd, self.console, self.log_path = argv, cwd, console, log_path
-        self.proc: subprocess.Popen | None = None
+        # Started here, not in the thread: PR_SET_PDEATHSIG fires when the forking thread ends.
+        self.proc = kids.popen(argv, cwd=cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+        kids.children[f"progress#{self.proc.pid}"] = Child("progress", self.proc, log_path)
         self.returncode: int | None = None
 
     def run(self) -> None:
-        self.proc = subprocess.Popen(self.argv, cwd=self.cwd, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
-                                     stdin=subprocess.DEVNULL, text=True, start_new_session=True)
         with open(self.log_path, "w") as log:
             for line in self.proc.stdout:
                 log.write(line)
