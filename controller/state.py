@@ -201,9 +201,13 @@ class ClusterState:
     pending: dict[TopicPartition, None] = field(default_factory=dict)
     # KIP-240 records per /admin/reassignments/T parent (a key: the parent znode exists).
     record_counts: dict[str, int] = field(default_factory=dict)
+    # Bumped by every apply(): readers that memoise answers derived from this state (the
+    # admin API's ListPartitionReassignments) tell a changed state apart in O(1).
+    generation: int = 0
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
+        self.generation += 1
         if delta.brokers is not None:
             self.brokers = dict(delta.brokers)
         apply_changes(self.assignments, delta.assignments)
