@@ -82,6 +82,8 @@ SHARED_TAIL = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASS
 # can never succeed must not spin the loop or hammer ZooKeeper.
 RELOAD_BACKOFF_S = 0.1
 RELOAD_BACKOFF_MAX_S = 5.0
+# Loop turns for a store's SUSPENDED event to reach the inbox after one of its calls failed.
+SESSION_NEWS_TURNS = 3
 
 
 class CancelNotRecorded(Exception):
@@ -165,7 +167,11 @@ class ActiveController:
 
     async def _safely(self, action: Callable[[], Awaitable[None]]) -> None:
         """Run ``action``; on a store failure wait for the session and rebuild from ZooKeeper."""
-        backoff = RELOAD_BACKOFF_S
+        # A rebuild after a lost connection waits for the connection to come back; any other
+        # rebuild backs off, the first one immediately (a lost reply or a raced write is
+        # usually over at once). The store reports SUSPENDED through the inbox a few loop turns
+        # after its call failed, so a connection loss first yields to let that news in.
+        failures = 0
         while True:
             try:
                 await action()
@@ -177,19 +183,25 @@ class ActiveController:
             except FlushError as e:
                 if isinstance(e.cause, SessionExpiredError):
                     raise Resign("session lost") from None
-                if isinstance(e.cause, ConnectionLossError) and not await self.inbox.wait_connected():
-                    raise Resign("session lost") from None
+                if isinstance(e.cause, ConnectionLossError):
+                    await self._wait_for_connection()
                 log.warning("write failed, rebuilding from ZooKeeper: %s", e)
             except ConnectionLossError:
                 log.warning("connection to ZooKeeper lost: pausing until it is back")
-                if not await self.inbox.wait_connected():
-                    raise Resign("session lost") from None
+                await self._wait_for_connection()
             except (ZkError, RequestTooLargeError) as e:
                 log.warning("ZooKeeper operation failed, rebuilding from ZooKeeper: %r", e)
             self.stats.reloads += 1
             action = self.reload
-            await asyncio.sleep(backoff)
-            backoff = min(backoff * 2, RELOAD_BACKOFF_MAX_S)
+            if failures:
+                await asyncio.sleep(min(RELOAD_BACKOFF_S * 2 ** (failures - 1), RELOAD_BACKOFF_MAX_S))
+            failures += 1
+
+    async def _wait_for_connection(self) -> None:
+        for _ in range(SESSION_NEWS_TURNS):
+            await asyncio.sleep(0)
+        if not await self.inbox.wait_connected():
+            raise Resign("session lost")
 
     async def reload(self) -> None:
         """Failover recovery (also after any failed write): rebuild the state and resume."""
