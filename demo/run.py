@@ -59,10 +59,15 @@ SNAPSHOT_TIMEOUT_S = 60.0
 PLAN_TIMEOUT_S = 300.0  # the first Spark session on a cold, loaded machine
 CLI_TIMEOUT_S = 60.0
 LINE_WIDTH = 110
-# What kafka-reassign --bootstrap-server needs from the controller's listener: Metadata,
-# KIP-179 ReassignPartitions, KIP-240 ListReassignments; --cancel needs KIP-236's.
-BOOTSTRAP_APIS = {3, 10000, 10003}
-CANCEL_APIS = {10005}
+# What each kafka-reassign --bootstrap-server action needs from the controller's listener
+# (API keys: Metadata 3, KIP-179 ReassignPartitions 10000, KIP-240 ListReassignments 10003 and
+# DescribeReassignments 10004, KIP-236 CancelReassignments 10005). An action whose APIs the
+# controller does not serve goes through --zookeeper (execute), ZooKeeper (progress) or is
+# left out (describe, cancel), and the demo says so.
+EXECUTE_APIS = {3, 10000, 10003}
+PROGRESS_APIS = {3}
+DESCRIBE_APIS = {3, 10003, 10004}
+CANCEL_APIS = {3, 10005}
 
 
 class Console:
@@ -125,13 +130,13 @@ class Demo:
             raise DemoError(f"{shown[0]} exited {proc.returncode}:\n{proc.stderr.strip() or proc.stdout.strip()}")
         return proc
 
-    def door(self) -> list[str]:
-        if self.served >= BOOTSTRAP_APIS:
+    def door(self, apis: set[int]) -> list[str]:
+        if self.served >= apis:
             return ["--bootstrap-server", self.cluster.bootstrap]
         return ["--zookeeper", self.cluster.hosts]
 
-    def kafka_reassign(self, *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
-        shown = ["kafka-reassign", *self.door(), *args]
+    def kafka_reassign(self, apis: set[int], *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
+        shown = ["kafka-reassign", *self.door(apis), *args]
         return self.run_tool(shown, [sys.executable, "-m", "client.cli", *shown[1:]], ok_codes=ok_codes)
 
     def show(self, text: str, keep=lambda line: True, limit: int = 8) -> None:
@@ -177,9 +182,10 @@ class Demo:
         moving = {tp for tp, r in targets.items() if r != before[tp]}
         c.section(f"Execute it with a {THROTTLE // 1024 // 1024} MiB/s throttle, watch, and kill the active controller")
         started = time.monotonic()
-        out = self.kafka_reassign("--execute", "--throttle", str(THROTTLE), "--reassignment-json-file", "plan.json")
+        out = self.kafka_reassign(EXECUTE_APIS, "--execute", "--throttle", str(THROTTLE),
+                                  "--reassignment-json-file", "plan.json")
         self.show(out.stdout, keep=lambda line: line.startswith(("Successfully", "The ")))
-        if self.served >= BOOTSTRAP_APIS:
+        if self.served >= PROGRESS_APIS:
             watcher = self.watch_progress("plan.json")
         else:
             watcher = ZnodeProgress(cluster, moving, targets, before, c)
@@ -192,6 +198,8 @@ class Demo:
             watcher.join(CLI_TIMEOUT_S)
         finally:
             watcher.stop()
+        if watcher.returncode not in (0, None):
+            raise DemoError(f"kafka-reassign --progress --watch exited {watcher.returncode}; see {watcher.log_path}")
         after = cluster.all_assignments()
         wrong = [f"{t}-{p}" for (t, p), r in targets.items() if after[(t, p)] != r]
         if wrong:
@@ -207,8 +215,8 @@ class Demo:
         c.say(f"Done: every partition is on its planned replicas, {self.outcome.replicas_moved} replicas copied "
               f"in {self.outcome.reassign_seconds:.1f}s; controller {cluster.active_controller()} is active")
         remover = "the controller removed them (KIP-179)"
-        if not self.served >= BOOTSTRAP_APIS:  # --zookeeper: --verify removes the throttles (Kafka's way)
-            out = self.kafka_reassign("--verify", "--reassignment-json-file", "plan.json")
+        if not self.served >= EXECUTE_APIS:  # --zookeeper: --verify removes the throttles (Kafka's way)
+            out = self.kafka_reassign(EXECUTE_APIS, "--verify", "--reassignment-json-file", "plan.json")
             self.show(out.stdout, keep=lambda line: "throttle" in line.lower())
             remover = "--verify removed them"
         left = cluster.throttle_configs()
@@ -269,16 +277,17 @@ class Demo:
         (self.workdir / "cancel.json").write_text(json.dumps(
             {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": target}]}))
         c.say(f"  {topic}-{partition}: {original} -> {target} at {CANCEL_THROTTLE // 1024} KiB/s")
-        out = self.kafka_reassign("--execute", "--throttle", str(CANCEL_THROTTLE),
+        out = self.kafka_reassign(EXECUTE_APIS, "--execute", "--throttle", str(CANCEL_THROTTLE),
                                   "--reassignment-json-file", "cancel.json")
         self.show(out.stdout, keep=lambda line: line.startswith("Successfully"))
         wait_for(lambda: f"{topic}-{partition}" in cluster.moving(), CANCEL_TIMEOUT_S, "the move to start", POLL_S)
         time.sleep(CANCEL_AFTER_S)
         copied = cluster.hosted().get((topic, partition), {}).get(newcomer, 0)
         c.say(f"  broker {newcomer} has copied {_mib(copied)} of it so far")
-        out = self.kafka_reassign("--describe")
-        self.show(out.stdout)
-        out = self.kafka_reassign("--cancel")
+        if self.served >= DESCRIBE_APIS:
+            out = self.kafka_reassign(DESCRIBE_APIS, "--describe")
+            self.show(out.stdout)
+        out = self.kafka_reassign(CANCEL_APIS, "--cancel")
         self.show(out.stdout)
         wait_for(cluster.idle, CANCEL_TIMEOUT_S, "the cancellation to finish", POLL_S)
         now = cluster.assignment(topic)[partition]
@@ -326,6 +335,8 @@ class ZnodeProgress(threading.Thread):
         self.cluster, self.moving, self.console = cluster, moving, console
         self.added = [(tp, b) for tp in moving for b in set(targets[tp]) - set(before[tp])]
         self._halt = threading.Event()
+        self.returncode = None
+        self.log_path = None
 
     def run(self) -> None:
         while not self._halt.wait(PROGRESS_INTERVAL_S):
@@ -412,7 +423,7 @@ def main(argv: list[str] | None = None) -> int:
                 demo = Demo(cluster, console, workdir)
                 targets = demo.plan()
                 demo.execute_and_fail_over(targets)
-                if demo.served >= BOOTSTRAP_APIS | CANCEL_APIS:
+                if demo.served >= CANCEL_APIS:
                     demo.cancel()
                 demo.summary()
                 ok = True

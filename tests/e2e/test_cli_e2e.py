@@ -319,3 +319,24 @@ def test_decommission_broker_empties_it(cluster):
     assert not [tp for tp, on in cluster.hosted().items() if victim in on]
     counts = {b: sum(b in rs for rs in after.values()) for b in (1, 2, 3, 5)}
     assert max(counts.values()) - min(counts.values()) <= 1, counts
+
+
+# ---- --zookeeper (deprecated): direct znode writes, carried out by the same controller -----------
+
+
+def test_zookeeper_mode_execute_and_verify(cluster, tmp_path):
+    p, original = next((p, r) for p, r in sorted(cluster.assignment("orders").items()) if NEW_BROKER not in r)
+    target = not_on(original)
+    plan = write_plan(tmp_path, "zk.json", ("orders", p, target))
+    r = kr(cluster, "--execute", "--throttle", str(FAST_THROTTLE), "--reassignment-json-file", plan, zookeeper=True)
+    assert r.returncode == exit_codes.OK, r.stderr
+    assert "--zookeeper is deprecated" in r.stderr
+    assert f"Successfully started partition reassignments for orders-{p}" in r.stdout
+    wait_for(cluster.idle, SETTLE_TIMEOUT_S, f"the controller to complete orders-{p}")
+    assert cluster.assignment("orders")[p] == target
+    assert cluster.throttle_configs()  # --zookeeper: the throttle stays until --verify
+    r = kr(cluster, "--verify", "--reassignment-json-file", plan, zookeeper=True)
+    assert r.returncode == exit_codes.OK, r.stderr
+    assert f"Reassignment of partition orders-{p} is complete." in r.stdout
+    assert "Throttle was removed" in r.stdout
+    assert not cluster.throttle_configs()
