@@ -327,9 +327,11 @@ class ActiveController:
             log.info("%s", line)
         conflict = False
         if step.writes:
-            split = len(step.writes)
-            while split > 0 and step.writes[split - 1].path in SHARED_TAIL:
-                split -= 1
+            split = step.shared_from
+            if split is None:
+                split = len(step.writes)
+                while split > 0 and step.writes[split - 1].path in SHARED_TAIL:
+                    split -= 1
             # The znodes others write too go last and alone, so that a concurrent change by a
             # tool fails those writes only.
             own, shared = step.writes[:split], step.writes[split:]
@@ -380,7 +382,13 @@ class ActiveController:
                 for c in step.cancels
                 if c.source == "api"
             ]
-            await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
+            if step.cancelled:
+                # Rolled-back moves' records go in the failed multi with their entries: memory
+                # is ahead of ZooKeeper there, so rebuild (recovery finishes those rollbacks).
+                await self.reload()
+                await self.execute(retry)
+            else:
+                await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
             return
         for outcome in step.cancels:
             # The writes recording the cancellations landed: an acknowledged cancel is never lost.

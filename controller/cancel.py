@@ -37,8 +37,10 @@ TRS target replicas, AR = TRS - ORS the replicas the move added):
     RS = ORS to the live original replicas.
  6. StopReplica(delete) to the live added replicas (steps 3-4). -> CANCELLING
  7. Once the StopReplica requests were sent (or at once if there were none), one fenced flush
-    (steps 5-6): RS = ORS with nothing adding or removing, the record deleted, the entry
-    dropped from ``/admin/reassign_partitions`` (the znode deleted when it empties);
+    (steps 5-6): RS = ORS with nothing adding or removing, then the entry dropped from
+    ``/admin/reassign_partitions`` (the znode deleted when it empties) and the record deleted,
+    in that order and in one multi (a record gone before its entry would leave an entry that
+    looks like a new request);
     UpdateMetadata to every live broker (step 7). -> CANCELLED. ``Step.cancelled`` names the
     partition so the shell removes its throttles; a queued target waiting behind the cancel
     (controller.queue) becomes a new pending move from ORS.
@@ -221,7 +223,9 @@ class CancelSteps:
         """Step 7."""
         tp = move.tp
         self.set_assignment(tp, Assignment(move.original))
-        self.delete_record(tp)
+        # Deleted with the entry's drop, not before: recovery tells a rolled-back entry from a
+        # new request by this record.
+        self.delete_record(tp, with_requests=True)
         state = self.states.get(tp)
         if state is not None:
             self.box.update_metadata(tp, state, move.original)

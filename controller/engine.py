@@ -55,10 +55,12 @@ Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` t
 recoverable (a flush split into several multis can stop between any two): record creates and
 state writes, then topic znodes, then record deletes, then processed ISR notifications, and
 ``/admin/reassign_partitions`` last - the one znode others write too: if a third party
-changed it meanwhile, only that last write fails, and the shell re-reads and merges it. The
-deletes of ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
-(when a step took them) follow it in the same tail, so neither is gone before what it asked
-for is recorded.
+changed it meanwhile, only that last write fails, and the shell re-reads and merges it. In
+that same last part (``Step.shared_from``): the record deletes of rolled-back moves (a record
+must outlive the entry it rolled back, else the entry would look like a new request), then
+the deletes of ``/admin/cancel_reassignment_in_progress`` and
+``/admin/reassign_partitions_queue`` when a step took them, so neither is gone before what it
+asked for is recorded.
 """
 
 from __future__ import annotations
@@ -103,6 +105,10 @@ class Step:
     cancelled: list[TopicPartition] = field(default_factory=list)
     # Per CancelRequested, its per-partition results: answered once ``writes`` landed.
     cancels: list[CancelOutcome] = field(default_factory=list)
+    # writes[shared_from:] touch the znodes tools write too (/admin/reassign_partitions, the
+    # cancel and queue znodes) and what must land with them: the shell flushes them last,
+    # alone, and treats a version conflict there as "re-read", not as a failure.
+    shared_from: int | None = None
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -112,6 +118,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
     s = _Step(state, config)
     for event in events:
         s.handle(event)
+    s.take_deferred()
     s.schedule()
     return s.finish()
 
@@ -143,6 +150,9 @@ class _Step(CancelSteps, QueueSteps):
         self.touched = False  # a move ended or the znode changed: check for "finished"
         self.early: list[Op] = []  # record creates, state writes
         self.late: list[Op] = []  # record deletes
+        # Record deletes that must not land before /admin/reassign_partitions drops the entry
+        # (a rollback's: without its record, the entry would look like a new request).
+        self.with_requests: list[Op] = []
         self.notifications: list[Op] = []
         self.reads: set[TopicPartition] = set()
         self.log: list[str] = []
@@ -151,6 +161,7 @@ class _Step(CancelSteps, QueueSteps):
         self.cancels: list[CancelOutcome] = []
         self.cancel_znode_version: int | None = None  # delete the cancel znode (this version)
         self.queue_version: int | None = None  # delete the queue znode (this version)
+        self.deferred: list = list(state.deferred)
         self.outbox: Outbox | None = None
 
     # ---- helpers -------------------------------------------------------------------------
@@ -181,8 +192,9 @@ class _Step(CancelSteps, QueueSteps):
         self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) + 1
         self.record_parents[tp[0]] = True
 
-    def delete_record(self, tp: TopicPartition, *, early: bool = False) -> None:
-        (self.early if early else self.late).append(Delete(paths.reassignment(*tp)))
+    def delete_record(self, tp: TopicPartition, *, early: bool = False, with_requests: bool = False) -> None:
+        where = self.early if early else self.with_requests if with_requests else self.late
+        where.append(Delete(paths.reassignment(*tp)))
         self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) - 1
         self.record_parents.setdefault(tp[0], False)
 
@@ -219,6 +231,15 @@ class _Step(CancelSteps, QueueSteps):
             return f"unknown broker(s) {unknown} (not registered in /brokers/ids)"
         return None
 
+    def states_missing(self) -> bool:
+        return any(move.started and move.tp not in self.states for move in self.tasks.values())
+
+    def take_deferred(self) -> None:
+        if self.deferred and not self.states_missing():
+            events, self.deferred = self.deferred, []
+            for event in events:
+                self.handle(event)
+
     # ---- events --------------------------------------------------------------------------
 
     def handle(self, event: Event) -> None:
@@ -234,10 +255,15 @@ class _Step(CancelSteps, QueueSteps):
             self.on_topics(event)
         elif isinstance(event, Resume):
             self.on_resume(event)
-        elif isinstance(event, CancelRequested):
-            self.on_cancel(event)
-        elif isinstance(event, QueueRead):
-            self.on_queue(event)
+        elif isinstance(event, (CancelRequested, QueueRead)):
+            if self.states_missing():
+                # Just failed over: a cancel needs the partition state of the moves it rolls
+                # back (KIP-236 skip 2, the leader to keep). Taken when the states are in.
+                self.deferred.append(event)
+            elif isinstance(event, CancelRequested):
+                self.on_cancel(event)
+            else:
+                self.on_queue(event)
         else:
             raise TypeError(f"not an engine event: {event!r}")
 
@@ -624,6 +650,10 @@ class _Step(CancelSteps, QueueSteps):
                 tail.append(SetData(path, encode_requests(entries), version))
                 self.requests_version = version + 1
             self.requests_version_changed = True
+        if self.with_requests:
+            # After the entry drops, in its multi; the parents they empty go after them.
+            tail += self.with_requests + parents_after
+            parents_after = []
         if self.cancel_znode_version is not None:
             tail.append(Delete(paths.CANCEL_REASSIGNMENT, self.cancel_znode_version))
         if self.queue_version is not None:
@@ -639,12 +669,16 @@ class _Step(CancelSteps, QueueSteps):
             pending=self.pending.changes,
             record_counts=self.record_counts.changes,
         )
+        if tuple(self.deferred) != self.base.deferred:
+            delta.deferred = tuple(self.deferred)
         if self.requests_version_changed:
             delta.requests_version = self.requests_version
         finished = self.touched and self.requests_version is None and len(self.tasks) == 0
+        own = parents_before + self.early + middle + self.late + parents_after + self.notifications
         return Step(
             delta=delta,
-            writes=parents_before + self.early + middle + self.late + parents_after + self.notifications + tail,
+            writes=own + tail,
+            shared_from=len(own),
             commands=self.outbox.commands() if self.outbox is not None else [],
             reads=frozenset(
                 tp for tp in self.reads if (m := self.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)

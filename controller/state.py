@@ -176,6 +176,7 @@ class Delta:
     tasks: dict = field(default_factory=dict)
     pending: dict = field(default_factory=dict)
     record_counts: dict = field(default_factory=dict)
+    deferred: object = _MISSING  # tuple of events, when it changed
 
 
 @dataclass
@@ -204,6 +205,9 @@ class ClusterState:
     # Bumped by every apply(): readers that memoise answers derived from this state (the
     # admin API's ListPartitionReassignments) tell a changed state apart in O(1).
     generation: int = 0
+    # Cancels and queued batches that arrived while a resumed move's partition state was
+    # still being read (just after failover): taken once every such state is in.
+    deferred: tuple = ()
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -220,6 +224,8 @@ class ClusterState:
         apply_changes(self.tasks, delta.tasks)
         apply_changes(self.pending, delta.pending)
         apply_changes(self.record_counts, delta.record_counts)
+        if delta.deferred is not _MISSING:
+            self.deferred = delta.deferred
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

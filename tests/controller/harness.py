@@ -279,8 +279,22 @@ class Harness:
         return json.loads(self.server.read(path)[0])
 
     def check_removal(self, topic, partition, broker_id):
-        target = self.requested.get((topic, partition))
         state = self.json(paths.partition_state(topic, partition))
+        record_path = paths.reassignment(topic, partition)
+        record = self.json(record_path) if self.server.exists(record_path) is not None else None
+        if record is not None and record.get("cancelling"):
+            # KIP-236 rollback: an added replica goes only once leader and ISR are back in ORS.
+            original = record["original_replicas"]
+            if (
+                broker_id in original
+                or state["leader"] not in [*original, -1]
+                or not set(state["isr"]) <= set(original)
+            ):
+                self.violations.append(
+                    f"invariant 4: rollback of {topic}-{partition} removed {broker_id} with state {state}, ORS {original}"
+                )
+            return
+        target = self.requested.get((topic, partition))
         if target is None or not set(target) <= set(state["isr"]):
             self.violations.append(
                 f"invariant 4: replica {topic}-{partition} on {broker_id} removed with ISR {state['isr']}, target {target}"

@@ -61,9 +61,11 @@ def test_worked_state_table_cancel_during_replicating():
     assert all(body_partitions(c)[TP]["delete_partition"] for c in stops.values())
     assert not step.cancelled
 
-    # 7 StopReplica sent: RS = ORS, record deleted, entry dropped; UpdateMetadata everywhere
+    # 7 StopReplica sent: RS = ORS, then the entry dropped and the record deleted in one multi
+    # (the shared part the shell writes last); UpdateMetadata everywhere
     step = run(s, StopReplicaSent((TP,)))
-    topic, record, parent, requests = step.writes
+    topic, requests, record, parent = step.writes
+    assert step.shared_from == 1
     assert loads(topic.data)["partitions"] == {"0": [1, 2, 3], "1": [1, 2, 3]}
     assert loads(topic.data)["removing_replicas"] == {}
     assert record == Delete("/admin/reassignments/t/0") and parent == Delete("/admin/reassignments/t")

@@ -1,0 +1,155 @@
+"""KIP-236 cancel and queue through the real shell (controller.active) on the ZooKeeper twin
+with simulated brokers: the three doors, the queue with a conflicting partition, and a crash
+after every ZooKeeper op of a cancel finished by the next controller."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from controller.admin.base import AdminContext
+from controller.admin.cancel import cancel_partitions
+from controller.task import Phase
+from protocol.errors import ErrorCode
+from tests.controller.harness import Harness
+from znodes import paths
+
+TP = ("t", 0)
+# Large enough that a move takes simulated seconds at the harness's 2 MB/s. The simulated
+# cluster places t-0 on 4,2,3, t-1 on 5,3,4, t-2 on 6,4,5.
+TOPIC = "t:3:3:8MiB"
+MOVES = {("t", 0): [1, 5, 6], ("t", 1): [5, 3, 2]}
+
+
+def hosted(h: Harness, tp) -> list[int]:
+    return sorted(b for b in h.cluster.brokers if any((r.topic, r.partition) == tp for r in h.cluster.broker(b).core.replicas()))
+
+
+def ctx_of(handle) -> AdminContext:
+    role = SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id)
+    return AdminContext(role, handle.harness.config)
+
+
+async def started(h: Harness, tps, seconds: float = 2.0):
+    """Tick until every partition in ``tps`` is REPLICATING (or fail)."""
+    for _ in range(int(seconds / 0.25) + 1):
+        active = next(c.active for c in h.controllers if c.active is not None)
+        if all((m := active.state.tasks.get(tp)) is not None and m.phase is Phase.REPLICATING for tp in tps):
+            return active
+        await h.tick()
+    raise AssertionError("moves did not start")
+
+
+@pytest.fixture
+async def h():
+    harness = Harness(topics=(TOPIC,))
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.close()
+
+
+async def test_cancel_znode_rolls_every_move_back_and_is_deleted(h):
+    await h.start_controller(101)
+    original = h.current()
+    await h.submit(MOVES)
+    await started(h, [("t", 0), ("t", 1)])
+    assert hosted(h, ("t", 0)) == [1, 2, 3, 4, 5, 6]
+    await h.admin.create(paths.CANCEL_REASSIGNMENT, b"")
+    await h.settle()
+    await h.run_until_quiet()
+    assert h.server.exists(paths.CANCEL_REASSIGNMENT) is None
+    h.check_invariants(expected=original)
+    assert hosted(h, ("t", 0)) == [2, 3, 4] and hosted(h, ("t", 1)) == [3, 4, 5]
+    state = h.json(paths.partition_state("t", 0))
+    assert state["leader"] in (2, 3, 4) and set(state["isr"]) <= {2, 3, 4}
+
+
+async def test_cancel_api_answers_after_the_writes_landed(h):
+    c = await h.start_controller(101)
+    original = h.current()
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    results = await cancel_partitions(ctx_of(c), [TP, ("t", 2), ("nope", 0), ("bad/name", 0)])
+    assert results[TP] == (ErrorCode.NONE, None)
+    assert results[("t", 2)][0] is ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
+    assert results[("nope", 0)][0] is ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
+    assert results[("bad/name", 0)][0] is ErrorCode.INVALID_REQUEST
+    # answered: the cancel is in ZooKeeper already (record marked, topic znode = rollback)
+    record = h.json(paths.reassignment("t", 0))
+    assert record.get("cancelling") is True or h.server.exists(paths.reassignment("t", 0)) is None
+    await h.run_until_quiet()
+    h.check_invariants(expected=original)
+    assert hosted(h, TP) == [2, 3, 4]
+
+
+async def test_queue_with_a_conflicting_partition_cancels_then_reassigns(h):
+    await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    h.requested = {("t", 0): [2, 5, 1], ("t", 1): [1, 2, 6]}
+    queue = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in h.requested.items()]}
+    await h.admin.create(paths.REASSIGN_QUEUE, json.dumps(queue).encode())
+    await h.settle()
+    assert h.server.exists(paths.REASSIGN_QUEUE) is None  # taken at once, deleted when empty
+    await h.run_until_quiet()
+    h.check_invariants()
+    assert hosted(h, ("t", 0)) == [1, 2, 5] and hosted(h, ("t", 1)) == [1, 2, 6]
+
+
+async def test_a_malformed_queue_is_left_alone(h):
+    await h.start_controller(101)
+    await h.admin.create(paths.REASSIGN_QUEUE, b"{not json")
+    await h.settle()
+    assert h.server.exists(paths.REASSIGN_QUEUE) is not None
+    assert h.current() == {tp: list(r) for tp, r in h.assignments.items()}
+
+
+async def cancel_crash_run(crash_after: int | None) -> tuple[int, bool]:
+    h = Harness(topics=(TOPIC,))
+    await h.start()
+    try:
+        original = h.current()
+        first = await h.start_controller(101)
+        await h.submit(MOVES)
+        await started(h, [("t", 0), ("t", 1)])
+        before = first.store.ops_applied
+        first.store.remaining = crash_after
+        await h.admin.create(paths.CANCEL_REASSIGNMENT, b"")
+        await h.settle()
+        while h.busy() and first.alive:
+            await h.tick()
+        if first.store.crashed:
+            await h.start_controller(102)
+        await h.run_until_quiet()
+        assert h.server.exists(paths.CANCEL_REASSIGNMENT) is None
+        h.check_invariants(expected=original)
+        assert hosted(h, ("t", 0)) == [2, 3, 4]
+        return first.store.ops_applied - before, first.store.crashed
+    finally:
+        await h.close()
+
+
+async def test_a_crash_after_any_zookeeper_op_of_a_cancel_is_finished_by_the_next_controller():
+    total, crashed = await cancel_crash_run(None)
+    assert not crashed and total >= 8
+    for k in range(total):
+        applied, crashed = await cancel_crash_run(k)
+        assert crashed and applied == k, k
+
+
+async def test_a_cancel_sitting_in_the_queue_of_a_resigning_controller_times_out_cleanly(h):
+    c = await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    ctx = ctx_of(c)
+    await c.stop()  # the loop is gone: nobody takes the event
+    from controller.admin.base import ApiError
+
+    with pytest.raises(ApiError) as e:
+        await asyncio.wait_for(cancel_partitions(ctx, [TP], timeout_s=0.0), 5)
+    assert e.value.code is ErrorCode.REQUEST_TIMED_OUT
