@@ -60,8 +60,9 @@ class RequestHandler(Protocol):
     def api_versions(self) -> list[dict]:
         """``[{"api_key", "min_version", "max_version"}]`` this handler serves."""
 
-    async def handle(self, header: dict, body: dict) -> dict | None:
-        """The response body for one decoded request; None closes the connection."""
+    async def handle(self, header: dict, body: dict) -> dict | EncodedBody | None:
+        """The response body for one decoded request (a dict, or the bytes of one already
+        encoded); None closes the connection."""
 
     # Optional: ``error_response(header, body, code, message) -> dict | None``, the whole
     # response of a request that failed as a whole (used when a handler's answer cannot be
@@ -83,6 +84,19 @@ class ListenerLimits:
             idle_timeout_s=float(config.listener_idle_timeout_s),
             max_pipelined=config.listener_max_pipelined,
         )
+
+
+class EncodedBody(bytes):
+    """A response body a handler has already encoded (``protocol.encode_body`` for the
+    request's API and version): the listener only adds the frame and the response header.
+    Lets a handler reuse the bytes of an answer that has not changed since it was built."""
+
+
+def frame_encoded(api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
+    header = struct.pack(">i", correlation_id)
+    if protocol.response_header_version(api_key, api_version) >= 1:
+        header += b"\x00"  # flexible response header: no tagged fields
+    return struct.pack(">i", len(header) + len(body)) + header + body
 
 
 class UnservedRequest(Exception):
@@ -283,6 +297,8 @@ class AdminListener:
         response = await self.handler.handle(header, body)
         if response is None:
             raise UnservedRequest(f"API {key} v{version} is not served here")
+        if isinstance(response, EncodedBody):
+            return frame_encoded(key, version, correlation, response)
         try:
             return protocol.encode_response(key, version, correlation, response)
         except EncodeError as e:

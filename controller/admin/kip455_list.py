@@ -10,15 +10,24 @@ which holds what it wrote to the topic znodes (ZooKeeper before memory), so no r
  2. Per partition: ``replicas`` = RS (target followed by the replicas being removed),
     ``adding_replicas`` = AR, ``removing_replicas`` = RR, as the topic znode has them.
  3. Grouped by topic, topics and partitions in order.
+ 4. The answer to ``topics`` null (what monitoring polls) is kept encoded until the state
+    changes (``ClusterState.generation``): polling costs no rebuild while nothing moves.
 """
 
 from __future__ import annotations
 
+import weakref
+
+import protocol
 from controller.admin.base import AdminContext, Api
+from controller.listener import EncodedBody
 from controller.state import ClusterState
 from protocol.errors import ErrorCode
 
 LIST_PARTITION_REASSIGNMENTS = 46
+
+# Per active controller: (state, its generation, version, encoded answer to "list everything").
+_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[dict]:
@@ -51,13 +60,25 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
     return topics
 
 
-async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict:
-    state = ctx.require_active().state
+async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict | EncodedBody:
+    active = ctx.require_active()
+    state = active.state
     requested = body.get("topics")
-    wanted = None
     if requested is not None:
         wanted = [(t["name"], p) for t in requested for p in t.get("partition_indexes") or ()]
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": ongoing(state, wanted)}
+        return _answer(ongoing(state, wanted))
+    # Step 4: the whole list is encoded once per state change and its bytes reused (the state
+    # is read and the answer built without a suspension point, so it is one consistent view).
+    memo = _memo.get(active)
+    if memo is not None and memo[0] is state and memo[1] == state.generation and memo[2] == version:
+        return memo[3]
+    encoded = EncodedBody(protocol.encode_body(LIST_PARTITION_REASSIGNMENTS, version, "response", _answer(ongoing(state, None))))
+    _memo[active] = (state, state.generation, version, encoded)
+    return encoded
+
+
+def _answer(topics: list[dict]) -> dict:
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": topics}
 
 
 def list_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:

@@ -46,6 +46,15 @@ async def test_list_partition_reassignments_kafka_semantics(zk_hosts):
         body = await c.call(active, 46, 0, {"topics": [
             {"name": "orders", "partition_indexes": [0, 1, 9]}, {"name": "nope", "partition_indexes": [0]}]})
         assert [(t["name"], [p["partition_index"] for p in t["partitions"]]) for t in body["topics"]] == [("orders", [0])]
+        # the whole-list answer is reused while nothing changes, rebuilt when a move starts
+        again = await c.call(active, 46, 0, {"timeout_ms": 1000, "topics": None})
+        assert again["topics"] == (await c.call(active, 46, 0, {"topics": None}))["topics"]
+        c.submit({**MOVES, ("orders", 1): [4, 3]})
+        await c.wait_running(active, [("orders", 1)])
+        body = await c.call(active, 46, 0, {"topics": None})
+        orders = next(t for t in body["topics"] if t["name"] == "orders")
+        assert [p["partition_index"] for p in orders["partitions"]] == [0, 1, 2]
+        assert orders["partitions"][1]["adding_replicas"] == [4]
         # a standby answers NOT_CONTROLLER
         body = await c.call(c.standby(active), 46, 0, {"topics": None})
         assert body["error_code"] == 41 and body["topics"] == []
