@@ -18,6 +18,7 @@ MODULES: tuple[str, ...] = (
     "controller.admin.kip240",
     "controller.admin.kip455_list",
     "controller.admin.cancel",
+    "controller.admin.kip179",
 )
 
 
