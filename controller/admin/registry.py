@@ -19,6 +19,7 @@ MODULES: tuple[str, ...] = (
     "controller.admin.kip455_list",
     "controller.admin.cancel",
     "controller.admin.kip179",
+    "controller.admin.kip455_alter",
 )
 
 
