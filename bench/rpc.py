@@ -1,0 +1,399 @@
+"""Benchmark: the admin listener of a running ``reassignd controller``, over TCP.
+
+Set-up, all real: a local ZooKeeper (znodes.launcher, Debian's server, fsync on as in
+production), a Kafka-layout cluster written into it (``--brokers`` registered brokers, 10
+topics of ``--partitions``/10 partitions each, RF 3, partition states), and one
+``python -m reassignd controller`` subprocess elected on it. The registered brokers are
+simulated by their znodes only: no process answers on their ports, so a started move never
+completes (the controller's LeaderAndIsr sends fail and are retried), which is what keeps
+reassignments running while they are listed. Nothing here needs brokers to copy data.
+
+1. ``reassign_10k_p99_ms``: ReassignPartitions (10000, KIP-179) of every partition (10,000
+   by default) with a throttle and auto-removal, request sent to response read, on one
+   connection, ``--repeats`` times; targets alternate between two layouts and v1 is used
+   (a partition already moving takes the new target), so every request is a full 10,000
+   partition change the controller validates and writes (removal znodes, throttle configs,
+   ``/admin/reassign_partitions``).
+   Peer: the same reassignment submitted the way ``kafka-reassign-partitions.sh
+   --zookeeper`` did before KIP-179 - read the brokers and topics, validate, write the
+   throttle configs and ``/admin/reassign_partitions`` in one multi-op - with this project's
+   own ``--zookeeper`` backend (client.zk_backend) on an identical cluster under another
+   chroot (the znode is deleted, untimed, between repeats). Ratio: peer p99 / ours.
+2. ``list_requests_per_second``: ListPartitionReassignments (46, topics null, what Kafka
+   admin clients send) from ``--clients`` connections, each sending its next request when the
+   previous answer arrived, for ``--seconds`` seconds, while the reassignments of part 1 run
+   (the controller's running set, its ``max_cluster_moves`` of 1,000 partitions, is the answer:
+   per-broker caps are raised for that).
+   Clients run in two processes and only frame answers (size, correlation id) so they cost
+   the server's two cores as little as possible.
+   Peer: the same answer served by a server on kafka-python's protocol stack (its generated
+   message classes decode each request and encode each response from the same in-memory
+   data, as a broker builds it per request), same clients, same duration. Ratio: ours / peer.
+
+Figures (printed last, one per line): ``reassign_10k_p99_ms``, ``list_requests_per_second``,
+``reassign_p99_ratio_vs_zookeeper_tool``, ``list_rps_ratio_vs_kafka_python``. Targets:
+reassign_10k_p99_ms <= 500, list_requests_per_second >= 2000.
+
+    .venv/bin/python bench/rpc.py [--partitions 10000] [--repeats 30] [--clients 50] [--seconds 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import signal
+import struct
+import subprocess
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(REPO))
+
+import protocol  # noqa: E402
+from kazoo.client import KazooClient  # noqa: E402
+from znodes.launcher import LocalZooKeeper  # noqa: E402
+
+TOPICS = 10
+RF = 3
+CONTROLLER_ID = 101
+CHROOT, PEER_CHROOT = "/bench", "/peer"
+THROTTLE = 50_000_000  # bytes/s, as an operator would set for a large move
+LIST_KEY, REASSIGN_KEY, API_VERSIONS = 46, 10000, 18
+LOAD_PROCESSES = 2  # one per core: a single Python client process would be the bottleneck
+KAZOO_TXN_OPS = 500  # ops per kazoo transaction while populating (well under ZooKeeper's 1 MiB)
+
+
+def dumps(doc) -> bytes:
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+# ---- the cluster's znodes ----------------------------------------------------------------------
+
+
+def layout(partitions: int, brokers: int) -> dict[str, dict[int, list[int]]]:
+    per_topic = partitions // TOPICS
+    return {
+        f"topic{t:02d}": {p: [(t + p + i) % brokers + 1 for i in range(RF)] for p in range(per_topic)}
+        for t in range(TOPICS)
+    }
+
+
+def populate(hosts: str, chroot: str, topics: dict, brokers: int) -> None:
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=30)
+    try:
+        zk.ensure_path(chroot)
+        for path in ("/admin/reassignments", "/config/changes", "/config/brokers", "/config/topics",
+                     "/brokers/ids", "/brokers/topics", "/isr_change_notification"):
+            zk.ensure_path(chroot + path)
+        ops: list[tuple[str, bytes]] = [(f"{chroot}/controller_epoch", b"0")]
+        for b in range(1, brokers + 1):
+            port = 1 + b  # nothing listens there: brokers that never answer
+            ops.append((f"{chroot}/brokers/ids/{b}", dumps({
+                "version": 4, "host": "127.0.0.1", "port": port, "jmx_port": -1, "timestamp": "0",
+                "endpoints": [f"PLAINTEXT://127.0.0.1:{port}"]})))
+        for name, parts in topics.items():
+            ops.append((f"{chroot}/brokers/topics/{name}", dumps({
+                "version": 2, "partitions": {str(p): r for p, r in parts.items()},
+                "adding_replicas": {}, "removing_replicas": {}})))
+            ops.append((f"{chroot}/brokers/topics/{name}/partitions", b""))
+            ops.append((f"{chroot}/config/topics/{name}", dumps({"version": 1, "config": {}})))
+            for p, r in parts.items():
+                ops.append((f"{chroot}/brokers/topics/{name}/partitions/{p}", b""))
+                ops.append((f"{chroot}/brokers/topics/{name}/partitions/{p}/state", dumps(
+                    {"version": 1, "leader": r[0], "leader_epoch": 0, "controller_epoch": 0, "isr": r})))
+        for i in range(0, len(ops), KAZOO_TXN_OPS):
+            txn = zk.transaction()
+            for path, data in ops[i:i + KAZOO_TXN_OPS]:
+                txn.create(path, data)
+            results = txn.commit()
+            bad = [r for r in results if isinstance(r, Exception)]
+            if bad:
+                raise RuntimeError(f"populating {chroot} failed: {bad[0]!r}")
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def targets(topics: dict, brokers: int, shift: int) -> dict[tuple[str, int], list[int]]:
+    """Every partition moved: each replica shifted by ``shift`` brokers (RF < brokers - shift)."""
+    return {(t, p): [(b - 1 + shift) % brokers + 1 for b in r] for t, parts in topics.items() for p, r in parts.items()}
+
+
+# ---- wire helpers ------------------------------------------------------------------------------
+
+
+async def read_frame(reader: asyncio.StreamReader) -> bytes:
+    head = await reader.readexactly(4)
+    return head + await reader.readexactly(struct.unpack(">i", head)[0])
+
+
+async def call(addr, key: int, version: int, body: dict, correlation: int = 1) -> dict:
+    reader, writer = await asyncio.open_connection(*addr)
+    try:
+        writer.write(protocol.encode_request(key, version, correlation, "bench", body))
+        return protocol.decode_response(key, version, await read_frame(reader))[1]
+    finally:
+        writer.close()
+
+
+def reassign_body(moves: dict, throttle: int) -> dict:
+    by_topic: dict[str, list] = {}
+    for (t, p), r in moves.items():
+        by_topic.setdefault(t, []).append({"partition_id": p, "broker": r})
+    return {"topic_reassignments": [{"topic": t, "partition_reassignments": ps} for t, ps in by_topic.items()],
+            "timeout": 60000, "validate_only": False, "throttle": throttle, "remove_throttle": True}
+
+
+def p99(samples: list[float]) -> float:
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, max(0, int(round(0.99 * len(ordered))) - 1))]
+
+
+# ---- part 1: ReassignPartitions ----------------------------------------------------------------
+
+
+async def bench_reassign(addr, topics: dict, brokers: int, repeats: int) -> list[float]:
+    reader, writer = await asyncio.open_connection(*addr)
+    times = []
+    try:
+        for i in range(repeats):
+            moves = targets(topics, brokers, 3 + (i % 2) * 3)
+            frame = protocol.encode_request(REASSIGN_KEY, 1, i + 1, "bench", reassign_body(moves, THROTTLE))
+            started = time.perf_counter()
+            writer.write(frame)
+            answer = await read_frame(reader)
+            times.append(time.perf_counter() - started)
+            _, body = protocol.decode_response(REASSIGN_KEY, 1, answer)
+            errors = [(t["topic"], p["partition_id"], p["error_code"], p.get("error_message"))
+                      for t in body["reassign_partition_result"] for p in t["partition_error"] if p["error_code"]]
+            if errors:
+                raise RuntimeError(f"ReassignPartitions refused {len(errors)} partitions, e.g. {errors[:3]}")
+            await asyncio.sleep(0.2)  # let the controller take the request, as an operator would
+    finally:
+        writer.close()
+    return times
+
+
+async def bench_reassign_peer(hosts: str, topics: dict, brokers: int, repeats: int) -> list[float]:
+    from client.zk_backend import ZkBackend
+
+    times = []
+    backend = await ZkBackend.open(hosts)
+    try:
+        for i in range(repeats):
+            moves = targets(topics, brokers, 3 + (i % 2) * 3)
+            started = time.perf_counter()
+            state = await backend.cluster_state()
+            await backend.execute(moves, state, throttle=THROTTLE)
+            times.append(time.perf_counter() - started)
+            await backend.store.delete("/admin/reassign_partitions")  # untimed: ready for the next
+    finally:
+        await backend.close()
+    return times
+
+
+# ---- part 2: ListPartitionReassignments from many clients ---------------------------------------
+
+
+async def _load(addr, connections: int, seconds: float) -> int:
+    """Closed-loop clients; returns the number of answers read."""
+    deadline = time.perf_counter() + seconds
+    template = protocol.encode_request(LIST_KEY, 0, 0, "bench", {"timeout_ms": 60000, "topics": None})
+    done = 0
+
+    async def client() -> None:
+        nonlocal done
+        reader, writer = await asyncio.open_connection(*addr)
+        correlation = 0
+        try:
+            while time.perf_counter() < deadline:
+                correlation += 1
+                frame = bytearray(template)
+                frame[8:12] = struct.pack(">i", correlation)  # size, key, version, correlation id
+                writer.write(frame)
+                answer = await read_frame(reader)
+                if struct.unpack(">i", answer[4:8])[0] != correlation:
+                    raise RuntimeError("answers out of order")
+                done += 1
+        finally:
+            writer.close()
+
+    await asyncio.gather(*(client() for _ in range(connections)))
+    return done
+
+
+def load_main(host: str, port: int, connections: int, seconds: float) -> None:
+    print(json.dumps({"answers": asyncio.run(_load((host, port), connections, seconds))}), flush=True)
+
+
+def run_load(addr, clients: int, seconds: float) -> float:
+    per = [clients // LOAD_PROCESSES + (i < clients % LOAD_PROCESSES) for i in range(LOAD_PROCESSES)]
+    procs = [subprocess.Popen([sys.executable, __file__, "--load", f"{addr[0]}:{addr[1]}", str(n), str(seconds)],
+                              stdout=subprocess.PIPE, cwd=REPO) for n in per if n]
+    total = 0
+    for p in procs:
+        out, _ = p.communicate(timeout=seconds + 60)
+        if p.returncode != 0:
+            raise RuntimeError("a load process failed")
+        total += json.loads(out)["answers"]
+    return total / seconds
+
+
+def peer_main(answer_file: str) -> None:
+    """A ListPartitionReassignments server on kafka-python's protocol stack: kafka-python
+    decodes each request and encodes each response from the answer's data held in memory."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from kafka.protocol.admin import ListPartitionReassignmentsRequest as Request
+        from kafka.protocol.admin import ListPartitionReassignmentsResponse as Response
+    data = json.loads(Path(answer_file).read_text())
+    Topic = Response.OngoingTopicReassignment
+    Partition = Topic.OngoingPartitionReassignment
+
+    async def serve(reader, writer):
+        try:
+            while True:
+                request = Request.decode(await read_frame(reader), version=0, header=True, framed=True)
+                response = Response(version=0, throttle_time_ms=0, error_code=0, error_message=None, topics=[
+                    Topic(name=t["name"], partitions=[Partition(**p) for p in t["partitions"]]) for t in data])
+                response.with_header(correlation_id=request.header.correlation_id)
+                writer.write(bytes(response.encode(header=True, framed=True)))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+
+    async def main():
+        server = await asyncio.start_server(serve, "127.0.0.1", 0, backlog=1000)
+        print(json.dumps({"port": server.sockets[0].getsockname()[1]}), flush=True)
+        await asyncio.Event().wait()
+
+    asyncio.run(main())
+
+
+# ---- the run --------------------------------------------------------------------------------------
+
+
+def wait_for(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.05)
+    raise RuntimeError(f"timed out after {timeout}s waiting for {what}")
+
+
+def stop(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.send_signal(signal.SIGTERM)
+        try:
+            proc.wait(15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--partitions", type=int, default=10_000)
+    parser.add_argument("--brokers", type=int, default=12)
+    parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--clients", type=int, default=50)
+    parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--list-only", action="store_true",
+                        help="skip part 1: the moves are submitted by writing /admin/reassign_partitions")
+    args = parser.parse_args()
+    if args.partitions < TOPICS or args.brokers < RF + 6 or args.repeats < 1 or args.clients < 1:
+        parser.error(f"need --partitions >= {TOPICS}, --brokers >= {RF + 6}, --repeats >= 1, --clients >= 1")
+    topics = layout(args.partitions, args.brokers)
+    procs: list[subprocess.Popen] = []
+    with tempfile.TemporaryDirectory(prefix="bench_rpc_") as tmp:
+        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1024)
+        zk.start(timeout=90)
+        try:
+            began = time.perf_counter()
+            populate(zk.connect_string, CHROOT, topics, args.brokers)
+            populate(zk.connect_string, PEER_CHROOT, topics, args.brokers)
+            print(f"populated 2 x {args.partitions} partitions in {time.perf_counter() - began:.1f}s", flush=True)
+            config = Path(tmp) / "controller.json"
+            # Per-broker caps raised so the running set fills the cluster-wide cap (1,000 moves):
+            # the list answers carry 1,000 partitions, not the ~40 the default caps allow here.
+            config.write_text(json.dumps({"request_retries": 1, "retry_backoff_s": 1.0, "max_cluster_moves": 1000,
+                                          "max_incoming_per_broker": 1000, "max_outgoing_per_broker": 1000}))
+            hosts = zk.connect_string + CHROOT
+            procs.append(subprocess.Popen(
+                [sys.executable, "-m", "reassignd", "controller", "--zookeeper", hosts, "--id", str(CONTROLLER_ID),
+                 "--listen", "127.0.0.1:0", "--config", str(config), "--log-level", "WARNING"],
+                cwd=REPO, stderr=open(Path(tmp) / "controller.log", "wb")))
+            zk_client = KazooClient(hosts=hosts, timeout=30)
+            zk_client.start(timeout=30)
+            try:
+                wait_for(lambda: zk_client.exists("/controller") and zk_client.exists(f"/reassignd/controllers/{CONTROLLER_ID}"),
+                         60, "the controller")
+                doc = json.loads(zk_client.get(f"/reassignd/controllers/{CONTROLLER_ID}")[0])
+                if args.list_only:
+                    moves = targets(topics, args.brokers, 3)
+                    zk_client.create("/admin/reassign_partitions", dumps({"version": 1, "partitions": [
+                        {"topic": t, "partition": p, "replicas": r} for (t, p), r in moves.items()]}))
+            finally:
+                zk_client.stop()
+                zk_client.close()
+            addr = (doc["host"], doc["port"])
+            versions = asyncio.run(call(addr, API_VERSIONS, 0, {}))
+            served = {k["api_key"] for k in versions["api_keys"]}
+            if not args.list_only:
+                if REASSIGN_KEY not in served:
+                    raise RuntimeError("the controller does not serve ReassignPartitions (10000)")
+                ours = asyncio.run(bench_reassign(addr, topics, args.brokers, args.repeats))
+                peer = asyncio.run(bench_reassign_peer(zk.connect_string + PEER_CHROOT, topics, args.brokers, args.repeats))
+                print(f"ReassignPartitions {args.partitions}: p50 {sorted(ours)[len(ours) // 2] * 1000:.0f} ms, "
+                      f"p99 {p99(ours) * 1000:.0f} ms; --zookeeper tool p50 {sorted(peer)[len(peer) // 2] * 1000:.0f} ms, "
+                      f"p99 {p99(peer) * 1000:.0f} ms", flush=True)
+
+            time.sleep(2.0)  # the controller has started what it can: the running set is steady
+            answer = asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))
+            running = sum(len(t["partitions"]) for t in answer["topics"])
+            if running == 0:
+                raise RuntimeError("nothing is being reassigned: the list benchmark would measure an empty answer")
+            list_rps = run_load(addr, args.clients, args.seconds)
+            answer_file = Path(tmp) / "answer.json"
+            answer_file.write_text(json.dumps(answer["topics"]))
+            peer_proc = subprocess.Popen([sys.executable, __file__, "--peer-server", str(answer_file)],
+                                         stdout=subprocess.PIPE, cwd=REPO)
+            procs.append(peer_proc)
+            peer_port = json.loads(peer_proc.stdout.readline())["port"]
+            check = asyncio.run(call(("127.0.0.1", peer_port), LIST_KEY, 0, {"topics": None}))
+            if check["topics"] != answer["topics"]:
+                raise RuntimeError("the peer's answer differs from the controller's")
+            peer_rps = run_load(("127.0.0.1", peer_port), args.clients, args.seconds)
+            print(f"ListPartitionReassignments ({running} partitions moving), {args.clients} clients: "
+                  f"{list_rps:.0f}/s; kafka-python stack {peer_rps:.0f}/s", flush=True)
+        finally:
+            for p in reversed(procs):
+                stop(p)
+            zk.stop()
+    if not args.list_only:
+        print(f"reassign_10k_p99_ms={p99(ours) * 1000:.1f}")
+    print(f"list_requests_per_second={list_rps:.0f}")
+    if not args.list_only:
+        print(f"reassign_p99_ratio_vs_zookeeper_tool={p99(peer) / p99(ours):.2f}")
+    print(f"list_rps_ratio_vs_kafka_python={list_rps / peer_rps:.2f}")
+    return 0
+
+
+if __name__ == "__main__":
+    if len(sys.argv) == 5 and sys.argv[1] == "--load":
+        host, _, port = sys.argv[2].rpartition(":")
+        load_main(host, int(port), int(sys.argv[3]), float(sys.argv[4]))
+    elif len(sys.argv) == 3 and sys.argv[1] == "--peer-server":
+        peer_main(sys.argv[2])
+    else:
+        sys.exit(main())
