@@ -63,6 +63,7 @@ from controller.admin.submit import (
     add_entries,
     by_topic,
     group_partitions,
+    original_replicas,
     partition_error,
     read_view,
     running_now,
@@ -139,15 +140,21 @@ def reassign_error(version: int, body: dict, code: ErrorCode, message: str | Non
 
 
 def throttle_plan(view: ClusterView, targets: dict[TopicPartition, tuple[int, ...]]):
-    """(leader pairs per topic, follower pairs per topic, brokers involved) for the moves."""
+    """(leader pairs per topic, follower pairs per topic, brokers involved) for the moves.
+
+    Kafka's ReassignPartitionsCommand: the existing replicas (ORS) are leader-throttled, the
+    replicas that must copy (the target's new ones, and those of a move in flight) are
+    follower-throttled; the rates go on every broker that hosts or will host a replica."""
     leaders: dict[str, set] = {}
     followers: dict[str, set] = {}
     brokers: set[int] = set()
     for (topic, p), target in targets.items():
-        current = view.assignment((topic, p)).replicas
-        leaders.setdefault(topic, set()).update((p, b) for b in current)
-        followers.setdefault(topic, set()).update((p, b) for b in target if b not in current)
-        brokers.update(current)
+        assignment = view.assignment((topic, p))
+        existing = original_replicas(assignment)  # a move in flight: its ORS still leads
+        copying = [b for b in (*target, *assignment.adding) if b not in existing]
+        leaders.setdefault(topic, set()).update((p, b) for b in existing)
+        followers.setdefault(topic, set()).update((p, b) for b in copying)
+        brokers.update(assignment.replicas)
         brokers.update(target)
     return leaders, followers, brokers
 
