@@ -6,9 +6,10 @@ which way the cluster is reached. Differences an operator sees:
 * throttles set with ``--execute --throttle`` are removed by the controller when the
   reassignment completes (KIP-179), so ``--verify`` has nothing to remove;
 * ``--cancel`` may name partitions (a reassignment JSON file), not only "everything";
-* ``--execute-queue`` sends ReassignPartitions v1 (additional semantics): the controller gives
-  partitions that are already moving their new target - the wire form of KIP-236's queue,
-  whose znode only ``--zookeeper`` can write. ``--verify-queue`` is then ``--verify``.
+* ``--execute-queue`` cancels the named partitions that are already moving (KIP-236: first
+  rolled back, then reassigned), then sends ReassignPartitions v1 (additional semantics): the
+  controller starts their new target once the rollback ends - the wire form of KIP-236's
+  queue, whose znode only ``--zookeeper`` can write. ``--verify-queue`` is then ``--verify``.
 
 Usage::
 
@@ -106,6 +107,11 @@ class AdminBackend:
         return outcome
 
     async def queue(self, requested, state, *, dry_run: bool = False) -> ExecuteOutcome:
+        # KIP-236: a queued partition that is already moving is first rolled back, then
+        # reassigned (the controller starts the new target once the rollback ends).
+        running = sorted(tp for tp in requested if tp in state.in_flight)
+        if running and not dry_run:
+            await self.admin.cancel_reassignments(running)
         return await self.execute(requested, state, dry_run=dry_run, queued=True)
 
     async def verify(
