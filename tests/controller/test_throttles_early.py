@@ -1,0 +1,106 @@
+"""Throttle values in Kafka's formats, early removal (past KIP-179) and the throttle lock."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+
+from controller import throttle_configs as tc
+from controller.throttles import lock, remove_idle_unlocked, remove_throttles
+from znodes import paths
+from znodes.twin import TwinServer
+
+RATES = {tc.LEADER_RATE: "100", tc.FOLLOWER_RATE: "100"}
+REPLICAS = {tc.LEADER_REPLICAS: "0:1", tc.FOLLOWER_REPLICAS: "0:2"}
+
+
+def test_replica_lists_parse_format_and_merge():
+    assert tc.parse_replicas("1:2, 0:3") == {(1, 2), (0, 3)}
+    assert tc.parse_replicas("*") is None
+    assert tc.parse_replicas("") == frozenset()
+    for bad in ("1", "a:b", "1:2:3", "-1:2"):
+        with pytest.raises(tc.ThrottleValueError):
+            tc.parse_replicas(bad)
+    assert tc.format_replicas({(10, 1), (2, 3), (2, 1)}) == "2:1,2:3,10:1"
+    assert tc.merged_replicas("0:1,1:2", {(1, 3)}) == "0:1,1:2,1:3"
+    assert tc.merged_replicas("0:1,1:2", {(1, 3)}, replace_partitions={1}) == "0:1,1:3"
+    assert tc.merged_replicas("*", {(5, 5)}) == "*"  # already every replica
+    assert tc.merged_replicas(None, set()) == ""
+
+
+async def _cluster():
+    server = TwinServer()
+    store = server.connect()
+    await store.create(paths.CONTROLLER_EPOCH, b"1", makepath=True)
+    for path in paths.PERSISTENT_PATHS:
+        await store.ensure_path(path)
+    epoch_version = (await store.exists(paths.CONTROLLER_EPOCH)).version
+    for topic in ("t", "u"):
+        await store.create(paths.topic_config(topic), json.dumps({"version": 1, "config": REPLICAS}).encode(), makepath=True)
+    for broker in (1, 2, 3):
+        await store.create(paths.broker_config(broker), json.dumps({"version": 1, "config": RATES}).encode(), makepath=True)
+    await store.create(paths.THROTTLED_REPLICAS_REMOVAL, b'{"version":1,"topics":["t","u"]}', makepath=True)
+    await store.create(paths.THROTTLED_RATES_REMOVAL, b'{"version":1,"brokers":[1,2,3]}')
+    return server, store, epoch_version
+
+
+def _config(server, path):
+    return json.loads(server.read(path)[0])["config"]
+
+
+async def test_early_removal_spares_what_an_unread_request_still_needs():
+    server, store, epoch = await _cluster()
+    # An entry the controller has not read yet: t and brokers 1, 2 stay throttled.
+    await store.create(
+        paths.REASSIGN_PARTITIONS,
+        b'{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[2],"original_replicas":[1]}]}',
+    )
+    assert await remove_idle_unlocked(store, epoch, None) > 0
+    assert _config(server, paths.topic_config("t")) == REPLICAS
+    assert _config(server, paths.topic_config("u")) == {}
+    assert _config(server, paths.broker_config(1)) == RATES and _config(server, paths.broker_config(2)) == RATES
+    assert _config(server, paths.broker_config(3)) == {}
+    assert json.loads(server.read(paths.THROTTLED_REPLICAS_REMOVAL)[0])["topics"] == ["t"]
+    assert json.loads(server.read(paths.THROTTLED_RATES_REMOVAL)[0])["brokers"] == [1, 2]
+    notes = {json.loads(server.read(f"/config/changes/{n}")[0])["entity_path"] for n in server.children("/config/changes")}
+    assert notes == {"topics/u", "brokers/3"}
+    # Nothing idle any more: a second run writes nothing.
+    assert await remove_idle_unlocked(store, epoch, None) == 0
+
+
+async def test_completion_removal_waits_for_the_lock_and_spares_a_request_accepted_meanwhile():
+    server, store, epoch = await _cluster()
+    async with lock(store):  # an admin request is between its steps
+        task = asyncio.create_task(remove_throttles(store, epoch))
+        for _ in range(20):
+            await asyncio.sleep(0)
+        assert not task.done()
+        await store.create(paths.REASSIGN_PARTITIONS, b'{"version":1,"partitions":[]}')
+    assert await task == 0
+    assert _config(server, paths.topic_config("t")) == REPLICAS
+    # Once nothing runs, all of it goes.
+    await store.delete(paths.REASSIGN_PARTITIONS)
+    assert await remove_throttles(store, epoch) > 0
+    assert all(_config(server, paths.topic_config(t)) == {} for t in ("t", "u"))
+    assert all(_config(server, paths.broker_config(b)) == {} for b in (1, 2, 3))
+    assert server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None and server.exists(paths.THROTTLED_RATES_REMOVAL) is None
+
+
+async def test_a_config_that_does_not_parse_is_left_alone(caplog):
+    server, store, epoch = await _cluster()
+    await store.set(paths.topic_config("u"), b"{broken")
+    await remove_throttles(store, epoch)
+    assert server.read(paths.topic_config("u"))[0] == b"{broken"
+    assert _config(server, paths.topic_config("t")) == {}
+    assert "leaving /config/topics/u alone" in caplog.text
+
+
+async def test_a_deposed_controller_removes_nothing():
+    server, store, epoch = await _cluster()
+    await store.set(paths.CONTROLLER_EPOCH, b"2")  # another controller was elected
+    with pytest.raises(Exception, match="fenced|Fenced"):
+        await remove_throttles(store, epoch)
+    assert _config(server, paths.topic_config("t")) == REPLICAS
+    assert server.exists(paths.THROTTLED_RATES_REMOVAL) is not None
