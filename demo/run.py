@@ -90,7 +90,7 @@ class Console:
         self.say(f"== {title}")
 
     def command(self, argv: list[str]) -> None:
-        self.say("$ " + _shorten(" ".join(argv), LINE_WIDTH))
+        self.say("$ " + " ".join(argv))  # in full: an operator may copy it
 
 
 def _shorten(text: str, width: int) -> str:
@@ -222,7 +222,7 @@ class Demo:
         left = cluster.throttle_configs()
         if left:
             raise DemoError(f"throttles left after the reassignment: {json.dumps(left)}")
-        c.say(f"Throttles left: none ({remover})")
+        c.say(f"Throttles left: none; {remover}")
 
     def kill_active_part_way(self, moving: set[tuple[str, int]]) -> None:
         c, cluster, o = self.console, self.cluster, self.outcome
