@@ -110,3 +110,27 @@ async def test_metadata_without_a_controller_or_cluster_id_on_the_twin():
     await store.set("/brokers/topics/t", b"{not json")
     body = await handle_metadata(AdminContext(role, ControllerConfig()), 12, {"topics": [{"name": "t"}]})
     assert body["topics"][0]["error_code"] == 3
+
+
+async def test_metadata_of_many_partitions_reads_in_bulk(zk_hosts):
+    """Past BULK_READ_MIN znodes the states come through the pipelined reader session."""
+    from controller.admin import metadata
+
+    big = {p: [p % 4 + 1, (p + 1) % 4 + 1] for p in range(metadata.BULK_READ_MIN + 50)}
+    async with AdminCluster(zk_hosts, controllers=(101,), topics={"big": big}) as c:
+        await c.wait_active()
+        c.kafka.zk.set("/brokers/topics/big/partitions/7/state", b'{"version":1,"leader":"x"}')
+        body = await c.call(101, 3, 12, {"topics": [{"name": "big"}]})
+        parts = {p["partition_index"]: p for p in body["topics"][0]["partitions"]}
+        assert len(parts) == len(big)
+        for p, replicas in big.items():
+            if p == 7:  # unreadable state: no leader known
+                assert parts[p]["leader_id"] == -1 and parts[p]["error_code"] == 5
+                continue
+            assert (parts[p]["leader_id"], parts[p]["isr_nodes"], parts[p]["replica_nodes"]) == (replicas[0], replicas, replicas)
+        store = c.daemons[101].role.store
+        assert metadata._bulk[store].reader is not None  # the companion session did the reading
+        # it survives its session being closed under it: reopened, same answer
+        await metadata._bulk[store].reader.close()
+        again = await c.call(101, 3, 12, {"topics": [{"name": "big"}]})
+        assert again["topics"] == body["topics"]
