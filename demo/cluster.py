@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import json
 import socket
-import struct
 import sys
 import time
 from dataclasses import dataclass, field
@@ -24,7 +23,6 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-import protocol
 from demo.procs import Child, Children
 from znodes.launcher import LocalZooKeeper, free_port
 
@@ -50,7 +48,6 @@ CONTROLLER_CONFIG = {"zk_session_timeout_s": 2.0, "request_timeout_s": 5.0, "max
 ZK_START_TIMEOUT_S = 60.0
 PROCESS_READY_TIMEOUT_S = 60.0
 ZK_CLIENT_TIMEOUT_S = 10.0
-API_VERSIONS_KEY = 18
 
 
 class DemoError(Exception):
@@ -70,27 +67,6 @@ def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
         if time.monotonic() >= deadline:
             raise DemoError(f"timed out after {timeout:g}s waiting for {what}")
         time.sleep(interval)
-
-
-def served_api_keys(host: str, port: int, timeout: float = 5.0) -> set[int]:
-    """The API keys a Kafka-protocol listener serves (its ApiVersions v0 answer)."""
-    frame = protocol.encode_request(API_VERSIONS_KEY, 0, 1, "reassignd-demo", {})
-    with socket.create_connection((host, port), timeout=timeout) as s:
-        s.sendall(frame)
-        size = _recv_exact(s, 4)
-        body = _recv_exact(s, struct.unpack(">i", size)[0])
-    _, answer = protocol.decode_response(API_VERSIONS_KEY, 0, size + body)
-    return {a["api_key"] for a in answer.get("api_keys") or []}
-
-
-def _recv_exact(s: socket.socket, n: int) -> bytes:
-    data = b""
-    while len(data) < n:
-        chunk = s.recv(n - len(data))
-        if not chunk:
-            raise ConnectionError("connection closed mid-answer")
-        data += chunk
-    return data
 
 
 @dataclass

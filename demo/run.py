@@ -35,7 +35,7 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, served_api_keys, wait_for
+from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, wait_for
 from demo.procs import Child, Children
 
 REPO = Path(__file__).resolve().parents[1]
@@ -51,6 +51,7 @@ KILL_AT_FRACTION = 0.3
 # The copy lasts about 20 s at THROTTLE; anything past these bounds is a failure, not a wait.
 REASSIGN_TIMEOUT_S = 120.0
 CANCEL_TIMEOUT_S = 60.0
+THROTTLE_REMOVAL_TIMEOUT_S = 10.0
 # How long the cancelled reassignment copies before the cancel, so that it is visibly running.
 CANCEL_AFTER_S = 3.0
 POLL_S = 0.05
@@ -59,15 +60,6 @@ SNAPSHOT_TIMEOUT_S = 60.0
 PLAN_TIMEOUT_S = 300.0  # the first Spark session on a cold, loaded machine
 CLI_TIMEOUT_S = 60.0
 LINE_WIDTH = 110
-# What each kafka-reassign --bootstrap-server action needs from the controller's listener
-# (API keys: Metadata 3, KIP-179 ReassignPartitions 10000, KIP-240 ListReassignments 10003 and
-# DescribeReassignments 10004, KIP-236 CancelReassignments 10005). An action whose APIs the
-# controller does not serve goes through --zookeeper (execute), ZooKeeper (progress) or is
-# left out (describe, cancel), and the demo says so.
-EXECUTE_APIS = {3, 10000, 10003}
-PROGRESS_APIS = {3}
-DESCRIBE_APIS = {3, 10003, 10004}
-CANCEL_APIS = {3, 10005}
 
 
 class Console:
@@ -116,8 +108,6 @@ class Demo:
         self.console = console
         self.workdir = workdir
         self.outcome = Outcome()
-        first = next(iter(cluster.controllers.values()))
-        self.served = served_api_keys(first.host, first.port)
 
     # ---- running the tools ------------------------------------------------------------------
 
@@ -130,13 +120,8 @@ class Demo:
             raise DemoError(f"{shown[0]} exited {proc.returncode}:\n{proc.stderr.strip() or proc.stdout.strip()}")
         return proc
 
-    def door(self, apis: set[int]) -> list[str]:
-        if self.served >= apis:
-            return ["--bootstrap-server", self.cluster.bootstrap]
-        return ["--zookeeper", self.cluster.hosts]
-
-    def kafka_reassign(self, apis: set[int], *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
-        shown = ["kafka-reassign", *self.door(apis), *args]
+    def kafka_reassign(self, *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
+        shown = ["kafka-reassign", "--bootstrap-server", self.cluster.bootstrap, *args]
         return self.run_tool(shown, [sys.executable, "-m", "client.cli", *shown[1:]], ok_codes=ok_codes)
 
     def show(self, text: str, keep=lambda line: True, limit: int = 8) -> None:
@@ -182,15 +167,10 @@ class Demo:
         moving = {tp for tp, r in targets.items() if r != before[tp]}
         c.section(f"Execute it with a {THROTTLE // 1024 // 1024} MiB/s throttle, watch, and kill the active controller")
         started = time.monotonic()
-        out = self.kafka_reassign(EXECUTE_APIS, "--execute", "--throttle", str(THROTTLE),
+        out = self.kafka_reassign("--execute", "--throttle", str(THROTTLE),
                                   "--reassignment-json-file", "plan.json")
         self.show(out.stdout, keep=lambda line: line.startswith(("Successfully", "The ")))
-        if self.served >= PROGRESS_APIS:
-            watcher = self.watch_progress("plan.json")
-        else:
-            watcher = ZnodeProgress(cluster, moving, targets, before, c)
-            c.say("(progress read from ZooKeeper: kafka-reassign --progress needs the admin API)")
-            watcher.start()
+        watcher = self.watch_progress("plan.json")
         try:
             self.kill_active_part_way(moving)
             wait_for(cluster.idle, REASSIGN_TIMEOUT_S, "the reassignment to complete", POLL_S)
@@ -214,15 +194,12 @@ class Demo:
         self.outcome.bytes_copied = sum(hosted[tp][b] for tp, b in added)
         c.say(f"Done: every partition is on its planned replicas, {self.outcome.replicas_moved} replicas copied "
               f"in {self.outcome.reassign_seconds:.1f}s; controller {cluster.active_controller()} is active")
-        remover = "the controller removed them (KIP-179)"
-        if not self.served >= EXECUTE_APIS:  # --zookeeper: --verify removes the throttles (Kafka's way)
-            out = self.kafka_reassign(EXECUTE_APIS, "--verify", "--reassignment-json-file", "plan.json")
-            self.show(out.stdout, keep=lambda line: "throttle" in line.lower())
-            remover = "--verify removed them"
-        left = cluster.throttle_configs()
-        if left:
-            raise DemoError(f"throttles left after the reassignment: {json.dumps(left)}")
-        c.say(f"Throttles left: none; {remover}")
+        # KIP-179: the controller removes the throttles --execute set once the moves are done.
+        try:
+            wait_for(lambda: not cluster.throttle_configs(), THROTTLE_REMOVAL_TIMEOUT_S, "throttle removal", POLL_S)
+        except DemoError:
+            raise DemoError(f"throttles left after the reassignment: {json.dumps(cluster.throttle_configs())}") from None
+        c.say("Throttles left: none; the controller removed them (KIP-179)")
 
     def kill_active_part_way(self, moving: set[tuple[str, int]]) -> None:
         c, cluster, o = self.console, self.cluster, self.outcome
@@ -277,17 +254,16 @@ class Demo:
         (self.workdir / "cancel.json").write_text(json.dumps(
             {"version": 1, "partitions": [{"topic": topic, "partition": partition, "replicas": target}]}))
         c.say(f"  {topic}-{partition}: {original} -> {target} at {CANCEL_THROTTLE // 1024} KiB/s")
-        out = self.kafka_reassign(EXECUTE_APIS, "--execute", "--throttle", str(CANCEL_THROTTLE),
+        out = self.kafka_reassign("--execute", "--throttle", str(CANCEL_THROTTLE),
                                   "--reassignment-json-file", "cancel.json")
         self.show(out.stdout, keep=lambda line: line.startswith("Successfully"))
         wait_for(lambda: f"{topic}-{partition}" in cluster.moving(), CANCEL_TIMEOUT_S, "the move to start", POLL_S)
         time.sleep(CANCEL_AFTER_S)
         copied = cluster.hosted().get((topic, partition), {}).get(newcomer, 0)
         c.say(f"  broker {newcomer} has copied {_mib(copied)} of it so far")
-        if self.served >= DESCRIBE_APIS:
-            out = self.kafka_reassign(DESCRIBE_APIS, "--describe")
-            self.show(out.stdout)
-        out = self.kafka_reassign(CANCEL_APIS, "--cancel")
+        out = self.kafka_reassign("--describe")
+        self.show(out.stdout)
+        out = self.kafka_reassign("--cancel")
         self.show(out.stdout)
         wait_for(cluster.idle, CANCEL_TIMEOUT_S, "the cancellation to finish", POLL_S)
         now = cluster.assignment(topic)[partition]
@@ -324,37 +300,6 @@ class Demo:
             rows.append(("cancelled", what))
         for key, value in rows:
             c.say(f"{key + ':':<19} {value}")
-
-
-class ZnodeProgress(threading.Thread):
-    """A progress line every PROGRESS_INTERVAL_S from ZooKeeper and the brokers' status,
-    for when the controller does not serve what kafka-reassign --progress asks."""
-
-    def __init__(self, cluster: LocalCluster, moving, targets, before, console: Console):
-        super().__init__(daemon=True)
-        self.cluster, self.moving, self.console = cluster, moving, console
-        self.added = [(tp, b) for tp in moving for b in set(targets[tp]) - set(before[tp])]
-        self._halt = threading.Event()
-        self.returncode = None
-        self.log_path = None
-
-    def run(self) -> None:
-        while not self._halt.wait(PROGRESS_INTERVAL_S):
-            try:
-                left = len(self.cluster.pending() & self.moving)
-                hosted = self.cluster.hosted()
-            except Exception:  # the line is informative only; the driver checks the outcome
-                continue
-            copied = sum(hosted.get(tp, {}).get(b, 0) for tp, b in self.added)
-            self.console.say(f"  | {len(self.moving) - left}/{len(self.moving)} partitions done, "
-                             f"{_mib(copied)} copied onto the new replicas")
-
-    def join(self, timeout=None) -> None:
-        self._halt.set()
-        super().join(timeout)
-
-    def stop(self) -> None:
-        self.join(5)
 
 
 class ProgressWatch(threading.Thread):
@@ -423,8 +368,7 @@ def main(argv: list[str] | None = None) -> int:
                 demo = Demo(cluster, console, workdir)
                 targets = demo.plan()
                 demo.execute_and_fail_over(targets)
-                if demo.served >= CANCEL_APIS:
-                    demo.cancel()
+                demo.cancel()
                 demo.summary()
                 ok = True
             finally:

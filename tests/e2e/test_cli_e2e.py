@@ -13,7 +13,6 @@ import json
 import re
 import subprocess
 import sys
-import time
 import uuid
 from pathlib import Path
 
