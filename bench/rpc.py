@@ -44,7 +44,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
-import os
 import signal
 import struct
 import subprocess

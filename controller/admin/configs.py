@@ -58,13 +58,15 @@ class UnreadableConfig(Exception):
 
 async def read_configs(store: Store, config_paths: list[str]) -> list[dict[str, str] | UnreadableConfig]:
     """The ``config`` map of each entity znode ({} when it does not exist), in one bulk read."""
+    from controller.admin.metadata import read_data
+
     out: list = []
-    for path, read in zip(config_paths, await get_many(store, config_paths)):
-        if read is None:
+    for path, data in zip(config_paths, await read_data(store, config_paths)):
+        if data is None:
             out.append({})
             continue
         try:
-            out.append(dict(models.EntityConfig.from_bytes(path, read[0]).config))
+            out.append(dict(models.EntityConfig.from_bytes(path, data).config))
         except ZnodeFormatError as e:
             out.append(UnreadableConfig(e))
     return out

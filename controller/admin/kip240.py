@@ -38,10 +38,11 @@ import weakref
 from controller import throttle_configs as tc
 from controller.admin.base import AdminContext, Api, ApiError
 from controller.admin.configs import UnreadableConfig, read_configs
+from controller.admin.metadata import parse_state, read_data
 from controller.payloads import decode_record
 from controller.zkread import get_many
 from protocol.errors import ErrorCode
-from znodes import models, paths
+from znodes import paths
 from znodes.errors import ZnodeFormatError
 
 LIST_REASSIGNMENTS = 10003
@@ -138,16 +139,11 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     if not live:
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "description": []}
     # Step 2: states, topic configs, broker configs - one bulk read each.
-    state_reads = await get_many(store, [paths.partition_state(t, p) for t, p, *_ in live])
+    state_reads = await read_data(store, [paths.partition_state(t, p) for t, p, *_ in live])
     leaders = []
-    for (topic, partition, *_), read in zip(live, state_reads):
-        leader = NO_LEADER
-        if read is not None:
-            try:
-                leader = models.PartitionState.from_bytes(paths.partition_state(topic, partition), read[0]).leader
-            except ZnodeFormatError:
-                pass
-        leaders.append(leader)
+    for data in state_reads:
+        state = parse_state(data)
+        leaders.append(NO_LEADER if state is None else state[0])
     topics = sorted({t for t, *_ in live})
     brokers = sorted({b for _, _, _, _, target in live for b in target} | {b for b in leaders if b >= 0})
     configs = await read_configs(
