@@ -20,7 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable
 
-from controller.zkread import get_or_none
+from controller.zkread import get_many, get_or_none
 from znodes import models, paths
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, Op, SetData, Store
 from znodes.batch import BatchedWriter, FlushError
@@ -89,8 +89,11 @@ async def config_ops(store: Store, kind: str, name: str | int, update: Callable[
     Raises ZnodeFormatError when the config znode exists but is not a config: it is never
     overwritten on a guess.
     """
+    return _ops(kind, name, await get_or_none(store, config_path(kind, name)), update)
+
+
+def _ops(kind: str, name: str | int, read, update) -> list[Op]:
     path = config_path(kind, name)
-    read = await get_or_none(store, path)
     current = dict(models.EntityConfig.from_bytes(path, read[0]).config) if read is not None else {}
     new = update(dict(current))
     if new == current:
@@ -98,6 +101,15 @@ async def config_ops(store: Store, kind: str, name: str | int, update: Callable[
     data = models.EntityConfig(version=1, config=new).to_bytes()
     op: Op = Create(path, data) if read is None else SetData(path, data, read[1].version)
     return [op, change_notification(f"{kind}/{name}")]
+
+
+async def configs_ops(store: Store, updates: list[tuple[tuple[str, str | int], Callable[[dict[str, str]], dict[str, str]]]]) -> list[Op]:
+    """:func:`config_ops` for many entities, their configs read concurrently."""
+    reads = await get_many(store, [config_path(kind, name) for (kind, name), _ in updates])
+    ops: list[Op] = []
+    for ((kind, name), update), read in zip(updates, reads):
+        ops += _ops(kind, name, read, update)
+    return ops
 
 
 def set_keys(values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:

@@ -68,6 +68,7 @@ from controller.admin.submit import (
     read_view,
     running_now,
     target_error,
+    update_both_listed,
     update_configs,
     update_listed,
 )
@@ -149,11 +150,20 @@ def throttle_plan(view: ClusterView, targets: dict[TopicPartition, tuple[int, ..
     followers: dict[str, set] = {}
     brokers: set[int] = set()
     for (topic, p), target in targets.items():
-        assignment = view.assignment((topic, p))
+        assignment = view.topics[topic][p]
         existing = original_replicas(assignment)  # a move in flight: its ORS still leads
-        copying = [b for b in (*target, *assignment.adding) if b not in existing]
-        leaders.setdefault(topic, set()).update((p, b) for b in existing)
-        followers.setdefault(topic, set()).update((p, b) for b in copying)
+        lead = leaders.get(topic)
+        if lead is None:
+            lead = leaders[topic] = set()
+            followers[topic] = set()
+        follow = followers[topic]
+        for b in existing:
+            lead.add((p, b))
+        for b in target:
+            if b not in existing:
+                follow.add((p, b))
+        for b in assignment.adding:
+            follow.add((p, b))
         brokers.update(assignment.replicas)
         brokers.update(target)
     return leaders, followers, brokers
@@ -169,7 +179,7 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
         return _reassign_response(order, {tp: (ErrorCode.INVALID_THROTTLE, message) for tp in order})
     throttled = throttle != UNTHROTTLED
     try:
-        view = await read_view(store, {tp[0] for tp in values})
+        view = await read_view(store, {tp[0] for tp in values}, active.state)
         targets: dict[TopicPartition, tuple[int, ...]] = {}
         for tp, replicas in values.items():
             problem = target_error(view, tp[0], tp[1], replicas)
@@ -196,8 +206,7 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                     topics = sorted(leaders)
                     wrote_throttles = True
                     if body["remove_throttle"]:
-                        await update_listed(store, active.epoch_zkversion, paths.THROTTLED_REPLICAS_REMOVAL, add=topics)
-                        await update_listed(store, active.epoch_zkversion, paths.THROTTLED_RATES_REMOVAL, add=brokers)
+                        await update_both_listed(store, active.epoch_zkversion, topics_add=topics, brokers_add=brokers)
                     await update_configs(
                         store, active.epoch_zkversion,
                         {("topics", t): tc.add_replicas(leaders[t], followers.get(t, ())) for t in topics},
@@ -208,8 +217,7 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                         {("brokers", b): tc.set_keys({tc.LEADER_RATE: rate, tc.FOLLOWER_RATE: rate}) for b in brokers},
                     )
                     if not body["remove_throttle"]:
-                        await update_listed(store, active.epoch_zkversion, paths.THROTTLED_REPLICAS_REMOVAL, drop=topics)
-                        await update_listed(store, active.epoch_zkversion, paths.THROTTLED_RATES_REMOVAL, drop=brokers)
+                        await update_both_listed(store, active.epoch_zkversion, topics_drop=topics, brokers_drop=brokers)
                 outcome = await add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0)
                 started = any(r[0] == ErrorCode.NONE for r in outcome.values())
                 results.update(outcome)

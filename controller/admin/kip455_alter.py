@@ -62,7 +62,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     cancels = [tp for tp, r in values.items() if r is None]
     if targets:
         try:
-            view = await read_view(store, {tp[0] for tp in targets})
+            view = await read_view(store, {tp[0] for tp in targets}, active.state)
             valid = {}
             for tp, replicas in targets.items():
                 problem = target_error(view, tp[0], tp[1], replicas)

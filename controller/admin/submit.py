@@ -12,12 +12,13 @@ created a moment ago.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from controller import throttle_configs as tc
 from controller.payloads import decode_requests, encode_requests
-from controller.state import Assignment, Request, TopicPartition
+from controller.state import Assignment, ClusterState, Request, TopicPartition
 from controller.throttles import listed_bytes, read_listed
 from controller.zkread import children_or_empty, get_or_none, read_topics
 from protocol.errors import ErrorCode
@@ -40,7 +41,13 @@ class ClusterView:
         return self.topics.get(tp[0], {}).get(tp[1])
 
 
-async def read_view(store: Store, topic_names: Iterable[str]) -> ClusterView:
+async def read_view(store: Store, topic_names: Iterable[str], state: ClusterState | None = None) -> ClusterView:
+    """Registered brokers and the named topics' assignments, as ZooKeeper has them now.
+
+    With the active controller's ``state``, a topic whose znode version is the one the state
+    holds is taken from memory (same version, same content) instead of being read and parsed
+    again: only a stat per topic goes to ZooKeeper.
+    """
     brokers = set()
     for name in await children_or_empty(store, paths.BROKER_IDS):
         try:
@@ -53,13 +60,27 @@ async def read_view(store: Store, topic_names: Iterable[str]) -> ClusterView:
             valid.append(paths.validate_topic_name(name))
         except (ValueError, TypeError):
             continue  # reported as unknown by the checks
+    topics: dict[str, dict[int, Assignment]] = {}
+    if state is not None and valid:
+        stats = await asyncio.gather(*(store.exists(paths.topic(n)) for n in valid))
+        stale = []
+        for name, stat in zip(valid, stats):
+            if stat is None:
+                continue
+            if state.topic_versions.get(name) == stat.version and name in state.topic_partitions:
+                topics[name] = {p: state.assignments[(name, p)] for p in state.topic_partitions[name]}
+            else:
+                stale.append(name)
+        valid = stale
     reads, _ = await read_topics(store, sorted(valid))
-    topics = {name: read[1] for name, read in reads.items() if read is not None}
+    topics.update({name: read[1] for name, read in reads.items() if read is not None})
     return ClusterView(frozenset(brokers), topics)
 
 
 def original_replicas(assignment: Assignment) -> tuple[int, ...]:
     """ORS: the replicas before any move in progress (the topic znode's RS minus AR)."""
+    if not assignment.adding:
+        return assignment.replicas
     return tuple(b for b in assignment.replicas if b not in assignment.adding)
 
 
@@ -78,10 +99,11 @@ def target_error(view: ClusterView, topic: str, partition: int, replicas) -> Res
         return problem
     if not replicas:
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "empty replica list"
-    if len(set(replicas)) != len(replicas):
+    distinct = set(replicas)
+    if len(distinct) != len(replicas):
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"duplicate broker in replicas {list(replicas)}"
-    unknown = sorted(b for b in set(replicas) if b not in view.brokers)
-    if unknown:
+    if not view.brokers.issuperset(distinct):
+        unknown = sorted(distinct - view.brokers)
         return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) {unknown} (not registered in /brokers/ids)"
     return None
 
@@ -119,12 +141,12 @@ def group_partitions(
 def by_topic(order: list[TopicPartition], results: dict[TopicPartition, Result]) -> list[tuple[str, list[tuple[int, Result]]]]:
     """Results grouped by topic, in request order (each partition once)."""
     out: dict[str, list[tuple[int, Result]]] = {}
-    seen: set[TopicPartition] = set()
-    for tp in order:
-        if tp in seen:
-            continue
-        seen.add(tp)
-        out.setdefault(tp[0], []).append((tp[1], results.get(tp, OK)))
+    get = results.get
+    for tp in dict.fromkeys(order):
+        parts = out.get(tp[0])
+        if parts is None:
+            parts = out[tp[0]] = []
+        parts.append((tp[1], get(tp, OK)))
     return list(out.items())
 
 
@@ -152,14 +174,22 @@ async def update_listed(store: Store, epoch_zkversion: int, path: str, add=(), d
     return await tc.write_with_retry(store, epoch_zkversion, lambda: listed_ops(store, path, add, drop, replace))
 
 
+async def update_both_listed(store: Store, epoch_zkversion: int, *, topics_add=(), brokers_add=(), topics_drop=(), brokers_drop=()) -> int:
+    """Both removal znodes in one fenced write."""
+
+    async def build() -> list[Op]:
+        return await listed_ops(store, paths.THROTTLED_REPLICAS_REMOVAL, topics_add, topics_drop) + await listed_ops(
+            store, paths.THROTTLED_RATES_REMOVAL, brokers_add, brokers_drop
+        )
+
+    return await tc.write_with_retry(store, epoch_zkversion, build)
+
+
 async def update_configs(store: Store, epoch_zkversion: int, updates: dict[tuple[str, str | int], object]) -> int:
     """Apply one update function per (kind, entity) config, all in one fenced write."""
 
     async def build() -> list[Op]:
-        ops: list[Op] = []
-        for (kind, name), update in sorted(updates.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))):
-            ops += await tc.config_ops(store, kind, name, update)
-        return ops
+        return await tc.configs_ops(store, sorted(updates.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))))
 
     return await tc.write_with_retry(store, epoch_zkversion, build)
 
@@ -184,10 +214,8 @@ async def add_entries(
     ``original_replicas`` and takes the new target (the engine runs it after the move in
     flight). Returns a result per partition.
     """
-    entries = [
-        Request(t, p, tuple(r), original_replicas(view.assignment((t, p))))
-        for (t, p), r in targets.items()
-    ]
+    topics = view.topics
+    entries = [Request(t, p, r, original_replicas(topics[t][p])) for (t, p), r in targets.items()]
     if not entries:
         return {}
     if create_only:
