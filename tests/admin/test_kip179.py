@@ -349,6 +349,9 @@ async def test_replicas_validation_and_kip_algorithm():
         # Naming partition 0 again replaces its pairs; partition 3 is added.
         await handle_replicas(ctx, 0, replicas_body({("t", 0): [5], ("t", 3): [4]}))
         assert config(h, paths.topic_config("t"))[LEADER_REPLICAS] == "0:5,3:4"
+        # An empty broker list unthrottles the partition.
+        assert codes(await handle_replicas(ctx, 0, replicas_body({("t", 0): []}))) == {("t", 0): 0}
+        assert config(h, paths.topic_config("t"))[FOLLOWER_REPLICAS] == "3:4"
         # Another topic with auto-removal replaces the listed set: t's throttles go.
         await handle_replicas(ctx, 0, replicas_body({("u", 1): [2]}))
         assert listed(h, paths.THROTTLED_REPLICAS_REMOVAL) == ["u"]
