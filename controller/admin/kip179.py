@@ -62,6 +62,7 @@ from controller.admin.submit import (
     Result,
     add_entries,
     by_topic,
+    check_configs,
     group_partitions,
     original_replicas,
     partition_error,
@@ -90,14 +91,18 @@ UNTHROTTLED = 2**63 - 1
 
 # ---- shared -----------------------------------------------------------------------------------
 
+# What can stop a request between its steps (the state it leaves is safe by construction).
+_WRITE_FAILURES = (ZkError, FlushError, ZnodeFormatError, tc.ThrottleValueError, RequestTooLargeError)
+
 
 def _failure(e: Exception) -> ApiError:
     """A store failure in the middle of a request, as the error the whole request gets."""
     cause = getattr(e, "cause", None)
     if isinstance(e, FencedError) or isinstance(e, SessionExpiredError) or isinstance(cause, SessionExpiredError):
         return NotController()
-    if isinstance(e, ZnodeFormatError):
-        return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot apply the request: {e}")
+    if isinstance(e, (ZnodeFormatError, tc.ThrottleValueError)):
+        # A config or removal znode already in ZooKeeper is malformed: never overwritten on a guess.
+        return ApiError(ErrorCode.INVALID_CONFIG, f"cannot apply the request: {e}")
     if isinstance(e, RequestTooLargeError):
         return ApiError(ErrorCode.INVALID_REQUEST, f"the request is too large for one ZooKeeper write: {e}")
     return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper write failed ({e}); some throttle configs may be set")
@@ -204,24 +209,22 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                 if throttled and moving:
                     leaders, followers, brokers = throttle_plan(view, moving)
                     topics = sorted(leaders)
+                    topic_updates = {("topics", t): tc.add_replicas(leaders[t], followers.get(t, ())) for t in topics}
+                    rate = str(throttle)
+                    rates = {tc.LEADER_RATE: rate, tc.FOLLOWER_RATE: rate}
+                    broker_updates = {("brokers", b): tc.set_keys(rates) for b in brokers}
+                    await check_configs(store, topic_updates | broker_updates)  # bad configs: nothing written
                     wrote_throttles = True
                     if body["remove_throttle"]:
                         await update_both_listed(store, active.epoch_zkversion, topics_add=topics, brokers_add=brokers)
-                    await update_configs(
-                        store, active.epoch_zkversion,
-                        {("topics", t): tc.add_replicas(leaders[t], followers.get(t, ())) for t in topics},
-                    )
-                    rate = str(throttle)
-                    await update_configs(
-                        store, active.epoch_zkversion,
-                        {("brokers", b): tc.set_keys({tc.LEADER_RATE: rate, tc.FOLLOWER_RATE: rate}) for b in brokers},
-                    )
+                    await update_configs(store, active.epoch_zkversion, topic_updates)
+                    await update_configs(store, active.epoch_zkversion, broker_updates)
                     if not body["remove_throttle"]:
                         await update_both_listed(store, active.epoch_zkversion, topics_drop=topics, brokers_drop=brokers)
                 outcome = await add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0)
                 started = any(r[0] == ErrorCode.NONE for r in outcome.values())
                 results.update(outcome)
-            except (ZkError, FlushError, ZnodeFormatError, RequestTooLargeError) as e:
+            except _WRITE_FAILURES as e:
                 raise _failure(e) from e
             finally:
                 if wrote_throttles and not started:
@@ -285,6 +288,7 @@ async def handle_rates(ctx: AdminContext, version: int, body: dict) -> dict:
     }
     async with throttles.lock(store):
         try:
+            await check_configs(store, configs)
             if body["remove_throttle"]:
                 before = (await throttles.read_listed(store, path)).members
                 await update_listed(store, epoch, path, add=rates)
@@ -294,7 +298,7 @@ async def handle_rates(ctx: AdminContext, version: int, body: dict) -> dict:
             else:
                 await update_configs(store, epoch, configs)
                 await update_listed(store, epoch, path, drop=rates)
-        except (ZkError, FlushError, ZnodeFormatError, RequestTooLargeError) as e:
+        except _WRITE_FAILURES as e:
             raise _failure(e) from e
     return _rates_response(order, results)
 
@@ -349,6 +353,7 @@ async def handle_replicas(ctx: AdminContext, version: int, body: dict) -> dict:
         configs[("topics", topic)] = tc.add_replicas(pairs, pairs, replace_partitions=set(parts))
     async with throttles.lock(store):
         try:
+            await check_configs(store, configs)
             if body["remove_throttle"]:
                 before = (await throttles.read_listed(store, path)).members
                 await update_listed(store, epoch, path, add=wanted)
@@ -358,7 +363,7 @@ async def handle_replicas(ctx: AdminContext, version: int, body: dict) -> dict:
             else:
                 await update_configs(store, epoch, configs)
                 await update_listed(store, epoch, path, drop=wanted)
-        except (ZkError, FlushError, ZnodeFormatError, RequestTooLargeError) as e:
+        except _WRITE_FAILURES as e:
             raise _failure(e) from e
     return _replicas_response(order, results)
 

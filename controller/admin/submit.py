@@ -185,6 +185,12 @@ async def update_both_listed(store: Store, epoch_zkversion: int, *, topics_add=(
     return await tc.write_with_retry(store, epoch_zkversion, build)
 
 
+async def check_configs(store: Store, updates: dict[tuple[str, str | int], object]) -> None:
+    """Raise (ZnodeFormatError, ThrottleValueError) before anything is written if an update
+    cannot apply to a config as it is now (a malformed config or throttle value)."""
+    await tc.configs_ops(store, sorted(updates.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))))
+
+
 async def update_configs(store: Store, epoch_zkversion: int, updates: dict[tuple[str, str | int], object]) -> int:
     """Apply one update function per (kind, entity) config, all in one fenced write."""
 

@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from controller.admin.base import AdminContext, NotController
+from controller.admin.base import AdminContext, ApiError, NotController
 from controller.admin.kip179 import UNTHROTTLED, handle_rates, handle_reassign, handle_replicas
 from controller.daemon import Role
 from controller.throttles import remove_idle_throttles, remove_throttles
@@ -364,5 +364,28 @@ async def test_replicas_validation_and_kip_algorithm():
         await h.run_until_quiet()
         assert throttle_configs(h) == {"topics/t": {LEADER_REPLICAS: "1:1", FOLLOWER_REPLICAS: "1:1"}}
         assert h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+    finally:
+        await h.close()
+
+
+async def test_a_malformed_config_fails_the_request_before_anything_is_written():
+    h = await cluster()
+    try:
+        ctx = context(h)
+        bad = {LEADER_REPLICAS: "0:1,oops", "retention.ms": "5"}
+        await h.admin.set(paths.topic_config("t"), json.dumps({"version": 1, "config": bad}).encode())
+        target = [b for b in range(1, 7) if b not in h.assignments[("t", 0)]]
+        for call in (
+            lambda: handle_reassign(ctx, 0, reassign_body({("t", 0): target}, throttle=1000)),
+            lambda: handle_replicas(ctx, 0, replicas_body({("t", 0): [1]})),
+        ):
+            with pytest.raises(ApiError) as caught:
+                await call()
+            assert caught.value.code == ErrorCode.INVALID_CONFIG and "oops" in caught.value.message
+            assert config(h, paths.topic_config("t")) == bad
+            assert h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+            assert h.server.exists(paths.THROTTLED_RATES_REMOVAL) is None
+            assert h.server.exists(paths.REASSIGN_PARTITIONS) is None
+            assert all(config(h, paths.broker_config(b)) == {} for b in range(1, 7))
     finally:
         await h.close()
