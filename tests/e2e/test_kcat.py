@@ -109,25 +109,43 @@ def test_kcat_lists_brokers_controllers_and_topics(cluster):
 
 
 def test_kafka_python_admin_client_from_the_standby(cluster):
+    """alter_partition_reassignments, list_partition_reassignments, cancel with None and
+    describe_configs, bootstrapping from the standby (the client finds the active one)."""
     from kafka import KafkaAdminClient, TopicPartition
     from kafka.admin import ConfigResource, ConfigResourceType
+    from kafka.errors import NoReassignmentInProgressError
 
     zk, listeners, active, standby = cluster
     assignment = json.loads(zk.get("/brokers/topics/orders")[0])["partitions"]
     current = assignment["0"]
     target = [b for b in (1, 2, 3) if b not in current][:1] + current[:1]
-    zk.create("/admin/reassign_partitions", json.dumps(
-        {"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": target}]}).encode())
-    _wait_for(lambda: zk.exists("/admin/reassignments/orders/0"), 30, "the move to start")
-
+    removing = [b for b in current if b not in target]
     host, port = listeners[standby]
     admin = KafkaAdminClient(bootstrap_servers=f"{host}:{port}", client_id="kafka-python-test", request_timeout_ms=20000)
     try:
+        # kafka-python sends Metadata (and DescribeConfigs of topics) to its "least loaded"
+        # node, any node of the answer, a simulated broker included. Simulated brokers answer
+        # Metadata from their UpdateMetadata cache, which names no controller, so the client
+        # is first connected to the two controller instances (it then prefers them); the
+        # controller it uses is still the one their Metadata names.
+        async def connect_controllers():
+            for cid in CONTROLLER_IDS:
+                await admin._manager.get_connection(cid)
+
+        admin._manager.run(connect_controllers)
+        tp0, tp1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
+        assert admin.alter_partition_reassignments({tp0: target}) == {tp0: None}
+        _wait_for(lambda: zk.exists("/admin/reassignments/orders/0"), 30, "the move to start")
         ongoing = admin.list_partition_reassignments()
-        removing = [b for b in current if b not in target]
-        assert ongoing == {TopicPartition("orders", 0): {
-            "replicas": target + removing, "adding_replicas": [target[0]], "removing_replicas": removing}}
-        assert admin.list_partition_reassignments([TopicPartition("orders", 1)]) == {}
+        assert ongoing == {tp0: {"replicas": target + removing, "adding_replicas": [target[0]],
+                                 "removing_replicas": removing}}
+        assert admin.list_partition_reassignments([tp1]) == {}
+        # None cancels (KIP-455); a partition that is not moving says so
+        answer = admin.alter_partition_reassignments({tp0: None, tp1: None})
+        assert answer[tp0] is None and answer[tp1] is NoReassignmentInProgressError
+        _wait_for(lambda: admin.list_partition_reassignments() == {}, 30, "the cancel to finish")
+        assert json.loads(zk.get("/brokers/topics/orders")[0])["partitions"]["0"] == current
+
         # kafka-python sends a BROKER resource to that node, so the controllers' own entities
         # are what it can describe here (a simulated broker does not serve DescribeConfigs).
         zk.create("/config/brokers/101", json.dumps(
