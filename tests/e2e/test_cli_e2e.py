@@ -109,6 +109,13 @@ def start_slow_move(cluster: LocalCluster, tmp_path: Path):
     return original, target, plan
 
 
+def test_the_new_broker_starts_empty(cluster):
+    """``reassignd sim --topic-brokers 1,2,3,4``: broker 5 is registered and hosts nothing."""
+    assert NEW_BROKER in cluster.brokers
+    assert not [tp for tp, rs in cluster.all_assignments().items() if NEW_BROKER in rs]
+    assert cluster.sim_status()["brokers"][str(NEW_BROKER)]["replicas"] == []
+
+
 # ---- bad input: a clear error, a distinct exit code, nothing changed --------------------------
 
 
