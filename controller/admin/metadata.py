@@ -149,6 +149,14 @@ async def read_data(store: Store, path_list: list[str]) -> list[bytes | None]:
     return [None if r is None else r[0] for r in await get_many(store, path_list)]
 
 
+async def close_reader(store: Store) -> None:
+    """Close the companion read session of ``store``, if one was opened (at session end)."""
+    bulk = _bulk.pop(store, None)
+    if bulk is not None and bulk.reader is not None:
+        reader, bulk.reader = bulk.reader, None
+        await reader.close()
+
+
 def parse_state(data: bytes | None) -> tuple[int, int, list[int]] | None:
     """(leader, leader_epoch, isr) of a partition state znode; None if absent or malformed.
     Plain JSON checks: this runs once per partition of the cluster."""
