@@ -8,7 +8,8 @@ which holds what it wrote to the topic znodes (ZooKeeper before memory), so no r
     yet are not in progress. Otherwise only the listed partitions; one that is not being
     reassigned, or does not exist, is simply absent (as in Kafka).
  2. Per partition: ``replicas`` = RS (target followed by the replicas being removed),
-    ``adding_replicas`` = AR, ``removing_replicas`` = RR, as the topic znode has them.
+    ``adding_replicas`` = AR, ``removing_replicas`` = RR, as the topic znode has them; a
+    move being cancelled (KIP-236) is a move back to ORS: RS = ORS + AR, removing AR.
  3. Grouped by topic, topics and partitions in order.
  4. The answer to ``topics`` null (what monitoring polls) is kept encoded until the state
     changes (``ClusterState.generation``): polling costs no rebuild while nothing moves.
@@ -44,6 +45,10 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
         a = assignments.get(tp)
         if a is not None and a.moving:
             replicas, adding, removing = a.replicas, a.adding, a.removing
+        elif getattr(move, "cancelling", False):
+            # A KIP-236 rollback is a move back to ORS (as Kafka's ZooKeeper controller lists a
+            # revert): the added replicas are the ones being removed.
+            replicas, adding, removing = move.rollback_replicas, (), move.adding
         else:
             replicas, adding, removing = move.replicas, move.adding, move.removing
         if current is None or current["name"] != tp[0]:

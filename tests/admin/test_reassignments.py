@@ -163,3 +163,21 @@ async def test_list_is_answered_while_requests_pipeline(zk_hosts):
         finally:
             await wire.close()
         await asyncio.sleep(0)
+
+
+def test_ongoing_view_of_the_state_pending_running_and_cancelling():
+    from controller.admin.kip455_list import ongoing
+    from controller.state import Assignment, ClusterState
+    from controller.task import Move, Phase
+
+    state = ClusterState(controller_id=1, epoch=1)
+    state.assignments[("t", 0)] = Assignment((4, 5, 1, 2), adding=(4, 5), removing=(1, 2))
+    state.tasks[("t", 0)] = Move(("t", 0), (4, 5), Phase.REPLICATING, original=(1, 2))
+    state.assignments[("t", 1)] = Assignment((1, 2))  # its rollback already rewrote the znode
+    state.tasks[("t", 1)] = Move(("t", 1), (3, 4), Phase.CANCELLING, original=(1, 2))
+    state.assignments[("t", 2)] = Assignment((1, 2))
+    state.tasks[("t", 2)] = Move(("t", 2), (2, 3))  # pending: not in progress yet
+    view = {p["partition_index"]: (p["replicas"], p["adding_replicas"], p["removing_replicas"])
+            for t in ongoing(state, None) for p in t["partitions"]}
+    assert view == {0: ([4, 5, 1, 2], [4, 5], [1, 2]), 1: ([1, 2, 3, 4], [], [3, 4])}
+    assert ongoing(state, [("t", 2), ("u", 0)]) == []
