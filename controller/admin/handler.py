@@ -7,7 +7,8 @@ For one decoded request:
 
  1. ApiVersions (18) is answered here, from the table: every API it serves, each with its
     version range intersected with what the codec supports (``protocol.supported_apis()``),
-    plus ApiVersions itself.
+    plus ApiVersions itself (INVALID_REQUEST, with the list, for a v3+ client software name
+    or version Kafka would refuse, KIP-511).
  2. An API key the table lacks, or a version outside the API's range: None, and the listener
     closes the connection (what a Kafka broker does).
  3. A controller-only API on a standby: the API's error response with NOT_CONTROLLER, without
@@ -21,6 +22,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 
 import protocol
 from controller.admin.base import AdminContext, Api, ApiError
@@ -49,6 +51,18 @@ def served_versions(table: dict[int, Api]) -> list[dict]:
     return out
 
 
+# KIP-511: ApiVersions v3+ names the client software; Kafka refuses names outside this form.
+_SOFTWARE = re.compile(r"[a-zA-Z0-9](?:[a-zA-Z0-9\-.]*[a-zA-Z0-9])?")
+
+
+def _software_error(version: int, body: dict) -> ErrorCode:
+    if version >= 3:
+        for field in ("client_software_name", "client_software_version"):
+            if not _SOFTWARE.fullmatch(body.get(field) or ""):
+                return ErrorCode.INVALID_REQUEST
+    return ErrorCode.NONE
+
+
 class AdminHandler:
     def __init__(self, ctx: AdminContext, table: dict[int, Api] | None = None):
         self.ctx = ctx
@@ -68,7 +82,8 @@ class AdminHandler:
         if not self.serves(key, version):
             return None
         if key == API_VERSIONS:
-            return {"error_code": 0, "api_keys": self.api_versions(), "throttle_time_ms": 0}
+            return {"error_code": int(_software_error(version, body)), "api_keys": self.api_versions(),
+                    "throttle_time_ms": 0}
         api = self.table[key]
         try:
             if api.controller_only:

@@ -181,3 +181,26 @@ def test_listener_limits_come_from_the_config():
         config_from_dict({"listener_max_connections": 0})
     with pytest.raises(ConfigError, match="listener_idle_timeout_s must be a number"):
         config_from_dict({"listener_idle_timeout_s": "10"})
+
+
+async def test_api_versions_v3_checks_the_client_software_name():
+    listener = await _listener()
+    try:
+        wire = await Wire.open(("127.0.0.1", listener.port))
+        good = await wire.call(18, 3, {"client_software_name": "kafka-python", "client_software_version": "3.0.12"})
+        bad = await wire.call(18, 3, {"client_software_name": "bad name!", "client_software_version": "1"})
+        assert good["error_code"] == 0 and bad["error_code"] == 42 and bad["api_keys"] == good["api_keys"]
+        await wire.close()
+    finally:
+        await listener.close()
+
+
+def test_pre_encoded_bodies_are_framed_like_encoded_ones():
+    from controller.listener import frame_encoded
+
+    for key, version, body in [
+        (3, 1, {"brokers": [], "controller_id": 7, "topics": []}),  # response header v0
+        (46, 0, {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "topics": []}),  # v1
+    ]:
+        encoded = protocol.encode_body(key, version, "response", body)
+        assert frame_encoded(key, version, 99, encoded) == protocol.encode_response(key, version, 99, body)
