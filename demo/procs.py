@@ -129,7 +129,8 @@ class Children:
         except BaseException:
             _stop_group(proc, STOP_GRACE_S)
             raise
-        child.log_path.write_text(f"$ {' '.join(argv)}\n{out}{err}")
+        with open(child.log_path, "a") as log:  # one log per command name, every run appended
+            log.write(f"$ {' '.join(argv)}\n{out}{err}(exit {proc.returncode})\n")
         return subprocess.CompletedProcess(argv, proc.returncode, out, err)
 
     def kill(self, name: str) -> None:

@@ -111,18 +111,19 @@ class Demo:
 
     # ---- running the tools ------------------------------------------------------------------
 
-    def run_tool(self, shown: list[str], argv: list[str], timeout: float = CLI_TIMEOUT_S,
-                 ok_codes=(0,)) -> subprocess.CompletedProcess:
-        """Run one command the way an operator would, show it, and fail the demo on a bad exit."""
+    def run_tool(self, name: str, shown: list[str], argv: list[str],
+                 timeout: float = CLI_TIMEOUT_S) -> subprocess.CompletedProcess:
+        """Run one command the way an operator would (logged to logs/NAME.log), show it, and
+        fail the demo on a non-zero exit."""
         self.console.command(shown)
-        proc = self.cluster.kids.run(shown[0], argv, timeout=timeout, cwd=self.workdir)
-        if proc.returncode not in ok_codes:
+        proc = self.cluster.kids.run(name, argv, timeout=timeout, cwd=self.workdir)
+        if proc.returncode != 0:
             raise DemoError(f"{shown[0]} exited {proc.returncode}:\n{proc.stderr.strip() or proc.stdout.strip()}")
         return proc
 
-    def kafka_reassign(self, *args: str, ok_codes=(0,)) -> subprocess.CompletedProcess:
+    def kafka_reassign(self, *args: str) -> subprocess.CompletedProcess:
         shown = ["kafka-reassign", "--bootstrap-server", self.cluster.bootstrap, *args]
-        return self.run_tool(shown, [sys.executable, "-m", "client.cli", *shown[1:]], ok_codes=ok_codes)
+        return self.run_tool("kafka-reassign", shown, [sys.executable, "-m", "client.cli", *shown[1:]])
 
     def show(self, text: str, keep=lambda line: True, limit: int = 8) -> None:
         lines = [line for line in text.splitlines() if line.strip() and keep(line)]
@@ -136,12 +137,12 @@ class Demo:
     def plan(self) -> dict[tuple[str, int], list[int]]:
         c = self.console
         c.section("Plan a rebalance onto the new brokers (KIP-6, on Spark)")
-        self.run_tool(["reassignd", "snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"],
+        self.run_tool("snapshot", ["reassignd", "snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"],
                       reassignd("snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"),
                       timeout=SNAPSHOT_TIMEOUT_S)
         args = ["--snapshot", "cluster.json", "--rebalance", "--out", "plan.json", "--report", "report.json",
                 "--throttle", str(THROTTLE)]
-        self.run_tool(["python", "-m", "spark_jobs.plan", *args],
+        self.run_tool("plan", ["python", "-m", "spark_jobs.plan", *args],
                       [sys.executable, "-m", "spark_jobs.plan", *args], timeout=PLAN_TIMEOUT_S)
         report = json.loads((self.workdir / "report.json").read_text())
         plan = json.loads((self.workdir / "plan.json").read_text())
@@ -152,6 +153,9 @@ class Demo:
         c.say(f"  {report['moves']} replica moves (the lower bound is {report['lower_bound']}), "
               f"{onto_new} of them onto brokers {','.join(map(str, NEW_BROKERS))}; "
               f"{len(moved)} partitions move, {len(targets) - len(moved)} only change their preferred leader")
+        if report.get("bytes_to_move") is not None and report.get("estimated_seconds") is not None:
+            c.say(f"  {_mib(report['bytes_to_move'])} to copy: about {report['estimated_seconds']:.0f}s at "
+                  f"{THROTTLE // 1024 // 1024} MiB/s (lower bound {report['lower_bound_seconds']:.0f}s)")
         after = _counts(current | targets)
         c.say("  replicas per broker: " + ", ".join(
             f"{b}: {_counts(current).get(b, 0)}->{after.get(b, 0)}" for b in sorted(after)))
