@@ -208,11 +208,11 @@ class AdminListener:
             log.exception("closing admin connection from %s after an unexpected error", peer)
         finally:
             reading.cancel()
-            while not queue.empty():
+            await asyncio.gather(reading, return_exceptions=True)  # queues nothing more
+            while not queue.empty():  # requests read but not answered: dropped with the connection
                 item = queue.get_nowait()
                 if isinstance(item, asyncio.Task):
                     item.cancel()
-            await asyncio.gather(reading, return_exceptions=True)
             self._writers.discard(writer)
             self._tasks.discard(task)
             writer.close()
