@@ -53,7 +53,7 @@ Usage::
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controller.events import Event, RequestsRead, Resume
 from controller.state import Assignment, Broker, ClusterState, LeaderIsr, TopicPartition
@@ -95,9 +95,10 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     """Step 1.
 
     Cheap by design, so a failover resumes in about a second however many moves run: a record
-    of a partition whose topic znode shows it moving with replicas being added is listed but not
-    read (the topic znode's RS, AR and RR say the same TRS and ORS; a rollback's topic znode adds
-    nothing, so the records of cancels are always read), and partition states are not read here unless
+    of a partition whose topic znode shows it moving with replicas being added, and whose
+    request entry carries ``original_replicas``, is listed but not read (the topic znode's RS,
+    AR and RR say the same TRS and ORS, the entry the order of ORS; a rollback's topic znode
+    adds nothing, so the records of cancels are always read), and partition states are not read here unless
     ``states``: the resumed moves ask for them (``Step.reads``) and carry on as they arrive.
     """
     log: list[str] = []
@@ -111,11 +112,18 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
         await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
     requests = await read_requests(store)
     moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
-    records, record_counts, cancelling, more = await read_records(store, skip=[tp for tp, a in moving.items() if a.adding])
+    # The topic znode gives ORS as a set only; its order comes from the request entry, else
+    # the record must be read.
+    ordered = {r.tp: r.original_replicas for r in requests.requests or () if r.original_replicas is not None}
+    skip = [
+        tp for tp, a in moving.items()
+        if a.adding and tp in ordered and sorted(ordered[tp]) == sorted(_split(a)[1])
+    ]
+    records, record_counts, cancelling, more = await read_records(store, skip=skip)
     log += more
     for tp, record in records.items():
-        if record is ...:  # listed, not read: TRS and ORS from the topic znode
-            records[tp] = _split(moving[tp])
+        if record is ...:  # listed, not read: TRS from the topic znode, ORS in the entry's order
+            records[tp] = (_split(moving[tp])[0], tuple(ordered[tp]))
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
     return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling)
@@ -186,7 +194,9 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                     f"{tp[0]}-{tp[1]}: record says target {list(target)}, topic znode {list(znode_target)}; "
                     "following the record"
                 )
-            move = Move.resumed(tp, target, znode_original, Phase.REPLICATING)
+            # The topic znode says which brokers ORS holds; the record, in which order.
+            same = sorted(znode_original) == sorted(original)
+            move = Move.resumed(tp, target, original if same else znode_original, Phase.REPLICATING)
         elif assignment.replicas == target:
             move = Move.resumed(tp, target, original, Phase.STOPPING)
         else:
@@ -199,6 +209,16 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
             state.tasks[tp] = Move.resumed(tp, target, original, Phase.REPLICATING)
             create_records.add(tp)
             log.append(f"{tp[0]}-{tp[1]}: adopting the move its topic znode shows (no record)")
+
+    # A topic znode's RS (TRS then ORS - TRS) loses the order of ORS, which a rollback must
+    # restore (the preferred leader is the first replica): take it from the request entry's
+    # original_replicas when they name the same brokers.
+    entries = {r.tp: r for r in snapshot.requests.requests or ()}
+    for tp, move in list(state.tasks.items()):
+        entry = entries.get(tp)
+        if entry is not None and entry.original_replicas is not None and move.original != entry.original_replicas:
+            if sorted(entry.original_replicas) == sorted(move.original):
+                state.tasks[tp] = replace(move, original=tuple(entry.original_replicas))
 
     for tp in state.tasks:
         read = snapshot.states.get(tp)

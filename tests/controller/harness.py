@@ -294,7 +294,8 @@ class Harness:
                     f"invariant 4: rollback of {topic}-{partition} removed {broker_id} with state {state}, ORS {original}"
                 )
             return
-        target = self.requested.get((topic, partition))
+        # The move's own target: its KIP-240 record while it runs (a later target may be queued).
+        target = record["replicas"] if record is not None else self.requested.get((topic, partition))
         if target is None or not set(target) <= set(state["isr"]):
             self.violations.append(
                 f"invariant 4: replica {topic}-{partition} on {broker_id} removed with ISR {state['isr']}, target {target}"
@@ -318,7 +319,7 @@ class Harness:
             znode = self.json(paths.topic(spec.name))
             assert not znode.get("adding_replicas") and not znode.get("removing_replicas"), znode
         now = self.current()
-        for tp, replicas in (expected or self.requested).items():
+        for tp, replicas in (self.requested if expected is None else expected).items():
             assert now[tp] == list(replicas), (tp, now[tp], replicas)
         for tp, replicas in now.items():
             state = self.json(paths.partition_state(*tp))
