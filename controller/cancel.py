@@ -25,12 +25,14 @@ TRS target replicas, AR = TRS - ORS the replicas the move added):
     online, rolling back would take the partition offline: skipped with
     ELIGIBLE_LEADERS_NOT_AVAILABLE and reported (if every replica is offline the partition is
     offline anyway and the rollback goes ahead, as the KIP says).
- 4. Record the cancel durably, before acting, in the same fenced flush as everything below:
-    the KIP-240 record ``/admin/reassignments/T/P`` gets ``"cancelling": true``
-    (controller.payloads: only the controller writes records, and a record lives exactly as
-    long as its move), and the topic znode becomes the rollback: RS = ORS followed by AR,
-    adding none, removing AR (KIP-236 steps 1 and 5 in Kafka 2.4's format). Failover
-    (controller.recovery) recognises either and resumes the move as CANCELLING.
+ 4. Record the cancel durably, in the same fenced flush as steps 5-6 and before the brokers
+    hear of it: the topic znode becomes the rollback - RS = ORS followed by AR, adding none,
+    removing AR (KIP-236 steps 1 and 5 in Kafka 2.4's format) - and then the KIP-240 record
+    ``/admin/reassignments/T/P`` gets ``"cancelling": true`` (controller.payloads: only the
+    controller writes records, and a record lives exactly as long as its move). Failover
+    (controller.recovery) recognises either and resumes the move as CANCELLING; a flush cut
+    before the topic write leaves the move running, as if the cancel had not come (it was not
+    acknowledged, and the cancel znode is still there).
  5. Leader and ISR (steps 2-3): keep the leader if it is an original replica, alive and in
     sync, else elect the first live original replica in the ISR; shrink the ISR to ORS; write
     the state znode with leader epoch + 1, conditional on its zkVersion. LeaderAndIsr with
@@ -54,9 +56,9 @@ sync (the unit tests walk exactly this):
 
     step                                     RS            AR     RR     ISR           leader
     0 replicating (engine step 4)            4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4       1
-    4 record marked cancelling; topic znode  1,2,3,4,5,6   -      4,5,6  1,2,3,4       1
-      = rollback
-    5 ISR shrunk to ORS, epoch+1;            1,2,3,4,5,6   -      4,5,6  1,2,3         1
+    5 ISR shrunk to ORS, epoch+1             4,5,6,1,2,3   4,5,6  1,2,3  1,2,3         1
+    4 topic znode = rollback, then record    1,2,3,4,5,6   -      4,5,6  1,2,3         1
+      marked cancelling (one flush with 5);
       LeaderAndIsr RS=ORS to 1,2,3
     6 StopReplica(delete) to 4,5,6           (same flush as 4-5)
     7 final multi: RS=ORS, record deleted,   1,2,3         -      -      1,2,3         1
@@ -182,7 +184,9 @@ class CancelSteps:
         self.log.append(
             f"cancelling reassignment of {_name(tp)} to {list(move.target)}: rolling back to {list(move.original)}"
         )
-        self.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=True)))
+        # After the topic znode's rollback in the flush (``late``): a flag never lands for a
+        # rollback that did not, so a flagged record always means a move being rolled back.
+        self.late.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=True)))
         self.set_assignment(tp, rollback_assignment(move))
         self.roll_back(move, state, first=True)
 

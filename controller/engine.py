@@ -448,7 +448,7 @@ class _Step(CancelSteps, QueueSteps):
             tp = move.tp
             if tp in event.create_records:
                 self.create_record(tp, move.target, move.original)
-            elif tp in event.rewrite_records:
+            elif tp in event.rewrite_records or tp in event.flag_records:
                 self.early.append(
                     SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=move.cancelling))
                 )

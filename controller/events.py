@@ -67,6 +67,8 @@ class Resume:
     create_records: frozenset[TopicPartition] = field(default_factory=frozenset)
     stale_records: frozenset[TopicPartition] = field(default_factory=frozenset)
     rewrite_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    # Rollbacks (KIP-236) whose topic znode landed but whose record's "cancelling" flag did not.
+    flag_records: frozenset[TopicPartition] = field(default_factory=frozenset)
 
 
 @dataclass(frozen=True, slots=True)

@@ -162,6 +162,7 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
     create_records: set[TopicPartition] = set()
     rewrite_records: set[TopicPartition] = set()
     stale_records: set[TopicPartition] = set()
+    flag_records: set[TopicPartition] = set()
 
     for tp, record in sorted(snapshot.records.items()):
         assignment = state.assignments.get(tp)
@@ -186,6 +187,8 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                 state.tasks[tp] = Move.resumed(tp, target, original, Phase.STOPPING)
             else:
                 state.tasks[tp] = Move.resumed(tp, target, original, Phase.CANCELLING)
+                if tp not in snapshot.cancelling:
+                    flag_records.add(tp)  # the flush stopped between the topic znode and the flag
             continue
         if assignment.moving:
             znode_target, znode_original = _split(assignment)
@@ -227,7 +230,7 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
 
     events: list[Event] = [
         snapshot.requests,
-        Resume(frozenset(create_records), frozenset(stale_records), frozenset(rewrite_records)),
+        Resume(frozenset(create_records), frozenset(stale_records), frozenset(rewrite_records), frozenset(flag_records)),
     ]
     return Recovered(state, events, log)
 

@@ -204,7 +204,7 @@ class ClusterState:
     record_counts: dict[str, int] = field(default_factory=dict)
     # Bumped by every apply(): readers that memoise answers derived from this state (the
     # admin API's ListPartitionReassignments) tell a changed state apart in O(1).
-    generation: int = 0
+    generation: int = field(default=0, compare=False)  # bookkeeping, not content
     # Cancels and queued batches that arrived while a resumed move's partition state was
     # still being read (just after failover): taken once every such state is in.
     deferred: tuple = ()

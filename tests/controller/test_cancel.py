@@ -45,7 +45,7 @@ def test_worked_state_table_cancel_during_replicating():
     step, results = cancel(s, (TP,))
     assert results == {TP: (CANCELLED, None)}
     assert row(s) == ((1, 2, 3, 4, 5, 6), (), (4, 5, 6), (1, 2, 3), 1, Phase.CANCELLING)
-    record, st, topic = step.writes
+    st, topic, record = step.writes  # state, then topic, then the flag: see controller.cancel
     assert record == SetData("/admin/reassignments/t/0", record.data)
     assert loads(record.data) == {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3], "cancelling": True}
     assert st.path == "/brokers/topics/t/partitions/0/state" and st.version == 1
@@ -158,10 +158,11 @@ def test_a_shrink_rolls_back_in_one_step():
     step, results = cancel(s, (TP,))
     assert results[TP] == (CANCELLED, None) and step.cancelled == [TP]
     paths_written = [type(w).__name__ + " " + w.path for w in step.writes]
-    # the cancel mark precedes the topic write, which precedes the record delete: any prefix
-    # is recoverable (see test_cancel_failover)
-    assert paths_written.index("SetData /admin/reassignments/t/0") < paths_written.index("SetData /brokers/topics/t")
-    assert paths_written.index("SetData /brokers/topics/t") < paths_written.index("Delete /admin/reassignments/t/0")
+    # topic (plain ORS), then the cancel flag, then the entry's drop and the record's delete:
+    # any prefix is recoverable (see the failover test below)
+    assert paths_written.index("SetData /brokers/topics/t") < paths_written.index("SetData /admin/reassignments/t/0")
+    assert paths_written.index("SetData /admin/reassignments/t/0") < paths_written.index("Delete /admin/reassign_partitions")
+    assert paths_written.index("Delete /admin/reassign_partitions") < paths_written.index("Delete /admin/reassignments/t/0")
 
 
 def test_transition_map_allows_cancel_only_from_replicating():
