@@ -39,17 +39,22 @@ TRS target replicas, AR = TRS - ORS the replicas the move added):
     RS = ORS to the live original replicas.
  6. StopReplica(delete) to the live added replicas (steps 3-4). -> CANCELLING
  7. Once the StopReplica requests were sent (or at once if there were none), one fenced flush
-    (steps 5-6): RS = ORS with nothing adding or removing, then the entry dropped from
-    ``/admin/reassign_partitions`` (the znode deleted when it empties) and the record deleted,
-    in that order and in one multi (a record gone before its entry would leave an entry that
-    looks like a new request);
-    UpdateMetadata to every live broker (step 7). -> CANCELLED. ``Step.cancelled`` names the
+    (KIP-236 steps 5-6): RS = ORS with nothing adding or removing; then, in one multi, the
+    entry dropped from ``/admin/reassign_partitions`` (the znode deleted when it empties) and
+    the record deleted (a record gone before its entry would leave an entry that looks like a
+    new request). UpdateMetadata to every live broker (KIP-236 step 7). -> CANCELLED. ``Step.cancelled`` names the
     partition so the shell removes its throttles; a queued target waiting behind the cancel
     (controller.queue) becomes a new pending move from ORS.
 
 The znode door deletes ``/admin/cancel_reassignment_in_progress`` in the flush that records the
-cancellations (after ``/admin/reassign_partitions``), so a crash before that flush leaves the
-znode for the next controller, and a skip is logged per partition.
+cancellations (after ``/admin/reassign_partitions``): "done" is when every cancellation is
+recorded - from then on any controller finishes the rollbacks - so a reassignment submitted
+after that is not cancelled by a znode left behind, and a crash before it leaves the znode for
+the next controller. Skips are logged per partition.
+
+Just after a failover the resumed moves' partition states are still being read; a cancel (any
+door) or a queued batch arriving then waits in the engine (``ClusterState.deferred``) until
+they are in, because steps 3 and 5 need them.
 
 Worked state table, cancel of ORS (1,2,3) -> TRS (4,5,6) during REPLICATING, leader 1, AR 4 in
 sync (the unit tests walk exactly this):
@@ -60,7 +65,7 @@ sync (the unit tests walk exactly this):
     4 topic znode = rollback, then record    1,2,3,4,5,6   -      4,5,6  1,2,3         1
       marked cancelling (one flush with 5);
       LeaderAndIsr RS=ORS to 1,2,3
-    6 StopReplica(delete) to 4,5,6           (same flush as 4-5)
+    6 StopReplica(delete) to 4,5,6           (sent once that flush landed)
     7 final multi: RS=ORS, record deleted,   1,2,3         -      -      1,2,3         1
       entry dropped; UpdateMetadata
 
