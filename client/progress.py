@@ -265,12 +265,16 @@ def render_table(report: ProgressReport) -> str:
     widths = [max(len(row[i]) for row in lines) for i in range(len(header))]
     out = ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in lines]
     done = sum(1 for p in report.partitions if p.done)
-    rate = "unknown" if report.overall_rate is None else f"{human_bytes(report.overall_rate)}/s"
     out.append("")
-    out.append(
-        f"Overall: {done}/{len(report.partitions)} partitions done, "
-        f"{human_bytes(report.total_remaining)} remaining at {rate}, ETA {human_eta(report.overall_eta_s)}"
-    )
+    if report.total_remaining == 0:
+        # Nothing left to copy: a rate would be meaningless (and is usually unknown by then).
+        out.append(f"Overall: {done}/{len(report.partitions)} partitions done, nothing left to copy")
+    else:
+        rate = "unknown" if report.overall_rate is None else f"{human_bytes(report.overall_rate)}/s"
+        out.append(
+            f"Overall: {done}/{len(report.partitions)} partitions done, "
+            f"{human_bytes(report.total_remaining)} remaining at {rate}, ETA {human_eta(report.overall_eta_s)}"
+        )
     return "\n".join(out)
 
 

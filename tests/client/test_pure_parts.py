@@ -155,6 +155,7 @@ def test_progress_done_needs_the_assignment_too():
     assert report.done and report.overall_eta_s == 0.0
     moving = progress.compute({("t", 0): [1, 3]}, _sample(0.0, 1000, 0))
     assert not moving.done  # in sync, but broker 2 is still assigned
+    assert progress.render_table(report).splitlines()[-1] == "Overall: 1/1 partitions done, nothing left to copy"
 
 
 def test_progress_statuses_for_what_the_cluster_lacks():
