@@ -1,7 +1,8 @@
 """The KIP private APIs (keys 10000-10005): v0 bytes exactly as the KIP schemas lay them out.
 
 Each expected encoding is written out from the KIP text's schema with struct.pack, field by
-field, independently of the spec files; v1 must carry the same fields, flexibly.
+field, independently of the spec files; v1 must carry the same fields, flexibly, plus the
+tagged fields noted (DescribeReassignmentsResponse's Topic and PartitionId).
 """
 
 import struct
@@ -117,11 +118,22 @@ CASES = {
 }
 
 
+# A decoded body holds every field of the spec: DescribeReassignmentsResponse's v1 tags
+# (Topic, PartitionId) come back at their defaults when a version lacks them or they were not sent.
+DESCRIPTION_TAG_DEFAULTS = {"topic": "", "partition_id": -1}
+
+
+def decoded_form(key, kind, body):
+    if (key, kind) != (10004, "response"):
+        return body
+    return {**body, "description": [{**DESCRIPTION_TAG_DEFAULTS, **d} for d in body["description"]]}
+
+
 @pytest.mark.parametrize("key,kind", sorted(CASES))
 def test_v0_is_the_kip_schema(key, kind):
     body, expected = CASES[(key, kind)]
     assert protocol.encode_body(key, 0, kind, body) == expected
-    assert protocol.decode_body(key, 0, kind, expected) == body
+    assert protocol.decode_body(key, 0, kind, expected) == decoded_form(key, kind, body)
 
 
 @pytest.mark.parametrize("key,kind", sorted(CASES))
@@ -133,11 +145,11 @@ def test_v1_is_the_same_fields_flexible(key, kind):
 
     def fields(st, version):
         return [(f.key, f.type, version in f.nullable, fields(f.struct, version) if f.struct else None)
-                for f in st.fields if version in f.versions]
+                for f in st.fields if version in f.versions and version not in f.tagged]
 
     assert fields(spec.struct, 0) == fields(spec.struct, 1)
     v1 = protocol.encode_body(key, 1, kind, body)
-    assert protocol.decode_body(key, 1, kind, v1) == body
+    assert protocol.decode_body(key, 1, kind, v1) == decoded_form(key, kind, body)
     assert v1 != protocol.encode_body(key, 0, kind, body)
 
 
@@ -156,3 +168,36 @@ def test_frames_of_the_private_apis():
     assert body == CASES[(10000, "request")][0]
     reply = protocol.encode_response(10005, 1, 99, CASES[(10005, "response")][0])
     assert protocol.decode_response(10005, 1, reply) == ({"correlation_id": 99}, CASES[(10005, "response")][0])
+
+
+def uvarint(v):
+    out = b""
+    while v >= 0x80:
+        out += bytes([(v & 0x7F) | 0x80])
+        v >>= 7
+    return out + bytes([v])
+
+
+def test_describe_response_v1_tags_name_the_partition():
+    """Moves started together share a reassignment id, so v1 descriptions carry their topic
+    (tag 0) and partition (tag 1); v0 drops them and keeps the KIP's bytes."""
+    plain = {"reassignment_id": 77, "start_time": 5, "leader_id": 1, "leader_throttle": 2**63 - 1, "new_assigned": []}
+    body = {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "description": [
+        {**plain, "topic": "t", "partition_id": 0},  # partition 0 is sent too: the default is -1
+        {**plain, "topic": "t", "partition_id": 7},
+        plain,  # no tags: decoded at their defaults
+    ]}
+    one = i64(77) + i64(5) + i32(1) + i64(2**63 - 1) + uvarint(1)  # new_assigned: empty compact array
+    tags = [
+        uvarint(2) + uvarint(0) + uvarint(2) + uvarint(2) + b"t" + uvarint(1) + uvarint(4) + i32(0),
+        uvarint(2) + uvarint(0) + uvarint(2) + uvarint(2) + b"t" + uvarint(1) + uvarint(4) + i32(7),
+        uvarint(0),
+    ]
+    expected = i32(0) + i16(0) + uvarint(0) + uvarint(4) + b"".join(one + t for t in tags) + uvarint(0)
+    v1 = protocol.encode_body(10004, 1, "response", body)
+    assert v1 == expected
+    assert protocol.decode_body(10004, 1, "response", v1) == decoded_form(10004, "response", body)
+    v0 = protocol.encode_body(10004, 0, "response", body)
+    assert v0 == i32(0) + i16(0) + s(None) + arr([0, 1, 2], lambda _: i64(77) + i64(5) + i32(1) + i64(2**63 - 1) + i32(0))
+    assert [(d["topic"], d["partition_id"]) for d in protocol.decode_body(10004, 0, "response", v0)["description"]] == [
+        ("", -1)] * 3
