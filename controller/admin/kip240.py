@@ -29,6 +29,11 @@ DescribeReassignments, step by step (the KIP's "Proposed Changes"):
     ``follower.replication.throttled.replicas`` covers (P, broker). Otherwise, or when no rate
     is set, Long.MAX_VALUE ("not throttled", as the KIP says). A broker without its own rate
     takes the default entity's (Kafka's dynamic default).
+ 4. Answer in request order, each description carrying its topic and partition (v1's tagged
+    ``topic`` and ``partition_id``; the codec leaves them out of v0). Moves started in one step
+    are created by one multi-op, one zxid, so they share a ``reassignment_id``: the id alone
+    does not say which partition a description is for. Each partition asked about is
+    described on its own, whichever ids it shares.
 """
 
 from __future__ import annotations
@@ -115,8 +120,8 @@ def _valid(topic, partition) -> bool:
 async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     store = active.store
-    # Descriptions come in request order: records started by one multi-op share a czxid, so
-    # the order is what tells them apart (the response names no partition).
+    # Request order, duplicates once: a v0 client (no tags) tells descriptions that share a
+    # czxid apart by the order of the entries it asked about.
     asked: list[tuple[str, int, int]] = []
     seen: set[tuple[str, int, int]] = set()
     for entry in body.get("topic_reassignment") or []:
@@ -166,6 +171,8 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
             leader_throttle = _rate(broker_configs.get(leader, {}).get(tc.LEADER_RATE))
         descriptions.append({
             "reassignment_id": rid,
+            "topic": topic,
+            "partition_id": partition,
             "start_time": ctime,
             "leader_id": leader,
             "leader_throttle": leader_throttle,
