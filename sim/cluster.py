@@ -4,7 +4,10 @@ Each broker has its own ZooKeeper session (its ephemeral ``/brokers/ids/N`` live
 with it), its own TCP listener (unless ``serve=False``) and a :class:`sim.core.BrokerCore`.
 All brokers share one :class:`sim.replica.ReplicationModel` and one view of the throttle
 configs, kept current by a :class:`sim.configwatch.ConfigWatcher` on the cluster's own
-session.
+session. On that session too a :class:`sim.clusterwatch.ClusterWatcher` keeps the brokers'
+shared :class:`sim.clusterview.ClusterView` (active controller, controller instances'
+listeners, registrations, topics, dynamic configs): what lets a client that asks a broker
+find the controller, and the brokers serve DescribeConfigs.
 
 Time: :meth:`Cluster.advance` handles the session events that came in (config changes,
 expired sessions), moves the copy model to ``clock()`` and lets every running broker do its
@@ -35,6 +38,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from sim.clock import loop_clock
+from sim.clusterview import ClusterView
+from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
 from sim.core import BrokerConfig, BrokerCore
 from sim.effects import IsrChangeNotification, IsrWrite
@@ -147,6 +152,8 @@ class Cluster:
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task | None = None
         self._watcher: ConfigWatcher | None = None
+        self.view = ClusterView()
+        self._view_watcher: ClusterWatcher | None = None
         self._admin_lost = False
 
     # ---- lifecycle -----------------------------------------------------------------------
@@ -173,16 +180,22 @@ class Cluster:
                     self.settings.broker,
                     cluster_id=self.cluster_id,
                     api_versions=versions,
+                    view=self.view,
                 )
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 self.brokers[broker_id] = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
                 self.model.offline.add(broker_id)
-            self._watcher = ConfigWatcher(self.admin, self.throttles)
+            self._watcher = ConfigWatcher(self.admin, self.throttles, self.view)
             await self._watcher.load_all()
+            self._view_watcher = ClusterWatcher(self.admin, self.view)
+            await self._view_watcher.load_all()
             await check_new_topics(self.admin, list(topics))
             for broker_id in self.settings.broker_ids:
                 await self.start_broker(broker_id)
-            return await self.create_topics(list(topics)) if topics else {}
+            created = await self.create_topics(list(topics)) if topics else {}
+            async with self._lock:
+                await self._drain_events()  # the view shows the registrations and topics now
+            return created
         except BaseException:
             await self.close()
             raise
@@ -394,10 +407,11 @@ class Cluster:
             if isinstance(event, SessionEvent) and event.state is SessionState.LOST:
                 self._admin_lost = True
                 continue
-            try:
-                await self._watcher.on_event(event)
-            except ZkError as exc:
-                log.warning("config watch: %s", exc)
+            for watcher in (self._watcher, self._view_watcher):
+                try:
+                    await watcher.on_event(event)
+                except ZkError as exc:
+                    log.warning("%s: %s", type(watcher).__name__, exc)
         if self._admin_lost:
             await self._renew_admin()
         for broker in list(self.brokers.values()):
@@ -410,14 +424,20 @@ class Cluster:
 
     async def _renew_admin(self) -> None:
         """The cluster's own session expired: a new one, and every config read again."""
+        store = None
         try:
             store = await self._new_store()
-            watcher = ConfigWatcher(store, self.throttles)
+            watcher = ConfigWatcher(store, self.throttles, self.view)
             await watcher.load_all()
+            view_watcher = ClusterWatcher(store, self.view)
+            await view_watcher.load_all()
         except ZkError as exc:
             log.warning("cannot renew the config session yet: %s", exc)
+            if store is not None:
+                await store.close()
             return
-        old, self.admin, self._watcher, self._admin_lost = self.admin, store, watcher, False
+        old, self.admin, self._admin_lost = self.admin, store, False
+        self._watcher, self._view_watcher = watcher, view_watcher
         await old.close()
 
     async def _renew_session(self, broker: SimBroker) -> None:

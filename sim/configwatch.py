@@ -8,7 +8,12 @@ At start every ``/config/topics/*`` and ``/config/brokers/*`` is read. Then the 
 whoever purges old ones). A malformed notification or config is logged and skipped; the
 throttles in force stay as they were.
 
-    watcher = ConfigWatcher(store, throttles)
+With a :class:`sim.clusterview.ClusterView`, every config read is also kept there, whole, for
+DescribeConfigs (Kafka brokers describe the dynamic configs they learned the same way): a
+config znode that cannot be parsed is kept as :class:`sim.clusterview.ConfigUnreadable`, one
+that is gone is dropped, one that could not be read (a session error) keeps its last value.
+
+    watcher = ConfigWatcher(store, throttles, view)   # view: optional
     await watcher.load_all()                 # also arms the watch on /config/changes
     ...
     await watcher.on_event(event)            # feed it the store's WatchEvents
@@ -18,6 +23,7 @@ from __future__ import annotations
 
 import logging
 
+from sim.clusterview import ClusterView, ConfigUnreadable
 from sim.throttle import ThrottleConfigError, Throttles
 from znodes import models, paths
 from znodes.errors import ZnodeFormatError
@@ -43,9 +49,10 @@ def parse_change(path: str, data: bytes) -> tuple[str, str]:
 
 
 class ConfigWatcher:
-    def __init__(self, store: Store, throttles: Throttles):
+    def __init__(self, store: Store, throttles: Throttles, view: ClusterView | None = None):
         self.store = store
         self.throttles = throttles
+        self.view = view
         self._last_seq = -1
 
     async def load_all(self) -> None:
@@ -55,6 +62,9 @@ class ConfigWatcher:
                 names = await self.store.children(parent)
             except NoNodeError:
                 names = []
+            if self.view is not None:  # entities whose znode went while no watch was armed
+                for gone in [key for key in self.view.configs if key[0] == kind and key[1] not in names]:
+                    del self.view.configs[gone]
             for name in sorted(names):
                 await self.reload(kind, name)
         await self.process_changes()
@@ -105,9 +115,19 @@ class ConfigWatcher:
             config = parse_config(path, data)
         except NoNodeError:
             config = None
-        except (ZnodeFormatError, ZkError) as exc:
+        except ZnodeFormatError as exc:
+            log.error("ignoring config of %s/%s: %s", kind, name, exc)
+            if self.view is not None:
+                self.view.configs[(kind, name)] = ConfigUnreadable(str(exc))
+            return
+        except ZkError as exc:
             log.error("ignoring config of %s/%s: %s", kind, name, exc)
             return
+        if self.view is not None:
+            if config is None:
+                self.view.configs.pop((kind, name), None)
+            else:
+                self.view.configs[(kind, name)] = dict(config)
         try:
             if kind == "topics":
                 self.throttles.update_topic(name, config)

@@ -26,6 +26,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from sim.clusterview import ClusterView
+from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
@@ -47,6 +49,7 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     STOP_REPLICA: (0, 3),
     UPDATE_METADATA: (0, 6),
     DESCRIBE_LOG_DIRS: (0, 4),
+    DESCRIBE_CONFIGS: (0, 4),
 }
 
 UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch
@@ -85,6 +88,7 @@ class BrokerCore:
         *,
         cluster_id: str | None = None,
         api_versions: dict[int, tuple[int, int]] | None = None,
+        view: ClusterView | None = None,
     ):
         self.broker_id = broker_id
         self.model = model
@@ -93,6 +97,9 @@ class BrokerCore:
         self.api_versions = dict(api_versions if api_versions is not None else SERVED_VERSIONS)
         self.cluster_id = cluster_id
         self.broker_epoch = UNKNOWN_BROKER_EPOCH  # czxid of the registration, set by the shell
+        # What the simulation reads from ZooKeeper (controllers, registrations, configs);
+        # shared by every broker of a cluster, empty and unwatched for a core on its own.
+        self.view = view if view is not None else ClusterView()
         self._handlers = {
             API_VERSIONS: self._api_versions,
             METADATA: self._metadata,
@@ -100,6 +107,7 @@ class BrokerCore:
             STOP_REPLICA: self._stop_replica,
             UPDATE_METADATA: self._update_metadata,
             DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+            DESCRIBE_CONFIGS: self._describe_configs,
         }
         self._reset(clock())
 
@@ -180,7 +188,10 @@ class BrokerCore:
         }
 
     def _metadata(self, version: int, body: dict) -> dict:
-        return self.metadata.metadata(version, body)
+        return self.metadata.metadata(version, body, self.view)
+
+    def _describe_configs(self, version: int, body: dict) -> dict:
+        return describe_configs(self.broker_id, version, body, self.view)
 
     def _control_error(self, body: dict) -> ErrorCode | None:
         """The error a control request gets for its epochs, if any (Kafka's order)."""

@@ -3,6 +3,21 @@
 Pure. Bodies are the codec's dicts (snake_case fields of Kafka's specs); both the old
 ungrouped layout (UpdateMetadata v0-4) and the per-topic one (v5+) are read.
 
+Kafka clients find the controller through any node's Metadata. The reassignd controller
+instances are not brokers, so with a watched :class:`sim.clusterview.ClusterView` a Metadata
+answer is merged as the controller's own listener builds it (controller.admin.metadata):
+
+ 1. Brokers: the live brokers of the last UpdateMetadata (Kafka's semantics: the controller
+    says who is alive). Before the first one, the brokers registered under ``/brokers/ids``,
+    so a client that bootstraps from a broker before any controller spoke to it can still
+    reach every broker (and send a broker its own DescribeConfigs).
+ 2. Controller instances from ``/reassignd/controllers`` are listed as nodes too, with their
+    admin listener; one that shares an id with a broker replaces it, as on the controller.
+ 3. ``controller_id``: the brokerid of ``/controller``. While no instance is active it is the
+    last one UpdateMetadata named (-1 before any), which is what a Kafka broker says.
+ 4. Topics and partitions: from UpdateMetadata only; a partition's leader and replicas are
+    checked against the live brokers, never against controller instances.
+
     >>> cache = MetadataCache(cluster_id="sim")
     >>> cache.update(6, {"controller_id": 7, "live_brokers": [{"id": 1, "endpoints": [
     ...     {"port": 9092, "host": "127.0.0.1", "listener": "PLAINTEXT", "security_protocol": 0}]}],
@@ -18,6 +33,7 @@ import re
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from sim.clusterview import NO_CONTROLLER, ClusterView
 
 LISTENER = "PLAINTEXT"
 LEADER_DURING_DELETE = -2  # Kafka's marker in UpdateMetadata for a topic being deleted
@@ -56,6 +72,7 @@ class MetadataCache:
         self.controller_id = NO_LEADER
         self.brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
+        self.updated = False  # an UpdateMetadata was applied since the broker started
 
     def update(self, version: int, body: dict) -> None:
         """Apply an UpdateMetadata request (already checked for epochs)."""
@@ -64,6 +81,7 @@ class MetadataCache:
             host, port = _endpoint(version, live)
             brokers[live["id"]] = BrokerInfo(live["id"], host, port, live.get("rack"))
         self.brokers = brokers
+        self.updated = True
         self.controller_id = body.get("controller_id", NO_LEADER)
         for topic, state in _partition_states(version, body):
             index = state["partition_index"]
@@ -81,8 +99,9 @@ class MetadataCache:
                 offline=tuple(state.get("offline_replicas") or ()),
             )
 
-    def metadata(self, version: int, body: dict) -> dict:
-        """The Metadata response body for ``body`` (topics: null = all; v0: [] = all too)."""
+    def metadata(self, version: int, body: dict, view: ClusterView | None = None) -> dict:
+        """The Metadata response body for ``body`` (topics: null = all; v0: [] = all too),
+        merged with ``view`` when it is watched (steps 1-4 of the module docstring)."""
         requested = body.get("topics")
         if requested is None or (version == 0 and not requested):
             names = sorted(self.partitions)
@@ -93,17 +112,29 @@ class MetadataCache:
                     names.append(entry.get("name"))
         want_topic_ops = bool(body.get("include_topic_authorized_operations"))
         want_cluster_ops = bool(body.get("include_cluster_authorized_operations"))
+        nodes, controller_id = self._nodes(view)
         return {
             "throttle_time_ms": 0,
-            "brokers": [
-                {"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack}
-                for b in sorted(self.brokers.values(), key=lambda b: b.id)
-            ],
+            "brokers": [nodes[i] for i in sorted(nodes)],
             "cluster_id": self.cluster_id,
-            "controller_id": self.controller_id,
+            "controller_id": controller_id,
             "topics": [self._topic(version, name, want_topic_ops) for name in names],
             "cluster_authorized_operations": CLUSTER_OPERATIONS if want_cluster_ops else OPERATIONS_OMITTED,
         }
+
+    def _nodes(self, view: ClusterView | None) -> tuple[dict[int, dict], int]:
+        """Steps 1-3: node id -> Metadata broker entry, and the controller id."""
+        brokers = list(self.brokers.values())
+        if view is None or not view.watched:
+            nodes = {b.id: _node(b.id, b.host, b.port, b.rack) for b in brokers}
+            return nodes, self.controller_id
+        if not self.updated:
+            brokers = list(view.registered.values())
+        nodes = {b.id: _node(b.id, b.host, b.port, b.rack) for b in brokers}
+        for cid, (host, port) in view.controllers.items():
+            nodes[cid] = _node(cid, host, port, None)
+        active = view.active_controller
+        return nodes, active if active != NO_CONTROLLER else self.controller_id
 
     def _topic(self, version: int, name: str | None, want_ops: bool) -> dict:
         ops = TOPIC_OPERATIONS if want_ops else OPERATIONS_OMITTED
@@ -144,6 +175,10 @@ class MetadataCache:
             "isr_nodes": isr,
             "offline_replicas": list(info.offline),
         }
+
+
+def _node(node_id: int, host: str, port: int, rack: str | None) -> dict:
+    return {"node_id": node_id, "host": host, "port": port, "rack": rack}
 
 
 def _topic_error(name: str | None, error: ErrorCode, ops: int) -> dict:
