@@ -153,3 +153,35 @@ async def test_a_cancel_sitting_in_the_queue_of_a_resigning_controller_times_out
     with pytest.raises(ApiError) as e:
         await asyncio.wait_for(cancel_partitions(ctx, [TP], timeout_s=0.0), 5)
     assert e.value.code is ErrorCode.REQUEST_TIMED_OUT
+
+
+async def test_the_cancel_reassignments_api_answers_per_partition_in_its_wire_format(h):
+    import protocol
+    from controller.admin.base import ApiError
+    from controller.admin.cancel import CANCEL_REASSIGNMENTS, handle_cancel
+
+    c = await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    ctx = ctx_of(c)
+    # validate_only: the answer says what would happen, nothing changes
+    body = {"partitions": [{"topic": "t", "partition_ids": [0, 1]}], "validate_only": True, "timeout_ms": 5000}
+    answer = await handle_cancel(ctx, 1, body)
+    assert answer["error_code"] == 0
+    (topic,) = answer["results"]
+    assert [(p["partition_id"], p["error_code"]) for p in topic["partitions"]] == [(0, 0), (1, 85)]
+    assert c.active.state.tasks[TP].phase is Phase.REPLICATING
+    for version in (0, 1):  # the answer encodes in both versions of the spec
+        header, decoded = protocol.decode_response(
+            CANCEL_REASSIGNMENTS, version, protocol.encode_response(CANCEL_REASSIGNMENTS, version, 7, answer)
+        )
+        assert decoded["results"][0]["partitions"][1]["error_code"] == 85
+    # an empty list is a mistake, not "cancel all"
+    with pytest.raises(ApiError) as e:
+        await handle_cancel(ctx, 1, {"partitions": [{"topic": "t", "partition_ids": []}]})
+    assert e.value.code is ErrorCode.INVALID_REQUEST
+    # null partitions: every reassignment
+    answer = await handle_cancel(ctx, 0, {"partitions": None, "validate_only": False, "timeout_ms": 5000})
+    assert answer["results"] == [{"topic": "t", "partitions": [{"partition_id": 0, "error_code": 0, "error_message": None}]}]
+    await h.run_until_quiet()
+    assert hosted(h, TP) == [2, 3, 4]

@@ -1,6 +1,8 @@
 """Hypothesis stateful test: the controller on the ZooKeeper twin with simulated brokers.
 
-Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), crash the
+Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), cancel
+every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``), queue a batch
+(``/admin/reassign_partitions_queue``, possibly naming partitions that are moving), crash the
 active controller after any number of its ZooKeeper ops (a flush cut at any op boundary),
 depose it in the middle of a flush (another controller elected), expire its session, start new
 controllers, stop and restart brokers, and let time pass. After every
@@ -8,13 +10,17 @@ step DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that h
 moment; at the end (brokers back, a controller running) the quiescent forms.
 
 Targets only use brokers 1-4, which are never stopped, so every submitted entry is valid and
-must complete (invariant 2); brokers 5 and 6 host original replicas and leaders and come and
-go.
+must complete (invariant 2) unless a cancel came after it; brokers 5 and 6 host original
+replicas and leaders and come and go. With cancels and queues a partition may legitimately
+sit at any replica list it was ever sent to or started from (its "endpoints"): invariant 1
+allows exactly those, plain, moving forward between two of them, or rolling back between two
+of them - never a mix.
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 
 from hypothesis import settings
 from hypothesis import strategies as st
@@ -35,9 +41,12 @@ class ControllerMachine(RuleBasedStateMachine):
         self.loop = asyncio.new_event_loop()
         self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",))
         self.next_id = 101
-        # Per partition: (replicas before the batch, target) of the latest submitted batch.
-        self.moves: dict[tuple[str, int], tuple[list[int], list[int]]] = {}
-        self.final: dict[tuple[str, int], list[int]] = {}
+        # Per partition: every replica list it started from or was sent to (see the docstring).
+        self.endpoints: dict[tuple[str, int], list[list[int]]] = {}
+        # The replicas each partition must end with; None: any endpoint (a cancel came after
+        # its last request, and whether that cancel caught it depends on timing).
+        self.final: dict[tuple[str, int], list[int] | None] = {}
+        self.last_queue: dict = {}
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -46,6 +55,7 @@ class ControllerMachine(RuleBasedStateMachine):
     def start(self):
         self.run(self.h.start())
         self.final = dict(self.h.assignments)
+        self.endpoints = {tp: [list(r)] for tp, r in self.h.assignments.items()}
         self.run(self.h.start_controller(self.new_id()))
 
     def new_id(self) -> int:
@@ -73,23 +83,61 @@ class ControllerMachine(RuleBasedStateMachine):
             c.store.remaining = None
             c.store.depose_after = None
         await self.h.run_until_quiet(max_seconds=300)
-        self.h.check_invariants(self.final)
+        assert self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None
+        assert self.h.server.exists(paths.REASSIGN_QUEUE) is None
+        self.h.check_invariants({tp: r for tp, r in self.final.items() if r is not None})
+        now = self.h.current()
+        for tp, r in self.final.items():
+            if r is None:
+                assert now[tp] in self.endpoints[tp], (tp, now[tp], self.endpoints[tp])
 
     # ---- rules -----------------------------------------------------------------------------
+
+    def draw_batch(self, data) -> dict:
+        partitions = data.draw(st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS))
+        batch = {}
+        for p in sorted(partitions):
+            batch[("t", p)] = data.draw(st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3])))
+        for tp, target in batch.items():
+            if target not in self.endpoints[tp]:
+                self.endpoints[tp].append(target)
+        self.final.update(batch)
+        self.h.requested.update(batch)
+        return batch
 
     @precondition(lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is None)
     @rule(data=st.data())
     def submit(self, data):
-        partitions = data.draw(st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS))
-        current = self.h.current()
-        batch = {}
-        for p in sorted(partitions):
-            target = data.draw(st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3])))
-            batch[("t", p)] = target
-        self.h.requested = dict(batch)
-        self.moves = {tp: (current[tp], target) for tp, target in batch.items()}
-        self.final.update(batch)
+        untaken_queue = self.h.server.exists(paths.REASSIGN_QUEUE) is not None
+        untaken_cancel = self.h.server.exists(paths.CANCEL_REASSIGNMENT) is not None
+        before = dict(self.final)
+        batch = self.draw_batch(data)
+        if untaken_cancel:
+            # The next controller reads the requests, then the cancel: whether the cancel
+            # catches these depends on whether they started in between.
+            self.final.update({tp: None for tp in batch})
+        if untaken_queue:
+            # A queue not taken yet goes on top of whatever /admin/reassign_partitions holds.
+            self.final.update({tp: before[tp] for tp in batch if tp in self.last_queue})
         self.run(self.h.submit(batch))
+
+    @precondition(lambda self: self.h.server.exists(paths.REASSIGN_QUEUE) is None)
+    @rule(data=st.data())
+    def queue(self, data):
+        """KIP-236 queue: a moving partition in it is cancelled, then sent to the new target."""
+        batch = self.draw_batch(data)
+        self.last_queue = batch
+        entries = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(batch.items())]
+        self.run(self.h.admin.create(paths.REASSIGN_QUEUE, json.dumps({"version": 1, "partitions": entries}).encode()))
+        self.run(self.h.settle())
+
+    @precondition(lambda self: self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None)
+    @rule()
+    def cancel_all(self):
+        """KIP-236: every reassignment pending or running is rolled back (or skipped)."""
+        self.final = {tp: None for tp in self.final}
+        self.run(self.h.admin.create(paths.CANCEL_REASSIGNMENT, b""))
+        self.run(self.h.settle())
 
     @precondition(lambda self: any(c.active is not None for c in self.alive()))
     @rule(k=st.integers(0, 8))
@@ -136,36 +184,36 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @invariant()
     def never_a_mix(self):
-        """1: each partition is at its start, at its target, or exactly mid-move between them."""
+        """1: each partition is at an endpoint, or exactly mid-move (forward or rolling back)
+        between two of them."""
         if not hasattr(self.h, "admin"):
             return
         znode = self.h.json(paths.topic("t"))
         adding, removing = znode.get("adding_replicas", {}), znode.get("removing_replicas", {})
         for p, replicas in znode["partitions"].items():
             tp = ("t", int(p))
-            a, r = adding.get(p, []), removing.get(p, [])
-            if tp not in self.moves:
-                assert (replicas, a, r) == (self.final[tp], [], []), (tp, replicas, a, r)
-                continue
-            before, target = self.moves[tp]
-            plain = ([], [])
-            allowed = [
-                (before, *plain),
-                (target, *plain),
-                (target + [b for b in before if b not in target], [b for b in target if b not in before],
-                 [b for b in before if b not in target]),
-            ]
-            assert (replicas, a, r) in [tuple(x) for x in allowed], (tp, replicas, a, r, before, target)
+            shape = (replicas, adding.get(p, []), removing.get(p, []))
+            allowed = []
+            for before in self.endpoints[tp]:
+                allowed.append((before, [], []))
+                for target in self.endpoints[tp]:
+                    added = [b for b in target if b not in before]
+                    removed = [b for b in before if b not in target]
+                    allowed.append((target + removed, added, removed))  # forward
+                    allowed.append((before + added, [], added))  # rolling back to ``before``
+            assert shape in allowed, (tp, shape, self.endpoints[tp])
 
     @invariant()
     def no_request_lost(self):
-        """2: a move that is under way is recorded (so a failover cannot lose it)."""
+        """2: a move that is under way (forward or rolling back) is recorded, so a failover
+        cannot lose it."""
         if not hasattr(self.h, "admin"):
             return
         znode = self.h.json(paths.topic("t"))
-        for p, a in znode.get("adding_replicas", {}).items():
-            if a:
-                assert self.h.server.exists(paths.reassignment("t", int(p))) is not None, p
+        for key in ("adding_replicas", "removing_replicas"):
+            for p, a in znode.get(key, {}).items():
+                if a:
+                    assert self.h.server.exists(paths.reassignment("t", int(p))) is not None, p
 
     @invariant()
     def removal_and_fencing(self):
