@@ -14,7 +14,7 @@ Usage::
         result = await admin.reassign_partitions({("orders", 0): [4, 5, 6]}, throttle=10_000_000)
         result.all()                                   # raises PartitionErrors if any failed
         running = await admin.list_reassignments()     # {("orders", 0): Reassignment(...)}
-        desc = await admin.describe_reassignments(running.values())
+        desc = await admin.describe_reassignments(running.values())  # {("orders", 0): ...}
         logs = await admin.describe_log_dirs()         # sizes and lags per broker
         await admin.cancel_reassignments()             # KIP-236: roll every pending one back
 
@@ -395,14 +395,36 @@ class AdminClient:
 
     async def describe_reassignments(
         self, reassignments: Iterable[Reassignment]
-    ) -> dict[Reassignment, ReassignmentDescription | None]:
-        """KIP-240: describe each reassignment; None for one that is no longer running."""
-        wanted = list(reassignments)
-        for r in wanted:
+    ) -> dict[TopicPartition, ReassignmentDescription | None]:
+        """KIP-240: describe each reassignment. Keyed by (topic, partition), in the order given:
+        its description, or None when it is no longer running.
+
+        Moves started together share a reassignment id, so the answer is matched by the
+        partition each description names (v1) or else by request order
+        (:func:`client.wire.describe_results`). Entries an order-only answer cannot pin down
+        are asked about again, one per request, where there is nothing to mix up."""
+        wanted: dict[TopicPartition, Reassignment] = {}
+        for r in reassignments:
             if not isinstance(r, Reassignment):
                 raise InputError(f"describe_reassignments: {r!r} is not a Reassignment from list_reassignments")
+            seen = wanted.setdefault(r.topic_partition, r)
+            if seen != r:
+                raise InputError(
+                    f"describe_reassignments: two reassignments of {r.topic}-{r.partition} (ids "
+                    f"{seen.reassignment_id} and {r.reassignment_id}); a partition has one at a time"
+                )
         if not wanted:
             return {}
+        match = await self._describe(list(wanted.values()))
+        found = match.described
+        for r in match.ambiguous:
+            alone = await self._describe([r])
+            if alone.ambiguous:  # one entry, at most one description: cannot happen
+                raise ProtocolViolationError(f"DescribeReassignments: cannot match the answer about {r}")
+            found.update(alone.described)
+        return {tp: found[tp] for tp in wanted}
+
+    async def _describe(self, wanted: list[Reassignment]) -> wire.DescribeMatch:
         body = wire.describe_request(wanted, self.request_timeout_ms)
         _, answer = await self._controller_request(wire.DESCRIBE_REASSIGNMENTS, body, wire.top_codes)
         return wire.describe_results(answer, wanted)

@@ -165,9 +165,10 @@ class AdminBackend:
         running = await self.admin.list_reassignments()
         described = await self.admin.describe_reassignments(running.values())
         out = []
-        for r, d in described.items():
+        for d in described.values():
             if d is None:  # finished between list and describe
                 continue
+            r = d.reassignment
             item = listed.get(r.topic_partition) or Listed(r.topic, r.partition, r.reassignment_id)
             if item.replicas is None:
                 item = Listed(r.topic, r.partition, r.reassignment_id, d.new_assigned_brokers)

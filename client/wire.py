@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from client.errors import KafkaApiError, error_for_code
+from client.errors import KafkaApiError, ProtocolViolationError, error_for_code
 from client.metadata import Reassignment, ReassignmentDescription
 from client.results import KeyedResult
 
@@ -277,28 +277,104 @@ def describe_request(reassignments: list[Reassignment], timeout_ms: int) -> dict
     }
 
 
-def describe_results(
-    answer: dict, asked: list[Reassignment]
-) -> dict[Reassignment, ReassignmentDescription | None]:
-    """KIP-240: descriptions come back by reassignment id; one that no longer runs is left
-    out of the answer and maps to None here."""
+# DescribeReassignmentsResponse v1's tagged Topic / PartitionId when the sender left them out
+# (the spec's defaults; no topic is named "" and no partition is numbered -1).
+NO_TOPIC_TAG = ""
+NO_PARTITION_TAG = -1
+
+
+class DescribeMatch:
+    """Descriptions matched to the reassignments asked about. ``described``: (topic,
+    partition) -> description, or None when the controller left it out (no longer running).
+    ``ambiguous``: the asked reassignments a v0 answer cannot pin down (see
+    :func:`describe_results`); they are in neither ``described`` nor any guess."""
+
+    def __init__(self, described: dict[TopicPartition, ReassignmentDescription | None], ambiguous: list[Reassignment]):
+        self.described = described
+        self.ambiguous = ambiguous
+
+
+def describe_results(answer: dict, asked: list[Reassignment]) -> DescribeMatch:
+    """Match a DescribeReassignments answer to ``asked`` (distinct partitions, request order).
+
+    Moves started in one step share a reassignment id (one multi-op, one czxid), so the id
+    does not say which partition a description is for. Steps:
+
+     1. A description that names its partition (v1's tags) goes to that partition, which must
+        have been asked about with that id; anything else is a protocol violation.
+     2. The rest (v0, or a v1 sender that does not fill the tags) come in request order with
+        the entries no longer running left out (KIP-240), so they are matched by order among
+        the entries step 1 left: the earliest and the latest way of placing each description
+        on an entry with its id, in order. A description is pinned when both agree.
+     3. An entry that no placement can reach is None (left out: no longer running). An entry
+        that some placement reaches but none pins is ambiguous: said so, never guessed.
+    """
     raise_top_level(answer)
-    by_id = {r.reassignment_id: r for r in asked}
-    out: dict[Reassignment, ReassignmentDescription | None] = {r: None for r in asked}
+    by_tp = {r.topic_partition: r for r in asked}
+    described: dict[TopicPartition, ReassignmentDescription | None] = {r.topic_partition: None for r in asked}
+    # Step 1.
+    untagged: list[dict] = []
     for d in answer.get("description") or []:
-        r = by_id.get(d.get("reassignment_id"))
-        if r is None:
+        topic, partition = d.get("topic", NO_TOPIC_TAG), d.get("partition_id", NO_PARTITION_TAG)
+        if topic == NO_TOPIC_TAG and partition == NO_PARTITION_TAG:
+            untagged.append(d)
             continue
-        new = d.get("new_assigned") or []
-        out[r] = ReassignmentDescription(
-            reassignment=r,
-            start_time=d.get("start_time", 0),
-            current_leader=d.get("leader_id", -1),
-            leader_throttle=d.get("leader_throttle", UNTHROTTLED),
-            new_assigned_brokers=[n.get("broker_id") for n in new],
-            new_assigned_throttles={n.get("broker_id"): n.get("follower_throttle", UNTHROTTLED) for n in new},
-        )
+        r = by_tp.get((topic, partition))
+        if topic == NO_TOPIC_TAG or partition == NO_PARTITION_TAG or r is None:
+            raise ProtocolViolationError(f"DescribeReassignments: a description of {topic!r} partition {partition}, "
+                                         "which was not asked about")
+        if r.reassignment_id != d.get("reassignment_id") or described[r.topic_partition] is not None:
+            raise ProtocolViolationError(f"DescribeReassignments: {topic}-{partition} described with id "
+                                         f"{d.get('reassignment_id')} (asked: {r.reassignment_id}) or twice")
+        described[r.topic_partition] = _description(r, d)
+    # Step 2.
+    rest = [r for r in asked if described[r.topic_partition] is None]
+    ids = [d.get("reassignment_id") for d in untagged]
+    earliest = _placements(ids, [r.reassignment_id for r in rest])
+    latest = _placements(ids[::-1], [r.reassignment_id for r in rest[::-1]])
+    if earliest is None or latest is None:
+        raise ProtocolViolationError(f"DescribeReassignments: descriptions with ids {ids} are not among the "
+                                     "reassignments asked about, in request order")
+    latest = [len(rest) - 1 - j for j in latest[::-1]]
+    # Step 3.
+    reachable: set[int] = set()
+    pinned: set[int] = set()
+    for d, lo, hi in zip(untagged, earliest, latest):
+        if lo == hi:
+            pinned.add(lo)
+            described[rest[lo].topic_partition] = _description(rest[lo], d)
+        reachable.update(j for j in range(lo, hi + 1) if rest[j].reassignment_id == d.get("reassignment_id"))
+    ambiguous = [rest[j] for j in sorted(reachable - pinned)]
+    for r in ambiguous:
+        del described[r.topic_partition]
+    return DescribeMatch(described, ambiguous)
+
+
+def _placements(ids: list, asked_ids: list) -> list[int] | None:
+    """The earliest position in ``asked_ids`` of each of ``ids``, in order; None if they do
+    not fit in order."""
+    out: list[int] = []
+    j = 0
+    for rid in ids:
+        while j < len(asked_ids) and asked_ids[j] != rid:
+            j += 1
+        if j == len(asked_ids):
+            return None
+        out.append(j)
+        j += 1
     return out
+
+
+def _description(r: Reassignment, d: dict) -> ReassignmentDescription:
+    new = d.get("new_assigned") or []
+    return ReassignmentDescription(
+        reassignment=r,
+        start_time=d.get("start_time", 0),
+        current_leader=d.get("leader_id", -1),
+        leader_throttle=d.get("leader_throttle", UNTHROTTLED),
+        new_assigned_brokers=[n.get("broker_id") for n in new],
+        new_assigned_throttles={n.get("broker_id"): n.get("follower_throttle", UNTHROTTLED) for n in new},
+    )
 
 
 # ---- standard Kafka ListPartitionReassignments (46), for replica detail ---------------------
