@@ -1,7 +1,8 @@
 """Hypothesis stateful test: the controller on the ZooKeeper twin with simulated brokers.
 
 Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), cancel
-every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``), queue a batch
+every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``) or some through
+the API door (controller.admin.cancel.cancel_partitions), queue a batch
 (``/admin/reassign_partitions_queue``, possibly naming partitions that are moving), crash the
 active controller after any number of its ZooKeeper ops (a flush cut at any op boundary),
 depose it in the middle of a flush (another controller elected), expire its session, start new
@@ -21,11 +22,15 @@ from __future__ import annotations
 
 import asyncio
 import json
+from types import SimpleNamespace
 
 from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from controller.admin.base import AdminContext, ApiError
+from controller.admin.cancel import cancel_partitions
+from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths
 
@@ -129,6 +134,28 @@ class ControllerMachine(RuleBasedStateMachine):
         self.last_queue = batch
         entries = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(batch.items())]
         self.run(self.h.admin.create(paths.REASSIGN_QUEUE, json.dumps({"version": 1, "partitions": entries}).encode()))
+        self.run(self.h.settle())
+
+    @precondition(lambda self: any(c.active is not None and c.active.state is not None for c in self.alive()))
+    @rule(partitions=st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS))
+    def cancel_api(self, partitions):
+        """KIP-236 through the API door: an answered cancel holds (the partition ends at an
+        endpoint it was at or sent to); an unanswered one may or may not have been taken."""
+        handle = next(c for c in self.alive() if c.active is not None and c.active.state is not None)
+        ctx = AdminContext(SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id), self.h.config)
+        tps = [("t", p) for p in sorted(partitions)]
+        try:
+            results = self.run(cancel_partitions(ctx, tps, timeout_s=0.0))
+        except ApiError:
+            results = {tp: (None, "not answered") for tp in tps}
+        for tp, (code, _) in results.items():
+            if code is None or code == ErrorCode.NONE:
+                self.final[tp] = None
+            else:
+                assert code in (
+                    ErrorCode.NO_REASSIGNMENT_IN_PROGRESS, ErrorCode.REASSIGNMENT_IN_PROGRESS,
+                    ErrorCode.INVALID_REPLICA_ASSIGNMENT, ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE,
+                ), (tp, code)
         self.run(self.h.settle())
 
     @precondition(lambda self: self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None)
