@@ -185,3 +185,37 @@ async def test_the_cancel_reassignments_api_answers_per_partition_in_its_wire_fo
     assert answer["results"] == [{"topic": "t", "partitions": [{"partition_id": 0, "error_code": 0, "error_message": None}]}]
     await h.run_until_quiet()
     assert hosted(h, TP) == [2, 3, 4]
+
+
+async def queue_crash_run(crash_after: int | None) -> tuple[int, bool]:
+    h = Harness(topics=(TOPIC,))
+    await h.start()
+    try:
+        first = await h.start_controller(101)
+        await h.submit({TP: MOVES[TP]})
+        await started(h, [TP])
+        before = first.store.ops_applied
+        first.store.remaining = crash_after
+        h.requested = {("t", 0): [2, 5, 1], ("t", 1): [1, 2, 6]}
+        queue = {"version": 1, "partitions": [{"topic": t, "partition": p, "replicas": r} for (t, p), r in h.requested.items()]}
+        await h.admin.create(paths.REASSIGN_QUEUE, json.dumps(queue).encode())
+        await h.settle()
+        while (h.busy() or h.server.exists(paths.REASSIGN_QUEUE) is not None) and first.alive:
+            await h.tick()
+        if first.store.crashed:
+            await h.start_controller(102)
+        await h.run_until_quiet()
+        assert h.server.exists(paths.REASSIGN_QUEUE) is None
+        h.check_invariants()
+        assert hosted(h, ("t", 0)) == [1, 2, 5] and hosted(h, ("t", 1)) == [1, 2, 6]
+        return first.store.ops_applied - before, first.store.crashed
+    finally:
+        await h.close()
+
+
+async def test_a_crash_after_any_zookeeper_op_of_a_queue_is_finished_by_the_next_controller():
+    total, crashed = await queue_crash_run(None)
+    assert not crashed and total >= 8
+    for k in range(total):
+        applied, crashed = await queue_crash_run(k)
+        assert crashed and applied == k, k
