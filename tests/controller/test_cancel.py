@@ -232,3 +232,44 @@ def test_a_failover_after_any_prefix_of_a_cancel_finishes_the_rollback(cut):
     step = engine.step(t, [StopReplicaSent((TP,))], CFG)
     t.apply(step.delta)
     assert t.assignments[TP] == Assignment((1, 2, 3)) and t.tasks == {} and step.cancelled == [TP]
+
+
+def _snap(assignment: Assignment, *, flagged: bool, entry=req("t", 0, (4, 5, 6), (1, 2, 3))) -> Snapshot:
+    return Snapshot(
+        brokers={b: Broker(b, "127.0.0.1", 9090 + b, None, b) for b in range(1, 7)},
+        topics={"t": (9, {0: assignment})},
+        requests=RequestsRead(1, (entry,)),
+        records={TP: ((4, 5, 6), (1, 2, 3))},
+        states={},
+        record_counts={"t": 1},
+        cancelling={TP} if flagged else set(),
+    )
+
+
+@pytest.mark.parametrize(
+    "assignment, flagged, phase, rewrites_flag",
+    [
+        (Assignment((1, 2, 3, 4, 5, 6), (), (4, 5, 6)), True, Phase.CANCELLING, False),  # rolled back, flagged
+        (Assignment((1, 2, 3, 4, 5, 6), (), (4, 5, 6)), False, Phase.CANCELLING, True),  # flag did not land
+        (Assignment((1, 2, 3)), True, Phase.CANCELLING, False),  # RS = ORS landed, record not deleted
+        (Assignment((4, 5, 6)), True, Phase.STOPPING, False),  # a stale flag on a completed move
+        (Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), False, Phase.REPLICATING, False),  # no cancel landed
+    ],
+)
+def test_recovery_rows_of_a_cancel(assignment, flagged, phase, rewrites_flag):
+    recovered = rebuild(_snap(assignment, flagged=flagged), controller_id=102, epoch=9)
+    move = recovered.state.tasks[TP]
+    assert move.phase is phase and move.original == (1, 2, 3) and move.target == (4, 5, 6)
+    step = engine.step(recovered.state, recovered.events, CFG)
+    flag_writes = [w for w in step.writes if w.path == "/admin/reassignments/t/0" and isinstance(w, SetData)]
+    assert bool(flag_writes) is rewrites_flag
+    if rewrites_flag:
+        assert loads(flag_writes[0].data)["cancelling"] is True
+
+
+def test_recovery_restores_the_order_of_the_original_replicas_from_the_entry():
+    # RS = TRS + (ORS - TRS) gives ORS as the set {1, 2, 3} (in RS order, as the topic znode
+    # alone says it); the entry written when the move started says the order: 3, 1, 2
+    snap = _snap(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), flagged=False, entry=req("t", 0, (4, 5, 6), (3, 1, 2)))
+    recovered = rebuild(snap, controller_id=102, epoch=9)
+    assert recovered.state.tasks[TP].original == (3, 1, 2)
