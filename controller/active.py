@@ -360,6 +360,8 @@ class ActiveController:
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
         self.state.apply(step.delta)
+        if not conflict:
+            self._answer_cancels(step)
         if self.on_step is not None:
             self.on_step(step)
         self.dispatcher.send(step.commands)
@@ -390,8 +392,16 @@ class ActiveController:
             else:
                 await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
             return
+        if step.finished and self.on_finished is not None:
+            await self.on_finished(self.store, self.epoch_zkversion)
+        elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
+            await self.on_moves_ended(self)
+
+    @staticmethod
+    def _answer_cancels(step: engine.Step) -> None:
+        """The writes recording the step's cancellations landed: answer who waits for them
+        (an acknowledged cancel is never lost)."""
         for outcome in step.cancels:
-            # The writes recording the cancellations landed: an acknowledged cancel is never lost.
             future, results = outcome.token, outcome.results
             if isinstance(future, _Retried):
                 # What the first try cancelled stays cancelled, whatever the merged znode says.
@@ -399,10 +409,6 @@ class ActiveController:
                 future = future.future
             if isinstance(future, asyncio.Future) and not future.done():
                 future.set_result(results)
-        if step.finished and self.on_finished is not None:
-            await self.on_finished(self.store, self.epoch_zkversion)
-        elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
-            await self.on_moves_ended(self)
 
     @staticmethod
     def _fail_cancels(step: engine.Step, error: BaseException) -> None:

@@ -219,3 +219,31 @@ async def test_a_crash_after_any_zookeeper_op_of_a_queue_is_finished_by_the_next
     for k in range(total):
         applied, crashed = await queue_crash_run(k)
         assert crashed and applied == k, k
+
+
+async def test_a_tool_writing_the_requests_znode_while_a_rollback_finishes(h):
+    """The rollback's last multi (entry drop + record delete) meets a concurrent tool write:
+    neither lands, the controller rebuilds from ZooKeeper and finishes the rollback, and the
+    tool's new entry is taken."""
+    c = await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    tool_wrote = []
+
+    async def tool(op):
+        if op.path == paths.REASSIGN_PARTITIONS and not tool_wrote:
+            data, stat = h.server.read(paths.REASSIGN_PARTITIONS)
+            doc = json.loads(data)
+            doc["partitions"].append({"topic": "t", "partition": 2, "replicas": [1, 2, 3]})
+            await h.admin.set(paths.REASSIGN_PARTITIONS, json.dumps(doc).encode(), version=stat.version)
+            tool_wrote.append(op)
+
+    c.store.before_op = tool
+    results = await cancel_partitions(ctx_of(c), [TP])
+    assert results[TP] == (ErrorCode.NONE, None)
+    h.requested = {("t", 2): [1, 2, 3]}
+    await h.run_until_quiet()
+    assert tool_wrote, "the rollback never wrote /admin/reassign_partitions"
+    assert c.active is not None and c.active.stats.reloads >= 1  # rebuilt, not merged
+    h.check_invariants(expected={TP: [4, 2, 3], ("t", 2): [1, 2, 3]})
+    assert hosted(h, TP) == [2, 3, 4]
