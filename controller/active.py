@@ -387,6 +387,7 @@ class ActiveController:
             if step.cancelled:
                 # Rolled-back moves' records go in the failed multi with their entries: memory
                 # is ahead of ZooKeeper there, so rebuild (recovery finishes those rollbacks).
+                self.stats.reloads += 1
                 await self.reload()
                 await self.execute(retry)
             else:
