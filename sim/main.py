@@ -5,7 +5,8 @@
 
 Every broker registers ``/brokers/ids/N`` (ids from ``--first-id``), listens on its own
 loopback port (``--base-port P``: P, P+1, ...; default any free port) and speaks the Kafka
-wire protocol. Topics are created as Kafka creates them (``NAME:PARTITIONS:RF[:SIZE]``, SIZE
+wire protocol; any broker is a bootstrap server for Kafka clients (its Metadata lists the
+reassignd controller instances and names the active one). Topics are created as Kafka creates them (``NAME:PARTITIONS:RF[:SIZE]``, SIZE
 per replica, e.g. 123, 512KB, 10MiB); an existing topic is an error and nothing is written.
 ``--bandwidth`` caps each broker's replication fetching (bytes/s), ``--produce-rate`` is
 appended to every partition leader (bytes/s; messages are ``--message-bytes`` each).
