@@ -27,15 +27,18 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     yes      no such partition         stale                                  record deleted
     garbled  RS with AR/RR             -                                      adopted; record rewritten
     garbled  plain                     nothing runs                           record deleted
-    cancel   RS = ORS + AR, removing AR  marked the record, rolled back (KIP-  CANCELLING: leader/ISR
-             (or still the forward RS)   236); StopReplica(AR) may not have    checked again, StopReplica
-                                         gone out                              to AR again, then finish
-    cancel   plain, replicas == ORS    wrote RS = ORS; the record delete did  CANCELLING: StopReplica to
-                                       not land                               AR again, then finish
+    yes      RS = ORS + AR, removing   began a rollback (controller.cancel    CANCELLING: leader and ISR
+             AR (the rollback)         step 4); StopReplica(AR) may not have  into ORS if not yet,
+                                       gone out                               StopReplica to AR, finish
+    flagged  plain, replicas == ORS    wrote RS = ORS; the entry drop and     CANCELLING: StopReplica to
+                                       record delete did not land             AR again, then finish
+    flagged  plain, replicas == TRS    (a flag left on a completed move)      STOPPING: finish completing
 
-    A cancel is recognised by the record's ``"cancelling": true`` (controller.cancel) or, as a
-    second witness, by a topic znode that moves to the record's ORS removing exactly its AR -
-    a shape only a rollback writes.
+    "flagged": the record says ``"cancelling": true``. The rollback shape of the topic znode
+    (it moves to the record's ORS removing exactly its AR) is a second witness that only a
+    rollback writes; a record found without the flag it should have gets it back. ORS keeps
+    its order (the first replica is the preferred leader a rollback restores): from the record,
+    or the request entry's ``original_replicas`` when the record was not read.
     A request entry whose partition already has its target and no record is one the dead
     controller finished but had not dropped yet: the engine drops it as done (step 1).
  4. Resume (:class:`controller.events.Resume`): the new controller epoch re-sends
