@@ -94,10 +94,8 @@ def test_kafka_python_alter_list_cancel_describe_from_the_standby(zk_hosts, tmp_
         target = {p: [original[p][0], next(b for b in (1, 2, 3, 4) if b not in original[p])] for p in range(3)}
 
         admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id="kafka-python-e2e", request_timeout_ms=20000)
-        # kafka-python asks "the least loaded node" which node is the controller, preferring one
-        # it is connected to. A simulated broker is not a Kafka broker and names no controller,
-        # so first talk to the standby (describe its own BROKER resource: kafka-python sends
-        # that to the node itself): the controller lookup then goes to the standby too.
+        # The standby's own BROKER resource (kafka-python sends that to the node itself): a
+        # controller instance has no broker configs.
         assert admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(standby))]) == {
             "broker": {str(standby): {}}}
         tp0, tp1, tp2 = (TopicPartition("orders", p) for p in range(3))
