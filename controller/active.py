@@ -339,6 +339,17 @@ class ActiveController:
                 self.writer.extend(own)
                 try:
                     await self.writer.flush(self.epoch_zkversion)
+                except FlushError as e:
+                    if isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        # A partition state changed under the step (a leader's ISR change):
+                        # the reload that follows rebuilds the state; take the cancels again
+                        # after it rather than failing them.
+                        for c in step.cancels:
+                            if c.source == "api":
+                                self.inbox.queue.put_nowait(CancelRequested(tuple(c.results), c.token, c.source))
+                    else:
+                        self._fail_cancels(step, e)
+                    raise
                 except BaseException as e:
                     self._fail_cancels(step, e)
                     raise

@@ -247,3 +247,26 @@ async def test_a_tool_writing_the_requests_znode_while_a_rollback_finishes(h):
     assert c.active is not None and c.active.stats.reloads >= 1  # rebuilt, not merged
     h.check_invariants(expected={TP: [4, 2, 3], ("t", 2): [1, 2, 3]})
     assert hosted(h, TP) == [2, 3, 4]
+
+
+async def test_an_isr_change_racing_the_cancel_is_retried_not_failed(h):
+    """The rollback's state write is conditional on the zkVersion: a leader's ISR change in
+    between fails the flush; the controller rebuilds and takes the cancel again."""
+    c = await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    raced = []
+
+    async def leader_writes_isr(op):
+        if op.path == paths.partition_state(*TP) and not raced:
+            data, stat = h.server.read(op.path)
+            await h.admin.set(op.path, data, version=stat.version)  # same ISR, new zkVersion
+            raced.append(op)
+
+    c.store.before_op = leader_writes_isr
+    results = await cancel_partitions(ctx_of(c), [TP])
+    assert raced and results[TP] == (ErrorCode.NONE, None)
+    assert c.active.stats.reloads >= 1  # the first try failed and was taken again after a rebuild
+    await h.run_until_quiet()
+    h.check_invariants(expected={TP: [4, 2, 3]})
+    assert hosted(h, TP) == [2, 3, 4]
