@@ -273,3 +273,24 @@ def test_recovery_restores_the_order_of_the_original_replicas_from_the_entry():
     snap = _snap(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), flagged=False, entry=req("t", 0, (4, 5, 6), (3, 1, 2)))
     recovered = rebuild(snap, controller_id=102, epoch=9)
     assert recovered.state.tasks[TP].original == (3, 1, 2)
+
+
+def test_the_cancel_znode_with_nothing_running_is_just_deleted():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    step = run(s, CancelRequested(None, source="znode", znode_version=4))
+    assert step.writes == [Delete("/admin/cancel_reassignment_in_progress", 4)]
+    assert step.commands == [] and any("0 of 0" in line for line in step.log)
+
+
+def test_a_cancel_waits_for_the_states_of_moves_resumed_by_failover():
+    snap = _snap(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), flagged=False)
+    recovered = rebuild(snap, controller_id=102, epoch=9)
+    t = recovered.state
+    step = engine.step(t, recovered.events + [CancelRequested((TP,), token="tok")], CFG)
+    t.apply(step.delta)
+    assert step.cancels == [] and len(t.deferred) == 1 and step.reads == {TP}
+    step = engine.step(t, [StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=3)})], CFG)
+    t.apply(step.delta)
+    (outcome,) = step.cancels
+    assert outcome.token == "tok" and outcome.results == {TP: (CANCELLED, None)}
+    assert t.deferred == () and t.tasks[TP].phase is Phase.CANCELLING
