@@ -74,6 +74,8 @@ PARTITIONS_PER_TOPIC = 1000
 # The feeder keeps the znode between these many entries (JSON ~ 90 bytes per entry once the
 # controller has added original_replicas: 8,000 entries stay well under 1 MiB).
 FEED_LOW, FEED_HIGH = 4000, 8000
+# After half-way, wait at most this long for a moment with many moves running to kill at.
+KILL_WINDOW_S = 5.0
 FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
 NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~35 bytes each)
 BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
@@ -352,17 +354,30 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool) 
             store, inbox, controller_id=cid, epoch=won.epoch, epoch_zkversion=won.epoch_zkversion,
             transport=brokers, config=config, on_step=on_step,
         )
+        actives.append(active)
         return store, inbox, asyncio.create_task(active.run())
 
     elected_at = 0.0
     in_flight_at_failover = 0
     stop_feeding = asyncio.Event()
     started = time.perf_counter()
+    actives: list = []
     store, inbox, task = await start_controller(1)
     feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
     if failover:
+        # Half-way, and at a moment when many moves are running (instant brokers finish
+        # them fast, so the running set empties now and then): failover must resume them.
+        def running() -> int:
+            state = actives[0].state
+            return 0 if state is None else sum(1 for _ in state.running())
+
         while completed < n_partitions // 2:
             await asyncio.sleep(0.01)
+        most, deadline = 0, time.perf_counter() + KILL_WINDOW_S
+        while (now := running()) < min(FEED_LOW // 2, n_partitions // 10) and time.perf_counter() < deadline:
+            most = max(most, now)
+            await asyncio.sleep(0.001)
+        print(f"killing with {running()} moves running (most seen while waiting: {most})", file=sys.stderr)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         inbox.close()
