@@ -1,0 +1,34 @@
+"""The hot encoders of controller.payloads write exactly what the znode models write."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.payloads import _Record, decode_record_full, decode_state, encode_record, encode_state
+from controller.state import LeaderIsr
+from znodes import models
+
+
+@pytest.mark.parametrize(
+    "state",
+    [
+        LeaderIsr(1, 0, 1, (1, 2, 3), 0),
+        LeaderIsr(-1, 7, 12, (), 3),
+        LeaderIsr(1004, 2**31 - 1, 2**31 - 1, (1004,), 9),
+    ],
+)
+def test_encode_state_is_the_models_bytes(state):
+    expected = models.PartitionState(
+        version=1, leader=state.leader, leader_epoch=state.leader_epoch,
+        controller_epoch=state.controller_epoch, isr=list(state.isr),
+    ).to_bytes()
+    assert encode_state(state) == expected
+    assert decode_state("/s", encode_state(state), state.zk_version) == state
+
+
+@pytest.mark.parametrize("cancelling", [False, True])
+@pytest.mark.parametrize("target, original", [((4, 5, 6), (1, 2, 3)), ((7,), (1, 2)), ((10, 2), (2, 10, 3))])
+def test_encode_record_is_the_models_bytes(target, original, cancelling):
+    expected = _Record(version=1, replicas=list(target), original_replicas=list(original), cancelling=cancelling).to_bytes()
+    assert encode_record(target, original, cancelling) == expected
+    assert decode_record_full("/r", encode_record(target, original, cancelling)) == (target, original, cancelling)
