@@ -31,7 +31,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from controller import engine, recovery
+from controller import engine, gctune, recovery
 from controller.config import ControllerConfig
 from controller.dispatch import Dispatcher
 from controller.events import BrokersRead, CancelRequested, Event, StatesRead, TopicsRead
@@ -153,6 +153,7 @@ class ActiveController:
 
     async def run(self) -> str:
         """Act until resigning; return the reason."""
+        gctune.tune()
         try:
             await self._safely(self.reload)
             while True:
