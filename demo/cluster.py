@@ -23,7 +23,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from demo.procs import Child, Children
+from demo.procs import Child, Children, checkpoint
 from znodes.launcher import LocalZooKeeper, free_port
 
 # The cluster. Brokers 5 and 6 start empty, as if just added: the rebalance fills them.
@@ -61,6 +61,7 @@ def reassignd(*args: str) -> list[str]:
 def wait_for(predicate, timeout: float, what: str, interval: float = 0.1):
     deadline = time.monotonic() + timeout
     while True:
+        checkpoint()
         value = predicate()
         if value:
             return value

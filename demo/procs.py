@@ -20,6 +20,7 @@ import ctypes
 import os
 import select
 import signal
+import threading
 import subprocess
 import sys
 import time
@@ -93,6 +94,7 @@ class Children:
         return self
 
     def __exit__(self, *exc) -> None:
+        begin_cleanup()
         self.stop_all()
 
     def spawn(self, name: str, argv: list[str], *, capture_stdout: bool = False, env: dict | None = None) -> Child:
@@ -176,3 +178,36 @@ def _stop_group(proc: subprocess.Popen, grace: float) -> None:
     _signal_group(proc, signal.SIGKILL)
     if proc.poll() is None:
         proc.wait()
+
+
+# ---- interrupts ---------------------------------------------------------------------------------
+# Ctrl-C and SIGTERM raise KeyboardInterrupt in the main thread. A signal that lands while the
+# interpreter ignores exceptions (inside the at-fork handlers subprocess runs, for one: Python
+# prints "Exception ignored" and carries on) would be lost, so the handler also sets a flag that
+# the driver's checkpoints (every console line, every wait) raise again, until the clean-up
+# begins: clean-up must run to its end whatever arrives.
+_interrupted = False
+_cleaning = False
+
+
+def _on_signal(signum, frame) -> None:
+    global _interrupted
+    _interrupted = True
+    if not _cleaning:
+        raise KeyboardInterrupt
+
+
+def install_interrupt_handlers() -> None:
+    signal.signal(signal.SIGINT, _on_signal)
+    signal.signal(signal.SIGTERM, _on_signal)
+
+
+def checkpoint() -> None:
+    """Raise KeyboardInterrupt in the main thread if a signal asked to stop and clean-up has not begun."""
+    if _interrupted and not _cleaning and threading.current_thread() is threading.main_thread():
+        raise KeyboardInterrupt
+
+
+def begin_cleanup() -> None:
+    global _cleaning
+    _cleaning = True

@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import json
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
@@ -36,7 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, wait_for
-from demo.procs import Child, Children
+from demo.procs import Child, Children, begin_cleanup, checkpoint, install_interrupt_handlers
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -73,6 +72,7 @@ class Console:
         return time.monotonic() - self.t0
 
     def say(self, text: str = "") -> None:
+        checkpoint()
         with self._lock:
             for line in text.splitlines() or [""]:
                 print(f"[{self.elapsed():5.1f}s] {line}" if line else "", flush=True)
@@ -349,10 +349,6 @@ def _mib(n: int) -> str:
     return f"{n / 1024 / 1024:.1f} MiB"
 
 
-def _on_sigterm(signum, frame):
-    raise KeyboardInterrupt  # the same clean-up path as Ctrl-C
-
-
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(prog="python -m demo", description="The reassignd demo (make demo).")
     p.add_argument("--workdir", type=Path, help="where files and logs go (default: a temporary directory)")
@@ -361,7 +357,7 @@ def main(argv: list[str] | None = None) -> int:
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix="reassignd-demo-"))
     workdir.mkdir(parents=True, exist_ok=True)
     (workdir / "logs").mkdir(exist_ok=True)
-    signal.signal(signal.SIGTERM, _on_sigterm)
+    install_interrupt_handlers()  # Ctrl-C and SIGTERM: the same clean-up path
     console = Console()
     console.say(f"reassignd demo: working directory {workdir}")
     ok = False
@@ -376,9 +372,11 @@ def main(argv: list[str] | None = None) -> int:
                 demo.summary()
                 ok = True
             finally:
+                begin_cleanup()
                 kids.stop_all()
                 cluster.close()
     except KeyboardInterrupt:
+        begin_cleanup()
         console.say("interrupted: everything the demo started has been stopped")
         return 130
     except (DemoError, subprocess.TimeoutExpired, OSError) as exc:
