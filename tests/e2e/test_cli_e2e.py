@@ -9,6 +9,7 @@ assignment, the ``/admin`` znodes and the throttle configs.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import re
 import subprocess
@@ -20,6 +21,7 @@ import pytest
 from kazoo.client import KazooClient
 
 from client import exit_codes
+from client.admin import AdminClient
 from demo.cluster import ClusterSpec, LocalCluster, wait_for
 from demo.procs import Children
 
@@ -276,6 +278,41 @@ def test_running_move_progress_list_describe_then_cancel(cluster, tmp_path):
              f"broker {NEW_BROKER} to delete its copy of slow-0")
     r = kr(cluster, "--list")
     assert r.returncode == exit_codes.OK and "No partition reassignments in progress." in r.stdout
+
+
+def test_list_then_describe_then_describe_after_completion_omits_it(cluster, tmp_path):
+    """KIP-240 through the AdminClient: ids from ListReassignments describe the running moves;
+    once they complete, describing the same ids gives nothing for them (omitted, no error)."""
+    moves = [("orders", p, not_on(cluster.assignment("orders")[p])) for p in (0, 1)]
+    plan = write_plan(tmp_path, "two.json", *moves)
+    # slow enough to be seen running (1 MiB at 256 KiB/s: a few seconds), fast enough to finish
+    r = kr(cluster, "--execute", "--throttle", str(256 * 1024), "--reassignment-json-file", plan)
+    assert r.returncode == exit_codes.OK, r.stderr
+
+    async def listed_and_described():
+        async with AdminClient(cluster.bootstrap) as admin:
+            listed = await admin.list_reassignments()
+            described = await admin.describe_reassignments(listed.values())
+            return listed, described
+
+    listed, described = asyncio.run(listed_and_described())
+    wanted = {("orders", 0), ("orders", 1)}
+    assert set(listed) == wanted, listed
+    for (topic, p), d in described.items():
+        target = moves[p][2]
+        assert d is not None and d.reassignment == listed[(topic, p)]
+        assert d.new_assigned_brokers == target  # KIP-240: every broker of the new assignment
+        assert d.new_assigned_throttles[NEW_BROKER] == 256 * 1024  # the new replica is throttled
+        assert d.current_leader in cluster.assignment(topic)[p]
+
+    settle(cluster)
+
+    async def described_again():
+        async with AdminClient(cluster.bootstrap) as admin:
+            return await admin.describe_reassignments(listed.values())
+
+    again = asyncio.run(described_again())
+    assert again == {tp: None for tp in listed}, again
 
 
 def test_cancel_with_nothing_running(cluster):
