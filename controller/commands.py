@@ -61,9 +61,23 @@ class Outbox:
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
         self._metadata: dict[TopicPartition, dict] = {}
+        self._lai_last: dict[bool, tuple] = {}  # is_new -> (the arguments, the entry) last built
 
     def leader_and_isr(self, broker_id: int, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, is_new) -> None:
-        self._lai.setdefault(broker_id, {})[tp] = {
+        # The engine tells every replica of a partition the same thing in a row: those brokers
+        # share one entry (read-only from here on) instead of a copy each.
+        last = self._lai_last.get(is_new)
+        if (
+            last is not None
+            and last[0] is tp
+            and last[1] is state
+            and last[2] is replicas
+            and last[3] is adding
+            and last[4] is removing
+        ):
+            self._lai.setdefault(broker_id, {})[tp] = last[5]
+            return
+        entry = self._lai.setdefault(broker_id, {})[tp] = {
             "partition_index": tp[1],
             "controller_epoch": state.controller_epoch,
             "leader": state.leader,
@@ -75,6 +89,7 @@ class Outbox:
             "removing_replicas": list(removing),
             "is_new": is_new,
         }
+        self._lai_last[is_new] = (tp, state, replicas, adding, removing, entry)
 
     def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int) -> None:
         self._stop.setdefault(broker_id, {})[tp] = {

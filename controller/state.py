@@ -103,10 +103,11 @@ class Overlay(Generic[K, V]):
         self.changes: dict[K, V | _Deleted] = {}
 
     def get(self, key: K, default=None):
-        value = self.changes.get(key, _MISSING)
-        if value is _MISSING:
-            return self.base.get(key, default)
-        return default if value is DELETED else value
+        changes = self.changes
+        if key in changes:  # hot: most keys a step reads it never changed
+            value = changes[key]
+            return default if value is DELETED else value
+        return self.base.get(key, default)
 
     def __getitem__(self, key: K) -> V:
         value = self.get(key, _MISSING)

@@ -27,7 +27,7 @@ ORS - TRS, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS.
 from __future__ import annotations
 
 import enum
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 
 class Phase(enum.Enum):
@@ -60,6 +60,9 @@ HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.
 STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 
 
+_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend"})  # what _copy may change
+
+
 class IllegalTransition(RuntimeError):
     """The engine tried a phase change the transition map does not allow (a bug)."""
 
@@ -81,7 +84,7 @@ class Move:
             raise IllegalTransition(f"{self.tp}: {self.phase.name} -> {phase.name} is not a legal transition")
         if phase in STARTED and (changes.get("original", self.original) is None):
             raise IllegalTransition(f"{self.tp}: {phase.name} needs the original replicas")
-        return replace(self, phase=phase, **changes)
+        return self._copy(phase, changes)
 
     def with_changes(self, **changes) -> Move:
         """Change fields other than the phase (a new target while pending, a queued one)."""
@@ -89,7 +92,22 @@ class Move:
             raise IllegalTransition("use Move.to() to change the phase")
         if "target" in changes and self.started:
             raise IllegalTransition(f"{self.tp}: the target of a started move cannot change")
-        return replace(self, **changes)
+        return self._copy(self.phase, changes)
+
+    def _copy(self, phase: Phase, changes: dict) -> Move:
+        # dataclasses.replace, without its per-call field introspection (hot: every phase change).
+        unknown = changes.keys() - _COPIED_FIELDS
+        if unknown:
+            raise TypeError(f"Move has no field(s) {sorted(unknown)}")
+        get = changes.get
+        return Move(
+            self.tp,
+            get("target", self.target),
+            phase,
+            get("original", self.original),
+            get("next_target", self.next_target),
+            get("resend", self.resend),
+        )
 
     @classmethod
     def resumed(cls, tp, target, original, phase: Phase) -> Move:

@@ -248,6 +248,14 @@ def _too_large(i: int, op: Op, op_size: int, base: int, limit: int) -> RequestTo
     )
 
 
+class CheckedChunk(list):
+    """A chunk a BatchedWriter planned: every op passed :func:`check_op` when queued and the
+    chunk was sized to fit one multi (the epoch check included). A store may skip checking
+    such a chunk again (KazooStore does: re-checking 100,000 queued ops was measurable)."""
+
+    __slots__ = ()
+
+
 def _flatten(chunks: list[list[Op]]) -> list[Op]:
     return [op for chunk in chunks for op in chunk]
 
@@ -317,7 +325,7 @@ class BatchedWriter:
         happens; on failure a :class:`FlushError` (or :class:`FencedFlushError`) tells what landed.
         """
         fenced = epoch_zkversion is not None
-        chunks = self.chunks(fenced=fenced)
+        chunks = [CheckedChunk(chunk) for chunk in self.chunks(fenced=fenced)]
         self._ops, self._sizes = [], []
         results: list = []
         done = 0

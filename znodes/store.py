@@ -344,10 +344,11 @@ class KazooStore:
         await self._call(path, self._client.ensure_path_async, path)
 
     async def multi(self, ops: list[Op]) -> list:
-        ops = list(ops)
-        for op in ops:
-            batch.check_op(op)
-        batch.check_multi(ops, self.chroot)
+        if type(ops) is not batch.CheckedChunk:  # a writer's chunk was checked when queued
+            ops = list(ops)
+            for op in ops:
+                batch.check_op(op)
+            batch.check_multi(ops, self.chroot)
         self._check_usable()
         # kazoo's request records built directly (what its TransactionRequest builds, without
         # re-validating and re-normalising every path already checked above: a flush of
@@ -388,9 +389,15 @@ class KazooStore:
     async def fenced_multi(self, ops: list[Op], epoch_zkversion: int) -> list:
         if not isinstance(epoch_zkversion, int) or isinstance(epoch_zkversion, bool):
             raise TypeError(f"epoch_zkversion must be an int, not {epoch_zkversion!r}")
-        ops = list(ops)
+        check = Check(CONTROLLER_EPOCH_PATH, epoch_zkversion)
+        if type(ops) is batch.CheckedChunk:  # sized with the check in it: only the check is new
+            batch.check_op(check)
+            fenced = batch.CheckedChunk([check, *ops])
+        else:
+            ops = list(ops)
+            fenced = [check, *ops]
         try:
-            results = await self.multi([Check(CONTROLLER_EPOCH_PATH, epoch_zkversion), *ops])
+            results = await self.multi(fenced)
         except MultiOpError as e:
             if e.index == 0:
                 raise FencedError(

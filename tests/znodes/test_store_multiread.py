@@ -58,3 +58,34 @@ async def test_get_many_refuses_a_bad_path_before_sending_anything(zk_hosts):
             await store.get_many(["/trailing/"])
     finally:
         await store.close()
+
+
+async def test_a_writers_checked_chunks_skip_rechecks_but_keep_the_fence(zk_hosts):
+    from znodes.api import FencedError
+    from znodes.batch import CheckedChunk
+
+    store = await connect(zk_hosts, create_chroot=True)
+    try:
+        await store.create("/controller_epoch", b"1")
+        seen = []
+        real = store.fenced_multi
+
+        async def spy(ops, epoch_zkversion):
+            seen.append(type(ops))
+            return await real(ops, epoch_zkversion)
+
+        store.fenced_multi = spy
+        writer = BatchedWriter(store, max_ops=3)
+        writer.extend(Create(f"/c{i}", b"x") for i in range(5))
+        assert len(await writer.flush(0)) == 5
+        assert seen and all(t is CheckedChunk for t in seen)
+        assert await store.children("/") == sorted(["controller_epoch"] + [f"c{i}" for i in range(5)])
+        writer.add(Create("/late", b"x"))
+        with pytest.raises(FencedError):
+            await writer.flush(7)  # a stale epoch zkVersion: nothing lands
+        assert await store.exists("/late") is None
+        with pytest.raises(ValueError):
+            await real(CheckedChunk([Create("/bad-version", b"")]), -2)
+        assert await store.exists("/bad-version") is None
+    finally:
+        await store.close()
