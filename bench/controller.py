@@ -33,6 +33,30 @@ Figures (printed last, one per line):
   a multi counts (the ``/controller_epoch`` check of each fenced multi too), plus every read
   (get, exists, children) - everything the controller's sessions sent, election and
   recovery included. ``zk_writes_per_partition`` and ``zk_reads_per_partition`` split it.
+  Reads through ``get_many`` (ZooKeeper 3.6+ multiRead, hundreds of gets per request) count
+  one read per znode, exactly like single gets: fewer round trips, not fewer operations.
+* Why ``zk_ops_per_partition`` stays near 5 and the issue's 4 is not reached: Kafka's
+  algorithm, as DESIGN.md section 4 fixes it, needs per moved partition
+
+  - 3 writes: create ``/admin/reassignments/T/P`` at start and delete it at the end (the
+    KIP-240 record, DESIGN.md section 3), and the completion's state write (new leader epoch,
+    ISR shrunk to TRS), conditional on the zkVersion the controller read;
+  - 2 reads of the partition state: one before the start, since LeaderAndIsr must carry the
+    current leader, leader epoch, ISR and zkVersion and the controller has never held this
+    partition's state (reading every state at election instead, as Kafka's controller does,
+    costs the same one read per partition, and again at every failover); and one after the
+    ISR change notification, which names partitions only (Kafka's format), so the grown ISR
+    is in the state znode alone. Skipping that read and writing the completion conditionally
+    on the zkVersion expected after the leader's write would not prove TRS is in the ISR (a
+    shrink bumps the version too), breaking invariant 4 (DESIGN.md section 7).
+
+  Everything else is amortised (epoch checks: one per multi of up to 1,000 ops; topic znodes
+  and ``/admin/reassign_partitions``: once per step; notification deletes: one per 5,000
+  partitions; re-reading the states of the moves in flight at failover: 8,000 of 100,000).
+  Reaching 4 would take dropping the KIP-240 records, trusting versions instead of the ISR,
+  or brokers reporting ISR changes to the controller instead of ZooKeeper (Kafka's later
+  AlterIsr, KIP-497) - each a change of the algorithm or the broker contract, not of the
+  controller's efficiency.
 * ``failover_resume_seconds``: from the new controller's election to the first partition it
   completes (recovery included); ``in_flight_at_failover`` says how many moves had started and
   not finished when the old one died. That is bounded by ``/admin/reassign_partitions``,

@@ -155,13 +155,20 @@ async def read_records(
     topics = await children_or_empty(store, paths.REASSIGNMENTS)
     keys: list[TopicPartition] = []
     counts: dict[str, int] = {}
+    valid = []
     for topic in sorted(topics):
         try:
             paths.validate_topic_name(topic)
+            valid.append(topic)
         except ValueError as e:
             log.append(f"ignoring /admin/reassignments/{topic}: {e}")
-            continue
-        names = await children_or_empty(store, paths.reassignment_topic(topic))
+    # Every parent listed at once (a failover with moves in 100 topics waits for one round
+    # trip, not 100), READ_CONCURRENCY at a time.
+    listings: list[list[str]] = []
+    for i in range(0, len(valid), READ_CONCURRENCY):
+        chunk = valid[i : i + READ_CONCURRENCY]
+        listings += await asyncio.gather(*(children_or_empty(store, paths.reassignment_topic(t)) for t in chunk))
+    for topic, names in zip(valid, listings):
         counts[topic] = len(names)
         for name in names:
             try:
