@@ -9,92 +9,36 @@ keeps running while the clients look at it.
 from __future__ import annotations
 
 import json
-import os
-import signal
 import subprocess
-import sys
-import time
-from pathlib import Path
 
 import pytest
-from kazoo.client import KazooClient
+
+from tests.e2e.processes import running_cluster, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(120)]
 
-REPO = Path(__file__).resolve().parents[2]
 CONTROLLER_IDS = (101, 102)
-
-
-def _spawn(args: list[str], log_path: Path) -> subprocess.Popen:
-    return subprocess.Popen(
-        [sys.executable, "-m", "reassignd", *args],
-        cwd=REPO,
-        stdout=subprocess.PIPE,
-        stderr=open(log_path, "wb"),
-        env={**os.environ, "PYTHONUNBUFFERED": "1"},
-    )
-
-
-def _stop(proc: subprocess.Popen) -> None:
-    if proc.poll() is None:
-        proc.send_signal(signal.SIGTERM)
-        try:
-            proc.wait(10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-
-
-def _wait_for(predicate, timeout: float, what: str):
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = predicate()
-        if value:
-            return value
-        time.sleep(0.05)
-    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+SIM_ARGS = ["--brokers", "3", "--topics", "orders:4:2:64MiB", "__consumer_offsets:2:3:1KiB", "--bandwidth", "1KiB",
+            "--produce-rate", "0"]
 
 
 @pytest.fixture
 def cluster(zk_hosts, tmp_path):
-    """(kazoo client, {id: (host, port)} of the controllers, active id, standby id)."""
-    config = tmp_path / "controller.json"
-    config.write_text(json.dumps({"zk_session_timeout_s": 2.0, "request_timeout_s": 5.0}))
-    procs = [_spawn(["sim", "--zookeeper", zk_hosts, "--brokers", "3", "--topics", "orders:4:2:64MiB",
-                     "__consumer_offsets:2:3:1KiB", "--bandwidth", "1KiB", "--produce-rate", "0"],
-                    tmp_path / "sim.log")]
-    zk = KazooClient(hosts=zk_hosts, timeout=10)
-    zk.start(timeout=30)
-    try:
-        line = procs[0].stdout.readline()
-        assert line, (tmp_path / "sim.log").read_text()[-3000:]
-        for cid in CONTROLLER_IDS:
-            procs.append(_spawn(["controller", "--zookeeper", zk_hosts, "--id", str(cid), "--listen", "127.0.0.1:0",
-                                 "--config", str(config)], tmp_path / f"controller-{cid}.log"))
-        _wait_for(lambda: zk.exists("/controller"), 30, "an active controller")
-        _wait_for(lambda: len(zk.get_children("/reassignd/controllers")) == 2, 30, "2 registered controllers")
-        listeners = {}
-        for cid in CONTROLLER_IDS:
-            doc = json.loads(zk.get(f"/reassignd/controllers/{cid}")[0])
-            listeners[cid] = (doc["host"], doc["port"])
-        active = json.loads(zk.get("/controller")[0])["brokerid"]
-        yield zk, listeners, active, next(c for c in CONTROLLER_IDS if c != active)
-    finally:
-        zk.stop()
-        zk.close()
-        for p in reversed(procs):
-            _stop(p)
+    """(kazoo client, {id: "host:port"} of the controllers, active id, standby id)."""
+    with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS) as c:
+        active = c.active_controller()
+        yield c.zk, c.listeners, active, next(cid for cid in CONTROLLER_IDS if cid != active)
 
 
 def test_kcat_lists_brokers_controllers_and_topics(cluster):
     zk, listeners, active, standby = cluster
-    host, port = listeners[standby]
-    out = subprocess.run(["kcat", "-L", "-J", "-b", f"{host}:{port}", "-m", "10"],
+    address = listeners[standby]
+    out = subprocess.run(["kcat", "-L", "-J", "-b", address, "-m", "10"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0, out.stderr
     meta = json.loads(out.stdout)
     assert {b["id"] for b in meta["brokers"]} == {1, 2, 3, 101, 102}
-    assert {b["name"] for b in meta["brokers"] if b["id"] == standby} == {f"{host}:{port}"}
+    assert {b["name"] for b in meta["brokers"] if b["id"] == standby} == {address}
     topics = {t["topic"]: t for t in meta["topics"]}
     assert set(topics) == {"orders", "__consumer_offsets"}
     assert len(topics["orders"]["partitions"]) == 4
@@ -104,7 +48,7 @@ def test_kcat_lists_brokers_controllers_and_topics(cluster):
         assert sorted(r["id"] for r in p["replicas"]) == sorted(
             json.loads(zk.get("/brokers/topics/orders")[0])["partitions"][str(p["partition"])])
     # the plain text listing works too
-    text = subprocess.run(["kcat", "-L", "-b", f"{host}:{port}", "-m", "10"], capture_output=True, text=True, timeout=60)
+    text = subprocess.run(["kcat", "-L", "-b", address, "-m", "10"], capture_output=True, text=True, timeout=60)
     assert text.returncode == 0 and 'topic "orders" with 4 partitions' in text.stdout, text.stdout + text.stderr
 
 
@@ -120,14 +64,14 @@ def test_kafka_python_admin_client_from_the_standby(cluster):
     current = assignment["0"]
     target = [b for b in (1, 2, 3) if b not in current][:1] + current[:1]
     removing = [b for b in current if b not in target]
-    host, port = listeners[standby]
-    admin = KafkaAdminClient(bootstrap_servers=f"{host}:{port}", client_id="kafka-python-test", request_timeout_ms=20000)
+    admin = KafkaAdminClient(bootstrap_servers=listeners[standby], client_id="kafka-python-test",
+                             request_timeout_ms=20000)
     try:
         # No help for the client: any node it picks (controller instance or simulated broker)
         # names the active controller in Metadata.
         tp0, tp1 = TopicPartition("orders", 0), TopicPartition("orders", 1)
         assert admin.alter_partition_reassignments({tp0: target}) == {tp0: None}
-        _wait_for(lambda: zk.exists("/admin/reassignments/orders/0"), 30, "the move to start")
+        wait_for(lambda: zk.exists("/admin/reassignments/orders/0"), 30, "the move to start")
         ongoing = admin.list_partition_reassignments()
         assert ongoing == {tp0: {"replicas": target + removing, "adding_replicas": [target[0]],
                                  "removing_replicas": removing}}
@@ -135,7 +79,7 @@ def test_kafka_python_admin_client_from_the_standby(cluster):
         # None cancels (KIP-455); a partition that is not moving says so
         answer = admin.alter_partition_reassignments({tp0: None, tp1: None})
         assert answer[tp0] is None and answer[tp1] is NoReassignmentInProgressError
-        _wait_for(lambda: admin.list_partition_reassignments() == {}, 30, "the cancel to finish")
+        wait_for(lambda: admin.list_partition_reassignments() == {}, 30, "the cancel to finish")
         assert json.loads(zk.get("/brokers/topics/orders")[0])["partitions"]["0"] == current
 
         # kafka-python sends a BROKER resource to that node, so the controllers' own entities

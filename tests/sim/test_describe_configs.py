@@ -19,8 +19,8 @@ from sim.cluster import Cluster, ClusterSettings
 from sim.inprocess import InProcessTransport
 from sim.topics import parse_topic_spec
 from sim.versions import served_versions
+from tests.sim.zkcluster import real_zk_cluster, twin_cluster
 from znodes import store as zstore
-from znodes.twin import TwinServer
 
 DESCRIBE_CONFIGS = 32
 TOPIC, BROKER = 2, 4
@@ -36,13 +36,9 @@ def _versions():
 
 @pytest.fixture
 async def twin():
-    server = TwinServer()
-    cluster = Cluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
-    await cluster.start([parse_topic_spec("orders:2:2:4KiB")])
-    other = server.connect()
-    yield InProcessTransport(cluster), cluster, other
-    await other.close()
-    await cluster.close()
+    """(transport, cluster, a separate store playing the controller or an admin tool)."""
+    async with twin_cluster("orders:2:2:4KiB") as parts:
+        yield parts
 
 
 async def _set_config(store, entity: str, config: dict[str, str] | None, *, notify: bool = True):
@@ -223,10 +219,7 @@ async def test_no_resources_and_configs_loaded_at_start(zk_hosts):
 
 @pytest.mark.zk
 async def test_over_tcp_on_real_zookeeper(zk_hosts):
-    cluster = Cluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=2), clock=ManualClock())
-    await cluster.start([parse_topic_spec("orders:1:2:1KiB")])
-    other = await zstore.connect(zk_hosts)
-    try:
+    async with real_zk_cluster(zk_hosts, "orders:1:2:1KiB", brokers=2, serve=True) as (cluster, other):
         await _set_config(other, "topics/orders", {REPLICAS: "0:1,0:2"})
         resources = [_resource(TOPIC, "orders"), _resource(BROKER, "2")]
         request = protocol.encode_request(DESCRIBE_CONFIGS, 4, 9, "test", _body(4, resources, True))
@@ -245,6 +238,3 @@ async def test_over_tcp_on_real_zookeeper(zk_hosts):
         assert body["results"] == await _controller(other, 4, resources, True)
         assert _values(body["results"][0]) == {REPLICAS: ("0:1,0:2", 1)}
         assert body["results"][1]["error_code"] == 0
-    finally:
-        await other.close()
-        await cluster.close()

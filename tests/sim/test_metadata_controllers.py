@@ -14,13 +14,10 @@ import pytest
 from controller.admin.metadata import handle_metadata
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
 from sim.inprocess import InProcessTransport
-from sim.topics import parse_topic_spec
 from sim.versions import served_versions
 from tests.sim.bodies import update_metadata
-from znodes import store as zstore
-from znodes.twin import TwinServer
+from tests.sim.zkcluster import real_zk_cluster, twin_cluster
 
 CONTROLLERS = "/reassignd/controllers"
 
@@ -36,13 +33,8 @@ def _controller(cid: int) -> bytes:
 @pytest.fixture
 async def twin():
     """(transport, cluster, a separate store playing the controller instances)."""
-    server = TwinServer()
-    cluster = Cluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
-    await cluster.start([parse_topic_spec("t:2:2:4KiB")])
-    other = server.connect()
-    yield InProcessTransport(cluster), cluster, other
-    await other.close()
-    await cluster.close()
+    async with twin_cluster("t:2:2:4KiB") as parts:
+        yield parts
 
 
 async def _register_controllers(store, listeners: dict[int, tuple[str, int]], active: int | None):
@@ -187,11 +179,9 @@ async def test_brokers_registered_later_are_listed(twin):
 @pytest.mark.zk
 async def test_on_real_zookeeper_watches_follow_controllers(zk_hosts):
     clock = ManualClock()
-    cluster = Cluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=2), clock=clock, serve=False)
-    await cluster.start()
-    other = await zstore.connect(zk_hosts)
-    tr = InProcessTransport(cluster)
-    try:
+    async with real_zk_cluster(zk_hosts, brokers=2, clock=clock) as (cluster, other):
+        tr = InProcessTransport(cluster)
+
         async def settled(predicate):
             # Watch events arrive from kazoo's thread: advance until they were handled.
             for _ in range(200):
@@ -211,6 +201,3 @@ async def test_on_real_zookeeper_watches_follow_controllers(zk_hosts):
         await settled(lambda m: m["controller_id"] == -1)
         await other.create("/controller", _controller(101), ephemeral=True)
         await settled(lambda m: m["controller_id"] == 101)
-    finally:
-        await other.close()
-        await cluster.close()
