@@ -83,6 +83,7 @@ import protocol  # noqa: E402
 from controller.active import ActiveController  # noqa: E402
 from controller.commands import LEADER_AND_ISR  # noqa: E402
 from controller.config import ControllerConfig  # noqa: E402
+from controller.shared_body import request_frame  # noqa: E402
 from controller.election import try_elect  # noqa: E402
 from controller.events import StatesRead, StopReplicaSent  # noqa: E402
 from controller.inbox import Inbox  # noqa: E402
@@ -208,10 +209,17 @@ class InstantBrokers:
         self.task = asyncio.create_task(self._flush_forever())
         self.correlation = 0
 
-    async def request(self, broker_id, api_key, api_version, body):
-        # The controller pays for encoding its requests, as over TCP.
+    # Like controller.transport.TcpTransport: a body the controller encoded once for many
+    # brokers (UpdateMetadata) is framed as is.
+    takes_encoded = True
+
+    async def request(self, broker_id, api_key, api_version, body, *, encoded=None):
+        # The controller pays for encoding its requests, as over TCP: the same frame is built.
         self.correlation += 1
-        protocol.encode_request(api_key, api_version, self.correlation, "reassignd-controller", body)
+        if encoded is None:
+            protocol.encode_request(api_key, api_version, self.correlation, "reassignd-controller", body)
+        else:
+            request_frame(api_key, api_version, self.correlation, "reassignd-controller", encoded)
         if api_key == LEADER_AND_ISR:
             for topic in body["topic_states"]:
                 for e in topic["partition_states"]:

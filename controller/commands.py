@@ -14,6 +14,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from controller.shared_body import per_broker_bodies
 from controller.state import Broker, LeaderIsr, TopicPartition
 
 LEADER_AND_ISR = 4
@@ -36,6 +37,8 @@ class BrokerCommand:
     body: dict = field(compare=False)
     # StopReplica: the partitions whose move waits for this request to have been sent.
     partitions: tuple[TopicPartition, ...] = ()
+    # ``body`` already encoded (controller.shared_body), for transports that take it as is.
+    encoded: bytes | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
@@ -148,7 +151,16 @@ class Outbox:
                 }
                 for b in sorted(self.brokers.values(), key=lambda b: b.id)
             ]
-            for broker_id in sorted(self.brokers):
+            common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
+                      "topic_states": states, "live_brokers": live}
+            ids = sorted(self.brokers)
+            # The same states for every broker: encoded once, each broker's epoch put in place.
+            encoded = per_broker_bodies(
+                UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
+            ) or {}
+            for broker_id in ids:
                 body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
-                out.append(BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body))
+                out.append(
+                    BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
+                )
         return out

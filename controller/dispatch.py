@@ -103,9 +103,15 @@ class Dispatcher:
             try:
                 # asyncio.timeout, not wait_for: in 3.11 wait_for can swallow a cancellation.
                 async with asyncio.timeout(cfg.request_timeout_s):
-                    body = await self.transport.request(
-                        command.broker_id, command.api_key, command.api_version, command.body
-                    )
+                    if command.encoded is not None and getattr(self.transport, "takes_encoded", False):
+                        body = await self.transport.request(
+                            command.broker_id, command.api_key, command.api_version, command.body,
+                            encoded=command.encoded,
+                        )
+                    else:
+                        body = await self.transport.request(
+                            command.broker_id, command.api_key, command.api_version, command.body
+                        )
             except (OSError, ConnectionError, TimeoutError, DecodeError) as e:
                 if attempt == cfg.request_retries or not self.is_live(command.broker_id):
                     self.failed += 1

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from typing import Protocol, runtime_checkable
 
 import protocol
+from controller.shared_body import request_frame
 from protocol.exceptions import DecodeError
 
 CLIENT_ID = "reassignd-controller"
@@ -122,10 +123,19 @@ class TcpTransport:
             self._connections[broker_id] = conn
             return conn
 
-    async def request(self, broker_id: int, api_key: int, api_version: int, body: dict) -> dict:
+    # request() takes ``encoded=``: the body's bytes, encoded once for many brokers (a
+    # BrokerCommand's ``encoded``, controller.shared_body); ``body`` is then not encoded again.
+    takes_encoded = True
+
+    async def request(
+        self, broker_id: int, api_key: int, api_version: int, body: dict, *, encoded: bytes | None = None
+    ) -> dict:
         conn = await self._connection(broker_id)
         correlation_id = next(self._correlation) & 0x7FFFFFFF
-        frame = protocol.encode_request(api_key, api_version, correlation_id, self.client_id, body)
+        if encoded is None:
+            frame = protocol.encode_request(api_key, api_version, correlation_id, self.client_id, body)
+        else:
+            frame = request_frame(api_key, api_version, correlation_id, self.client_id, encoded)
         future: asyncio.Future = asyncio.get_running_loop().create_future()
         conn.pending[correlation_id] = (api_key, api_version, future)
         try:
