@@ -10,10 +10,13 @@ while the clients look at it.
 from __future__ import annotations
 
 import json
+import socket
+import struct
 import subprocess
 
 import pytest
 
+import protocol
 from tests.e2e.processes import running_cluster, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(120)]
@@ -25,10 +28,25 @@ SIM_ARGS = ["--brokers", "3", "--topics", "orders:3:2:64MiB", "--bandwidth", "1K
             "--tick-ms", "50"]
 
 
+def metadata_controller_id(address: str) -> int:
+    """The controller_id a node's Metadata (v1, no topics) names."""
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as sock:
+        sock.sendall(protocol.encode_request(3, 1, 1, "e2e", {"topics": []}))
+        head = sock.recv(4, socket.MSG_WAITALL)
+        (size,) = struct.unpack(">i", head)
+        frame = head + sock.recv(size, socket.MSG_WAITALL)
+    return protocol.decode_response(3, 1, frame)[1]["controller_id"]
+
+
 @pytest.fixture
 def cluster(zk_hosts, tmp_path):
-    """Simulated brokers and one controller (processes.RunningCluster)."""
+    """Simulated brokers and one controller (processes.RunningCluster), once every simulated
+    broker has seen the controller's election (its watch on /controller fires a moment later)."""
     with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=(CONTROLLER_ID,)) as c:
+        for address in c.brokers.values():
+            wait_for(lambda: metadata_controller_id(address) == CONTROLLER_ID, 20,
+                     f"the simulated broker at {address} to name the controller")
         yield c
 
 
