@@ -8,7 +8,9 @@ the moment a LeaderAndIsr names them. A leader told of adding replicas writes th
 to the state znode (conditional on its zkVersion) and announces it in an ISR change
 notification; these writes are batched, many partitions per multi and per notification, on
 the brokers' own ZooKeeper session (not counted as controller operations). Requests are
-still encoded with the wire codec, so the controller pays for them. With brokers that take
+still encoded with the wire codec and framed, so the controller pays for them (an
+UpdateMetadata, the same for every broker but its epoch, is encoded once per step, as
+controller.shared_body does for TCP too). With brokers that take
 no time, what is measured is the controller and ZooKeeper.
 
 Work arrives as a third-party tool would give it: a feeder keeps ``/admin/reassign_partitions``

@@ -5,6 +5,7 @@ Usage::
     store = await znodes.store.connect("127.0.0.1:2181/kafka", create_chroot=True)
     await store.create("/controller_epoch", b"1")
     data, stat = await store.get("/controller_epoch", watch=True)
+    reads = await store.get_many(["/a", "/b"])  # multiRead (3.6+): [(data, stat) | None, ...]
     await store.fenced_multi([SetData("/brokers/topics/t", b"{}")], stat.version)
     event = await store.events.get()      # WatchEvent / SessionEvent, in ZooKeeper's order
     await store.close()
