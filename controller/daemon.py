@@ -36,7 +36,6 @@ from controller.election import campaign, release_if_ours
 from controller.inbox import Inbox
 from controller.admin.base import AdminContext
 from controller.admin.handler import AdminHandler
-from controller.admin.metadata import close_reader
 from controller.listener import AdminListener, ListenerLimits, RequestHandler
 from controller.payloads import encode_listener
 from controller.throttles import remove_idle_throttles, remove_throttles
@@ -119,7 +118,6 @@ class ControllerDaemon:
                     self.role.active = None
                     self.role.store = None
                     await _close_quietly(store)
-                    await close_reader(store)  # the admin API's companion read session
         finally:
             await self.listener.close()
 

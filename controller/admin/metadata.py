@@ -29,7 +29,6 @@ import base64
 import json
 import logging
 import uuid
-import weakref
 
 from controller.admin.base import AdminContext, Api
 from controller.payloads import decode_controller, decode_listener
@@ -54,9 +53,6 @@ TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
 # Cluster: CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE.
 CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
 ZERO_UUID = uuid.UUID(int=0)
-# From this many znodes on, reads go through the pipelined reader (kazoo costs a thread
-# hand-off per read, ~0.3 ms: 10,000 partition states would take seconds).
-BULK_READ_MIN = 200
 
 log = logging.getLogger("reassignd.admin")
 
@@ -106,55 +102,11 @@ async def read_cluster_id(store: Store) -> str | None:
     return cluster_id if isinstance(cluster_id, str) else None
 
 
-class _Bulk:
-    __slots__ = ("lock", "reader")
-
-    def __init__(self) -> None:
-        self.lock = asyncio.Lock()  # one reader answers one batch at a time, in order
-        self.reader = None
-
-
-# Per store (ZooKeeper session): its pipelined read-only companion session, opened on first use.
-_bulk: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 async def read_data(store: Store, path_list: list[str]) -> list[bytes | None]:
-    """The data of many znodes (None where there is none), in one go.
-
-    Many reads over a real ZooKeeper use a companion read-only session of the same ensemble
-    and chroot (spark_jobs.zkread: requests written back to back, answers parsed as they
-    stream in); it is reopened, once, if it failed, and store reads are the fallback. Like any
-    ZooKeeper read from another session, it may trail the controller's session by what the
-    server it is connected to has not applied yet: fine for Metadata, which Kafka serves from a
-    cache updated asynchronously too.
-    """
-    hosts = getattr(store, "hosts", None)  # KazooStore: "h:p,h:p/chroot"; the twin has none
-    if len(path_list) >= BULK_READ_MIN and isinstance(hosts, str):
-        from spark_jobs.zkread import ZkReader, ZkReadError
-
-        bulk = _bulk.get(store)
-        if bulk is None:
-            bulk = _bulk[store] = _Bulk()
-        async with bulk.lock:
-            for _ in range(2):
-                try:
-                    if bulk.reader is None:
-                        bulk.reader = await ZkReader.connect(hosts).__aenter__()
-                    return list(await bulk.reader.get_many(path_list))
-                except (ZkReadError, OSError, asyncio.IncompleteReadError, asyncio.TimeoutError) as e:
-                    log.info("pipelined ZooKeeper reads failed (%s): reconnecting", e)
-                    reader, bulk.reader = bulk.reader, None
-                    if reader is not None:
-                        await reader.close()
+    """The data of many znodes (None where there is none), in one go: the store's bulk read
+    (ZooKeeper 3.6+'s multiRead, hundreds of znodes per request, on the controller's own
+    session, so Metadata never trails what the controller wrote)."""
     return [None if r is None else r[0] for r in await get_many(store, path_list)]
-
-
-async def close_reader(store: Store) -> None:
-    """Close the companion read session of ``store``, if one was opened (at session end)."""
-    bulk = _bulk.pop(store, None)
-    if bulk is not None and bulk.reader is not None:
-        reader, bulk.reader = bulk.reader, None
-        await reader.close()
 
 
 def parse_state(data: bytes | None) -> tuple[int, int, list[int]] | None:
