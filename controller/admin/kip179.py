@@ -286,21 +286,35 @@ async def handle_rates(ctx: AdminContext, version: int, body: dict) -> dict:
         ("brokers", b): tc.set_keys({tc.LEADER_RATE: str(leader), tc.FOLLOWER_RATE: str(follower)})
         for b, (leader, follower) in rates.items()
     }
+    await _write_throttles(store, epoch, path, "brokers", tc.RATE_KEYS, rates, configs, body["remove_throttle"])
+    return _rates_response(order, results)
+
+
+async def _write_throttles(store, epoch: int, removal_path: str, kind: str, keys, entities: dict,
+                           configs: dict, remove_throttle: bool) -> None:
+    """The write half of AlterInterbrokerThrottledRates and ...Replicas (``kind`` "brokers" or
+    "topics"), under the throttle lock so no removal lands in the middle:
+
+    with ``remove_throttle``: list ``entities`` in the removal znode first (a crash from here
+    on leaves them for removal), strip the throttles of entities listed before and not named
+    now (the request replaces the auto-removable set), write the new configs, then make the
+    removal znode list exactly ``entities``; without it: write the configs, then take
+    ``entities`` off the removal znode (these throttles are the operator's to keep).
+    """
     async with throttles.lock(store):
         try:
             await check_configs(store, configs)
-            if body["remove_throttle"]:
-                before = (await throttles.read_listed(store, path)).members
-                await update_listed(store, epoch, path, add=rates)
-                await update_configs(store, epoch, {("brokers", b): tc.drop_keys(tc.RATE_KEYS) for b in before - set(rates)})
+            if remove_throttle:
+                before = (await throttles.read_listed(store, removal_path)).members
+                await update_listed(store, epoch, removal_path, add=entities)
+                await update_configs(store, epoch, {(kind, e): tc.drop_keys(keys) for e in before - set(entities)})
                 await update_configs(store, epoch, configs)
-                await update_listed(store, epoch, path, replace=rates)
+                await update_listed(store, epoch, removal_path, replace=entities)
             else:
                 await update_configs(store, epoch, configs)
-                await update_listed(store, epoch, path, drop=rates)
+                await update_listed(store, epoch, removal_path, drop=entities)
         except _WRITE_FAILURES as e:
             raise _failure(e) from e
-    return _rates_response(order, results)
 
 
 # ---- AlterInterbrokerThrottledReplicas --------------------------------------------------------
@@ -351,20 +365,7 @@ async def handle_replicas(ctx: AdminContext, version: int, body: dict) -> dict:
     for topic, parts in wanted.items():
         pairs = {(p, b) for p, brokers in parts.items() for b in brokers}
         configs[("topics", topic)] = tc.add_replicas(pairs, pairs, replace_partitions=set(parts))
-    async with throttles.lock(store):
-        try:
-            await check_configs(store, configs)
-            if body["remove_throttle"]:
-                before = (await throttles.read_listed(store, path)).members
-                await update_listed(store, epoch, path, add=wanted)
-                await update_configs(store, epoch, {("topics", t): tc.drop_keys(tc.REPLICA_KEYS) for t in before - set(wanted)})
-                await update_configs(store, epoch, configs)
-                await update_listed(store, epoch, path, replace=wanted)
-            else:
-                await update_configs(store, epoch, configs)
-                await update_listed(store, epoch, path, drop=wanted)
-        except _WRITE_FAILURES as e:
-            raise _failure(e) from e
+    await _write_throttles(store, epoch, path, "topics", tc.REPLICA_KEYS, wanted, configs, body["remove_throttle"])
     return _replicas_response(order, results)
 
 
