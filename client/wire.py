@@ -16,6 +16,7 @@ from collections.abc import Callable
 from client.errors import KafkaApiError, ProtocolViolationError, error_for_code
 from client.metadata import Reassignment, ReassignmentDescription
 from client.results import KeyedResult
+from znodes.throttle_keys import RATE_KEYS
 
 TopicPartition = tuple[str, int]
 
@@ -39,7 +40,7 @@ REASSIGN_V_ADDITIONAL = (1, 1)
 UNTHROTTLED = 2**63 - 1
 UNKNOWN_SERVER_ERROR = -1
 BROKER_RESOURCE = 4  # DescribeConfigs resource type
-THROTTLE_RATE_KEYS = ["leader.replication.throttled.rate", "follower.replication.throttled.rate"]
+THROTTLE_RATE_KEYS = list(RATE_KEYS)
 
 Body = dict | Callable[[int], dict]
 

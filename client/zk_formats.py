@@ -24,13 +24,13 @@ from client.errors import ClusterDataError
 
 TopicPartition = tuple[str, int]
 
-LEADER_THROTTLED_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_THROTTLED_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_THROTTLED_RATE = "leader.replication.throttled.rate"
-FOLLOWER_THROTTLED_RATE = "follower.replication.throttled.rate"
-THROTTLED_REPLICA_KEYS = (LEADER_THROTTLED_REPLICAS, FOLLOWER_THROTTLED_REPLICAS)
-THROTTLED_RATE_KEYS = (LEADER_THROTTLED_RATE, FOLLOWER_THROTTLED_RATE)
-ALL_REPLICAS = "*"
+from znodes.throttle_keys import FOLLOWER_RATE as FOLLOWER_THROTTLED_RATE
+from znodes.throttle_keys import FOLLOWER_REPLICAS as FOLLOWER_THROTTLED_REPLICAS
+from znodes.throttle_keys import LEADER_RATE as LEADER_THROTTLED_RATE
+from znodes.throttle_keys import LEADER_REPLICAS as LEADER_THROTTLED_REPLICAS
+from znodes.throttle_keys import RATE_KEYS as THROTTLED_RATE_KEYS
+from znodes.throttle_keys import REPLICA_KEYS as THROTTLED_REPLICA_KEYS
+from znodes.throttle_keys import WILDCARD as ALL_REPLICAS
 
 
 def _model(model, path: str, data: bytes):

@@ -25,13 +25,16 @@ from znodes import models, paths
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, Op, SetData, Store
 from znodes.batch import BatchedWriter, FlushError
 
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
-REPLICA_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
-RATE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
-WILDCARD = "*"
+from znodes.throttle_keys import (  # noqa: F401 (re-exported: callers write tc.LEADER_RATE)
+    FOLLOWER_RATE,
+    FOLLOWER_REPLICAS,
+    LEADER_RATE,
+    LEADER_REPLICAS,
+    RATE_KEYS,
+    REPLICA_KEYS,
+    WILDCARD,
+)
+
 # A config or znode changed between the read and the conditional write (an operator's tool
 # wrote it): re-read and redo the merge this many times before giving up.
 CONFLICT_RETRIES = 5

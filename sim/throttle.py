@@ -22,12 +22,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-LEADER_REPLICAS = "leader.replication.throttled.replicas"
-FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
-LEADER_RATE = "leader.replication.throttled.rate"
-FOLLOWER_RATE = "follower.replication.throttled.rate"
+from znodes.throttle_keys import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, WILDCARD
+
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide broker default
-WILDCARD = "*"
 
 
 class ThrottleConfigError(ValueError):

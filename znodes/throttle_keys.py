@@ -1,0 +1,16 @@
+"""Kafka's replication-throttle config keys (DESIGN.md section 3), in one place for everyone
+who reads or writes them: the controller, the tools and the simulated brokers.
+
+Topic configs (``/config/topics/T``) name the throttled replicas, as ``"P:B,P:B"`` or ``"*"``;
+broker configs (``/config/brokers/N``) carry the rates in bytes/s.
+
+    from znodes.throttle_keys import FOLLOWER_RATE, REPLICA_KEYS
+"""
+
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+FOLLOWER_RATE = "follower.replication.throttled.rate"
+REPLICA_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
+RATE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
+WILDCARD = "*"  # every replica of the topic
