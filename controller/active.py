@@ -31,10 +31,11 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from controller import engine, gctune, recovery
+from controller import engine, full_metadata, gctune, recovery
 from controller.config import ControllerConfig
 from controller.dispatch import Dispatcher
-from controller.events import BrokersRead, CancelRequested, Event, StatesRead, TopicsRead
+from controller.events import BrokersRead, CancelRequested, Event, MetadataRead, StatesRead, TopicsRead
+from controller.full_metadata import MetadataDue
 from controller.inbox import Inbox
 from controller.state import ClusterState
 from controller.zkread import (
@@ -145,6 +146,8 @@ class ActiveController:
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.stats = Stats()
         self.writer = BatchedWriter(store)
+        # Full UpdateMetadata sends under way (election, registered brokers, new topics).
+        self.metadata = full_metadata.Planner()
         self.dispatcher = Dispatcher(
             transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers
         )
@@ -219,13 +222,19 @@ class ActiveController:
         )
         await self.execute(recovered.events)
         await self.execute(await self.read_changes({"notifications", "cancel", "queue"}))
+        # After the resume work (its states are read and queued already): every partition to
+        # every live broker, chunk by chunk between other events (controller.full_metadata).
+        self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
 
     async def process(self, batch: list) -> None:
         kinds: set[str] = set()
         engine_events: list[Event] = []
+        dues: list[MetadataDue] = []
         reload = False
         for item in batch:
-            if isinstance(item, SessionEvent):
+            if isinstance(item, MetadataDue):
+                dues.append(item)
+            elif isinstance(item, SessionEvent):
                 if item.state is SessionState.LOST:
                     raise Resign("session lost")
                 if item.state is SessionState.SUSPENDED:
@@ -247,10 +256,47 @@ class ActiveController:
         if reload:
             self.stats.reloads += 1
             await self.reload()
+        # Read before the changes: a state read later (an ISR change's) must win in the step.
+        metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)
         first = [e for e in events if isinstance(e, (TopicsRead, BrokersRead))]
         rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
-        await self.execute(first + engine_events + rest)
+        brokers_before = self.state.brokers
+        partitions_before = {
+            name: set(self.state.topic_partitions.get(name, ())) for e in first if isinstance(e, TopicsRead) for name in e.topics
+        }
+        await self.execute(first + metadata + engine_events + rest)
+        self.plan_metadata(brokers_before, partitions_before)
+
+    async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
+        """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""
+        out: list[Event] = []
+        for item in dues:
+            chunk, rest = self.metadata.take(item)
+            if rest is not None:
+                self.inbox.queue.put_nowait(rest)
+            if chunk:
+                states, lines = await read_states(self.store, chunk)
+                for line in lines:
+                    log.warning("%s", line)
+                out.append(MetadataRead(states, item.brokers))
+        return out
+
+    def plan_metadata(self, brokers_before: dict, partitions_before: dict[str, set[int]]) -> None:
+        """Full UpdateMetadata to brokers that (re-)registered, new partitions to everyone."""
+        state = self.state
+        back = full_metadata.registered(brokers_before, state.brokers)
+        if back:
+            log.info("broker(s) %s registered: sending them the full metadata", list(back))
+            self.inbox.queue.put_nowait(self.metadata.brokers(back, list(state.assignments)))
+        new = [
+            (name, p)
+            for name, before in partitions_before.items()
+            for p in state.topic_partitions.get(name, ())
+            if p not in before
+        ]
+        if new:
+            self.inbox.queue.put_nowait(self.metadata.new_partitions(new))
 
     async def read_changes(self, kinds: set[str]) -> list[Event]:
         """Re-read (and re-watch) what the watches said changed."""

@@ -64,6 +64,8 @@ class Outbox:
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
         self._metadata: dict[TopicPartition, dict] = {}
+        # UpdateMetadata for some brokers only (a full one to a broker that just registered).
+        self._metadata_to: dict[tuple[int, ...], dict[TopicPartition, dict]] = {}
         self._lai_last: dict[bool, tuple] = {}  # is_new -> (the arguments, the entry) last built
 
     def leader_and_isr(self, broker_id: int, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, is_new) -> None:
@@ -101,9 +103,11 @@ class Outbox:
             "delete_partition": True,
         }
 
-    def update_metadata(self, tp: TopicPartition, state: LeaderIsr, replicas) -> None:
-        """Tell every live broker the partition's new state (sent once per step)."""
-        self._metadata[tp] = {
+    def update_metadata(self, tp: TopicPartition, state: LeaderIsr, replicas, to: tuple[int, ...] | None = None) -> None:
+        """Tell every live broker (or only the brokers ``to``) the partition's state (sent
+        once per step and set of brokers)."""
+        entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
+        entries[tp] = {
             "partition_index": tp[1],
             "controller_epoch": state.controller_epoch,
             "leader": state.leader,
@@ -141,26 +145,36 @@ class Outbox:
             if stops:
                 body = self._header(broker_id) | {"topic_states": _grouped(stops)}
                 out.append(BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(stops)))
+        # Addressed ones first: an entry of this step for every broker is as new or newer.
+        for to, entries in self._metadata_to.items():
+            out += self._update_metadata_commands(entries, [b for b in to if b in self.brokers])
         if self._metadata:
-            states = _grouped(self._metadata)
-            live = [
-                {
-                    "id": b.id,
-                    "endpoints": [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}],
-                    "rack": b.rack,
-                }
-                for b in sorted(self.brokers.values(), key=lambda b: b.id)
-            ]
-            common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
-                      "topic_states": states, "live_brokers": live}
-            ids = sorted(self.brokers)
-            # The same states for every broker: encoded once, each broker's epoch put in place.
-            encoded = per_broker_bodies(
-                UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
-            ) or {}
-            for broker_id in ids:
-                body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
-                out.append(
-                    BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
-                )
+            out += self._update_metadata_commands(self._metadata, sorted(self.brokers))
+        return out
+
+    def _update_metadata_commands(self, entries: dict[TopicPartition, dict], ids: list[int]) -> list[BrokerCommand]:
+        """One UpdateMetadata of ``entries`` per broker in ``ids`` (live brokers only)."""
+        if not ids:
+            return []
+        states = _grouped(entries)
+        live = [
+            {
+                "id": b.id,
+                "endpoints": [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}],
+                "rack": b.rack,
+            }
+            for b in sorted(self.brokers.values(), key=lambda b: b.id)
+        ]
+        common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
+                  "topic_states": states, "live_brokers": live}
+        # The same states for every broker: encoded once, each broker's epoch put in place.
+        encoded = per_broker_bodies(
+            UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
+        ) or {}
+        out = []
+        for broker_id in ids:
+            body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
+            out.append(
+                BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
+            )
         return out

@@ -37,6 +37,10 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
  7. Cancel (KIP-236, any door: controller.events.CancelRequested) rolls a move back to ORS;
     its algorithm, steps and worked table are in controller.cancel. A queued batch
     (``/admin/reassign_partitions_queue``) joins the running set as controller.queue says.
+ 8. Full metadata (Kafka's onControllerFailover and onBrokerStartup): partition states the
+    shell read for it (controller.events.MetadataRead, planned by controller.full_metadata)
+    become UpdateMetadata entries, to every live broker or to the brokers named, with the
+    partition's replicas from its topic znode.
 
 Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk exactly this):
 
@@ -75,6 +79,7 @@ from controller.events import (
     BrokersRead,
     CancelRequested,
     Event,
+    MetadataRead,
     QueueRead,
     RequestsRead,
     Resume,
@@ -255,6 +260,8 @@ class _Step(CancelSteps, QueueSteps):
             self.on_topics(event)
         elif isinstance(event, Resume):
             self.on_resume(event)
+        elif isinstance(event, MetadataRead):
+            self.on_metadata(event)
         elif isinstance(event, (CancelRequested, QueueRead)):
             if self.states_missing():
                 # Just failed over: a cancel needs the partition state of the moves it rolls
@@ -424,6 +431,19 @@ class _Step(CancelSteps, QueueSteps):
                 self.check_complete(move)
         for path in event.notifications:
             self.notifications.append(Delete(path))
+
+    def on_metadata(self, event: MetadataRead) -> None:
+        """Step 8: partition states read for a full UpdateMetadata go out as they are, with
+        the replicas this controller knows (a newer state it holds for a move wins)."""
+        to = event.brokers
+        for tp, state in event.states.items():
+            assignment = self.assignments.get(tp)
+            if state is None or assignment is None:
+                continue  # no state znode yet, or the partition went meanwhile: nothing to say
+            known = self.states.get(tp)
+            if known is not None and known.zk_version > state.zk_version:
+                state = known
+            self.box.update_metadata(tp, state, assignment.replicas, to)
 
     def on_stop_replica_sent(self, event: StopReplicaSent) -> None:
         for tp in event.partitions:

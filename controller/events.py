@@ -49,6 +49,16 @@ class StatesRead:
 
 
 @dataclass(frozen=True, slots=True)
+class MetadataRead:
+    """Partition states read for a full UpdateMetadata (controller.full_metadata): to every
+    live broker (``brokers`` None: after an election, or for a new topic's partitions) or to
+    the brokers named (each just registered or re-registered). None: no state znode."""
+
+    states: dict[TopicPartition, LeaderIsr | None]
+    brokers: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class StopReplicaSent:
     """The StopReplica requests of a step were sent (answered or failed) for these partitions."""
 
@@ -104,4 +114,7 @@ class QueueRead:
     rejected: tuple[str, ...] = ()
 
 
-Event = TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
+Event = (
+    TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
+    | MetadataRead
+)
