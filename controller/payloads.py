@@ -47,9 +47,57 @@ def encode_topic(assignments: dict[int, Assignment]) -> bytes:
 # ---- /brokers/topics/T/partitions/P/state --------------------------------------------------
 
 
+# The keys of a state znode as Kafka (before 3.2) and every simulated broker write it.
+_PLAIN_STATE_KEYS = frozenset({"controller_epoch", "leader", "version", "leader_epoch", "isr"})
+_INT32_MAX = 2**31 - 1
+
+
 def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
+    # Hot (every partition at election, for the full UpdateMetadata): the plain shape is
+    # checked here as the model would check it; anything else - an error, an extra key, a
+    # value out of range - goes to the model, which accepts it or says what is wrong.
+    state = _plain_state(data, zk_version)
+    if state is not None:
+        return state
     m = models.PartitionState.from_bytes(path, data)
     return LeaderIsr(m.leader, m.leader_epoch, m.controller_epoch, tuple(m.isr), zk_version)
+
+
+def _plain_state(data, zk_version: int) -> LeaderIsr | None:
+    """The state if ``data`` is a plain, valid state znode; else None (not an error)."""
+    if type(data) is not bytes:
+        return None
+    try:
+        doc = _STATE_JSON.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if type(doc) is not dict or doc.keys() - _PLAIN_STATE_KEYS or len(doc) < 4:
+        return None
+    version = doc.get("version", 1)
+    leader, leader_epoch, controller_epoch, isr = (
+        doc.get("leader"), doc.get("leader_epoch"), doc.get("controller_epoch"), doc.get("isr"),
+    )
+    if not (
+        type(version) is int and version == 1
+        and type(leader) is int and -2 <= leader <= _INT32_MAX
+        and type(leader_epoch) is int and 0 <= leader_epoch <= _INT32_MAX
+        and type(controller_epoch) is int and 0 <= controller_epoch <= _INT32_MAX
+        and type(isr) is list
+    ):
+        return None
+    for b in isr:
+        if type(b) is not int or not 0 <= b <= _INT32_MAX:
+            return None
+    if len(set(isr)) != len(isr):
+        return None
+    return LeaderIsr(leader, leader_epoch, controller_epoch, tuple(isr), zk_version)
+
+
+def _no_constant(name: str):
+    raise ValueError(name)  # NaN, Infinity: never a plain state
+
+
+_STATE_JSON = json.JSONDecoder(parse_constant=_no_constant)  # one decoder, not one per call
 
 
 def encode_state(state: LeaderIsr) -> bytes:
