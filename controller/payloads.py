@@ -71,9 +71,9 @@ def _plain_state(data, zk_version: int) -> LeaderIsr | None:
         doc = _STATE_JSON.decode(data.decode("utf-8"))
     except (ValueError, RecursionError):
         return None
-    if type(doc) is not dict or doc.keys() - _PLAIN_STATE_KEYS or len(doc) < 4:
+    if type(doc) is not dict or doc.keys() != _PLAIN_STATE_KEYS:
         return None
-    version = doc.get("version", 1)
+    version = doc["version"]
     leader, leader_epoch, controller_epoch, isr = (
         doc.get("leader"), doc.get("leader_epoch"), doc.get("controller_epoch"), doc.get("isr"),
     )
