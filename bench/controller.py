@@ -37,8 +37,14 @@ Figures (printed last, one per line):
   recovery included. ``zk_writes_per_partition`` and ``zk_reads_per_partition`` split it.
   Reads through ``get_many`` (ZooKeeper 3.6+ multiRead, hundreds of gets per request) count
   one read per znode, exactly like single gets: fewer round trips, not fewer operations.
-* Why ``zk_ops_per_partition`` stays near 5 and the issue's 4 is not reached: Kafka's
-  algorithm, as DESIGN.md section 4 fixes it, needs per moved partition
+  They include the full UpdateMetadata every election sends, as Kafka's controller does
+  (controller.full_metadata): every partition's state read once per election, so the run's
+  two elections (start and failover) add 2 reads per partition (80,000 at 40,000 partitions;
+  ``zk_reads_per_partition`` 2.2 -> 4.2, ``zk_ops_per_partition`` 5.2 -> 7.2). They are
+  not needed by the moves: a state read at election is stale by the time its move starts.
+* Why ``zk_ops_per_partition`` stays near 5 (near 7 with the full UpdateMetadata reads) and
+  the issue's 4 is not reached: Kafka's algorithm, as DESIGN.md section 4 fixes it, needs per
+  moved partition
 
   - 3 writes: create ``/admin/reassignments/T/P`` at start and delete it at the end (the
     KIP-240 record, DESIGN.md section 3), and the completion's state write (new leader epoch,
