@@ -12,6 +12,10 @@ events into reads, fold the reads and the other events into ONE engine step, the
 Draining the queue before a step is what coalesces writes: 10,000 completions that arrive
 together rewrite ``/admin/reassign_partitions`` and each topic znode once.
 
+Brokers learn every partition, not only those a move touches: after each (re)load, to a broker
+that registers and for a new topic's partitions, the shell queues a full UpdateMetadata that
+goes out chunk by chunk between the other events (controller.full_metadata).
+
 Failures: a fenced write or an expired session ends the loop (``run`` returns why: the
 controller resigns and stops writing at once). A lost connection (SUSPENDED) pauses
 everything until CONNECTED; then, as after any other failed write or read, the state is

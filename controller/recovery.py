@@ -46,7 +46,9 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     in STOPPING and CANCELLING, and starts pending entries as the caps allow. The shell then
     reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
     (setting their watches): a cancel or queue the dead controller had not finished taking is
-    taken now (both znodes are deleted only in the flush that took them).
+    taken now (both znodes are deleted only in the flush that took them). Then, as Kafka's
+    ``onControllerFailover`` does, every partition's state goes to every live broker in
+    UpdateMetadata (controller.full_metadata), after the resumed work.
 
 Usage::
 
