@@ -145,6 +145,7 @@ class WatchingTransport:
         self.harness = harness
 
     async def request(self, broker_id, api_key, api_version, body):
+        self.harness.sent.append((broker_id, api_key, body))
         if api_key == STOP_REPLICA:
             for topic in body["topic_states"]:
                 for entry in topic["partition_states"]:
@@ -220,6 +221,7 @@ class Harness:
         self.violations: list[str] = []
         self.assignments: dict = {}
         self.requested: dict[tuple[str, int], list[int]] = {}
+        self.sent: list[tuple[int, int, dict]] = []  # (broker, api key, body) every controller sent
 
     async def start(self):
         await self.cluster.start()

@@ -12,7 +12,7 @@ import json
 import pytest
 
 from controller import engine, full_metadata
-from controller.commands import UPDATE_METADATA
+from controller.commands import LEADER_AND_ISR, UPDATE_METADATA
 from controller.config import ControllerConfig
 from controller.events import MetadataRead
 from controller.state import Assignment, Broker, ClusterState, LeaderIsr
@@ -117,6 +117,35 @@ async def test_a_new_controller_sends_it_all_again(h):
     assert c2.active is not None and c2.active.epoch == 2
     assert_complete(h, h.cluster.brokers)
     assert h.cluster.broker(2).core.metadata.controller_id == 102
+
+
+async def test_after_failover_resumed_moves_are_announced_before_the_full_metadata(monkeypatch):
+    monkeypatch.setattr(full_metadata, "CHUNK", SMALL_CHUNK)
+    h = Harness(topics=("t:4:3:8MiB", "u:3:2:64KiB", "w:1:1:64KiB"))  # moves take seconds
+    await h.start()
+    try:
+        c1 = await h.start_controller(101)
+        await h.submit({("t", 0): [1, 5, 6], ("t", 1): [5, 3, 2]})
+        await h.tick()
+        assert sum(m.started for m in c1.active.state.tasks.values()) == 2
+        h.server.expire_session(c1.store.session_id)  # 101 dies with both moves running
+        await h.settle()
+        h.sent.clear()
+        await h.start_controller(102)
+        await h.tick()
+        kinds: dict[int, list[int]] = {}
+        for broker, api_key, body in h.sent:
+            assert body["controller_epoch"] == 2
+            kinds.setdefault(broker, []).append(api_key)
+        # Every replica of a resumed move hears of it (LeaderAndIsr) before any UpdateMetadata.
+        for b in (1, 2, 3, 4, 5, 6):
+            assert LEADER_AND_ISR in kinds[b], (b, kinds[b])
+            assert kinds[b].index(LEADER_AND_ISR) < kinds[b].index(UPDATE_METADATA), (b, kinds[b])
+        await h.run_until_quiet()
+        h.check_invariants()
+        assert_complete(h, h.cluster.brokers)
+    finally:
+        await h.close()
 
 
 # ---- the engine's part and the planner (pure) -----------------------------------------------
