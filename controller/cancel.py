@@ -75,7 +75,7 @@ the ISR.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 from controller.events import CancelRequested
 from controller.payloads import encode_record, encode_state
@@ -240,19 +240,10 @@ class CancelSteps:
             self.box.update_metadata(tp, state, move.original)
         self.log.append(f"rolled back {_name(tp)} to {list(move.original)}")
         self.cancelled.append(tp)
-        next_target = move.next_target
         self.set_task(move.to(Phase.CANCELLED))
         self.end_task(tp)
-        if next_target is not None and next_target != move.original:
-            request = self.requests.get(tp)
-            if request is not None:
-                # A queued target (controller.queue): reassigned from where the rollback ended.
-                self.requests[tp] = replace(request, replicas=next_target, original_replicas=move.original)
-                self.requests_dirty = True
-                self.set_task(Move(tp, next_target))
-                self.pending[tp] = None
-                return
-        self.drop_request(tp)
+        # A queued target (controller.queue) is reassigned from where the rollback ended.
+        self.follow_up(move, ended_on=move.original)
 
 
 def rollback_assignment(move: Move) -> Assignment:

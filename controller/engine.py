@@ -629,15 +629,20 @@ class _Step(CancelSteps, QueueSteps):
         state = self.states.get(tp)
         if state is not None:
             self.box.update_metadata(tp, state, move.target)
-        next_target = move.next_target
         self.completed.append(tp)
         self.set_task(move.to(Phase.DONE))
         self.end_task(tp)
-        if next_target is not None and next_target != move.target:
+        self.follow_up(move, ended_on=move.target)
+
+    def follow_up(self, move: Move, ended_on: tuple[int, ...]) -> None:
+        """After ``move`` ended with the partition on ``ended_on`` (completed, or rolled back):
+        a newer target the znode holds for the partition starts from there; otherwise its
+        entry is dropped."""
+        tp, next_target = move.tp, move.next_target
+        if next_target is not None and next_target != ended_on:
             request = self.requests.get(tp)
             if request is not None:
-                # The znode's newer target for this partition starts from where this one ended.
-                self.requests[tp] = replace(request, replicas=next_target, original_replicas=move.target)
+                self.requests[tp] = replace(request, replicas=next_target, original_replicas=ended_on)
                 self.requests_dirty = True
                 self.set_task(Move(tp, next_target))
                 self.pending[tp] = None
