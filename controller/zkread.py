@@ -114,29 +114,27 @@ async def read_topics(
     return out, log
 
 
-async def read_requests(store: Store) -> RequestsRead:
-    read = await get_or_none(store, paths.REASSIGN_PARTITIONS)
+async def _read_entries(store: Store, path: str, event):
+    """A znode in /admin/reassign_partitions' format read entry by entry into ``event``:
+    absent, malformed as a whole (``error``), or its entries with the ones refused."""
+    read = await get_or_none(store, path)
     if read is None:
-        return RequestsRead(None, None)
+        return event(None, None)
     data, stat = read
     try:
-        entries, rejected = decode_requests(paths.REASSIGN_PARTITIONS, data)
+        entries, rejected = decode_requests(path, data)
     except ZnodeFormatError as e:
-        return RequestsRead(stat.version, None, error=str(e))
-    return RequestsRead(stat.version, tuple(entries), rejected=tuple(rejected))
+        return event(stat.version, None, error=str(e))
+    return event(stat.version, tuple(entries), rejected=tuple(rejected))
+
+
+async def read_requests(store: Store) -> RequestsRead:
+    return await _read_entries(store, paths.REASSIGN_PARTITIONS, RequestsRead)
 
 
 async def read_queue(store: Store) -> QueueRead:
     """``/admin/reassign_partitions_queue`` (KIP-236), entry by entry like the requests znode."""
-    read = await get_or_none(store, paths.REASSIGN_QUEUE)
-    if read is None:
-        return QueueRead(None, None)
-    data, stat = read
-    try:
-        entries, rejected = decode_requests(paths.REASSIGN_QUEUE, data)
-    except ZnodeFormatError as e:
-        return QueueRead(stat.version, None, error=str(e))
-    return QueueRead(stat.version, tuple(entries), rejected=tuple(rejected))
+    return await _read_entries(store, paths.REASSIGN_QUEUE, QueueRead)
 
 
 async def read_records(
