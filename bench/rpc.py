@@ -12,7 +12,8 @@ reassignments running while they are listed. Nothing here needs brokers to copy 
    (10,000 by default: each replica shifted by 3 brokers) with a throttle and auto-removal,
    request sent to answer read, ``--repeats`` times. Each request meets a cluster where
    nothing moves, as KIP-179's v0 requires: between two, the controller is stopped, the
-   cluster put back as it was and a fresh controller elected and loaded (all untimed). The
+   cluster put back as it was and a fresh controller elected, loaded and past its start-up
+   work (the full UpdateMetadata to every broker; all untimed). The
    controller validates and writes the KIP's steps (removal znodes, throttle configs,
    ``/admin/reassign_partitions``) before answering.
    Peer: the same reassignment submitted the way ``kafka-reassign-partitions.sh
@@ -63,6 +64,8 @@ from znodes.launcher import LocalZooKeeper  # noqa: E402
 TOPICS = 10
 RF = 3
 CONTROLLER_ID = 101
+# A new controller's start-up work (full UpdateMetadata, send retries) is over by then.
+STARTUP_SETTLE_S = 2.5
 CHROOT, PEER_CHROOT = "/bench", "/peer"
 THROTTLE = 50_000_000  # bytes/s, as an operator would set for a large move
 LIST_KEY, REASSIGN_KEY, API_VERSIONS = 46, 10000, 18
@@ -363,6 +366,10 @@ def start_controller(hosts: str, config: Path, log: Path) -> tuple[subprocess.Po
     versions = asyncio.run(call(addr, API_VERSIONS, 0, {}))
     if REASSIGN_KEY not in {k["api_key"] for k in versions["api_keys"]}:
         raise RuntimeError("the controller does not serve ReassignPartitions (10000)")
+    # Loaded is not yet quiet: a new controller reads every partition state and sends brokers
+    # the full UpdateMetadata (as Kafka's does at failover), here to brokers that never answer,
+    # each send retried once after request_retries' backoff. Let that start-up work pass.
+    time.sleep(STARTUP_SETTLE_S)
     return proc, addr
 
 
