@@ -59,6 +59,9 @@ class ControllerConfig:
     # Requests read ahead on one connection while earlier ones are being handled (answers
     # still go out in request order); a client sending more waits on TCP back-pressure.
     listener_max_pipelined: int = 64
+    # ... and at most this many request bytes: read-ahead memory per connection stays bounded
+    # however large the requests (one request of any allowed size is always read).
+    listener_max_pipelined_bytes: int = 100 * 1024 * 1024
 
     def __post_init__(self) -> None:
         for f in fields(self):
@@ -80,6 +83,7 @@ _INT_FIELDS = {
     "listener_max_request_bytes": 64,  # room for a request header and a small body
     "listener_max_connections": 1,
     "listener_max_pipelined": 1,
+    "listener_max_pipelined_bytes": 1,
 }
 _FLOAT_FIELDS = {
     "request_timeout_s": 0.001,

@@ -16,7 +16,9 @@ One connection, step by step:
  2. A reader reads frames: the 4-byte size first, checked against ``[MIN_REQUEST_BYTES,
     max_request_bytes]`` before the body is read, then the body. Each frame starts its own
     task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
-    wait there, so a client that sends faster than it reads meets TCP back-pressure.
+    requests and ``max_pipelined_bytes`` request bytes wait there (a request bigger than
+    that is read once the FIFO is empty), so a client that sends faster than it reads meets
+    TCP back-pressure and a connection's read-ahead memory stays bounded.
  3. A writer takes the FIFO in order and writes each answer when ITS task is done: requests
     are handled concurrently but answered in request order (Kafka's guarantee per connection).
  4. Nothing read and nothing in flight for ``idle_timeout_s``: the connection is closed.
@@ -36,7 +38,7 @@ import asyncio
 import logging
 import struct
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Protocol
 
 import protocol
@@ -54,6 +56,7 @@ MIN_REQUEST_BYTES = 10
 MAX_CONNECTIONS = 512
 IDLE_TIMEOUT_S = 600.0
 MAX_PIPELINED = 64
+MAX_PIPELINED_BYTES = 100 * 1024 * 1024
 
 
 class RequestHandler(Protocol):
@@ -75,6 +78,7 @@ class ListenerLimits:
     max_connections: int = MAX_CONNECTIONS
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_pipelined: int = MAX_PIPELINED
+    max_pipelined_bytes: int = MAX_PIPELINED_BYTES
 
     @classmethod
     def from_config(cls, config) -> ListenerLimits:
@@ -83,6 +87,7 @@ class ListenerLimits:
             max_connections=config.listener_max_connections,
             idle_timeout_s=float(config.listener_idle_timeout_s),
             max_pipelined=config.listener_max_pipelined,
+            max_pipelined_bytes=config.listener_max_pipelined_bytes,
         )
 
 
@@ -148,7 +153,7 @@ class AdminListener:
         self.handler = handler
         limits = limits or ListenerLimits()
         if max_request_bytes is not None:
-            limits = ListenerLimits(max_request_bytes, limits.max_connections, limits.idle_timeout_s, limits.max_pipelined)
+            limits = replace(limits, max_request_bytes=max_request_bytes)
         self.limits = limits
         self.stats = Stats()
         self._server: asyncio.base_events.Server | None = None
@@ -211,8 +216,8 @@ class AdminListener:
             await asyncio.gather(reading, return_exceptions=True)  # queues nothing more
             while not queue.empty():  # requests read but not answered: dropped with the connection
                 item = queue.get_nowait()
-                if isinstance(item, asyncio.Task):
-                    item.cancel()
+                if isinstance(item, tuple):
+                    item[0].cancel()
             self._writers.discard(writer)
             self._tasks.discard(task)
             writer.close()
@@ -231,14 +236,19 @@ class AdminListener:
                         _Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {self.limits.max_request_bytes}]")
                     )
                     return
+                # Read-ahead bound in bytes: wait for earlier answers before taking this body.
+                while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
+                    conn.freed.clear()
+                    await conn.freed.wait()
                 rest = await self._read_idle(reader, size, conn)
                 if rest is None:
                     await queue.put(_Close("idle in the middle of a request"))
                     return
                 conn.in_flight += 1
+                conn.bytes_in_flight += size
                 conn.touch()
                 self.stats.requests += 1
-                await queue.put(asyncio.create_task(self.respond(head + rest)))
+                await queue.put((asyncio.create_task(self.respond(head + rest)), size))
         except (asyncio.IncompleteReadError, ConnectionError):
             await queue.put(None)  # the peer went away: stop after what is queued
         except asyncio.CancelledError:
@@ -272,13 +282,16 @@ class AdminListener:
                 else:
                     log.info("closing admin connection from %s: %s", peer, item.reason)
                 return
+            task, size = item
             try:
-                answer = await item
+                answer = await task
             except (DecodeError, EncodeError, UnservedRequest) as e:
                 log.info("closing admin connection from %s: %s", peer, e)
                 return
             finally:
                 conn.in_flight -= 1
+                conn.bytes_in_flight -= size
+                conn.freed.set()
                 conn.touch()
             writer.write(answer)
             await writer.drain()
@@ -313,10 +326,12 @@ class AdminListener:
 
 
 class _Connection:
-    __slots__ = ("in_flight", "last_activity")
+    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity")
 
     def __init__(self) -> None:
         self.in_flight = 0
+        self.bytes_in_flight = 0
+        self.freed = asyncio.Event()  # set whenever an answer leaves (read-ahead room freed)
         self.last_activity = time.monotonic()
 
     def touch(self) -> None:

@@ -76,6 +76,25 @@ async def test_pipelined_requests_are_answered_in_order_while_handled_concurrent
         await listener.close()
 
 
+async def test_read_ahead_is_bounded_in_bytes_and_pipelining_still_answers_in_order():
+    """With room for one request's bytes, requests are read one at a time (handled one after
+    another: the time is the sum of the delays), and all are still answered, in order."""
+    listener = await _listener(max_pipelined_bytes=1)
+    try:
+        wire = await Wire.open(("127.0.0.1", listener.port))
+        delays = [150, 10, 100, 0, 50]
+        loop = asyncio.get_running_loop()
+        started = loop.time()
+        sent = [wire.send(46, 0, _list(d)) for d in delays]
+        for cid, d in zip(sent, delays):
+            header, body = await wire.recv(46, 0)
+            assert header["correlation_id"] == cid and body["topics"][0]["name"] == f"t{d}"
+        assert loop.time() - started >= sum(delays) / 1000 * 0.9  # not read ahead: one at a time
+        await wire.close()
+    finally:
+        await listener.close()
+
+
 async def test_handler_failures_become_error_responses_and_the_connection_lives_on():
     listener = await _listener()
     try:
@@ -175,6 +194,8 @@ def test_listener_limits_come_from_the_config():
     assert (limits.max_connections, limits.idle_timeout_s, limits.max_request_bytes) == (7, 2.0, 4096)
     defaults = ListenerLimits.from_config(ControllerConfig())
     assert defaults.max_request_bytes == 100 * 1024 * 1024 and defaults.idle_timeout_s == 600.0
+    assert defaults.max_pipelined_bytes == 100 * 1024 * 1024
+    assert ListenerLimits.from_config(ControllerConfig(listener_max_pipelined_bytes=4096)).max_pipelined_bytes == 4096
     from controller.config import ConfigError, config_from_dict
 
     with pytest.raises(ConfigError, match="listener_max_connections must be >= 1"):
