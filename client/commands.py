@@ -218,6 +218,7 @@ async def show_progress(backend, inputs: Inputs, *, interval: float, watch: bool
                       exit_codes.CLUSTER_MISMATCH if report.hopeless else exit_codes.OK)
     tty = hasattr(stream, "isatty") and stream.isatty() and not json_out
     report = first
+    window = progress.RateWindow(previous)
     while True:
         if json_out:
             print(json.dumps({"action": "progress", **report.as_json()}), file=stream, flush=True)
@@ -231,8 +232,7 @@ async def show_progress(backend, inputs: Inputs, *, interval: float, watch: bool
             break
         await asyncio.sleep(interval)
         current = await _sample(admin, plan)
-        report = progress.compute(plan.assignments, current, previous)
-        previous = current
+        report = progress.compute(plan.assignments, current, window.push(current))
     code = exit_codes.CLUSTER_MISMATCH if report.hopeless else exit_codes.OK
     text = progress.render_table(report) if not tty and not json_out else ""
     return Report(text, report.as_json(), code)

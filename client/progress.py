@@ -26,6 +26,7 @@ Usage::
 
 from __future__ import annotations
 
+import collections
 from dataclasses import dataclass, field
 
 TopicPartition = tuple[str, int]
@@ -38,6 +39,8 @@ NOT_HOSTED = "Broker does not host this partition"
 UNAVAILABLE = "Broker unavailable"
 # Statuses that can never turn into "In sync" by waiting: --watch stops on them.
 HOPELESS = (UNKNOWN_TOPIC, UNKNOWN_PARTITION, UNKNOWN_BROKER)
+# --watch measures rates over about this long (RateWindow).
+RATE_WINDOW_S = 10.0
 
 
 def behind(lag: int) -> str:
@@ -226,6 +229,27 @@ def compute(
     else:
         overall_eta = None
     return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta)
+
+
+class RateWindow:
+    """The sample to measure rates against while watching: the last one at least
+    ``seconds`` old (or the first), not the previous one. Copying comes in bursts, so a rate
+    over one redraw interval, and the ETA from it, jumps from one redraw to the next.
+
+        window = RateWindow(first)
+        report = compute(targets, current, window.push(current))
+    """
+
+    def __init__(self, first: Sample, seconds: float = RATE_WINDOW_S):
+        self.seconds = seconds
+        self.samples: collections.deque[Sample] = collections.deque([first])
+
+    def push(self, sample: Sample) -> Sample:
+        samples = self.samples
+        samples.append(sample)
+        while len(samples) > 2 and sample.time - samples[1].time >= self.seconds:
+            samples.popleft()
+        return samples[0]
 
 
 # ---- rendering ----------------------------------------------------------------------------

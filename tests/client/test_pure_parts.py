@@ -158,6 +158,16 @@ def test_progress_done_needs_the_assignment_too():
     assert progress.render_table(report).splitlines()[-1] == "Overall: 1/1 partitions done, nothing left to copy"
 
 
+def test_rate_window_measures_against_the_last_sample_old_enough():
+    window = progress.RateWindow(_sample(0.0, 1000, 0), seconds=10.0)
+    assert window.push(_sample(2.0, 1000, 0)).time == 0.0
+    assert window.push(_sample(9.0, 1000, 0)).time == 0.0
+    assert window.push(_sample(11.0, 1000, 0)).time == 0.0  # 2.0 is not 10 s old yet
+    assert window.push(_sample(12.5, 1000, 0)).time == 2.0  # the last at least 10 s before 12.5
+    assert window.push(_sample(30.0, 1000, 0)).time == 12.5
+    assert len(window.samples) == 2
+
+
 def test_progress_statuses_for_what_the_cluster_lacks():
     s = _sample(0.0, 0, 0)
     del s.logs[2]  # broker 2 did not answer
