@@ -463,7 +463,7 @@ async def main_async(args) -> dict:
     with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
         # 100,000 partitions are 200,000 znodes plus multi-ops of up to 1 MiB in flight: the
         # launcher's default 256 MB heap runs out.
-        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1536)
+        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1536, stop_with_parent=True)
         zk.start(timeout=60)
         try:
             results["ours"] = await run(zk.connect_string + "/ours", args.partitions, coalesce=True, failover=True)

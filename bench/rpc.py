@@ -400,7 +400,7 @@ def main() -> int:
     topics = layout(args.partitions, args.brokers)
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="bench_rpc_") as tmp:
-        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1024)
+        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1024, stop_with_parent=True)
         zk.start(timeout=90)
         try:
             began = time.perf_counter()

@@ -85,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--count", type=int, default=20_000)
     args = parser.parse_args(argv)
     with tempfile.TemporaryDirectory(prefix="bench_zk_") as tmp:
-        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk")
+        zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", stop_with_parent=True)
         zk.start(timeout=60)
         try:
             hosts = zk.connect_string
