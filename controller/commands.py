@@ -67,6 +67,7 @@ class Outbox:
         # UpdateMetadata for some brokers only (a full one to a broker that just registered).
         self._metadata_to: dict[tuple[int, ...], dict[TopicPartition, dict]] = {}
         self._lai_last: dict[bool, tuple] = {}  # is_new -> (the arguments, the entry) last built
+        self._live_changed = False
 
     def leader_and_isr(self, broker_id: int, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, is_new) -> None:
         # The engine tells every replica of a partition the same thing in a row: those brokers
@@ -118,6 +119,12 @@ class Outbox:
             "offline_replicas": [r for r in replicas if r not in self.brokers],
         }
 
+    def live_brokers_changed(self) -> None:
+        """The live broker set changed: every live broker hears the new set, in an
+        UpdateMetadata without partitions if the step sends none with partitions (Kafka's
+        controller does the same on a broker's start-up and failure)."""
+        self._live_changed = True
+
     def _header(self, broker_id: int) -> dict:
         broker = self.brokers.get(broker_id)
         return {
@@ -148,7 +155,7 @@ class Outbox:
         # Addressed ones first: an entry of this step for every broker is as new or newer.
         for to, entries in self._metadata_to.items():
             out += self._update_metadata_commands(entries, [b for b in to if b in self.brokers])
-        if self._metadata:
+        if self._metadata or self._live_changed:
             out += self._update_metadata_commands(self._metadata, sorted(self.brokers))
         return out
 

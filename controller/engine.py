@@ -40,7 +40,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
  8. Full metadata (Kafka's onControllerFailover and onBrokerStartup): partition states the
     shell read for it (controller.events.MetadataRead, planned by controller.full_metadata)
     become UpdateMetadata entries, to every live broker or to the brokers named, with the
-    partition's replicas from its topic znode.
+    partition's replicas from its topic znode. When the live broker set changes (a broker
+    registered, re-registered or went), every live broker hears the new set, in an
+    UpdateMetadata without partitions if the step sends none with them (onBrokerFailure too).
 
 Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk exactly this):
 
@@ -311,6 +313,8 @@ class _Step(CancelSteps, QueueSteps):
         if self.outbox is not None:
             self.outbox.brokers = self.brokers
         back = {b for b, info in self.brokers.items() if b not in old or old[b].epoch != info.epoch}
+        if back or set(old) - set(self.brokers):
+            self.box.live_brokers_changed()
         for move in list(self.tasks.values()):
             if not move.started:
                 continue

@@ -95,6 +95,23 @@ async def test_restarted_broker_gets_everything_again(h):
     assert_complete(h, h.cluster.brokers)
 
 
+async def test_the_other_brokers_hear_of_a_broker_stopping_and_coming_back(h):
+    await h.start_controller(101)
+    await h.tick()
+    everyone = set(h.cluster.brokers)
+    assert set(h.cluster.broker(1).core.metadata.brokers) == everyone
+    await h.cluster.stop_broker(3)
+    await h.tick()
+    for b in everyone - {3}:  # an UpdateMetadata without partitions: the live set only
+        assert set(h.cluster.broker(b).core.metadata.brokers) == everyone - {3}, f"broker {b}"
+    await h.cluster.start_broker(3)
+    await h.tick()
+    await h.tick()
+    for b in everyone:
+        assert set(h.cluster.broker(b).core.metadata.brokers) == everyone, f"broker {b}"
+    assert_complete(h, everyone)  # partitions are untouched by the partition-less sends
+
+
 async def test_new_topic_reaches_every_broker(h):
     await h.start_controller(101)
     await h.tick()
