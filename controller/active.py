@@ -281,8 +281,7 @@ class ActiveController:
                 self.inbox.queue.put_nowait(rest)
             if chunk:
                 states, lines = await read_states(self.store, chunk)
-                for line in lines:
-                    log.warning("%s", line)
+                _warn(lines)
                 out.append(MetadataRead(states, item.brokers))
         return out
 
@@ -302,14 +301,22 @@ class ActiveController:
         if new:
             self.inbox.queue.put_nowait(self.metadata.new_partitions(new))
 
+    async def _read_named_topics(self, entries, topic_reads: dict) -> None:
+        """Read the topic znodes of topics ``entries`` name that neither the state nor
+        ``topic_reads`` knows yet (a tool may name a topic created a moment ago)."""
+        unknown = {r.topic for r in entries or ()} - set(self.state.topic_versions) - set(topic_reads)
+        if unknown:
+            reads, lines = await read_topics(self.store, sorted(unknown))
+            topic_reads.update({n: r for n, r in reads.items() if r is not None})
+            _warn(lines)
+
     async def read_changes(self, kinds: set[str]) -> list[Event]:
         """Re-read (and re-watch) what the watches said changed."""
         state = self.state
         out: list[Event] = []
         if "brokers" in kinds:
             brokers, lines = await read_brokers(self.store, watch=True)
-            for line in lines:
-                log.warning("%s", line)
+            _warn(lines)
             out.append(BrokersRead(brokers))
         topic_reads: dict = {}
         if "topics" in kinds:
@@ -319,8 +326,7 @@ class ActiveController:
             if new:
                 reads, lines = await read_topics(self.store, new)
                 topic_reads.update(reads)
-                for line in lines:
-                    log.warning("%s", line)
+                _warn(lines)
             for name in gone:
                 topic_reads[name] = None
         if "requests" in kinds:
@@ -331,12 +337,7 @@ class ActiveController:
                 stat is not None and stat.mzxid != self._requests_mzxid
             ):
                 requests = await read_requests(self.store)
-                unknown = {r.topic for r in requests.requests or ()} - set(state.topic_versions) - set(topic_reads)
-                if unknown:
-                    reads, lines = await read_topics(self.store, sorted(unknown))
-                    topic_reads.update({n: r for n, r in reads.items() if r is not None})
-                    for line in lines:
-                        log.warning("%s", line)
+                await self._read_named_topics(requests.requests, topic_reads)
                 out.append(requests)
         if "cancel" in kinds:
             stat = await self.store.exists(paths.CANCEL_REASSIGNMENT, watch=True)
@@ -345,25 +346,18 @@ class ActiveController:
         if "queue" in kinds:
             await self.store.exists(paths.REASSIGN_QUEUE, watch=True)
             queue = await read_queue(self.store)
-            unknown = {r.topic for r in queue.requests or ()} - set(state.topic_versions) - set(topic_reads)
-            if unknown:
-                reads, lines = await read_topics(self.store, sorted(unknown))
-                topic_reads.update({n: r for n, r in reads.items() if r is not None})
-                for line in lines:
-                    log.warning("%s", line)
+            await self._read_named_topics(queue.requests, topic_reads)
             if queue.version is not None:
                 out.append(queue)
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:
             notes, partitions, lines = await read_notifications(self.store, watch=True)
-            for line in lines:
-                log.warning("%s", line)
+            _warn(lines)
             if notes:
                 known = [tp for tp in sorted(partitions) if tp in state.assignments]
                 states, lines = await read_states(self.store, known)
-                for line in lines:
-                    log.warning("%s", line)
+                _warn(lines)
                 out.append(StatesRead(states, tuple(notes)))
         return out
 
@@ -429,8 +423,7 @@ class ActiveController:
         self.dispatcher.send(step.commands)
         if step.reads:
             states, lines = await read_states(self.store, sorted(step.reads))
-            for line in lines:
-                log.warning("%s", line)
+            _warn(lines)
             self.inbox.queue.put_nowait(StatesRead(states))
         self.stats.moves_finished += len(step.completed)
         if log.isEnabledFor(logging.DEBUG):
@@ -480,3 +473,9 @@ class ActiveController:
             future = outcome.token.future if isinstance(outcome.token, _Retried) else outcome.token
             if isinstance(future, asyncio.Future) and not future.done():
                 future.set_exception(CancelNotRecorded(f"the controller could not record the cancellation: {error!r}"))
+
+
+def _warn(lines) -> None:
+    """Log what a read skipped or found malformed (the reads return it rather than log it)."""
+    for line in lines:
+        log.warning("%s", line)
