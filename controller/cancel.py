@@ -220,13 +220,8 @@ class CancelSteps:
 
     def stop_added(self, move: Move, state: LeaderIsr | None) -> None:
         """Step 6: StopReplica(delete) to the live added replicas; step 7 if there are none."""
-        to_stop = [b for b in move.adding if b in self.brokers]
-        if not to_stop:
+        if not self.stop_replicas(move.tp, move.adding, state):
             self.finish_cancel(move)
-            return
-        epoch = state.leader_epoch if state is not None else -1
-        for b in to_stop:
-            self.box.stop_replica(b, move.tp, epoch)
 
     def finish_cancel(self, move: Move) -> None:
         """Step 7."""

@@ -617,13 +617,16 @@ class _Step(CancelSteps, QueueSteps):
             for b in move.target:
                 if b in self.brokers:
                     self.box.leader_and_isr(b, tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
-        to_stop = [b for b in move.removing if b in self.brokers]
-        if not to_stop:
+        if not self.stop_replicas(tp, move.removing, state):
             self.finish_move(move)
-            return
+
+    def stop_replicas(self, tp: TopicPartition, replicas, state: LeaderIsr | None) -> bool:
+        """StopReplica(delete) to the live brokers of ``replicas``; False if none is live."""
+        to_stop = [b for b in replicas if b in self.brokers]
         epoch = state.leader_epoch if state is not None else -1
         for b in to_stop:
             self.box.stop_replica(b, tp, epoch)
+        return bool(to_stop)
 
     def finish_move(self, move: Move) -> None:
         """Step 6."""
