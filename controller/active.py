@@ -55,7 +55,6 @@ from znodes import paths
 from znodes.api import (
     BadVersionError,
     ConnectionLossError,
-    EventType,
     FencedError,
     NodeExistsError,
     NoNodeError,

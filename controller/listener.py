@@ -2,7 +2,7 @@
 
 The server part only: framing, decoding, pipelining, limits, encoding. What a request means is
 up to the :class:`RequestHandler` passed in (``controller.admin.handler.AdminHandler`` serves
-the API table; :class:`ApiVersionsHandler` answers ApiVersions and nothing else).
+the API table).
 
     listener = AdminListener("127.0.0.1", 9190, handler, limits=ListenerLimits.from_config(config))
     host, port = await listener.start()          # bound now (port 0 picks one)
@@ -106,19 +106,6 @@ def frame_encoded(api_key: int, api_version: int, correlation_id: int, body: byt
 
 class UnservedRequest(Exception):
     """A request for an API the handler does not serve: the connection is closed."""
-
-
-class ApiVersionsHandler:
-    """Answers ApiVersions (v0 up to the codec's newest) and nothing else."""
-
-    def api_versions(self) -> list[dict]:
-        low, high = protocol.supported_apis()[API_VERSIONS]
-        return [{"api_key": API_VERSIONS, "min_version": low, "max_version": high}]
-
-    async def handle(self, header: dict, body: dict) -> dict | None:
-        if header["request_api_key"] == API_VERSIONS:
-            return {"error_code": 0, "api_keys": self.api_versions(), "throttle_time_ms": 0}
-        return None
 
 
 class _Close:

@@ -17,8 +17,10 @@ from kazoo.client import KazooClient
 
 import protocol
 from controller.config import ConfigError, ControllerConfig, config_from_dict, load_config
-from controller.daemon import main, parse_listen
-from controller.listener import AdminListener, ApiVersionsHandler
+from controller.daemon import Role, main, parse_listen
+from controller.admin.base import AdminContext
+from controller.admin.handler import AdminHandler
+from controller.listener import AdminListener
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -85,7 +87,8 @@ def _send(sock: socket.socket, frame: bytes) -> bytes:
 async def test_listener_answers_api_versions_and_survives_garbage():
     import asyncio
 
-    listener = AdminListener("127.0.0.1", 0, ApiVersionsHandler())
+    # An empty API table: ApiVersions and nothing else.
+    listener = AdminListener("127.0.0.1", 0, AdminHandler(AdminContext(Role(1), ControllerConfig()), {}))
     host, port = await listener.start()
     try:
 
@@ -108,7 +111,7 @@ async def test_listener_answers_api_versions_and_survives_garbage():
             return body, unsupported, closed, refused, still
 
         body, unsupported, closed, refused, still = await asyncio.to_thread(client)
-        assert body["error_code"] == 0 and body["api_keys"][0]["api_key"] == 18
+        assert body["error_code"] == 0 and [k["api_key"] for k in body["api_keys"]] == [18]
         assert unsupported["error_code"] == 35 and unsupported["api_keys"]
         assert closed and refused
         assert protocol.decode_response(18, 0, still)[1]["error_code"] == 0
