@@ -93,6 +93,7 @@ from controller.payloads import encode_record, encode_requests, encode_state, en
 from controller.queue import QueueSteps
 from controller.state import Assignment, ClusterState, Delta, LeaderIsr, Overlay, Request, TopicPartition
 from controller.task import Move, Phase, reassigning_replicas
+from controller.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
 
@@ -229,14 +230,7 @@ class _Step(CancelSteps, QueueSteps):
             return f"unknown topic {r.topic!r}"
         if (r.topic, r.partition) not in self.assignments:
             return f"unknown partition {r.partition} of topic {r.topic!r}"
-        if not r.replicas:
-            return "empty replica list"
-        if len(set(r.replicas)) != len(r.replicas):
-            return f"duplicate broker in replicas {list(r.replicas)}"
-        unknown = [b for b in r.replicas if b not in self.brokers]
-        if unknown:
-            return f"unknown broker(s) {unknown} (not registered in /brokers/ids)"
-        return None
+        return replicas_problem(r.replicas, self.brokers)
 
     def states_missing(self) -> bool:
         return any(move.started and move.tp not in self.states for move in self.tasks.values())

@@ -20,6 +20,7 @@ from controller import throttle_configs as tc
 from controller.payloads import decode_requests, encode_requests
 from controller.state import Assignment, ClusterState, Request, TopicPartition
 from controller.throttles import listed_bytes, read_listed
+from controller.validation import replicas_problem
 from controller.zkread import children_or_empty, get_or_none, read_topics
 from protocol.errors import ErrorCode
 from znodes import paths
@@ -97,15 +98,8 @@ def target_error(view: ClusterView, topic: str, partition: int, replicas) -> Res
     problem = partition_error(view, topic, partition)
     if problem is not None:
         return problem
-    if not replicas:
-        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, "empty replica list"
-    distinct = set(replicas)
-    if len(distinct) != len(replicas):
-        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"duplicate broker in replicas {list(replicas)}"
-    if not view.brokers.issuperset(distinct):
-        unknown = sorted(distinct - view.brokers)
-        return ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) {unknown} (not registered in /brokers/ids)"
-    return None
+    reason = replicas_problem(replicas, view.brokers)
+    return None if reason is None else (ErrorCode.INVALID_REPLICA_ASSIGNMENT, reason)
 
 
 def group_partitions(
