@@ -34,7 +34,7 @@ from controller.admin.configs import (
     DYNAMIC_TOPIC_CONFIG,
     TOPIC,
 )
-from controller.admin.configs import _entries as config_entries
+from controller.admin.configs import config_entries
 from protocol.errors import ErrorCode
 from sim.clusterview import ClusterView, ConfigUnreadable
 from znodes import paths

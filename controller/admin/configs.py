@@ -141,11 +141,11 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
         if isinstance(own, UnreadableConfig):
             out["error_code"], out["error_message"] = int(ErrorCode.UNKNOWN_SERVER_ERROR), f"unreadable config: {own}"
             continue
-        out["configs"] = _entries(version, own, inherited, source, keys, synonyms)
+        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms)
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _entries(version, own: dict, inherited: dict, source: int, keys, synonyms: bool) -> list[dict]:
+def config_entries(version, own: dict, inherited: dict, source: int, keys, synonyms: bool) -> list[dict]:
     """Steps 4 and 5 for one resource."""
     merged = {k: (v, DYNAMIC_DEFAULT_BROKER_CONFIG) for k, v in inherited.items()}
     merged.update({k: (v, source) for k, v in own.items()})
