@@ -307,6 +307,21 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
 # ---- reading a live cluster ---------------------------------------------------------------------
 
 
+async def _children(zk, path: str) -> list[str]:
+    """Sorted child names; [] when the node does not exist."""
+    from znodes.api import NoNodeError
+
+    try:
+        return sorted(await zk.children(path))
+    except NoNodeError:
+        return []
+
+
+async def _data(zk, path_list: list[str]) -> list[bytes | None]:
+    """The data of each znode (None where there is none): the store's bulk read (multiRead)."""
+    return [None if r is None else r[0] for r in await zk.get_many(path_list)]
+
+
 async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0) -> dict:
     """Read brokers, topics, assignments and partition states from ZooKeeper at ``hosts``
     (``host:port[/chroot]``), and replica sizes through DescribeLogDirs when ``sizes``.
@@ -316,12 +331,17 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
     from znodes import models, paths
     from znodes.errors import ZnodeFormatError
 
-    from spark_jobs.zkread import ZkReader
+    from znodes.api import ConnectionLossError, ZkError
+    from znodes.store import connect
 
     warnings: list[str] = []
-    async with ZkReader.connect(hosts, timeout=timeout) as zk:
-        broker_names = await zk.children("/brokers/ids")
-        broker_data = await zk.get_many([f"/brokers/ids/{n}" for n in broker_names])
+    try:
+        zk = await connect(hosts, timeout=timeout)
+    except (ConnectionLossError, ZkError, ValueError) as e:
+        raise SnapshotError(hosts, f"cannot read the cluster: {e}") from None
+    try:
+        broker_names = await _children(zk, "/brokers/ids")
+        broker_data = await _data(zk, [f"/brokers/ids/{n}" for n in broker_names])
         brokers: dict[int, dict] = {}
         endpoints: dict[int, tuple[str, int]] = {}
         for name, data in zip(broker_names, broker_data):
@@ -341,8 +361,8 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
                 endpoints[bid] = (host, port)
             brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
 
-        topic_names = await zk.children("/brokers/topics")
-        topic_data = await zk.get_many([paths.topic(t) for t in topic_names])
+        topic_names = await _children(zk, "/brokers/topics")
+        topic_data = await _data(zk, [paths.topic(t) for t in topic_names])
         assignments: dict[str, dict[int, list[int]]] = {}
         removing: dict[str, dict[int, list[int]]] = {}
         for name, data in zip(topic_names, topic_data):
@@ -359,7 +379,11 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
 
         keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
         state_paths = [paths.partition_state(t, p) for t, p in keys]
-        state_data = await zk.get_many(state_paths)
+        state_data = await _data(zk, state_paths)
+    except ZkError as e:
+        raise SnapshotError(hosts, f"reading the cluster: {e!r}") from None
+    finally:
+        await zk.close()
 
     log_sizes: dict[int, dict[tuple[str, int], int]] = {}
     if sizes and endpoints:

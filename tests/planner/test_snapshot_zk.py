@@ -190,18 +190,13 @@ async def test_malformed_znode_is_named(zk_hosts):
         await snapshot.read_cluster(zk_hosts, sizes=False)
 
 
-async def test_pipelined_reads_refill_and_keep_order(zk_hosts, monkeypatch):
-    from spark_jobs import zkread
+async def test_bulk_reads_in_many_requests_keep_order(zk_hosts, monkeypatch):
+    from znodes import store
 
-    monkeypatch.setattr(zkread, "IN_FLIGHT", 4)  # force many refills of the request window
+    monkeypatch.setattr(store, "MULTI_READ_MAX_PATHS", 4)  # force many multiRead requests
     topics = {f"t{i:02d}": {p: [1 + (p + i) % 3, 1 + (p + i + 1) % 3] for p in range(7)} for i in range(5)}
     leaders = {(t, p): reps[0] for t, parts in topics.items() for p, reps in parts.items()}
     _populate(zk_hosts, brokers={b: ("127.0.0.1", 9000 + b, None) for b in (1, 2, 3)}, topics=topics, leaders=leaders)
     snap = await snapshot.read_cluster(zk_hosts, sizes=False)
     got = {(t["name"], p["partition"]): (p["replicas"], p["leader"]) for t in snap["topics"] for p in t["partitions"]}
     assert got == {(t, p): (reps, reps[0]) for t, parts in topics.items() for p, reps in parts.items()}
-    async with zkread.ZkReader.connect(zk_hosts) as zk:
-        assert await zk.get_many(["/brokers/ids/1", "/nope", "/brokers/ids/3"]) == [
-            (await zk.get_many(["/brokers/ids/1"]))[0], None, (await zk.get_many(["/brokers/ids/3"]))[0]]
-        assert await zk.children("/brokers/ids") == ["1", "2", "3"]
-        assert await zk.children("/nope") == []
