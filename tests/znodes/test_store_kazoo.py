@@ -24,8 +24,8 @@ from znodes.store import connect, validate_path
 TIMEOUT_S = 20.0
 
 
-async def next_event(store):
-    return await asyncio.wait_for(store.events.get(), TIMEOUT_S)
+async def next_event(store, timeout=TIMEOUT_S):
+    return await asyncio.wait_for(store.events.get(), timeout)
 
 
 async def test_connect_refuses_missing_chroot(zk_server, zk_chroot):
@@ -189,7 +189,9 @@ async def test_server_restart_suspends_then_reconnects_same_session(tmp_path):
             # the same port; kazoo keeps knocking on it meanwhile, so allow it a moment to free
             await asyncio.get_running_loop().run_in_executor(None, lambda: restarted.start(port_wait=10))
             zk = restarted
-            assert await next_event(store) == SessionEvent(SessionState.CONNECTED)
+            # kazoo may have opened a socket while the server was still starting; it then waits
+            # for the connect reply up to the whole session timeout (30 s) before trying again
+            assert await next_event(store, timeout=30 + TIMEOUT_S) == SessionEvent(SessionState.CONNECTED)
             assert store.session_id == sid
             data, stat = await store.get("/e")
             assert data == b"alive" and stat.ephemeral_owner == sid
