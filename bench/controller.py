@@ -110,7 +110,7 @@ FEED_LOW, FEED_HIGH = 4000, 8000
 # After half-way, wait at most this long for a moment with many moves running to kill at.
 KILL_WINDOW_S = 5.0
 FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
-NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~35 bytes each)
+NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~140 bytes each: < 1 MiB)
 BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
 
 
@@ -123,6 +123,7 @@ class CountingStore:
     def __init__(self, inner, counts: dict):
         self._inner = inner
         self.counts = counts
+        self.reads_kind = "reads"  # "metadata_reads" while the full UpdateMetadata reads
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -131,21 +132,21 @@ class CountingStore:
         self.counts[kind] = self.counts.get(kind, 0) + n
 
     async def get(self, path, watch=False):
-        self._add("reads")
+        self._add(self.reads_kind)
         return await self._inner.get(path, watch=watch)
 
     async def exists(self, path, watch=False):
-        self._add("reads")
+        self._add(self.reads_kind)
         return await self._inner.exists(path, watch=watch)
 
     async def children(self, path, watch=False):
-        self._add("reads")
+        self._add(self.reads_kind)
         return await self._inner.children(path, watch=watch)
 
     async def get_many(self, path_list):
         # One multiRead request carries many gets: each get still counts as one read.
         path_list = list(path_list)
-        self._add("reads", len(path_list))
+        self._add(self.reads_kind, len(path_list))
         return await self._inner.get_many(path_list)
 
     async def create(self, *a, **kw):
@@ -175,7 +176,19 @@ class CountingStore:
         return await self._inner.fenced_multi(ops, epoch_zkversion)
 
 
-class UncoalescedController(ActiveController):
+class CountedController(ActiveController):
+    """Tells the reads of the full UpdateMetadata (every partition's state, at each election
+    and to each registering broker) apart from the rest."""
+
+    async def read_metadata(self, dues):
+        self.store.reads_kind = "metadata_reads"
+        try:
+            return await super().read_metadata(dues)
+        finally:
+            self.store.reads_kind = "reads"
+
+
+class UncoalescedController(CountedController):
     """The peer: one engine step (and one flush) per partition per change."""
 
     async def execute(self, events):
@@ -267,21 +280,28 @@ class InstantBrokers:
         writer.extend(writes)
         try:
             await writer.flush()
-            done = [tp for tp, _ in items]
+            done = [(tp, w, w["zk_version"] + 1) for tp, w in items]
         except FlushError as e:
             # A version moved under a chunk: write the rest one by one, skipping conflicts.
-            done = [tp for tp, _ in items[: e.applied]]
+            done = [(tp, w, w["zk_version"] + 1) for tp, w in items[: e.applied]]
             for (tp, w), op in zip(items[e.applied :], writes[e.applied :]):
                 try:
-                    await self.store.set(op.path, op.data, op.version)
-                    done.append(tp)
+                    stat = await self.store.set(op.path, op.data, op.version)
+                    done.append((tp, w, stat.version))
                 except (BadVersionError, NoNodeError):
                     pass
         notes = BatchedWriter(self.store)
         for i in range(0, len(done), NOTIFICATION_MAX_PARTITIONS):
             chunk = done[i : i + NOTIFICATION_MAX_PARTITIONS]
+            # Each entry carries the state written and its zkVersion, as the simulated
+            # brokers' do (znodes.models.NotifiedState): the controller need not read it back.
             payload = json.dumps(
-                {"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in chunk]}, separators=(",", ":")
+                {"version": 1, "partitions": [
+                    {"topic": t, "partition": p, "state": {
+                        "leader": w["leader"], "leader_epoch": w["leader_epoch"],
+                        "controller_epoch": w["controller_epoch"], "isr": w["isr"], "zk_version": v,
+                    }} for (t, p), w, v in chunk
+                ]}, separators=(",", ":")
             ).encode()
             notes.add(Create(paths.ISR_CHANGE_PREFIX, payload, sequential=True))
         await notes.flush()
@@ -395,7 +415,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool) 
         won = await try_elect(store, cid)
         assert won is not None, "another controller is active"
         inbox = Inbox(store)
-        kind = ActiveController if coalesce else UncoalescedController
+        kind = CountedController if coalesce else UncoalescedController
         active = kind(
             store, inbox, controller_id=cid, epoch=won.epoch, epoch_zkversion=won.epoch_zkversion,
             transport=brokers, config=config, on_step=on_step,
@@ -406,9 +426,15 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool) 
     elected_at = 0.0
     in_flight_at_failover = 0
     stop_feeding = asyncio.Event()
-    started = time.perf_counter()
     actives: list = []
     store, inbox, task = await start_controller(1)
+    # As on a running cluster, the controller was elected before the work arrives: it has
+    # read every partition's state for its full UpdateMetadata (the reads at an election).
+    began_election = time.perf_counter()
+    while actives[0].state is None or len(actives[0].state.states) < n_partitions:
+        await asyncio.sleep(0.01)
+    election_seconds = time.perf_counter() - began_election
+    started = time.perf_counter()
     feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
     if failover:
         # Half-way, and at a moment when many moves are running (instant brokers finish
@@ -455,6 +481,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool) 
         "counts": counts,
         "failover": (first_step_after_failover[0] - elected_at) if failover else None,
         "in_flight_at_failover": in_flight_at_failover,
+        "election_seconds": election_seconds,
     }
 
 
@@ -490,9 +517,12 @@ def main() -> int:
     n = ours["partitions"]
     writes = ours["counts"].get("writes", 0)
     reads = ours["counts"].get("reads", 0)
+    metadata_reads = ours["counts"].get("metadata_reads", 0)
     rate = n / ours["elapsed"]
-    print(f"controller: {n} partitions in {ours['elapsed']:.1f}s, failover half-way; "
-          f"{ours['counts'].get('multis', 0)} multi-ops, {writes} ops written, {reads} reads")
+    print(f"controller: elected and read the cluster in {ours['election_seconds']:.1f}s; "
+          f"{n} partitions in {ours['elapsed']:.1f}s, failover half-way; "
+          f"{ours['counts'].get('multis', 0)} multi-ops, {writes} ops written, {reads} reads, "
+          f"{metadata_reads} reads for the full UpdateMetadata of the two elections")
     ratio = None
     if "peer" in results:
         peer = results["peer"]
@@ -501,11 +531,15 @@ def main() -> int:
         print(f"peer (one step and one flush per partition change): {peer['partitions']} partitions in {peer['elapsed']:.1f}s = "
               f"{peer_rate:.0f}/s, {(peer['counts'].get('writes', 0) + peer['counts'].get('reads', 0)) / peer['partitions']:.2f} "
               "ZooKeeper ops per partition")
-    print("zk_ops_per_partition counts every op inside a multi (the epoch check too) and every read")
+    print("zk_ops_per_partition counts every op inside a multi (the epoch check too) and every read the "
+          "reassignment causes; zk_election_reads_per_partition the full-metadata reads each election makes "
+          "of every partition, reassigned or not; zk_all_ops_per_partition both")
     print(f"partitions_per_second={rate:.0f}")
     print(f"zk_ops_per_partition={(writes + reads) / n:.2f}")
     print(f"zk_writes_per_partition={writes / n:.2f}")
     print(f"zk_reads_per_partition={reads / n:.2f}")
+    print(f"zk_election_reads_per_partition={metadata_reads / n:.2f}")
+    print(f"zk_all_ops_per_partition={(writes + reads + metadata_reads) / n:.2f}")
     print(f"in_flight_at_failover={ours['in_flight_at_failover']}")
     print(f"failover_resume_seconds={ours['failover']:.2f}")
     if ratio is not None:

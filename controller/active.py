@@ -354,9 +354,22 @@ class ActiveController:
             notes, partitions, lines = await read_notifications(self.store, watch=True)
             _warn(lines)
             if notes:
-                known = [tp for tp in sorted(partitions) if tp in state.assignments]
-                states, lines = await read_states(self.store, known)
-                _warn(lines)
+                # A state the leader put in its notification needs no read when this
+                # controller already holds a state of the partition (read or written since it
+                # became active): the newer of the two is as fresh as a read, and what the
+                # engine does with it is conditional on its zkVersion. Without one (just after
+                # a reload) the carried state may be older than the znode - a leftover
+                # notification from before a write - and acting on it would fail the same
+                # conditional write after every reload; so it is read.
+                states = {
+                    tp: s for tp, s in partitions.items()
+                    if s is not None and tp in state.assignments and tp in state.states
+                }
+                unread = [tp for tp in sorted(partitions) if tp not in states and tp in state.assignments]
+                if unread:
+                    read, lines = await read_states(self.store, unread)
+                    _warn(lines)
+                    states.update(read)
                 out.append(StatesRead(states, tuple(notes)))
         return out
 

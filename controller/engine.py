@@ -163,6 +163,7 @@ class _Step(CancelSteps, QueueSteps):
         self.with_requests: list[Op] = []
         self.notifications: list[Op] = []
         self.reads: set[TopicPartition] = set()
+        self.ended: set[TopicPartition] = set()  # moves ended in this step (records still to delete)
         self.log: list[str] = []
         self.completed: list[TopicPartition] = []
         self.cancelled: list[TopicPartition] = []
@@ -184,9 +185,11 @@ class _Step(CancelSteps, QueueSteps):
         self.tasks[move.tp] = move
 
     def end_task(self, tp: TopicPartition) -> None:
+        # The partition's state stays: it is as fresh as this controller's writes and the ISR
+        # notifications keep it, and a later move of the partition starts from it.
         self.tasks.pop(tp)
         self.pending.pop(tp)
-        self.states.pop(tp)
+        self.ended.add(tp)
         self.schedule_needed = True
         self.touched = True
 
@@ -294,6 +297,8 @@ class _Step(CancelSteps, QueueSteps):
         """A partition deleted under a move: a move not started yet is dropped."""
         self.assignments.pop(tp)
         move = self.tasks.get(tp)
+        if move is None or not move.started:
+            self.states.pop(tp)
         if move is not None and not move.started:
             self.log.append(f"dropping reassignment of {tp[0]}-{tp[1]}: the partition was deleted")
             self.set_task(move.to(Phase.DROPPED))
@@ -418,9 +423,10 @@ class _Step(CancelSteps, QueueSteps):
             assignment = self.assignments.get(tp)
             if assignment is not None and event.notifications and (move is None or move.phase is not Phase.LOADING):
                 self.box.update_metadata(tp, state, assignment.replicas)
+            if assignment is not None and state is not known:
+                self.states[tp] = state
             if move is None:
                 continue
-            self.states[tp] = state
             if move.phase is Phase.LOADING:
                 self.start(move, state)
             elif move.resend:
@@ -441,6 +447,8 @@ class _Step(CancelSteps, QueueSteps):
             known = self.states.get(tp)
             if known is not None and known.zk_version > state.zk_version:
                 state = known
+            elif state != known:
+                self.states[tp] = state  # kept: a move of the partition starts without a read
             self.box.update_metadata(tp, state, assignment.replicas, to)
 
     def on_stop_replica_sent(self, event: StopReplicaSent) -> None:
@@ -543,8 +551,15 @@ class _Step(CancelSteps, QueueSteps):
             for b in removing:
                 outgoing[b] = outgoing.get(b, 0) + 1
             self.pending.pop(tp)
-            self.set_task(move.to(Phase.LOADING))
-            self.reads.add(tp)
+            move = move.to(Phase.LOADING)
+            self.set_task(move)
+            state = self.states.get(tp)
+            if state is None or tp in self.ended:
+                # Unknown, or a move of it ended in this step: its record's delete lands late
+                # in this flush, after which the read lets the new move create its own.
+                self.reads.add(tp)
+            else:
+                self.start(move, state)  # known from the election's read or kept fresh since
             running += 1
             if running >= cfg.max_cluster_moves:
                 break

@@ -15,7 +15,7 @@ from collections.abc import Iterable
 
 from pydantic import StrictBool, ValidationError
 
-from controller.state import Assignment, Broker, LeaderIsr, Request
+from controller.state import Assignment, Broker, LeaderIsr, Request, TopicPartition
 from znodes import models
 from znodes.errors import ZnodeFormatError
 
@@ -232,9 +232,16 @@ def encode_epoch(epoch: int) -> bytes:
     return models.ControllerEpoch(epoch=epoch).to_bytes()
 
 
-def decode_notification(path: str, data: bytes) -> list[tuple[str, int]]:
+def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, LeaderIsr | None]]:
+    """The partitions a notification names, each with the state its leader wrote when the
+    entry carries one (reassignd's brokers), else None (Kafka's format: read the znode)."""
     m = models.IsrChangeNotification.from_bytes(path, data)
-    return [(p.topic, p.partition) for p in m.partitions]
+    out = []
+    for p in m.partitions:
+        s = p.state
+        state = None if s is None else LeaderIsr(s.leader, s.leader_epoch, s.controller_epoch, tuple(s.isr), s.zk_version)
+        out.append(((p.topic, p.partition), state))
+    return out
 
 
 def encode_listener(host: str, port: int) -> bytes:

@@ -209,9 +209,13 @@ async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict
     return out, log
 
 
-async def read_notifications(store: Store, watch: bool = False) -> tuple[list[str], set[TopicPartition], list[str]]:
+async def read_notifications(
+    store: Store, watch: bool = False
+) -> tuple[list[str], dict[TopicPartition, LeaderIsr | None], list[str]]:
     """(notification paths, in sequence order; partitions they name; log).
 
+    Each partition maps to the newest state (highest zkVersion) its notifications carried,
+    or None when none carried one: that state must be read from its znode.
     A malformed notification is listed for deletion too: it can never become readable, and
     left in place it would be re-read after every change.
     """
@@ -219,14 +223,26 @@ async def read_notifications(store: Store, watch: bool = False) -> tuple[list[st
     names = sorted(await children_or_empty(store, paths.ISR_CHANGE_NOTIFICATION, watch=watch))
     note_paths = [paths.join(paths.ISR_CHANGE_NOTIFICATION, n) for n in names]
     reads = await get_many(store, note_paths)
-    partitions: set[TopicPartition] = set()
+    partitions: dict[TopicPartition, LeaderIsr | None] = {}
     found = []
     for path, read in zip(note_paths, reads):
         if read is None:
             continue
         found.append(path)
         try:
-            partitions.update(decode_notification(path, read[0]))
+            entries = decode_notification(path, read[0])
         except ZnodeFormatError as e:
             log.append(f"deleting malformed ISR change notification: {e}")
+            continue
+        for tp, state in entries:
+            if tp not in partitions:
+                partitions[tp] = state
+                continue
+            known = partitions[tp]
+            if known is None or state is None:
+                # An entry without a state (a Kafka broker's) announces a change whose
+                # version nobody told: only the znode says what is newest.
+                partitions[tp] = None
+            elif state.zk_version > known.zk_version:
+                partitions[tp] = state
     return found, partitions, log

@@ -115,7 +115,9 @@ class BrokerCore:
         self.controller_epoch = 0
         self.metadata = MetadataCache(self.cluster_id)
         self._isr_in_flight: dict[tuple[str, int], IsrWrite] = {}
-        self._isr_changes: set[tuple[str, int]] = set()
+        # Partitions whose ISR this broker changed since its last notification, with the
+        # write that landed and its zkVersion (the notification carries them).
+        self._isr_changes: dict[tuple[str, int], tuple[IsrWrite, int]] = {}
         self._last_isr_change = float("-inf")
         self._last_propagation = now
 
@@ -368,7 +370,8 @@ class BrokerCore:
             now - self._last_isr_change >= self.config.isr_notification_quiet
             or now - self._last_propagation >= self.config.isr_notification_max_delay
         ):
-            effects.append(IsrChangeNotification(tuple(sorted(self._isr_changes))))
+            keys = tuple(sorted(self._isr_changes))
+            effects.append(IsrChangeNotification(keys, tuple(self._isr_changes[k] for k in keys)))
             self._isr_changes.clear()
             self._last_propagation = now
         return effects
@@ -388,7 +391,7 @@ class BrokerCore:
                     replica.caught_up.setdefault(member, now)
             replica.isr = write.isr
             replica.zk_version = zk_version
-        self._isr_changes.add(write.key)
+        self._isr_changes[write.key] = (write, zk_version)
         self._last_isr_change = now
 
     def isr_write_conflict(self, write: IsrWrite, current: dict, zk_version: int) -> IsrWrite | None:
@@ -427,7 +430,10 @@ class BrokerCore:
 
     def notification_failed(self, note: IsrChangeNotification) -> None:
         """Put a batch back so the next advance sends it again."""
-        self._isr_changes.update(note.partitions)
+        for write, zk_version in note.written:
+            known = self._isr_changes.get(write.key)
+            if known is None or known[1] < zk_version:
+                self._isr_changes[write.key] = (write, zk_version)
 
 
 # ---- request layouts ---------------------------------------------------------------------

@@ -50,16 +50,36 @@ class IsrWrite:
 
 @dataclass(frozen=True, slots=True)
 class IsrChangeNotification:
-    """Create one sequential ``/isr_change_notification/isr_change_`` node for a batch."""
+    """Create one sequential ``/isr_change_notification/isr_change_`` node for a batch.
+
+    ``written`` holds, per partition, the ISR write that landed and the zkVersion it got:
+    the entry carries that state (znodes.models.NotifiedState), so the controller needs no
+    read of the state znode.
+    """
 
     partitions: tuple[tuple[str, int], ...]
+    written: tuple[tuple[IsrWrite, int], ...] = ()
 
     path = paths.ISR_CHANGE_PREFIX
 
     def payload(self) -> bytes:
+        states = {w.key: (w, v) for w, v in self.written}
         return models.IsrChangeNotification(
-            partitions=[models.TopicPartitionRef(topic=t, partition=p) for t, p in self.partitions]
+            partitions=[
+                models.IsrChangeRef(topic=t, partition=p, state=_notified(*states[(t, p)]) if (t, p) in states else None)
+                for t, p in self.partitions
+            ]
         ).to_bytes()
+
+
+def _notified(write: IsrWrite, zk_version: int) -> models.NotifiedState:
+    return models.NotifiedState(
+        leader=write.leader,
+        leader_epoch=write.leader_epoch,
+        controller_epoch=write.controller_epoch,
+        isr=list(write.isr),
+        zk_version=zk_version,
+    )
 
 
 Effect = IsrWrite | IsrChangeNotification

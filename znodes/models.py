@@ -435,17 +435,52 @@ class TopicPartitionRef(BaseModel):
     partition: PartitionId
 
 
+class NotifiedState(BaseModel):
+    """The state a leader wrote, as it wrote it, and the zkVersion ZooKeeper gave that write.
+
+    reassignd's extension of Kafka's notification entry (Kafka's controller ignores unknown
+    keys): with it the controller need not read the state znode back. It is safe to act on
+    because the controller's writes that depend on it are conditional on ``zk_version``: they
+    land only if the znode still is exactly this state.
+    """
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+    leader: Annotated[StrictInt, Field(ge=-2, le=INT32_MAX)]
+    leader_epoch: NonNegInt32
+    controller_epoch: NonNegInt32
+    isr: BrokerSet
+    zk_version: NonNegInt32
+
+
+class IsrChangeRef(TopicPartitionRef):
+    state: NotifiedState | None = None
+
+
 class IsrChangeNotification(ZnodeModel):
-    """``/isr_change_notification/isr_change_<seq>``: partitions whose ISR changed."""
+    """``/isr_change_notification/isr_change_<seq>``: partitions whose ISR changed.
+
+    Kafka's entries are ``{"topic":"t","partition":0}``; an entry may also carry ``"state"``
+    (see :class:`NotifiedState`), which reassignd's simulated brokers write.
+    """
 
     version: Annotated[StrictInt, Field(ge=1, le=1)] = 1
-    partitions: list[TopicPartitionRef]
+    partitions: list[IsrChangeRef]
 
     def _to_json(self) -> dict:
-        return {
-            "version": 1,
-            "partitions": [{"topic": p.topic, "partition": p.partition} for p in self.partitions],
-        }
+        out = []
+        for p in self.partitions:
+            entry: dict = {"topic": p.topic, "partition": p.partition}
+            if p.state is not None:
+                s = p.state
+                entry["state"] = {
+                    "leader": s.leader,
+                    "leader_epoch": s.leader_epoch,
+                    "controller_epoch": s.controller_epoch,
+                    "isr": list(s.isr),
+                    "zk_version": s.zk_version,
+                }
+            out.append(entry)
+        return {"version": 1, "partitions": out}
 
 
 # ---- /config ---------------------------------------------------------------------------------

@@ -9,7 +9,7 @@ import pytest
 from controller import engine
 from controller.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from controller.config import ControllerConfig
-from controller.events import BrokersRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.events import BrokersRead, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.state import Assignment, Broker
 from controller.task import IllegalTransition, Move, Phase
 from tests.controller.helpers import EPOCH, body_partitions, cluster, loads, req, state
@@ -109,7 +109,7 @@ def test_worked_state_table_ors_123_to_trs_456():
 
     # 6 StopReplica sent: one flush writes RS = TRS, deletes the record, drops the entry
     step = run(s, StopReplicaSent((TP,)))
-    assert row(s) == ((4, 5, 6), (), (), None, None, None)
+    assert row(s) == ((4, 5, 6), (), (), (4, 5, 6), 4, None)  # the state it wrote stays known
     topic, record, parent, requests = step.writes
     assert loads(topic.data)["partitions"] == {"0": [4, 5, 6]} and topic.version == 1
     assert loads(topic.data)["adding_replicas"] == {} and loads(topic.data)["removing_replicas"] == {}
@@ -118,6 +118,45 @@ def test_worked_state_table_ors_123_to_trs_456():
     assert step.finished
     assert sorted(by_kind(step, UPDATE_METADATA)) == [1, 2, 3, 4, 5, 6]
     assert s.tasks == {} and s.requests == {} and s.requests_version is None and s.record_counts == {}
+
+
+def test_a_state_known_from_the_election_read_starts_a_move_without_a_read():
+    s = cluster(topics={"t": {0: (1, 2, 3), 1: (1, 2, 3)}})
+    run(s, MetadataRead({TP: state(1, (1, 2, 3), zk_version=7)}))
+    assert s.states[TP].zk_version == 7
+    step = run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (1, 5, 3)))))
+    assert step.reads == {("t", 1)}  # only the partition whose state is not known
+    assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[("t", 1)].phase is Phase.LOADING
+    assert [w.path for w in step.writes][:2] == ["/admin/reassignments/t", "/admin/reassignments/t/0"]
+    assert body_partitions(by_kind(step, LEADER_AND_ISR)[4])[TP]["zk_version"] == 7
+
+
+def test_notified_states_keep_the_known_state_fresh_and_a_newer_known_one_wins():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    note = "/isr_change_notification/isr_change_0000000000"
+    run(s, StatesRead({TP: state(1, (1, 2), zk_version=3)}, (note,)))
+    assert s.states[TP] == state(1, (1, 2), zk_version=3)  # no move: kept all the same
+    run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=2)}, (note,)))
+    assert s.states[TP].zk_version == 3  # an older one (a leftover notification) is ignored
+    run(s, MetadataRead({TP: state(1, (1, 2, 3), zk_version=4)}))
+    assert s.states[TP] == state(1, (1, 2, 3), zk_version=4)
+
+
+def test_a_partition_moved_again_right_after_its_move_ended_reads_its_state_first():
+    # The ended move's record is deleted late in its flush; the next move's record create
+    # must not come first in that same flush, so the next move waits for a read.
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (1, 2, 4)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}, ("/isr_change_notification/isr_change_0000000000",)))
+    assert s.tasks[TP].phase is Phase.STOPPING
+    run(s, RequestsRead(2, (req("t", 0, (1, 2, 5), original=(1, 2, 3)),)))  # a newer target, queued behind
+    step = run(s, StopReplicaSent((TP,)))
+    assert s.tasks[TP].phase is Phase.LOADING and step.reads == {TP}
+    assert Delete("/admin/reassignments/t/0") in step.writes
+    assert not any(isinstance(w, Create) and w.path == "/admin/reassignments/t/0" for w in step.writes)
+    step = run(s, StatesRead({TP: state(1, (1, 2, 4), zk_version=2, leader_epoch=1)}))
+    assert s.tasks[TP].phase is Phase.REPLICATING and Create("/admin/reassignments/t/0", step.writes[1].data) in step.writes
 
 
 def test_first_record_of_a_topic_creates_its_parent():

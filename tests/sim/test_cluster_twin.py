@@ -103,8 +103,11 @@ async def test_isr_expansion_writes_state_and_one_notification(twin_cluster):
     await _tick(cluster, clock, 1.0)
     (note,) = server.children("/isr_change_notification")
     assert note.startswith("isr_change_")
+    written = server.exists("/brokers/topics/t/partitions/0/state").version
     assert _json(server, f"/isr_change_notification/{note}") == {
-        "version": 1, "partitions": [{"topic": "t", "partition": 0}]
+        "version": 1, "partitions": [{"topic": "t", "partition": 0, "state": {
+            "leader": leader_id, "leader_epoch": 1, "controller_epoch": 1, "isr": [leader_id, new],
+            "zk_version": written}}]
     }
 
 

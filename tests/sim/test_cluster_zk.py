@@ -67,7 +67,9 @@ async def test_isr_expansion_on_real_zookeeper(zk_cluster):
     (note,) = await zk.children("/isr_change_notification")
     assert note.startswith("isr_change_") and len(note) == len("isr_change_") + 10
     assert await _json(zk, f"/isr_change_notification/{note}") == {
-        "version": 1, "partitions": [{"topic": "t", "partition": 0}]
+        "version": 1, "partitions": [{"topic": "t", "partition": 0, "state": {
+            "leader": leader, "leader_epoch": 1, "controller_epoch": 1, "isr": [leader, new],
+            "zk_version": stat.version + 1}}]
     }
 
 

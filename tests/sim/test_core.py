@@ -1,5 +1,7 @@
 """BrokerCore without sockets or ZooKeeper: requests, epochs, ISR duty, notification batching."""
 
+import json
+
 import pytest
 
 from protocol.errors import ErrorCode
@@ -62,7 +64,11 @@ def test_follower_catches_up_then_leader_expands_isr_once_and_notifies(sim):
     leader = sim.model.get("t", 0, 1)
     assert leader.isr == (1, 2) and leader.zk_version == 2
     assert sim.tick(0.2)[1] == []  # batching: quiet period not over
-    assert sim.tick(0.4)[1] == [IsrChangeNotification((("t", 0),))]
+    note = IsrChangeNotification((("t", 0),), ((effects[0], 2),))
+    assert sim.tick(0.4)[1] == [note]
+    # the notification carries the state written and its zkVersion: no read needed
+    assert json.loads(note.payload()) == {"version": 1, "partitions": [{"topic": "t", "partition": 0, "state": {
+        "leader": 1, "leader_epoch": 1, "controller_epoch": 1, "isr": [1, 2], "zk_version": 2}}]}
     assert sim.tick(1.0)[1] == []
 
 

@@ -309,6 +309,12 @@ MALFORMED = [
     (STATE_PATH, b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":0,"isr":[1,1]}', "twice"),
     (STATE_PATH, b'{"controller_epoch":1,"leader":1,"version":1,"leader_epoch":-1,"isr":[1]}', "leader_epoch"),
     ("/isr_change_notification/isr_change_0000000001", b'{"version":1,"partitions":[{"topic":"t"}]}', "partition"),
+    ("/isr_change_notification/isr_change_0000000001",
+     b'{"version":1,"partitions":[{"topic":"t","partition":0,"state":{"leader":1,"leader_epoch":0,"controller_epoch":1,"isr":[1]}}]}',
+     "zk_version"),
+    ("/isr_change_notification/isr_change_0000000001",
+     b'{"version":1,"partitions":[{"topic":"t","partition":0,"state":{"leader":1,"leader_epoch":0,"controller_epoch":1,"isr":[1,1],"zk_version":3}}]}',
+     "twice"),
     ("/config/topics/t", b'{"version":1,"config":{"retention.ms":1000}}', "config"),
     ("/config/topics/t", b'{"version":1,"config":["a"]}', "config"),
     ("/config/changes/config_change_0000000001", b'{"version":2,"entity_path":"topics"}', "entity_path"),
@@ -467,7 +473,16 @@ ROUND_TRIPS = {
     ),
     "/isr_change_notification/isr_change_0000000003": st.builds(
         IsrChangeNotification,
-        partitions=st.lists(st.builds(models.TopicPartitionRef, topic=topic_names, partition=ids), max_size=5),
+        partitions=st.lists(
+            st.builds(
+                models.IsrChangeRef, topic=topic_names, partition=ids,
+                state=st.none() | st.builds(
+                    models.NotifiedState, leader=st.integers(-2, 20), leader_epoch=ids, controller_epoch=ids,
+                    isr=st.lists(small_ids, max_size=5, unique=True), zk_version=ids,
+                ),
+            ),
+            max_size=5,
+        ),
     ),
     "/config/topics/t": st.builds(EntityConfig, config=st.dictionaries(st.text(max_size=10), st.text(max_size=10), max_size=5)),
     "/config/changes/config_change_0000000001": st.builds(
