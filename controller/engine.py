@@ -17,13 +17,16 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
  2. Schedule. A pending move starts as soon as it fits the caps: concurrent moves per broker
     adding a replica (incoming) and removing one (outgoing), and cluster-wide. No batch
     barrier: a slot freed by one partition is taken by the next in the same step. A move
-    taking a slot is LOADING: its partition state is read.
- 3. Start (state read). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
+    taking a slot starts at once from the partition state the controller holds (read at
+    its election for the full metadata, kept fresh by the ISR notifications and its own
+    writes, as Kafka's controller cache is); without one it is LOADING while the state is read.
+ 3. Start (state known). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
     ORS, write the topic znode with RS, AR and RR, record ``original_replicas`` in
     ``/admin/reassign_partitions`` when the writer left them out (KIP-236). Then LeaderAndIsr
     (RS, AR, RR; ``is_new`` for AR) to every live replica in RS. -> REPLICATING
  4. Replicate. The brokers copy; the leader adds AR to the ISR and posts an ISR change
-    notification; the controller reads the named states (one children watch for all).
+    notification; the controller reads the named states (one children watch for all), or
+    takes them from the notification when the leader put them there with their zkVersion.
  5. Complete, once TRS is inside the ISR: keep the leader if it is in TRS and alive, else
     elect the first live TRS replica in the ISR; shrink the ISR to TRS; write the state znode
     (leader epoch + 1, conditional on its zkVersion, so the ISR really held TRS when it

@@ -33,6 +33,7 @@ from pathlib import Path
 from typing import Iterator
 
 from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
 
 REPO = Path(__file__).resolve().parents[2]
 # A controller process stops within a few seconds of SIGTERM; longer means it hangs.
@@ -207,6 +208,14 @@ class RunningCluster:
 
     def active_controller(self) -> int:
         return self.json("/controller")["brokerid"]
+
+    def new_active_controller(self, killed: int) -> int | None:
+        """The active controller if there is one and it is not ``killed``; else None."""
+        try:
+            current = json.loads(self.zk.get("/controller")[0])["brokerid"]
+        except NoNodeError:  # between the killed one's session ending and the next election
+            return None
+        return current if current != killed else None
 
     def topic(self, name: str) -> dict:
         return self.json(f"/brokers/topics/{name}")

@@ -82,7 +82,7 @@ def test_throttles_go_after_the_active_controller_is_killed_mid_move(cluster):
     assert not c.reassignments_done() and c.throttle_configs()
     killed = c.active_controller()
     c.kill_controller(killed)
-    wait_for(lambda: c.zk.exists("/controller") and c.active_controller() != killed, 20, "a new active controller")
+    wait_for(lambda: c.new_active_controller(killed), 20, "a new active controller")
     wait_for(c.reassignments_done, 60, "the move to complete after failover", interval=0.05)
     assert c.replicas("orders", 0) == [target]
     assert time.monotonic() - began >= SIZE / THROTTLE

@@ -1,0 +1,87 @@
+"""The controller's partition states through the real shell (controller.active) on the twin:
+read once at election, kept fresh by ISR notifications (which reassignd's brokers fill with
+the state they wrote) and by the controller's own writes, so moves read no state znode; a
+notification in Kafka's plain format is still read back."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from tests.controller.harness import Harness
+from znodes import paths
+
+TOPIC = "t:3:3:1MiB"  # t-0 on 4,2,3, t-1 on 5,3,4, t-2 on 6,4,5
+MOVES = {("t", 0): [1, 5, 6], ("t", 1): [5, 3, 2]}
+
+
+class StateReads:
+    """Records the partition-state znodes a store reads (single gets and bulk reads)."""
+
+    def __init__(self, store):
+        self.paths: list[str] = []
+        inner = store._inner
+        assert not hasattr(inner, "get_many")  # the twin: bulk reads are single gets
+        get = inner.get
+
+        async def counting_get(path, watch=False):
+            self._note([path])
+            return await get(path, watch=watch)
+
+        inner.get = counting_get
+
+    def _note(self, path_list):
+        self.paths += [p for p in path_list if p.endswith("/state")]
+
+
+@pytest.fixture
+async def h():
+    harness = Harness(topics=(TOPIC,))
+    await harness.start()
+    try:
+        yield harness
+    finally:
+        await harness.close()
+
+
+async def test_moves_read_no_state_after_the_election_read(h):
+    c = await h.start_controller(101)
+    await h.tick()
+    assert len(c.active.state.states) == 3  # the election's full UpdateMetadata read them all
+    reads = StateReads(c.store)
+    await h.submit(MOVES)
+    await h.run_until_quiet()
+    h.check_invariants(MOVES)
+    assert reads.paths == []
+    for tp, target in MOVES.items():  # what it holds is what ZooKeeper holds
+        data, stat = await h.admin.get(paths.partition_state(*tp))
+        held = c.active.state.states[tp]
+        assert (held.leader, list(held.isr), held.zk_version) == (json.loads(data)["leader"], json.loads(data)["isr"], stat.version)
+        assert set(held.isr) == set(target)
+
+
+async def test_a_notification_in_kafkas_format_is_read_back(h):
+    c = await h.start_controller(101)
+    await h.tick()
+    reads = StateReads(c.store)
+    # A Kafka broker's ISR shrink: the state znode, then a notification naming the partition only.
+    path = paths.partition_state("t", 2)
+    data, stat = await h.admin.get(path)
+    state = json.loads(data)
+    state["isr"] = state["isr"][:2]
+    await h.admin.set(path, json.dumps(state).encode(), stat.version)
+    await h.admin.create(
+        paths.ISR_CHANGE_PREFIX, b'{"version":1,"partitions":[{"topic":"t","partition":2}]}', sequential=True
+    )
+    await h.tick()
+    assert reads.paths == [path]
+    held = c.active.state.states[("t", 2)]
+    assert list(held.isr) == state["isr"] and held.zk_version == stat.version + 1
+    assert h.server.children(paths.ISR_CHANGE_NOTIFICATION) == []
+
+
+# A leftover notification whose carried state is older than the znode (the previous controller
+# wrote after it and died before deleting it) is not trusted by a controller that holds no state
+# of the partition yet: the crash-after-every-op tests of test_cancel_flow fail
+# with a reload loop without that rule.
