@@ -426,7 +426,7 @@ class _Step(CancelSteps, QueueSteps):
             assignment = self.assignments.get(tp)
             if assignment is not None and event.notifications and (move is None or move.phase is not Phase.LOADING):
                 self.box.update_metadata(tp, state, assignment.replicas)
-            if assignment is not None and state is not known:
+            if (assignment is not None or move is not None) and state is not known:
                 self.states[tp] = state
             if move is None:
                 continue

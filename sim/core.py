@@ -370,8 +370,7 @@ class BrokerCore:
             now - self._last_isr_change >= self.config.isr_notification_quiet
             or now - self._last_propagation >= self.config.isr_notification_max_delay
         ):
-            keys = tuple(sorted(self._isr_changes))
-            effects.append(IsrChangeNotification(keys, tuple(self._isr_changes[k] for k in keys)))
+            effects.append(IsrChangeNotification(tuple(self._isr_changes[k] for k in sorted(self._isr_changes))))
             self._isr_changes.clear()
             self._last_propagation = now
         return effects

@@ -53,21 +53,22 @@ class IsrChangeNotification:
     """Create one sequential ``/isr_change_notification/isr_change_`` node for a batch.
 
     ``written`` holds, per partition, the ISR write that landed and the zkVersion it got:
-    the entry carries that state (znodes.models.NotifiedState), so the controller needs no
+    each entry carries that state (znodes.models.NotifiedState), so the controller needs no
     read of the state znode.
     """
 
-    partitions: tuple[tuple[str, int], ...]
-    written: tuple[tuple[IsrWrite, int], ...] = ()
+    written: tuple[tuple[IsrWrite, int], ...]
 
     path = paths.ISR_CHANGE_PREFIX
 
+    @property
+    def partitions(self) -> tuple[tuple[str, int], ...]:
+        return tuple(w.key for w, _ in self.written)
+
     def payload(self) -> bytes:
-        states = {w.key: (w, v) for w, v in self.written}
         return models.IsrChangeNotification(
             partitions=[
-                models.IsrChangeRef(topic=t, partition=p, state=_notified(*states[(t, p)]) if (t, p) in states else None)
-                for t, p in self.partitions
+                models.IsrChangeRef(topic=w.topic, partition=w.partition, state=_notified(w, v)) for w, v in self.written
             ]
         ).to_bytes()
 

@@ -64,7 +64,7 @@ def test_follower_catches_up_then_leader_expands_isr_once_and_notifies(sim):
     leader = sim.model.get("t", 0, 1)
     assert leader.isr == (1, 2) and leader.zk_version == 2
     assert sim.tick(0.2)[1] == []  # batching: quiet period not over
-    note = IsrChangeNotification((("t", 0),), ((effects[0], 2),))
+    note = IsrChangeNotification(((effects[0], 2),))
     assert sim.tick(0.4)[1] == [note]
     # the notification carries the state written and its zkVersion: no read needed
     assert json.loads(note.payload()) == {"version": 1, "partitions": [{"topic": "t", "partition": 0, "state": {
