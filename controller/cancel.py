@@ -70,7 +70,8 @@ sync (the unit tests walk exactly this):
       entry dropped; UpdateMetadata
 
 Were the leader 4 (an added replica), step 5 would elect 1, the first live original replica in
-the ISR.
+the ISR. A move whose target was overridden (controller.engine step 4b) also deletes the
+replicas an earlier target added (its ``dropped``): they are in AR's place above.
 """
 
 from __future__ import annotations
@@ -172,7 +173,7 @@ class CancelSteps:
         live = self.brokers
         if any(b in state.isr and b in live for b in move.original):
             return None
-        online = [b for b in move.adding if b in live]
+        online = [b for b in move.added if b in live]
         if not online:
             return None  # offline whatever happens: KIP-236 rolls back
         return (
@@ -220,7 +221,7 @@ class CancelSteps:
 
     def stop_added(self, move: Move, state: LeaderIsr | None) -> None:
         """Step 6: StopReplica(delete) to the live added replicas; step 7 if there are none."""
-        if not self.stop_replicas(move.tp, move.adding, state):
+        if not self.stop_replicas(move.tp, move.added, state):
             self.finish_cancel(move)
 
     def finish_cancel(self, move: Move) -> None:
@@ -244,4 +245,4 @@ class CancelSteps:
 def rollback_assignment(move: Move) -> Assignment:
     """The topic znode entry during a rollback: RS = ORS + AR, removing AR (plain ORS if the
     move added nothing)."""
-    return Assignment(move.rollback_replicas, (), move.adding)
+    return Assignment(move.rollback_replicas, (), move.added)

@@ -27,6 +27,18 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
  4. Replicate. The brokers copy; the leader adds AR to the ISR and posts an ISR change
     notification; the controller reads the named states (one children watch for all), or
     takes them from the notification when the leader put them there with their zkVersion.
+ 4b. Override (KIP-455). A new target for a replicating move - from
+    ``/admin/reassign_partitions`` (AlterPartitionReassignments, ReassignPartitions v1, a
+    tool's rewrite) or from a queued batch KIP-236 cannot roll back - replaces its target in
+    place, once every event of the step is in (a failover's Resume writes records first). ORS
+    stays; the replicas an earlier target added that the new one does not keep are
+    ``dropped``: RS = TRS followed by ORS - TRS and the dropped, AR = TRS - ORS, RR = ORS - TRS
+    followed by the dropped. In one flush the record gets the new TRS and the topic znode the
+    new RS; then LeaderAndIsr (``is_new`` for replicas not in the old RS) to every live
+    replica. Nothing is deleted yet: the dropped go with RR in step 5, once the new TRS is in
+    the ISR (invariant 4), where Kafka deletes them at once. A new target equal to ORS is a
+    cancel (step 7). A move completing or being rolled back takes the new target after it ends
+    (its "next target"); one whose state is being read after a failover, when it arrives.
  5. Complete, once TRS is inside the ISR: keep the leader if it is in TRS and alive, else
     elect the first live TRS replica in the ISR; shrink the ISR to TRS; write the state znode
     (leader epoch + 1, conditional on its zkVersion, so the ISR really held TRS when it
@@ -58,6 +70,16 @@ Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk ex
       epoch+1; LeaderAndIsr RS=TRS to 4,5,6;
       StopReplica(delete) to 1,2,3
     6 final multi: RS=TRS, record deleted    4,5,6         -      -      4,5,6         4
+
+Override of that move to TRS (4,6,3) (step 4b), when only 4 has caught up:
+
+    step                                     RS            AR     RR     ISR           leader
+    4 replicating                            4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4       1
+    4b record: TRS 4,6,3; topic znode        4,6,3,1,2,5   4,6    1,2,5  1,2,3,4       1
+       LeaderAndIsr to 1..6 (none is_new)
+    5 6 catches up: leader 4, ISR shrunk,    4,6,3,1,2,5   4,6    1,2,5  3,4,6         4
+      StopReplica(delete) to 1,2,5
+    6 final multi: RS=TRS, record deleted    4,6,3         -      -      3,4,6         4
 
 Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` touched by
 10,000 partitions in one step is written once. Their order inside the flush keeps every prefix
@@ -130,6 +152,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
     for event in events:
         s.handle(event)
     s.take_deferred()
+    s.take_overrides()
     s.schedule()
     return s.finish()
 
@@ -174,6 +197,9 @@ class _Step(CancelSteps, QueueSteps):
         self.cancel_znode_version: int | None = None  # delete the cancel znode (this version)
         self.queue_version: int | None = None  # delete the queue znode (this version)
         self.deferred: list = list(state.deferred)
+        # Replicating moves given a new target in this step (step 4b, made after every event:
+        # a failover's Resume must have created or rewritten the records first).
+        self.overrides: dict[TopicPartition, None] = {}
         self.outbox: Outbox | None = None
 
     # ---- helpers -------------------------------------------------------------------------
@@ -246,6 +272,12 @@ class _Step(CancelSteps, QueueSteps):
             events, self.deferred = self.deferred, []
             for event in events:
                 self.handle(event)
+
+    def take_overrides(self) -> None:
+        for tp in self.overrides:
+            move = self.tasks.get(tp)
+            if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None and not move.resend:
+                self.override(move, move.next_target)
 
     # ---- events --------------------------------------------------------------------------
 
@@ -397,8 +429,12 @@ class _Step(CancelSteps, QueueSteps):
                     self.record_original(move)  # a rewrite of the znode lost what was recorded
                 if move.next_target is not None:
                     self.set_task(move.with_changes(next_target=None))
+            elif move.phase is Phase.REPLICATING:
+                if move.next_target != r.replicas:
+                    self.set_task(move.with_changes(next_target=r.replicas))
+                self.overrides[tp] = None  # step 4b, once every event of the step is in
             elif move.next_target != r.replicas:
-                what = "being rolled back" if move.phase is Phase.CANCELLING else f"moving to {list(move.target)}"
+                what = "being rolled back" if move.phase is Phase.CANCELLING else "completing"
                 self.log.append(
                     f"{r.topic}-{r.partition} is {what}; its new target {list(r.replicas)} is queued behind that"
                 )
@@ -509,7 +545,10 @@ class _Step(CancelSteps, QueueSteps):
                         b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
                         is_new=b in move.adding,
                     )
-            self.check_complete(move)
+            if move.next_target is not None:
+                self.override(move, move.next_target)  # a new target came while its state was read
+            else:
+                self.check_complete(move)
         elif move.phase is Phase.CANCELLING:  # leader and ISR into ORS if not yet; delete AR again
             self.roll_back(move, state)
         else:  # STOPPING: RS = TRS already written; delete RR again and finish
@@ -598,6 +637,40 @@ class _Step(CancelSteps, QueueSteps):
                 self.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding)
         self.box.update_metadata(tp, state, replicas)
         self.check_complete(move)
+
+    def override(self, move: Move, target: tuple[int, ...]) -> None:
+        """Step 4b (KIP-455): a new target for a replicating move replaces the old one in place."""
+        tp, name = move.tp, f"{move.tp[0]}-{move.tp[1]}"
+        state = self.states.get(tp)
+        if state is None:  # just failed over: made once its state is read (announce)
+            self.set_task(move.with_changes(next_target=target))
+            return
+        if target == move.original:
+            unsafe = self.rollback_unsafe(move, state)
+            if unsafe is not None:
+                self.log.append(f"{name}: cannot go back to {list(target)} now ({unsafe}); it will once its move ends")
+                self.set_task(move.with_changes(next_target=target))
+                return
+            self.log.append(f"{name}: its new target is its original replicas: cancelling its move to {list(move.target)}")
+            self.begin_cancel(move.with_changes(next_target=None), state)
+            return
+        dropped = tuple(b for b in move.dropped + move.adding if b not in target and b not in move.original)
+        new = move.to(Phase.REPLICATING, target=tuple(target), dropped=dropped, next_target=None)
+        self.set_task(new)
+        self.log.append(
+            f"{name}: target {list(move.target)} replaced by {list(target)}"
+            + (f"; {list(dropped)} go when it completes" if dropped else "")
+        )
+        self.early.append(SetData(paths.reassignment(*tp), encode_record(new.target, new.original)))
+        self.set_assignment(tp, Assignment(new.replicas, new.adding, new.removing))
+        for b in new.replicas:
+            if b in self.brokers:
+                self.box.leader_and_isr(
+                    b, tp, state, replicas=new.replicas, adding=new.adding, removing=new.removing,
+                    is_new=b not in move.replicas,
+                )
+        self.box.update_metadata(tp, state, new.replicas)
+        self.check_complete(new)
 
     def check_complete(self, move: Move) -> None:
         """Step 5, if TRS is inside the ISR and a TRS leader can be had."""

@@ -34,6 +34,11 @@ it wrote is the truth and every half-finished move is finished, never restarted 
                                        record delete did not land             AR again, then finish
     flagged  plain, replicas == TRS    (a flag left on a completed move)      STOPPING: finish completing
 
+    A move whose target was overridden (controller.engine step 4b) has a record with the new
+    TRS while its topic znode may still show the old one: its RS then holds replicas in
+    neither TRS nor ORS, which are the move's ``dropped`` (removed with RR on completion, with
+    AR on rollback), whether or not the override's topic write landed.
+
     "flagged": the record says ``"cancelling": true``. The rollback shape of the topic znode
     (it moves to the record's ORS removing exactly its AR) is a second witness that only a
     rollback writes; a record found without the flag it should have gets it back. ORS keeps
@@ -62,7 +67,7 @@ from dataclasses import dataclass, field, replace
 
 from controller.events import Event, RequestsRead, Resume
 from controller.state import Assignment, Broker, ClusterState, LeaderIsr, TopicPartition
-from controller.task import Move, Phase
+from controller.task import Move, Phase, dropped_replicas
 from controller.zkread import (
     read_brokers,
     read_records,
@@ -142,8 +147,9 @@ def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
 
 
 def _is_rollback(assignment: Assignment, target, original) -> bool:
-    """The topic znode moves to ORS removing exactly AR (only a rollback writes this)."""
-    adding = {b for b in target if b not in original}
+    """The topic znode moves to ORS removing exactly what the move added (AR and any
+    replicas an earlier target added): only a rollback writes this."""
+    adding = {b for b in target if b not in original} | set(dropped_replicas(assignment.replicas, target, original))
     return (
         bool(assignment.removing)
         and not assignment.adding
@@ -191,7 +197,8 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                 log.append(f"{tp[0]}-{tp[1]}: record marked cancelling but the move completed; finishing it")
                 state.tasks[tp] = Move.resumed(tp, target, original, Phase.STOPPING)
             else:
-                state.tasks[tp] = Move.resumed(tp, target, original, Phase.CANCELLING)
+                dropped = dropped_replicas(assignment.replicas, target, original)
+                state.tasks[tp] = Move.resumed(tp, target, original, Phase.CANCELLING, dropped)
                 if tp not in snapshot.cancelling:
                     flag_records.add(tp)  # the flush stopped between the topic znode and the flag
             continue
@@ -202,9 +209,11 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                     f"{tp[0]}-{tp[1]}: record says target {list(target)}, topic znode {list(znode_target)}; "
                     "following the record"
                 )
-            # The topic znode says which brokers ORS holds; the record, in which order.
-            same = sorted(znode_original) == sorted(original)
-            move = Move.resumed(tp, target, original if same else znode_original, Phase.REPLICATING)
+            # The topic znode says which brokers ORS holds (with what an overridden target
+            # added and the current one dropped); the record, in which order.
+            dropped = dropped_replicas(assignment.replicas, target, original)
+            same = sorted(b for b in znode_original if b not in dropped) == sorted(original)
+            move = Move.resumed(tp, target, original if same else znode_original, Phase.REPLICATING, dropped)
         elif assignment.replicas == target:
             move = Move.resumed(tp, target, original, Phase.STOPPING)
         else:

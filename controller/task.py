@@ -7,10 +7,15 @@ fails loudly instead of corrupting a reassignment.
 ::
 
     PENDING ──> LOADING ──> REPLICATING ──> STOPPING ──> DONE
-       │           │  │          │
-       │           │  │          └──> CANCELLING ──> CANCELLED (KIP-236 rollback to ORS)
+       │           │  │        │ ↺ │
+       │           │  │        │   └──> CANCELLING ──> CANCELLED (KIP-236 rollback to ORS)
        │           │  └──────────────────────────────────^ (target == current: nothing to move)
        └───────────┴──> DROPPED (invalid, or withdrawn/cancelled before it started)
+
+REPLICATING -> REPLICATING is KIP-455's override: a new target replaces the running one in
+place (controller.engine step 4b). ORS stays; replicas the old target added that the new one
+does not keep are ``dropped``: they stay in RR until the move completes or is rolled back, so a
+replica is still removed only once its move's target is in the ISR (DESIGN.md invariant 4).
 
 STOPPING cannot be cancelled: the original replicas already got StopReplica(delete), so
 there is nothing left to roll back to; such a move completes (see controller.cancel).
@@ -21,7 +26,7 @@ there is nothing left to roll back to; such a move completes (see controller.can
     m.adding, m.removing, m.replicas                # (4, 5, 6) (1, 2, 3) (4, 5, 6, 1, 2, 3)
 
 Terms (Kafka 2.4+): ORS ``original``, TRS ``target``, RS ``replicas`` = TRS followed by
-ORS - TRS, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS.
+RR, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS followed by ``dropped``.
 """
 
 from __future__ import annotations
@@ -44,7 +49,7 @@ class Phase(enum.Enum):
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.LOADING, Phase.DROPPED}),
     Phase.LOADING: frozenset({Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
-    Phase.REPLICATING: frozenset({Phase.STOPPING, Phase.CANCELLING}),
+    Phase.REPLICATING: frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING}),
     Phase.STOPPING: frozenset({Phase.DONE}),
     Phase.CANCELLING: frozenset({Phase.CANCELLED}),
     Phase.DONE: frozenset(),
@@ -60,7 +65,7 @@ HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.
 STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 
 
-_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend"})  # what _copy may change
+_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped"})  # what _copy may change
 
 
 class IllegalTransition(RuntimeError):
@@ -78,20 +83,25 @@ class Move:
     # Resumed by failover before its partition state was read: the brokers are told about it
     # again (LeaderAndIsr, StopReplica) once the state arrives.
     resend: bool = False
+    # Added by an earlier target of this move and not kept by the current one (KIP-455
+    # override): removed with RR on completion, with AR on rollback.
+    dropped: tuple[int, ...] = ()
 
     def to(self, phase: Phase, **changes) -> Move:
         if phase not in TRANSITIONS[self.phase]:
             raise IllegalTransition(f"{self.tp}: {self.phase.name} -> {phase.name} is not a legal transition")
         if phase in STARTED and (changes.get("original", self.original) is None):
             raise IllegalTransition(f"{self.tp}: {phase.name} needs the original replicas")
+        if phase is self.phase and tuple(changes.get("target", self.target)) == self.target:
+            raise IllegalTransition(f"{self.tp}: an override of {phase.name} needs a new target")
         return self._copy(phase, changes)
 
     def with_changes(self, **changes) -> Move:
         """Change fields other than the phase (a new target while pending, a queued one)."""
         if "phase" in changes:
             raise IllegalTransition("use Move.to() to change the phase")
-        if "target" in changes and self.started:
-            raise IllegalTransition(f"{self.tp}: the target of a started move cannot change")
+        if ("target" in changes or "dropped" in changes) and self.started:
+            raise IllegalTransition(f"{self.tp}: a started move changes its target only by an override (to REPLICATING)")
         return self._copy(self.phase, changes)
 
     def _copy(self, phase: Phase, changes: dict) -> Move:
@@ -107,14 +117,15 @@ class Move:
             get("original", self.original),
             get("next_target", self.next_target),
             get("resend", self.resend),
+            get("dropped", self.dropped),
         )
 
     @classmethod
-    def resumed(cls, tp, target, original, phase: Phase) -> Move:
+    def resumed(cls, tp, target, original, phase: Phase, dropped=()) -> Move:
         """A move rebuilt by failover recovery, entering the map at ``phase``."""
         if phase not in RESUMABLE:
             raise IllegalTransition(f"{tp}: a move cannot be resumed in {phase.name}")
-        return cls(tp, tuple(target), phase, tuple(original))
+        return cls(tp, tuple(target), phase, tuple(original), dropped=tuple(dropped))
 
     @property
     def started(self) -> bool:
@@ -131,7 +142,12 @@ class Move:
 
     @property
     def removing(self) -> tuple[int, ...]:
-        return tuple(r for r in (self.original or ()) if r not in self.target)
+        return tuple(r for r in (self.original or ()) if r not in self.target) + self.dropped
+
+    @property
+    def added(self) -> tuple[int, ...]:
+        """Every replica the move added and a rollback deletes: AR, then ``dropped``."""
+        return self.adding + self.dropped
 
     @property
     def replicas(self) -> tuple[int, ...]:
@@ -144,8 +160,8 @@ class Move:
 
     @property
     def rollback_replicas(self) -> tuple[int, ...]:
-        """RS of the rollback (KIP-236): ORS followed by AR, the replicas it deletes."""
-        return (self.original or ()) + self.adding
+        """RS of the rollback (KIP-236): ORS followed by the replicas it deletes."""
+        return (self.original or ()) + self.added
 
 
 def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
@@ -154,3 +170,11 @@ def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, 
     adding = tuple(r for r in target if r not in original)
     removing = tuple(r for r in original if r not in target)
     return target + removing, adding, removing
+
+
+def dropped_replicas(replicas, target, original) -> tuple[int, ...]:
+    """The replicas of a topic znode's RS that are neither in TRS nor in ORS: what earlier
+    targets of an overridden move added (KIP-455). Failover recovery derives ``dropped`` this
+    way from the record's TRS and ORS, whether or not the override's topic write landed."""
+    keep = set(target) | set(original)
+    return tuple(r for r in replicas if r not in keep)

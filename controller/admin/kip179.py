@@ -28,8 +28,8 @@ ReassignPartitions (KIP-179's six steps, removal znodes first):
  6. ``/admin/reassign_partitions``, last: v0 creates it (a racing creator makes it
     REASSIGNMENT_IN_PROGRESS); v1 merges into it, conditional on its version, re-reading on a
     conflict (the controller rewrites it too). Entries carry ``original_replicas``. A
-    partition already moving keeps its recorded original and takes the new target, which the
-    engine starts once the move in flight ends.
+    partition already moving keeps its recorded original and takes the new target: in place
+    while it replicates (KIP-455's override, controller.engine step 4b), after it otherwise.
 
 If step 6 does not happen, throttles nothing needs are removed at once (early removal).
 

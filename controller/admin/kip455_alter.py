@@ -7,7 +7,9 @@ reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unch
     INVALID_REPLICA_ASSIGNMENT) and add the valid ones to ``/admin/reassign_partitions`` with
     their ``original_replicas``, merged with what is running (a version-conditional write,
     re-read on a conflict; controller.admin.submit). A partition already moving takes the new
-    target once the move in flight ends. No throttle is set (KIP-455 has none; use KIP-179's
+    target as Kafka's controller does: in place while it replicates (controller.engine step
+    4b; a target equal to its original replicas cancels it), after it once it is completing
+    or being rolled back. No throttle is set (KIP-455 has none; use KIP-179's
     APIs).
  3. Null replicas: cancel that partition's reassignment (KIP-236 through
     controller.admin.cancel); a partition that is not moving gets NO_REASSIGNMENT_IN_PROGRESS.

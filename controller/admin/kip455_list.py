@@ -48,7 +48,7 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
         elif getattr(move, "cancelling", False):
             # A KIP-236 rollback is a move back to ORS (as Kafka's ZooKeeper controller lists a
             # revert): the added replicas are the ones being removed.
-            replicas, adding, removing = move.rollback_replicas, (), move.adding
+            replicas, adding, removing = move.rollback_replicas, (), move.added
         else:
             replicas, adding, removing = move.replicas, move.adding, move.removing
         if current is None or current["name"] != tp[0]:

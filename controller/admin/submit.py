@@ -211,8 +211,8 @@ async def add_entries(
     REASSIGNMENT_IN_PROGRESS. Otherwise (v1, KIP-455) merge into the znode with a write
     conditional on the version read, re-reading and merging again when the controller or a
     tool changed it meanwhile. A partition already listed keeps its recorded
-    ``original_replicas`` and takes the new target (the engine runs it after the move in
-    flight). Returns a result per partition.
+    ``original_replicas`` and takes the new target (controller.engine step 4b: in place while
+    it replicates, else after its move). Returns a result per partition.
     """
     topics = view.topics
     entries = [Request(t, p, r, original_replicas(topics[t][p])) for (t, p), r in targets.items()]

@@ -51,6 +51,33 @@ async def test_alter_adds_entries_with_original_replicas_and_they_complete():
         await h.close()
 
 
+async def test_a_new_target_for_a_moving_partition_takes_effect_in_place_like_kafka():
+    """Kafka 2.4+: AlterPartitionReassignments on a partition being reassigned replaces its
+    target at once (the original replicas stay the original replicas); the old target's extra
+    replicas are gone at the end."""
+    h = await cluster()
+    try:
+        tp = ("t", 0)
+        original = h.assignments[tp]
+        first = other_brokers(h, tp)
+        assert codes(await handle_alter(context(h), 0, body({tp: first}))) == {tp: 0}
+        await h.settle()
+        second = [first[0], *original[:2]]
+        assert codes(await handle_alter(context(h), 0, body({tp: second}))) == {tp: 0}
+        await h.settle()
+        record = json.loads(h.server.read(paths.reassignment(*tp))[0])
+        assert (record["replicas"], record["original_replicas"]) == (second, original)
+        topic = json.loads(h.server.read(paths.topic("t"))[0])
+        assert topic["adding_replicas"]["0"] == [first[0]]
+        assert sorted(topic["removing_replicas"]["0"]) == sorted([original[2], *first[1:]])
+        h.requested[tp] = second
+        await h.run_until_quiet()
+        h.check_invariants()
+        assert h.current()[tp] == second
+    finally:
+        await h.close()
+
+
 async def test_alter_error_codes_change_nothing():
     h = await cluster()
     try:

@@ -9,7 +9,7 @@ import pytest
 from controller import engine
 from controller.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from controller.config import ControllerConfig
-from controller.events import BrokersRead, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.events import BrokersRead, CancelRequested, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.state import Assignment, Broker
 from controller.task import IllegalTransition, Move, Phase
 from tests.controller.helpers import EPOCH, body_partitions, cluster, loads, req, state
@@ -305,14 +305,90 @@ def test_replication_factor_increase_needs_no_stop_replica():
     assert s.assignments[TP] == Assignment((1, 2, 3)) and s.tasks == {}
 
 
-def test_a_new_target_while_running_is_queued_behind_the_move():
+def test_a_new_target_while_replicating_replaces_it_in_place():
+    """KIP-455's override, the second table of controller.engine: ORS (1,2,3) -> TRS (4,5,6)
+    replaced by (4,6,3) while only 4 is in sync. 5 is dropped: it stays in RR until the new
+    target is in sync (invariant 4)."""
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 6)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}))
+    assert row(s) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (1, 2, 3, 4), 1, Phase.REPLICATING)
+
+    # 4b record + topic znode; LeaderAndIsr to 1..6, none new; nothing deleted
+    step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
+    move = s.tasks[TP]
+    assert (move.target, move.original, move.dropped, move.next_target) == ((4, 6, 3), (1, 2, 3), (5,), None)
+    assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (1, 2, 3, 4), 1, Phase.REPLICATING)
+    record, topic = step.writes
+    assert record == SetData("/admin/reassignments/t/0", record.data)
+    assert loads(record.data) == {"version": 1, "replicas": [4, 6, 3], "original_replicas": [1, 2, 3]}
+    assert loads(topic.data)["removing_replicas"] == {"0": [1, 2, 5]}
+    lai = by_kind(step, LEADER_AND_ISR)
+    assert sorted(lai) == [1, 2, 3, 4, 5, 6]
+    assert not any(body_partitions(c)[TP]["is_new"] for c in lai.values())
+    assert by_kind(step, STOP_REPLICA) == {}
+    assert any("replaced by [4, 6, 3]" in line for line in step.log)
+
+    # 5 6 catches up: leader 4, ISR shrunk to TRS; RR = 1, 2 and the dropped 5 are deleted
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 6), zk_version=2)}))
+    assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (3, 4, 6), 4, Phase.STOPPING)
+    assert sorted(by_kind(step, STOP_REPLICA)) == [1, 2, 5]
+
+    # 6 final multi
+    run(s, StopReplicaSent((TP,)))
+    assert s.assignments[TP] == Assignment((4, 6, 3)) and s.tasks == {} and TP not in s.requests
+
+
+def test_a_replica_new_to_an_override_is_told_it_is_new():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
+    lai = by_kind(step, LEADER_AND_ISR)
+    assert {b for b, c in lai.items() if body_partitions(c)[TP]["is_new"]} == {6}
+
+
+def test_an_override_that_takes_back_a_dropped_replica_adds_it_again():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
+    run(s, RequestsRead(3, (req("t", 0, (5, 6, 3), (1, 2, 3)),)))
+    move = s.tasks[TP]
+    assert (move.target, move.adding, move.dropped, move.removing) == ((5, 6, 3), (5, 6), (4,), (1, 2, 4))
+
+
+def test_an_override_back_to_the_original_replicas_is_a_cancel():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    step = run(s, RequestsRead(2, (req("t", 0, (1, 2, 3), (1, 2, 3)),)))
+    assert s.tasks[TP].phase is Phase.CANCELLING
+    assert sorted(by_kind(step, STOP_REPLICA)) == [4, 5]
+    run(s, StopReplicaSent((TP,)))
+    assert s.assignments[TP] == Assignment((1, 2, 3)) and s.tasks == {} and TP not in s.requests
+
+
+def test_a_rollback_of_an_overridden_move_deletes_what_every_target_added():
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
+    step = run(s, CancelRequested((TP,), token="token"))
+    assert s.assignments[TP] == Assignment((1, 2, 3, 4, 6, 5), (), (4, 6, 5))
+    assert sorted(by_kind(step, STOP_REPLICA)) == [4, 5, 6]
+
+
+def test_a_new_target_while_completing_is_queued_behind_the_move():
     s = cluster(topics={"t": {0: (1, 2, 3)}})
     run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)),)))
     run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}))
+    assert s.tasks[TP].phase is Phase.STOPPING
     step = run(s, RequestsRead(2, (req("t", 0, (5, 2, 3)),)))
     assert any("queued" in line for line in step.log)
     assert s.tasks[TP].target == (4, 2, 3) and s.tasks[TP].next_target == (5, 2, 3)
-    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}))
     step = run(s, StopReplicaSent((TP,)))
     assert s.assignments[TP].replicas == (4, 2, 3)
     assert s.requests[TP].replicas == (5, 2, 3) and s.requests[TP].original_replicas == (4, 2, 3)
@@ -367,3 +443,10 @@ def test_the_transition_map_refuses_illegal_changes():
     with pytest.raises(IllegalTransition):
         started.to(Phase.DONE)
     assert started.replicas == (4, 5, 6, 1, 2, 3) and started.adding == (4, 5, 6) and started.removing == (1, 2, 3)
+    with pytest.raises(IllegalTransition):
+        started.with_changes(dropped=(4,))  # only an override changes what a started move drops
+    with pytest.raises(IllegalTransition):
+        started.to(Phase.REPLICATING)  # an override needs a new target
+    overridden = started.to(Phase.REPLICATING, target=(4, 6, 3), dropped=(5,))
+    assert overridden.replicas == (4, 6, 3, 1, 2, 5) and overridden.removing == (1, 2, 5)
+    assert overridden.added == (4, 6, 5) and overridden.rollback_replicas == (1, 2, 3, 4, 6, 5)

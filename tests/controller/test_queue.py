@@ -3,6 +3,7 @@ partition is first cancelled then reassigned, the queue znode goes in the same f
 
 from __future__ import annotations
 
+from controller.commands import STOP_REPLICA
 from controller.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.state import Assignment
 from controller.task import Phase
@@ -65,11 +66,16 @@ def test_a_completing_move_is_followed_by_the_queued_target():
     assert s.tasks[TP].target == (1, 2, 3) and s.requests[TP].original_replicas == (4, 5, 6)
 
 
-def test_a_move_that_cannot_be_rolled_back_keeps_going_and_the_queued_target_follows():
+def test_a_move_that_cannot_be_rolled_back_takes_the_queued_target_in_place():
     s = replicating(leader=4, isr=(4, 5))  # no original replica in sync: KIP-236 skip
     step = run(s, QueueRead(1, (req("t", 0, (1, 2, 5)),)))
-    assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[TP].next_target == (1, 2, 5)
+    move = s.tasks[TP]
+    assert (move.phase, move.target, move.dropped, move.next_target) == (Phase.REPLICATING, (1, 2, 5), (4, 6), None)
     assert any("cannot cancel" in line and "would take it offline" in line for line in step.log)
+    assert not any(c.api_key == STOP_REPLICA for c in step.commands)  # 4 leads until (1,2,5) is in sync
+    step = run(s, StatesRead({TP: state(4, (4, 5, 1, 2), zk_version=3)}))
+    assert s.states[TP].leader == 1 and s.states[TP].isr == (5, 1, 2)
+    assert sorted(c.broker_id for c in step.commands if c.api_key == STOP_REPLICA) == [3, 4, 6]
 
 
 def test_bad_entries_are_dropped_with_a_reason_and_a_malformed_queue_is_left_alone():

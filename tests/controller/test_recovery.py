@@ -4,6 +4,8 @@ controller with the simulated brokers."""
 
 from __future__ import annotations
 
+import json
+
 import pytest
 
 from controller import engine
@@ -19,7 +21,7 @@ from znodes.api import Create, Delete, SetData
 
 TP = ("t", 0)
 CFG = ControllerConfig()
-BROKERS = {b: Broker(b, "127.0.0.1", 9090 + b, None, b) for b in range(1, 7)}
+BROKERS = {b: Broker(b, "127.0.0.1", 9090 + b, None, b) for b in range(1, 8)}
 
 
 def snapshot(assignment: Assignment, *, record="default", requests=None, st=None, counts=None) -> Snapshot:
@@ -113,13 +115,49 @@ def test_nothing_to_resume_means_throttle_removal():
     assert step.finished and step.writes == []
 
 
-def test_a_running_move_with_a_new_target_in_the_znode_keeps_it_queued():
+def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     snap = snapshot(
         Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)),
         requests=RequestsRead(3, (req("t", 0, (1, 5, 6), (1, 2, 3)),)),
     )
-    s, _, _ = resume(snap)
-    assert s.tasks[TP].target == (4, 5, 6) and s.tasks[TP].next_target == (1, 5, 6)
+    s, step, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.target, move.original, move.dropped, move.next_target) == ((1, 5, 6), (1, 2, 3), (4,), None)
+    assert s.assignments[TP] == Assignment((1, 5, 6, 2, 3, 4), (5, 6), (2, 3, 4))
+    assert loads(step.writes[0].data)["replicas"] == [1, 5, 6]
+
+
+@pytest.mark.parametrize(
+    "topic",
+    [
+        # the override's record landed, its topic znode write did not: RS still (4,5,6) + ORS
+        Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)),
+        # both landed: RS = (4,6,7) + ORS + the dropped 5
+        Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5)),
+    ],
+)
+def test_an_overridden_move_resumes_with_what_its_old_target_added(topic):
+    snap = snapshot(
+        topic,
+        record=((4, 6, 7), (1, 2, 3)),
+        requests=RequestsRead(3, (req("t", 0, (4, 6, 7), (1, 2, 3)),)),
+    )
+    s, step, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), (5,))
+    assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5))
+    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
+
+
+def test_a_rollback_of_an_overridden_move_resumes_deleting_what_every_target_added():
+    snap = snapshot(
+        Assignment((1, 2, 3, 4, 6, 7, 5), (), (4, 6, 7, 5)),
+        record=((4, 6, 7), (1, 2, 3)),
+        requests=RequestsRead(3, (req("t", 0, (4, 6, 7), (1, 2, 3)),)),
+    )
+    s, step, _ = resume(snap)
+    assert s.tasks[TP].phase is Phase.CANCELLING and s.tasks[TP].dropped == (5,)
+    assert sorted(c.broker_id for c in step.commands if c.api_key == STOP_REPLICA) == [4, 5, 6, 7]
 
 
 # ---- crash after every op of a real run ------------------------------------------------------
@@ -149,6 +187,45 @@ async def test_a_crash_after_any_zookeeper_op_is_finished_by_the_next_controller
     assert not crashed and total > 10
     for k in range(total + 1):
         applied, crashed = await crash_run(k)
+        assert crashed == (k < total) and applied == min(k, total), k
+
+
+OVERRIDES = {("t", 0): [4, 6, 1], ("t", 1): [3, 4, 2]}
+
+
+async def override_run(crash_after: int | None) -> tuple[int, bool]:
+    """TARGETS submitted; once the moves run, two get new targets (KIP-455) in the znode."""
+    h = Harness(topics=("t:3:3:64KiB",))
+    await h.start()
+    try:
+        first = await h.start_controller(101, crash_after=crash_after)
+        await h.submit(TARGETS)  # the moves start (no time passes, so none completes)
+        data, stat = await h.admin.get("/admin/reassign_partitions")
+        body = loads(data)
+        for entry in body["partitions"]:
+            entry["replicas"] = OVERRIDES.get((entry["topic"], entry["partition"]), entry["replicas"])
+        h.requested.update(OVERRIDES)
+        await h.admin.set("/admin/reassign_partitions", json.dumps(body).encode(), stat.version)
+        await h.settle()
+        if crash_after is None:  # taken in place (KIP-455), not queued behind the first targets
+            for (t, p), target in OVERRIDES.items():
+                assert h.json(f"/admin/reassignments/{t}/{p}")["replicas"] == target
+        while h.busy() and first.alive:
+            await h.tick()
+        if first.store.crashed:
+            await h.start_controller(102)
+        await h.run_until_quiet()
+        h.check_invariants({**TARGETS, **OVERRIDES})
+        return first.store.ops_applied, first.store.crashed
+    finally:
+        await h.close()
+
+
+async def test_a_crash_after_any_zookeeper_op_of_an_overridden_run_is_finished_by_the_next_controller():
+    total, crashed = await override_run(None)
+    assert not crashed and total > 10
+    for k in range(total + 1):
+        applied, crashed = await override_run(k)
         assert crashed == (k < total) and applied == min(k, total), k
 
 

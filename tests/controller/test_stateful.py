@@ -1,6 +1,7 @@
 """Hypothesis stateful test: the controller on the ZooKeeper twin with simulated brokers.
 
-Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), cancel
+Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), write
+new targets over running ones (KIP-455's override, as AlterPartitionReassignments does), cancel
 every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``) or some through
 the API door (controller.admin.cancel.cancel_partitions), queue a batch
 (``/admin/reassign_partitions_queue``, possibly naming partitions that are moving), crash the
@@ -126,6 +127,42 @@ class ControllerMachine(RuleBasedStateMachine):
             self.final.update({tp: before[tp] for tp in batch if tp in self.last_queue})
         self.run(self.h.submit(batch))
 
+    @precondition(lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is not None)
+    @rule(data=st.data())
+    def retarget(self, data):
+        """KIP-455: new targets written over running entries (as AlterPartitionReassignments
+        or a tool does): a replicating move takes its new target in place."""
+        untaken_queue = self.h.server.exists(paths.REASSIGN_QUEUE) is not None
+        untaken_cancel = self.h.server.exists(paths.CANCEL_REASSIGNMENT) is not None
+        before = dict(self.final)
+        batch = self.draw_batch(data)
+        if untaken_cancel:
+            self.final.update({tp: None for tp in batch})
+        if untaken_queue:
+            self.final.update({tp: before[tp] for tp in batch if tp in self.last_queue})
+        self.run(self.rewrite_requests(batch))
+
+    async def rewrite_requests(self, batch: dict) -> None:
+        from znodes.api import BadVersionError, NoNodeError
+
+        while True:
+            try:
+                data, stat = await self.h.admin.get(paths.REASSIGN_PARTITIONS)
+            except NoNodeError:
+                await self.h.submit(batch)
+                return
+            body = json.loads(data)
+            entries = {(e["topic"], e["partition"]): e for e in body["partitions"]}
+            for (t, p), r in batch.items():
+                entries[(t, p)] = {**entries.get((t, p), {"topic": t, "partition": p}), "replicas": r}
+            body["partitions"] = list(entries.values())
+            try:
+                await self.h.admin.set(paths.REASSIGN_PARTITIONS, json.dumps(body).encode(), stat.version)
+            except (BadVersionError, NoNodeError):
+                continue
+            await self.h.settle()
+            return
+
     @precondition(lambda self: self.h.server.exists(paths.REASSIGN_QUEUE) is None)
     @rule(data=st.data())
     def queue(self, data):
@@ -220,15 +257,28 @@ class ControllerMachine(RuleBasedStateMachine):
         for p, replicas in znode["partitions"].items():
             tp = ("t", int(p))
             shape = (replicas, adding.get(p, []), removing.get(p, []))
-            allowed = []
-            for before in self.endpoints[tp]:
-                allowed.append((before, [], []))
-                for target in self.endpoints[tp]:
-                    added = [b for b in target if b not in before]
-                    removed = [b for b in before if b not in target]
-                    allowed.append((target + removed, added, removed))  # forward
-                    allowed.append((before + added, [], added))  # rolling back to ``before``
-            assert shape in allowed, (tp, shape, self.endpoints[tp])
+            assert any(self.shape_between(shape, before, target, tp) for before in self.endpoints[tp] for target in self.endpoints[tp]), (
+                tp, shape, self.endpoints[tp],
+            )
+
+    def shape_between(self, shape, before, target, tp) -> bool:
+        """Plain at ``before``, moving from ``before`` to ``target``, or rolling back to
+        ``before``; a move whose target was overridden (KIP-455) also keeps, at the end of
+        RR, replicas an earlier target added (``dropped``: from other endpoints, in neither
+        ``before`` nor ``target``)."""
+        replicas, adding, removing = shape
+        if shape == (before, [], []):
+            return True
+        added = [b for b in target if b not in before]
+        removed = [b for b in before if b not in target]
+        earlier = {b for e in self.endpoints[tp] for b in e} - set(before) - set(target)
+        if replicas == target + removing and adding == added and removing[: len(removed)] == removed:
+            dropped = removing[len(removed):]
+            return set(dropped) <= earlier and len(set(dropped)) == len(dropped)  # forward
+        if replicas == before + added + removing[len(added):] and adding == [] and removing[: len(added)] == added:
+            dropped = removing[len(added):]
+            return set(dropped) <= earlier and len(set(dropped)) == len(dropped)  # rolling back to ``before``
+        return False
 
     @invariant()
     def no_request_lost(self):
