@@ -209,11 +209,13 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
                     f"{tp[0]}-{tp[1]}: record says target {list(target)}, topic znode {list(znode_target)}; "
                     "following the record"
                 )
-            # The topic znode says which brokers ORS holds (with what an overridden target
-            # added and the current one dropped); the record, in which order.
+            # The topic znode's RS - AR is ORS plus whatever an overridden target added and
+            # dropped (some of which the record's newer target may add again), so it can only
+            # confirm that it holds the record's ORS; the record gives ORS and its order.
+            if not set(original) <= set(znode_original):
+                original = znode_original
             dropped = dropped_replicas(assignment.replicas, target, original)
-            same = sorted(b for b in znode_original if b not in dropped) == sorted(original)
-            move = Move.resumed(tp, target, original if same else znode_original, Phase.REPLICATING, dropped)
+            move = Move.resumed(tp, target, original, Phase.REPLICATING, dropped)
         elif assignment.replicas == target:
             move = Move.resumed(tp, target, original, Phase.STOPPING)
         else:

@@ -340,19 +340,23 @@ def test_a_new_target_while_replicating_replaces_it_in_place():
     assert s.assignments[TP] == Assignment((4, 6, 3)) and s.tasks == {} and TP not in s.requests
 
 
-def test_a_replica_new_to_an_override_is_told_it_is_new():
+def moving_to(target):
+    """t-0 replicating from (1,2,3) to ``target``, nothing in sync yet."""
     s = cluster(topics={"t": {0: (1, 2, 3)}})
-    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
+    run(s, RequestsRead(0, (req("t", 0, target),)))
     run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    return s
+
+
+def test_a_replica_new_to_an_override_is_told_it_is_new():
+    s = moving_to((4, 5, 3))
     step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     lai = by_kind(step, LEADER_AND_ISR)
     assert {b for b, c in lai.items() if body_partitions(c)[TP]["is_new"]} == {6}
 
 
 def test_an_override_that_takes_back_a_dropped_replica_adds_it_again():
-    s = cluster(topics={"t": {0: (1, 2, 3)}})
-    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
-    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    s = moving_to((4, 5, 3))
     run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     run(s, RequestsRead(3, (req("t", 0, (5, 6, 3), (1, 2, 3)),)))
     move = s.tasks[TP]
@@ -360,9 +364,7 @@ def test_an_override_that_takes_back_a_dropped_replica_adds_it_again():
 
 
 def test_an_override_back_to_the_original_replicas_is_a_cancel():
-    s = cluster(topics={"t": {0: (1, 2, 3)}})
-    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
-    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    s = moving_to((4, 5, 3))
     step = run(s, RequestsRead(2, (req("t", 0, (1, 2, 3), (1, 2, 3)),)))
     assert s.tasks[TP].phase is Phase.CANCELLING
     assert sorted(by_kind(step, STOP_REPLICA)) == [4, 5]
@@ -371,9 +373,7 @@ def test_an_override_back_to_the_original_replicas_is_a_cancel():
 
 
 def test_a_rollback_of_an_overridden_move_deletes_what_every_target_added():
-    s = cluster(topics={"t": {0: (1, 2, 3)}})
-    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)),)))
-    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    s = moving_to((4, 5, 3))
     run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     step = run(s, CancelRequested((TP,), token="token"))
     assert s.assignments[TP] == Assignment((1, 2, 3, 4, 6, 5), (), (4, 6, 5))

@@ -149,6 +149,21 @@ def test_an_overridden_move_resumes_with_what_its_old_target_added(topic):
     assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
 
 
+def test_an_override_that_adds_again_what_an_earlier_one_dropped_resumes_with_the_record_ors():
+    """ORS (5,3,4) -> (1,2,3) -> (2,3,4) (1 dropped) -> (1,3,4): the last record landed, its
+    topic write did not. The topic znode's RS - AR is (3,4,5,1): ORS plus the dropped 1, which
+    the new target takes back."""
+    snap = snapshot(
+        Assignment((2, 3, 4, 5, 1), (2,), (5, 1)),
+        record=((1, 3, 4), (5, 3, 4)),
+        requests=RequestsRead(3, (req("t", 0, (1, 3, 4), (5, 3, 4)),)),
+    )
+    s, _, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.original, move.adding, move.dropped) == ((5, 3, 4), (1,), (2,))
+    assert s.assignments[TP] == Assignment((1, 3, 4, 5, 2), (1,), (5, 2))
+
+
 def test_a_rollback_of_an_overridden_move_resumes_deleting_what_every_target_added():
     snap = snapshot(
         Assignment((1, 2, 3, 4, 6, 7, 5), (), (4, 6, 7, 5)),
@@ -165,67 +180,45 @@ def test_a_rollback_of_an_overridden_move_resumes_deleting_what_every_target_add
 TARGETS = {("t", 0): [4, 5, 6], ("t", 1): [1, 5, 2], ("t", 2): [6, 1, 3]}
 
 
-async def crash_run(crash_after: int | None) -> tuple[int, bool]:
-    h = Harness(topics=("t:3:3:64KiB",))
-    await h.start()
-    try:
-        first = await h.start_controller(101, crash_after=crash_after)
-        await h.submit(TARGETS)
-        while h.busy() and first.alive:
-            await h.tick()
-        if first.store.crashed:
-            await h.start_controller(102)
-        await h.run_until_quiet()
-        h.check_invariants(TARGETS)
-        return first.store.ops_applied, first.store.crashed
-    finally:
-        await h.close()
-
-
-async def test_a_crash_after_any_zookeeper_op_is_finished_by_the_next_controller():
-    total, crashed = await crash_run(None)
-    assert not crashed and total > 10
-    for k in range(total + 1):
-        applied, crashed = await crash_run(k)
-        assert crashed == (k < total) and applied == min(k, total), k
-
-
 OVERRIDES = {("t", 0): [4, 6, 1], ("t", 1): [3, 4, 2]}
 
 
-async def override_run(crash_after: int | None) -> tuple[int, bool]:
-    """TARGETS submitted; once the moves run, two get new targets (KIP-455) in the znode."""
+async def crash_run(crash_after: int | None, overrides: dict | None = None) -> tuple[int, bool]:
+    """TARGETS submitted; with ``overrides``, two of the moves, once started, get new targets
+    (KIP-455) in the znode."""
     h = Harness(topics=("t:3:3:64KiB",))
     await h.start()
     try:
         first = await h.start_controller(101, crash_after=crash_after)
         await h.submit(TARGETS)  # the moves start (no time passes, so none completes)
-        data, stat = await h.admin.get("/admin/reassign_partitions")
-        body = loads(data)
-        for entry in body["partitions"]:
-            entry["replicas"] = OVERRIDES.get((entry["topic"], entry["partition"]), entry["replicas"])
-        h.requested.update(OVERRIDES)
-        await h.admin.set("/admin/reassign_partitions", json.dumps(body).encode(), stat.version)
-        await h.settle()
-        if crash_after is None:  # taken in place (KIP-455), not queued behind the first targets
-            for (t, p), target in OVERRIDES.items():
-                assert h.json(f"/admin/reassignments/{t}/{p}")["replicas"] == target
+        if overrides:
+            data, stat = await h.admin.get("/admin/reassign_partitions")
+            body = loads(data)
+            for entry in body["partitions"]:
+                entry["replicas"] = overrides.get((entry["topic"], entry["partition"]), entry["replicas"])
+            h.requested.update(overrides)
+            await h.admin.set("/admin/reassign_partitions", json.dumps(body).encode(), stat.version)
+            await h.settle()
+            if crash_after is None:  # taken in place, not queued behind the first targets
+                for (t, p), target in overrides.items():
+                    assert h.json(f"/admin/reassignments/{t}/{p}")["replicas"] == target
         while h.busy() and first.alive:
             await h.tick()
         if first.store.crashed:
             await h.start_controller(102)
         await h.run_until_quiet()
-        h.check_invariants({**TARGETS, **OVERRIDES})
+        h.check_invariants({**TARGETS, **(overrides or {})})
         return first.store.ops_applied, first.store.crashed
     finally:
         await h.close()
 
 
-async def test_a_crash_after_any_zookeeper_op_of_an_overridden_run_is_finished_by_the_next_controller():
-    total, crashed = await override_run(None)
+@pytest.mark.parametrize("overrides", [None, OVERRIDES], ids=["plain", "overridden"])
+async def test_a_crash_after_any_zookeeper_op_is_finished_by_the_next_controller(overrides):
+    total, crashed = await crash_run(None, overrides)
     assert not crashed and total > 10
     for k in range(total + 1):
-        applied, crashed = await override_run(k)
+        applied, crashed = await crash_run(k, overrides)
         assert crashed == (k < total) and applied == min(k, total), k
 
 

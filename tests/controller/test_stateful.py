@@ -34,6 +34,7 @@ from controller.admin.cancel import cancel_partitions
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths
+from znodes.api import BadVersionError, NoNodeError
 
 TARGET_BROKERS = (1, 2, 3, 4)
 FLAKY_BROKERS = (5, 6)
@@ -111,9 +112,8 @@ class ControllerMachine(RuleBasedStateMachine):
         self.h.requested.update(batch)
         return batch
 
-    @precondition(lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is None)
-    @rule(data=st.data())
-    def submit(self, data):
+    def draw_requested(self, data) -> dict:
+        """A batch for /admin/reassign_partitions, with what must become of it."""
         untaken_queue = self.h.server.exists(paths.REASSIGN_QUEUE) is not None
         untaken_cancel = self.h.server.exists(paths.CANCEL_REASSIGNMENT) is not None
         before = dict(self.final)
@@ -125,26 +125,21 @@ class ControllerMachine(RuleBasedStateMachine):
         if untaken_queue:
             # A queue not taken yet goes on top of whatever /admin/reassign_partitions holds.
             self.final.update({tp: before[tp] for tp in batch if tp in self.last_queue})
-        self.run(self.h.submit(batch))
+        return batch
+
+    @precondition(lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is None)
+    @rule(data=st.data())
+    def submit(self, data):
+        self.run(self.h.submit(self.draw_requested(data)))
 
     @precondition(lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is not None)
     @rule(data=st.data())
     def retarget(self, data):
         """KIP-455: new targets written over running entries (as AlterPartitionReassignments
         or a tool does): a replicating move takes its new target in place."""
-        untaken_queue = self.h.server.exists(paths.REASSIGN_QUEUE) is not None
-        untaken_cancel = self.h.server.exists(paths.CANCEL_REASSIGNMENT) is not None
-        before = dict(self.final)
-        batch = self.draw_batch(data)
-        if untaken_cancel:
-            self.final.update({tp: None for tp in batch})
-        if untaken_queue:
-            self.final.update({tp: before[tp] for tp in batch if tp in self.last_queue})
-        self.run(self.rewrite_requests(batch))
+        self.run(self.rewrite_requests(self.draw_requested(data)))
 
     async def rewrite_requests(self, batch: dict) -> None:
-        from znodes.api import BadVersionError, NoNodeError
-
         while True:
             try:
                 data, stat = await self.h.admin.get(paths.REASSIGN_PARTITIONS)
