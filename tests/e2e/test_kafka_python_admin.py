@@ -1,7 +1,8 @@
 """kafka-python's ``KafkaAdminClient``, unchanged, against 2 controller processes: bootstrapped
 from the STANDBY, it reassigns with ``alter_partition_reassignments`` (KIP-455), lists with
-``list_partition_reassignments``, cancels with ``None``, and sees the KIP-179 throttles (set
-through this project's AdminClient) with ``describe_configs``.
+``list_partition_reassignments``, cancels with ``None``, sees the KIP-179 throttles (set
+through this project's AdminClient) with ``describe_configs``, and gives a moving partition a
+second target, which replaces the first at once (Kafka 2.4+).
 
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim`` brokers, two
 ``python -m reassignd controller`` processes (started by tests/e2e/processes.py).
@@ -94,6 +95,20 @@ def test_kafka_python_alter_list_cancel_describe_from_the_standby(zk_hosts, tmp_
             assert replicas(1) == target[1]
             wait_for(lambda: LEADER_REPLICAS not in admin.describe_configs(
                 [ConfigResource(ConfigResourceType.TOPIC, "orders")])["topic"]["orders"], 20, "the throttles to go")
+
+            # A second target for a moving partition replaces the first at once, as in Kafka
+            # 2.4+: the first target's new replica is listed as removing and is gone at the end.
+            x, y = (b for b in (1, 2, 3, 4) if b not in original[2])
+            first, second = [original[2][0], x], [original[2][0], y]
+            assert admin.alter_partition_reassignments({tp2: first}) == {tp2: None}
+            wait_for(lambda: tp2 in admin.list_partition_reassignments(), 20, "partition 2 to be listed")
+            assert admin.alter_partition_reassignments({tp2: second}) == {tp2: None}
+            ongoing = wait_for(lambda: (got := admin.list_partition_reassignments()).get(tp2, {}).get(
+                "adding_replicas") == [y] and got, 20, "the new target to be taken")
+            assert ongoing[tp2] == {"replicas": second + [original[2][1], x], "adding_replicas": [y],
+                                    "removing_replicas": [original[2][1], x]}
+            wait_for(lambda: admin.list_partition_reassignments() == {}, 40, "partition 2 to complete")
+            assert replicas(2) == second
         finally:
             if admin is not None:
                 admin.close()
