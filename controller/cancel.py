@@ -243,6 +243,6 @@ class CancelSteps:
 
 
 def rollback_assignment(move: Move) -> Assignment:
-    """The topic znode entry during a rollback: RS = ORS + AR, removing AR (plain ORS if the
-    move added nothing)."""
+    """The topic znode entry during a rollback: RS = ORS followed by what the move added (AR,
+    then any ``dropped``), removing those (plain ORS if the move added nothing)."""
     return Assignment(move.rollback_replicas, (), move.added)

@@ -78,7 +78,9 @@ class Move:
     target: tuple[int, ...]
     phase: Phase = Phase.PENDING
     original: tuple[int, ...] | None = None  # set when the move starts
-    # A different target written to the znode while this move ran: queued behind it.
+    # A different target written to the znode while this move ran: taken once it ends
+    # (completing, or being rolled back), or in place while it replicates (engine step 4b,
+    # at the end of the step, or once its state is read after a failover).
     next_target: tuple[int, ...] | None = None
     # Resumed by failover before its partition state was read: the brokers are told about it
     # again (LeaderAndIsr, StopReplica) once the state arrives.
