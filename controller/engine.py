@@ -117,7 +117,7 @@ from controller.events import (
 from controller.payloads import encode_record, encode_requests, encode_state, encode_topic
 from controller.queue import QueueSteps
 from controller.state import Assignment, ClusterState, Delta, LeaderIsr, Overlay, Request, TopicPartition
-from controller.task import Move, Phase, reassigning_replicas
+from controller.task import Move, Phase, dropped_replicas, reassigning_replicas
 from controller.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
@@ -654,7 +654,7 @@ class _Step(CancelSteps, QueueSteps):
             self.log.append(f"{name}: its new target is its original replicas: cancelling its move to {list(move.target)}")
             self.begin_cancel(move.with_changes(next_target=None), state)
             return
-        dropped = tuple(b for b in move.dropped + move.adding if b not in target and b not in move.original)
+        dropped = dropped_replicas(move.replicas, target, move.original)  # recovery's rule too
         new = move.to(Phase.REPLICATING, target=tuple(target), dropped=dropped, next_target=None)
         self.set_task(new)
         self.log.append(

@@ -175,8 +175,9 @@ def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, 
 
 
 def dropped_replicas(replicas, target, original) -> tuple[int, ...]:
-    """The replicas of a topic znode's RS that are neither in TRS nor in ORS: what earlier
-    targets of an overridden move added (KIP-455). Failover recovery derives ``dropped`` this
-    way from the record's TRS and ORS, whether or not the override's topic write landed."""
+    """The replicas of RS that are neither in TRS nor in ORS: what earlier targets of an
+    overridden move added (KIP-455). The engine's override computes ``dropped`` this way from
+    the move's RS, and failover recovery from the topic znode's, whether or not the
+    override's topic write landed."""
     keep = set(target) | set(original)
     return tuple(r for r in replicas if r not in keep)

@@ -267,13 +267,14 @@ class ControllerMachine(RuleBasedStateMachine):
         added = [b for b in target if b not in before]
         removed = [b for b in before if b not in target]
         earlier = {b for e in self.endpoints[tp] for b in e} - set(before) - set(target)
-        if replicas == target + removing and adding == added and removing[: len(removed)] == removed:
-            dropped = removing[len(removed):]
-            return set(dropped) <= earlier and len(set(dropped)) == len(dropped)  # forward
-        if replicas == before + added + removing[len(added):] and adding == [] and removing[: len(added)] == added:
-            dropped = removing[len(added):]
-            return set(dropped) <= earlier and len(set(dropped)) == len(dropped)  # rolling back to ``before``
-        return False
+
+        def dropped_after(head: list) -> bool:
+            dropped = removing[len(head):]
+            return removing[: len(head)] == head and set(dropped) <= earlier and len(set(dropped)) == len(dropped)
+
+        forward = replicas == target + removing and adding == added and dropped_after(removed)
+        rolling_back = replicas == before + added + removing[len(added):] and adding == [] and dropped_after(added)
+        return forward or rolling_back
 
     @invariant()
     def no_request_lost(self):
