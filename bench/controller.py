@@ -10,7 +10,7 @@ notification; these writes are batched, many partitions per multi and per notifi
 the brokers' own ZooKeeper session (not counted as controller operations). Requests are
 still encoded with the wire codec and framed, so the controller pays for them (an
 UpdateMetadata, the same for every broker but its epoch, is encoded once per step, as
-controller.shared_body does for TCP too). With brokers that take
+controller.core.shared_body does for TCP too). With brokers that take
 no time, what is measured is the controller and ZooKeeper.
 
 The controller is elected (and has read every partition's state for its full UpdateMetadata)
@@ -41,12 +41,12 @@ Figures (printed last, one per line):
   ``zk_reads_per_partition`` split it. Reads through ``get_many`` (ZooKeeper 3.6+ multiRead,
   hundreds of gets per request) count one read per znode, exactly like single gets: fewer
   round trips, not fewer operations.
-* ``zk_election_reads_per_partition``: those full-metadata reads (controller.full_metadata):
+* ``zk_election_reads_per_partition``: those full-metadata reads (controller.core.full_metadata):
   every partition's state once per election, reassigned or not, as Kafka's controller reads
   them at failover; the run's two elections make it 2. They are reported apart because they
   do not grow with the work: a cluster of a million partitions reassigning a hundred pays
   them all the same. ``zk_all_ops_per_partition`` adds them back.
-* Per moved partition the algorithm (DESIGN.md section 4) needs 3 writes: create
+* Per moved partition the algorithm (docs/DESIGN.md section 4) needs 3 writes: create
   ``/admin/reassignments/T/P`` at the start and delete it at the end (the KIP-240 record),
   and the completion's state write (new leader epoch, ISR shrunk to TRS), conditional on the
   zkVersion the controller holds. It reads nothing of its own: the state it starts from is
@@ -82,13 +82,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import protocol  # noqa: E402
-from controller.active import ActiveController  # noqa: E402
-from controller.commands import LEADER_AND_ISR  # noqa: E402
-from controller.config import ControllerConfig  # noqa: E402
-from controller.shared_body import request_frame  # noqa: E402
-from controller.election import try_elect  # noqa: E402
-from controller.events import StatesRead, StopReplicaSent  # noqa: E402
-from controller.inbox import Inbox  # noqa: E402
+from controller.core.commands import LEADER_AND_ISR  # noqa: E402
+from controller.core.config import ControllerConfig  # noqa: E402
+from controller.core.events import StatesRead, StopReplicaSent  # noqa: E402
+from controller.core.shared_body import request_frame  # noqa: E402
+from controller.shell.active import ActiveController  # noqa: E402
+from controller.shell.election import try_elect  # noqa: E402
+from controller.shell.inbox import Inbox  # noqa: E402
 from znodes import paths  # noqa: E402
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, SetData  # noqa: E402
 from znodes.batch import BatchedWriter, FlushError  # noqa: E402
@@ -224,7 +224,7 @@ class InstantBrokers:
         self.task = asyncio.create_task(self._flush_forever())
         self.correlation = 0
 
-    # Like controller.transport.TcpTransport: a body the controller encoded once for many
+    # Like controller.shell.transport.TcpTransport: a body the controller encoded once for many
     # brokers (UpdateMetadata) is framed as is.
     takes_encoded = True
 

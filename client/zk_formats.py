@@ -1,6 +1,6 @@
 """The Kafka znode payloads kafka-reassign reads and writes in ``--zookeeper`` mode. Pure.
 
-Formats are DESIGN.md section 3, read and written through :mod:`znodes.models`; this module
+Formats are docs/DESIGN.md section 3, read and written through :mod:`znodes.models`; this module
 gives the tool the plain views it works with. A payload the models refuse raises
 :class:`client.errors.ClusterDataError` naming the znode. Writing is byte-stable (compact JSON,
 entries sorted), so the same input always writes the same bytes.

@@ -16,7 +16,7 @@ import sys
 
 SUBCOMMANDS = {
     "zk": ("znodes.launcher", "run a local ZooKeeper server or ensemble (start, stop, status)"),
-    "controller": ("controller.daemon", "run a reassignment controller instance"),
+    "controller": ("controller.shell.daemon", "run a reassignment controller instance"),
     "sim": ("sim.main", "run simulated brokers"),
     "snapshot": ("spark_jobs.snapshot", "write a cluster snapshot for the planner"),
 }

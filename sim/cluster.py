@@ -48,7 +48,6 @@ from sim.throttle import Throttles
 from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
 from znodes import models, paths
-from znodes.errors import ZnodeFormatError
 from znodes.api import (
     BadVersionError,
     NodeExistsError,
@@ -58,6 +57,7 @@ from znodes.api import (
     Store,
     ZkError,
 )
+from znodes.errors import ZnodeFormatError
 
 if TYPE_CHECKING:
     from sim.server import BrokerServer

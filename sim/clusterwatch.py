@@ -9,8 +9,8 @@ one-shot watch re-armed on every read:
  3. ``/brokers/ids`` (children): the registrations, read again on every child change.
  4. ``/brokers/topics`` (children): which topics exist.
 
-Payloads are parsed with the controller's own decoders (``controller.payloads``,
-``controller.zkread``), so brokers and controller instances agree on what a znode says. A
+Payloads are parsed with the controller's own decoders (``znodes.payloads``,
+``controller.shell.zkread``), so brokers and controller instances agree on what a znode says. A
 malformed entry is skipped (logged), as the controller's listener skips it; a malformed
 ``/controller`` counts as no active controller, as there.
 
@@ -23,16 +23,16 @@ from __future__ import annotations
 
 import logging
 
-from controller.payloads import decode_controller, decode_listener
-from controller.zkread import get_many, read_brokers
 from sim.clusterview import NO_CONTROLLER, ClusterView, RegisteredBroker
 from znodes import paths
 from znodes.api import NoNodeError, SessionEvent, SessionState, Store, WatchEvent
 from znodes.errors import ZnodeFormatError
+from znodes.payloads import decode_controller, decode_listener
+from znodes.reads import get_many, read_brokers
 
 log = logging.getLogger(__name__)
 
-CONTROLLERS_PATH = "/reassignd/controllers"  # where controller.daemon registers instances
+CONTROLLERS_PATH = "/reassignd/controllers"  # where controller.shell.daemon registers instances
 
 
 class ClusterWatcher:

@@ -26,8 +26,8 @@ import logging
 from sim.clusterview import ClusterView, ConfigUnreadable
 from sim.throttle import ThrottleConfigError, Throttles
 from znodes import models, paths
-from znodes.errors import ZnodeFormatError
 from znodes.api import EventType, NoNodeError, SessionEvent, SessionState, Store, WatchEvent, ZkError
+from znodes.errors import ZnodeFormatError
 
 log = logging.getLogger(__name__)
 

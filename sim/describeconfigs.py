@@ -1,6 +1,6 @@
 """DescribeConfigs (32) on a simulated broker: its own BROKER resource and TOPIC resources.
 
-Answers what the controller's listener answers (``controller.admin.configs``: same fields,
+Answers what the controller's listener answers (``controller.shell.admin.configs``: same fields,
 sources, synonyms and error codes; its pure entry builder is reused), from the dynamic configs
 the simulation learned through config change notifications (:mod:`sim.configwatch`, kept in a
 :class:`sim.clusterview.ClusterView`) instead of a read at request time. Pure.
@@ -27,14 +27,14 @@ default entity contributes nothing to a broker's configs.
 
 from __future__ import annotations
 
-from controller.admin.configs import (
+from protocol.describe_configs import (
     BROKER,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
     TOPIC,
+    config_entries,
 )
-from controller.admin.configs import config_entries
 from protocol.errors import ErrorCode
 from sim.clusterview import ClusterView, ConfigUnreadable
 from znodes import paths

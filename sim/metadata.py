@@ -5,7 +5,7 @@ ungrouped layout (UpdateMetadata v0-4) and the per-topic one (v5+) are read.
 
 Kafka clients find the controller through any node's Metadata. The reassignd controller
 instances are not brokers, so with a watched :class:`sim.clusterview.ClusterView` a Metadata
-answer is merged as the controller's own listener builds it (controller.admin.metadata):
+answer is merged as the controller's own listener builds it (controller.shell.admin.metadata):
 
  1. Brokers: the live brokers of the last UpdateMetadata (Kafka's semantics: the controller
     says who is alive). Before the first one, the brokers registered under ``/brokers/ids``,

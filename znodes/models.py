@@ -1,4 +1,4 @@
-"""Typed models of every znode payload reassignd reads or writes (DESIGN.md section 3).
+"""Typed models of every znode payload reassignd reads or writes (docs/DESIGN.md section 3).
 
 Kafka 2.4+ formats for the znodes Kafka has, the KIP formats for the ones the KIPs add. Each
 model reads with ``Model.from_bytes(path, data)`` and writes with ``model.to_bytes()``:

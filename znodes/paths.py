@@ -1,4 +1,4 @@
-"""Every znode path reassignd reads or writes (DESIGN.md section 3), and the rules paths obey.
+"""Every znode path reassignd reads or writes (docs/DESIGN.md section 3), and the rules paths obey.
 
 Pure: no I/O. Paths are relative to the store's chroot, like everything in ``znodes``.
 
@@ -196,7 +196,7 @@ def parse_id(text: str, what: str) -> int:
     return int(text)
 
 
-# ---- the layout (DESIGN.md section 3) --------------------------------------------------------
+# ---- the layout (docs/DESIGN.md section 3) --------------------------------------------------------
 
 CONTROLLER = "/controller"
 CONTROLLER_EPOCH = "/controller_epoch"

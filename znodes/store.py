@@ -50,19 +50,17 @@ from kazoo.client import KazooClient
 from kazoo.handlers.threading import AsyncResult as _KazooAsyncResult
 from kazoo.handlers.threading import SequentialThreadingHandler
 from kazoo.hosts import collect_hosts
-from kazoo.protocol.states import EventType as KazooEventType
-from kazoo.protocol.states import KazooState
 from kazoo.protocol.serialization import CheckVersion as _KCheck
 from kazoo.protocol.serialization import Create as _KCreate
 from kazoo.protocol.serialization import Delete as _KDelete
 from kazoo.protocol.serialization import SetData as _KSetData
 from kazoo.protocol.serialization import Transaction as _KTransaction
+from kazoo.protocol.states import EventType as KazooEventType
+from kazoo.protocol.states import KazooState
 from kazoo.retry import KazooRetry
 from kazoo.security import OPEN_ACL_UNSAFE
 
 from znodes import batch
-from znodes.multiread import MultiRead
-from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
 from znodes.api import (
     CONTROLLER_EPOCH_PATH,
     BadVersionError,
@@ -86,6 +84,8 @@ from znodes.api import (
     ZkError,
     ZnodeStat,
 )
+from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
+from znodes.multiread import MultiRead
 
 # Reconnect quickly (local and in-datacenter ensembles): 50 ms first, doubling, at most 1 s
 # between attempts, forever - the session timeout, not the client, decides when to give up.

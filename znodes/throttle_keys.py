@@ -1,4 +1,4 @@
-"""Kafka's replication-throttle config keys (DESIGN.md section 3), in one place for everyone
+"""Kafka's replication-throttle config keys (docs/DESIGN.md section 3), in one place for everyone
 who reads or writes them: the controller, the tools and the simulated brokers.
 
 Topic configs (``/config/topics/T``) name the throttled replicas, as ``"P:B,P:B"`` or ``"*"``;

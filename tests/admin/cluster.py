@@ -14,8 +14,8 @@ import json
 import struct
 
 import protocol
-from controller.config import ControllerConfig
-from controller.daemon import ControllerDaemon
+from controller.core.config import ControllerConfig
+from controller.shell.daemon import ControllerDaemon
 from tests.client.cluster_zk import KafkaZk, dumps
 
 

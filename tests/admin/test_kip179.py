@@ -7,10 +7,10 @@ import json
 
 import pytest
 
-from controller.admin.base import AdminContext, ApiError, NotController
-from controller.admin.kip179 import UNTHROTTLED, handle_rates, handle_reassign, handle_replicas
-from controller.daemon import Role
-from controller.throttles import remove_idle_throttles, remove_throttles
+from controller.shell.admin.base import AdminContext, ApiError, NotController
+from controller.shell.admin.kip179 import UNTHROTTLED, handle_rates, handle_reassign, handle_replicas
+from controller.shell.role import Role
+from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths

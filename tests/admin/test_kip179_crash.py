@@ -15,9 +15,9 @@ k = the request's whole length is the request acknowledged, then the controller 
 
 from __future__ import annotations
 
-from controller.admin.base import ApiError
-from controller.admin.kip179 import handle_rates, handle_reassign, handle_replicas
-from controller.throttles import remove_idle_throttles, remove_throttles
+from controller.shell.admin.base import ApiError
+from controller.shell.admin.kip179 import handle_rates, handle_reassign, handle_replicas
+from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from tests.admin.test_kip179 import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,

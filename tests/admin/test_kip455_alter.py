@@ -7,9 +7,9 @@ import json
 
 import pytest
 
-from controller.admin.base import AdminContext, NotController
-from controller.admin.kip455_alter import alter_error, handle_alter
-from controller.daemon import Role
+from controller.shell.admin.base import AdminContext, NotController
+from controller.shell.admin.kip455_alter import alter_error, handle_alter
+from controller.shell.role import Role
 from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import cluster, context, throttle_configs
 from znodes import paths

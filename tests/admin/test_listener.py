@@ -9,11 +9,11 @@ import struct
 import pytest
 
 import protocol
-from controller.admin.base import AdminContext, Api, ApiError
-from controller.admin.handler import AdminHandler
-from controller.config import ControllerConfig
-from controller.daemon import Role
-from controller.listener import AdminListener, ListenerLimits
+from controller.core.config import ControllerConfig
+from controller.shell.admin.base import AdminContext, Api, ApiError
+from controller.shell.admin.handler import AdminHandler
+from controller.shell.listener import AdminListener, ListenerLimits
+from controller.shell.role import Role
 from protocol.errors import ErrorCode
 from tests.admin.cluster import Wire
 
@@ -195,7 +195,7 @@ def test_listener_limits_come_from_the_config():
     assert defaults.max_request_bytes == 100 * 1024 * 1024 and defaults.idle_timeout_s == 600.0
     assert defaults.max_pipelined_bytes == 100 * 1024 * 1024
     assert ListenerLimits.from_config(ControllerConfig(listener_max_pipelined_bytes=4096)).max_pipelined_bytes == 4096
-    from controller.config import ConfigError, config_from_dict
+    from controller.core.config import ConfigError, config_from_dict
 
     with pytest.raises(ConfigError, match="listener_max_connections must be >= 1"):
         config_from_dict({"listener_max_connections": 0})
@@ -216,7 +216,7 @@ async def test_api_versions_v3_checks_the_client_software_name():
 
 
 def test_pre_encoded_bodies_are_framed_like_encoded_ones():
-    from controller.listener import frame_encoded
+    from controller.shell.listener import frame_encoded
 
     for key, version, body in [
         (3, 1, {"brokers": [], "controller_id": 7, "topics": []}),  # response header v0

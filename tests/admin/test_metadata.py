@@ -87,10 +87,10 @@ async def test_metadata_reports_unregistered_replicas_and_missing_leaders(zk_hos
 
 async def test_metadata_without_a_controller_or_cluster_id_on_the_twin():
     """No /controller (an election under way): controller_id -1; no /cluster/id: null."""
-    from controller.admin.base import AdminContext
-    from controller.admin.metadata import handle_metadata
-    from controller.config import ControllerConfig
-    from controller.daemon import Role
+    from controller.core.config import ControllerConfig
+    from controller.shell.admin.base import AdminContext
+    from controller.shell.admin.metadata import handle_metadata
+    from controller.shell.role import Role
     from tests.client.cluster_zk import broker_payload
     from znodes.twin import TwinServer
 

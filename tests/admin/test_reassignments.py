@@ -166,9 +166,10 @@ async def test_list_is_answered_while_requests_pipeline(zk_hosts):
 
 
 def test_ongoing_view_of_the_state_pending_running_and_cancelling():
-    from controller.admin.kip455_list import ongoing
-    from controller.state import Assignment, ClusterState
-    from controller.task import Move, Phase
+    from controller.core.state import ClusterState
+    from controller.core.task import Move, Phase
+    from controller.shell.admin.kip455_list import ongoing
+    from znodes.values import Assignment
 
     state = ClusterState(controller_id=1, epoch=1)
     state.assignments[("t", 0)] = Assignment((4, 5, 1, 2), adding=(4, 5), removing=(1, 2))

@@ -15,11 +15,11 @@ from __future__ import annotations
 import asyncio
 import json
 
-from controller.active import ActiveController
-from controller.commands import STOP_REPLICA
-from controller.config import ControllerConfig
-from controller.election import campaign
-from controller.inbox import Inbox
+from controller.core.commands import STOP_REPLICA
+from controller.core.config import ControllerConfig
+from controller.shell.active import ActiveController
+from controller.shell.election import campaign
+from controller.shell.inbox import Inbox
 from sim.clock import ManualClock
 from sim.cluster import Cluster, ClusterSettings
 from sim.core import BrokerConfig
@@ -126,7 +126,7 @@ class CrashingStore:
 async def depose(server: TwinServer) -> None:
     """Take /controller away from whoever holds it: an operator deletes it and another session
     wins an election (epoch + 1), then that session dies (its /controller goes with it)."""
-    from controller.election import try_elect
+    from controller.shell.election import try_elect
 
     admin = server.connect()
     await admin.delete(paths.CONTROLLER)
@@ -275,7 +275,7 @@ class Harness:
         await self.tick()
         return self.clock() - start
 
-    # ---- invariants (DESIGN.md section 7) --------------------------------------------------
+    # ---- invariants (docs/DESIGN.md section 7) --------------------------------------------------
 
     def json(self, path):
         return json.loads(self.server.read(path)[0])

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from controller.state import Assignment, Broker, ClusterState, LeaderIsr, Request
+from controller.core.state import ClusterState
+from znodes.values import Assignment, Broker, LeaderIsr, Request
 
 EPOCH = 3
 

@@ -1,21 +1,27 @@
-"""KIP-236 cancellation in the pure engine: the worked state table of controller.cancel, the
+"""KIP-236 cancellation in the pure engine: the worked state table of controller.core.cancel, the
 skip scenarios, the doors' bookkeeping, and failover in the middle of a rollback."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller import engine
-from controller.cancel import CANCELLED, NOT_REASSIGNING, SKIP_COMPLETING, SKIP_NO_ORIGINAL, SKIP_ORIGINAL_OUT_OF_SYNC
-from controller.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
-from controller.events import BrokersRead, CancelRequested, RequestsRead, StatesRead, StopReplicaSent
-from controller.recovery import Snapshot, rebuild
-from controller.state import Assignment, Broker
-from controller.task import IllegalTransition, Move, Phase
+from controller.core import engine
+from controller.core.cancel import (
+    CANCELLED,
+    NOT_REASSIGNING,
+    SKIP_COMPLETING,
+    SKIP_NO_ORIGINAL,
+    SKIP_ORIGINAL_OUT_OF_SYNC,
+)
+from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from controller.core.events import BrokersRead, CancelRequested, RequestsRead, StatesRead, StopReplicaSent
+from controller.core.task import IllegalTransition, Move, Phase
+from controller.shell.recovery import Snapshot, rebuild
 from protocol.errors import ErrorCode
 from tests.controller.helpers import body_partitions, cluster, loads, req, state
 from tests.controller.test_engine import CFG, by_kind, row, run
 from znodes.api import Delete, SetData
+from znodes.values import Assignment, Broker
 
 TP = ("t", 0)
 
@@ -45,7 +51,7 @@ def test_worked_state_table_cancel_during_replicating():
     step, results = cancel(s, (TP,))
     assert results == {TP: (CANCELLED, None)}
     assert row(s) == ((1, 2, 3, 4, 5, 6), (), (4, 5, 6), (1, 2, 3), 1, Phase.CANCELLING)
-    st, topic, record = step.writes  # state, then topic, then the flag: see controller.cancel
+    st, topic, record = step.writes  # state, then topic, then the flag: see controller.core.cancel
     assert record == SetData("/admin/reassignments/t/0", record.data)
     assert loads(record.data) == {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3], "cancelling": True}
     assert st.path == "/brokers/topics/t/partitions/0/state" and st.version == 1

@@ -1,4 +1,4 @@
-"""KIP-236 cancel and queue through the real shell (controller.active) on the ZooKeeper twin
+"""KIP-236 cancel and queue through the real shell (controller.shell.active) on the ZooKeeper twin
 with simulated brokers: the three doors, the queue with a conflicting partition, and a crash
 after every ZooKeeper op of a cancel finished by the next controller."""
 
@@ -10,9 +10,9 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller.admin.base import AdminContext
-from controller.admin.cancel import cancel_partitions
-from controller.task import Phase
+from controller.core.task import Phase
+from controller.shell.admin.base import AdminContext
+from controller.shell.admin.cancel import cancel_partitions
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths
@@ -148,7 +148,7 @@ async def test_a_cancel_sitting_in_the_queue_of_a_resigning_controller_times_out
     await started(h, [TP])
     ctx = ctx_of(c)
     await c.stop()  # the loop is gone: nobody takes the event
-    from controller.admin.base import ApiError
+    from controller.shell.admin.base import ApiError
 
     with pytest.raises(ApiError) as e:
         await asyncio.wait_for(cancel_partitions(ctx, [TP], timeout_s=0.0), 5)
@@ -157,8 +157,8 @@ async def test_a_cancel_sitting_in_the_queue_of_a_resigning_controller_times_out
 
 async def test_the_cancel_reassignments_api_answers_per_partition_in_its_wire_format(h):
     import protocol
-    from controller.admin.base import ApiError
-    from controller.admin.cancel import CANCEL_REASSIGNMENTS, handle_cancel
+    from controller.shell.admin.base import ApiError
+    from controller.shell.admin.cancel import CANCEL_REASSIGNMENTS, handle_cancel
 
     c = await h.start_controller(101)
     await h.submit({TP: MOVES[TP]})

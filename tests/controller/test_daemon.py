@@ -16,11 +16,12 @@ import pytest
 from kazoo.client import KazooClient
 
 import protocol
-from controller.config import ConfigError, ControllerConfig, config_from_dict, load_config
-from controller.daemon import Role, main, parse_listen
-from controller.admin.base import AdminContext
-from controller.admin.handler import AdminHandler
-from controller.listener import AdminListener
+from controller.core.config import ConfigError, ControllerConfig, config_from_dict, load_config
+from controller.shell.admin.base import AdminContext
+from controller.shell.admin.handler import AdminHandler
+from controller.shell.daemon import main, parse_listen
+from controller.shell.listener import AdminListener
+from controller.shell.role import Role
 
 REPO = Path(__file__).resolve().parents[2]
 

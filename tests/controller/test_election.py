@@ -8,10 +8,10 @@ import json
 
 import pytest
 
-from controller.active import ActiveController
-from controller.config import ControllerConfig
-from controller.election import campaign, try_elect
-from controller.inbox import Inbox
+from controller.core.config import ControllerConfig
+from controller.shell.active import ActiveController
+from controller.shell.election import campaign, try_elect
+from controller.shell.inbox import Inbox
 from sim.inprocess import InProcessTransport
 from tests.controller.harness import Harness
 from znodes import paths

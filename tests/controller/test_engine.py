@@ -1,4 +1,4 @@
-"""The pure engine, step by step against the worked state table in controller.engine."""
+"""The pure engine, step by step against the worked state table in controller.core.engine."""
 
 from __future__ import annotations
 
@@ -6,14 +6,14 @@ import copy
 
 import pytest
 
-from controller import engine
-from controller.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
-from controller.config import ControllerConfig
-from controller.events import BrokersRead, CancelRequested, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
-from controller.state import Assignment, Broker
-from controller.task import IllegalTransition, Move, Phase
+from controller.core import engine
+from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
+from controller.core.config import ControllerConfig
+from controller.core.events import BrokersRead, CancelRequested, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.core.task import IllegalTransition, Move, Phase
 from tests.controller.helpers import EPOCH, body_partitions, cluster, loads, req, state
 from znodes.api import Create, Delete, SetData
+from znodes.values import Assignment, Broker
 
 TP = ("t", 0)
 CFG = ControllerConfig()
@@ -306,7 +306,7 @@ def test_replication_factor_increase_needs_no_stop_replica():
 
 
 def test_a_new_target_while_replicating_replaces_it_in_place():
-    """KIP-455's override, the second table of controller.engine: ORS (1,2,3) -> TRS (4,5,6)
+    """KIP-455's override, the second table of controller.core.engine: ORS (1,2,3) -> TRS (4,5,6)
     replaced by (4,6,3) while only 4 is in sync. 5 is dropped: it stays in RR until the new
     target is in sync (invariant 4)."""
     s = cluster(topics={"t": {0: (1, 2, 3)}})

@@ -1,4 +1,4 @@
-"""Full UpdateMetadata (controller.full_metadata, engine step 8): after an election every
+"""Full UpdateMetadata (controller.core.full_metadata, engine step 8): after an election every
 broker's metadata cache holds every partition; a restarted broker gets it all again; a new
 topic reaches every broker; a controller that fails over sends it all again.
 
@@ -11,14 +11,15 @@ import json
 
 import pytest
 
-from controller import engine, full_metadata
-from controller.commands import LEADER_AND_ISR, UPDATE_METADATA
-from controller.config import ControllerConfig
-from controller.events import MetadataRead
-from controller.state import Assignment, Broker, ClusterState, LeaderIsr
+from controller.core import engine, full_metadata
+from controller.core.commands import LEADER_AND_ISR, UPDATE_METADATA
+from controller.core.config import ControllerConfig
+from controller.core.events import MetadataRead
+from controller.core.state import ClusterState
 from sim.topics import parse_topic_spec
 from tests.controller.harness import Harness
 from znodes import paths
+from znodes.values import Assignment, Broker, LeaderIsr
 
 TOPICS = ("t:4:3:64KiB", "u:3:2:64KiB", "w:1:1:64KiB")
 SMALL_CHUNK = 3  # 8 partitions: three chunks

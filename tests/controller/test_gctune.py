@@ -1,4 +1,4 @@
-"""controller.gctune raises the collector's thresholds once and never lowers them."""
+"""controller.shell.gctune raises the collector's thresholds once and never lowers them."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import gc
 
 import pytest
 
-from controller import gctune
+from controller.shell import gctune
 
 
 @pytest.fixture

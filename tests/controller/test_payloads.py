@@ -1,12 +1,12 @@
-"""The hot encoders of controller.payloads write exactly what the znode models write."""
+"""The hot encoders of znodes.payloads write exactly what the znode models write."""
 
 from __future__ import annotations
 
 import pytest
 
-from controller.payloads import _Record, decode_record_full, decode_state, encode_record, encode_state
-from controller.state import LeaderIsr
 from znodes import models
+from znodes.payloads import _Record, decode_record_full, decode_state, encode_record, encode_state
+from znodes.values import LeaderIsr
 
 
 @pytest.mark.parametrize(

@@ -1,16 +1,16 @@
-"""KIP-236 queue in the pure engine (controller.queue): entries join the running set, a moving
+"""KIP-236 queue in the pure engine (controller.core.queue): entries join the running set, a moving
 partition is first cancelled then reassigned, the queue znode goes in the same flush."""
 
 from __future__ import annotations
 
-from controller.commands import STOP_REPLICA
-from controller.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
-from controller.state import Assignment
-from controller.task import Phase
+from controller.core.commands import STOP_REPLICA
+from controller.core.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.core.task import Phase
 from tests.controller.helpers import cluster, loads, req, state
 from tests.controller.test_cancel import replicating
 from tests.controller.test_engine import CFG, run
 from znodes.api import Delete
+from znodes.values import Assignment
 
 TP = ("t", 0)
 

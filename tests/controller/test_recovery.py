@@ -1,4 +1,4 @@
-"""Failover recovery: every row of the table in controller.recovery, and a crash after every
+"""Failover recovery: every row of the table in controller.shell.recovery, and a crash after every
 single ZooKeeper op of a real run (the flush cut at any op boundary), finished by a new
 controller with the simulated brokers."""
 
@@ -8,16 +8,16 @@ import json
 
 import pytest
 
-from controller import engine
-from controller.commands import LEADER_AND_ISR, STOP_REPLICA
-from controller.config import ControllerConfig
-from controller.events import RequestsRead, Resume, StopReplicaSent
-from controller.recovery import Snapshot, rebuild
-from controller.state import Assignment, Broker
-from controller.task import Phase
+from controller.core import engine
+from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA
+from controller.core.config import ControllerConfig
+from controller.core.events import RequestsRead, Resume, StopReplicaSent
+from controller.core.task import Phase
+from controller.shell.recovery import Snapshot, rebuild
 from tests.controller.harness import Harness
 from tests.controller.helpers import loads, req, state
 from znodes.api import Create, Delete, SetData
+from znodes.values import Assignment, Broker
 
 TP = ("t", 0)
 CFG = ControllerConfig()

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from controller.config import ControllerConfig
+from controller.core.config import ControllerConfig
 from tests.controller.harness import Harness
 from znodes import paths
 

@@ -1,4 +1,4 @@
-"""controller.shared_body: one UpdateMetadata body for many brokers, byte for byte what the
+"""controller.core.shared_body: one UpdateMetadata body for many brokers, byte for byte what the
 codec makes per broker; frames around encoded bodies equal protocol.encode_request's."""
 
 from __future__ import annotations
@@ -6,9 +6,9 @@ from __future__ import annotations
 import pytest
 
 import protocol
-from controller.commands import UPDATE_METADATA, UPDATE_METADATA_VERSION, Outbox
-from controller.shared_body import per_broker_bodies, request_frame
-from controller.state import Broker, LeaderIsr
+from controller.core.commands import UPDATE_METADATA, UPDATE_METADATA_VERSION, Outbox
+from controller.core.shared_body import per_broker_bodies, request_frame
+from znodes.values import Broker, LeaderIsr
 
 BODY = {
     "controller_id": 3,

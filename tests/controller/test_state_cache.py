@@ -1,4 +1,4 @@
-"""The controller's partition states through the real shell (controller.active) on the twin:
+"""The controller's partition states through the real shell (controller.shell.active) on the twin:
 read once at election, kept fresh by ISR notifications (which reassignd's brokers fill with
 the state they wrote) and by the controller's own writes, so moves read no state znode; a
 notification in Kafka's plain format is still read back."""

@@ -1,4 +1,4 @@
-"""controller.payloads.decode_state: its fast path for plain state znodes says exactly what the
+"""znodes.payloads.decode_state: its fast path for plain state znodes says exactly what the
 model (znodes.models.PartitionState) says - the same state for a valid payload, the same
 ZnodeFormatError for a bad one."""
 
@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import pytest
 
-from controller import payloads
-from controller.state import LeaderIsr
-from znodes import models
+from znodes import models, payloads
 from znodes.errors import ZnodeFormatError
+from znodes.values import LeaderIsr
 
 PATH = "/brokers/topics/t/partitions/0/state"
 

@@ -3,12 +3,12 @@
 Rules submit reassignments (Kafka's plain format, as a third-party tool writes them), write
 new targets over running ones (KIP-455's override, as AlterPartitionReassignments does), cancel
 every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``) or some through
-the API door (controller.admin.cancel.cancel_partitions), queue a batch
+the API door (controller.shell.admin.cancel.cancel_partitions), queue a batch
 (``/admin/reassign_partitions_queue``, possibly naming partitions that are moving), crash the
 active controller after any number of its ZooKeeper ops (a flush cut at any op boundary),
 depose it in the middle of a flush (another controller elected), expire its session, start new
 controllers, stop and restart brokers, and let time pass. After every
-step DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that holds at every
+step docs/DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that holds at every
 moment; at the end (brokers back, a controller running) the quiescent forms.
 
 Targets only use brokers 1-4, which are never stopped, so every submitted entry is valid and
@@ -29,8 +29,8 @@ from hypothesis import settings
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
-from controller.admin.base import AdminContext, ApiError
-from controller.admin.cancel import cancel_partitions
+from controller.shell.admin.base import AdminContext, ApiError
+from controller.shell.admin.cancel import cancel_partitions
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from controller.throttles import remove_throttles
+from controller.shell.throttles import remove_throttles
 from tests.controller.harness import Harness
 from znodes import paths
 

@@ -7,8 +7,8 @@ import json
 
 import pytest
 
-from controller import throttle_configs as tc
-from controller.throttles import lock, remove_idle_unlocked, remove_throttles
+from controller.shell import throttle_configs as tc
+from controller.shell.throttles import lock, remove_idle_unlocked, remove_throttles
 from znodes import paths
 from znodes.twin import TwinServer
 

@@ -1,6 +1,6 @@
 """Every simulated broker answers Metadata with every topic, as Kafka brokers do: the active
 controller sends the full UpdateMetadata at election and to a broker that registers again
-(controller.full_metadata). Checked with ``kcat -L -J`` against each simulated broker.
+(controller.core.full_metadata). Checked with ``kcat -L -J`` against each simulated broker.
 
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim`` and one
 ``python -m reassignd controller``; no reassignment is ever submitted, so nothing else would

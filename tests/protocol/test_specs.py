@@ -48,7 +48,7 @@ FIELD_KEYS = {
 ENTITY_TYPES = {"topicName", "brokerId", "groupId", "transactionalId", "producerId"}
 PASCAL = re.compile(r"^[A-Z][A-Za-z0-9]*$")
 
-# The APIs DESIGN.md §5 has the controller and the simulated brokers speak, with the versions
+# The APIs docs/DESIGN.md §5 has the controller and the simulated brokers speak, with the versions
 # the project needs at least (key: (name, lowest max version)).
 REQUIRED_APIS = {
     3: ("Metadata", 1),

@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 import protocol
-from controller.admin.configs import handle_describe
+from controller.shell.admin.configs import handle_describe
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
 from sim.cluster import Cluster, ClusterSettings

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from controller.admin.metadata import handle_metadata
+from controller.shell.admin.metadata import handle_metadata
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
 from sim.inprocess import InProcessTransport

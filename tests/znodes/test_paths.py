@@ -1,4 +1,4 @@
-"""znodes.paths: the layout of DESIGN.md section 3, ZooKeeper's path rules, Kafka's topic names."""
+"""znodes.paths: the layout of docs/DESIGN.md section 3, ZooKeeper's path rules, Kafka's topic names."""
 
 import pytest
 from hypothesis import given

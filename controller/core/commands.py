@@ -1,0 +1,187 @@
+"""Controller -> broker requests as data: LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6.
+
+Pure. Bodies are the codec's dicts (snake_case field names of Kafka's message specs). The
+engine collects per-broker entries in an :class:`Outbox` during a step and turns them into one
+request per broker and API at the end of it, so a step touching 10,000 partitions sends a
+handful of requests, not 10,000.
+
+    box = Outbox(controller_id=101, epoch=3, brokers={1: Broker(1, "127.0.0.1", 9092)})
+    box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
+    box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from controller.core.shared_body import per_broker_bodies
+from znodes.values import Broker, LeaderIsr, TopicPartition
+
+LEADER_AND_ISR = 4
+STOP_REPLICA = 5
+UPDATE_METADATA = 6
+# The versions the controller <-> broker contract fixes.
+LEADER_AND_ISR_VERSION = 4
+STOP_REPLICA_VERSION = 3
+UPDATE_METADATA_VERSION = 6
+
+LISTENER = "PLAINTEXT"
+PLAINTEXT_PROTOCOL = 0  # Kafka's SecurityProtocol id for PLAINTEXT
+
+
+@dataclass(frozen=True, slots=True)
+class BrokerCommand:
+    broker_id: int
+    api_key: int
+    api_version: int
+    body: dict = field(compare=False)
+    # StopReplica: the partitions whose move waits for this request to have been sent.
+    partitions: tuple[TopicPartition, ...] = ()
+    # ``body`` already encoded (controller.core.shared_body), for transports that take it as is.
+    encoded: bytes | None = field(default=None, compare=False)
+
+    @property
+    def name(self) -> str:
+        return {LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata"}.get(
+            self.api_key, str(self.api_key)
+        )
+
+
+def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
+    by_topic: dict[str, list[dict]] = {}
+    for (topic, _), entry in entries.items():
+        by_topic.setdefault(topic, []).append(entry)
+    return [{"topic_name": topic, "partition_states": states} for topic, states in by_topic.items()]
+
+
+class Outbox:
+    """Per-broker requests being assembled by one engine step (later entries win per partition)."""
+
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker]):
+        self.controller_id = controller_id
+        self.epoch = epoch
+        self.brokers = brokers
+        self._lai: dict[int, dict[TopicPartition, dict]] = {}
+        self._stop: dict[int, dict[TopicPartition, dict]] = {}
+        self._metadata: dict[TopicPartition, dict] = {}
+        # UpdateMetadata for some brokers only (a full one to a broker that just registered).
+        self._metadata_to: dict[tuple[int, ...], dict[TopicPartition, dict]] = {}
+        self._lai_last: dict[bool, tuple] = {}  # is_new -> (the arguments, the entry) last built
+        self._live_changed = False
+
+    def leader_and_isr(self, broker_id: int, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, is_new) -> None:
+        # The engine tells every replica of a partition the same thing in a row: those brokers
+        # share one entry (read-only from here on) instead of a copy each.
+        last = self._lai_last.get(is_new)
+        if (
+            last is not None
+            and last[0] is tp
+            and last[1] is state
+            and last[2] is replicas
+            and last[3] is adding
+            and last[4] is removing
+        ):
+            self._lai.setdefault(broker_id, {})[tp] = last[5]
+            return
+        entry = self._lai.setdefault(broker_id, {})[tp] = {
+            "partition_index": tp[1],
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "zk_version": state.zk_version,
+            "replicas": list(replicas),
+            "adding_replicas": list(adding),
+            "removing_replicas": list(removing),
+            "is_new": is_new,
+        }
+        self._lai_last[is_new] = (tp, state, replicas, adding, removing, entry)
+
+    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int) -> None:
+        self._stop.setdefault(broker_id, {})[tp] = {
+            "partition_index": tp[1],
+            "leader_epoch": leader_epoch,
+            "delete_partition": True,
+        }
+
+    def update_metadata(self, tp: TopicPartition, state: LeaderIsr, replicas, to: tuple[int, ...] | None = None) -> None:
+        """Tell every live broker (or only the brokers ``to``) the partition's state (sent
+        once per step and set of brokers)."""
+        entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
+        entries[tp] = {
+            "partition_index": tp[1],
+            "controller_epoch": state.controller_epoch,
+            "leader": state.leader,
+            "leader_epoch": state.leader_epoch,
+            "isr": list(state.isr),
+            "zk_version": state.zk_version,
+            "replicas": list(replicas),
+            "offline_replicas": [r for r in replicas if r not in self.brokers],
+        }
+
+    def live_brokers_changed(self) -> None:
+        """The live broker set changed: every live broker hears the new set, in an
+        UpdateMetadata without partitions if the step sends none with partitions (Kafka's
+        controller does the same on a broker's start-up and failure)."""
+        self._live_changed = True
+
+    def _header(self, broker_id: int) -> dict:
+        broker = self.brokers.get(broker_id)
+        return {
+            "controller_id": self.controller_id,
+            "controller_epoch": self.epoch,
+            "broker_epoch": broker.epoch if broker is not None else -1,
+        }
+
+    def commands(self) -> list[BrokerCommand]:
+        """One request per broker and API, in the order a broker must see them."""
+        out: list[BrokerCommand] = []
+        for broker_id in sorted(set(self._lai) | set(self._stop)):
+            entries = self._lai.get(broker_id)
+            if entries:
+                leaders = {e["leader"] for e in entries.values()}
+                body = self._header(broker_id) | {
+                    "topic_states": _grouped(entries),
+                    "live_leaders": [
+                        {"broker_id": b.id, "host_name": b.host, "port": b.port}
+                        for b in (self.brokers[i] for i in sorted(leaders) if i in self.brokers)
+                    ],
+                }
+                out.append(BrokerCommand(broker_id, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body))
+            stops = self._stop.get(broker_id)
+            if stops:
+                body = self._header(broker_id) | {"topic_states": _grouped(stops)}
+                out.append(BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(stops)))
+        # Addressed ones first: an entry of this step for every broker is as new or newer.
+        for to, entries in self._metadata_to.items():
+            out += self._update_metadata_commands(entries, [b for b in to if b in self.brokers])
+        if self._metadata or self._live_changed:
+            out += self._update_metadata_commands(self._metadata, sorted(self.brokers))
+        return out
+
+    def _update_metadata_commands(self, entries: dict[TopicPartition, dict], ids: list[int]) -> list[BrokerCommand]:
+        """One UpdateMetadata of ``entries`` per broker in ``ids`` (live brokers only)."""
+        if not ids:
+            return []
+        states = _grouped(entries)
+        live = [
+            {
+                "id": b.id,
+                "endpoints": [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}],
+                "rack": b.rack,
+            }
+            for b in sorted(self.brokers.values(), key=lambda b: b.id)
+        ]
+        common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
+                  "topic_states": states, "live_brokers": live}
+        # The same states for every broker: encoded once, each broker's epoch put in place.
+        encoded = per_broker_bodies(
+            UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
+        ) or {}
+        out = []
+        for broker_id in ids:
+            body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
+            out.append(
+                BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
+            )
+        return out

@@ -1,0 +1,120 @@
+"""The engine's input events: facts the shell read from ZooKeeper or learned from brokers.
+
+Pure data. The shell turns ZooKeeper watches into reads and the reads into these events; the
+engine (controller.core.engine.step) turns events into state changes, writes and requests.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsRead:
+    """Topic znodes read: name -> (zkVersion, partition -> assignment), or None if gone."""
+
+    topics: dict[str, tuple[int, dict[int, Assignment]] | None]
+
+
+@dataclass(frozen=True, slots=True)
+class BrokersRead:
+    """The registered brokers (``/brokers/ids``), all of them."""
+
+    brokers: dict[int, Broker]
+
+
+@dataclass(frozen=True, slots=True)
+class RequestsRead:
+    """``/admin/reassign_partitions`` read: its entries and version, or absent (None, None).
+
+    ``error`` set: the znode exists but is malformed; the engine logs it and changes nothing.
+    ``rejected``: why entries that did not parse were left out (the engine drops them).
+    """
+
+    version: int | None
+    requests: tuple[Request, ...] | None
+    error: str | None = None
+    rejected: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class StatesRead:
+    """Partition states read (None: no state znode), and the ISR change notifications that
+    named them, which the engine deletes once processed."""
+
+    states: dict[TopicPartition, LeaderIsr | None]
+    notifications: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class MetadataRead:
+    """Partition states read for a full UpdateMetadata (controller.core.full_metadata): to every
+    live broker (``brokers`` None: after an election, or for a new topic's partitions) or to
+    the brokers named (each just registered or re-registered). None: no state znode."""
+
+    states: dict[TopicPartition, LeaderIsr | None]
+    brokers: tuple[int, ...] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class StopReplicaSent:
+    """The StopReplica requests of a step were sent (answered or failed) for these partitions."""
+
+    partitions: tuple[TopicPartition, ...]
+
+
+@dataclass(frozen=True, slots=True)
+class Resume:
+    """First event after failover recovery rebuilt the state (controller.shell.recovery).
+
+    ``create_records``: moves adopted from a topic znode's adding/removing without a KIP-240
+    record. ``stale_records``: records of no running move (no such partition, or garbled and
+    nothing moving). ``rewrite_records``: garbled records of a move the topic znode shows.
+    """
+
+    create_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    stale_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    rewrite_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    # Rollbacks (KIP-236) whose topic znode landed but whose record's "cancelling" flag did not.
+    flag_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+
+
+@dataclass(frozen=True, slots=True)
+class CancelRequested:
+    """KIP-236 cancellation: roll back the listed partitions' reassignments (None: every one).
+
+    ``source`` says which door it came through: ``"znode"`` (creation of
+    ``/admin/cancel_reassignment_in_progress``, whose version is ``znode_version``; the
+    engine deletes the znode in the flush that records the cancellations) or ``"api"``
+    (CancelReassignments, AlterPartitionReassignments with null replicas). ``token`` is
+    opaque to the engine: it comes back with the per-partition results in
+    ``Step.cancels`` so the shell can answer the request once the writes landed.
+    """
+
+    partitions: tuple[TopicPartition, ...] | None
+    token: object = None
+    source: str = "api"
+    validate_only: bool = False
+    znode_version: int | None = None
+    # Withdraw pending entries even without original_replicas: a retry after a conflict, of
+    # partitions the first try withdrew (the merged znode may have brought them back).
+    withdraw_any: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class QueueRead:
+    """``/admin/reassign_partitions_queue`` (KIP-236) read: like :class:`RequestsRead`; absent
+    is (None, None)."""
+
+    version: int | None
+    requests: tuple[Request, ...] | None
+    error: str | None = None
+    rejected: tuple[str, ...] = ()
+
+
+Event = (
+    TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
+    | MetadataRead
+)

@@ -1,0 +1,119 @@
+"""KIP-236 queued reassignments: ``/admin/reassign_partitions_queue`` joins the running set.
+Pure, part of the engine's step (controller.core.engine mixes :class:`QueueSteps` into its working
+set).
+
+The queue znode has the format of ``/admin/reassign_partitions``. Its writer creates it, so a
+second batch is refused (NodeExists) while one waits - that is the writer's side
+(``kafka-reassign --zookeeper ... --execute-queue``). The controller takes the whole queue in one
+step:
+
+ 1. A queue znode that does not parse is logged and left alone (an operator fixes or deletes
+    it); an entry that does not parse, names an unknown topic, partition or broker, repeats a
+    partition or lists no broker is dropped with a logged reason (as in engine step 1).
+ 2. Each valid entry goes into ``/admin/reassign_partitions`` with ``original_replicas``
+    (the controller takes it, so it records where the partition is coming from):
+    - a partition not being reassigned becomes a new PENDING move (already at its target:
+      nothing to do);
+    - a pending partition (not started) gets the queued target instead: withdrawing a move
+      that has not started is its whole cancellation;
+    - a partition moving to another target is first cancelled (controller.core.cancel, with its
+      skip rules), then reassigned to the queued target from its original replicas once the
+      rollback finished. A replicating move that KIP-236 skip 2 keeps from being rolled back
+      takes the queued target in place instead (the engine's step 4b, KIP-455's override,
+      which deletes nothing before the new target is in sync); a completing move keeps
+      going and the queued target follows it (the engine's "next target");
+    - a partition being cancelled gets the queued target after its rollback.
+ 3. The queue znode is deleted (conditional on the version read) in the same flush, after
+    ``/admin/reassign_partitions``: a crash before that leaves it for the next controller,
+    which takes it again (taking an entry twice changes nothing).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from controller.core.events import QueueRead
+from controller.core.task import Move, Phase
+from znodes import paths
+from znodes.values import Assignment, Request
+
+
+def _name(r: Request) -> str:
+    return f"{r.topic}-{r.partition}"
+
+
+class QueueSteps:
+    """The queue half of the engine's working set (see controller.core.engine._Step)."""
+
+    def on_queue(self, event: QueueRead) -> None:
+        if event.version is None:
+            return
+        if event.error is not None:
+            self.log.append(f"leaving {paths.REASSIGN_QUEUE} alone: {event.error}")
+            return
+        for reason in event.rejected:
+            self.log.append(reason)
+        seen: set = set()
+        for r in event.requests or ():
+            if r.tp in seen:
+                self.log.append(f"dropping duplicate entry for {_name(r)} in {paths.REASSIGN_QUEUE}")
+                continue
+            seen.add(r.tp)
+            reason = self.invalid_reason(r)
+            if reason is not None:
+                self.log.append(f"dropping queued reassignment of {_name(r)} to {list(r.replicas)}: {reason}")
+                continue
+            self.take_queued(r)
+        self.queue_version = event.version
+        self.touched = True
+
+    def take_queued(self, r: Request) -> None:
+        """Step 2 for one entry."""
+        tp, target = r.tp, r.replicas
+        move = self.tasks.get(tp)
+        if move is None:
+            current = self.assignments[tp]
+            if current == Assignment(target):
+                self.log.append(f"queued reassignment of {_name(r)} to {list(target)}: already assigned")
+                return
+            self.put_request(replace(r, original_replicas=current.replicas))
+            self.set_task(Move(tp, target))
+            self.pending[tp] = None
+            self.schedule_needed = True
+            return
+        if not move.started:
+            if move.target != target:
+                self.log.append(f"queued target {list(target)} of {_name(r)} replaces its pending one {list(move.target)}")
+                self.set_task(move.with_changes(target=target))
+            self.put_request(replace(r, original_replicas=self.assignments[tp].replicas))
+            return
+        if target == move.target and move.phase is not Phase.CANCELLING:
+            if move.next_target is not None:
+                self.set_task(move.with_changes(next_target=None))
+            self.put_request(replace(r, original_replicas=move.original))
+            return
+        self.put_request(replace(r, original_replicas=move.original))
+        # A rollback already ends at ORS; a completing move must go back there afterwards.
+        next_target = None if target == move.original and move.phase is not Phase.STOPPING else target
+        move = move.with_changes(next_target=next_target)
+        self.set_task(move)
+        if move.phase is not Phase.REPLICATING:
+            what = "its rollback" if move.phase is Phase.CANCELLING else "its completion"
+            self.log.append(f"queued target {list(target)} of {_name(r)} follows {what}")
+            return
+        state = self.states.get(tp)
+        unsafe = "its partition state is being read after a failover" if state is None else self.rollback_unsafe(move, state)
+        if unsafe is not None:
+            self.log.append(
+                f"queued {_name(r)}: cannot cancel its move to {list(move.target)} ({unsafe}); "
+                f"the queued target {list(target)} replaces it in place instead"
+            )
+            self.overrides[tp] = None  # controller.core.engine step 4b: nothing is deleted before completion
+            return
+        self.log.append(f"queued {_name(r)}: cancelling its move to {list(move.target)}, then moving it to {list(target)}")
+        self.begin_cancel(move, state)
+
+    def put_request(self, r: Request) -> None:
+        if self.requests.get(r.tp) != r:
+            self.requests[r.tp] = r
+            self.requests_dirty = True

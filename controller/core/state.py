@@ -1,0 +1,180 @@
+"""What the active controller knows: a cache of ZooKeeper plus the running moves.
+
+:class:`ClusterState` is plain data. The engine never mutates it: a step reads it through
+an :class:`Overlay` per map and returns the overlays' changes as a :class:`Delta`, which the
+shell applies (``state.apply(delta)``) only after the step's ZooKeeper writes landed - ZooKeeper
+is written before memory. Overlays keep a step O(what it touches) however many partitions
+the cluster has.
+
+    state = ClusterState(controller_id=101, epoch=3)
+    state.assignments[("t", 0)] = Assignment((1, 2, 3))
+    step = engine.step(state, events, config)
+    ...                                   # flush step.writes
+    state.apply(step.delta)
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Generic, TypeVar
+
+from controller.core.task import Move
+from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+
+K = TypeVar("K")
+V = TypeVar("V")
+
+
+class _Deleted:
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "DELETED"
+
+
+DELETED = _Deleted()
+_MISSING = object()
+
+
+class Overlay(Generic[K, V]):
+    """A copy-on-write view of a dict: reads fall through to ``base``, writes stay in ``changes``.
+
+    Iteration order is the order the dict would have after ``apply_to``: base keys in place
+    (deleted ones skipped), then new keys in the order they were first set.
+    """
+
+    __slots__ = ("base", "changes")
+
+    def __init__(self, base: Mapping[K, V]):
+        self.base = base
+        self.changes: dict[K, V | _Deleted] = {}
+
+    def get(self, key: K, default=None):
+        changes = self.changes
+        if key in changes:  # hot: most keys a step reads it never changed
+            value = changes[key]
+            return default if value is DELETED else value
+        return self.base.get(key, default)
+
+    def __getitem__(self, key: K) -> V:
+        value = self.get(key, _MISSING)
+        if value is _MISSING:
+            raise KeyError(key)
+        return value
+
+    def __contains__(self, key: object) -> bool:
+        return self.get(key, _MISSING) is not _MISSING
+
+    def __setitem__(self, key: K, value: V) -> None:
+        self.changes[key] = value
+
+    def pop(self, key: K) -> None:
+        if key in self:
+            self.changes[key] = DELETED
+
+    def keys(self) -> Iterator[K]:
+        changes = self.changes
+        for key in self.base:
+            if changes.get(key, _MISSING) is not DELETED:
+                yield key
+        for key, value in changes.items():
+            if value is not DELETED and key not in self.base:
+                yield key
+
+    __iter__ = keys
+
+    def items(self) -> Iterator[tuple[K, V]]:
+        for key in self.keys():
+            yield key, self.get(key)
+
+    def values(self) -> Iterator[V]:
+        for key in self.keys():
+            yield self.get(key)
+
+    def __len__(self) -> int:
+        n = len(self.base)
+        for key, value in self.changes.items():
+            in_base = key in self.base
+            if value is DELETED and in_base:
+                n -= 1
+            elif value is not DELETED and not in_base:
+                n += 1
+        return n
+
+
+def apply_changes(target: dict, changes: Mapping) -> None:
+    for key, value in changes.items():
+        if value is DELETED:
+            target.pop(key, None)
+        else:
+            target[key] = value
+
+
+@dataclass
+class Delta:
+    """The state changes of one engine step (map name -> key -> value or DELETED)."""
+
+    brokers: dict | None = None  # the whole live set when it changed
+    assignments: dict = field(default_factory=dict)
+    topic_versions: dict = field(default_factory=dict)
+    topic_partitions: dict = field(default_factory=dict)
+    states: dict = field(default_factory=dict)
+    requests: dict = field(default_factory=dict)
+    requests_version: object = _MISSING  # int, or None when the znode was deleted
+    tasks: dict = field(default_factory=dict)
+    pending: dict = field(default_factory=dict)
+    record_counts: dict = field(default_factory=dict)
+    deferred: object = _MISSING  # tuple of events, when it changed
+
+
+@dataclass
+class ClusterState:
+    """The controller's memory. See the module docstring for who may change it and when."""
+
+    controller_id: int
+    epoch: int
+    brokers: dict[int, Broker] = field(default_factory=dict)
+    # Every partition of every known topic, from the topic znodes.
+    assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
+    topic_versions: dict[str, int] = field(default_factory=dict)
+    topic_partitions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Partition states the controller needs: those of moves being started or running.
+    states: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
+    # /admin/reassign_partitions as last read or written (in znode order) and its version;
+    # None = the znode does not exist.
+    requests: dict[TopicPartition, Request] = field(default_factory=dict)
+    requests_version: int | None = None
+    # Every partition the controller has taken work for, pending or running.
+    tasks: dict[TopicPartition, Move] = field(default_factory=dict)
+    # The PENDING tasks in arrival order (an ordered set): the scheduler's queue.
+    pending: dict[TopicPartition, None] = field(default_factory=dict)
+    # KIP-240 records per /admin/reassignments/T parent (a key: the parent znode exists).
+    record_counts: dict[str, int] = field(default_factory=dict)
+    # Bumped by every apply(): readers that memoise answers derived from this state (the
+    # admin API's ListPartitionReassignments) tell a changed state apart in O(1).
+    generation: int = field(default=0, compare=False)  # bookkeeping, not content
+    # Cancels and queued batches that arrived while a resumed move's partition state was
+    # still being read (just after failover): taken once every such state is in.
+    deferred: tuple = ()
+
+    def apply(self, delta: Delta) -> None:
+        """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
+        self.generation += 1
+        if delta.brokers is not None:
+            self.brokers = dict(delta.brokers)
+        apply_changes(self.assignments, delta.assignments)
+        apply_changes(self.topic_versions, delta.topic_versions)
+        apply_changes(self.topic_partitions, delta.topic_partitions)
+        apply_changes(self.states, delta.states)
+        apply_changes(self.requests, delta.requests)
+        if delta.requests_version is not _MISSING:
+            self.requests_version = delta.requests_version
+        apply_changes(self.tasks, delta.tasks)
+        apply_changes(self.pending, delta.pending)
+        apply_changes(self.record_counts, delta.record_counts)
+        if delta.deferred is not _MISSING:
+            self.deferred = delta.deferred
+
+    def running(self) -> Iterator[Move]:
+        return (t for t in self.tasks.values() if t.started)

@@ -1,0 +1,183 @@
+"""One partition move's lifecycle, as an explicit transition map checked on every change.
+
+A :class:`Move` is immutable; ``move.to(phase, ...)`` returns the next one and raises
+:class:`IllegalTransition` for any change the map does not allow, so a bug in the engine
+fails loudly instead of corrupting a reassignment.
+
+::
+
+    PENDING ──> LOADING ──> REPLICATING ──> STOPPING ──> DONE
+       │           │  │        │ ↺ │
+       │           │  │        │   └──> CANCELLING ──> CANCELLED (KIP-236 rollback to ORS)
+       │           │  └──────────────────────────────────^ (target == current: nothing to move)
+       └───────────┴──> DROPPED (invalid, or withdrawn/cancelled before it started)
+
+REPLICATING -> REPLICATING is KIP-455's override: a new target replaces the running one in
+place (controller.core.engine step 4b). ORS stays; replicas the old target added that the new one
+does not keep are ``dropped``: they stay in RR until the move completes or is rolled back, so a
+replica is still removed only once its move's target is in the ISR (docs/DESIGN.md invariant 4).
+
+STOPPING cannot be cancelled: the original replicas already got StopReplica(delete), so
+there is nothing left to roll back to; such a move completes (see controller.core.cancel).
+
+    m = Move(("t", 0), target=(4, 5, 6))            # PENDING
+    m = m.to(Phase.LOADING)
+    m = m.to(Phase.REPLICATING, original=(1, 2, 3))
+    m.adding, m.removing, m.replicas                # (4, 5, 6) (1, 2, 3) (4, 5, 6, 1, 2, 3)
+
+Terms (Kafka 2.4+): ORS ``original``, TRS ``target``, RS ``replicas`` = TRS followed by
+RR, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS followed by ``dropped``.
+"""
+
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass
+
+
+class Phase(enum.Enum):
+    PENDING = "pending"  # accepted from /admin/reassign_partitions, waiting for a slot
+    LOADING = "loading"  # holds a slot; its partition state is being read
+    REPLICATING = "replicating"  # record + RS written, LeaderAndIsr sent; waits for TRS in ISR
+    STOPPING = "stopping"  # leader in TRS, ISR shrunk to TRS; StopReplica(delete) sent to RR
+    DONE = "done"  # RS = TRS written, record and request entry gone
+    CANCELLING = "cancelling"  # KIP-236: record marked, leader/ISR back in ORS, StopReplica to AR
+    CANCELLED = "cancelled"  # RS = ORS written, record and request entry gone
+    DROPPED = "dropped"  # refused: invalid, or withdrawn before it started
+
+
+TRANSITIONS: dict[Phase, frozenset[Phase]] = {
+    Phase.PENDING: frozenset({Phase.LOADING, Phase.DROPPED}),
+    Phase.LOADING: frozenset({Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
+    Phase.REPLICATING: frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING}),
+    Phase.STOPPING: frozenset({Phase.DONE}),
+    Phase.CANCELLING: frozenset({Phase.CANCELLED}),
+    Phase.DONE: frozenset(),
+    Phase.CANCELLED: frozenset(),
+    Phase.DROPPED: frozenset(),
+}
+
+# Phases a failover resumes a move in (rebuilt from ZooKeeper, not reached by a transition).
+RESUMABLE = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
+# Phases that hold a concurrency slot.
+HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
+# Phases whose record (/admin/reassignments/T/P) and topic znode RS exist in ZooKeeper.
+STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
+
+
+_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped"})  # what _copy may change
+
+
+class IllegalTransition(RuntimeError):
+    """The engine tried a phase change the transition map does not allow (a bug)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Move:
+    tp: tuple[str, int]
+    target: tuple[int, ...]
+    phase: Phase = Phase.PENDING
+    original: tuple[int, ...] | None = None  # set when the move starts
+    # A different target written to the znode while this move ran: taken once it ends
+    # (completing, or being rolled back), or in place while it replicates (engine step 4b,
+    # at the end of the step, or once its state is read after a failover).
+    next_target: tuple[int, ...] | None = None
+    # Resumed by failover before its partition state was read: the brokers are told about it
+    # again (LeaderAndIsr, StopReplica) once the state arrives.
+    resend: bool = False
+    # Added by an earlier target of this move and not kept by the current one (KIP-455
+    # override): removed with RR on completion, with AR on rollback.
+    dropped: tuple[int, ...] = ()
+
+    def to(self, phase: Phase, **changes) -> Move:
+        if phase not in TRANSITIONS[self.phase]:
+            raise IllegalTransition(f"{self.tp}: {self.phase.name} -> {phase.name} is not a legal transition")
+        if phase in STARTED and (changes.get("original", self.original) is None):
+            raise IllegalTransition(f"{self.tp}: {phase.name} needs the original replicas")
+        if phase is self.phase and tuple(changes.get("target", self.target)) == self.target:
+            raise IllegalTransition(f"{self.tp}: an override of {phase.name} needs a new target")
+        return self._copy(phase, changes)
+
+    def with_changes(self, **changes) -> Move:
+        """Change fields other than the phase (a new target while pending, a queued one)."""
+        if "phase" in changes:
+            raise IllegalTransition("use Move.to() to change the phase")
+        if ("target" in changes or "dropped" in changes) and self.started:
+            raise IllegalTransition(f"{self.tp}: a started move changes its target only by an override (to REPLICATING)")
+        return self._copy(self.phase, changes)
+
+    def _copy(self, phase: Phase, changes: dict) -> Move:
+        # dataclasses.replace, without its per-call field introspection (hot: every phase change).
+        unknown = changes.keys() - _COPIED_FIELDS
+        if unknown:
+            raise TypeError(f"Move has no field(s) {sorted(unknown)}")
+        get = changes.get
+        return Move(
+            self.tp,
+            get("target", self.target),
+            phase,
+            get("original", self.original),
+            get("next_target", self.next_target),
+            get("resend", self.resend),
+            get("dropped", self.dropped),
+        )
+
+    @classmethod
+    def resumed(cls, tp, target, original, phase: Phase, dropped=()) -> Move:
+        """A move rebuilt by failover recovery, entering the map at ``phase``."""
+        if phase not in RESUMABLE:
+            raise IllegalTransition(f"{tp}: a move cannot be resumed in {phase.name}")
+        return cls(tp, tuple(target), phase, tuple(original), dropped=tuple(dropped))
+
+    @property
+    def started(self) -> bool:
+        return self.phase in STARTED
+
+    @property
+    def holds_slot(self) -> bool:
+        return self.phase in HOLDS_SLOT
+
+    @property
+    def adding(self) -> tuple[int, ...]:
+        original = self.original or ()
+        return tuple(r for r in self.target if r not in original)
+
+    @property
+    def removing(self) -> tuple[int, ...]:
+        return tuple(r for r in (self.original or ()) if r not in self.target) + self.dropped
+
+    @property
+    def added(self) -> tuple[int, ...]:
+        """Every replica the move added and a rollback deletes: AR, then ``dropped``."""
+        return self.adding + self.dropped
+
+    @property
+    def replicas(self) -> tuple[int, ...]:
+        """RS: TRS followed by ORS - TRS."""
+        return self.target + self.removing
+
+    @property
+    def cancelling(self) -> bool:
+        return self.phase is Phase.CANCELLING
+
+    @property
+    def rollback_replicas(self) -> tuple[int, ...]:
+        """RS of the rollback (KIP-236): ORS followed by the replicas it deletes."""
+        return (self.original or ()) + self.added
+
+
+def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+    """(RS, AR, RR) for a move from ``original`` to ``target``."""
+    target, original = tuple(target), tuple(original)
+    adding = tuple(r for r in target if r not in original)
+    removing = tuple(r for r in original if r not in target)
+    return target + removing, adding, removing
+
+
+def dropped_replicas(replicas, target, original) -> tuple[int, ...]:
+    """The replicas of RS that are neither in TRS nor in ORS: what earlier targets of an
+    overridden move added (KIP-455). The engine's override computes ``dropped`` this way from
+    the move's RS, and failover recovery from the topic znode's, whether or not the
+    override's topic write landed."""
+    keep = set(target) | set(original)
+    return tuple(r for r in replicas if r not in keep)

@@ -1,0 +1,494 @@
+"""The active controller's shell: feeds the pure engine and carries out its effects.
+
+One loop, one queue (controller.shell.inbox): take every item queued (up to a cap), turn watch
+events into reads, fold the reads and the other events into ONE engine step, then
+
+  1. write the step's ZooKeeper ops as batched multi-ops, each fenced by the
+     ``/controller_epoch`` zkVersion won at election (znodes.batch.BatchedWriter);
+  2. only then apply the step's state changes to memory (ZooKeeper before memory);
+  3. hand the broker requests to the dispatcher, read the partition states the step asked
+     for (they come back through the queue).
+
+Draining the queue before a step is what coalesces writes: 10,000 completions that arrive
+together rewrite ``/admin/reassign_partitions`` and each topic znode once.
+
+Brokers learn every partition, not only those a move touches: after each (re)load, to a broker
+that registers and for a new topic's partitions, the shell queues a full UpdateMetadata that
+goes out chunk by chunk between the other events (controller.core.full_metadata).
+
+Failures: a fenced write or an expired session ends the loop (``run`` returns why: the
+controller resigns and stops writing at once). A lost connection (SUSPENDED) pauses
+everything until CONNECTED; then, as after any other failed write or read, the state is
+rebuilt from ZooKeeper by failover recovery (controller.shell.recovery), which finishes whatever
+the failed flush left half-written.
+
+    active = ActiveController(store, inbox, controller_id=101, epoch=4, epoch_zkversion=3,
+                              transport=transport, config=config)
+    reason = await active.run()      # "fenced ...", "session lost", "/controller deleted"
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+
+from controller.core import engine, full_metadata
+from controller.core.config import ControllerConfig
+from controller.core.events import BrokersRead, CancelRequested, Event, MetadataRead, StatesRead, TopicsRead
+from controller.core.full_metadata import MetadataDue
+from controller.core.state import ClusterState
+from controller.shell import gctune, recovery
+from controller.shell.dispatch import Dispatcher
+from controller.shell.inbox import Inbox
+from controller.shell.zkread import (
+    read_notifications,
+    read_queue,
+    read_requests,
+    read_states,
+    read_topic_names,
+    read_topics,
+)
+from znodes import paths
+from znodes.api import (
+    BadVersionError,
+    ConnectionLossError,
+    FencedError,
+    NodeExistsError,
+    NoNodeError,
+    SessionEvent,
+    SessionExpiredError,
+    SessionState,
+    Store,
+    WatchEvent,
+    ZkError,
+    ZnodeStat,
+)
+from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
+from znodes.reads import read_brokers
+
+log = logging.getLogger("reassignd.controller")
+
+WATCHED = {
+    paths.BROKER_IDS: "brokers",
+    paths.TOPICS: "topics",
+    paths.REASSIGN_PARTITIONS: "requests",
+    paths.ISR_CHANGE_NOTIFICATION: "notifications",
+    paths.CONTROLLER: "controller",
+    paths.CANCEL_REASSIGNMENT: "cancel",  # KIP-236 (controller.core.cancel)
+    paths.REASSIGN_QUEUE: "queue",  # KIP-236 (controller.core.queue)
+}
+# Written last in a step, in this order, by the controller and by tools alike: a conflict on
+# them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
+SHARED_TAIL = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASSIGN_QUEUE)
+# After a failed reload, wait this long before the next (doubling up to the cap): a write that
+# can never succeed must not spin the loop or hammer ZooKeeper.
+RELOAD_BACKOFF_S = 0.1
+RELOAD_BACKOFF_MAX_S = 5.0
+# Loop turns for a store's SUSPENDED event to reach the inbox after one of its calls failed.
+SESSION_NEWS_TURNS = 3
+
+
+class CancelNotRecorded(Exception):
+    """A cancellation's writes did not land (the controller reloads or resigns): not taken."""
+
+
+@dataclass(frozen=True)
+class _Retried:
+    """A cancel taken again after a conflict on the shared znodes, with the first results."""
+
+    future: object
+    first: dict
+
+
+class Resign(Exception):
+    """This controller must stop acting: ``reason`` says why."""
+
+    def __init__(self, reason: str):
+        super().__init__(reason)
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    steps: int = 0
+    flushes: int = 0
+    ops_written: int = 0
+    reloads: int = 0
+    moves_finished: int = 0
+
+
+class ActiveController:
+    def __init__(
+        self,
+        store: Store,
+        inbox: Inbox,
+        *,
+        controller_id: int,
+        epoch: int,
+        epoch_zkversion: int,
+        transport,
+        config: ControllerConfig,
+        on_finished: Callable[[Store, int], Awaitable[None]] | None = None,
+        on_step: Callable[[engine.Step], None] | None = None,
+        on_moves_ended: Callable[[ActiveController], Awaitable[None]] | None = None,
+    ):
+        self.store = store
+        self.inbox = inbox
+        self.controller_id = controller_id
+        self.epoch = epoch
+        self.epoch_zkversion = epoch_zkversion
+        self.config = config
+        # KIP-179 throttle removal runs here when no reassignment is left (controller.shell.throttles).
+        self.on_finished = on_finished
+        # Going past KIP-179: throttles no running move needs go as soon as moves end.
+        self.on_moves_ended = on_moves_ended
+        self.on_step = on_step  # observation hook for tests and benchmarks
+        self.state: ClusterState | None = None
+        self._requests_mzxid: int | None = None  # of this controller's last write of the znode
+        self.stats = Stats()
+        self.writer = BatchedWriter(store)
+        # Full UpdateMetadata sends under way (election, registered brokers, new topics).
+        self.metadata = full_metadata.Planner()
+        self.dispatcher = Dispatcher(
+            transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers
+        )
+
+    # ---- the loop --------------------------------------------------------------------------
+
+    async def run(self) -> str:
+        """Act until resigning; return the reason."""
+        gctune.tune()
+        try:
+            await self._safely(self.reload)
+            while True:
+                first = await self.inbox.queue.get()
+                batch = [first, *self.inbox.drain(self.config.max_events_per_step - 1)]
+                await self._safely(lambda: self.process(batch))
+        except Resign as r:
+            log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
+            return r.reason
+        finally:
+            await self.dispatcher.close()
+
+    async def _safely(self, action: Callable[[], Awaitable[None]]) -> None:
+        """Run ``action``; on a store failure wait for the session and rebuild from ZooKeeper."""
+        # A rebuild after a lost connection waits for the connection to come back; any other
+        # rebuild backs off, the first one immediately (a lost reply or a raced write is
+        # usually over at once). The store reports SUSPENDED through the inbox a few loop turns
+        # after its call failed, so a connection loss first yields to let that news in.
+        failures = 0
+        while True:
+            try:
+                await action()
+                return
+            except FencedError as e:
+                raise Resign(f"fenced: another controller has a newer epoch ({e})") from None
+            except SessionExpiredError:
+                raise Resign("session lost") from None
+            except FlushError as e:
+                if isinstance(e.cause, SessionExpiredError):
+                    raise Resign("session lost") from None
+                if isinstance(e.cause, ConnectionLossError):
+                    await self._wait_for_connection()
+                log.warning("write failed, rebuilding from ZooKeeper: %s", e)
+            except ConnectionLossError:
+                log.warning("connection to ZooKeeper lost: pausing until it is back")
+                await self._wait_for_connection()
+            except (ZkError, RequestTooLargeError) as e:
+                log.warning("ZooKeeper operation failed, rebuilding from ZooKeeper: %r", e)
+            self.stats.reloads += 1
+            action = self.reload
+            if failures:
+                await asyncio.sleep(min(RELOAD_BACKOFF_S * 2 ** (failures - 1), RELOAD_BACKOFF_MAX_S))
+            failures += 1
+
+    async def _wait_for_connection(self) -> None:
+        for _ in range(SESSION_NEWS_TURNS):
+            await asyncio.sleep(0)
+        if not await self.inbox.wait_connected():
+            raise Resign("session lost")
+
+    async def reload(self) -> None:
+        """Failover recovery (also after any failed write): rebuild the state and resume."""
+        await self.store.exists(paths.CONTROLLER, watch=True)
+        recovered = await recovery.recover(self.store, self.controller_id, self.epoch)
+        for line in recovered.log:
+            log.warning("recovery: %s", line)
+        self.state = recovered.state
+        log.info(
+            "controller %d (epoch %d) resumes: %s",
+            self.controller_id,
+            self.epoch,
+            recovery.running_summary(self.state) or "nothing running",
+        )
+        await self.execute(recovered.events)
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue"}))
+        # After the resume work (its states are read and queued already): every partition to
+        # every live broker, chunk by chunk between other events (controller.core.full_metadata).
+        self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
+
+    async def process(self, batch: list) -> None:
+        kinds: set[str] = set()
+        engine_events: list[Event] = []
+        dues: list[MetadataDue] = []
+        reload = False
+        for item in batch:
+            if isinstance(item, MetadataDue):
+                dues.append(item)
+            elif isinstance(item, SessionEvent):
+                if item.state is SessionState.LOST:
+                    raise Resign("session lost")
+                if item.state is SessionState.SUSPENDED:
+                    log.warning("ZooKeeper connection suspended: writing nothing until it is back")
+                    if not await self.inbox.wait_connected():
+                        raise Resign("session lost")
+                    reload = True  # watches may not have survived the reconnection
+            elif isinstance(item, WatchEvent):
+                kind = WATCHED.get(item.path)
+                if kind == "controller":
+                    # Re-arm and look: the event may be left over from an earlier term.
+                    holder = await self.store.exists(paths.CONTROLLER, watch=True)
+                    if holder is None or holder.ephemeral_owner != self.store.session_id:
+                        raise Resign("/controller was deleted or taken over")
+                elif kind is not None:
+                    kinds.add(kind)
+            else:
+                engine_events.append(item)
+        if reload:
+            self.stats.reloads += 1
+            await self.reload()
+        # Read before the changes: a state read later (an ISR change's) must win in the step.
+        metadata = await self.read_metadata(dues)
+        events = await self.read_changes(kinds)
+        first = [e for e in events if isinstance(e, (TopicsRead, BrokersRead))]
+        rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
+        brokers_before = self.state.brokers
+        partitions_before = {
+            name: set(self.state.topic_partitions.get(name, ())) for e in first if isinstance(e, TopicsRead) for name in e.topics
+        }
+        await self.execute(first + metadata + engine_events + rest)
+        self.plan_metadata(brokers_before, partitions_before)
+
+    async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
+        """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""
+        out: list[Event] = []
+        for item in dues:
+            chunk, rest = self.metadata.take(item)
+            if rest is not None:
+                self.inbox.queue.put_nowait(rest)
+            if chunk:
+                states, lines = await read_states(self.store, chunk)
+                _warn(lines)
+                out.append(MetadataRead(states, item.brokers))
+        return out
+
+    def plan_metadata(self, brokers_before: dict, partitions_before: dict[str, set[int]]) -> None:
+        """Full UpdateMetadata to brokers that (re-)registered, new partitions to everyone."""
+        state = self.state
+        back = full_metadata.registered(brokers_before, state.brokers)
+        if back:
+            log.info("broker(s) %s registered: sending them the full metadata", list(back))
+            self.inbox.queue.put_nowait(self.metadata.brokers(back, list(state.assignments)))
+        new = [
+            (name, p)
+            for name, before in partitions_before.items()
+            for p in state.topic_partitions.get(name, ())
+            if p not in before
+        ]
+        if new:
+            self.inbox.queue.put_nowait(self.metadata.new_partitions(new))
+
+    async def _read_named_topics(self, entries, topic_reads: dict) -> None:
+        """Read the topic znodes of topics ``entries`` name that neither the state nor
+        ``topic_reads`` knows yet (a tool may name a topic created a moment ago)."""
+        unknown = {r.topic for r in entries or ()} - set(self.state.topic_versions) - set(topic_reads)
+        if unknown:
+            reads, lines = await read_topics(self.store, sorted(unknown))
+            topic_reads.update({n: r for n, r in reads.items() if r is not None})
+            _warn(lines)
+
+    async def read_changes(self, kinds: set[str]) -> list[Event]:
+        """Re-read (and re-watch) what the watches said changed."""
+        state = self.state
+        out: list[Event] = []
+        if "brokers" in kinds:
+            brokers, lines = await read_brokers(self.store, watch=True)
+            _warn(lines)
+            out.append(BrokersRead(brokers))
+        topic_reads: dict = {}
+        if "topics" in kinds:
+            names = await read_topic_names(self.store, watch=True)
+            new = [n for n in names if n not in state.topic_versions]
+            gone = [n for n in state.topic_versions if n not in set(names)]
+            if new:
+                reads, lines = await read_topics(self.store, new)
+                topic_reads.update(reads)
+                _warn(lines)
+            for name in gone:
+                topic_reads[name] = None
+        if "requests" in kinds:
+            stat = await self.store.exists(paths.REASSIGN_PARTITIONS, watch=True)
+            # Skip the read (and the parse of up to 1 MiB) only when the znode is exactly what
+            # this controller last wrote; a version alone would miss a tool's delete + create.
+            if stat is None and state.requests_version is not None or (
+                stat is not None and stat.mzxid != self._requests_mzxid
+            ):
+                requests = await read_requests(self.store)
+                await self._read_named_topics(requests.requests, topic_reads)
+                out.append(requests)
+        if "cancel" in kinds:
+            stat = await self.store.exists(paths.CANCEL_REASSIGNMENT, watch=True)
+            if stat is not None:
+                out.append(CancelRequested(None, source="znode", znode_version=stat.version))
+        if "queue" in kinds:
+            await self.store.exists(paths.REASSIGN_QUEUE, watch=True)
+            queue = await read_queue(self.store)
+            await self._read_named_topics(queue.requests, topic_reads)
+            if queue.version is not None:
+                out.append(queue)
+        if topic_reads:
+            out.insert(0, TopicsRead(topic_reads))
+        if "notifications" in kinds:
+            notes, partitions, lines = await read_notifications(self.store, watch=True)
+            _warn(lines)
+            if notes:
+                # A state the leader put in its notification needs no read when this
+                # controller already holds a state of the partition (read or written since it
+                # became active): the newer of the two is as fresh as a read, and what the
+                # engine does with it is conditional on its zkVersion. Without one (just after
+                # a reload) the carried state may be older than the znode - a leftover
+                # notification from before a write - and acting on it would fail the same
+                # conditional write after every reload; so it is read.
+                states = {
+                    tp: s for tp, s in partitions.items()
+                    if s is not None and tp in state.assignments and tp in state.states
+                }
+                unread = [tp for tp in sorted(partitions) if tp not in states and tp in state.assignments]
+                if unread:
+                    read, lines = await read_states(self.store, unread)
+                    _warn(lines)
+                    states.update(read)
+                out.append(StatesRead(states, tuple(notes)))
+        return out
+
+    async def execute(self, events: list[Event]) -> None:
+        if not events:
+            return
+        began = time.perf_counter()
+        step = engine.step(self.state, events, self.config)
+        computed = time.perf_counter()
+        self.stats.steps += 1
+        for line in step.log:
+            log.info("%s", line)
+        conflict = False
+        if step.writes:
+            split = step.shared_from
+            if split is None:
+                split = len(step.writes)
+                while split > 0 and step.writes[split - 1].path in SHARED_TAIL:
+                    split -= 1
+            # The znodes others write too go last and alone, so that a concurrent change by a
+            # tool fails those writes only.
+            own, shared = step.writes[:split], step.writes[split:]
+            if own:
+                self.writer.extend(own)
+                try:
+                    await self.writer.flush(self.epoch_zkversion)
+                except FlushError as e:
+                    if isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        # A partition state changed under the step (a leader's ISR change):
+                        # the reload that follows rebuilds the state; take the cancels again
+                        # after it rather than failing them.
+                        for c in step.cancels:
+                            if c.source == "api":
+                                self.inbox.queue.put_nowait(CancelRequested(tuple(c.results), c.token, c.source))
+                    else:
+                        self._fail_cancels(step, e)
+                    raise
+                except BaseException as e:
+                    self._fail_cancels(step, e)
+                    raise
+                self.stats.flushes += 1
+            if shared:
+                self.writer.extend(shared)
+                self._requests_mzxid = None
+                try:
+                    results = await self.writer.flush(self.epoch_zkversion)
+                    if shared[0].path == paths.REASSIGN_PARTITIONS and isinstance(results[0], ZnodeStat):
+                        self._requests_mzxid = results[0].mzxid
+                except FlushError as e:
+                    if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        self._fail_cancels(step, e)
+                        raise
+                    # Keep the step (its other writes landed), then re-read and merge the znode.
+                    conflict = True
+                    log.info("/admin/reassign_partitions changed under this controller: re-reading it")
+                self.stats.flushes += 1
+            self.stats.ops_written += len(step.writes) - conflict
+        self.state.apply(step.delta)
+        if not conflict:
+            self._answer_cancels(step)
+        if self.on_step is not None:
+            self.on_step(step)
+        self.dispatcher.send(step.commands)
+        if step.reads:
+            states, lines = await read_states(self.store, sorted(step.reads))
+            _warn(lines)
+            self.inbox.queue.put_nowait(StatesRead(states))
+        self.stats.moves_finished += len(step.completed)
+        if log.isEnabledFor(logging.DEBUG):
+            log.debug(
+                "step %d: %d events, %d writes, %d requests, %d reads, %d completed; engine %.3fs, total %.3fs",
+                self.stats.steps, len(events), len(step.writes), len(step.commands), len(step.reads),
+                len(step.completed), computed - began, time.perf_counter() - began,
+            )
+        if conflict:
+            # Cancels are taken again on the merged znode, by partition, and answered then.
+            retry = [
+                CancelRequested(tuple(c.results), _Retried(c.token, c.results), c.source, withdraw_any=True)
+                for c in step.cancels
+                if c.source == "api"
+            ]
+            if step.cancelled:
+                # Rolled-back moves' records go in the failed multi with their entries: memory
+                # is ahead of ZooKeeper there, so rebuild (recovery finishes those rollbacks).
+                self.stats.reloads += 1
+                await self.reload()
+                await self.execute(retry)
+            else:
+                await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
+            return
+        if step.finished and self.on_finished is not None:
+            await self.on_finished(self.store, self.epoch_zkversion)
+        elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
+            await self.on_moves_ended(self)
+
+    @staticmethod
+    def _answer_cancels(step: engine.Step) -> None:
+        """The writes recording the step's cancellations landed: answer who waits for them
+        (an acknowledged cancel is never lost)."""
+        for outcome in step.cancels:
+            future, results = outcome.token, outcome.results
+            if isinstance(future, _Retried):
+                # What the first try cancelled stays cancelled, whatever the merged znode says.
+                results = results | {tp: r for tp, r in future.first.items() if r[0] == 0}
+                future = future.future
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_result(results)
+
+    @staticmethod
+    def _fail_cancels(step: engine.Step, error: BaseException) -> None:
+        """A step's writes did not land: its cancels were not taken; say so to who waits."""
+        for outcome in step.cancels:
+            future = outcome.token.future if isinstance(outcome.token, _Retried) else outcome.token
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_exception(CancelNotRecorded(f"the controller could not record the cancellation: {error!r}"))
+
+
+def _warn(lines) -> None:
+    """Log what a read skipped or found malformed (the reads return it rather than log it)."""
+    for line in lines:
+        log.warning("%s", line)

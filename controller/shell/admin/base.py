@@ -1,0 +1,90 @@
+"""The admin API's shared parts: one table entry per API, and the context a handler sees.
+
+Every API the controller's listener serves is one :class:`Api` in the table that
+``controller.shell.admin.registry`` builds from the modules it lists. A module adds its APIs by
+defining ``APIS: list[Api]``::
+
+    async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict:
+        active = ctx.require_active()          # raises NotController on a standby
+        ...
+        return {"throttle_time_ms": 0, "error_code": 0, ...}
+
+    APIS = [Api(46, "ListPartitionReassignments", 0, 0, controller_only=True,
+                handle=handle_list, error_response=list_error)]
+
+``error_response(version, body, code, message)`` builds the whole response for a request that
+fails as a whole (NOT_CONTROLLER on a standby, an unexpected failure): APIs answer per
+partition or per resource, so only the module knows where the code goes.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING
+
+from protocol.errors import ErrorCode
+
+if TYPE_CHECKING:
+    from controller.core.config import ControllerConfig
+    from controller.shell.active import ActiveController
+    from controller.shell.role import Role
+    from znodes.api import Store
+
+
+class ApiError(Exception):
+    """A request that fails as a whole with a Kafka error code (see ``Api.error_response``)."""
+
+    def __init__(self, code: ErrorCode, message: str | None = None):
+        super().__init__(message or code.name)
+        self.code = code
+        self.message = message
+
+
+class NotController(ApiError):
+    def __init__(self) -> None:
+        super().__init__(ErrorCode.NOT_CONTROLLER, "this controller instance is a standby")
+
+
+@dataclass(frozen=True)
+class Api:
+    key: int
+    name: str
+    min_version: int
+    max_version: int
+    controller_only: bool  # a standby answers NOT_CONTROLLER without calling ``handle``
+    handle: Callable[[AdminContext, int, dict], Awaitable[dict]]
+    error_response: Callable[[int, dict, ErrorCode, str | None], dict]
+
+
+class AdminContext:
+    """What a handler may use: the instance's role (active or standby), its ZooKeeper session,
+    its listener address and configuration."""
+
+    def __init__(self, role: Role, config: ControllerConfig, host: str = "", port: int = 0):
+        self.role = role
+        self.config = config
+        self.host = host
+        self.port = port
+
+    @property
+    def controller_id(self) -> int:
+        return self.role.controller_id
+
+    @property
+    def store(self) -> Store:
+        """The current ZooKeeper session; ApiError(COORDINATOR_NOT_AVAILABLE-like) if none."""
+        store = self.role.store
+        if store is None:
+            raise ApiError(ErrorCode.NOT_CONTROLLER, "this controller instance has no ZooKeeper session")
+        return store
+
+    @property
+    def active(self) -> ActiveController | None:
+        return self.role.active
+
+    def require_active(self) -> ActiveController:
+        active = self.role.active
+        if active is None or active.state is None:
+            raise NotController()
+        return active

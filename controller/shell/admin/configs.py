@@ -1,0 +1,155 @@
+"""DescribeConfigs (32, KIP-133): topic and broker configs as ZooKeeper holds them.
+
+Served by every instance (configs are not controller state). The controller knows only the
+dynamic configs, the ones in ``/config/topics/T`` and ``/config/brokers/N`` (and the
+cluster-wide ``/config/brokers/<default>``): that is what it describes, which is where
+throttles live (KIP-179), so they are visible to any Kafka admin client.
+
+Per resource, in request order:
+
+ 1. TOPIC (2): the name must be a legal topic name and the topic must exist
+    (``/brokers/topics/T``), else UNKNOWN_TOPIC_OR_PARTITION (an illegal name:
+    INVALID_TOPIC_EXCEPTION). Entries from ``/config/topics/T``, source DYNAMIC_TOPIC_CONFIG.
+ 2. BROKER (4): the name is a broker id as canonical decimal text, else INVALID_REQUEST; the
+    empty name means the cluster-wide default (Kafka's rule). Entries from
+    ``/config/brokers/N``, source DYNAMIC_BROKER_CONFIG, plus the default entity's keys the
+    broker does not override, source DYNAMIC_DEFAULT_BROKER_CONFIG. Any id is accepted:
+    Kafka lets operators configure a broker before it first starts.
+ 3. Any other resource type: INVALID_REQUEST with a message naming it.
+ 4. ``configuration_keys`` null: every entry; else only the named keys that are set.
+ 5. Fields: ``read_only``, ``is_default`` (v0), ``is_sensitive`` all false; ``config_source``
+    from v1; with ``include_synonyms`` (v1+) each entry lists its synonyms in precedence order
+    (the value itself, then the default entity's value it overrides).
+
+A config znode that cannot be parsed fails its resource only (UNKNOWN_SERVER_ERROR, saying
+which znode), never the request.
+"""
+
+from __future__ import annotations
+
+from controller.shell.admin.base import AdminContext, Api
+from protocol.describe_configs import (
+    BROKER,
+    DESCRIBE_CONFIGS,
+    DYNAMIC_BROKER_CONFIG,
+    DYNAMIC_DEFAULT_BROKER_CONFIG,
+    DYNAMIC_TOPIC_CONFIG,
+    TOPIC,
+    config_entries,
+)
+from protocol.errors import ErrorCode
+from znodes import models, paths
+from znodes.api import Store
+from znodes.errors import ZnodeFormatError
+from znodes.reads import get_many
+
+
+class UnreadableConfig(Exception):
+    def __init__(self, error: ZnodeFormatError):
+        super().__init__(str(error))
+
+
+async def read_configs(store: Store, config_paths: list[str]) -> list[dict[str, str] | UnreadableConfig]:
+    """The ``config`` map of each entity znode ({} when it does not exist), in one bulk read."""
+    from controller.shell.admin.metadata import read_data
+
+    out: list = []
+    for path, data in zip(config_paths, await read_data(store, config_paths)):
+        if data is None:
+            out.append({})
+            continue
+        try:
+            out.append(dict(models.EntityConfig.from_bytes(path, data).config))
+        except ZnodeFormatError as e:
+            out.append(UnreadableConfig(e))
+    return out
+
+
+def broker_config_path(name: str) -> str:
+    """``/config/brokers/N`` for a broker resource name; ValueError if the name is not an id."""
+    if name == "":
+        return paths.broker_config(paths.BROKER_DEFAULT_CONFIG)
+    return paths.broker_config(paths.parse_id(name, "broker id"))
+
+
+async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
+    store = ctx.store
+    resources = body.get("resources") or []
+    synonyms = version >= 1 and bool(body.get("include_synonyms"))
+    # Plan every read first, then read them all at once.
+    plans: list[tuple[str, object]] = []  # ("error", (code, message)) or ("topic"/"broker", ...)
+    config_paths: list[str] = []
+    topic_paths: list[str] = []
+    for r in resources:
+        rtype, name = r.get("resource_type"), r.get("resource_name")
+        if rtype == TOPIC:
+            try:
+                paths.validate_topic_name(name)
+            except ValueError as e:
+                plans.append(("error", (ErrorCode.INVALID_TOPIC_EXCEPTION, str(e))))
+                continue
+            plans.append(("topic", (len(topic_paths), len(config_paths))))
+            topic_paths.append(paths.topic(name))
+            config_paths.append(paths.topic_config(name))
+        elif rtype == BROKER:
+            try:
+                path = broker_config_path(name)
+            except ValueError:
+                message = f"broker resource name must be a broker id (or empty for the cluster default), got {name!r}"
+                plans.append(("error", (ErrorCode.INVALID_REQUEST, message)))
+                continue
+            plans.append(("broker", (name == "", len(config_paths))))
+            config_paths.append(path)
+        else:
+            message = f"resource type {rtype} is not served here (only TOPIC={TOPIC} and BROKER={BROKER})"
+            plans.append(("error", (ErrorCode.INVALID_REQUEST, message)))
+    need_default = any(kind == "broker" and not detail[0] for kind, detail in plans)
+    default_path = paths.broker_config(paths.BROKER_DEFAULT_CONFIG)
+    configs = await read_configs(store, config_paths + ([default_path] if need_default else []))
+    defaults = configs.pop() if need_default else {}
+    if isinstance(defaults, UnreadableConfig):
+        defaults = {}  # a broken default entity must not hide a broker's own configs
+    topics_exist = [read is not None for read in await get_many(store, topic_paths)]
+    results = []
+    for r, (kind, detail) in zip(resources, plans):
+        keys = r.get("configuration_keys")
+        out = {"resource_type": r.get("resource_type"), "resource_name": r.get("resource_name"),
+               "error_code": 0, "error_message": None, "configs": []}
+        results.append(out)
+        if kind == "error":
+            out["error_code"], out["error_message"] = int(detail[0]), detail[1]
+            continue
+        if kind == "topic":
+            exists_at, config_at = detail
+            if not topics_exist[exists_at]:
+                out["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
+                out["error_message"] = f"topic {r['resource_name']!r} does not exist"
+                continue
+            own, inherited, source = configs[config_at], {}, DYNAMIC_TOPIC_CONFIG
+        else:
+            is_default, config_at = detail
+            own = configs[config_at]
+            source = DYNAMIC_DEFAULT_BROKER_CONFIG if is_default else DYNAMIC_BROKER_CONFIG
+            inherited = {} if is_default else defaults
+        if isinstance(own, UnreadableConfig):
+            out["error_code"], out["error_message"] = int(ErrorCode.UNKNOWN_SERVER_ERROR), f"unreadable config: {own}"
+            continue
+        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms)
+    return {"throttle_time_ms": 0, "results": results}
+
+
+def describe_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    return {
+        "throttle_time_ms": 0,
+        "results": [
+            {"error_code": int(code), "error_message": message, "resource_type": r.get("resource_type"),
+             "resource_name": r.get("resource_name"), "configs": []}
+            for r in body.get("resources") or []
+        ],
+    }
+
+
+APIS = [
+    Api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, controller_only=False,
+        handle=handle_describe, error_response=describe_error),
+]

@@ -1,0 +1,106 @@
+"""AlterPartitionReassignments (45, KIP-455): Kafka's own door for starting and cancelling
+reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unchanged.
+
+ 1. Group the request: a topic or partition named twice -> INVALID_REQUEST for it.
+ 2. Non-null replicas: check them like Kafka (unknown topic or partition ->
+    UNKNOWN_TOPIC_OR_PARTITION; empty, duplicate or unregistered brokers ->
+    INVALID_REPLICA_ASSIGNMENT) and add the valid ones to ``/admin/reassign_partitions`` with
+    their ``original_replicas``, merged with what is running (a version-conditional write,
+    re-read on a conflict; controller.shell.admin.submit). A partition already moving takes the new
+    target as Kafka's controller does: in place while it replicates (controller.core.engine step
+    4b; a target equal to its original replicas cancels it), after it once it is completing
+    or being rolled back. No throttle is set (KIP-455 has none; use KIP-179's
+    APIs).
+ 3. Null replicas: cancel that partition's reassignment (KIP-236 through
+    controller.shell.admin.cancel); a partition that is not moving gets NO_REASSIGNMENT_IN_PROGRESS.
+ 4. Answer per partition; a failure of the whole request (a standby: NOT_CONTROLLER) is set
+    both request-wide and on every partition.
+"""
+
+from __future__ import annotations
+
+from controller.shell.admin.base import AdminContext, Api, ApiError, NotController
+from controller.shell.admin.cancel import cancel_partitions
+from controller.shell.admin.submit import OK, add_entries, by_topic, group_partitions, read_view, target_error
+from protocol.errors import ErrorCode
+from znodes.api import FencedError, SessionExpiredError, ZkError
+from znodes.batch import FlushError, RequestTooLargeError
+from znodes.errors import ZnodeFormatError
+
+ALTER_PARTITION_REASSIGNMENTS = 45
+
+
+def _order(body: dict):
+    return group_partitions(body["topics"] or [], "name", "partitions", "partition_index", "replicas")
+
+
+def _response(order, results, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
+    return {
+        "throttle_time_ms": 0,
+        "error_code": int(code),
+        "error_message": message,
+        "responses": [
+            {
+                "name": topic,
+                "partitions": [
+                    {"partition_index": p, "error_code": int(r[0]), "error_message": r[1]} for p, r in parts
+                ],
+            }
+            for topic, parts in by_topic(order, results)
+        ],
+    }
+
+
+def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    order, _, _ = _order(body)
+    return _response(order, {tp: (code, message) for tp in order}, code, message)
+
+
+async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
+    active = ctx.require_active()
+    store = active.store
+    order, values, results = _order(body)
+    targets = {tp: tuple(r) for tp, r in values.items() if r is not None}
+    cancels = [tp for tp, r in values.items() if r is None]
+    if targets:
+        try:
+            view = await read_view(store, {tp[0] for tp in targets}, active.state)
+            valid = {}
+            for tp, replicas in targets.items():
+                problem = target_error(view, tp[0], tp[1], replicas)
+                if problem is not None:
+                    results[tp] = problem
+                else:
+                    valid[tp] = replicas
+            results.update(await add_entries(store, active.epoch_zkversion, valid, view, create_only=False))
+        except (FencedError, SessionExpiredError) as e:
+            raise NotController() from e
+        except FlushError as e:
+            if isinstance(e.cause, (FencedError, SessionExpiredError)):
+                raise NotController() from e
+            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"writing /admin/reassign_partitions failed: {e}") from e
+        except ZnodeFormatError as e:
+            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot merge into /admin/reassign_partitions: {e}") from e
+        except RequestTooLargeError as e:
+            raise ApiError(ErrorCode.INVALID_REQUEST, f"too many reassignments for one ZooKeeper write: {e}") from e
+        except ZkError as e:
+            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper failed: {e!r}") from e
+    if cancels:
+        timeout_s = max(body["timeout_ms"], 0) / 1000
+        results.update(await cancel_partitions(ctx, cancels, timeout_s=timeout_s))
+    for tp in order:
+        results.setdefault(tp, OK)
+    return _response(order, results)
+
+
+APIS = [
+    Api(
+        ALTER_PARTITION_REASSIGNMENTS,
+        "AlterPartitionReassignments",
+        0,
+        0,
+        controller_only=True,
+        handle=handle_alter,
+        error_response=alter_error,
+    )
+]

@@ -1,0 +1,292 @@
+"""Metadata (3): how clients find the controller instances, the brokers and the topics.
+
+Served by every instance, active or standby (a standby's answer is how a client bootstrapping
+from it learns which instance is active). Every answer is read from ZooKeeper at the time of
+the request, in bulk (``znodes.reads.get_many``): no cache that could go stale.
+
+Building the answer, step by step:
+
+ 1. Nodes: every controller instance registered under ``/reassignd/controllers/<id>`` (its
+    admin listener) and every broker under ``/brokers/ids/<id>`` (host, port, rack). Ids
+    share one space, as in KRaft; should a controller and a broker share an id the controller
+    is listed, since finding it is what Metadata is for here.
+ 2. ``controller_id``: the ``brokerid`` of ``/controller``, -1 when there is none.
+ 3. ``cluster_id``: ``/cluster/id`` (Kafka's ``{"version":"1","id":"..."}``), else null.
+ 4. Topics (KIP-4): in v0 an empty list means every topic; from v1 null means every topic and
+    an empty list none. A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
+    an illegal name INVALID_TOPIC_EXCEPTION, a topic asked for by id only (v10+)
+    UNKNOWN_TOPIC_ID. Nothing is auto-created.
+ 5. Partitions: replicas from the topic znode, leader, leader epoch and ISR from the partition
+    state znode. A leader that is not a registered broker gives LEADER_NOT_AVAILABLE and
+    leader -1; ``offline_replicas`` are the replicas that are not registered; v0 clients get
+    REPLICA_NOT_AVAILABLE and only the live replicas (Kafka's v0 behaviour).
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import logging
+import uuid
+
+from controller.shell.admin.base import AdminContext, Api
+from protocol.errors import ErrorCode
+from znodes import models, paths
+from znodes.api import Store
+from znodes.errors import ZnodeFormatError
+from znodes.payloads import decode_controller, decode_listener
+from znodes.reads import children_or_empty, get_many, get_or_none, read_brokers
+from znodes.values import Broker
+
+METADATA = 3
+CONTROLLERS_PATH = "/reassignd/controllers"  # as controller.shell.daemon registers them
+CLUSTER_ID_PATH = "/cluster/id"
+NO_NODE = -1
+# Kafka's Topic.INTERNAL_TOPICS.
+INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
+# KIP-430: "authorized operations not requested" is INT32_MIN on the wire.
+OPERATIONS_OMITTED = -(2**31)
+# No authorizer yet, so every operation is allowed. Kafka's AclOperation codes; topic: READ
+# WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS.
+TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
+# Cluster: CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE.
+CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+ZERO_UUID = uuid.UUID(int=0)
+
+log = logging.getLogger("reassignd.admin")
+
+
+# ---- ZooKeeper reads -------------------------------------------------------------------------
+
+
+async def read_controllers(store: Store) -> dict[int, tuple[str, int]]:
+    """Registered controller instances: id -> (host, port); unreadable entries are skipped."""
+    names = await children_or_empty(store, CONTROLLERS_PATH)
+    ids = []
+    for name in names:
+        try:
+            ids.append(paths.parse_id(name, "controller id"))
+        except ValueError:
+            continue
+    out: dict[int, tuple[str, int]] = {}
+    for cid, read in zip(ids, await get_many(store, [f"{CONTROLLERS_PATH}/{i}" for i in ids])):
+        if read is None:
+            continue
+        try:
+            out[cid] = decode_listener(f"{CONTROLLERS_PATH}/{cid}", read[0])
+        except ZnodeFormatError:
+            continue
+    return out
+
+
+async def read_active_controller(store: Store) -> int:
+    read = await get_or_none(store, paths.CONTROLLER)
+    if read is None:
+        return NO_NODE
+    try:
+        return decode_controller(paths.CONTROLLER, read[0])
+    except ZnodeFormatError:
+        return NO_NODE
+
+
+async def read_cluster_id(store: Store) -> str | None:
+    read = await get_or_none(store, CLUSTER_ID_PATH)
+    if read is None:
+        return None
+    try:
+        doc = models._load_json(CLUSTER_ID_PATH, read[0])
+    except ZnodeFormatError:
+        return None
+    cluster_id = doc.get("id") if isinstance(doc, dict) else None
+    return cluster_id if isinstance(cluster_id, str) else None
+
+
+async def read_data(store: Store, path_list: list[str]) -> list[bytes | None]:
+    """The data of many znodes (None where there is none), in one go: the store's bulk read
+    (ZooKeeper 3.6+'s multiRead, hundreds of znodes per request, on the controller's own
+    session, so Metadata never trails what the controller wrote)."""
+    return [None if r is None else r[0] for r in await get_many(store, path_list)]
+
+
+def parse_state(data: bytes | None) -> tuple[int, int, list[int]] | None:
+    """(leader, leader_epoch, isr) of a partition state znode; None if absent or malformed.
+    Plain JSON checks: this runs once per partition of the cluster."""
+    if data is None:
+        return None
+    try:
+        doc = json.loads(data)
+    except (ValueError, UnicodeDecodeError, RecursionError):
+        return None
+    if not isinstance(doc, dict):
+        return None
+    leader, epoch, isr = doc.get("leader"), doc.get("leader_epoch"), doc.get("isr")
+    if not (_int(leader) and _int(epoch) and isinstance(isr, list) and all(_int(b) for b in isr)):
+        return None
+    return leader, epoch, isr
+
+
+def _int(value) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool) and -2 <= value < 2**31
+
+
+class TopicView:
+    """One topic as Metadata shows it: assignment (topic znode) and states (state znodes)."""
+
+    __slots__ = ("name", "topic_id", "replicas", "states")
+
+    def __init__(self, name: str, topic_id: uuid.UUID, replicas: dict[int, list[int]]):
+        self.name = name
+        self.topic_id = topic_id
+        self.replicas = replicas
+        self.states: dict[int, tuple[int, int, list[int]] | None] = {}
+
+
+async def read_topic_views(store: Store, names: list[str]) -> dict[str, TopicView | None]:
+    """Each named (valid) topic with its partition states; None for a topic with no znode or
+    an unreadable one."""
+    reads = await read_data(store, [paths.topic(n) for n in names])
+    views: dict[str, TopicView | None] = {}
+    for name, data in zip(names, reads):
+        if data is None:
+            views[name] = None
+            continue
+        try:
+            m = models.TopicAssignment.from_bytes(paths.topic(name), data)
+        except ZnodeFormatError:
+            views[name] = None
+            continue
+        views[name] = TopicView(name, _topic_uuid(m.topic_id), {p: list(r) for p, r in sorted(m.partitions.items())})
+    keys = [(v.name, p) for v in views.values() if v is not None for p in v.replicas]
+    states = await read_data(store, [paths.partition_state(t, p) for t, p in keys])
+    for (t, p), data in zip(keys, states):
+        views[t].states[p] = parse_state(data)
+    return views
+
+
+def _topic_uuid(text: str | None) -> uuid.UUID:
+    if text is None:
+        return ZERO_UUID
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
+
+
+# ---- the answer --------------------------------------------------------------------------------
+
+
+async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
+    store = ctx.store
+    controllers = await read_controllers(store)
+    brokers, _ = await read_brokers(store)
+    controller_id = await read_active_controller(store)
+    cluster_id = await read_cluster_id(store) if version >= 2 else None
+    # Step 1: one id space; a controller entry wins over a broker of the same id.
+    nodes: dict[int, dict] = {
+        b.id: {"node_id": b.id, "host": b.host, "port": b.port, "rack": b.rack} for b in brokers.values()
+    }
+    for cid, (host, port) in controllers.items():
+        nodes[cid] = {"node_id": cid, "host": host, "port": port, "rack": None}
+    # Step 4: which topics.
+    requested = body.get("topics")
+    entries: list[tuple[str | None, uuid.UUID]]
+    if requested is None or (version == 0 and not requested):
+        entries = [(n, ZERO_UUID) for n in sorted(await children_or_empty(store, paths.TOPICS))]
+    else:
+        entries, seen = [], set()
+        for t in requested:
+            key = (t.get("name"), t.get("topic_id") or ZERO_UUID)
+            if key not in seen:
+                seen.add(key)
+                entries.append(key)
+    valid = [n for n, _ in entries if n is not None and _legal(n)]
+    views = await read_topic_views(store, valid)
+    want_ops = bool(body.get("include_topic_authorized_operations"))
+    topics = [_topic(version, name, topic_id, views.get(name), brokers, want_ops) for name, topic_id in entries]
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [nodes[i] for i in sorted(nodes)],
+        "cluster_id": cluster_id,
+        "controller_id": controller_id,
+        "topics": topics,
+        "cluster_authorized_operations": (
+            CLUSTER_OPERATIONS if body.get("include_cluster_authorized_operations") else OPERATIONS_OMITTED
+        ),
+    }
+
+
+def _legal(name: str) -> bool:
+    try:
+        paths.validate_topic_name(name)
+        return True
+    except ValueError:
+        return False
+
+
+def _topic(version, name, topic_id, view: TopicView | None, brokers: dict[int, Broker], want_ops: bool) -> dict:
+    ops = TOPIC_OPERATIONS if want_ops else OPERATIONS_OMITTED
+    if name is None:
+        code = ErrorCode.UNKNOWN_TOPIC_ID  # asked for by id only: topic ids are not indexed here
+        return _topic_error("" if version < 12 else None, topic_id, code, ops)
+    if not _legal(name):
+        return _topic_error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION, ops)
+    if view is None:
+        return _topic_error(name, ZERO_UUID, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ops)
+    return {
+        "error_code": 0,
+        "name": name,
+        "topic_id": view.topic_id,
+        "is_internal": name in INTERNAL_TOPICS,
+        "partitions": [_partition(version, p, r, view.states.get(p), brokers) for p, r in view.replicas.items()],
+        "topic_authorized_operations": ops,
+    }
+
+
+def _topic_error(name, topic_id, code: ErrorCode, ops: int) -> dict:
+    return {
+        "error_code": int(code),
+        "name": name,
+        "topic_id": topic_id,
+        "is_internal": False,
+        "partitions": [],
+        "topic_authorized_operations": ops,
+    }
+
+
+def _partition(version: int, index: int, replicas: list[int], state, brokers: dict[int, Broker]) -> dict:
+    leader, epoch, isr = state if state is not None else (NO_NODE, -1, [])
+    offline = [r for r in replicas if r not in brokers]
+    error = ErrorCode.NONE
+    if leader not in brokers:
+        error, leader = ErrorCode.LEADER_NOT_AVAILABLE, NO_NODE
+    elif version == 0 and (offline or any(r not in brokers for r in isr)):
+        error = ErrorCode.REPLICA_NOT_AVAILABLE
+        replicas = [r for r in replicas if r in brokers]
+        isr = [r for r in isr if r in brokers]
+    return {
+        "error_code": int(error),
+        "partition_index": index,
+        "leader_id": leader,
+        "leader_epoch": epoch,
+        "replica_nodes": replicas,
+        "isr_nodes": isr,
+        "offline_replicas": offline,
+    }
+
+
+def metadata_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    """Metadata has no top-level error: every requested topic carries the code."""
+    requested = body.get("topics") or []
+    return {
+        "throttle_time_ms": 0,
+        "brokers": [],
+        "cluster_id": None,
+        "controller_id": NO_NODE,
+        "topics": [
+            _topic_error(t.get("name") if t.get("name") is not None or version >= 12 else "", ZERO_UUID, code,
+                         OPERATIONS_OMITTED)
+            for t in requested
+        ],
+    }
+
+
+APIS = [
+    Api(METADATA, "Metadata", 0, 12, controller_only=False, handle=handle_metadata, error_response=metadata_error),
+]

@@ -1,0 +1,258 @@
+"""``reassignd controller``: one controller instance (several run per cluster, one is active).
+
+Usage::
+
+    reassignd controller --zookeeper 127.0.0.1:2181/kafka --id 101 --listen 127.0.0.1:9190 \\
+        [--config controller.json] [--log-level INFO]
+
+What it does, in order:
+
+ 1. Binds the admin listener on ``--listen`` at once (port 0 picks a free port) and, once
+    connected to ZooKeeper, records it in the ephemeral ``/reassignd/controllers/<id>``
+    (``{"version":1,"host":h,"port":p}``) so clients can find every instance.
+ 2. Campaigns (controller.shell.election): one multi-op creates ``/controller`` and bumps
+    ``/controller_epoch``. Losers stand by, watching ``/controller``.
+ 3. The winner runs the active loop (controller.shell.active) until it must resign (fenced, session
+    lost); it then stands by again, on a new session if the old one expired.
+ 4. SIGTERM or SIGINT: everything stops within ``shutdown_timeout_s`` (5 s by default); the
+    session is closed so a standby takes over at once instead of after the session timeout.
+
+Exit status: 0 after a signal, 2 for bad arguments or a bad config file, 1 on a fatal error.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import inspect
+import logging
+import signal
+import sys
+from collections.abc import Callable
+
+from controller.core.config import ConfigError, ControllerConfig, load_config
+from controller.shell.active import ActiveController
+from controller.shell.admin.base import AdminContext
+from controller.shell.admin.handler import AdminHandler
+from controller.shell.election import campaign, release_if_ours
+from controller.shell.inbox import Inbox
+from controller.shell.listener import AdminListener, ListenerLimits, RequestHandler
+from controller.shell.role import Role
+from controller.shell.throttles import remove_idle_throttles, remove_throttles
+from controller.shell.transport import TcpTransport
+from znodes import paths
+from znodes.api import ConnectionLossError, NodeExistsError, NoNodeError, Store, ZkError
+from znodes.payloads import encode_listener
+
+log = logging.getLogger("reassignd.controller")
+
+CONTROLLERS_PATH = "/reassignd/controllers"
+CONNECT_RETRY_S = 1.0
+
+
+def controller_path(controller_id: int) -> str:
+    return f"{CONTROLLERS_PATH}/{controller_id}"
+
+
+class ControllerDaemon:
+    def __init__(
+        self,
+        zookeeper: str,
+        controller_id: int,
+        listen: tuple[str, int],
+        config: ControllerConfig,
+        *,
+        handler_factory: Callable[[Role], RequestHandler] | None = None,
+        connect: Callable[[], object] | None = None,
+        transport_factory: Callable[[Callable[[int], tuple[str, int] | None]], object] | None = None,
+    ):
+        self.zookeeper = zookeeper
+        self.controller_id = controller_id
+        self.config = config
+        self.role = Role(controller_id)
+        # The admin API over the table of controller.shell.admin.registry, unless a test swaps it.
+        handler = handler_factory(self.role) if handler_factory else AdminHandler(AdminContext(self.role, config))
+        self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
+        self._connect = connect or self._connect_zookeeper
+        self._transport_factory = transport_factory or TcpTransport
+
+    async def _connect_zookeeper(self) -> Store:
+        from znodes.store import connect
+
+        return await connect(self.zookeeper, session_timeout=self.config.zk_session_timeout_s, create_chroot=True)
+
+    async def run(self) -> None:
+        """Run until cancelled."""
+        await self.listener.start()
+        ctx = getattr(self.listener.handler, "ctx", None)
+        if isinstance(ctx, AdminContext):  # the bound address (port 0 picks one)
+            ctx.host, ctx.port = self.listener.host, self.listener.port
+        log.info("controller %d listening on %s:%d", self.controller_id, self.listener.host, self.listener.port)
+        try:
+            while True:
+                try:
+                    store = self._connect()
+                    if inspect.isawaitable(store):
+                        store = await store
+                except (ConnectionLossError, OSError) as e:
+                    log.warning("cannot reach ZooKeeper at %s: %s; retrying", self.zookeeper, e)
+                    await asyncio.sleep(CONNECT_RETRY_S)
+                    continue
+                try:
+                    await self._session(store)
+                except ZkError as e:
+                    log.warning("ZooKeeper session ended: %r", e)
+                finally:
+                    self.role.active = None
+                    self.role.store = None
+                    await _close_quietly(store)
+        finally:
+            await self.listener.close()
+
+    async def _session(self, store: Store) -> None:
+        """One ZooKeeper session: register, campaign, act, repeat until the session is lost."""
+        inbox = Inbox(store)
+        self.role.store = store
+        try:
+            for path in paths.PERSISTENT_PATHS:
+                await store.ensure_path(path)
+            await self._register(store, inbox)
+            while not inbox.lost:
+                won = await campaign(store, inbox, self.controller_id)
+                if won is None:
+                    return
+                # Endpoints come from the active state's broker registry (/brokers/ids).
+                transport = self._transport_factory(lambda b: _endpoint(self.role.active, b))
+                active = ActiveController(
+                    store,
+                    inbox,
+                    controller_id=self.controller_id,
+                    epoch=won.epoch,
+                    epoch_zkversion=won.epoch_zkversion,
+                    transport=transport,
+                    config=self.config,
+                    on_finished=remove_throttles,
+                    on_moves_ended=remove_idle_throttles,
+                )
+                self.role.active = active
+                try:
+                    reason = await active.run()
+                finally:
+                    self.role.active = None
+                    await transport.close()
+                if reason == "session lost":
+                    return
+                await release_if_ours(store)
+        finally:
+            inbox.close()
+
+    async def _register(self, store: Store, inbox: Inbox) -> None:
+        """The ephemeral /reassignd/controllers/<id> naming this instance's listener."""
+        payload = encode_listener(self.listener.host, self.listener.port)
+        path = controller_path(self.controller_id)
+        while True:
+            try:
+                await store.create(path, payload, ephemeral=True, makepath=True)
+                return
+            except NodeExistsError:
+                stat = await store.exists(path)
+                if stat is not None and stat.ephemeral_owner == store.session_id:
+                    return
+                log.warning(
+                    "%s exists (an earlier session of controller %d, or a duplicate id): waiting for it to go",
+                    path,
+                    self.controller_id,
+                )
+                await asyncio.sleep(CONNECT_RETRY_S)
+            except NoNodeError:
+                continue
+
+
+def _endpoint(active: ActiveController | None, broker_id: int) -> tuple[str, int] | None:
+    state = active.state if active is not None else None
+    if state is None:
+        return None
+    broker = state.brokers.get(broker_id)
+    return None if broker is None else (broker.host, broker.port)
+
+
+async def _close_quietly(store: Store) -> None:
+    try:
+        async with asyncio.timeout(5.0):
+            await store.close()
+    except Exception as e:  # closing a dead session must not stop the daemon
+        log.info("closing the ZooKeeper session: %r", e)
+
+
+# ---- command line ----------------------------------------------------------------------------
+
+
+class UsageError(Exception):
+    pass
+
+
+def parse_listen(text: str) -> tuple[str, int]:
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise UsageError(f"--listen must be HOST:PORT with PORT in 0..65535, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+def parse_args(argv: list[str]) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(prog="reassignd controller", description="Run a reassignment controller instance.")
+    parser.add_argument("--zookeeper", required=True, help="HOST:PORT[,HOST:PORT...][/chroot]")
+    parser.add_argument("--id", required=True, type=int, help="this controller's id (written to /controller)")
+    parser.add_argument("--listen", required=True, help="HOST:PORT of the admin listener (port 0: any)")
+    parser.add_argument("--config", help="JSON file with caps and timeouts (controller.core.config)")
+    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
+    return parser.parse_args(argv)
+
+
+async def _serve(daemon: ControllerDaemon, shutdown_timeout: float) -> int:
+    loop = asyncio.get_running_loop()
+    stop = asyncio.Event()
+    for sig in (signal.SIGTERM, signal.SIGINT):
+        loop.add_signal_handler(sig, stop.set)
+    task = asyncio.create_task(daemon.run(), name="controller")
+    stopper = asyncio.create_task(stop.wait())
+    done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
+    if task in done:
+        stopper.cancel()
+        exc = task.exception()
+        if exc is not None:
+            log.error("controller stopped: %r", exc)
+            return 1
+        return 0
+    log.info("signal received: shutting down")
+    task.cancel()
+    try:
+        async with asyncio.timeout(shutdown_timeout):
+            await asyncio.gather(task, return_exceptions=True)
+    except TimeoutError:
+        log.warning("shutdown took longer than %.1fs: exiting anyway", shutdown_timeout)
+    return 0
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    logging.basicConfig(
+        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        if args.id < 0 or args.id > 2**31 - 1:
+            raise UsageError(f"--id must be in 0..2147483647, got {args.id}")
+        listen = parse_listen(args.listen)
+        paths.split_connect_string(args.zookeeper)
+        config = load_config(args.config) if args.config else ControllerConfig()
+    except (UsageError, ConfigError, ValueError) as e:
+        print(f"reassignd controller: {e}", file=sys.stderr)
+        return 2
+    daemon = ControllerDaemon(args.zookeeper, args.id, listen, config)
+    try:
+        return asyncio.run(_serve(daemon, config.shutdown_timeout_s))
+    except OSError as e:
+        print(f"reassignd controller: {e}", file=sys.stderr)
+        return 1

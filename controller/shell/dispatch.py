@@ -1,0 +1,140 @@
+"""Carries an engine step's broker commands out, in order per broker, without blocking the loop.
+
+One worker per broker sends that broker's requests one after another (a broker must see a
+partition's LeaderAndIsr before its StopReplica); different brokers proceed in parallel. A
+send that fails for a connection reason is retried with backoff while the broker is still
+registered. When every StopReplica of a step has been sent (answered or given up on), a
+:class:`controller.core.events.StopReplicaSent` goes on the controller's event queue: broker
+responses become events like everything else.
+
+    dispatcher = Dispatcher(transport, queue, config, is_live=lambda b: b in state.brokers)
+    dispatcher.send(step.commands)
+    await dispatcher.close()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Callable
+
+from controller.core.commands import STOP_REPLICA, BrokerCommand
+from controller.core.config import ControllerConfig
+from controller.core.events import StopReplicaSent
+from protocol.errors import ErrorCode, error_name
+from protocol.exceptions import DecodeError, EncodeError
+
+log = logging.getLogger("reassignd.controller")
+
+
+class _Countdown:
+    def __init__(self, n: int, fire: Callable[[], None]):
+        self.n = n
+        self.fire = fire
+
+    def done(self) -> None:
+        self.n -= 1
+        if self.n == 0:
+            self.fire()
+
+
+def response_errors(command: BrokerCommand, body: dict) -> list[str]:
+    """Non-zero error codes in a LeaderAndIsr / StopReplica / UpdateMetadata answer."""
+    out = []
+    top = body.get("error_code", 0)
+    if top:
+        out.append(error_name(top))
+    for entry in body.get("partition_errors") or []:
+        code = entry.get("error_code", 0)
+        if code:
+            out.append(f"{entry.get('topic_name')}-{entry.get('partition_index')}: {error_name(code)}")
+    return out
+
+
+class Dispatcher:
+    def __init__(
+        self,
+        transport,
+        queue: asyncio.Queue,
+        config: ControllerConfig,
+        is_live: Callable[[int], bool],
+    ):
+        self.transport = transport
+        self.queue = queue
+        self.config = config
+        self.is_live = is_live
+        self._queues: dict[int, asyncio.Queue] = {}
+        self._workers: dict[int, asyncio.Task] = {}
+        self.sent = 0
+        self.failed = 0
+
+    def send(self, commands: list[BrokerCommand]) -> None:
+        stops = [c for c in commands if c.api_key == STOP_REPLICA]
+        countdown = None
+        if stops:
+            partitions = tuple(tp for c in stops for tp in c.partitions)
+            countdown = _Countdown(len(stops), lambda: self.queue.put_nowait(StopReplicaSent(partitions)))
+        for command in commands:
+            q = self._queues.get(command.broker_id)
+            if q is None:
+                q = self._queues[command.broker_id] = asyncio.Queue()
+                self._workers[command.broker_id] = asyncio.create_task(
+                    self._worker(command.broker_id, q), name=f"dispatch-{command.broker_id}"
+                )
+            q.put_nowait((command, countdown if command.api_key == STOP_REPLICA else None))
+
+    async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
+        while True:
+            item = await q.get()
+            if item is None:  # close()
+                return
+            command, countdown = item
+            try:
+                await self._send(command)
+            except Exception:  # a bug in one send must not stop this broker's worker
+                log.exception("sending %s to broker %d failed", command.name, broker_id)
+            finally:
+                if countdown is not None:
+                    countdown.done()
+
+    async def _send(self, command: BrokerCommand) -> None:
+        cfg = self.config
+        for attempt in range(cfg.request_retries + 1):
+            try:
+                # asyncio.timeout, not wait_for: in 3.11 wait_for can swallow a cancellation.
+                async with asyncio.timeout(cfg.request_timeout_s):
+                    if command.encoded is not None and getattr(self.transport, "takes_encoded", False):
+                        body = await self.transport.request(
+                            command.broker_id, command.api_key, command.api_version, command.body,
+                            encoded=command.encoded,
+                        )
+                    else:
+                        body = await self.transport.request(
+                            command.broker_id, command.api_key, command.api_version, command.body
+                        )
+            except (OSError, ConnectionError, TimeoutError, DecodeError) as e:
+                if attempt == cfg.request_retries or not self.is_live(command.broker_id):
+                    self.failed += 1
+                    log.info("%s to broker %d not delivered: %r", command.name, command.broker_id, e)
+                    return
+                await asyncio.sleep(cfg.retry_backoff_s * (2**attempt))
+                continue
+            except EncodeError:
+                self.failed += 1
+                log.exception("%s to broker %d cannot be encoded", command.name, command.broker_id)
+                return
+            self.sent += 1
+            errors = response_errors(command, body)
+            if errors:
+                level = logging.WARNING if str(ErrorCode.STALE_CONTROLLER_EPOCH.name) in " ".join(errors) else logging.INFO
+                log.log(level, "%s to broker %d answered: %s", command.name, command.broker_id, ", ".join(errors[:10]))
+            return
+
+    async def close(self) -> None:
+        workers, self._workers = list(self._workers.values()), {}
+        queues, self._queues = list(self._queues.values()), {}
+        for q in queues:
+            q.put_nowait(None)
+        for w in workers:
+            w.cancel()
+        await asyncio.gather(*workers, return_exceptions=True)

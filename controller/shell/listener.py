@@ -1,0 +1,325 @@
+"""The controller's admin listener: Kafka's wire protocol on the ``--listen`` socket.
+
+The server part only: framing, decoding, pipelining, limits, encoding. What a request means is
+up to the :class:`RequestHandler` passed in (``controller.shell.admin.handler.AdminHandler`` serves
+the API table).
+
+    listener = AdminListener("127.0.0.1", 9190, handler, limits=ListenerLimits.from_config(config))
+    host, port = await listener.start()          # bound now (port 0 picks one)
+    ...
+    await listener.close()
+
+One connection, step by step:
+
+ 1. Accept. Beyond ``max_connections`` open connections the new one is closed at once (the
+    client sees EOF and may retry elsewhere); the others are untouched.
+ 2. A reader reads frames: the 4-byte size first, checked against ``[MIN_REQUEST_BYTES,
+    max_request_bytes]`` before the body is read, then the body. Each frame starts its own
+    task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
+    requests and ``max_pipelined_bytes`` request bytes wait there (a request bigger than
+    that is read once the FIFO is empty), so a client that sends faster than it reads meets
+    TCP back-pressure and a connection's read-ahead memory stays bounded.
+ 3. A writer takes the FIFO in order and writes each answer when ITS task is done: requests
+    are handled concurrently but answered in request order (Kafka's guarantee per connection).
+ 4. Nothing read and nothing in flight for ``idle_timeout_s``: the connection is closed.
+ 5. What closes only this connection (after the answers to earlier requests are written):
+    a bad size, bytes that do not decode, an API key or version the handler does not serve
+    (as a Kafka broker does), a response that cannot be encoded even as an error response.
+    A handler's own failure is not one of them: the handler turns it into that API's error
+    response (UNKNOWN_SERVER_ERROR) and the connection carries on.
+
+An ApiVersions request of a version the codec does not know gets Kafka's answer: a v0
+response with UNSUPPORTED_VERSION and the supported ranges (KIP-511).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import struct
+import time
+from dataclasses import dataclass, replace
+from typing import Protocol
+
+import protocol
+from protocol.errors import ErrorCode
+from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
+
+log = logging.getLogger("reassignd.listener")
+
+API_VERSIONS = 18
+# Kafka's socket.request.max.bytes default: refused before a byte of the body is read.
+MAX_REQUEST_BYTES = 100 * 1024 * 1024
+# The smallest request: a v1 header with a null client id (api key, version, correlation id).
+MIN_REQUEST_BYTES = 10
+# Defaults when no configuration is given (see controller.core.config for their reasons).
+MAX_CONNECTIONS = 512
+IDLE_TIMEOUT_S = 600.0
+MAX_PIPELINED = 64
+MAX_PIPELINED_BYTES = 100 * 1024 * 1024
+
+
+class RequestHandler(Protocol):
+    def api_versions(self) -> list[dict]:
+        """``[{"api_key", "min_version", "max_version"}]`` this handler serves."""
+
+    async def handle(self, header: dict, body: dict) -> dict | EncodedBody | None:
+        """The response body for one decoded request (a dict, or the bytes of one already
+        encoded); None closes the connection."""
+
+    # Optional: ``error_response(header, body, code, message) -> dict | None``, the whole
+    # response of a request that failed as a whole (used when a handler's answer cannot be
+    # encoded); without it such a failure closes the connection.
+
+
+@dataclass(frozen=True, slots=True)
+class ListenerLimits:
+    max_request_bytes: int = MAX_REQUEST_BYTES
+    max_connections: int = MAX_CONNECTIONS
+    idle_timeout_s: float = IDLE_TIMEOUT_S
+    max_pipelined: int = MAX_PIPELINED
+    max_pipelined_bytes: int = MAX_PIPELINED_BYTES
+
+    @classmethod
+    def from_config(cls, config) -> ListenerLimits:
+        return cls(
+            max_request_bytes=config.listener_max_request_bytes,
+            max_connections=config.listener_max_connections,
+            idle_timeout_s=float(config.listener_idle_timeout_s),
+            max_pipelined=config.listener_max_pipelined,
+            max_pipelined_bytes=config.listener_max_pipelined_bytes,
+        )
+
+
+class EncodedBody(bytes):
+    """A response body a handler has already encoded (``protocol.encode_body`` for the
+    request's API and version): the listener only adds the frame and the response header.
+    Lets a handler reuse the bytes of an answer that has not changed since it was built."""
+
+
+def frame_encoded(api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
+    header = struct.pack(">i", correlation_id)
+    if protocol.response_header_version(api_key, api_version) >= 1:
+        header += b"\x00"  # flexible response header: no tagged fields
+    return struct.pack(">i", len(header) + len(body)) + header + body
+
+
+class UnservedRequest(Exception):
+    """A request for an API the handler does not serve: the connection is closed."""
+
+
+class _Close:
+    """Queued in place of a request: close the connection once earlier answers are out."""
+
+    __slots__ = ("reason",)
+
+    def __init__(self, reason: str):
+        self.reason = reason
+
+
+@dataclass
+class Stats:
+    accepted: int = 0
+    refused: int = 0  # over max_connections
+    idle_closed: int = 0
+    requests: int = 0
+
+
+class AdminListener:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        handler: RequestHandler,
+        *,
+        limits: ListenerLimits | None = None,
+        max_request_bytes: int | None = None,
+    ):
+        self.host = host
+        self.port = port
+        self.handler = handler
+        limits = limits or ListenerLimits()
+        if max_request_bytes is not None:
+            limits = replace(limits, max_request_bytes=max_request_bytes)
+        self.limits = limits
+        self.stats = Stats()
+        self._server: asyncio.base_events.Server | None = None
+        self._tasks: set[asyncio.Task] = set()
+        self._writers: set[asyncio.StreamWriter] = set()
+
+    @property
+    def max_request_bytes(self) -> int:
+        return self.limits.max_request_bytes
+
+    @property
+    def connections(self) -> int:
+        return len(self._writers)
+
+    async def start(self) -> tuple[str, int]:
+        """Bind and listen; returns the bound (host, port)."""
+        self._server = await asyncio.start_server(
+            self._serve, self.host, self.port, reuse_address=True, backlog=max(100, self.limits.max_connections)
+        )
+        self.port = self._server.sockets[0].getsockname()[1]
+        return self.host, self.port
+
+    async def close(self) -> None:
+        if self._server is not None:
+            self._server.close()
+        for writer in list(self._writers):
+            writer.close()
+        for task in list(self._tasks):
+            task.cancel()
+        if self._tasks:
+            await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self._server is not None:
+            await self._server.wait_closed()
+            self._server = None
+
+    # ---- one connection ----------------------------------------------------------------------
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        peer = writer.get_extra_info("peername")
+        if len(self._writers) >= self.limits.max_connections:
+            self.stats.refused += 1
+            log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, len(self._writers))
+            writer.close()
+            return
+        self.stats.accepted += 1
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        self._writers.add(writer)
+        queue: asyncio.Queue = asyncio.Queue(self.limits.max_pipelined)
+        conn = _Connection()
+        reading = asyncio.create_task(self._read(reader, queue, conn, peer))
+        try:
+            await self._write(writer, queue, conn, peer)
+        except (ConnectionError, asyncio.IncompleteReadError):
+            pass
+        except Exception:  # one bad request must never take the listener down
+            log.exception("closing admin connection from %s after an unexpected error", peer)
+        finally:
+            reading.cancel()
+            await asyncio.gather(reading, return_exceptions=True)  # queues nothing more
+            while not queue.empty():  # requests read but not answered: dropped with the connection
+                item = queue.get_nowait()
+                if isinstance(item, tuple):
+                    item[0].cancel()
+            self._writers.discard(writer)
+            self._tasks.discard(task)
+            writer.close()
+
+    async def _read(self, reader: asyncio.StreamReader, queue: asyncio.Queue, conn: _Connection, peer) -> None:
+        """Steps 2 and 4: frames in, one task each, queued in arrival order."""
+        try:
+            while True:
+                head = await self._read_idle(reader, 4, conn)
+                if head is None:
+                    await queue.put(_Close("idle"))
+                    return
+                (size,) = struct.unpack(">i", head)
+                if not MIN_REQUEST_BYTES <= size <= self.limits.max_request_bytes:
+                    await queue.put(
+                        _Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {self.limits.max_request_bytes}]")
+                    )
+                    return
+                # Read-ahead bound in bytes: wait for earlier answers before taking this body.
+                while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
+                    conn.freed.clear()
+                    await conn.freed.wait()
+                rest = await self._read_idle(reader, size, conn)
+                if rest is None:
+                    await queue.put(_Close("idle in the middle of a request"))
+                    return
+                conn.in_flight += 1
+                conn.bytes_in_flight += size
+                conn.touch()
+                self.stats.requests += 1
+                await queue.put((asyncio.create_task(self.respond(head + rest)), size))
+        except (asyncio.IncompleteReadError, ConnectionError):
+            await queue.put(None)  # the peer went away: stop after what is queued
+        except asyncio.CancelledError:
+            raise
+
+    async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: _Connection) -> bytes | None:
+        """``n`` bytes, or None once the connection has been idle for the idle timeout."""
+        idle = self.limits.idle_timeout_s
+        while True:
+            wait = conn.last_activity + idle - time.monotonic()
+            if conn.in_flight:
+                wait = max(wait, idle)  # busy is not idle: look again later
+            if wait <= 0:
+                return None
+            try:
+                # readexactly only consumes once all n bytes are there: a timeout loses nothing.
+                return await asyncio.wait_for(reader.readexactly(n), wait)
+            except TimeoutError:
+                continue
+
+    async def _write(self, writer: asyncio.StreamWriter, queue: asyncio.Queue, conn: _Connection, peer) -> None:
+        """Step 3: answers out in request order; step 5: closing after the earlier answers."""
+        while True:
+            item = await queue.get()
+            if item is None:
+                return
+            if isinstance(item, _Close):
+                if item.reason == "idle":
+                    self.stats.idle_closed += 1
+                    log.info("closing idle admin connection from %s", peer)
+                else:
+                    log.info("closing admin connection from %s: %s", peer, item.reason)
+                return
+            task, size = item
+            try:
+                answer = await task
+            except (DecodeError, EncodeError, UnservedRequest) as e:
+                log.info("closing admin connection from %s: %s", peer, e)
+                return
+            finally:
+                conn.in_flight -= 1
+                conn.bytes_in_flight -= size
+                conn.freed.set()
+                conn.touch()
+            writer.write(answer)
+            await writer.drain()
+
+    async def respond(self, frame: bytes) -> bytes:
+        """The response frame for one request frame; raises DecodeError, EncodeError or
+        UnservedRequest when the connection must be closed instead."""
+        try:
+            header, body = protocol.decode_request(frame)
+        except UnsupportedVersionError as e:
+            if e.api_key == API_VERSIONS and e.correlation_id is not None:
+                answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self.handler.api_versions()}
+                return protocol.encode_response(API_VERSIONS, 0, e.correlation_id, answer)
+            raise
+        key, version, correlation = header["request_api_key"], header["request_api_version"], header["correlation_id"]
+        response = await self.handler.handle(header, body)
+        if response is None:
+            raise UnservedRequest(f"API {key} v{version} is not served here")
+        if isinstance(response, EncodedBody):
+            return frame_encoded(key, version, correlation, response)
+        try:
+            return protocol.encode_response(key, version, correlation, response)
+        except EncodeError as e:
+            fallback = getattr(self.handler, "error_response", None)
+            if fallback is None:
+                raise
+            log.error("API %d v%d: the answer cannot be encoded (%s): sending an error response", key, version, e)
+            error = fallback(header, body, ErrorCode.UNKNOWN_SERVER_ERROR, "the controller built a bad response")
+            if error is None:
+                raise
+            return protocol.encode_response(key, version, correlation, error)
+
+
+class _Connection:
+    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity")
+
+    def __init__(self) -> None:
+        self.in_flight = 0
+        self.bytes_in_flight = 0
+        self.freed = asyncio.Event()  # set whenever an answer leaves (read-ahead room freed)
+        self.last_activity = time.monotonic()
+
+    def touch(self) -> None:
+        self.last_activity = time.monotonic()

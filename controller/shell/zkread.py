@@ -1,0 +1,192 @@
+"""The controller's ZooKeeper reads, turned into the engine's state types.
+
+Every function takes a :class:`znodes.api.Store`, reads concurrently in bounded chunks, and
+returns what it read plus log lines for payloads it had to skip (a malformed znode is reported,
+never fatal, and never rewritten on the strength of a guess). Store errors other than "no such
+node" propagate: the caller (controller.shell.active) reloads on them.
+
+    brokers, log = await read_brokers(store, watch=True)
+    states, log = await read_states(store, [("t", 0), ("t", 1)])
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterable
+
+from controller.core.events import QueueRead, RequestsRead
+from znodes import paths
+from znodes.api import Store
+from znodes.errors import ZnodeFormatError
+from znodes.payloads import (
+    decode_notification,
+    decode_record_full,
+    decode_requests,
+    decode_state,
+    decode_topic,
+)
+from znodes.reads import READ_CONCURRENCY, children_or_empty, get_many, get_or_none
+from znodes.values import Assignment, LeaderIsr, TopicPartition
+
+
+async def read_topic_names(store: Store, watch: bool = False) -> list[str]:
+    return sorted(await children_or_empty(store, paths.TOPICS, watch=watch))
+
+
+async def read_topics(
+    store: Store, names: Iterable[str]
+) -> tuple[dict[str, tuple[int, dict[int, Assignment]] | None], list[str]]:
+    log: list[str] = []
+    valid = []
+    for name in names:
+        try:
+            paths.validate_topic_name(name)
+            valid.append(name)
+        except ValueError as e:
+            log.append(f"ignoring topic {name!r}: {e}")
+    reads = await get_many(store, [paths.topic(n) for n in valid])
+    out: dict[str, tuple[int, dict[int, Assignment]] | None] = {}
+    for name, read in zip(valid, reads):
+        if read is None:
+            out[name] = None
+            continue
+        data, stat = read
+        try:
+            out[name] = (stat.version, decode_topic(paths.topic(name), data))
+        except ZnodeFormatError as e:
+            log.append(f"ignoring topic {name!r}: {e}")
+    return out, log
+
+
+async def _read_entries(store: Store, path: str, event):
+    """A znode in /admin/reassign_partitions' format read entry by entry into ``event``:
+    absent, malformed as a whole (``error``), or its entries with the ones refused."""
+    read = await get_or_none(store, path)
+    if read is None:
+        return event(None, None)
+    data, stat = read
+    try:
+        entries, rejected = decode_requests(path, data)
+    except ZnodeFormatError as e:
+        return event(stat.version, None, error=str(e))
+    return event(stat.version, tuple(entries), rejected=tuple(rejected))
+
+
+async def read_requests(store: Store) -> RequestsRead:
+    return await _read_entries(store, paths.REASSIGN_PARTITIONS, RequestsRead)
+
+
+async def read_queue(store: Store) -> QueueRead:
+    """``/admin/reassign_partitions_queue`` (KIP-236), entry by entry like the requests znode."""
+    return await _read_entries(store, paths.REASSIGN_QUEUE, QueueRead)
+
+
+async def read_records(
+    store: Store, skip: Iterable[TopicPartition] = ()
+) -> tuple[
+    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], set[TopicPartition], list[str]
+]:
+    """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; the number of
+    records under each ``/admin/reassignments/T`` parent (0 for an empty parent); and the
+    records marked ``cancelling`` (a KIP-236 rollback under way).
+
+    Records in ``skip`` are listed in the counts but not read: they are returned as ``...``.
+    """
+    skip = set(skip)
+    log: list[str] = []
+    topics = await children_or_empty(store, paths.REASSIGNMENTS)
+    keys: list[TopicPartition] = []
+    counts: dict[str, int] = {}
+    valid = []
+    for topic in sorted(topics):
+        try:
+            paths.validate_topic_name(topic)
+            valid.append(topic)
+        except ValueError as e:
+            log.append(f"ignoring /admin/reassignments/{topic}: {e}")
+    # Every parent listed at once (a failover with moves in 100 topics waits for one round
+    # trip, not 100), READ_CONCURRENCY at a time.
+    listings: list[list[str]] = []
+    for i in range(0, len(valid), READ_CONCURRENCY):
+        chunk = valid[i : i + READ_CONCURRENCY]
+        listings += await asyncio.gather(*(children_or_empty(store, paths.reassignment_topic(t)) for t in chunk))
+    for topic, names in zip(valid, listings):
+        counts[topic] = len(names)
+        for name in names:
+            try:
+                keys.append((topic, paths.parse_id(name, "partition")))
+            except ValueError as e:
+                log.append(f"ignoring /admin/reassignments/{topic}/{name}: {e}")
+    out: dict = {tp: ... for tp in keys if tp in skip}
+    keys = [tp for tp in keys if tp not in skip]
+    reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
+    cancelling: set[TopicPartition] = set()
+    for tp, read in zip(keys, reads):
+        if read is None:
+            continue
+        try:
+            target, original, flag = decode_record_full(paths.reassignment(*tp), read[0])
+        except ZnodeFormatError as e:
+            log.append(f"malformed reassignment record: {e}")
+            out[tp] = None
+            continue
+        out[tp] = (target, original)
+        if flag:
+            cancelling.add(tp)
+    return out, counts, cancelling, log
+
+
+async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:
+    log: list[str] = []
+    keys = list(tps)
+    reads = await get_many(store, [paths.partition_state(*tp) for tp in keys])
+    out: dict[TopicPartition, LeaderIsr | None] = {}
+    for tp, read in zip(keys, reads):
+        if read is None:
+            out[tp] = None
+            continue
+        data, stat = read
+        try:
+            out[tp] = decode_state(paths.partition_state(*tp), data, stat.version)
+        except ZnodeFormatError as e:
+            log.append(f"unreadable partition state: {e}")
+    return out, log
+
+
+async def read_notifications(
+    store: Store, watch: bool = False
+) -> tuple[list[str], dict[TopicPartition, LeaderIsr | None], list[str]]:
+    """(notification paths, in sequence order; partitions they name; log).
+
+    Each partition maps to the newest state (highest zkVersion) its notifications carried,
+    or None when none carried one: that state must be read from its znode.
+    A malformed notification is listed for deletion too: it can never become readable, and
+    left in place it would be re-read after every change.
+    """
+    log: list[str] = []
+    names = sorted(await children_or_empty(store, paths.ISR_CHANGE_NOTIFICATION, watch=watch))
+    note_paths = [paths.join(paths.ISR_CHANGE_NOTIFICATION, n) for n in names]
+    reads = await get_many(store, note_paths)
+    partitions: dict[TopicPartition, LeaderIsr | None] = {}
+    found = []
+    for path, read in zip(note_paths, reads):
+        if read is None:
+            continue
+        found.append(path)
+        try:
+            entries = decode_notification(path, read[0])
+        except ZnodeFormatError as e:
+            log.append(f"deleting malformed ISR change notification: {e}")
+            continue
+        for tp, state in entries:
+            if tp not in partitions:
+                partitions[tp] = state
+                continue
+            known = partitions[tp]
+            if known is None or state is None:
+                # An entry without a state (a Kafka broker's) announces a change whose
+                # version nobody told: only the znode says what is newest.
+                partitions[tp] = None
+            elif state.zk_version > known.zk_version:
+                partitions[tp] = state
+    return found, partitions, log

@@ -1,0 +1,262 @@
+"""Znode payloads <-> the controller's state types, through :mod:`znodes.models`.
+
+Decoders raise :class:`znodes.errors.ZnodeFormatError` (path and reason) and nothing else.
+``/admin/reassign_partitions`` is read entry by entry: one bad entry is dropped with its reason
+(the engine rewrites the znode without it), it does not reject the others.
+
+    decode_topic("/brokers/topics/t", b'{"version":2,"partitions":{"0":[1,2]}}')
+    # {0: Assignment(replicas=(1, 2), adding=(), removing=())}
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterable
+
+from pydantic import StrictBool, ValidationError
+
+from znodes import models
+from znodes.errors import ZnodeFormatError
+from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+
+LISTENER = "PLAINTEXT"
+
+
+# ---- /brokers/topics/T ---------------------------------------------------------------------
+
+
+def decode_topic(path: str, data: bytes) -> dict[int, Assignment]:
+    m = models.TopicAssignment.from_bytes(path, data)
+    return {
+        p: Assignment(tuple(replicas), tuple(m.adding_replicas.get(p, ())), tuple(m.removing_replicas.get(p, ())))
+        for p, replicas in sorted(m.partitions.items())
+    }
+
+
+def encode_topic(assignments: dict[int, Assignment]) -> bytes:
+    # Built from validated state: skip re-validation (a 10,000-partition topic is hot).
+    return models.TopicAssignment.model_construct(
+        version=2,
+        partitions={p: list(a.replicas) for p, a in assignments.items()},
+        adding_replicas={p: list(a.adding) for p, a in assignments.items() if a.adding},
+        removing_replicas={p: list(a.removing) for p, a in assignments.items() if a.removing},
+        topic_id=None,
+    ).to_bytes()
+
+
+# ---- /brokers/topics/T/partitions/P/state --------------------------------------------------
+
+
+# The keys of a state znode as Kafka (before 3.2) and every simulated broker write it.
+_PLAIN_STATE_KEYS = frozenset({"controller_epoch", "leader", "version", "leader_epoch", "isr"})
+_INT32_MAX = 2**31 - 1
+
+
+def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
+    # Hot (every partition at election, for the full UpdateMetadata): the plain shape is
+    # checked here as the model would check it; anything else - an error, an extra key, a
+    # value out of range - goes to the model, which accepts it or says what is wrong.
+    state = _plain_state(data, zk_version)
+    if state is not None:
+        return state
+    m = models.PartitionState.from_bytes(path, data)
+    return LeaderIsr(m.leader, m.leader_epoch, m.controller_epoch, tuple(m.isr), zk_version)
+
+
+def _plain_state(data, zk_version: int) -> LeaderIsr | None:
+    """The state if ``data`` is a plain, valid state znode; else None (not an error)."""
+    if type(data) is not bytes:
+        return None
+    try:
+        doc = _STATE_JSON.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if type(doc) is not dict or doc.keys() != _PLAIN_STATE_KEYS:
+        return None
+    version = doc["version"]
+    leader, leader_epoch, controller_epoch, isr = (
+        doc.get("leader"), doc.get("leader_epoch"), doc.get("controller_epoch"), doc.get("isr"),
+    )
+    if not (
+        type(version) is int and version == 1
+        and type(leader) is int and -2 <= leader <= _INT32_MAX
+        and type(leader_epoch) is int and 0 <= leader_epoch <= _INT32_MAX
+        and type(controller_epoch) is int and 0 <= controller_epoch <= _INT32_MAX
+        and type(isr) is list
+    ):
+        return None
+    for b in isr:
+        if type(b) is not int or not 0 <= b <= _INT32_MAX:
+            return None
+    if len(set(isr)) != len(isr):
+        return None
+    return LeaderIsr(leader, leader_epoch, controller_epoch, tuple(isr), zk_version)
+
+
+def _no_constant(name: str):
+    raise ValueError(name)  # NaN, Infinity: never a plain state
+
+
+_STATE_JSON = json.JSONDecoder(parse_constant=_no_constant)  # one decoder, not one per call
+
+
+def encode_state(state: LeaderIsr) -> bytes:
+    # Hot (one per completed move): formatted directly from the ints of validated state, the
+    # same bytes as models.PartitionState(...).to_bytes() (tests/controller/test_payloads.py).
+    return (
+        f'{{"controller_epoch":{int(state.controller_epoch)},"leader":{int(state.leader)},"version":1,'
+        f'"leader_epoch":{int(state.leader_epoch)},"isr":[{_ints(state.isr)}]}}'
+    ).encode()
+
+
+def _ints(values) -> str:
+    return ",".join([str(int(v)) for v in values])
+
+
+# ---- /admin/reassign_partitions ------------------------------------------------------------
+
+
+def decode_requests(path: str, data: bytes) -> tuple[list[Request], list[str]]:
+    """(valid entries in order, reasons for the entries that are not).
+
+    A payload that is not a ``{"version":1,"partitions":[...]}`` object at all raises
+    ZnodeFormatError: then nothing in it can be trusted and nothing is changed.
+    """
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError, RecursionError) as e:
+        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
+    if not isinstance(obj, dict):
+        raise ZnodeFormatError(path, "expected a JSON object")
+    version = obj.get("version", 1)
+    if version != 1 or isinstance(version, bool):
+        raise ZnodeFormatError(path, f"unsupported version {version!r} (supported: 1)")
+    entries = obj.get("partitions")
+    if not isinstance(entries, list):
+        raise ZnodeFormatError(path, "partitions must be a list")
+    good: list[Request] = []
+    bad: list[str] = []
+    for i, raw in enumerate(entries):
+        try:
+            e = models.ReassignEntry.model_validate(raw)
+        except ValidationError as exc:
+            what = f"{raw.get('topic')}-{raw.get('partition')}" if isinstance(raw, dict) else f"entry {i}"
+            reasons = "; ".join(f"{'.'.join(map(str, err['loc'])) or 'entry'}: {err['msg']}" for err in exc.errors())
+            bad.append(f"dropping entry {i} ({what}) of {path}: {reasons}")
+            continue
+        good.append(
+            Request(
+                e.topic,
+                e.partition,
+                tuple(e.replicas),
+                tuple(e.original_replicas) if e.original_replicas is not None else None,
+                tuple(e.log_dirs) if e.log_dirs is not None else None,
+            )
+        )
+    return good, bad
+
+
+def encode_requests(requests: Iterable[Request]) -> bytes:
+    entries = []
+    for r in requests:
+        entry: dict = {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
+        if r.original_replicas is not None:
+            entry["original_replicas"] = list(r.original_replicas)
+        if r.log_dirs is not None:
+            entry["log_dirs"] = list(r.log_dirs)
+        entries.append(entry)
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
+
+
+# ---- /admin/reassignments/T/P (KIP-240) ----------------------------------------------------
+
+
+class _Record(models.ReassignmentRecord):
+    """The KIP-240 record plus this controller's ``"cancelling": true`` while a KIP-236
+    rollback of the move runs. The flag lives in the record because only the controller writes
+    the record (tools rewrite ``/admin/reassign_partitions`` and would drop a flag there) and
+    the record exists exactly as long as the move does; readers of the KIP-240 format ignore
+    the extra key."""
+
+    cancelling: StrictBool = False
+
+    def _to_json(self) -> dict:
+        out = super()._to_json()
+        if self.cancelling:
+            out["cancelling"] = True
+        return out
+
+
+def decode_record(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """(target replicas, original replicas)."""
+    m = models.ReassignmentRecord.from_bytes(path, data)
+    return tuple(m.replicas), tuple(m.original_replicas)
+
+
+def decode_record_full(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
+    """(target replicas, original replicas, a KIP-236 rollback of the move is under way)."""
+    m = _Record.from_bytes(path, data)
+    return tuple(m.replicas), tuple(m.original_replicas), m.cancelling
+
+
+def encode_record(target, original, cancelling: bool = False) -> bytes:
+    # Hot (one per started move): the same bytes as _Record(...).to_bytes(), formatted directly.
+    flag = ',"cancelling":true' if cancelling else ""
+    return f'{{"version":1,"replicas":[{_ints(target)}],"original_replicas":[{_ints(original)}]{flag}}}'.encode()
+
+
+# ---- /brokers/ids/N, /controller, /controller_epoch, notifications --------------------------
+
+
+def decode_broker(path: str, data: bytes, broker_id: int, czxid: int) -> Broker:
+    m = models.BrokerRegistration.from_bytes(path, data)
+    endpoint = next((e for e in m.parsed_endpoints() if e.listener == LISTENER), None)
+    if endpoint is None:
+        raise ZnodeFormatError(path, f"broker {broker_id} has no {LISTENER} endpoint")
+    return Broker(broker_id, endpoint.host, endpoint.port, m.rack, czxid)
+
+
+def encode_controller(controller_id: int, timestamp_ms: int) -> bytes:
+    return models.ControllerZnode(version=1, brokerid=controller_id, timestamp=str(timestamp_ms)).to_bytes()
+
+
+def decode_controller(path: str, data: bytes) -> int:
+    return models.ControllerZnode.from_bytes(path, data).brokerid
+
+
+def decode_epoch(path: str, data: bytes) -> int:
+    return models.ControllerEpoch.from_bytes(path, data).epoch
+
+
+def encode_epoch(epoch: int) -> bytes:
+    return models.ControllerEpoch(epoch=epoch).to_bytes()
+
+
+def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, LeaderIsr | None]]:
+    """The partitions a notification names, each with the state its leader wrote when the
+    entry carries one (reassignd's brokers), else None (Kafka's format: read the znode)."""
+    m = models.IsrChangeNotification.from_bytes(path, data)
+    out = []
+    for p in m.partitions:
+        s = p.state
+        state = None if s is None else LeaderIsr(s.leader, s.leader_epoch, s.controller_epoch, tuple(s.isr), s.zk_version)
+        out.append(((p.topic, p.partition), state))
+    return out
+
+
+def encode_listener(host: str, port: int) -> bytes:
+    """``/reassignd/controllers/<id>``: where a controller's admin listener is."""
+    return json.dumps({"version": 1, "host": host, "port": port}, separators=(",", ":")).encode()
+
+
+def decode_listener(path: str, data: bytes) -> tuple[str, int]:
+    try:
+        obj = json.loads(bytes(data).decode("utf-8"))
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
+    if not isinstance(obj, dict) or obj.get("version") != 1:
+        raise ZnodeFormatError(path, "expected {\"version\":1,\"host\":...,\"port\":...}")
+    host, port = obj.get("host"), obj.get("port")
+    if not isinstance(host, str) or isinstance(port, bool) or not isinstance(port, int) or not 0 < port < 65536:
+        raise ZnodeFormatError(path, "host must be a string and port an int in 1..65535")
+    return host, port

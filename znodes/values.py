@@ -1,0 +1,65 @@
+"""The value types of the cluster's znodes, shared by the controller and the simulated brokers.
+
+Plain frozen data, decoded from and encoded to znode payloads by :mod:`znodes.payloads`
+(``docs/DESIGN.md`` section 3 gives the formats).
+
+    Assignment((1, 2, 3), adding=(3,), removing=(4,)).moving     # True
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+TopicPartition = tuple[str, int]
+Replicas = tuple[int, ...]
+
+
+
+@dataclass(frozen=True, slots=True)
+class Broker:
+    """A registered broker (``/brokers/ids/N``). ``epoch`` is the registration's czxid."""
+
+    id: int
+    host: str
+    port: int
+    rack: str | None = None
+    epoch: int = -1
+
+
+@dataclass(frozen=True, slots=True)
+class Assignment:
+    """One partition's entry in its topic znode (Kafka 2.4+: replicas, adding, removing)."""
+
+    replicas: Replicas
+    adding: Replicas = ()
+    removing: Replicas = ()
+
+    @property
+    def moving(self) -> bool:
+        return bool(self.adding or self.removing)
+
+
+@dataclass(frozen=True, slots=True)
+class LeaderIsr:
+    """A partition state znode with the zkVersion it was read or written at."""
+
+    leader: int
+    leader_epoch: int
+    controller_epoch: int
+    isr: Replicas
+    zk_version: int
+
+
+@dataclass(frozen=True, slots=True)
+class Request:
+    """One entry of ``/admin/reassign_partitions``; ``original_replicas`` None when not recorded."""
+
+    topic: str
+    partition: int
+    replicas: Replicas
+    original_replicas: Replicas | None = None
+    log_dirs: tuple[str, ...] | None = None  # Kafka's optional per-replica log dirs, kept as is
+
+    @property
+    def tp(self) -> TopicPartition:
+        return (self.topic, self.partition)
