@@ -30,3 +30,14 @@ pytest_plugins = [
     "tests.fixtures.zk",
     "tests.fixtures.spark",
 ]
+
+
+def pytest_terminal_summary(terminalreporter):
+    """Print the figures the suites recorded (tests/figures.py) as the run's last lines."""
+    from tests import figures
+
+    lines = figures.lines()
+    if lines:
+        terminalreporter.section("figures")
+        for line in lines:
+            terminalreporter.write_line(line)
