@@ -58,6 +58,7 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import protocol  # noqa: E402
+from controller.core.config import to_toml  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 from znodes.launcher import LocalZooKeeper  # noqa: E402
 
@@ -407,11 +408,11 @@ def main() -> int:
             populate(zk.connect_string, CHROOT, topics, args.brokers)
             populate(zk.connect_string, PEER_CHROOT, topics, args.brokers)
             print(f"populated 2 x {args.partitions} partitions in {time.perf_counter() - began:.1f}s", flush=True)
-            config = Path(tmp) / "controller.json"
+            config = Path(tmp) / "controller.toml"
             # Per-broker caps raised so the running set fills the cluster-wide cap (1,000 moves):
             # the list answers carry 1,000 partitions, not the ~40 the default caps allow here.
-            config.write_text(json.dumps({"request_retries": 1, "retry_backoff_s": 1.0, "max_cluster_moves": 1000,
-                                          "max_incoming_per_broker": 1000, "max_outgoing_per_broker": 1000}))
+            config.write_text(to_toml({"request_retries": 1, "retry_backoff_s": 1.0, "max_cluster_moves": 1000,
+                                       "max_incoming_per_broker": 1000, "max_outgoing_per_broker": 1000}))
             hosts = zk.connect_string + CHROOT
             moves = targets(topics, args.brokers, 3)
             ours: list[float] = []

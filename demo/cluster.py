@@ -23,6 +23,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from controller.core.config import to_toml
 from demo.procs import Child, Children, checkpoint
 from znodes.launcher import LocalZooKeeper, free_port
 
@@ -165,8 +166,8 @@ class LocalCluster:
             raise
 
     def _start_controllers(self, spec: ClusterSpec) -> None:
-        config = self.workdir / "controller.json"
-        config.write_text(json.dumps(spec.controller_config))
+        config = self.workdir / "controller.toml"
+        config.write_text(to_toml(spec.controller_config))
         for cid in spec.controller_ids:
             port = free_port()
             child = self.kids.spawn(

@@ -1,124 +1,256 @@
-"""The controller's tunables: concurrency caps and timeouts, loaded from a JSON file.
+"""Every setting of ``reassignd controller``, in one pydantic model, and how its sources merge.
 
 Usage::
 
-    config = load_config("controller.json")     # raises ConfigError with a clear reason
-    config = ControllerConfig()                 # the defaults
+    resolved = resolve(file=parse_toml(data, "controller.toml"), file_name="controller.toml",
+                       env=dict(os.environ), flags={"id": "101"})    # ConfigError if anything is bad
+    resolved.settings.max_incoming_per_broker    # 10
+    resolved.origins["id"]                       # "flag --id"
+    print(render_toml(resolved))                 # what --print-config shows
+    config = ControllerConfig()                  # the engine's tunables, all defaulted
 
-The file is a JSON object whose keys are the field names below; any key left out takes its
-default, an unknown key or a value of the wrong type or range is an error (a typo must not
-silently fall back to a default)::
+Sources, highest first: command-line flags, ``REASSIGND_<NAME>`` environment variables, the
+TOML file of ``--config`` (top-level ``name = value`` keys), the defaults below. Each setting is
+one field of :class:`Settings`; its description is its documentation (``--help``,
+``--print-config`` and the README table all come from it). A value is checked where it comes
+from: the file's values keep their TOML types (``"10"`` is not an integer), the environment's
+and the flags' are text converted to the field's type. Every bad value is reported, each as
+``<setting> (<source>): <reason>``; an unknown key in the file is an error (a typo must not fall
+back to a default silently).
 
-    {"max_incoming_per_broker": 10, "max_cluster_moves": 2000, "request_timeout_s": 10}
+Settings marked live are re-read on SIGHUP (controller.shell.daemon); the others need a
+restart. Pure: no file, environment or clock is read here (the shell passes them in).
 """
 
 from __future__ import annotations
 
-import json
-from dataclasses import dataclass, fields
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
+
+ENV_PREFIX = "REASSIGND_"
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
 class ConfigError(ValueError):
-    """A bad configuration file or value. The message says which key and why."""
+    """Bad settings. The message names each setting, where its value came from and why."""
 
 
-@dataclass(frozen=True, slots=True)
-class ControllerConfig:
-    # Per-broker caps on concurrent partition moves (cruise-control's
-    # num.concurrent.partition.movements.per.broker is 5 in and 5 out by default; a
-    # reassignd move is one partition, however many of its replicas change, so it is a
-    # little coarser and the default a little higher).
-    max_incoming_per_broker: int = 10  # moves adding a replica to the broker
-    max_outgoing_per_broker: int = 10  # moves removing a replica from the broker
-    # Cluster-wide cap: bounds the controller's in-memory running set and the size of a
-    # failover's re-read (cruise-control: max.num.cluster.partition.movements = 1250).
-    max_cluster_moves: int = 1000
-    # One controller->broker request (LeaderAndIsr, StopReplica, UpdateMetadata).
-    request_timeout_s: float = 10.0
-    # Sends to a registered broker are retried this many times (connection refused while
-    # the broker restarts) before the controller waits for it to re-register.
-    request_retries: int = 3
-    retry_backoff_s: float = 0.2
-    # ZooKeeper session timeout: a dead active controller is replaced this long after it died.
-    zk_session_timeout_s: float = 6.0
-    # SIGTERM: the daemon is gone within this bound whatever is in flight.
-    shutdown_timeout_s: float = 5.0
-    # Coalescing: at most this many queued events are folded into one engine step (one
-    # batched flush of ZooKeeper writes).
-    max_events_per_step: int = 10000
-    # ---- the admin listener (controller.shell.listener) ----
-    # Largest request frame accepted; bigger ones close the connection before a byte of the
-    # body is read (Kafka's socket.request.max.bytes default, 100 MiB).
-    listener_max_request_bytes: int = 100 * 1024 * 1024
-    # Open admin connections at once; further ones are closed on accept. Under the common
-    # 1024 open-file limit, leaving room for ZooKeeper and broker connections.
-    listener_max_connections: int = 512
-    # A connection with nothing in flight and no bytes for this long is closed (Kafka's
-    # connections.max.idle.ms default, 10 minutes).
-    listener_idle_timeout_s: float = 600.0
-    # Requests read ahead on one connection while earlier ones are being handled (answers
-    # still go out in request order); a client sending more waits on TCP back-pressure.
-    listener_max_pipelined: int = 64
-    # ... and at most this many request bytes: read-ahead memory per connection stays bounded
-    # however large the requests (one request of any allowed size is always read).
-    listener_max_pipelined_bytes: int = 100 * 1024 * 1024
-
-    def __post_init__(self) -> None:
-        for f in fields(self):
-            value = getattr(self, f.name)
-            want = _TYPES[f.name]
-            if isinstance(value, bool) or not isinstance(value, want):
-                raise ConfigError(f"{f.name} must be {_TYPE_NAMES[want]}, got {value!r}")
-            low = _MINIMUM[f.name]
-            if value < low:
-                raise ConfigError(f"{f.name} must be >= {low}, got {value!r}")
+def _setting(default: Any = ..., doc: str = "", *, live: bool = False, **limits: Any) -> Any:
+    return Field(default, description=doc, json_schema_extra={"live": live}, **limits)
 
 
-_INT_FIELDS = {
-    "max_incoming_per_broker": 1,
-    "max_outgoing_per_broker": 1,
-    "max_cluster_moves": 1,
-    "request_retries": 0,
-    "max_events_per_step": 1,
-    "listener_max_request_bytes": 64,  # room for a request header and a small body
-    "listener_max_connections": 1,
-    "listener_max_pipelined": 1,
-    "listener_max_pipelined_bytes": 1,
+def parse_hostport(text: str) -> tuple[str, int]:
+    """``"host:port"`` (``"[::1]:9190"`` for IPv6) -> ``("host", port)``; ValueError if malformed."""
+    host, sep, port = text.rpartition(":")
+    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
+        raise ValueError(f"must be HOST:PORT with PORT in 0..65535, got {text!r}")
+    return host.strip("[]"), int(port)
+
+
+class ControllerConfig(BaseModel):
+    """The engine's and the shell's tunables: every field has a default."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+
+    # Per-broker caps (cruise-control's num.concurrent.partition.movements.per.broker is 5 in
+    # and 5 out; a reassignd move is one partition however many replicas change, so a little
+    # coarser and the default a little higher).
+    max_incoming_per_broker: Annotated[int, _setting(10, "concurrent moves adding a replica to one broker", live=True, ge=1)]
+    max_outgoing_per_broker: Annotated[int, _setting(10, "concurrent moves removing a replica from one broker", live=True, ge=1)]
+    # Bounds the in-memory running set and a failover's re-read (cruise-control: 1250).
+    max_cluster_moves: Annotated[int, _setting(1000, "concurrent moves in the whole cluster", live=True, ge=1)]
+    request_timeout_s: Annotated[float, _setting(10.0, "timeout of one controller->broker request (LeaderAndIsr, StopReplica, UpdateMetadata)", ge=0.001)]
+    request_retries: Annotated[int, _setting(3, "retries of a send to a registered broker before waiting for it to re-register", ge=0)]
+    retry_backoff_s: Annotated[float, _setting(0.2, "wait between those retries", ge=0.0)]
+    # Below 1 s ZooKeeper negotiates it up anyway.
+    zk_session_timeout_s: Annotated[float, _setting(6.0, "ZooKeeper session timeout: a crashed active controller is replaced this long after it died", ge=1.0)]
+    shutdown_timeout_s: Annotated[float, _setting(5.0, "SIGTERM: the process is gone within this bound whatever is in flight", ge=0.1)]
+    max_events_per_step: Annotated[int, _setting(10000, "queued events folded into one engine step (one batched flush of ZooKeeper writes)", ge=1)]
+    # Kafka's socket.request.max.bytes; the minimum leaves room for a header and a small body.
+    listener_max_request_bytes: Annotated[int, _setting(100 * 1024 * 1024, "largest admin request frame accepted (bigger ones close the connection unread)", ge=64)]
+    # Under the common 1024 open-file limit, with room for ZooKeeper and broker connections.
+    listener_max_connections: Annotated[int, _setting(512, "admin connections open at once; further ones are closed on accept", ge=1)]
+    # Kafka's connections.max.idle.ms.
+    listener_idle_timeout_s: Annotated[float, _setting(600.0, "an admin connection idle this long is closed", ge=0.01)]
+    listener_max_pipelined: Annotated[int, _setting(64, "requests read ahead on one admin connection", ge=1)]
+    listener_max_pipelined_bytes: Annotated[int, _setting(100 * 1024 * 1024, "request bytes read ahead on one admin connection", ge=1)]
+
+
+class Settings(ControllerConfig):
+    """Everything one ``reassignd controller`` process is told: the tunables plus who it is,
+    where it listens and how it logs."""
+
+    zookeeper: Annotated[str, _setting(doc="ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]", min_length=1)]
+    id: Annotated[int, _setting(doc="this controller's id, written to /controller", ge=0, le=2**31 - 1)]
+    listen: Annotated[str, _setting(doc="HOST:PORT of the admin listener, port 0 picks a free one")]
+    ops_listen: Annotated[str | None, _setting(None, "HOST:PORT of the operations HTTP server (/healthz, /readyz, /metrics); unset: none")]
+    ops_max_loop_lag_s: Annotated[float, _setting(1.0, "/healthz fails while the event loop lags behind by more than this", gt=0.0)]
+    log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _setting("INFO", "log level", live=True)]
+    log_format: Annotated[Literal["text", "json"], _setting("text", "log lines: text, or json (one JSON object per line)")]
+    audit_log: Annotated[str | None, _setting(None, "file that also receives the audit log (JSON lines); it always goes to the log as logger reassignd.audit")]
+
+    @field_validator("zookeeper")
+    @classmethod
+    def _connect_string(cls, value: str) -> str:
+        from znodes.paths import split_connect_string
+
+        split_connect_string(value)  # raises ValueError with the reason
+        return value
+
+    @field_validator("listen", "ops_listen")
+    @classmethod
+    def _hostport(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_hostport(value)
+        return value
+
+    @property
+    def listen_address(self) -> tuple[str, int]:
+        return parse_hostport(self.listen)
+
+    @property
+    def ops_address(self) -> tuple[str, int] | None:
+        return None if self.ops_listen is None else parse_hostport(self.ops_listen)
+
+    def tunables(self) -> ControllerConfig:
+        return ControllerConfig(**{name: getattr(self, name) for name in ControllerConfig.model_fields})
+
+
+FIELDS = Settings.model_fields
+LIVE = frozenset(name for name, f in FIELDS.items() if (f.json_schema_extra or {}).get("live"))
+_ADAPTERS = {
+    name: TypeAdapter(Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation) for name, f in FIELDS.items()
 }
-_FLOAT_FIELDS = {
-    "request_timeout_s": 0.001,
-    "retry_backoff_s": 0.0,
-    "zk_session_timeout_s": 1.0,  # below this ZooKeeper negotiates it up anyway
-    "shutdown_timeout_s": 0.1,
-    "listener_idle_timeout_s": 0.01,
-}
-_TYPES: dict[str, type | tuple] = {**{k: int for k in _INT_FIELDS}, **{k: (int, float) for k in _FLOAT_FIELDS}}
-_TYPE_NAMES = {int: "an integer", (int, float): "a number"}
-_MINIMUM = {**_INT_FIELDS, **_FLOAT_FIELDS}
 
 
-def config_from_dict(raw: object, source: str = "config") -> ControllerConfig:
-    if not isinstance(raw, dict):
-        raise ConfigError(f"{source}: must be a JSON object, got {type(raw).__name__}")
-    known = {f.name for f in fields(ControllerConfig)}
-    unknown = sorted(set(raw) - known)
-    if unknown:
-        raise ConfigError(f"{source}: unknown key(s) {', '.join(map(repr, unknown))}; known: {', '.join(sorted(known))}")
+def env_name(name: str) -> str:
+    return ENV_PREFIX + name.upper()
+
+
+def flag_name(name: str) -> str:
+    return "--" + name.replace("_", "-")
+
+
+def describe(name: str) -> str:
+    """A setting's documentation line: description, default, live or not."""
+    f = FIELDS[name]
+    default = "required" if f.is_required() else f"default {_toml_value(f.default)}"
+    return f"{f.description}; {default}{'; reloaded on SIGHUP' if name in LIVE else ''}"
+
+
+@dataclass(frozen=True)
+class Resolved:
+    settings: Settings
+    origins: dict[str, str]  # setting -> "default" | "file F" | "env REASSIGND_X" | "flag --x"
+
+
+def parse_toml(data: bytes, file_name: str) -> dict:
     try:
-        return ControllerConfig(**raw)
-    except ConfigError as e:
-        raise ConfigError(f"{source}: {e}") from None
+        return tomllib.loads(data.decode("utf-8"))
+    except (tomllib.TOMLDecodeError, UnicodeDecodeError) as e:
+        raise ConfigError(f"config file {file_name} is not valid TOML: {e}") from None
 
 
-def load_config(path: str) -> ControllerConfig:
-    """Read a JSON config file; raise ConfigError (never anything else) if it is unusable."""
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError as e:
-        raise ConfigError(f"cannot read config file {path}: {e.strerror or e}") from None
-    try:
-        raw = json.loads(text)
-    except (ValueError, UnicodeDecodeError) as e:
-        raise ConfigError(f"config file {path} is not valid JSON: {e}") from None
-    return config_from_dict(raw, f"config file {path}")
+def resolve(
+    *,
+    file: Mapping[str, Any] | None = None,
+    file_name: str = "",
+    env: Mapping[str, str] | None = None,
+    flags: Mapping[str, str | None] | None = None,
+) -> Resolved:
+    """Merge the sources (flags > env > file > defaults) and validate; ConfigError lists every
+    bad value."""
+    values: dict[str, Any] = {}
+    origins: dict[str, str] = {}
+    errors: list[str] = []
+
+    def take(name: str, raw: Any, source: str, *, text: bool) -> None:
+        if text and raw == "" and not FIELDS[name].is_required() and FIELDS[name].default is None:
+            value = None  # an empty REASSIGND_OPS_LISTEN= or --ops-listen= unsets it
+        else:
+            try:
+                value = _ADAPTERS[name].validate_python(raw, strict=not text)
+                check = _FIELD_CHECKS.get(name)
+                if check is not None and value is not None:  # the model's field validators, run here
+                    check(value)                             # so the error names its source
+            except ValidationError as e:
+                errors.append(f"{name} ({source}): {_reason(e)}")
+                return
+            except ValueError as e:
+                errors.append(f"{name} ({source}): {e}")
+                return
+        values[name] = value
+        origins[name] = source
+
+    for key, raw in (file or {}).items():
+        if key not in FIELDS:
+            errors.append(f"{key} (file {file_name}): unknown setting; known: {', '.join(sorted(FIELDS))}")
+        else:
+            take(key, raw, f"file {file_name}", text=False)
+    for name in FIELDS:
+        var = env_name(name)
+        if env and var in env:
+            take(name, env[var], f"env {var}", text=True)
+    for name, raw in (flags or {}).items():
+        if raw is not None:
+            take(name, raw, f"flag {flag_name(name)}", text=True)
+    for name, f in FIELDS.items():
+        if f.is_required() and name not in values and not any(e.startswith(f"{name} (") for e in errors):
+            errors.append(f"{name}: required; give {flag_name(name)}, {env_name(name)} or `{name}` in the config file")
+        origins.setdefault(name, "default")
+    if errors:
+        raise ConfigError("bad configuration:\n  " + "\n  ".join(errors))
+    return Resolved(Settings(**values), origins)
+
+
+def reload_changes(old: Settings, new: Settings) -> tuple[dict[str, tuple[Any, Any]], list[str]]:
+    """What a reload may apply now (live settings that changed: name -> (old, new)) and what
+    changed but needs a restart."""
+    live, restart = {}, []
+    for name in FIELDS:
+        before, after = getattr(old, name), getattr(new, name)
+        if before != after:
+            if name in LIVE:
+                live[name] = (before, after)
+            else:
+                restart.append(name)
+    return live, restart
+
+
+def render_toml(resolved: Resolved) -> str:
+    """The effective settings as a TOML file (usable as ``--config``), each line saying where
+    its value came from, followed by the setting's documentation."""
+    lines = ["# reassignd controller: effective configuration", "# precedence: flags > REASSIGND_* environment > config file > defaults"]
+    for name in FIELDS:
+        value = getattr(resolved.settings, name)
+        body = f"{name} = {_toml_value(value)}" if value is not None else f"# {name} is unset"
+        lines.append(f"{body:<48} # from {resolved.origins[name]}: {describe(name)}")
+    return "\n".join(lines) + "\n"
+
+
+def _toml_value(value: Any) -> str:
+    if isinstance(value, str):
+        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
+    if value is None:
+        return "unset"
+    return repr(value)
+
+
+def to_toml(values: Mapping[str, Any]) -> str:
+    """A flat mapping of settings as TOML text (for tests and tools that write config files)."""
+    return "".join(f"{k} = {_toml_value(v)}\n" for k, v in values.items())
+
+
+def _reason(error: ValidationError) -> str:
+    first = error.errors()[0]
+    msg = first["msg"]
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, "):]
+    return f"{msg}, got {first['input']!r}"
+
+
+_FIELD_CHECKS = {"zookeeper": Settings._connect_string, "listen": parse_hostport, "ops_listen": parse_hostport}

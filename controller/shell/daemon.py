@@ -22,21 +22,23 @@ Exit status: 0 after a signal, 2 for bad arguments or a bad config file, 1 on a 
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import inspect
 import logging
+import os
 import signal
 import sys
 from collections.abc import Callable
 
-from controller.core.config import ConfigError, ControllerConfig, load_config
+from controller.core.config import ConfigError, ControllerConfig, parse_hostport, render_toml
 from controller.shell.active import ActiveController
+from controller.shell.audit import AuditedStore, audit_path_from, open_audit
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.handler import AdminHandler
 from controller.shell.election import campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.shell.listener import AdminListener, ListenerLimits, RequestHandler
+from controller.shell.options import load_settings, parse_args, unknown_env
 from controller.shell.role import Role
 from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from controller.shell.transport import TcpTransport
@@ -65,6 +67,7 @@ class ControllerDaemon:
         handler_factory: Callable[[Role], RequestHandler] | None = None,
         connect: Callable[[], object] | None = None,
         transport_factory: Callable[[Callable[[int], tuple[str, int] | None]], object] | None = None,
+        write_audit: str | None = None,
     ):
         self.zookeeper = zookeeper
         self.controller_id = controller_id
@@ -75,6 +78,10 @@ class ControllerDaemon:
         self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
         self._connect = connect or self._connect_zookeeper
         self._transport_factory = transport_factory or TcpTransport
+        # Every committed fenced write, one JSON line each (controller.shell.audit): the
+        # argument, else $REASSIGND_WRITE_AUDIT.
+        audit = audit_path_from(write_audit)
+        self._audit = open_audit(audit) if audit else None
 
     async def _connect_zookeeper(self) -> Store:
         from znodes.store import connect
@@ -94,6 +101,8 @@ class ControllerDaemon:
                     store = self._connect()
                     if inspect.isawaitable(store):
                         store = await store
+                    if self._audit is not None:
+                        store = AuditedStore(store, self._audit, self.controller_id)
                 except (ConnectionLossError, OSError) as e:
                     log.warning("cannot reach ZooKeeper at %s: %s; retrying", self.zookeeper, e)
                     await asyncio.sleep(CONNECT_RETRY_S)
@@ -192,20 +201,10 @@ class UsageError(Exception):
 
 
 def parse_listen(text: str) -> tuple[str, int]:
-    host, sep, port = text.rpartition(":")
-    if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
-        raise UsageError(f"--listen must be HOST:PORT with PORT in 0..65535, got {text!r}")
-    return host.strip("[]"), int(port)
-
-
-def parse_args(argv: list[str]) -> argparse.Namespace:
-    parser = argparse.ArgumentParser(prog="reassignd controller", description="Run a reassignment controller instance.")
-    parser.add_argument("--zookeeper", required=True, help="HOST:PORT[,HOST:PORT...][/chroot]")
-    parser.add_argument("--id", required=True, type=int, help="this controller's id (written to /controller)")
-    parser.add_argument("--listen", required=True, help="HOST:PORT of the admin listener (port 0: any)")
-    parser.add_argument("--config", help="JSON file with caps and timeouts (controller.core.config)")
-    parser.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
-    return parser.parse_args(argv)
+    try:
+        return parse_hostport(text)
+    except ValueError as e:
+        raise UsageError(f"--listen {e}") from None
 
 
 async def _serve(daemon: ControllerDaemon, shutdown_timeout: float) -> int:
@@ -238,21 +237,24 @@ def main(argv: list[str]) -> int:
         args = parse_args(argv)
     except SystemExit as e:
         return 0 if e.code == 0 else 2
-    logging.basicConfig(
-        level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
     try:
-        if args.id < 0 or args.id > 2**31 - 1:
-            raise UsageError(f"--id must be in 0..2147483647, got {args.id}")
-        listen = parse_listen(args.listen)
-        paths.split_connect_string(args.zookeeper)
-        config = load_config(args.config) if args.config else ControllerConfig()
-    except (UsageError, ConfigError, ValueError) as e:
+        resolved = load_settings(args, os.environ)
+    except ConfigError as e:
+        # Before anything else happens (no ZooKeeper session, no socket): exit 2.
         print(f"reassignd controller: {e}", file=sys.stderr)
         return 2
-    daemon = ControllerDaemon(args.zookeeper, args.id, listen, config)
+    if args.print_config:
+        sys.stdout.write(render_toml(resolved))
+        return 0
+    settings = resolved.settings
+    logging.basicConfig(
+        level=settings.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    for var in unknown_env(os.environ):
+        log.warning("environment variable %s names no setting of reassignd controller: ignored", var)
+    daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listen_address, settings)
     try:
-        return asyncio.run(_serve(daemon, config.shutdown_timeout_s))
+        return asyncio.run(_serve(daemon, settings.shutdown_timeout_s))
     except OSError as e:
         print(f"reassignd controller: {e}", file=sys.stderr)
         return 1

@@ -195,12 +195,13 @@ def test_listener_limits_come_from_the_config():
     assert defaults.max_request_bytes == 100 * 1024 * 1024 and defaults.idle_timeout_s == 600.0
     assert defaults.max_pipelined_bytes == 100 * 1024 * 1024
     assert ListenerLimits.from_config(ControllerConfig(listener_max_pipelined_bytes=4096)).max_pipelined_bytes == 4096
-    from controller.core.config import ConfigError, config_from_dict
+    from controller.core.config import ConfigError, resolve
 
-    with pytest.raises(ConfigError, match="listener_max_connections must be >= 1"):
-        config_from_dict({"listener_max_connections": 0})
-    with pytest.raises(ConfigError, match="listener_idle_timeout_s must be a number"):
-        config_from_dict({"listener_idle_timeout_s": "10"})
+    required = {"zookeeper": "127.0.0.1:2181", "id": 1, "listen": "127.0.0.1:0"}
+    with pytest.raises(ConfigError, match=r"listener_max_connections \(file c.toml\): Input should be greater than or equal to 1"):
+        resolve(file={**required, "listener_max_connections": 0}, file_name="c.toml")
+    with pytest.raises(ConfigError, match=r"listener_idle_timeout_s \(file c.toml\): Input should be a valid number"):
+        resolve(file={**required, "listener_idle_timeout_s": "10"}, file_name="c.toml")
 
 
 async def test_api_versions_v3_checks_the_client_software_name():

@@ -16,17 +16,25 @@ import pytest
 from kazoo.client import KazooClient
 
 import protocol
-from controller.core.config import ConfigError, ControllerConfig, config_from_dict, load_config
+from controller.core.config import ConfigError, ControllerConfig, to_toml
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.handler import AdminHandler
 from controller.shell.daemon import main, parse_listen
 from controller.shell.listener import AdminListener
+from controller.shell.options import load_settings, parse_args
 from controller.shell.role import Role
 
 REPO = Path(__file__).resolve().parents[2]
 
 
 # ---- arguments and config (no process needed) -------------------------------------------------
+
+REQUIRED = ["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:0"]
+
+
+def resolve_args(argv: list[str]):
+    return load_settings(parse_args(argv), {})
+
 
 
 @pytest.mark.parametrize(
@@ -49,29 +57,30 @@ def test_bad_arguments_exit_2(argv, capsys):
 @pytest.mark.parametrize(
     "content, message",
     [
-        ("{", "not valid JSON"),
-        ("[]", "must be a JSON object"),
-        ('{"max_incoming_per_broker": 0}', "max_incoming_per_broker must be >= 1"),
-        ('{"max_cluster_moves": "10"}', "max_cluster_moves must be an integer"),
-        ('{"request_timeout_s": true}', "request_timeout_s must be a number"),
-        ('{"max_incomming_per_broker": 3}', "unknown key(s) 'max_incomming_per_broker'"),
+        ("max_cluster_moves = ", "is not valid TOML"),
+        ("max_incoming_per_broker = 0", "max_incoming_per_broker (file {path}): Input should be greater than or equal to 1"),
+        ('max_cluster_moves = "10"', "max_cluster_moves (file {path}): Input should be a valid integer"),
+        ("request_timeout_s = true", "request_timeout_s (file {path}): Input should be a valid number"),
+        ("max_incomming_per_broker = 3", "max_incomming_per_broker (file {path}): unknown setting"),
+        ("[listener]\nmax_connections = 3", "listener (file {path}): unknown setting"),
     ],
 )
 def test_bad_config_files_exit_2_with_the_reason(tmp_path, capsys, content, message):
-    path = tmp_path / "c.json"
+    path = tmp_path / "c.toml"
     path.write_text(content)
+    message = message.format(path=path)
     with pytest.raises(ConfigError) as e:
-        load_config(str(path))
+        resolve_args(["--config", str(path), *REQUIRED])
     assert message in str(e.value)
-    assert main(["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:0", "--config", str(path)]) == 2
+    assert main(["--config", str(path), *REQUIRED]) == 2
     assert message in capsys.readouterr().err
 
 
 def test_missing_config_file_and_defaults(tmp_path):
     with pytest.raises(ConfigError, match="cannot read config file"):
-        load_config(str(tmp_path / "absent.json"))
-    assert config_from_dict({}) == ControllerConfig()
-    assert config_from_dict({"request_timeout_s": 2}).request_timeout_s == 2
+        resolve_args(["--config", str(tmp_path / "absent.toml"), *REQUIRED])
+    assert resolve_args(REQUIRED).settings.tunables() == ControllerConfig()
+    assert resolve_args([*REQUIRED, "--request-timeout-s", "2"]).settings.request_timeout_s == 2
     assert parse_listen("[::1]:9190") == ("::1", 9190)
 
 
@@ -125,8 +134,8 @@ async def test_listener_answers_api_versions_and_survives_garbage():
 
 @pytest.mark.zk
 def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, tmp_path):
-    config = tmp_path / "c.json"
-    config.write_text(json.dumps({"zk_session_timeout_s": 2.0, "shutdown_timeout_s": 3.0}))
+    config = tmp_path / "c.toml"
+    config.write_text(to_toml({"zk_session_timeout_s": 2.0, "shutdown_timeout_s": 3.0}))
     procs = []
     zk = KazooClient(hosts=zk_hosts, timeout=10)
     zk.start(timeout=30)

@@ -35,6 +35,8 @@ from typing import Iterator
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from controller.core.config import to_toml
+
 REPO = Path(__file__).resolve().parents[2]
 # A controller process stops within a few seconds of SIGTERM; longer means it hangs.
 STOP_GRACE_S = 10.0
@@ -273,8 +275,8 @@ def running_cluster(zk_hosts: str, workdir: Path, *, sim_args: list[str], contro
     """``reassignd sim --zookeeper ZK SIM_ARGS`` and one ``reassignd controller`` per id, all
     sharing ``CONTROLLER_CONFIG`` updated with ``controller_config``; entered once a controller
     is active and every instance has registered its listener."""
-    config = workdir / "controller.json"
-    config.write_text(json.dumps({**CONTROLLER_CONFIG, **(controller_config or {})}))
+    config = workdir / "controller.toml"
+    config.write_text(to_toml({**CONTROLLER_CONFIG, **(controller_config or {})}))
     with Processes(workdir) as processes, kazoo_client(zk_hosts) as zk:
         sim = processes.start_sim(zk_hosts, sim_args)
         for cid in controller_ids:
