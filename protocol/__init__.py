@@ -21,7 +21,9 @@ Frames
     `encode_response(api_key, api_version, correlation_id, body) -> bytes` return whole
     size-prefixed frames. `decode_request(frame) -> (header, body)` and
     `decode_response(api_key, api_version, frame) -> (header, body)` take one (with its prefix,
-    as `framing.FrameReader` yields them) and check that the prefix matches. Request headers
+    as `framing.FrameReader` yields them) and check that the prefix matches. Bytes left over
+    after a request body are ignored, as Kafka's brokers ignore them; `parse_request(frame) ->
+    (header, body, left_over)` counts them. Responses and bodies alone must be exact. Request headers
     are dicts with request_api_key, request_api_version, correlation_id, client_id; response
     headers with correlation_id. Header versions follow Kafka: request v2 / response v1 for
     flexible API versions, else v1 / v0; ApiVersions responses always use header v0.
@@ -69,6 +71,7 @@ from .messages import (
     encode_request,
     encode_response,
     encoded_size,
+    parse_request,
     supported_apis,
 )
 from .registry import REGISTRY
@@ -103,6 +106,7 @@ __all__ = [
     "encode_response",
     "encoded_size",
     "error_info",
+    "parse_request",
     "request_header_version",
     "response_header_version",
     "supported_apis",

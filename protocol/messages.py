@@ -55,7 +55,8 @@ def _translate(codec: Compiled, e: Exception) -> DecodeError:
     return DecodeError(f"{label}: {why}")
 
 
-def _decode_now(header: Compiled | None, codec: Compiled, buf: bytes, pos: int) -> tuple[dict | None, dict]:
+def _decode_now(header: Compiled | None, codec: Compiled, buf: bytes, pos: int, strict: bool = True) -> tuple[dict | None, dict, int]:
+    """(header, body, bytes left over after the body); with `strict`, left-over bytes are a DecodeError."""
     try:
         if header is not None:
             try:
@@ -69,19 +70,19 @@ def _decode_now(header: Compiled | None, codec: Compiled, buf: bytes, pos: int) 
         raise
     except _DECODE_FAILURES as e:
         raise _translate(codec, e) from None
-    if pos != len(buf):
+    if strict and pos != len(buf):
         raise DecodeError(f"{codec.spec.name} v{codec.version}: {len(buf) - pos} bytes left over after the body")
-    return head, body
+    return head, body, len(buf) - pos
 
 
-def _decode(header: Compiled | None, codec: Compiled, buf: bytes, pos: int) -> tuple[dict | None, dict]:
+def _decode(header: Compiled | None, codec: Compiled, buf: bytes, pos: int, strict: bool = True) -> tuple[dict | None, dict, int]:
     if len(buf) >= GC_PAUSE_MIN_BYTES and gc.isenabled():
         gc.disable()
         try:
-            return _decode_now(header, codec, buf, pos)
+            return _decode_now(header, codec, buf, pos, strict)
         finally:
             gc.enable()
-    return _decode_now(header, codec, buf, pos)
+    return _decode_now(header, codec, buf, pos, strict)
 
 
 def run_decode(codec: Compiled, buf: bytes, pos: int) -> tuple[dict, int]:
@@ -176,9 +177,18 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
 def decode_request(frame) -> tuple[dict, dict]:
     """(header, body) of a size-prefixed request frame.
 
+    Bytes left over after the body are ignored, as Kafka's brokers ignore them (librdkafka
+    2.x sends some, docs/DESIGN.md section 5); `parse_request` also says how many there were.
     Raises UnsupportedVersionError (carrying api_key, api_version, correlation_id, client_id)
     when no spec covers the API key and version, DecodeError for anything else wrong.
     """
+    header, body, _ = parse_request(frame)
+    return header, body
+
+
+def parse_request(frame) -> tuple[dict, dict, int]:
+    """(header, body, left_over) of a size-prefixed request frame: decode_request plus the
+    number of bytes after the body that were ignored (for a server's counters and logs)."""
     buf = frame if type(frame) is bytes else _as_bytes(frame)
     if len(buf) < 12:
         _check_frame(buf)
@@ -193,7 +203,7 @@ def decode_request(frame) -> tuple[dict, dict]:
             what = f"{spec.name} v{api_version} is not supported (valid: {spec.valid})" if spec else f"unknown api key {api_key}"
             raise UnsupportedVersionError(what, api_key, api_version, correlation_id, _peek_client_id(buf))
         pair = _request_codecs(api_key, api_version)
-    return _decode(pair[0], pair[1], buf, 4)
+    return _decode(pair[0], pair[1], buf, 4, strict=False)
 
 
 # -- responses ----------------------------------------------------------------------------------
@@ -219,7 +229,10 @@ def decode_response(api_key: int, api_version: int, frame) -> tuple[dict, dict]:
     buf = frame if type(frame) is bytes else _as_bytes(frame)
     _check_frame(buf)
     pair = _RESPONSE_CODECS.get((api_key, api_version)) or _response_codecs(api_key, api_version)
-    return _decode(pair[0], pair[1], buf, 4)
+    # Strict: a response with bytes this codec does not read means the specs disagree with the
+    # server, which a client must hear about rather than act on half a message.
+    head, body, _ = _decode(pair[0], pair[1], buf, 4)
+    return head, body
 
 
 # -- bodies alone -------------------------------------------------------------------------------
@@ -238,7 +251,7 @@ def decode_body(api_key: int, api_version: int, kind: str, data) -> dict:
     if kind not in ("request", "response"):
         raise ValueError(f"kind must be 'request' or 'response', got {kind!r}")
     buf = _as_bytes(data)
-    return _decode(None, REGISTRY.codec(api_key, api_version, kind), buf, 0)[1]
+    return _decode(None, REGISTRY.codec(api_key, api_version, kind), buf, 0)[1]  # strict: a body alone has no slack
 
 
 def encoded_size(api_key: int, api_version: int, kind: str, body: dict) -> int:

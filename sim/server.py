@@ -1,6 +1,7 @@
 """One simulated broker's TCP listener: Kafka framing and codec in front of a BrokerCore.
 
-Requests on a connection are answered in order. Bytes that do not decode, a frame over the
+Requests on a connection are answered in order. Bytes left over after a request's body are
+ignored and counted (``left_over_requests``), as Kafka ignores them. Bytes that do not decode, a frame over the
 size limit, or an API the broker does not serve close that connection only; the listener and
 every other connection carry on. An ApiVersions request of a version the codec does not know
 gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and the supported ranges.
@@ -48,6 +49,10 @@ class BrokerServer:
         self._connections: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
         self.port: int | None = None
+        # Requests with bytes after their body, ignored as Kafka ignores them (librdkafka 2.x
+        # sends 3 with every all-topics Metadata request), and those bytes in all.
+        self.left_over_requests = 0
+        self.left_over_bytes = 0
 
     async def start(self, host: str, port: int) -> int:
         self._server = await asyncio.start_server(self._on_connection, host, port, reuse_address=True)
@@ -95,12 +100,16 @@ class BrokerServer:
     def respond(self, frame: bytes) -> bytes:
         """The response frame for one request frame; raises on anything that ends the connection."""
         try:
-            header, body = protocol.decode_request(frame)
+            header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as exc:
             if exc.api_key == API_VERSIONS and exc.correlation_id is not None:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self._api_keys()}
                 return protocol.encode_response(API_VERSIONS, 0, exc.correlation_id, answer)
             raise
         api_key, api_version = header["request_api_key"], header["request_api_version"]
+        if left_over:
+            self.left_over_requests += 1
+            self.left_over_bytes += left_over
+            log.debug("%s: API %d v%d: %d bytes after the body ignored", self._name, api_key, api_version, left_over)
         response = self._handle(api_key, api_version, body)
         return protocol.encode_response(api_key, api_version, header["correlation_id"], response)

@@ -23,7 +23,9 @@ One connection, step by step:
     are handled concurrently but answered in request order (Kafka's guarantee per connection).
  4. Nothing read and nothing in flight for ``idle_timeout_s``: the connection is closed.
  5. What closes only this connection (after the answers to earlier requests are written):
-    a bad size, bytes that do not decode, an API key or version the handler does not serve
+    a bad size, bytes that do not decode (bytes left over after a request's body are not
+    that: they are ignored and counted in ``stats``, as Kafka ignores them), an API key or
+    version the handler does not serve
     (as a Kafka broker does), a response that cannot be encoded even as an error response.
     A handler's own failure is not one of them: the handler turns it into that API's error
     response (UNKNOWN_SERVER_ERROR) and the connection carries on.
@@ -123,6 +125,10 @@ class Stats:
     refused: int = 0  # over max_connections
     idle_closed: int = 0
     requests: int = 0
+    # Requests with bytes after their body (ignored, as Kafka ignores them; librdkafka 2.x sends
+    # 3 with every all-topics Metadata request) and how many such bytes in all.
+    left_over_requests: int = 0
+    left_over_bytes: int = 0
 
 
 class AdminListener:
@@ -287,13 +293,17 @@ class AdminListener:
         """The response frame for one request frame; raises DecodeError, EncodeError or
         UnservedRequest when the connection must be closed instead."""
         try:
-            header, body = protocol.decode_request(frame)
+            header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as e:
             if e.api_key == API_VERSIONS and e.correlation_id is not None:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self.handler.api_versions()}
                 return protocol.encode_response(API_VERSIONS, 0, e.correlation_id, answer)
             raise
         key, version, correlation = header["request_api_key"], header["request_api_version"], header["correlation_id"]
+        if left_over:
+            self.stats.left_over_requests += 1
+            self.stats.left_over_bytes += left_over
+            log.debug("API %d v%d from %r: %d bytes after the body ignored", key, version, header["client_id"], left_over)
         response = await self.handler.handle(header, body)
         if response is None:
             raise UnservedRequest(f"API {key} v{version} is not served here")

@@ -225,3 +225,21 @@ def test_pre_encoded_bodies_are_framed_like_encoded_ones():
     ]:
         encoded = protocol.encode_body(key, version, "response", body)
         assert frame_encoded(key, version, 99, encoded) == protocol.encode_response(key, version, 99, body)
+
+
+async def test_bytes_after_a_request_body_are_ignored_and_counted_and_the_connection_lives_on():
+    """Kafka's brokers do not read past a request's body, and librdkafka 2.x relies on it (its
+    all-topics Metadata request carries 3 bytes more): answered, counted, connection kept."""
+    listener = await _listener()
+    try:
+        wire = await Wire.open(("127.0.0.1", listener.port))
+        frame = protocol.encode_request(46, 0, 4242, "t", _list(0))
+        wire.send_raw(struct.pack(">i", len(frame) - 4 + 3) + frame[4:] + b"\x01\x00\x00")
+        header, body = await wire.recv(46, 0)
+        assert header["correlation_id"] == 4242 and body["error_code"] == 0
+        assert (listener.stats.left_over_requests, listener.stats.left_over_bytes) == (1, 3)
+        assert (await wire.call(46, 0, _list(0)))["error_code"] == 0  # same connection, still open
+        assert listener.stats.left_over_requests == 1
+        await wire.close()
+    finally:
+        await listener.close()

@@ -189,10 +189,6 @@ def test_frames_must_match_their_size_prefix():
         protocol.decode_request(b"\x00\x00")
     with pytest.raises(DecodeError, match="too short"):
         protocol.decode_request(struct.pack(">ih", 2, 3))
-    # Bytes after the body (with a prefix that covers them) are malformed too.
-    padded = struct.pack(">i", len(frame) - 4 + 1) + frame[4:] + b"\x00"
-    with pytest.raises(DecodeError, match="1 bytes left over"):
-        protocol.decode_request(padded)
     assert protocol.decode_request(bytearray(frame)) == protocol.decode_request(memoryview(frame))
 
 
@@ -231,3 +227,45 @@ def test_every_spec_version_roundtrips_its_defaults():
                 assert protocol.encode_body(key, version, kind, body) == data
                 count += 1
     assert count > 100
+
+
+# librdkafka 2.16's all-topics Metadata v12 request, as captured from confluent-kafka 2.16.1's
+# AdminClient.list_topics(): after the null topic list (0x00) come the three other bytes of the
+# 4-byte slot it reserves for the count, so Kafka reads allow_auto_topic_creation and
+# include_topic_authorized_operations from them (both false) and never reads the last three.
+LIBRDKAFKA_ALL_TOPICS = bytes.fromhex("000000190003000c00000003000772646b61666b610000000000010000")
+
+
+def test_bytes_after_a_request_body_are_ignored_and_counted_as_kafka_ignores_them():
+    header, body, left_over = protocol.parse_request(LIBRDKAFKA_ALL_TOPICS)
+    assert header == {"request_api_key": 3, "request_api_version": 12, "correlation_id": 3, "client_id": "rdkafka"}
+    assert body["topics"] is None and body["allow_auto_topic_creation"] is False
+    assert body["include_topic_authorized_operations"] is False
+    assert left_over == 3
+    assert protocol.decode_request(LIBRDKAFKA_ALL_TOPICS) == (header, body)
+    # Any request, old-style or flexible: what follows the body is not read.
+    for key, version, req in ((18, 0, {}), (18, 3, {"client_software_name": "a", "client_software_version": "1"}),
+                              (3, 1, {"topics": None})):
+        frame = protocol.encode_request(key, version, 9, "c", req)
+        padded = struct.pack(">i", len(frame) - 4 + 5) + frame[4:] + b"\xff\x00\x01\x02\x03"
+        assert protocol.parse_request(padded) == (*protocol.decode_request(frame), 5)
+        assert protocol.parse_request(frame)[2] == 0
+
+
+def test_leniency_stops_at_the_body_lengths_and_the_prefix_are_still_checked():
+    frame = protocol.encode_request(3, 12, 1, "c", {"topics": [{"name": "orders"}]})
+    # A length inside the body that runs past the frame is still an error, whatever follows.
+    bad = bytearray(frame)
+    name_at = frame.index(b"orders") - 1
+    bad[name_at] = 0x7F
+    with pytest.raises(DecodeError):
+        protocol.decode_request(bytes(bad))
+    with pytest.raises(DecodeError, match="size prefix"):
+        protocol.decode_request(frame + b"\x00")  # not covered by the size prefix
+
+
+def test_responses_and_bodies_alone_stay_exact():
+    reply = protocol.encode_response(3, 12, 7, {"brokers": [], "controller_id": 1, "topics": []})
+    padded = struct.pack(">i", len(reply) - 4 + 1) + reply[4:] + b"\x00"
+    with pytest.raises(DecodeError, match="1 bytes left over"):
+        protocol.decode_response(3, 12, padded)

@@ -155,3 +155,21 @@ async def test_stopped_broker_refuses_connections_and_restart_listens_on_the_sam
     again = await Conn.open(port)
     assert (await again.call(18, 0, {}))["error_code"] == 0
     again.close()
+
+
+async def test_librdkafkas_all_topics_metadata_request_is_answered_and_its_extra_bytes_counted(tcp_cluster):
+    """confluent-kafka 2.16.1 (librdkafka 2.16.0) list_topics(): Metadata v12 with 3 bytes after
+    the body, which Kafka ignores; so does a simulated broker, and the connection stays open."""
+    from tests.protocol.test_codec_messages import LIBRDKAFKA_ALL_TOPICS
+
+    _, cluster, _ = tcp_cluster
+    conn = await Conn.open(_port(cluster, 1))
+    conn.writer.write(LIBRDKAFKA_ALL_TOPICS)
+    await conn.writer.drain()
+    correlation, body = await conn.receive(3, 12)
+    assert correlation == 3
+    assert {b["node_id"] for b in body["brokers"]} >= {1, 2, 3}
+    server = cluster.broker(1).server
+    assert (server.left_over_requests, server.left_over_bytes) == (1, 3)
+    assert (await conn.call(18, 0, {}))["error_code"] == 0
+    conn.close()
