@@ -92,6 +92,7 @@ class Settings(ControllerConfig):
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _setting("INFO", "log level", live=True)]
     log_format: Annotated[Literal["text", "json"], _setting("text", "log lines: text, or json (one JSON object per line)")]
     audit_log: Annotated[str | None, _setting(None, "file that also receives the audit log (JSON lines); it always goes to the log as logger reassignd.audit")]
+    write_audit: Annotated[str | None, _setting(None, "file that receives every committed fenced ZooKeeper write, each election and each fenced-off write as a JSON line (controller.shell.audit); unset: none")]
 
     @field_validator("zookeeper")
     @classmethod

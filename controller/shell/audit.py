@@ -17,7 +17,7 @@ client had seen before sending (the write landed after it) and ``upto_zxid`` the
 once the reply was in (it landed at or before it), so a multi of creates and deletes is bounded
 too. ``elected`` lines come from the election's multi (its setData of ``/controller_epoch``).
 
-Enabled with ``reassignd controller --write-audit FILE`` or ``REASSIGND_WRITE_AUDIT=FILE``;
+Enabled with the ``write_audit`` setting (``--write-audit FILE``, ``REASSIGND_WRITE_AUDIT=FILE``);
 the file is appended to, one line per commit, flushed at once (a SIGKILL loses nothing written
 before it)::
 
@@ -27,13 +27,11 @@ before it)::
 from __future__ import annotations
 
 import json
-import os
 import time
 from typing import IO
 
 from znodes.api import CONTROLLER_EPOCH_PATH, Check, Create, Delete, FencedError, SetData, ZnodeStat
 
-AUDIT_ENV = "REASSIGND_WRITE_AUDIT"
 _KIND = {Create: "create", SetData: "set", Delete: "delete", Check: "check"}
 
 
@@ -100,8 +98,3 @@ class AuditedStore:
             ops=described,
         )
         return results
-
-
-def audit_path_from(flag: str | None) -> str | None:
-    """The audit file: the flag, else the environment variable, else none."""
-    return flag or os.environ.get(AUDIT_ENV) or None

@@ -32,7 +32,7 @@ from collections.abc import Callable
 
 from controller.core.config import ConfigError, ControllerConfig, parse_hostport, render_toml
 from controller.shell.active import ActiveController
-from controller.shell.audit import AuditedStore, audit_path_from, open_audit
+from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.handler import AdminHandler
 from controller.shell.election import campaign, release_if_ours
@@ -79,8 +79,8 @@ class ControllerDaemon:
         self._connect = connect or self._connect_zookeeper
         self._transport_factory = transport_factory or TcpTransport
         # Every committed fenced write, one JSON line each (controller.shell.audit): the
-        # argument, else $REASSIGND_WRITE_AUDIT.
-        audit = audit_path_from(write_audit)
+        # argument, else the write_audit setting (--write-audit, $REASSIGND_WRITE_AUDIT).
+        audit = write_audit or getattr(config, "write_audit", None)
         self._audit = open_audit(audit) if audit else None
 
     async def _connect_zookeeper(self) -> Store:
