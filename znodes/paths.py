@@ -38,6 +38,12 @@ def _invalid_char(c: str) -> bool:
     )
 
 
+# Paths of these characters with no "." or ".." name are valid on sight: the common case
+# (Kafka's paths, topic names), which skips the character-by-character check (the twin checks
+# every path of every call).
+_PLAIN_PATH = re.compile(r"(?:/(?!\.\.?(?:/|$))[A-Za-z0-9._\-]+)+")
+
+
 def validate_path(path: object, *, sequential: bool = False) -> str:
     """Return ``path`` if ZooKeeper accepts it as a znode path, else raise InvalidPathError
     (a ValueError; TypeError if it is not a str).
@@ -45,6 +51,8 @@ def validate_path(path: object, *, sequential: bool = False) -> str:
     A sequential create may end in "/" (the name is then just the counter), as in ZooKeeper,
     which validates ``path + "1"`` for those.
     """
+    if isinstance(path, str) and _PLAIN_PATH.fullmatch(path):
+        return path
     if not isinstance(path, str):
         raise TypeError(f"znode path must be a str, not {type(path).__name__}")
     checked = path + "1" if sequential else path

@@ -32,9 +32,11 @@ from znodes.twin import TwinServer
 
 MB = 1_000_000
 TICK_S = 0.25
-# Event-loop turns that let every task (controller loop, dispatcher, in-process brokers) run
-# to its next wait; the twin and the in-process transport never block.
-SETTLE_TURNS = 60
+# Settling runs the event loop until every task (controller loop, dispatcher, in-process
+# brokers) waits on something only a later step gives (the manual clock, a crashed peer, a
+# real-time backoff): the twin and the in-process transport never block, so a loop with no
+# ready callback for two turns running is settled. The cap only stops a task that never waits.
+SETTLE_TURNS = 2_000
 
 
 class Crashed(Exception):
@@ -244,8 +246,16 @@ class Harness:
         return handle
 
     async def settle(self, turns: int = SETTLE_TURNS):
+        """Run the loop until nothing is ready to run (at most ``turns`` turns)."""
+        loop = asyncio.get_running_loop()
+        idle = 0
         for _ in range(turns):
             await asyncio.sleep(0)
+            # Our own wake-up has been taken off the ready queue; anything left there is
+            # another task's work (or a timer that just fell due) still to run.
+            idle = 0 if loop._ready else idle + 1  # noqa: SLF001 (asyncio's ready queue)
+            if idle >= 2:
+                return
 
     async def tick(self, seconds: float = TICK_S):
         self.clock.advance(seconds)

@@ -40,6 +40,9 @@ TARGET_BROKERS = (1, 2, 3, 4)
 FLAKY_BROKERS = (5, 6)
 PARTITIONS = 6
 MAX_CONTROLLERS = 2
+# Built once: a strategy built per draw costs Hypothesis its validation every time.
+PARTITION_SETS = st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS)
+TARGETS = st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3]))
 
 
 class ControllerMachine(RuleBasedStateMachine):
@@ -101,10 +104,10 @@ class ControllerMachine(RuleBasedStateMachine):
     # ---- rules -----------------------------------------------------------------------------
 
     def draw_batch(self, data) -> dict:
-        partitions = data.draw(st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS))
+        partitions = data.draw(PARTITION_SETS)
         batch = {}
         for p in sorted(partitions):
-            batch[("t", p)] = data.draw(st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3])))
+            batch[("t", p)] = data.draw(TARGETS)
         for tp, target in batch.items():
             if target not in self.endpoints[tp]:
                 self.endpoints[tp].append(target)
@@ -169,7 +172,7 @@ class ControllerMachine(RuleBasedStateMachine):
         self.run(self.h.settle())
 
     @precondition(lambda self: any(c.active is not None and c.active.state is not None for c in self.alive()))
-    @rule(partitions=st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS))
+    @rule(partitions=PARTITION_SETS)
     def cancel_api(self, partitions):
         """KIP-236 through the API door: an answered cancel holds (the partition ends at an
         endpoint it was at or sent to); an unanswered one may or may not have been taken."""
