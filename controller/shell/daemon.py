@@ -30,14 +30,16 @@ import signal
 import sys
 from collections.abc import Callable
 
-from controller.core.config import ConfigError, ControllerConfig, parse_hostport, render_toml
+from controller.core.config import ConfigError, ControllerConfig, parse_hostport, reload_changes, render_toml
 from controller.shell.active import ActiveController
 from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.handler import AdminHandler
-from controller.shell.election import campaign, release_if_ours
+from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.shell.listener import AdminListener, ListenerLimits, RequestHandler
+from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore, Metrics
+from controller.shell.ops import OpsServer
 from controller.shell.options import load_settings, parse_args, unknown_env
 from controller.shell.role import Role
 from controller.shell.throttles import remove_idle_throttles, remove_throttles
@@ -50,6 +52,8 @@ log = logging.getLogger("reassignd.controller")
 
 CONTROLLERS_PATH = "/reassignd/controllers"
 CONNECT_RETRY_S = 1.0
+# On SIGTERM, deleting /controller may take this long before the session close does it anyway.
+RESIGN_TIMEOUT_S = 2.0
 
 
 def controller_path(controller_id: int) -> str:
@@ -68,14 +72,28 @@ class ControllerDaemon:
         connect: Callable[[], object] | None = None,
         transport_factory: Callable[[Callable[[int], tuple[str, int] | None]], object] | None = None,
         write_audit: str | None = None,
+        ops_listen: tuple[str, int] | None = None,
+        metrics: Metrics | None = None,
     ):
         self.zookeeper = zookeeper
         self.controller_id = controller_id
         self.config = config
         self.role = Role(controller_id)
+        # One registry per daemon: tests run several daemons in one process.
+        self.metrics = metrics or Metrics()
         # The admin API over the table of controller.shell.admin.registry, unless a test swaps it.
         handler = handler_factory(self.role) if handler_factory else AdminHandler(AdminContext(self.role, config))
+        handler = MeteredHandler(handler, self.metrics)
         self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
+        self.metrics.watch(role=self.role, listener=self.listener)
+        ops_listen = ops_listen or getattr(config, "ops_address", None)
+        self.ops = (
+            OpsServer(ops_listen[0], ops_listen[1], self.metrics, ready=self.readiness,
+                      max_loop_lag_s=getattr(config, "ops_max_loop_lag_s", 1.0))
+            if ops_listen is not None
+            else None
+        )
+        self._inbox: MeteredInbox | None = None
         self._connect = connect or self._connect_zookeeper
         self._transport_factory = transport_factory or TcpTransport
         # Every committed fenced write, one JSON line each (controller.shell.audit): the
@@ -95,12 +113,21 @@ class ControllerDaemon:
         if isinstance(ctx, AdminContext):  # the bound address (port 0 picks one)
             ctx.host, ctx.port = self.listener.host, self.listener.port
         log.info("controller %d listening on %s:%d", self.controller_id, self.listener.host, self.listener.port)
+        if self.ops is not None:
+            try:
+                await self.ops.start()
+            except BaseException:
+                await self.listener.close()
+                raise
+            log.info("controller %d operations port on http://%s:%d (/healthz, /readyz, /metrics)",
+                     self.controller_id, self.ops.host, self.ops.port)
         try:
             while True:
                 try:
                     store = self._connect()
                     if inspect.isawaitable(store):
                         store = await store
+                    store = MeteredStore(store, self.metrics)
                     if self._audit is not None:
                         store = AuditedStore(store, self._audit, self.controller_id)
                 except (ConnectionLossError, OSError) as e:
@@ -117,10 +144,49 @@ class ControllerDaemon:
                     await _close_quietly(store)
         finally:
             await self.listener.close()
+            if self.ops is not None:
+                await self.ops.close()
+
+    async def readiness(self) -> tuple[bool, str]:
+        """Ready: connected to ZooKeeper, and active (state loaded) or standing by with a
+        known active controller."""
+        store, inbox = self.role.store, self._inbox
+        if store is None or inbox is None or not inbox.connected:
+            return False, "not connected to ZooKeeper"
+        active = self.role.active
+        if active is not None:
+            if active.state is None:
+                return False, f"active (epoch {active.epoch}), still loading the cluster state"
+            return True, f"active controller (epoch {active.epoch})"
+        holder = await active_controller(store)
+        if holder is None or holder == self.controller_id:
+            return False, "standing by without a known active controller (election under way)"
+        return True, f"standing by (active controller: {holder})"
+
+    def apply_settings(self, new) -> None:
+        """SIGHUP: take the live settings of ``new`` (caps, log level), log what changed and
+        what would need a restart."""
+        live, restart = reload_changes(self.config, new)
+        for name in restart:
+            log.warning("reload: %s changed to %r but needs a restart; keeping %r", name, getattr(new, name), getattr(self.config, name))
+        if not live:
+            log.info("reload: no live setting changed")
+            return
+        self.config = self.config.model_copy(update={name: after for name, (_, after) in live.items()})
+        for name, (before, after) in live.items():
+            log.info("reload: %s %r -> %r", name, before, after)
+        if "log_level" in live:
+            logging.getLogger().setLevel(self.config.log_level)
+        # The engine reads the active controller's config at each step; the admin API its context's.
+        if self.role.active is not None:
+            self.role.active.config = self.config
+        ctx = getattr(self.listener.handler, "ctx", None)
+        if isinstance(ctx, AdminContext):
+            ctx.config = self.config
 
     async def _session(self, store: Store) -> None:
         """One ZooKeeper session: register, campaign, act, repeat until the session is lost."""
-        inbox = Inbox(store)
+        inbox = self._inbox = MeteredInbox(store, self.metrics)
         self.role.store = store
         try:
             for path in paths.PERSISTENT_PATHS:
@@ -142,12 +208,27 @@ class ControllerDaemon:
                     config=self.config,
                     on_finished=remove_throttles,
                     on_moves_ended=remove_idle_throttles,
+                    on_step=self.metrics.observe_step,
                 )
                 self.role.active = active
+                self.metrics.elected(won.epoch)
+                reason = "shutdown"
                 try:
                     reason = await active.run()
+                except asyncio.CancelledError:
+                    # A planned stop (SIGTERM): resign at once, after the last fenced write
+                    # (ZooKeeper orders a session's requests), so a standby takes over now
+                    # rather than when this session closes or times out.
+                    try:
+                        async with asyncio.timeout(RESIGN_TIMEOUT_S):
+                            await release_if_ours(store)
+                        log.info("controller %d resigned (epoch %d): shutting down", self.controller_id, won.epoch)
+                    except (ZkError, TimeoutError) as e:
+                        log.warning("could not delete /controller on the way out (%r): the session close will", e)
+                    raise
                 finally:
                     self.role.active = None
+                    self.metrics.resigned(reason)
                     await transport.close()
                 if reason == "session lost":
                     return
@@ -207,11 +288,24 @@ def parse_listen(text: str) -> tuple[str, int]:
         raise UsageError(f"--listen {e}") from None
 
 
-async def _serve(daemon: ControllerDaemon, shutdown_timeout: float) -> int:
+async def _serve(daemon: ControllerDaemon, shutdown_timeout: float, reread=None) -> int:
+    """Run ``daemon`` until SIGTERM or SIGINT; on SIGHUP, ``reread()`` (new settings, or
+    ConfigError) and apply what can change live."""
     loop = asyncio.get_running_loop()
     stop = asyncio.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         loop.add_signal_handler(sig, stop.set)
+
+    def reload() -> None:
+        try:
+            new = reread()
+        except ConfigError as e:
+            log.error("reload (SIGHUP) refused, nothing changed: %s", e)
+            return
+        daemon.apply_settings(new)
+
+    if reread is not None:
+        loop.add_signal_handler(signal.SIGHUP, reload)
     task = asyncio.create_task(daemon.run(), name="controller")
     stopper = asyncio.create_task(stop.wait())
     done, _ = await asyncio.wait({task, stopper}, return_when=asyncio.FIRST_COMPLETED)
@@ -254,7 +348,7 @@ def main(argv: list[str]) -> int:
         log.warning("environment variable %s names no setting of reassignd controller: ignored", var)
     daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listen_address, settings)
     try:
-        return asyncio.run(_serve(daemon, settings.shutdown_timeout_s))
+        return asyncio.run(_serve(daemon, settings.shutdown_timeout_s, lambda: load_settings(args, os.environ).settings))
     except OSError as e:
         print(f"reassignd controller: {e}", file=sys.stderr)
         return 1

@@ -1,0 +1,302 @@
+"""Prometheus metrics of one controller process, in its own CollectorRegistry.
+
+Counted where the I/O happens, never inside the engine: ZooKeeper calls through
+:class:`MeteredStore`, admin requests through :class:`MeteredHandler`, reassignment outcomes
+from each engine step's results (:meth:`Metrics.observe_step`, the ActiveController's
+``on_step``), session changes through :class:`MeteredInbox`. Gauges of what the active
+controller holds (pending and running moves, slots per broker, admin connections) are read
+at scrape time from the live objects, so they cost nothing between scrapes.
+
+    metrics = Metrics()                               # a registry per process (tests run several)
+    store = MeteredStore(store, metrics)
+    handler = MeteredHandler(handler, metrics)
+    metrics.watch(role=role, listener=listener)        # the scrape-time gauges
+    text = metrics.scrape()                           # Prometheus text format
+
+Names follow Prometheus conventions (``reassignd_`` prefix, ``_total`` counters, ``_seconds``,
+``_bytes``); the README's "Deploying as a sidecar" section lists them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections import Counter as Tally
+from typing import TYPE_CHECKING
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
+from prometheus_client.core import GaugeMetricFamily
+
+from controller.shell.inbox import Inbox
+from znodes.api import FencedError, SessionEvent
+
+if TYPE_CHECKING:
+    from controller.core.engine import Step
+    from controller.shell.listener import AdminListener
+    from controller.shell.role import Role
+
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
+# ZooKeeper calls take ~0.1 ms (a cached local read) to seconds (a 1 MiB multi on a loaded
+# ensemble).
+ZK_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+# Ops per multi: the epoch check alone up to BatchedWriter's 1,000-op chunks.
+MULTI_BUCKETS = (1, 2, 5, 10, 25, 50, 100, 250, 500, 1000, 2500)
+ADMIN_BUCKETS = (0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 5.0, 30.0)
+_READS = ("get", "exists", "children", "get_many")
+_WRITES = ("create", "set", "delete", "ensure_path")
+
+
+class Metrics:
+    def __init__(self, registry: CollectorRegistry | None = None):
+        r = self.registry = registry or CollectorRegistry()
+        self.active = Gauge("reassignd_controller_active", "1 while this instance is the active controller", registry=r)
+        self.epoch = Gauge("reassignd_controller_epoch", "controller epoch this instance last won (0: never)", registry=r)
+        self.elections = Counter("reassignd_elections", "elections this instance won", registry=r)
+        self.resignations = Counter(
+            "reassignd_resignations", "times this instance stopped being active, by reason", ["reason"], registry=r
+        )
+        self.outcomes = Counter(
+            "reassignd_reassignments", "partition reassignments ended, by outcome (completed, cancelled)", ["outcome"], registry=r
+        )
+        self.cancels = Counter(
+            "reassignd_cancellations",
+            "partitions named by a cancellation, by door (znode: KIP-236 znode, api: admin API) and result (accepted, skipped)",
+            ["door", "result"],
+            registry=r,
+        )
+        self.zk_seconds = Histogram(
+            "reassignd_zookeeper_request_duration_seconds", "ZooKeeper calls and their latency, by call",
+            ["op"], buckets=ZK_BUCKETS, registry=r,
+        )
+        self.zk_ops = Counter("reassignd_zookeeper_ops", "ZooKeeper operations (each op of a multi counts)", ["kind"], registry=r)
+        self.multi_size = Histogram(
+            "reassignd_zookeeper_multi_ops", "operations per multi-op sent (flush sizes)", buckets=MULTI_BUCKETS, registry=r
+        )
+        self.fence_failures = Counter("reassignd_fence_failures", "fenced writes refused: another controller holds a newer epoch", registry=r)
+        self.zk_errors = Counter("reassignd_zookeeper_errors", "ZooKeeper calls that failed, by call", ["op"], registry=r)
+        self.sessions = Counter(
+            "reassignd_zookeeper_session_events", "ZooKeeper session state changes, by new state", ["state"], registry=r
+        )
+        self.admin_seconds = Histogram(
+            "reassignd_admin_request_duration_seconds", "admin requests handled and their latency, by API",
+            ["api_key"], buckets=ADMIN_BUCKETS, registry=r,
+        )
+        self.admin_requests = Counter(
+            "reassignd_admin_requests", "admin requests, by API key, version and error code", ["api_key", "api_version", "error_code"],
+            registry=r,
+        )
+        self.loop_lag = Gauge("reassignd_event_loop_lag_seconds", "latest measured event loop lag", registry=r)
+        # Label children looked up once: a hot call pays for no label resolution.
+        self._zk_hist = {op: self.zk_seconds.labels(op) for op in (*_READS, *_WRITES, "multi", "fenced_multi")}
+        self._zk_read_ops = self.zk_ops.labels("read")
+        self._zk_write_ops = self.zk_ops.labels("write")
+        self._completed = self.outcomes.labels("completed")
+        self._cancelled = self.outcomes.labels("cancelled")
+        for state in ("CONNECTED", "SUSPENDED", "LOST"):
+            self.sessions.labels(state)
+
+    def scrape(self) -> bytes:
+        return generate_latest(self.registry)
+
+    def watch(self, *, role: Role | None = None, listener: AdminListener | None = None) -> None:
+        """Gauges read from ``role`` (the active controller's state) and ``listener`` at scrape time."""
+        self.registry.register(_LiveCollector(role, listener))
+
+    # ---- events the shell reports -----------------------------------------------------------
+
+    def elected(self, epoch: int) -> None:
+        self.elections.inc()
+        self.epoch.set(epoch)
+        self.active.set(1)
+
+    def resigned(self, reason: str) -> None:
+        self.active.set(0)
+        self.resignations.labels(_reason_label(reason)).inc()
+
+    def observe_step(self, step: Step) -> None:
+        """One engine step's results (the ActiveController's ``on_step``)."""
+        if step.completed:
+            self._completed.inc(len(step.completed))
+        if step.cancelled:
+            self._cancelled.inc(len(step.cancelled))
+        for outcome in step.cancels:
+            for code, _ in outcome.results.values():
+                self.cancels.labels(outcome.source, "accepted" if code == 0 else "skipped").inc()
+
+
+def _reason_label(reason: str) -> str:
+    """A resignation reason (ActiveController.run's) as a small label set."""
+    for prefix, label in (("fenced", "fenced"), ("session lost", "session_lost"), ("/controller", "controller_deleted")):
+        if reason.startswith(prefix):
+            return label
+    return reason if reason in ("shutdown",) else "other"
+
+
+class _LiveCollector:
+    def __init__(self, role: Role | None, listener: AdminListener | None):
+        self.role = role
+        self.listener = listener
+
+    def collect(self):
+        pending = GaugeMetricFamily("reassignd_reassignments_pending", "reassignments accepted and waiting for a slot")
+        running = GaugeMetricFamily("reassignd_reassignments_running", "reassignments holding a slot (started or starting)")
+        slots = GaugeMetricFamily(
+            "reassignd_broker_move_slots_in_use", "concurrent moves per broker, by direction (incoming, outgoing)",
+            labels=["broker", "direction"],
+        )
+        caps = GaugeMetricFamily("reassignd_broker_move_slots", "per-broker cap on concurrent moves, by direction", labels=["direction"])
+        active = self.role.active if self.role is not None else None
+        state = active.state if active is not None else None
+        if state is not None:
+            incoming, outgoing = Tally(), Tally()
+            held = 0
+            for move in state.tasks.values():
+                if move.holds_slot:
+                    held += 1
+                    incoming.update(move.adding)
+                    outgoing.update(move.removing)
+            pending.add_metric([], len(state.pending))
+            running.add_metric([], held)
+            for broker in sorted(set(incoming) | set(outgoing) | set(state.brokers)):
+                slots.add_metric([str(broker), "incoming"], incoming[broker])
+                slots.add_metric([str(broker), "outgoing"], outgoing[broker])
+            caps.add_metric(["incoming"], active.config.max_incoming_per_broker)
+            caps.add_metric(["outgoing"], active.config.max_outgoing_per_broker)
+        else:
+            pending.add_metric([], 0)
+            running.add_metric([], 0)
+        yield from (pending, running, slots, caps)
+        if self.listener is not None:
+            conns = GaugeMetricFamily("reassignd_admin_connections_open", "admin listener connections open")
+            conns.add_metric([], self.listener.connections)
+            yield conns
+            yield _counter("reassignd_admin_connections_accepted", "admin connections accepted", self.listener.stats.accepted)
+            yield _counter("reassignd_admin_connections_refused", "admin connections refused over the connection limit", self.listener.stats.refused)
+
+
+def _counter(name: str, doc: str, value: float):
+    from prometheus_client.core import CounterMetricFamily
+
+    family = CounterMetricFamily(name, doc)
+    family.add_metric([], value)
+    return family
+
+
+class MeteredStore:
+    """A Store that times every call (everything else passes through)."""
+
+    def __init__(self, inner, metrics: Metrics):
+        self._inner = inner
+        self._m = metrics
+
+    def __getattr__(self, name):
+        return getattr(self._inner, name)
+
+    async def _timed(self, op: str, call, n_read: int = 0, n_write: int = 0):
+        began = time.perf_counter()
+        try:
+            result = await call
+        except FencedError:
+            self._m.fence_failures.inc()
+            self._m.zk_errors.labels(op).inc()
+            raise
+        except BaseException as e:
+            if not isinstance(e, asyncio.CancelledError):
+                self._m.zk_errors.labels(op).inc()
+            raise
+        finally:
+            self._m._zk_hist[op].observe(time.perf_counter() - began)
+        if n_read:
+            self._m._zk_read_ops.inc(n_read)
+        if n_write:
+            self._m._zk_write_ops.inc(n_write)
+        return result
+
+    def get(self, path, watch=False):
+        return self._timed("get", self._inner.get(path, watch=watch), n_read=1)
+
+    def exists(self, path, watch=False):
+        return self._timed("exists", self._inner.exists(path, watch=watch), n_read=1)
+
+    def children(self, path, watch=False):
+        return self._timed("children", self._inner.children(path, watch=watch), n_read=1)
+
+    def get_many(self, path_list, *a, **kw):
+        return self._timed("get_many", self._inner.get_many(path_list, *a, **kw), n_read=len(path_list))
+
+    def create(self, *a, **kw):
+        return self._timed("create", self._inner.create(*a, **kw), n_write=1)
+
+    def set(self, *a, **kw):
+        return self._timed("set", self._inner.set(*a, **kw), n_write=1)
+
+    def delete(self, *a, **kw):
+        return self._timed("delete", self._inner.delete(*a, **kw), n_write=1)
+
+    def ensure_path(self, path):
+        return self._timed("ensure_path", self._inner.ensure_path(path), n_write=1)
+
+    def multi(self, ops):
+        self._m.multi_size.observe(len(ops))
+        return self._timed("multi", self._inner.multi(ops), n_write=len(ops))
+
+    def fenced_multi(self, ops, epoch_zkversion):
+        self._m.multi_size.observe(len(ops) + 1)  # the epoch check travels in the same multi
+        return self._timed("fenced_multi", self._inner.fenced_multi(ops, epoch_zkversion), n_write=len(ops) + 1)
+
+
+class MeteredInbox(Inbox):
+    """The controller's inbox, counting session state changes and telling readiness whether
+    the session is connected."""
+
+    def __init__(self, store, metrics: Metrics):
+        self._metrics = metrics
+        super().__init__(store)
+
+    @property
+    def connected(self) -> bool:
+        return self._connected.is_set() and not self.lost
+
+    def note(self, item) -> None:
+        if isinstance(item, SessionEvent):
+            self._metrics.sessions.labels(item.state.name).inc()
+        super().note(item)
+
+
+class MeteredHandler:
+    """An admin RequestHandler that counts and times each request by API key, version and
+    error code (the top-level one, else the first non-zero one of the answer's entries)."""
+
+    def __init__(self, inner, metrics: Metrics):
+        self.inner = inner
+        self._m = metrics
+        self.ctx = getattr(inner, "ctx", None)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def api_versions(self):
+        return self.inner.api_versions()
+
+    async def handle(self, header: dict, body: dict):
+        began = time.perf_counter()
+        key, version = header["request_api_key"], header["request_api_version"]
+        response = await self.inner.handle(header, body)
+        self._m.admin_seconds.labels(str(key)).observe(time.perf_counter() - began)
+        code = "closed" if response is None else str(error_code(response))
+        self._m.admin_requests.labels(str(key), str(version), code).inc()
+        return response
+
+
+def error_code(response) -> int:
+    """The answer's top-level error code, else the first non-zero one found in its entries."""
+    if isinstance(response, dict):
+        if "error_code" in response:
+            return int(response["error_code"] or 0)
+        for value in response.values():
+            if isinstance(value, list):
+                for item in value:
+                    code = error_code(item)
+                    if code:
+                        return code
+    return 0

@@ -1,0 +1,135 @@
+"""The operations port: a small HTTP/1.1 server on asyncio for probes and Prometheus.
+
+    ops = OpsServer("0.0.0.0", 9191, metrics, ready=daemon.readiness, max_loop_lag_s=1.0)
+    host, port = await ops.start()
+    ...
+    await ops.close()
+
+Routes (GET or HEAD; anything else 404 or 405; one request per connection):
+
+* ``/healthz``: 200 while the process is responsive: the event loop answered this request and
+  its worst lag over the last ``LAG_WINDOW_S`` (how late a ticker that should wake every
+  ``LAG_TICK_S`` woke) is below ``max_loop_lag_s``; else 503. An orchestrator restarts a process that fails it.
+* ``/readyz``: 200 when ``ready()`` says so (the daemon: connected to ZooKeeper, and either
+  active or standing by with a known active controller); else 503 with the reason. Takes the
+  instance out of a Service without restarting it.
+* ``/metrics``: the process's registry in Prometheus text format.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from collections.abc import Awaitable, Callable
+
+from controller.shell.metrics import CONTENT_TYPE, Metrics
+
+log = logging.getLogger("reassignd.ops")
+
+LAG_TICK_S = 0.25
+# /healthz judges the worst lag of this window: a stall between two probes still shows.
+LAG_WINDOW_S = 2.0
+# A request line and headers beyond this, or slower than this, are dropped (probes are tiny).
+MAX_HEAD_BYTES = 8192
+READ_TIMEOUT_S = 5.0
+READY_TIMEOUT_S = 3.0
+
+
+class OpsServer:
+    def __init__(
+        self,
+        host: str,
+        port: int,
+        metrics: Metrics,
+        *,
+        ready: Callable[[], Awaitable[tuple[bool, str]]],
+        max_loop_lag_s: float = 1.0,
+    ):
+        self.host = host
+        self.port = port
+        self.metrics = metrics
+        self.ready = ready
+        self.max_loop_lag_s = max_loop_lag_s
+        self.lag = 0.0
+        self._lags: list[tuple[float, float]] = []  # (when, lag) over the last LAG_WINDOW_S
+        self._last_tick = time.monotonic()
+        self._server: asyncio.base_events.Server | None = None
+        self._ticker: asyncio.Task | None = None
+
+    async def start(self) -> tuple[str, int]:
+        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
+        self.port = self._server.sockets[0].getsockname()[1]
+        self._ticker = asyncio.create_task(self._tick(), name="ops-loop-lag")
+        return self.host, self.port
+
+    async def close(self) -> None:
+        if self._ticker is not None:
+            self._ticker.cancel()
+            await asyncio.gather(self._ticker, return_exceptions=True)
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+            self._server = None
+
+    async def _tick(self) -> None:
+        """Measure the loop's lag: how late a sleep of LAG_TICK_S wakes up."""
+        while True:
+            began = time.monotonic()
+            await asyncio.sleep(LAG_TICK_S)
+            now = time.monotonic()
+            self.lag = max(0.0, now - began - LAG_TICK_S)
+            self._lags = [(t, v) for t, v in self._lags if t > now - LAG_WINDOW_S] + [(now, self.lag)]
+            self._last_tick = now
+            self.metrics.loop_lag.set(self.lag)
+
+    def health(self) -> tuple[bool, str]:
+        # A ticker that has not woken for long is lag too (measured only once it wakes).
+        now = time.monotonic()
+        stalled = now - self._last_tick - LAG_TICK_S
+        lag = max([stalled, *(v for t, v in self._lags if t > now - LAG_WINDOW_S)])
+        if lag > self.max_loop_lag_s:
+            return False, f"event loop lag {lag:.3f}s > {self.max_loop_lag_s}s"
+        return True, f"ok (event loop lag {lag:.3f}s)"
+
+    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            async with asyncio.timeout(READ_TIMEOUT_S):
+                head = await reader.readuntil(b"\r\n\r\n")
+        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
+            writer.close()
+            return
+        try:
+            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
+            method, target = (parts[0], parts[1]) if len(parts) == 3 else ("", "")
+            status, ctype, body = await self._route(method, target.split("?", 1)[0])
+            head_only = method == "HEAD"
+            writer.write(
+                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
+                + (b"" if head_only else body)
+            )
+            await writer.drain()
+        except ConnectionError:
+            pass
+        except Exception:  # a probe must never take the server down
+            log.exception("ops request failed")
+        finally:
+            writer.close()
+
+    async def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
+        text = "text/plain; charset=utf-8"
+        if path not in ("/healthz", "/readyz", "/metrics"):
+            return "404 Not Found", text, b"not found: /healthz, /readyz, /metrics\n"
+        if method not in ("GET", "HEAD"):
+            return "405 Method Not Allowed", text, b"GET or HEAD\n"
+        if path == "/metrics":
+            return "200 OK", CONTENT_TYPE, self.metrics.scrape()
+        if path == "/healthz":
+            ok, why = self.health()
+        else:
+            try:
+                async with asyncio.timeout(READY_TIMEOUT_S):
+                    ok, why = await self.ready()
+            except TimeoutError:
+                ok, why = False, "readiness check timed out (ZooKeeper unresponsive)"
+        return ("200 OK" if ok else "503 Service Unavailable"), text, (why + "\n").encode()

@@ -1,0 +1,156 @@
+"""The operations port of in-process daemons on a real ZooKeeper: /healthz, /readyz, /metrics,
+one registry per daemon (two daemons share this process), the loop-lag check, SIGHUP's live
+settings."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import protocol
+from controller.core.config import Settings
+from controller.shell.daemon import ControllerDaemon
+from controller.shell.metrics import Metrics, error_code
+from controller.shell.ops import LAG_WINDOW_S, OpsServer
+
+pytestmark = pytest.mark.zk
+
+
+async def http_get(port: int, path: str, method: str = "GET") -> tuple[int, str]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"{method} {path} HTTP/1.1\r\nHost: x\r\n\r\n".encode())
+    data = await reader.read()
+    writer.close()
+    head, _, body = data.partition(b"\r\n\r\n")
+    return int(head.split()[1]), body.decode()
+
+
+def samples(text: str) -> dict[tuple[str, tuple], float]:
+    out = {}
+    for family in text_string_to_metric_families(text):
+        for s in family.samples:
+            out[(s.name, tuple(sorted(s.labels.items())))] = s.value
+    return out
+
+
+async def wait_until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = await predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out waiting for {what}")
+
+
+def settings(zk_hosts: str, cid: int) -> Settings:
+    return Settings(zookeeper=zk_hosts, id=cid, listen="127.0.0.1:0", ops_listen="127.0.0.1:0",
+                    zk_session_timeout_s=4.0)
+
+
+async def test_two_daemons_probes_and_metrics(zk_hosts):
+    daemons = {cid: ControllerDaemon(zk_hosts, cid, ("127.0.0.1", 0), settings(zk_hosts, cid)) for cid in (21, 22)}
+    tasks = [asyncio.create_task(d.run()) for d in daemons.values()]
+    try:
+        await wait_until(lambda: _all_ready(daemons), 30, "both instances ready")
+        active = next(cid for cid, d in daemons.items() if d.role.is_active)
+        standby = ({21, 22} - {active}).pop()
+        for cid, d in daemons.items():
+            assert await http_get(d.ops.port, "/healthz") == (200, d.ops.health()[1] + "\n")
+            status, why = await http_get(d.ops.port, "/readyz")
+            assert status == 200
+            assert why.startswith("active controller (epoch" if cid == active else f"standing by (active controller: {active})")
+        # an admin request, counted by API key, version and error code on that instance only
+        reader, writer = await asyncio.open_connection("127.0.0.1", daemons[standby].listener.port)
+        writer.write(protocol.encode_request(46, 0, 1, "t", {"timeout_ms": 1000, "topics": None}))
+        await reader.readexactly(4)
+        writer.close()
+        m = {cid: samples((await http_get(d.ops.port, "/metrics"))[1]) for cid, d in daemons.items()}
+        assert m[active][("reassignd_controller_active", ())] == 1 and m[standby][("reassignd_controller_active", ())] == 0
+        assert m[active][("reassignd_elections_total", ())] == 1 and m[standby][("reassignd_elections_total", ())] == 0
+        assert m[active][("reassignd_controller_epoch", ())] >= 1
+        key = ("reassignd_admin_requests_total", (("api_key", "46"), ("api_version", "0"), ("error_code", "41")))
+        assert m[standby][key] == 1 and key not in m[active]  # NOT_CONTROLLER (41) on a standby
+        assert m[standby][("reassignd_admin_request_duration_seconds_count", (("api_key", "46"),))] == 1
+        assert m[standby][("reassignd_admin_connections_accepted_total", ())] == 1
+        assert m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "fenced_multi"),))] >= 1 or \
+            m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "multi"),))] >= 1
+        assert m[active][("reassignd_zookeeper_ops_total", (("kind", "read"),))] > 0
+        assert m[active][("reassignd_reassignments_running", ())] == 0
+        assert (await http_get(daemons[active].ops.port, "/nope"))[0] == 404
+        assert (await http_get(daemons[active].ops.port, "/metrics", "POST"))[0] == 405
+        # SIGHUP's live part: a cap and the log level change, a restart-only setting does not
+        d = daemons[active]
+        new = d.config.model_copy(update={"max_cluster_moves": 3, "log_level": "DEBUG", "request_timeout_s": 1.0})
+        d.apply_settings(new)
+        assert d.role.active.config.max_cluster_moves == 3 and d.listener.handler.ctx.config.max_cluster_moves == 3
+        assert d.config.request_timeout_s == 10.0
+        assert logging.getLogger().level == logging.DEBUG
+    finally:
+        logging.getLogger().setLevel(logging.WARNING)
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+
+
+async def _all_ready(daemons) -> bool:
+    for d in daemons.values():
+        if d.ops is None or d.ops._server is None:
+            return False
+        ok, _ = await d.readiness()
+        if not ok:
+            return False
+    return True
+
+
+async def test_not_ready_without_zookeeper_and_unhealthy_when_the_loop_lags():
+    # ZooKeeper on a port nobody listens on: the daemon keeps retrying, the port answers.
+    cfg = Settings(zookeeper="127.0.0.1:1", id=1, listen="127.0.0.1:0", ops_listen="127.0.0.1:0", ops_max_loop_lag_s=0.3)
+    d = ControllerDaemon(cfg.zookeeper, 1, ("127.0.0.1", 0), cfg)
+    task = asyncio.create_task(d.run())
+    try:
+        await wait_until(lambda: _started(d), 10, "the ops port")
+        assert await http_get(d.ops.port, "/readyz") == (503, "not connected to ZooKeeper\n")
+        assert (await http_get(d.ops.port, "/healthz"))[0] == 200
+        time.sleep(0.8)  # the event loop blocked: measured once the ticker wakes
+        await asyncio.sleep(0.3)
+        status, why = await http_get(d.ops.port, "/healthz")
+        assert status == 503 and "event loop lag" in why
+        await asyncio.sleep(LAG_WINDOW_S + 0.3)  # out of the window
+        assert (await http_get(d.ops.port, "/healthz"))[0] == 200
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _started(d) -> bool:
+    return d.ops._server is not None
+
+
+def test_error_code_of_an_answer():
+    assert error_code({"error_code": 41, "responses": []}) == 41
+    assert error_code({"throttle_time_ms": 0, "results": [{"error_code": 0}, {"error_code": 37}]}) == 37
+    assert error_code({"topics": [{"partitions": [{"error_code": 0}]}]}) == 0
+    assert error_code(b"encoded") == 0
+
+
+async def test_ops_server_alone_serves_a_registry():
+    metrics = Metrics()
+    metrics.elected(7)
+
+    async def ready():
+        return False, "no"
+
+    ops = OpsServer("127.0.0.1", 0, metrics, ready=ready)
+    await ops.start()
+    try:
+        status, text = await http_get(ops.port, "/metrics")
+        assert status == 200 and samples(text)[("reassignd_controller_epoch", ())] == 7
+        assert await http_get(ops.port, "/readyz") == (503, "no\n")
+        assert (await http_get(ops.port, "/healthz", "HEAD"))[0] == 200
+    finally:
+        await ops.close()
