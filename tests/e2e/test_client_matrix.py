@@ -1,0 +1,168 @@
+"""The client compatibility matrix: kafka-python, aiokafka, confluent-kafka and kcat, unchanged,
+run one admin scenario (tests/e2e/client_matrix.py) against a STANDBY controller's admin
+listener and against a simulated broker, through real sockets.
+
+Everything is real: ZooKeeper (the session's server, a chroot for this module), two
+``python -m reassignd controller`` processes and ``python -m reassignd sim`` brokers with a
+bandwidth so low that a started move keeps running while a client looks at it. One cluster
+serves the whole module; the clients that reassign each use their own partition.
+
+Each test records its steps; once every (client, target) has run, the rows are written to
+tests/e2e/client_matrix.json, from which ``python -m tests.e2e.matrix_report`` writes the
+README's table (and test_matrix_report.py checks the README against the file).
+"""
+
+from __future__ import annotations
+
+import json
+import traceback
+import uuid
+
+import pytest
+
+from tests.e2e.client_matrix import (
+    ADAPTERS,
+    FAILED,
+    NO_SUCH_CALL,
+    PASSED,
+    STEPS,
+    TARGETS,
+    NoSuchCall,
+    save_results,
+)
+from tests.e2e.processes import running_cluster, wait_for
+from tests.fixtures.zk import _delete_tree
+
+pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(180)]
+
+CONTROLLER_IDS = (101, 102)
+BROKERS = (1, 2, 3)
+TOPIC = "orders"
+SIM_ARGS = ["--brokers", "3", "--topics", f"{TOPIC}:4:2:64MiB", "--bandwidth", "1KiB", "--produce-rate", "0"]
+TOPIC_CONFIG = {"retention.ms": "86400000"}
+# The partition each (client, target) that can reassign moves and cancels.
+PARTITION = {("kafka-python", "standby"): 0, ("kafka-python", "broker"): 1,
+             ("aiokafka", "standby"): 2, ("aiokafka", "broker"): 3,
+             ("confluent-kafka", "standby"): 2, ("confluent-kafka", "broker"): 3,
+             ("kcat", "standby"): 2, ("kcat", "broker"): 3}
+WAIT_S = 30
+
+_ROWS: dict[tuple[str, str], list[dict]] = {}
+
+
+@pytest.fixture(scope="module")
+def cluster(zk_server, _zk_admin, tmp_path_factory):
+    chroot = f"/t_{uuid.uuid4().hex[:10]}"
+    _zk_admin.create(chroot)
+    try:
+        with running_cluster(f"{zk_server.connect_string}{chroot}", tmp_path_factory.mktemp("matrix"),
+                             sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS) as c:
+            c.set_dynamic_config(f"topics/{TOPIC}", TOPIC_CONFIG)
+            yield c
+    finally:
+        _delete_tree(_zk_admin, chroot)
+    # Written only when every (client, target) ran: a partial run must not shrink the matrix.
+    if len(_ROWS) == len(ADAPTERS) * len(TARGETS):
+        save_results([row for rows in _ROWS.values() for row in rows])
+
+
+def _bootstrap(c, target: str) -> str:
+    if target == "standby":
+        active = c.active_controller()
+        return c.listeners[next(cid for cid in CONTROLLER_IDS if cid != active)]
+    return c.brokers[BROKERS[0]]
+
+
+def _scenario(c, adapter, partition: int):
+    """(step, callable) in STEPS order; each callable raises on a wrong answer."""
+    original = c.replicas(TOPIC, partition)
+    spare = next(b for b in BROKERS if b not in original)
+    target = [original[0], spare]
+    removing = [b for b in original if b not in target]
+
+    def listed(p):
+        return adapter.list_reassignments().get((TOPIC, p))
+
+    def alter():
+        adapter.alter_reassignments(TOPIC, partition, target)
+        wait_for(lambda: c.zk.exists(f"/admin/reassignments/{TOPIC}/{partition}"), WAIT_S, "the move to start")
+
+    def list_():
+        got = wait_for(lambda: listed(partition), WAIT_S, "the move to be listed")
+        assert got == {"replicas": target + removing, "adding": [spare], "removing": removing}, got
+
+    def cancel():
+        adapter.alter_reassignments(TOPIC, partition, None)
+        wait_for(lambda: c.replicas(TOPIC, partition) == original and listed(partition) is None, WAIT_S,
+                 "the cancel to put the original replicas back")
+
+    def describe_topics():
+        # A move of another client may be under way: compare with ZooKeeper at the same moment.
+        def same():
+            want = {p: sorted(r) for p, r in c.topic(TOPIC)["partitions"].items()}
+            got = adapter.describe_topics(TOPIC)
+            return {str(p): r for p, r in got.items()} == want or None
+        wait_for(same, WAIT_S, "the described replicas to match ZooKeeper's")
+
+    def describe_configs():
+        got = adapter.describe_configs(TOPIC)
+        assert TOPIC_CONFIG.items() <= got.items(), got
+
+    def list_topics():
+        assert TOPIC in adapter.list_topics()
+
+    def list_brokers():
+        assert adapter.list_brokers() == set(BROKERS) | set(CONTROLLER_IDS)
+
+    def find_controller():
+        assert adapter.find_controller() == c.active_controller()
+
+    return {
+        "list_topics": list_topics, "list_brokers": list_brokers, "find_controller": find_controller,
+        "describe_topics": describe_topics, "describe_configs": describe_configs,
+        "alter_reassignments": alter, "list_reassignments": list_, "cancel_reassignments": cancel,
+    }
+
+
+@pytest.mark.parametrize("target", [t for t, _ in TARGETS])
+@pytest.mark.parametrize("adapter_class", ADAPTERS, ids=[a.name for a in ADAPTERS])
+def test_client_runs_the_admin_scenario(cluster, adapter_class, target):
+    adapter = adapter_class()
+    version = adapter.version()
+    rows, failures = [], []
+    steps = _scenario(cluster, adapter, PARTITION[(adapter.name, target)])
+    opened = False
+    for step, _label in STEPS:
+        try:
+            if step == "bootstrap":
+                adapter.open(_bootstrap(cluster, target))
+                opened = True
+            else:
+                steps[step]()
+            result, detail = PASSED, ""
+        except NoSuchCall:
+            result, detail = NO_SUCH_CALL, ""
+        except Exception as e:  # recorded, and the test fails below with every failed step
+            result, detail = FAILED, f"{type(e).__name__}: {e}"
+            failures.append(f"{step}: {detail}\n{traceback.format_exc(limit=3)}")
+        rows.append({"client": adapter.name, "version": version, "target": target, "step": step, "result": result})
+    if opened:
+        adapter.close()
+    _ROWS[(adapter.name, target)] = rows
+    assert not failures, f"{adapter.name} {version} against the {target}:\n" + "\n".join(failures)
+
+
+def test_confluent_kafka_list_topics_from_the_listener_and_a_simulated_broker(cluster):
+    """The issue's report: librdkafka's all-topics Metadata v12 request carries 3 bytes after its
+    body, which the listener and the brokers used to refuse by closing the connection
+    ("Broker transport failure")."""
+    from confluent_kafka.admin import AdminClient
+
+    for address in (_bootstrap(cluster, "standby"), _bootstrap(cluster, "broker")):
+        admin = AdminClient({"bootstrap.servers": address})
+        meta = admin.list_topics(timeout=20)
+        assert set(meta.brokers) == set(BROKERS) | set(CONTROLLER_IDS), address
+        assert meta.controller_id == cluster.active_controller()
+        partitions = meta.topics[TOPIC].partitions
+        assert {p: sorted(m.replicas) for p, m in partitions.items()} == {
+            int(p): sorted(r) for p, r in json.loads(cluster.zk.get(f"/brokers/topics/{TOPIC}")[0])["partitions"].items()}
