@@ -87,6 +87,7 @@ class Settings(ControllerConfig):
     zookeeper: Annotated[str, _setting(doc="ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]", min_length=1)]
     id: Annotated[int, _setting(doc="this controller's id, written to /controller", ge=0, le=2**31 - 1)]
     listen: Annotated[str, _setting(doc="HOST:PORT of the admin listener, port 0 picks a free one")]
+    advertised_listen: Annotated[str | None, _setting(None, "HOST:PORT clients are told to reach the admin listener at (/reassignd/controllers, Metadata); unset: the bound address. Needed when listen binds 0.0.0.0, as in a container")]
     ops_listen: Annotated[str | None, _setting(None, "HOST:PORT of the operations HTTP server (/healthz, /readyz, /metrics); unset: none")]
     ops_max_loop_lag_s: Annotated[float, _setting(1.0, "/healthz fails while the event loop lags behind by more than this", gt=0.0)]
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _setting("INFO", "log level", live=True)]
@@ -102,7 +103,7 @@ class Settings(ControllerConfig):
         split_connect_string(value)  # raises ValueError with the reason
         return value
 
-    @field_validator("listen", "ops_listen")
+    @field_validator("listen", "ops_listen", "advertised_listen")
     @classmethod
     def _hostport(cls, value: str | None) -> str | None:
         if value is not None:
@@ -254,4 +255,9 @@ def _reason(error: ValidationError) -> str:
     return f"{msg}, got {first['input']!r}"
 
 
-_FIELD_CHECKS = {"zookeeper": Settings._connect_string, "listen": parse_hostport, "ops_listen": parse_hostport}
+_FIELD_CHECKS = {
+    "zookeeper": Settings._connect_string,
+    "listen": parse_hostport,
+    "ops_listen": parse_hostport,
+    "advertised_listen": parse_hostport,
+}

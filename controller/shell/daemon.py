@@ -34,10 +34,12 @@ from controller.core.config import ConfigError, ControllerConfig, parse_hostport
 from controller.shell.active import ActiveController
 from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
+from controller.shell.admin_audit import AuditedHandler, open_audit_file
 from controller.shell.admin.handler import AdminHandler
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.shell.listener import AdminListener, ListenerLimits, RequestHandler
+from controller.shell.logs import setup_logging
 from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore, Metrics
 from controller.shell.ops import OpsServer
 from controller.shell.options import load_settings, parse_args, unknown_env
@@ -83,7 +85,7 @@ class ControllerDaemon:
         self.metrics = metrics or Metrics()
         # The admin API over the table of controller.shell.admin.registry, unless a test swaps it.
         handler = handler_factory(self.role) if handler_factory else AdminHandler(AdminContext(self.role, config))
-        handler = MeteredHandler(handler, self.metrics)
+        handler = MeteredHandler(AuditedHandler(handler), self.metrics)
         self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
         self.metrics.watch(role=self.role, listener=self.listener)
         ops_listen = ops_listen or getattr(config, "ops_address", None)
@@ -110,8 +112,11 @@ class ControllerDaemon:
         """Run until cancelled."""
         await self.listener.start()
         ctx = getattr(self.listener.handler, "ctx", None)
-        if isinstance(ctx, AdminContext):  # the bound address (port 0 picks one)
-            ctx.host, ctx.port = self.listener.host, self.listener.port
+        advertised = getattr(self.config, "advertised_listen", None)
+        # Clients are told the advertised address, else the bound one (port 0 picks one).
+        self.advertised = parse_hostport(advertised) if advertised else (self.listener.host, self.listener.port)
+        if isinstance(ctx, AdminContext):
+            ctx.host, ctx.port = self.advertised
         log.info("controller %d listening on %s:%d", self.controller_id, self.listener.host, self.listener.port)
         if self.ops is not None:
             try:
@@ -238,7 +243,7 @@ class ControllerDaemon:
 
     async def _register(self, store: Store, inbox: Inbox) -> None:
         """The ephemeral /reassignd/controllers/<id> naming this instance's listener."""
-        payload = encode_listener(self.listener.host, self.listener.port)
+        payload = encode_listener(*self.advertised)
         path = controller_path(self.controller_id)
         while True:
             try:
@@ -341,12 +346,16 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(render_toml(resolved))
         return 0
     settings = resolved.settings
-    logging.basicConfig(
-        level=settings.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listen_address, settings)
+    setup_logging(settings.log_level, settings.log_format, role=daemon.role)
     for var in unknown_env(os.environ):
         log.warning("environment variable %s names no setting of reassignd controller: ignored", var)
-    daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listen_address, settings)
+    if settings.audit_log:
+        try:
+            open_audit_file(settings.audit_log, daemon.role)
+        except OSError as e:
+            print(f"reassignd controller: audit_log: cannot open {settings.audit_log}: {e.strerror or e}", file=sys.stderr)
+            return 2
     try:
         return asyncio.run(_serve(daemon, settings.shutdown_timeout_s, lambda: load_settings(args, os.environ).settings))
     except OSError as e:

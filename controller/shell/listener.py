@@ -40,6 +40,7 @@ import asyncio
 import logging
 import struct
 import time
+from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Protocol
 
@@ -48,6 +49,10 @@ from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
 
 log = logging.getLogger("reassignd.listener")
+
+# The client address ("host:port") of the connection a request came on, for handlers that
+# record who asked (controller.shell.admin_audit); set per connection, inherited by its tasks.
+CLIENT: ContextVar[str | None] = ContextVar("client", default=None)
 
 API_VERSIONS = 18
 # Kafka's socket.request.max.bytes default: refused before a byte of the body is read.
@@ -186,6 +191,7 @@ class AdminListener:
 
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
+        CLIENT.set(f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer))
         if len(self._writers) >= self.limits.max_connections:
             self.stats.refused += 1
             log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, len(self._writers))
