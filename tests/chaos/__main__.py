@@ -1,0 +1,45 @@
+"""``python -m tests.chaos [--duration S] [--seed N] [--workdir DIR] [--keep]``: one chaos run
+of any length (``make chaos DURATION=600 SEED=7`` calls this), its figures printed last.
+
+Prints every violation found, and on failure the seed and the history file (the work directory
+is kept on failure, or always with ``--keep``). Exit status 0 when every check held, 1 if not.
+"""
+
+from __future__ import annotations
+
+import argparse
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+
+from tests.chaos.run import figure_lines, run_chaos
+
+
+def main(argv: list[str] | None = None) -> int:
+    p = argparse.ArgumentParser(prog="python -m tests.chaos", description="Run the chaos suite once.")
+    p.add_argument("--duration", type=float, default=300.0, help="seconds of faults (default 300)")
+    p.add_argument("--seed", type=int, default=1, help="the run's one random seed (default 1)")
+    p.add_argument("--workdir", type=Path, help="where logs, audits and the history go (default: a new tmp dir)")
+    p.add_argument("--keep", action="store_true", help="keep the work directory even when every check held")
+    args = p.parse_args(argv)
+    workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
+    print(f"chaos: seed={args.seed} duration={args.duration:.0f}s workdir={workdir}", flush=True)
+    result = run_chaos(args.duration, args.seed, workdir)
+    report = result.report
+    print(f"doors: {result.doors}")
+    print(f"faults: {result.faults}")
+    for v in report.violations:
+        print(f"VIOLATION: {v}")
+    if report.ok and not args.keep and args.workdir is None:
+        shutil.rmtree(workdir, ignore_errors=True)
+    else:
+        print(f"seed={result.seed} history={result.history_path} (work directory kept: {workdir})")
+    print("# chaos")
+    for line in figure_lines(result):
+        print(line)
+    return 0 if report.ok else 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,323 @@
+"""The chaos run's verdicts, from its history alone: records in, violations and figures out.
+
+Pure: no I/O, no clock. The history is the run's JSON lines (tests/chaos/history.py writes
+them; the controllers' write audits are appended as ``audit`` records, the final ZooKeeper
+state as one ``final`` record). Usage::
+
+    report = check(records, quiesce_bound_s=120)
+    report.ok                 # no violation of any kind
+    report.violations         # ["lost request: orders-3 ended on [1, 2, 3], expected one of ...", ...]
+    report.figures()          # {"faults_injected": 31, ..., "quiesce_seconds_p99": 12.4}
+
+The checks (DESIGN.md section 7, "The chaos suite"):
+
+1. Requests. The workload never has two operations on one partition in flight, so per
+   partition the accepted operations are in order. Walking them gives the replica lists the
+   partition may end on: an accepted reassignment replaces them with its target (or adds its
+   target if a controller log reported the entry dropped, a skip with its reason); a
+   cancellation reported done (code 0) leaves the lists it held before the move (its original
+   replicas are one of them); a cancel-all through the znode, or any operation in doubt (its
+   answer lost to a fault), adds to the possibilities without replacing them; refusals and
+   cancellations reported not done (nothing running, too late, skipped as unsafe) change
+   nothing. The final topic znode must hold one of them, with nothing adding or removing.
+2. ISR: every sampled partition state has a non-empty ISR and a leader in it (or no leader).
+3. Zombie writes: every audited write's epoch must be the ``/controller_epoch`` value current
+   at the zxid it landed at. The epoch history is the union of the observer's polls of
+   ``/controller_epoch`` (value, zkVersion, mzxid) and the election lines of the audits. A
+   write with its own zxid (a setData in the multi) is checked exactly; one without is
+   bounded by the zxids its client saw before and after it and flagged if it certainly landed
+   after the next epoch began. Its epoch must also be the one its zkVersion was won with.
+4. Throttles: the workload sets only auto-removed throttles, so the final configs hold no
+   throttle key and the removal lists are empty.
+5. Quiescence: after every fault, once healed, the cluster is quiescent within the bound.
+6. No controller process exits on its own (``crash`` records).
+"""
+
+from __future__ import annotations
+
+import math
+from bisect import bisect_right
+from dataclasses import dataclass, field
+
+# Cancel results (Kafka's codes): 0 cancelled; anything else means the move was not rolled
+# back (85 nothing running, 60 too late, 39/83 skipped as unsafe per KIP-236).
+CANCELLED = 0
+
+
+def tp_key(topic: str, partition: int) -> str:
+    return f"{topic}/{partition}"
+
+
+@dataclass
+class Report:
+    violations: list[str] = field(default_factory=list)
+    faults_injected: int = 0
+    faults_survived: int = 0
+    requests: int = 0
+    requests_lost: int = 0
+    zombie_writes: int = 0
+    fenced_attempts: int = 0
+    writes_audited: int = 0
+    writes_exact: int = 0
+    isr_samples: int = 0
+    isr_violations: int = 0
+    stranded_throttles: int = 0
+    quiesce_seconds: list[float] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not self.violations
+
+    def figures(self) -> dict[str, object]:
+        """Supporting figures first, the six the chaos run is judged by last."""
+        return {
+            "zombie_writes_fenced": self.fenced_attempts,
+            "writes_audited": self.writes_audited,
+            "writes_audited_exact_zxid": self.writes_exact,
+            "isr_samples": self.isr_samples,
+            "isr_violations": self.isr_violations,
+            "stranded_throttles": self.stranded_throttles,
+            "faults_injected": self.faults_injected,
+            "faults_survived": self.faults_survived,
+            "requests": self.requests,
+            "requests_lost": self.requests_lost,
+            "zombie_writes": self.zombie_writes,
+            "quiesce_seconds_p99": round(p99(self.quiesce_seconds), 2),
+        }
+
+
+def p99(values: list[float]) -> float:
+    """Nearest-rank 99th percentile (the maximum below 100 values); 0 for none."""
+    if not values:
+        return 0.0
+    ordered = sorted(values)
+    return ordered[max(0, math.ceil(0.99 * len(ordered)) - 1)]
+
+
+def check(records: list[dict], quiesce_bound_s: float = 120.0) -> Report:
+    report = Report()
+    by_type: dict[str, list[dict]] = {}
+    for r in records:
+        by_type.setdefault(r.get("type", ""), []).append(r)
+    _check_requests(by_type, report)
+    _check_isr(by_type.get("state", []), report)
+    _check_zombies(by_type.get("epoch", []), by_type.get("audit", []), report)
+    _check_throttles(by_type.get("final", []), report)
+    _check_quiescence(by_type, quiesce_bound_s, report)
+    for c in by_type.get("crash", []):
+        report.violations.append(f"controller {c['controller']} exited on its own (code {c['returncode']})")
+    return report
+
+
+# ---- 1. requests -------------------------------------------------------------------------------
+
+
+def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
+    initial = by_type.get("initial", [])
+    finals = by_type.get("final", [])
+    if not initial or not finals:
+        report.violations.append("history has no initial or no final state: nothing can be checked")
+        return
+    start: dict[str, list[int]] = {k: list(v) for k, v in initial[0]["assignments"].items()}
+    final: dict[str, dict] = finals[-1]["assignments"]
+    skips: dict[tuple[str, tuple], list[float]] = {}
+    for s in by_type.get("reported_skip", []):
+        skips.setdefault((s["tp"], tuple(s["target"])), []).append(s.get("t", math.inf))
+    ops = sorted(by_type.get("op", []), key=lambda o: (o["t0"], o["id"]))
+    report.requests = sum(1 for o in ops if o["outcome"] == "accepted" and _any_accepted(o))
+
+    for tp in sorted(start):
+        expected = {tuple(start[tp])}
+        stable = [tuple(start[tp])]  # every list the partition may have settled on
+        last_op: dict | None = None
+        for op in ops:
+            effect = _effect(op, tp)
+            if effect is None:
+                continue
+            kind, value = effect
+            if kind == "target":
+                target = tuple(value)
+                skipped = any(t >= op["t0"] for t in skips.get((tp, target), ()))
+                expected = expected | {target} if skipped else {target}
+                stable.append(target)
+                last_op = op
+            elif kind == "maybe_target":
+                expected = expected | {tuple(value)}
+                stable.append(tuple(value))
+            elif kind == "cancelled":
+                # Back to the lists before the running move's target (its original replicas).
+                expected = set(stable[:-1]) or {stable[0]}
+                last_op = op
+            elif kind == "maybe_cancelled":
+                expected = expected | set(stable)
+        end = final.get(tp)
+        if end is None:
+            report.violations.append(f"lost request: {tp} is missing from the final state")
+            report.requests_lost += 1
+            continue
+        replicas = tuple(end["replicas"])
+        if end.get("adding") or end.get("removing"):
+            report.violations.append(
+                f"lost request: {tp} ended half-moved (replicas {list(replicas)}, adding {end.get('adding')}, "
+                f"removing {end.get('removing')})"
+            )
+            report.requests_lost += 1
+        elif replicas not in expected:
+            why = f" (last accepted: op {last_op['id']} {last_op['door']})" if last_op else ""
+            report.violations.append(
+                f"lost request: {tp} ended on {list(replicas)}, expected one of "
+                f"{sorted(list(e) for e in expected)}{why}"
+            )
+            report.requests_lost += 1
+
+
+def _any_accepted(op: dict) -> bool:
+    results = op.get("results")
+    if results is None:
+        return True
+    return any(code == 0 for code in results.values())
+
+
+def _effect(op: dict, tp: str) -> tuple[str, object] | None:
+    """What ``op`` does to partition ``tp``: ("target", T), ("maybe_target", T), ("cancelled",
+    None), ("maybe_cancelled", None), or None (nothing)."""
+    outcome = op["outcome"]
+    if outcome == "refused":
+        return None
+    kind = op["kind"]
+    if kind == "submit":
+        target = op["targets"].get(tp)
+        if target is None:
+            return None
+        if outcome == "in_doubt":
+            return "maybe_target", target
+        results = op.get("results")
+        code = 0 if results is None else results.get(tp)
+        return ("target", target) if code == 0 else None
+    if kind == "cancel":
+        listed = op.get("partitions")  # None: every pending one
+        if listed is not None and tp not in listed:
+            return None
+        if outcome == "in_doubt":
+            return "maybe_cancelled", None
+        results = op.get("results")
+        if results is None:  # the znode door: which partitions it rolled back is not reported
+            return "maybe_cancelled", None
+        if tp not in results:
+            return None  # cancel-all that found nothing running there
+        return ("cancelled", None) if results[tp] == CANCELLED else None
+    return None
+
+
+# ---- 2. ISR ------------------------------------------------------------------------------------
+
+
+def _check_isr(states: list[dict], report: Report) -> None:
+    report.isr_samples = len(states)
+    for s in states:
+        isr, leader = s["isr"], s["leader"]
+        if not isr:
+            report.violations.append(f"no in-sync replica: {s['tp']} at t={s['t']:.2f} (mzxid {s.get('mzxid')}): {s}")
+            report.isr_violations += 1
+        elif leader != -1 and leader not in isr:
+            report.violations.append(f"leader outside the ISR: {s['tp']} at t={s['t']:.2f}: leader {leader}, isr {isr}")
+            report.isr_violations += 1
+
+
+# ---- 3. zombie writes --------------------------------------------------------------------------
+
+
+def _check_zombies(epochs: list[dict], audit: list[dict], report: Report) -> None:
+    # zkVersion -> (epoch, mzxid of the bump); the two sources must agree where both speak.
+    history: dict[int, tuple[int, int | None]] = {}
+    for source, version, epoch, mzxid in [
+        *(("observer", e["version"], e["epoch"], e["mzxid"]) for e in epochs),
+        *(("audit", a["epoch_zkversion"], a["epoch"], a.get("mzxid")) for a in audit if a.get("event") == "elected"),
+    ]:
+        known = history.get(version)
+        if known is not None and known[0] != epoch:
+            report.violations.append(
+                f"epoch history disagrees: /controller_epoch version {version} is epoch {known[0]} and {epoch} ({source})"
+            )
+            continue
+        if known is None or known[1] is None:
+            history[version] = (epoch, mzxid)
+    spans = sorted((mzxid, version, epoch) for version, (epoch, mzxid) in history.items() if mzxid is not None)
+    starts = [s[0] for s in spans]
+
+    for a in audit:
+        event = a.get("event")
+        if event == "fenced":
+            report.fenced_attempts += 1
+            continue
+        if event != "write":
+            continue
+        report.writes_audited += 1
+        who = f"controller {a['controller']} (epoch {a['epoch']}, session {a.get('session')})"
+        version = a["epoch_zkversion"]
+        won = history.get(version)
+        if won is None or won[0] != a["epoch"]:
+            report.violations.append(
+                f"zombie write: {who} wrote with /controller_epoch version {version}, which is epoch "
+                f"{won[0] if won else 'unknown'}: {a['ops']}"
+            )
+            report.zombie_writes += 1
+            continue
+        zxid = a.get("zxid")
+        if zxid is not None:
+            report.writes_exact += 1
+            i = bisect_right(starts, zxid) - 1
+            current = spans[i][2] if i >= 0 else None
+            if current != a["epoch"]:
+                report.violations.append(
+                    f"zombie write: {who} landed at zxid {zxid:#x} while epoch {current} was current: {a['ops']}"
+                )
+                report.zombie_writes += 1
+            continue
+        after = a.get("after_zxid")
+        if after is None or won[1] is None:
+            continue
+        # The write landed after ``after``; if the next epoch began at or before it, it landed late.
+        later = [s for s in spans if s[0] > won[1]]
+        if later and after >= later[0][0]:
+            report.violations.append(
+                f"zombie write: {who} landed after zxid {after:#x}, after epoch {later[0][2]} began at "
+                f"{later[0][0]:#x}: {a['ops']}"
+            )
+            report.zombie_writes += 1
+
+
+# ---- 4. throttles ------------------------------------------------------------------------------
+
+
+def _check_throttles(finals: list[dict], report: Report) -> None:
+    if not finals:
+        return
+    final = finals[-1]
+    for entity, keys in sorted(final.get("throttles", {}).items()):
+        report.violations.append(f"stranded throttle: {entity} still has {keys}")
+        report.stranded_throttles += 1
+    for name, listed in sorted(final.get("removal_lists", {}).items()):
+        if listed:
+            report.violations.append(f"stranded throttle: {name} still lists {listed}")
+            report.stranded_throttles += 1
+
+
+# ---- 5. quiescence -----------------------------------------------------------------------------
+
+
+def _check_quiescence(by_type: dict[str, list[dict]], bound_s: float, report: Report) -> None:
+    faults = by_type.get("fault", [])
+    report.faults_injected = len(faults)
+    quiesced = {q["fault"]: q for q in by_type.get("quiesced", [])}
+    for f in faults:
+        q = quiesced.get(f["id"])
+        if q is None:
+            report.violations.append(f"no quiescence after fault {f['id']} ({f['kind']}): never recorded")
+        elif q["seconds"] > bound_s or not q.get("ok", True):
+            report.violations.append(
+                f"no quiescence after fault {f['id']} ({f['kind']}) within {bound_s:.0f}s: {q.get('left')}"
+            )
+        else:
+            report.faults_survived += 1
+            report.quiesce_seconds.append(q["seconds"])
