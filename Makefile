@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test system-deps venv bench clean
+.PHONY: demo test system-deps venv bench chaos clean
 
 # Debian packages: ZooKeeper (Debian's server, run by znodes.launcher), a Java 17 runtime for it
 # and for Spark, and kcat (a standard Kafka client the tests point at the admin listener).
@@ -39,6 +39,13 @@ demo: system-deps venv
 # The whole suite. CI sets CI=true, which selects the Hypothesis "ci" profile (tests/conftest.py).
 test: system-deps venv
 	$(PY) -m pytest -q -p no:cacheprovider tests
+
+# The chaos suite (tests/chaos) outside pytest, any length and seed: a 3-server ensemble,
+# simulated brokers and 3 controllers under a nemesis; prints its figures last.
+DURATION ?= 300
+SEED ?= 1
+chaos: system-deps venv
+	$(PY) -m tests.chaos --duration $(DURATION) --seed $(SEED)
 
 bench: system-deps venv
 	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done

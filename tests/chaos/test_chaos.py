@@ -1,0 +1,42 @@
+"""CI's chaos run: 5 minutes of faults against real processes, a fixed seed, every check held.
+
+Everything is real: a three-server ZooKeeper ensemble started by ``reassignd zk start --ensemble
+3``, ``reassignd sim`` (6 brokers), three ``reassignd controller`` processes behind fault
+proxies, and the nemesis of tests/chaos/nemesis.py. The figures are recorded for the run's last
+lines (tests/figures.py). ``CHAOS_DURATION`` and ``CHAOS_SEED`` change the schedule;
+``make chaos`` runs any length outside pytest. On failure the work directory (history,
+audits, every process's log) is kept and named with the seed.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests import figures
+from tests.chaos.run import QUIESCE_BOUND_S, run_chaos
+
+DURATION_S = float(os.environ.get("CHAOS_DURATION", "300"))
+SEED = int(os.environ.get("CHAOS_SEED", "20261125"))
+# The schedule, plus the last quiescence bound, start-up and stop, with room to spare.
+TIMEOUT_S = int(DURATION_S + QUIESCE_BOUND_S + 300)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TIMEOUT_S)]
+
+
+def test_chaos_schedule_holds_every_invariant():
+    workdir = Path(tempfile.mkdtemp(prefix=f"chaos-{SEED}-"))
+    result = run_chaos(DURATION_S, SEED, workdir)
+    report = result.report
+    figures.record("chaos", seed=SEED, duration_s=int(DURATION_S), **report.figures())
+    print(f"doors: {result.doors}\nfaults: {result.faults}")
+    assert report.ok, (
+        f"chaos seed={SEED}: {len(report.violations)} violation(s); history {result.history_path} "
+        f"(work directory kept: {workdir}):\n" + "\n".join(report.violations[:40])
+    )
+    assert report.faults_injected >= 5 and report.requests >= 20, "the schedule exercised too little"
+    shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,174 @@
+"""The chaos checker on hand-written histories: a clean one passes, and each kind of violation
+(a lost request, a zombie write, a stranded throttle, a partition with no ISR, no quiescence)
+fails it with a message that names it."""
+
+from __future__ import annotations
+
+import copy
+
+import pytest
+
+from tests.chaos.checker import check, p99
+
+R0 = [1, 2, 3]
+T1 = [4, 5, 6]
+T2 = [1, 5, 6]
+
+
+def _history(final_replicas=T1, ops=None, extra=()) -> list[dict]:
+    ops = ops if ops is not None else [_submit(1, {"orders/0": T1})]
+    return [
+        {"type": "meta", "t": 0.0, "seed": 1},
+        {"type": "initial", "t": 0.0, "assignments": {"orders/0": R0, "orders/1": R0}},
+        {"type": "epoch", "t": 0.5, "epoch": 1, "version": 0, "mzxid": 100},
+        {"type": "audit", "event": "elected", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "mzxid": None},
+        {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 120,
+         "after_zxid": 110, "upto_zxid": 120, "ops": [["create", "/admin/reassignments/orders/0"]]},
+        *ops,
+        {"type": "state", "t": 2.0, "tp": "orders/0", "leader": 4, "isr": [4, 5, 6], "mzxid": 130},
+        {"type": "fault", "t": 3.0, "id": 1, "kind": "zombie", "t0": 2.0, "t_heal": 3.0, "target": 101},
+        {"type": "epoch", "t": 3.0, "epoch": 2, "version": 1, "mzxid": 200},
+        {"type": "audit", "event": "elected", "controller": 102, "epoch": 2, "epoch_zkversion": 1, "mzxid": 200},
+        {"type": "audit", "event": "write", "controller": 102, "epoch": 2, "epoch_zkversion": 1, "zxid": None,
+         "after_zxid": 205, "upto_zxid": 212, "ops": [["delete", "/admin/reassign_partitions"]]},
+        {"type": "audit", "event": "fenced", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "ops": [["set", "/x"]]},
+        {"type": "quiesced", "t": 5.0, "fault": 1, "seconds": 2.0, "ok": True, "left": {}},
+        *extra,
+        {"type": "final", "t": 6.0,
+         "assignments": {"orders/0": {"replicas": final_replicas, "adding": [], "removing": []},
+                         "orders/1": {"replicas": R0, "adding": [], "removing": []}},
+         "throttles": {}, "removal_lists": {"/admin/throttled_rates_removal": []}},
+    ]
+
+
+def _submit(op_id, targets, t0=1.0, outcome="accepted", results=None, door="reassign"):
+    return {"type": "op", "id": op_id, "door": door, "kind": "submit", "t0": t0, "t1": t0 + 0.1,
+            "outcome": outcome, "targets": targets, **({"results": results} if results is not None else {})}
+
+
+def _cancel(op_id, partitions, results, t0=1.5, outcome="accepted"):
+    return {"type": "op", "id": op_id, "door": "cancel", "kind": "cancel", "t0": t0, "t1": t0 + 0.1,
+            "outcome": outcome, "partitions": partitions, "results": results}
+
+
+def test_a_clean_history_passes_with_its_figures():
+    report = check(_history())
+    assert report.ok, report.violations
+    figures = report.figures()
+    assert list(figures)[-6:] == ["faults_injected", "faults_survived", "requests", "requests_lost",
+                                  "zombie_writes", "quiesce_seconds_p99"]
+    assert figures["faults_injected"] == figures["faults_survived"] == 1
+    assert figures["requests"] == 1 and figures["requests_lost"] == 0 and figures["zombie_writes"] == 0
+    assert figures["zombie_writes_fenced"] == 1 and figures["quiesce_seconds_p99"] == 2.0
+
+
+def test_a_lost_request_fails():
+    report = check(_history(final_replicas=R0))
+    assert not report.ok and report.requests_lost == 1
+    assert "lost request: orders/0 ended on [1, 2, 3]" in report.violations[0]
+
+
+def test_a_half_moved_partition_fails():
+    history = _history()
+    history[-1]["assignments"]["orders/0"] = {"replicas": T1 + [1], "adding": [], "removing": [1]}
+    report = check(history)
+    assert report.requests_lost == 1 and "half-moved" in report.violations[0]
+
+
+def test_an_override_must_end_on_the_newer_target():
+    ops = [_submit(1, {"orders/0": T1}), _submit(2, {"orders/0": T2}, t0=1.5, door="alter")]
+    assert check(_history(final_replicas=T2, ops=ops)).ok
+    assert check(_history(final_replicas=T1, ops=ops)).requests_lost == 1
+
+
+def test_a_reported_cancel_must_end_on_the_original_replicas():
+    ops = [_submit(1, {"orders/0": T1}), _cancel(2, ["orders/0"], {"orders/0": 0})]
+    assert check(_history(final_replicas=R0, ops=ops)).ok
+    report = check(_history(final_replicas=T1, ops=ops))
+    assert report.requests_lost == 1 and "expected one of [[1, 2, 3]]" in report.violations[0]
+
+
+def test_a_cancel_that_found_nothing_running_changes_nothing():
+    ops = [_submit(1, {"orders/0": T1}), _cancel(2, ["orders/0"], {"orders/0": 85})]
+    assert check(_history(final_replicas=T1, ops=ops)).ok
+    assert not check(_history(final_replicas=R0, ops=ops)).ok
+
+
+def test_refused_and_in_doubt_requests():
+    refused = [_submit(1, {"orders/0": T1}, outcome="refused")]
+    assert check(_history(final_replicas=R0, ops=refused)).ok
+    assert not check(_history(final_replicas=T1, ops=refused)).ok  # nothing asked for T1
+    doubt = [_submit(1, {"orders/0": T1}, outcome="in_doubt")]
+    assert check(_history(final_replicas=R0, ops=doubt)).ok
+    assert check(_history(final_replicas=T1, ops=doubt)).ok
+    per_partition = [_submit(1, {"orders/0": T1}, results={"orders/0": 39})]
+    assert check(_history(final_replicas=R0, ops=per_partition)).ok
+
+
+def test_an_entry_the_controller_reported_dropping_is_a_skip_with_its_reason():
+    skip = {"type": "reported_skip", "t": 1.2, "tp": "orders/0", "target": T1, "reason": "broker 6 is not registered"}
+    assert check(_history(final_replicas=R0, extra=[skip])).ok
+    early = dict(skip, t=0.5)  # reported before the request: not about it
+    assert not check(_history(final_replicas=R0, extra=[early])).ok
+
+
+def test_a_write_landing_after_the_next_epoch_is_a_zombie_write():
+    zombie = {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 230,
+              "after_zxid": 220, "upto_zxid": 230, "ops": [["set", "/brokers/topics/orders"]]}
+    report = check(_history(extra=[zombie]))
+    assert report.zombie_writes == 1
+    assert "zombie write: controller 101 (epoch 1" in report.violations[0] and "epoch 2 was current" in report.violations[0]
+
+
+def test_a_write_without_its_own_zxid_is_bounded_by_what_its_client_saw():
+    late = {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": None,
+            "after_zxid": 200, "upto_zxid": 240, "ops": [["delete", "/admin/reassignments/orders/0"]]}
+    assert check(_history(extra=[late])).zombie_writes == 1
+    straddling = dict(late, after_zxid=190)  # may have landed before epoch 2: not provably late
+    assert check(_history(extra=[straddling])).zombie_writes == 0
+
+
+def test_a_write_under_another_epochs_zkversion_is_a_zombie_write():
+    confused = {"type": "audit", "event": "write", "controller": 103, "epoch": 1, "epoch_zkversion": 1, "zxid": 250,
+                "after_zxid": 240, "upto_zxid": 250, "ops": [["set", "/x"]]}
+    report = check(_history(extra=[confused]))
+    assert report.zombie_writes == 1 and "which is epoch 2" in report.violations[0]
+
+
+def test_a_stranded_throttle_fails():
+    history = _history()
+    history[-1]["throttles"] = {"brokers/4": {"leader.replication.throttled.rate": "1000000"}}
+    report = check(history)
+    assert report.stranded_throttles == 1 and "stranded throttle: brokers/4" in report.violations[0]
+    history = _history()
+    history[-1]["removal_lists"] = {"/admin/throttled_rates_removal": [4]}
+    assert check(history).stranded_throttles == 1
+
+
+@pytest.mark.parametrize("state", [{"leader": -1, "isr": []}, {"leader": 4, "isr": [5, 6]}])
+def test_a_partition_without_its_leader_in_sync_fails(state):
+    bad = {"type": "state", "t": 2.5, "tp": "orders/1", "mzxid": 140, **state}
+    report = check(_history(extra=[bad]))
+    assert report.isr_violations == 1 and "orders/1" in report.violations[0]
+
+
+def test_no_quiescence_within_the_bound_fails():
+    history = _history()
+    slow = next(r for r in history if r["type"] == "quiesced")
+    slow.update(seconds=130.0)
+    report = check(history, quiesce_bound_s=120)
+    assert report.faults_survived == 0 and "no quiescence after fault 1 (zombie)" in report.violations[0]
+    stuck = copy.deepcopy(_history())
+    next(r for r in stuck if r["type"] == "quiesced").update(ok=False, left={"records": ["orders/0"]})
+    assert not check(stuck).ok
+
+
+def test_a_controller_that_exited_on_its_own_fails():
+    crash = {"type": "crash", "t": 4.0, "controller": 102, "returncode": 1}
+    assert "controller 102 exited on its own" in check(_history(extra=[crash])).violations[0]
+
+
+def test_p99_is_nearest_rank():
+    assert p99([]) == 0.0
+    assert p99([3.0, 1.0, 2.0]) == 3.0
+    assert p99([float(i) for i in range(1, 201)]) == 198.0
