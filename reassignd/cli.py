@@ -19,6 +19,7 @@ SUBCOMMANDS = {
     "controller": ("controller.shell.daemon", "run a reassignment controller instance"),
     "sim": ("sim.main", "run simulated brokers"),
     "snapshot": ("spark_jobs.snapshot", "write a cluster snapshot for the planner"),
+    "users": ("controller.shell.security.users", "SCRAM users in ZooKeeper (add, remove, list)"),
 }
 
 USAGE = "usage: reassignd {%s} [options]\n\n%s" % (

@@ -185,9 +185,12 @@ class _OrderedHandler(SequentialThreadingHandler):
 class KazooStore:
     """The Store contract on a kazoo client. Create it with :func:`connect`."""
 
-    def __init__(self, client: KazooClient, loop: asyncio.AbstractEventLoop):
+    def __init__(self, client: KazooClient, loop: asyncio.AbstractEventLoop, acl_for: Callable[[str], list] | None = None):
         self._client = client
         self._loop = loop
+        # ZooKeeper ACLs of a znode this store creates, by its path (chroot-relative); None:
+        # world-writable (OPEN_ACL_UNSAFE). controller.shell.security.zk builds Kafka's.
+        self._acl_for = acl_for
         self.events: asyncio.Queue = asyncio.Queue()
         self._client_id = client.client_id
         self._closed = False
@@ -318,6 +321,7 @@ class KazooStore:
             self._client.create_async,
             path,
             data,
+            acl=self._acl(path),
             ephemeral=bool(ephemeral),
             sequence=bool(sequential),
             makepath=bool(makepath),
@@ -342,7 +346,10 @@ class KazooStore:
 
     async def ensure_path(self, path: str) -> None:
         validate_path(path)
-        await self._call(path, self._client.ensure_path_async, path)
+        await self._call(path, self._client.ensure_path_async, path, acl=self._acl(path))
+
+    def _acl(self, path: str) -> list | None:
+        return None if self._acl_for is None else self._acl_for(path)
 
     async def multi(self, ops: list[Op]) -> list:
         if type(ops) is not batch.CheckedChunk:  # a writer's chunk was checked when queued
@@ -360,7 +367,8 @@ class KazooStore:
             path = op.path if not chroot else chroot if op.path == "/" else chroot + op.path
             if isinstance(op, Create):
                 flags = (1 if op.ephemeral else 0) | (2 if op.sequential else 0)
-                records.append(_KCreate(path, op.data, OPEN_ACL_UNSAFE, flags))
+                acl = OPEN_ACL_UNSAFE if self._acl_for is None else self._acl_for(op.path)
+                records.append(_KCreate(path, op.data, acl, flags))
             elif isinstance(op, SetData):
                 records.append(_KSetData(path, op.data, op.version))
             elif isinstance(op, Delete):
@@ -543,11 +551,16 @@ async def connect(
     session_timeout: float = 10.0,
     *,
     create_chroot: bool = False,
+    client_options: dict | None = None,
+    acl_for: Callable[[str], list] | None = None,
 ) -> KazooStore:
     """Connect to ``hosts`` ("h:p,h2:p/chroot"); the chroot must exist unless ``create_chroot``.
 
     ``timeout`` bounds the wait for the first connection (ConnectionLossError after it);
     ``session_timeout`` is requested from the server, which clamps it to its min/max.
+    ``client_options`` go to KazooClient as they are (``auth_data``, ``use_ssl``, ``ca``,
+    ``certfile``, ``keyfile``: controller.shell.security.zk builds them); ``acl_for(path)``
+    gives the ACL of every znode created (the chroot's too).
     """
     if timeout <= 0 or session_timeout <= 0:
         raise ValueError("timeout and session_timeout must be positive")
@@ -573,6 +586,7 @@ async def connect(
             handler=handler,
             connection_retry=KazooRetry(sleep_func=handler.sleep_func, **_RECONNECT),
             command_retry=KazooRetry(sleep_func=handler.sleep_func, max_tries=0),
+            **(client_options or {}),
         )
         # start_async + wait, not start(): start() warns about a missing chroot, which
         # open_client() reports as an error instead.
@@ -587,7 +601,7 @@ async def connect(
         if chroot and create_chroot:
             admin = start(server_list)
             try:
-                admin.ensure_path(chroot)
+                admin.ensure_path(chroot, acl=None if acl_for is None else acl_for("/"))
             finally:
                 admin.stop()
                 admin.close()
@@ -602,4 +616,4 @@ async def connect(
         return client
 
     client = await loop.run_in_executor(None, open_client)
-    return KazooStore(client, loop)
+    return KazooStore(client, loop, acl_for)

@@ -31,6 +31,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
+from controller.core.listeners import Listener, parse_listeners
+
 ENV_PREFIX = "REASSIGND_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
@@ -86,7 +88,8 @@ class Settings(ControllerConfig):
 
     zookeeper: Annotated[str, _setting(doc="ZooKeeper connect string HOST:PORT[,HOST:PORT...][/chroot]", min_length=1)]
     id: Annotated[int, _setting(doc="this controller's id, written to /controller", ge=0, le=2**31 - 1)]
-    listen: Annotated[str, _setting(doc="HOST:PORT of the admin listener, port 0 picks a free one")]
+    listen: Annotated[str, _setting(doc="the admin listeners: [NAME://]HOST:PORT, several comma-separated or --listen given again (Kafka's listeners; NAME's protocol from the security config, no NAME: PLAINTEXT), port 0 picks a free one")]
+    security_config: Annotated[str | None, _setting(None, "Kafka-style properties file of listener security (TLS, SASL), the ACL authorizer and ZooKeeper authentication (controller.shell.security.config); unset: PLAINTEXT, no authorizer")]
     advertised_listen: Annotated[str | None, _setting(None, "HOST:PORT clients are told to reach the admin listener at (/reassignd/controllers, Metadata); unset: the bound address. Needed when listen binds 0.0.0.0, as in a container")]
     ops_listen: Annotated[str | None, _setting(None, "HOST:PORT of the operations HTTP server (/healthz, /readyz, /metrics); unset: none")]
     ops_max_loop_lag_s: Annotated[float, _setting(1.0, "/healthz fails while the event loop lags behind by more than this", gt=0.0)]
@@ -103,16 +106,27 @@ class Settings(ControllerConfig):
         split_connect_string(value)  # raises ValueError with the reason
         return value
 
-    @field_validator("listen", "ops_listen", "advertised_listen")
+    @field_validator("ops_listen", "advertised_listen")
     @classmethod
     def _hostport(cls, value: str | None) -> str | None:
         if value is not None:
             parse_hostport(value)
         return value
 
+    @field_validator("listen")
+    @classmethod
+    def _listeners(cls, value: str) -> str:
+        parse_listeners(value)
+        return value
+
+    @property
+    def listeners(self) -> list[Listener]:
+        return parse_listeners(self.listen)
+
     @property
     def listen_address(self) -> tuple[str, int]:
-        return parse_hostport(self.listen)
+        first = self.listeners[0]
+        return first.host, first.port
 
     @property
     def ops_address(self) -> tuple[str, int] | None:
@@ -257,7 +271,7 @@ def _reason(error: ValidationError) -> str:
 
 _FIELD_CHECKS = {
     "zookeeper": Settings._connect_string,
-    "listen": parse_hostport,
+    "listen": parse_listeners,
     "ops_listen": parse_hostport,
     "advertised_listen": parse_hostport,
 }

@@ -38,7 +38,10 @@ from controller.shell.admin_audit import AuditedHandler, open_audit_file
 from controller.shell.admin.handler import AdminHandler
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
-from controller.shell.listener import AdminListener, ListenerLimits, RequestHandler
+from controller.core.listeners import Listener
+from controller.shell.listener import ListenerLimits, RequestHandler
+from controller.shell.security.config import SecurityConfig
+from controller.shell.security.listeners import build_listeners
 from controller.shell.logs import setup_logging
 from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore, Metrics
 from controller.shell.ops import OpsServer
@@ -67,7 +70,7 @@ class ControllerDaemon:
         self,
         zookeeper: str,
         controller_id: int,
-        listen: tuple[str, int],
+        listen: tuple[str, int] | list[Listener],
         config: ControllerConfig,
         *,
         handler_factory: Callable[[Role], RequestHandler] | None = None,
@@ -76,6 +79,7 @@ class ControllerDaemon:
         write_audit: str | None = None,
         ops_listen: tuple[str, int] | None = None,
         metrics: Metrics | None = None,
+        security: SecurityConfig | None = None,
     ):
         self.zookeeper = zookeeper
         self.controller_id = controller_id
@@ -86,7 +90,12 @@ class ControllerDaemon:
         # The admin API over the table of controller.shell.admin.registry, unless a test swaps it.
         handler = handler_factory(self.role) if handler_factory else AdminHandler(AdminContext(self.role, config))
         handler = MeteredHandler(AuditedHandler(handler), self.metrics)
-        self.listener = AdminListener(listen[0], listen[1], handler, limits=ListenerLimits.from_config(config))
+        # Listeners and their security (controller.shell.security): --security-config, else
+        # every listener PLAINTEXT and ZooKeeper unauthenticated.
+        self.security = security or SecurityConfig.from_file(getattr(config, "security_config", None))
+        specs = listen if isinstance(listen, list) else [Listener("PLAINTEXT", listen[0], listen[1])]
+        self.listeners = build_listeners(specs, handler, ListenerLimits.from_config(config), self.security, self.role)
+        self.listener = self.listeners[0]  # the one registered and told to clients
         self.metrics.watch(role=self.role, listener=self.listener)
         ops_listen = ops_listen or getattr(config, "ops_address", None)
         self.ops = (
@@ -106,11 +115,21 @@ class ControllerDaemon:
     async def _connect_zookeeper(self) -> Store:
         from znodes.store import connect
 
-        return await connect(self.zookeeper, session_timeout=self.config.zk_session_timeout_s, create_chroot=True)
+        return await self.security.zk.connect(
+            self.zookeeper, session_timeout=self.config.zk_session_timeout_s, create_chroot=True
+        )
 
     async def run(self) -> None:
         """Run until cancelled."""
-        await self.listener.start()
+        for listener in self.listeners:
+            try:
+                await listener.start()
+            except BaseException:
+                for started in self.listeners:
+                    await started.close()
+                raise
+            log.info("controller %d: listener %s (%s) on %s:%d", self.controller_id, listener.name, listener.protocol,
+                     listener.host, listener.port)
         ctx = getattr(self.listener.handler, "ctx", None)
         advertised = getattr(self.config, "advertised_listen", None)
         # Clients are told the advertised address, else the bound one (port 0 picks one).
@@ -122,7 +141,8 @@ class ControllerDaemon:
             try:
                 await self.ops.start()
             except BaseException:
-                await self.listener.close()
+                for listener in self.listeners:
+                    await listener.close()
                 raise
             log.info("controller %d operations port on http://%s:%d (/healthz, /readyz, /metrics)",
                      self.controller_id, self.ops.host, self.ops.port)
@@ -148,7 +168,8 @@ class ControllerDaemon:
                     self.role.store = None
                     await _close_quietly(store)
         finally:
-            await self.listener.close()
+            for listener in self.listeners:
+                await listener.close()
             if self.ops is not None:
                 await self.ops.close()
 
@@ -346,7 +367,11 @@ def main(argv: list[str]) -> int:
         sys.stdout.write(render_toml(resolved))
         return 0
     settings = resolved.settings
-    daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listen_address, settings)
+    try:
+        daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listeners, settings)
+    except (ValueError, OSError) as e:  # the security config: bad file, bad keys, unreadable PEM
+        print(f"reassignd controller: security: {e}", file=sys.stderr)
+        return 2
     setup_logging(settings.log_level, settings.log_format, role=daemon.role)
     for var in unknown_env(os.environ):
         log.warning("environment variable %s names no setting of reassignd controller: ignored", var)

@@ -11,8 +11,12 @@ the API table).
 
 One connection, step by step:
 
- 1. Accept. Beyond ``max_connections`` open connections the new one is closed at once (the
-    client sees EOF and may retry elsewhere); the others are untouched.
+ 1. Accept. Beyond ``max_connections`` open connections, or ``max_connections_per_address``
+    from one address, the new one is closed at once (the client sees EOF and may retry
+    elsewhere); the others are untouched. With ``ssl``, TLS first; with a
+    ``session_factory``, the connection gets its security session (``SESSION``; see
+    controller.shell.security.session): until it is authenticated, requests are read one at
+    a time and bounded by its smaller limit, and an answer it marks ``closing`` is the last.
  2. A reader reads frames: the 4-byte size first, checked against ``[MIN_REQUEST_BYTES,
     max_request_bytes]`` before the body is read, then the body. Each frame starts its own
     task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
@@ -53,6 +57,9 @@ log = logging.getLogger("reassignd.listener")
 # The client address ("host:port") of the connection a request came on, for handlers that
 # record who asked (controller.shell.admin_audit); set per connection, inherited by its tasks.
 CLIENT: ContextVar[str | None] = ContextVar("client", default=None)
+# The connection's security session (controller.shell.security.session.Session: principal,
+# authentication state) when the listener has a session factory; None otherwise.
+SESSION: ContextVar[object | None] = ContextVar("session", default=None)
 
 API_VERSIONS = 18
 # Kafka's socket.request.max.bytes default: refused before a byte of the body is read.
@@ -86,6 +93,8 @@ class ListenerLimits:
     idle_timeout_s: float = IDLE_TIMEOUT_S
     max_pipelined: int = MAX_PIPELINED
     max_pipelined_bytes: int = MAX_PIPELINED_BYTES
+    # Connections from one client address (Kafka's max.connections.per.ip); None: no cap.
+    max_connections_per_address: int | None = None
 
     @classmethod
     def from_config(cls, config) -> ListenerLimits:
@@ -145,6 +154,8 @@ class AdminListener:
         *,
         limits: ListenerLimits | None = None,
         max_request_bytes: int | None = None,
+        ssl=None,
+        session_factory=None,
     ):
         self.host = host
         self.port = port
@@ -157,6 +168,12 @@ class AdminListener:
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
         self._writers: set[asyncio.StreamWriter] = set()
+        self.ssl = ssl  # an ssl.SSLContext: TLS on every connection
+        # session_factory(peer, peercert) -> Session: per-connection security (SESSION); a
+        # session's ``authenticated`` bounds what is read, ``closing`` ends the connection
+        # after the answer just written.
+        self.session_factory = session_factory
+        self._per_address: dict[str, int] = {}
 
     @property
     def max_request_bytes(self) -> int:
@@ -169,7 +186,8 @@ class AdminListener:
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port)."""
         self._server = await asyncio.start_server(
-            self._serve, self.host, self.port, reuse_address=True, backlog=max(100, self.limits.max_connections)
+            self._serve, self.host, self.port, reuse_address=True, backlog=max(100, self.limits.max_connections),
+            ssl=self.ssl,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.host, self.port
@@ -197,12 +215,24 @@ class AdminListener:
             log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, len(self._writers))
             writer.close()
             return
+        address = peer[0] if isinstance(peer, tuple) else str(peer)
+        cap = self.limits.max_connections_per_address
+        if cap is not None and self._per_address.get(address, 0) >= cap:
+            self.stats.refused += 1
+            log.warning("refusing admin connection from %s: %d connections from that address (the limit)", peer, cap)
+            writer.close()
+            return
+        self._per_address[address] = self._per_address.get(address, 0) + 1
         self.stats.accepted += 1
+        session = None
+        if self.session_factory is not None:
+            session = self.session_factory(peer, writer.get_extra_info("peercert"))
+        SESSION.set(session)  # the reader task and every request task inherit it
         task = asyncio.current_task()
         self._tasks.add(task)
         self._writers.add(writer)
         queue: asyncio.Queue = asyncio.Queue(self.limits.max_pipelined)
-        conn = _Connection()
+        conn = _Connection(session)
         reading = asyncio.create_task(self._read(reader, queue, conn, peer))
         try:
             await self._write(writer, queue, conn, peer)
@@ -219,6 +249,11 @@ class AdminListener:
                     item[0].cancel()
             self._writers.discard(writer)
             self._tasks.discard(task)
+            left = self._per_address.get(address, 1) - 1
+            if left:
+                self._per_address[address] = left
+            else:
+                self._per_address.pop(address, None)
             writer.close()
 
     async def _read(self, reader: asyncio.StreamReader, queue: asyncio.Queue, conn: _Connection, peer) -> None:
@@ -230,10 +265,11 @@ class AdminListener:
                     await queue.put(_Close("idle"))
                     return
                 (size,) = struct.unpack(">i", head)
-                if not MIN_REQUEST_BYTES <= size <= self.limits.max_request_bytes:
-                    await queue.put(
-                        _Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {self.limits.max_request_bytes}]")
-                    )
+                limit = self.limits.max_request_bytes
+                if conn.session is not None:  # smaller before authentication
+                    limit = conn.session.request_bytes_limit(limit)
+                if not MIN_REQUEST_BYTES <= size <= limit:
+                    await queue.put(_Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {limit}]"))
                     return
                 # Read-ahead bound in bytes: wait for earlier answers before taking this body.
                 while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
@@ -247,7 +283,12 @@ class AdminListener:
                 conn.bytes_in_flight += size
                 conn.touch()
                 self.stats.requests += 1
-                await queue.put((asyncio.create_task(self.respond(head + rest)), size))
+                task = asyncio.create_task(self.respond(head + rest))
+                await queue.put((task, size))
+                if conn.session is not None and not conn.session.authenticated:
+                    # Unauthenticated: one request at a time, so the next is read (and bounded)
+                    # knowing how this one ended.
+                    await asyncio.wait({task})
         except (asyncio.IncompleteReadError, ConnectionError):
             await queue.put(None)  # the peer went away: stop after what is queued
         except asyncio.CancelledError:
@@ -294,6 +335,9 @@ class AdminListener:
                 conn.touch()
             writer.write(answer)
             await writer.drain()
+            if conn.session is not None and conn.session.closing:
+                log.info("closing admin connection from %s after a failed authentication", peer)
+                return
 
     async def respond(self, frame: bytes) -> bytes:
         """The response frame for one request frame; raises DecodeError, EncodeError or
@@ -329,9 +373,10 @@ class AdminListener:
 
 
 class _Connection:
-    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity")
+    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity", "session")
 
-    def __init__(self) -> None:
+    def __init__(self, session=None) -> None:
+        self.session = session
         self.in_flight = 0
         self.bytes_in_flight = 0
         self.freed = asyncio.Event()  # set whenever an answer leaves (read-ahead room freed)

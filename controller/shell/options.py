@@ -35,12 +35,18 @@ def build_parser() -> argparse.ArgumentParser:
         "--print-config", action="store_true", help="print the effective settings and where each came from, then exit"
     )
     for name in FIELDS:
-        parser.add_argument(flag_name(name), dest=name, metavar=name.upper(), help=f"{describe(name)} [{env_name(name)}]")
+        # --listen may be given again, one listener each (joined as Kafka's comma-separated list).
+        action = "append" if name == "listen" else "store"
+        parser.add_argument(flag_name(name), dest=name, metavar=name.upper(), action=action,
+                            help=f"{describe(name)} [{env_name(name)}]")
     return parser
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    return build_parser().parse_args(argv)
+    args = build_parser().parse_args(argv)
+    if args.listen is not None:
+        args.listen = ",".join(args.listen)
+    return args
 
 
 def read_config_file(path: str) -> dict:

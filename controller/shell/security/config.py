@@ -1,0 +1,145 @@
+"""The controller's security settings: a Kafka ``server.properties``-style file
+(``reassignd controller --security-config FILE``), with Kafka's names::
+
+    listener.security.protocol.map=PLAINTEXT:PLAINTEXT,SECURE:SASL_SSL   # name -> protocol
+    sasl.enabled.mechanisms=SCRAM-SHA-512,SCRAM-SHA-256,PLAIN
+    ssl.keystore.location=server.pem        # PEM: certificate chain and private key (ssl.keystore.type=PEM)
+    ssl.key.password=...                    # when the key is encrypted
+    ssl.truststore.location=ca.pem          # PEM CA bundle for client certificates
+    ssl.client.auth=required                # none | requested | required
+    ssl.principal.mapping.rules=RULE:^CN=(.*?),.*$/$1/,DEFAULT
+    connections.max.reauth.ms=3600000       # KIP-368; 0: sessions never expire
+    connection.failed.authentication.delay.ms=100
+    max.connections.per.ip=128
+    authorizer.class.name=kafka.security.authorizer.AclAuthorizer
+    super.users=User:admin;User:CN=ops
+    allow.everyone.if.no.acl.found=false
+    zookeeper.auth.digest=reassignd:secret  # and the other zookeeper.* keys of security.zk
+    zookeeper.set.acl=true
+
+    security = SecurityConfig.from_file("server.properties")    # ValueError names what is bad
+    security.protocol_of("SECURE")                               # "SASL_SSL"
+
+No file: every listener is PLAINTEXT, no authorizer, ZooKeeper unauthenticated (today's
+behaviour, which ``make demo`` keeps).
+"""
+
+from __future__ import annotations
+
+import ssl
+from dataclasses import dataclass, field
+
+from controller.shell.security.principal import Rule, parse_rules
+from controller.shell.security.sasl import MECHANISMS
+from controller.shell.security.tls import TlsSettings, server_context
+from controller.shell.security.zk import ZkSecurity
+from protocol.properties import parse_properties
+
+PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")
+AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
+# Kafka's connection.failed.authentication.delay.ms default: slows password guessing without
+# holding a socket long.
+FAILED_AUTH_DELAY_MS = 100
+# Kafka has no default cap per address; here one address may hold a quarter of the listener's
+# 512 connections, so one misbehaving client cannot lock every other client out.
+MAX_CONNECTIONS_PER_IP = 128
+DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+
+
+def _int(props: dict[str, str], key: str, default: int, low: int = 0) -> int:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        value = int(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be an integer, not {raw!r}") from None
+    if value < low:
+        raise ValueError(f"{key} must be at least {low}, not {value}")
+    return value
+
+
+@dataclass(frozen=True)
+class SecurityConfig:
+    protocol_map: dict[str, str] = field(default_factory=dict)
+    mechanisms: frozenset[str] = frozenset(DEFAULT_MECHANISMS)
+    tls: TlsSettings | None = None
+    mapping_rules: tuple[Rule, ...] = (Rule(None),)
+    reauth_ms: int = 0
+    failed_auth_delay_ms: int = FAILED_AUTH_DELAY_MS
+    max_connections_per_ip: int = MAX_CONNECTIONS_PER_IP
+    authorizer: bool = False
+    super_users: frozenset[str] = frozenset()
+    allow_if_no_acl: bool = False
+    zk: ZkSecurity = field(default_factory=ZkSecurity)
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> SecurityConfig:
+        protocol_map = {}
+        for item in filter(None, (p.strip() for p in props.get("listener.security.protocol.map", "").split(","))):
+            name, sep, protocol = item.partition(":")
+            if not sep or protocol.upper() not in PROTOCOLS:
+                raise ValueError(f"listener.security.protocol.map: {item!r} is not NAME:{'|'.join(PROTOCOLS)}")
+            protocol_map[name.strip().upper()] = protocol.upper()
+        mechanisms = frozenset(
+            m.strip() for m in props.get("sasl.enabled.mechanisms", ",".join(DEFAULT_MECHANISMS)).split(",") if m.strip()
+        )
+        unknown = mechanisms - MECHANISMS
+        if unknown:
+            raise ValueError(f"sasl.enabled.mechanisms: {sorted(unknown)} not supported (only {sorted(MECHANISMS)})")
+        tls = None
+        if props.get("ssl.keystore.location"):
+            if props.get("ssl.keystore.type", "PEM").upper() != "PEM":
+                raise ValueError("ssl.keystore.type: only PEM files are read")
+            tls = TlsSettings(
+                keystore=props["ssl.keystore.location"],
+                key_password=props.get("ssl.key.password") or None,
+                truststore=props.get("ssl.truststore.location") or None,
+                client_auth=props.get("ssl.client.auth", "none").lower(),
+            )
+        authorizer_name = props.get("authorizer.class.name", "").strip()
+        if authorizer_name not in ("", AUTHORIZER):
+            raise ValueError(f"authorizer.class.name: only {AUTHORIZER} (Kafka's ZooKeeper ACLs) is served")
+        allow = props.get("allow.everyone.if.no.acl.found", "false").strip().lower()
+        if allow not in ("true", "false"):
+            raise ValueError("allow.everyone.if.no.acl.found must be true or false")
+        super_users = frozenset(u.strip() for u in props.get("super.users", "").split(";") if u.strip())
+        for user in super_users:
+            if ":" not in user:
+                raise ValueError(f"super.users: {user!r} is not PrincipalType:name (User:alice)")
+        return cls(
+            protocol_map=protocol_map,
+            mechanisms=mechanisms,
+            tls=tls,
+            mapping_rules=tuple(parse_rules(props.get("ssl.principal.mapping.rules", "DEFAULT"))),
+            reauth_ms=_int(props, "connections.max.reauth.ms", 0),
+            failed_auth_delay_ms=_int(props, "connection.failed.authentication.delay.ms", FAILED_AUTH_DELAY_MS),
+            max_connections_per_ip=_int(props, "max.connections.per.ip", MAX_CONNECTIONS_PER_IP, low=1),
+            authorizer=bool(authorizer_name),
+            super_users=super_users,
+            allow_if_no_acl=allow == "true",
+            zk=ZkSecurity.from_properties(props),
+        )
+
+    @classmethod
+    def from_file(cls, path: str | None) -> SecurityConfig:
+        if not path:
+            return cls()
+        with open(path, encoding="utf-8") as f:
+            return cls.from_properties(parse_properties(f.read()))
+
+    def protocol_of(self, listener_name: str) -> str:
+        """Kafka's rule: the map's entry, else a listener named after a protocol speaks it."""
+        protocol = self.protocol_map.get(listener_name)
+        if protocol is None:
+            if listener_name not in PROTOCOLS:
+                raise ValueError(f"listener {listener_name} is not in listener.security.protocol.map")
+            protocol = listener_name
+        return protocol
+
+    def ssl_context(self, protocol: str) -> ssl.SSLContext | None:
+        if protocol not in ("SSL", "SASL_SSL"):
+            return None
+        if self.tls is None:
+            raise ValueError(f"a {protocol} listener needs ssl.keystore.location")
+        return server_context(self.tls)

@@ -1,0 +1,46 @@
+"""The controller's admin listeners: one :class:`AdminListener` per ``--listen`` entry, each
+with its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)::
+
+    security = SecurityConfig.from_file(settings.security_config)
+    listeners = build_listeners(parse_listeners(settings.listen), handler, limits, security, role)
+    for listener in listeners:
+        await listener.start()
+
+Every listener serves the same admin handler; SASL listeners wrap it in a SecureHandler whose
+credentials are read from the instance's current ZooKeeper session (``/config/users``).
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from controller.core.listeners import Listener
+from controller.shell.listener import AdminListener, ListenerLimits
+from controller.shell.security.config import SecurityConfig
+from controller.shell.security.session import SecureHandler, read_credentials, session_factory
+
+
+def build_listeners(
+    specs: list[Listener], handler, limits: ListenerLimits, security: SecurityConfig, role
+) -> list[AdminListener]:
+    async def credentials(user: str):
+        store = role.store
+        if store is None:
+            raise ConnectionError("no ZooKeeper session")
+        return await read_credentials(store, user)
+
+    limits = replace(limits, max_connections_per_address=security.max_connections_per_ip)
+    out = []
+    for spec in specs:
+        protocol = security.protocol_of(spec.name)
+        listener = AdminListener(
+            spec.host,
+            spec.port,
+            SecureHandler(handler, protocol, security, credentials=credentials),
+            limits=limits,
+            ssl=security.ssl_context(protocol),
+            session_factory=session_factory(spec.name, protocol, security),
+        )
+        listener.name, listener.protocol = spec.name, protocol
+        out.append(listener)
+    return out

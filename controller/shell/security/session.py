@@ -1,0 +1,215 @@
+"""One connection's security, and the handler that enforces it on a listener.
+
+The listener (controller.shell.listener) makes a :class:`Session` per accepted connection with
+the session factory built here, and puts it in ``listener.SESSION`` for every request task of
+that connection; :class:`SecureHandler` wraps the admin handler::
+
+    security = SecurityConfig.from_file("server.properties")
+    handler = SecureHandler(AdminHandler(ctx), "SASL_SSL", security, credentials=read_creds)
+    listener = AdminListener(host, port, handler, ssl=security.ssl_context("SASL_SSL"),
+                             session_factory=session_factory("SECURE", "SASL_SSL", security))
+
+What a request meets, in order (Kafka's SaslServerAuthenticator and SocketServer):
+
+ 1. SASL listeners: before authentication only ApiVersions (before the handshake), SaslHandshake
+    (17) and SaslAuthenticate (36) are served; anything else closes the connection unanswered,
+    and requests are read one at a time and no bigger than 512 KiB
+    (:data:`MAX_UNAUTHENTICATED_REQUEST_BYTES`).
+ 2. A failed step (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE)
+    is answered after ``connection.failed.authentication.delay.ms`` (KIP-306), then the
+    connection closes.
+ 3. A session past ``connections.max.reauth.ms`` that has not re-authenticated (KIP-368) may send
+    only a new SaslHandshake; anything else closes the connection.
+ 4. SSL: the principal is the client certificate's subject through
+    ``ssl.principal.mapping.rules`` (``User:ANONYMOUS`` without a certificate); a subject no rule
+    maps closes the connection at its first request.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import secrets
+import time
+from collections.abc import Awaitable, Callable
+
+from controller.shell.listener import SESSION
+from controller.shell.security.config import SecurityConfig
+from controller.shell.security.principal import ANONYMOUS, PrincipalError, distinguished_name, map_dn
+from controller.shell.security.sasl import SaslError, SaslServer
+from controller.shell.security.scram import ScramCredential
+from protocol.errors import ErrorCode
+
+log = logging.getLogger("reassignd.security")
+
+API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
+# Kafka's SaslServerAuthenticator bound on what an unauthenticated client may send: a SASL
+# token is small, and a stranger must not make the server buffer 100 MiB.
+MAX_UNAUTHENTICATED_REQUEST_BYTES = 512 * 1024
+# SaslHandshake v0 frames the tokens that follow without Kafka headers; every client this
+# project meets uses v1 (SaslAuthenticate), the only version offered here.
+SASL_HANDSHAKE_VERSIONS = (1, 1)
+SASL_AUTHENTICATE_VERSIONS = (0, 2)
+
+Credentials = Callable[[str], Awaitable[dict[str, ScramCredential]]]
+
+
+def SESSION_OF() -> Session | None:  # noqa: N802 - reads like the context variable it is
+    """The session of the connection the current request came on (None without one)."""
+    return SESSION.get()
+
+
+def _now_ms() -> int:
+    return int(time.monotonic() * 1000)
+
+
+class Session:
+    """Who is on one connection, and how far its authentication got."""
+
+    def __init__(self, listener: str, protocol: str, host: str, security: SecurityConfig, peercert: dict | None):
+        self.listener = listener
+        self.protocol = protocol
+        self.host = host  # the client's address, what ACL hosts match
+        self.closing = False  # set: the listener closes the connection after this answer
+        self.sasl = (
+            SaslServer(security.mechanisms, reauth_ms=security.reauth_ms, nonce=lambda: secrets.token_urlsafe(24))
+            if protocol.startswith("SASL_")
+            else None
+        )
+        self.principal: str | None = ANONYMOUS
+        if protocol == "SSL" and peercert:
+            dn = distinguished_name(peercert.get("subject"))
+            try:
+                self.principal = f"User:{map_dn(dn, list(security.mapping_rules))}"
+            except PrincipalError as e:
+                log.warning("TLS client %s: %s", host, e)
+                self.principal = None
+
+    @property
+    def authenticated(self) -> bool:
+        if self.sasl is not None:
+            return self.sasl.authenticated
+        return self.principal is not None
+
+    def current_principal(self) -> str | None:
+        return self.sasl.principal if self.sasl is not None else self.principal
+
+    def request_bytes_limit(self, limit: int) -> int:
+        return limit if self.authenticated else min(limit, MAX_UNAUTHENTICATED_REQUEST_BYTES)
+
+
+def session_factory(listener: str, protocol: str, security: SecurityConfig):
+    def make(peer, peercert: dict | None) -> Session:
+        host = peer[0] if isinstance(peer, tuple) else str(peer)
+        return Session(listener, protocol, host, security, peercert)
+
+    return make
+
+
+class SecureHandler:
+    """The wrapped handler's API table plus SASL, served only to who may use it."""
+
+    def __init__(self, inner, protocol: str, security: SecurityConfig, *, credentials: Credentials):
+        self.inner = inner
+        self.protocol = protocol
+        self.security = security
+        self._credentials = credentials
+        self._sasl = protocol.startswith("SASL_")
+
+    @property
+    def ctx(self):  # the daemon fills in the bound address through it
+        return getattr(self.inner, "ctx", None)
+
+    def api_versions(self) -> list[dict]:
+        versions = self.inner.api_versions()
+        if self._sasl:
+            versions += [
+                {"api_key": SASL_HANDSHAKE, "min_version": SASL_HANDSHAKE_VERSIONS[0], "max_version": SASL_HANDSHAKE_VERSIONS[1]},
+                {"api_key": SASL_AUTHENTICATE, "min_version": SASL_AUTHENTICATE_VERSIONS[0],
+                 "max_version": SASL_AUTHENTICATE_VERSIONS[1]},
+            ]
+            versions.sort(key=lambda v: v["api_key"])
+        return versions
+
+    async def handle(self, header: dict, body: dict) -> dict | None:
+        session: Session | None = SESSION.get()
+        if session is None:
+            return await self.inner.handle(header, body)
+        key, version = header["request_api_key"], header["request_api_version"]
+        sasl = session.sasl
+        if sasl is not None and key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
+            low, high = SASL_HANDSHAKE_VERSIONS if key == SASL_HANDSHAKE else SASL_AUTHENTICATE_VERSIONS
+            if not low <= version <= high:
+                return None
+            if key == SASL_HANDSHAKE:
+                return await self._handshake(session, body)
+            return await self._authenticate(session, body)
+        if key == API_VERSIONS and (session.authenticated or (sasl is not None and sasl.state == "handshake")):
+            answer = await self.inner.handle(header, body)
+            if isinstance(answer, dict) and "api_keys" in answer:  # the SASL APIs too
+                answer = {**answer, "api_keys": self.api_versions()}
+            return answer
+        if not session.authenticated:
+            log.info("closing %s connection from %s: API %d before authentication", self.protocol, session.host, key)
+            return None
+        if sasl is not None and sasl.expired(_now_ms()):
+            log.info("closing connection of %s from %s: session expired without re-authentication",
+                     sasl.principal, session.host)
+            return None
+        return await self.inner.handle(header, body)
+
+    def error_response(self, header: dict, body: dict, code: ErrorCode, message: str | None) -> dict | None:
+        if header["request_api_key"] == SASL_HANDSHAKE:
+            return {"error_code": int(code), "mechanisms": sorted(self.security.mechanisms)}
+        if header["request_api_key"] == SASL_AUTHENTICATE:
+            return {"error_code": int(code), "error_message": message, "auth_bytes": b"", "session_lifetime_ms": 0}
+        fallback = getattr(self.inner, "error_response", None)
+        return None if fallback is None else fallback(header, body, code, message)
+
+    async def _refuse(self, session: Session, e: SaslError) -> None:
+        log.info("%s authentication from %s failed: %s", self.protocol, session.host, e.log)
+        session.closing = True
+        await asyncio.sleep(self.security.failed_auth_delay_ms / 1000)
+
+    async def _handshake(self, session: Session, body: dict) -> dict:
+        mechanisms = sorted(self.security.mechanisms)
+        try:
+            session.sasl.handshake(body["mechanism"])
+        except SaslError as e:
+            await self._refuse(session, e)
+            return {"error_code": int(e.code), "mechanisms": mechanisms}
+        return {"error_code": 0, "mechanisms": mechanisms}
+
+    async def _authenticate(self, session: Session, body: dict) -> dict:
+        sasl = session.sasl
+        token = bytes(body["auth_bytes"])
+        try:
+            user = sasl.user_named(token)
+            creds = {}
+            if user is not None:
+                try:
+                    creds = await self._credentials(user)
+                except Exception as e:  # no ZooKeeper, unreadable credential: that user cannot log in
+                    log.warning("credentials of %r unreadable: %r", user, e)
+            out = sasl.authenticate(token, creds, now_ms=_now_ms())
+        except SaslError as e:
+            await self._refuse(session, e)
+            return {"error_code": int(e.code), "error_message": e.message, "auth_bytes": b"", "session_lifetime_ms": 0}
+        if sasl.state == "authenticated":
+            log.info("%s authenticated as %s from %s", self.protocol, sasl.principal, session.host)
+        return {"error_code": 0, "error_message": None, "auth_bytes": out,
+                "session_lifetime_ms": sasl.session_lifetime_ms if sasl.state == "authenticated" else 0}
+
+
+async def read_credentials(store, user: str) -> dict[str, ScramCredential]:
+    """The user's SCRAM credentials from ``/config/users/<user>`` (Kafka's format)."""
+    from controller.shell.security.scram import ScramError, parse_credential
+    from znodes.users import read_credentials as read_texts
+
+    out = {}
+    for mechanism, text in (await read_texts(store, user)).items():
+        try:
+            out[mechanism] = parse_credential(mechanism, text)
+        except ScramError as e:
+            log.warning("user %r: %s credential unreadable: %s", user, mechanism, e)
+    return out

@@ -1,0 +1,100 @@
+"""``reassignd users``: SCRAM users in ZooKeeper (``/config/users/<user>``, Kafka's format).
+
+    reassignd users add    --zookeeper ZK --user alice --password-file pw.txt [--mechanism SCRAM-SHA-512 ...]
+    reassignd users remove --zookeeper ZK --user alice [--mechanism SCRAM-SHA-256]
+    reassignd users list   --zookeeper ZK
+
+``add`` stores a credential for each ``--mechanism`` (default: both SCRAM-SHA-256 and -512, so
+PLAIN, which checks the password against either, works too); the password comes from
+``--password-file`` (first line) or ``$REASSIGND_USER_PASSWORD``, never from the command line
+where ``ps`` would show it. ``--zk-config FILE`` gives the ZooKeeper credentials
+(controller.shell.security.zk). Exit status: 0 done, 1 ZooKeeper failed, 2 bad arguments.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+
+from controller.shell.security.scram import (
+    DEFAULT_ITERATIONS,
+    MAX_ITERATIONS,
+    MECHANISMS,
+    MIN_ITERATIONS,
+    format_credential,
+    make_credential,
+)
+from znodes import users as zusers
+from znodes.api import ZkError
+
+PASSWORD_ENV = "REASSIGND_USER_PASSWORD"
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="reassignd users", description="SCRAM users stored in ZooKeeper")
+    sub = parser.add_subparsers(dest="action", required=True)
+    for name in ("add", "remove", "list"):
+        p = sub.add_parser(name)
+        p.add_argument("--zookeeper", required=True, help="ZooKeeper connect string HOST:PORT[/chroot]")
+        p.add_argument("--zk-config", metavar="FILE", help="ZooKeeper security properties (SASL digest, TLS)")
+        if name != "list":
+            p.add_argument("--user", required=True)
+            p.add_argument("--mechanism", action="append", choices=sorted(MECHANISMS))
+        if name == "add":
+            p.add_argument("--password-file", metavar="FILE", help=f"password on the first line (else ${PASSWORD_ENV})")
+            p.add_argument("--iterations", type=int, default=DEFAULT_ITERATIONS,
+                           help=f"PBKDF2 rounds, {MIN_ITERATIONS}-{MAX_ITERATIONS}")
+    return parser
+
+
+def _password(args) -> str:
+    if args.password_file:
+        with open(args.password_file, encoding="utf-8") as f:
+            password = f.readline().rstrip("\r\n")
+    else:
+        password = os.environ.get(PASSWORD_ENV, "")
+    if not password:
+        raise ValueError(f"no password: give --password-file or set ${PASSWORD_ENV}")
+    return password
+
+
+async def _run(args) -> int:
+    from controller.shell.security.zk import connect_secured
+
+    store = await connect_secured(args.zookeeper, args.zk_config, create_chroot=True)
+    try:
+        if args.action == "add":
+            password = _password(args)
+            mechanisms = args.mechanism or sorted(MECHANISMS)
+            creds = {m: format_credential(make_credential(m, password, iterations=args.iterations)) for m in mechanisms}
+            await zusers.write_credentials(store, args.user, creds)
+            print(f"user {args.user}: {', '.join(mechanisms)} set")
+        elif args.action == "remove":
+            removed = await zusers.delete_credentials(store, args.user, args.mechanism)
+            if not removed:
+                print(f"user {args.user} has no such credential", file=sys.stderr)
+                return 1
+            print(f"user {args.user}: {', '.join(removed)} removed")
+        else:
+            for user, mechanisms in (await zusers.list_users(store)).items():
+                print(f"{user}\t{','.join(mechanisms)}")
+        return 0
+    finally:
+        await store.close()
+
+
+def main(argv: list[str]) -> int:
+    try:
+        args = build_parser().parse_args(argv)
+    except SystemExit as e:
+        return 0 if e.code == 0 else 2
+    try:
+        return asyncio.run(_run(args))
+    except (ValueError, OSError) as e:
+        print(f"reassignd users: {e}", file=sys.stderr)
+        return 2
+    except ZkError as e:
+        print(f"reassignd users: ZooKeeper: {e}", file=sys.stderr)
+        return 1

@@ -1,0 +1,116 @@
+"""ZooKeeper security for the controller and every project command, with Kafka's settings.
+
+A properties file (``--zk-config FILE``, or the keys inside the controller's
+``--security-config``) may say::
+
+    zookeeper.auth.digest=reassignd:s3cret       # the session's identity (zkCli's `addauth digest`)
+    zookeeper.set.acl=true                       # secure ACLs on every znode created
+    zookeeper.ssl.client.enable=true             # TLS to ZooKeeper
+    zookeeper.ssl.truststore.location=ca.pem     # PEM CA bundle
+    zookeeper.ssl.keystore.location=client.pem   # PEM client certificate (and key)
+    zookeeper.ssl.key.location=client.key        # its key, when not in the certificate file
+
+Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (here the digest identity) may do
+everything, and everyone may read, except under the sensitive roots Kafka keeps unreadable
+(``/config/users`` holds SCRAM credentials, ``/config/brokers`` may hold passwords)::
+
+    zk = ZkSecurity.from_properties(props)
+    store = await zk.connect("127.0.0.1:2181/kafka", create_chroot=True)
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
+
+from protocol.properties import parse_properties
+
+# Kafka's ZkData.sensitiveRootPaths: never world-readable under zookeeper.set.acl.
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
+WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
+KEYS = (
+    "zookeeper.auth.digest",
+    "zookeeper.set.acl",
+    "zookeeper.ssl.client.enable",
+    "zookeeper.ssl.truststore.location",
+    "zookeeper.ssl.keystore.location",
+    "zookeeper.ssl.key.location",
+)
+
+
+def _flag(props: dict[str, str], key: str) -> bool:
+    value = props.get(key, "false").strip().lower()
+    if value not in ("true", "false"):
+        raise ValueError(f"{key} must be true or false, not {value!r}")
+    return value == "true"
+
+
+def sensitive(path: str) -> bool:
+    return any(path == root or path.startswith(root + "/") for root in SENSITIVE_ROOTS)
+
+
+@dataclass(frozen=True)
+class ZkSecurity:
+    digest: tuple[str, str] | None = None  # (user, password)
+    set_acl: bool = False
+    use_ssl: bool = False
+    ca: str | None = None
+    certfile: str | None = None
+    keyfile: str | None = None
+
+    @classmethod
+    def from_properties(cls, props: dict[str, str]) -> ZkSecurity:
+        digest = None
+        if props.get("zookeeper.auth.digest"):
+            user, sep, password = props["zookeeper.auth.digest"].partition(":")
+            if not (sep and user and password):
+                raise ValueError("zookeeper.auth.digest must be USER:PASSWORD")
+            digest = (user, password)
+        set_acl = _flag(props, "zookeeper.set.acl")
+        if set_acl and digest is None:
+            # Kafka refuses this too: secure ACLs need an identity to grant the writes to.
+            raise ValueError("zookeeper.set.acl=true needs zookeeper.auth.digest (the identity the ACLs grant)")
+        return cls(
+            digest=digest,
+            set_acl=set_acl,
+            use_ssl=_flag(props, "zookeeper.ssl.client.enable"),
+            ca=props.get("zookeeper.ssl.truststore.location"),
+            certfile=props.get("zookeeper.ssl.keystore.location"),
+            keyfile=props.get("zookeeper.ssl.key.location"),
+        )
+
+    @classmethod
+    def from_file(cls, path: str | None) -> ZkSecurity:
+        if not path:
+            return cls()
+        with open(path, encoding="utf-8") as f:
+            return cls.from_properties(parse_properties(f.read()))
+
+    def client_options(self) -> dict:
+        options: dict = {}
+        if self.digest is not None:
+            options["auth_data"] = [("digest", f"{self.digest[0]}:{self.digest[1]}")]
+        if self.use_ssl:
+            options.update(use_ssl=True, verify_certs=self.ca is not None, ca=self.ca,
+                           certfile=self.certfile, keyfile=self.keyfile)
+        return options
+
+    def acl_for(self, path: str) -> list[ACL]:
+        """Kafka's secure ACL of ``path``: all to the service's identity, read to everyone
+        outside the sensitive roots."""
+        assert self.digest is not None
+        owner = make_digest_acl(self.digest[0], self.digest[1], all=True)
+        return [owner] if sensitive(path) else [owner, WORLD_READ]
+
+    async def connect(self, hosts: str, **kwargs):
+        from znodes.store import connect
+
+        return await connect(
+            hosts, client_options=self.client_options(), acl_for=self.acl_for if self.set_acl else None, **kwargs
+        )
+
+
+async def connect_secured(hosts: str, zk_config: str | None, **kwargs):
+    """A store on ``hosts`` with the ZooKeeper security of the ``zk_config`` properties file."""
+    return await ZkSecurity.from_file(zk_config).connect(hosts, **kwargs)

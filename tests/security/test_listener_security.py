@@ -1,0 +1,248 @@
+"""The admin listener's security protocols over real sockets and a real ZooKeeper: SASL_SSL,
+SASL_PLAINTEXT, SSL with client certificates, PLAINTEXT side by side; aiokafka's SASL client
+and hand-made frames; credentials in /config/users written as Kafka writes them.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import ssl
+import struct
+import time
+
+import pytest
+from aiokafka.conn import create_conn
+from aiokafka.errors import KafkaConnectionError, KafkaError
+from aiokafka.protocol.metadata import MetadataRequest
+
+import protocol
+from controller.core.config import ControllerConfig
+from controller.core.listeners import Listener
+from controller.shell.admin.base import AdminContext
+from controller.shell.admin.handler import AdminHandler
+from controller.shell.listener import ListenerLimits
+from controller.shell.role import Role
+from controller.shell.security import session as S
+from controller.shell.security.config import SecurityConfig
+from controller.shell.security.listeners import build_listeners
+from controller.shell.security.scram import format_credential, make_credential
+from protocol.errors import ErrorCode
+from tests.security.certs import make_pki
+from znodes import users
+from znodes.store import connect
+
+pytestmark = [pytest.mark.zk, pytest.mark.timeout(60)]
+
+SPECS = [Listener("SECURE", "127.0.0.1", 0), Listener("SASL_PLAINTEXT", "127.0.0.1", 0),
+         Listener("TLS", "127.0.0.1", 0), Listener("PLAINTEXT", "127.0.0.1", 0)]
+DELAY_MS = 300
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory):
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def security(pki, **extra) -> SecurityConfig:
+    props = {
+        "listener.security.protocol.map": "SECURE:SASL_SSL,TLS:SSL",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,SCRAM-SHA-256,PLAIN",
+        "ssl.keystore.location": str(pki.server),
+        "ssl.truststore.location": str(pki.ca),
+        "ssl.client.auth": "requested",
+        "ssl.principal.mapping.rules": "RULE:^CN=(.*?),OU=ops,.*$/$1/L,DEFAULT",
+        "connection.failed.authentication.delay.ms": str(DELAY_MS),
+        "max.connections.per.ip": "6",
+        **extra,
+    }
+    return SecurityConfig.from_properties(props)
+
+
+class Served:
+    def __init__(self, listeners, store):
+        self.listeners = {lis.name: lis for lis in listeners}
+        self.store = store
+
+    def port(self, name: str) -> int:
+        return self.listeners[name].port
+
+
+@pytest.fixture
+async def served(zk_hosts, pki):
+    store = await connect(zk_hosts)
+    await users.write_credentials(store, "alice", {
+        m: format_credential(make_credential(m, "alice-secret")) for m in ("SCRAM-SHA-256", "SCRAM-SHA-512")})
+    role = Role(101)
+    role.store = store
+    handler = AdminHandler(AdminContext(role, ControllerConfig()))
+    listeners = build_listeners(SPECS, handler, ListenerLimits(), security(pki), role)
+    for listener in listeners:
+        await listener.start()
+    try:
+        yield Served(listeners, store)
+    finally:
+        for listener in listeners:
+            await listener.close()
+        await store.close()
+
+
+def client_tls(pki, cert=None, key=None) -> ssl.SSLContext:
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    if cert:
+        ctx.load_cert_chain(str(cert), str(key))
+    return ctx
+
+
+async def metadata(conn) -> list:
+    response = await conn.send(MetadataRequest([]))
+    return response.brokers
+
+
+@pytest.mark.parametrize("mechanism", ["SCRAM-SHA-512", "SCRAM-SHA-256", "PLAIN"])
+async def test_sasl_ssl_login_then_requests(served, pki, mechanism):
+    conn = await create_conn("127.0.0.1", served.port("SECURE"), ssl_context=client_tls(pki),
+                             security_protocol="SASL_SSL", sasl_mechanism=mechanism,
+                             sasl_plain_username="alice", sasl_plain_password="alice-secret")
+    try:
+        assert await metadata(conn) == []  # served: no controllers registered in this chroot
+    finally:
+        conn.close()
+
+
+async def test_sasl_plaintext_login(served):
+    conn = await create_conn("127.0.0.1", served.port("SASL_PLAINTEXT"), security_protocol="SASL_PLAINTEXT",
+                             sasl_mechanism="SCRAM-SHA-512", sasl_plain_username="alice",
+                             sasl_plain_password="alice-secret")
+    try:
+        await metadata(conn)
+    finally:
+        conn.close()
+
+
+@pytest.mark.parametrize("user,password", [("alice", "wrong"), ("mallory", "alice-secret")])
+async def test_wrong_password_or_user_fails_after_the_delay(served, pki, user, password):
+    started = time.monotonic()
+    with pytest.raises(KafkaError) as e:
+        await create_conn("127.0.0.1", served.port("SECURE"), ssl_context=client_tls(pki),
+                          security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512",
+                          sasl_plain_username=user, sasl_plain_password=password)
+    assert "SaslAuthenticationFailed" in type(e.value).__name__ or "58" in str(e.value) or "uthentication" in str(e.value)
+    assert time.monotonic() - started >= DELAY_MS / 1000
+
+
+# ---- raw frames ------------------------------------------------------------------------------
+
+
+async def open_raw(port: int, tls: ssl.SSLContext | None = None):
+    return await asyncio.open_connection("127.0.0.1", port, ssl=tls)
+
+
+async def call(reader, writer, key: int, version: int, body: dict, correlation: int = 1):
+    writer.write(protocol.encode_request(key, version, correlation, "raw", body))
+    await writer.drain()
+    size = struct.unpack(">i", await reader.readexactly(4))[0]
+    frame = struct.pack(">i", size) + await reader.readexactly(size)
+    return protocol.decode_response(key, version, frame)[1]
+
+
+async def closed(reader) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1), 5) == b""
+    except ConnectionError:
+        return True
+
+
+async def test_unsupported_mechanism_gets_33_and_the_connection_closes(served):
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    answer = await call(reader, writer, 17, 1, {"mechanism": "GSSAPI"})
+    assert answer["error_code"] == ErrorCode.UNSUPPORTED_SASL_MECHANISM
+    assert answer["mechanisms"] == ["PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512"]
+    assert await closed(reader)
+
+
+async def test_authenticate_before_handshake_is_illegal_sasl_state(served):
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    answer = await call(reader, writer, 36, 1, {"auth_bytes": b"n,,n=alice,r=x"})
+    assert answer["error_code"] == ErrorCode.ILLEGAL_SASL_STATE
+    assert await closed(reader)
+
+
+async def test_no_authentication_at_all_is_closed_unanswered(served):
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    versions = await call(reader, writer, 18, 0, {})  # ApiVersions is served before the handshake
+    assert {17, 36} <= {v["api_key"] for v in versions["api_keys"]}
+    writer.write(protocol.encode_request(3, 1, 2, "raw", {"topics": []}))  # Metadata: refused
+    await writer.drain()
+    assert await closed(reader)
+
+
+async def test_big_frames_are_refused_before_authentication_only(served):
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    writer.write(struct.pack(">i", S.MAX_UNAUTHENTICATED_REQUEST_BYTES + 1))
+    await writer.drain()
+    assert await closed(reader)
+    reader, writer = await open_raw(served.port("PLAINTEXT"))  # no authentication to wait for
+    writer.write(struct.pack(">i", S.MAX_UNAUTHENTICATED_REQUEST_BYTES + 1) + b"\0" * 64)
+    await writer.drain()
+    assert not await asyncio.wait_for(asyncio.shield(_eof_within(reader, 0.5)), 5)
+
+
+async def _eof_within(reader, seconds: float) -> bool:
+    try:
+        return await asyncio.wait_for(reader.read(1), seconds) == b""
+    except TimeoutError:
+        return False
+
+
+async def test_connections_per_address_are_capped(served):
+    opened = [await open_raw(served.port("PLAINTEXT")) for _ in range(6)]
+    for reader, writer in opened:
+        await call(reader, writer, 18, 0, {})
+    reader, writer = await open_raw(served.port("PLAINTEXT"))
+    assert await closed(reader)
+    opened[0][1].close()
+    await asyncio.sleep(0.2)
+    reader, writer = await open_raw(served.port("PLAINTEXT"))
+    assert (await call(reader, writer, 18, 0, {}))["error_code"] == 0
+    for _, w in opened[1:]:
+        w.close()
+
+
+# ---- SSL -------------------------------------------------------------------------------------
+
+
+async def test_ssl_principal_from_the_client_certificate(served, pki):
+    cert, key = pki.client("alice", "/O=example/OU=ops/CN=Alice")
+    seen = []
+    listener = served.listeners["TLS"]
+    inner = listener.handler.inner
+
+    class Spy:
+        def api_versions(self):
+            return inner.api_versions()
+
+        async def handle(self, header, body):
+            seen.append(S.SESSION_OF())
+            return await inner.handle(header, body)
+
+    listener.handler.inner = Spy()
+    reader, writer = await open_raw(served.port("TLS"), client_tls(pki, cert, key))
+    await call(reader, writer, 18, 0, {})
+    assert seen[-1].current_principal() == "User:alice"
+    reader, writer = await open_raw(served.port("TLS"), client_tls(pki))  # no certificate: anonymous
+    await call(reader, writer, 18, 0, {})
+    assert seen[-1].current_principal() == "User:ANONYMOUS"
+
+
+async def test_untrusted_client_certificate_fails_the_handshake(served, pki):
+    cert, key = pki.client("rogue", "/CN=rogue", rogue=True)
+    # TLS 1.3: the client's handshake ends before the server checks its certificate, so the
+    # refusal shows as an alert or as the server closing before any answer.
+    with pytest.raises((ssl.SSLError, ConnectionError, asyncio.IncompleteReadError)):
+        reader, writer = await open_raw(served.port("TLS"), client_tls(pki, cert, key))
+        await call(reader, writer, 18, 0, {})
+
+
+async def test_untrusted_server_certificate_is_refused_by_the_client(served, pki):
+    with pytest.raises(ssl.SSLError):
+        await open_raw(served.port("SECURE"), ssl.create_default_context(cafile=str(pki.rogue_ca)))

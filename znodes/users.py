@@ -1,0 +1,143 @@
+"""SCRAM credentials in ZooKeeper, where and as Kafka keeps them (``kafka-configs.sh
+--alter --entity-type users --add-config 'SCRAM-SHA-512=[password=...]'`` writes the same).
+
+``/config/users/<sanitized user>`` holds ``{"version":1,"config":{"SCRAM-SHA-512":"salt=...,
+stored_key=...,server_key=...,iterations=4096"}}`` next to the user's other configs (quotas),
+which are kept as they are. Every change also creates a config change notification
+``/config/changes/config_change_<seq>`` with ``{"version":2,"entity_path":"users/<sanitized>"}``
+so Kafka's brokers pick it up. The credential strings are opaque here (parsed by
+``controller.shell.security.scram``)::
+
+    await write_credentials(store, "alice", {"SCRAM-SHA-512": text})    # add or replace
+    await read_credentials(store, "alice")                              # {"SCRAM-SHA-512": text}
+    await delete_credentials(store, "alice", ["SCRAM-SHA-512"])
+    await list_users(store)                                             # {"alice": ["SCRAM-SHA-512"]}
+"""
+
+from __future__ import annotations
+
+import json
+import urllib.parse
+
+from znodes import paths
+from znodes.api import BadVersionError, NodeExistsError, NoNodeError, Store
+from znodes.errors import ZnodeFormatError
+
+CONFIG_USERS = "/config/users"
+SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# Read-modify-write races with another writer of the same user: retried this many times.
+WRITE_ATTEMPTS = 5
+
+
+def sanitize(user: str) -> str:
+    """Kafka's Sanitizer: URL-encoding as Java's URLEncoder does it, then '+' -> %20, '*' -> %2A
+    (so a user name is one safe znode name)."""
+    if not user:
+        raise ValueError("a user name must not be empty")
+    return urllib.parse.quote(user, safe="-._*").replace("*", "%2A").replace("~", "%7E")
+
+
+def desanitize(name: str) -> str:
+    return urllib.parse.unquote(name)
+
+
+def user_path(user: str) -> str:
+    return f"{CONFIG_USERS}/{sanitize(user)}"
+
+
+def decode_user_config(path: str, data: bytes) -> dict[str, str]:
+    try:
+        doc = json.loads(bytes(data).decode("utf-8") or "null")
+    except (UnicodeDecodeError, ValueError) as e:
+        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
+    if doc is None:
+        return {}
+    config = doc.get("config") if isinstance(doc, dict) else None
+    if doc.get("version") != 1 or not isinstance(config, dict) or not all(
+        isinstance(k, str) and isinstance(v, str) for k, v in config.items()
+    ):
+        raise ZnodeFormatError(path, 'expected {"version":1,"config":{"name":"value",...}}')
+    return config
+
+
+def encode_user_config(config: dict[str, str]) -> bytes:
+    return json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
+
+
+async def read_credentials(store: Store, user: str) -> dict[str, str]:
+    """The user's SCRAM credential strings by mechanism; {} for an unknown user."""
+    path = user_path(user)
+    try:
+        data, _ = await store.get(path)
+    except NoNodeError:
+        return {}
+    config = decode_user_config(path, data)
+    return {m: config[m] for m in SCRAM_MECHANISMS if m in config}
+
+
+async def list_users(store: Store) -> dict[str, list[str]]:
+    """Every user with at least one SCRAM credential -> its mechanisms."""
+    try:
+        names = await store.children(CONFIG_USERS)
+    except NoNodeError:
+        return {}
+    out = {}
+    for name in sorted(names):
+        try:
+            data, _ = await store.get(f"{CONFIG_USERS}/{name}")
+            config = decode_user_config(f"{CONFIG_USERS}/{name}", data)
+        except (NoNodeError, ZnodeFormatError):
+            continue
+        mechanisms = [m for m in SCRAM_MECHANISMS if m in config]
+        if mechanisms:
+            out[desanitize(name)] = mechanisms
+    return out
+
+
+async def _update(store: Store, user: str, change) -> bool:
+    """Apply ``change(config) -> config | None`` (None: nothing to do) with a version check,
+    then notify. Whether anything changed."""
+    path = user_path(user)
+    for _ in range(WRITE_ATTEMPTS):
+        try:
+            data, stat = await store.get(path)
+            config = decode_user_config(path, data)
+            version = stat.version
+        except NoNodeError:
+            config, version = {}, None
+        new = change(dict(config))
+        if new is None:
+            return False
+        try:
+            if version is None:
+                await store.create(path, encode_user_config(new), makepath=True)
+            else:
+                await store.set(path, encode_user_config(new), version)
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            continue
+        notice = json.dumps({"version": 2, "entity_path": f"users/{sanitize(user)}"}).encode()
+        await store.create(paths.CONFIG_CHANGE_PREFIX, notice, sequential=True, makepath=True)
+        return True
+    raise BadVersionError(f"{path} kept changing under {WRITE_ATTEMPTS} attempts to update it")
+
+
+async def write_credentials(store: Store, user: str, credentials: dict[str, str]) -> None:
+    unknown = set(credentials) - set(SCRAM_MECHANISMS)
+    if unknown:
+        raise ValueError(f"not SCRAM mechanisms: {sorted(unknown)}")
+    await _update(store, user, lambda config: {**config, **credentials})
+
+
+async def delete_credentials(store: Store, user: str, mechanisms: list[str] | None = None) -> list[str]:
+    """Remove the user's credentials for ``mechanisms`` (all SCRAM ones by default); the
+    mechanisms that were there."""
+    removed: list[str] = []
+
+    def change(config: dict[str, str]):
+        removed[:] = [m for m in (mechanisms or SCRAM_MECHANISMS) if m in config]
+        if not removed:
+            return None
+        return {k: v for k, v in config.items() if k not in removed}
+
+    await _update(store, user, change)
+    return removed
