@@ -101,7 +101,7 @@ def check(records: list[dict], quiesce_bound_s: float = 120.0) -> Report:
         by_type.setdefault(r.get("type", ""), []).append(r)
     _check_requests(by_type, report)
     _check_isr(by_type.get("state", []), report)
-    _check_zombies(by_type.get("epoch", []), by_type.get("audit", []), report)
+    _check_zombies(by_type.get("epoch", []), by_type.get("audit", []), by_type.get("state", []), report)
     _check_throttles(by_type.get("final", []), report)
     _check_quiescence(by_type, quiesce_bound_s, report)
     for c in by_type.get("crash", []):
@@ -227,7 +227,7 @@ def _check_isr(states: list[dict], report: Report) -> None:
 # ---- 3. zombie writes --------------------------------------------------------------------------
 
 
-def _check_zombies(epochs: list[dict], audit: list[dict], report: Report) -> None:
+def _check_zombies(epochs: list[dict], audit: list[dict], states: list[dict], report: Report) -> None:
     # zkVersion -> (epoch, mzxid of the bump); the two sources must agree where both speak.
     history: dict[int, tuple[int, int | None]] = {}
     for source, version, epoch, mzxid in [
@@ -244,6 +244,21 @@ def _check_zombies(epochs: list[dict], audit: list[dict], report: Report) -> Non
             history[version] = (epoch, mzxid)
     spans = sorted((mzxid, version, epoch) for version, (epoch, mzxid) in history.items() if mzxid is not None)
     starts = [s[0] for s in spans]
+
+    # Partition states carry the controller_epoch of whoever wrote them: the controller's own,
+    # or the one a broker last heard in a LeaderAndIsr. Either way never an epoch that did not
+    # exist yet when the state landed (a zombie's stale epoch is legitimate for a broker, so
+    # the audits, not these fields, are what catch zombie writes).
+    for s in states:
+        c, z = s.get("controller_epoch"), s.get("mzxid")
+        if c is None or z is None or not spans:
+            continue
+        i = bisect_right(starts, z) - 1
+        if i >= 0 and c > spans[i][2]:
+            report.violations.append(
+                f"state from a future epoch: {s['tp']} written at zxid {z:#x} with controller_epoch {c} "
+                f"while epoch {spans[i][2]} was current"
+            )
 
     for a in audit:
         event = a.get("event")

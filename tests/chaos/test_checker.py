@@ -135,6 +135,14 @@ def test_a_write_under_another_epochs_zkversion_is_a_zombie_write():
     assert report.zombie_writes == 1 and "which is epoch 2" in report.violations[0]
 
 
+def test_a_state_written_with_an_epoch_not_yet_won_fails():
+    ahead = {"type": "state", "t": 2.5, "tp": "orders/1", "leader": 1, "isr": R0, "controller_epoch": 2, "mzxid": 150}
+    report = check(_history(extra=[ahead]))
+    assert "state from a future epoch: orders/1" in report.violations[0]
+    assert check(_history(extra=[dict(ahead, mzxid=250)])).ok  # epoch 2 began at zxid 200
+    assert check(_history(extra=[dict(ahead, controller_epoch=1, mzxid=250)])).ok  # a broker's stale epoch
+
+
 def test_a_stranded_throttle_fails():
     history = _history()
     history[-1]["throttles"] = {"brokers/4": {"leader.replication.throttled.rate": "1000000"}}
