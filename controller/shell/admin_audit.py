@@ -10,7 +10,8 @@ with ``--log-format json``) with these fields:
      "api": "AlterPartitionReassignments", "api_key": 45, "api_version": 0, "validate_only": false,
      "partitions": ["orders-0", "orders-1"], "brokers": [], "outcome": {"NONE": 2}}
 
-``principal`` is null: the listener has no authentication yet. ``outcome`` counts the answer's
+``principal`` is the connection's authenticated principal (``User:alice``; ``User:ANONYMOUS`` on
+a PLAINTEXT listener with security configured), null on a listener without security. ``outcome`` counts the answer's
 error codes by name (a request refused as a whole has one, NOT_CONTROLLER on a standby).
 Read-only APIs (Metadata, Describe*, List*) are not audited. This is not the write audit of
 controller.shell.audit, which records ZooKeeper writes for the invariant checks.
@@ -21,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from controller.shell.listener import CLIENT
+from controller.shell.listener import CLIENT, SESSION
 from controller.shell.logs import JsonFormatter
 from protocol.errors import ErrorCode
 
@@ -64,10 +65,11 @@ def record(key: int, version: int, body: dict, response) -> None:
     partitions, brokers = named(body)
     outcome = dict(Counter(_code_name(c) for c in codes(response))) if response is not None else {"connection closed": 1}
     client = CLIENT.get()
+    session = SESSION.get()  # a listener with security: who authenticated on this connection
     fields = {
         "audit": "admin",
         "client": client,
-        "principal": None,
+        "principal": session.current_principal() if session is not None else None,
         "api": STATE_CHANGING[key],
         "api_key": key,
         "api_version": version,

@@ -8,7 +8,7 @@ import json
 import logging
 
 from controller.shell.admin_audit import AuditedHandler, codes, named
-from controller.shell.listener import CLIENT
+from controller.shell.listener import CLIENT, SESSION
 from controller.shell.logs import JsonFormatter, RoleFilter, setup_logging
 from controller.shell.role import Role
 
@@ -99,3 +99,18 @@ async def test_state_changing_requests_are_audited_with_client_and_outcome(caplo
     line = json.loads(JsonFormatter().format(e))
     assert line["audit"] == "admin" and line["client"] == "10.0.0.7:51234"
     assert RoleFilter(Role(5)).filter(e) and e.controller_id == 5
+
+
+class _Session:
+    def current_principal(self):
+        return "User:alice"
+
+
+async def test_the_audit_names_the_authenticated_principal(caplog):
+    CLIENT.set("10.0.0.8:1")
+    SESSION.set(_Session())
+    with caplog.at_level(logging.INFO, logger="reassignd.audit"):
+        await AuditedHandler(_Stub()).handle({"request_api_key": 10005, "request_api_version": 0},
+                                             {"partitions": [{"topic": "o", "partition_ids": [1]}]})
+    (e,) = [r for r in caplog.records if r.name == "reassignd.audit"]
+    assert (e.principal, e.api, e.partitions) == ("User:alice", "CancelReassignments", ["o-1"])

@@ -59,7 +59,7 @@ def test_every_setting_is_documented_and_is_a_flag_and_a_variable():
         ({"max_cluster_moves": 1.5}, {}, [], "max_cluster_moves (file {f}): Input should be a valid integer"),
         ({"log_level": "LOUD"}, {}, [], "log_level (file {f}): Input should be 'DEBUG', 'INFO', 'WARNING' or 'ERROR'"),
         ({"zk_session_timeout_s": 0.5}, {}, [], "zk_session_timeout_s (file {f}): Input should be greater than or equal to 1"),
-        ({"listen": "9190"}, {}, [], "listen (file {f}): must be HOST:PORT with PORT in 0..65535, got '9190'"),
+        ({"listen": "9190"}, {}, [], "listen (file {f}): must be [NAME://]HOST:PORT with PORT in 0..65535, got '9190'"),
         ({"zookeeper": "h:1/bad//path"}, {}, [], "zookeeper (file {f}):"),
         ({"id": -1}, {}, [], "id (file {f}): Input should be greater than or equal to 0"),
         ({}, {"REASSIGND_ID": "seven"}, [], "id (env REASSIGND_ID): Input should be a valid integer, unable to parse string"),
