@@ -79,6 +79,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from controller.core.events import CancelRequested
+from controller.core.flush import ROLLBACK, ROLLBACK_FINISH, writing
 from controller.core.task import Move, Phase
 from protocol.errors import ErrorCode
 from znodes import paths
@@ -115,6 +116,7 @@ def _name(tp: TopicPartition) -> str:
 class CancelSteps:
     """The cancellation half of the engine's working set (see controller.core.engine._Step)."""
 
+    @writing(ROLLBACK)
     def on_cancel(self, event: CancelRequested) -> None:
         wanted = list(self.tasks.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
         results: dict[TopicPartition, Result] = {}
@@ -182,6 +184,7 @@ class CancelSteps:
             "(KIP-236 skip)"
         )
 
+    @writing(ROLLBACK)
     def begin_cancel(self, move: Move, state: LeaderIsr) -> None:
         """Step 4, then 5-7."""
         tp = move.tp
@@ -196,6 +199,7 @@ class CancelSteps:
         self.set_assignment(tp, rollback_assignment(move))
         self.roll_back(move, state, first=True)
 
+    @writing(ROLLBACK)
     def roll_back(self, move: Move, state: LeaderIsr | None, *, first: bool = False) -> None:
         """Steps 5-6 (also when a failover resumes a cancel: ``first`` False writes the state
         znode only if it is not rolled back yet)."""
@@ -224,6 +228,7 @@ class CancelSteps:
         if not self.stop_replicas(move.tp, move.added, state):
             self.finish_cancel(move)
 
+    @writing(ROLLBACK_FINISH)
     def finish_cancel(self, move: Move) -> None:
         """Step 7."""
         tp = move.tp

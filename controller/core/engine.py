@@ -92,6 +92,26 @@ must outlive the entry it rolled back, else the entry would look like a new requ
 the deletes of ``/admin/cancel_reassignment_in_progress`` and
 ``/admin/reassign_partitions_queue`` when a step took them, so neither is gone before what it
 asked for is recorded.
+
+Flush kinds (controller.core.flush): ``Step.kinds[i]`` says why ``writes[i]`` is written. For
+one partition, in flush order (optional ops in brackets):
+
+    start            [state znode: leader epoch + 1], [create /admin/reassignments/T],
+                     create record, topic znode, [/admin/reassign_partitions: original_replicas]
+    override         record (new TRS), [state znode: leader epoch + 1], topic znode
+    complete         state znode (TRS leader and ISR)
+    finish           topic znode (RS = TRS), delete record, [delete /admin/reassignments/T],
+                     /admin/reassign_partitions (entry dropped; the znode deleted when empty)
+    rollback         state znode (ORS leader and ISR), topic znode (rollback), record
+                     (cancelling), [delete /admin/cancel_reassignment_in_progress]
+    rollback-finish  topic znode (RS = ORS), /admin/reassign_partitions, delete record,
+                     [delete /admin/reassignments/T]
+    queue            /admin/reassign_partitions (the queued entries), delete the queue znode
+
+A step doing several of these for several partitions writes each znode once, in the order
+above ("Writes are coalesced"); an op written for several kinds carries them all. Throttle
+removal (controller.shell.throttles) is the shell's own flush: configs with their change
+notifications, then the removal znodes.
 """
 
 from __future__ import annotations
@@ -113,6 +133,21 @@ from controller.core.events import (
     StatesRead,
     StopReplicaSent,
     TopicsRead,
+)
+from controller.core.flush import (
+    ACCEPT,
+    BROKERS,
+    COMPLETE,
+    FINISH,
+    ISR_CHANGE,
+    OTHER,
+    OVERRIDE,
+    QUEUE,
+    RESUME,
+    ROLLBACK,
+    START,
+    Writes,
+    writing,
 )
 from controller.core.queue import QueueSteps
 from controller.core.state import ClusterState, Delta, Overlay
@@ -143,6 +178,9 @@ class Step:
     # cancel and queue znodes) and what must land with them: the shell flushes them last,
     # alone, and treats a version conflict there as "re-read", not as a failure.
     shared_from: int | None = None
+    # kinds[i]: the kinds of flush writes[i] is part of (controller.core.flush; the module
+    # docstring's "Flush kinds").
+    kinds: list[frozenset[str]] = field(default_factory=list)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -163,6 +201,7 @@ class _Step(CancelSteps, QueueSteps):
     (cancellation and the queue are in controller.core.cancel and controller.core.queue)."""
 
     def __init__(self, state: ClusterState, config: ControllerConfig):
+        self.kind = OTHER  # what the writes are for now (controller.core.flush.writing)
         self.base = state
         self.config = config
         self.brokers = state.brokers
@@ -179,16 +218,17 @@ class _Step(CancelSteps, QueueSteps):
         # Records under each /admin/reassignments/T parent; a key means the parent exists.
         self.record_counts = Overlay(state.record_counts)
         self.record_parents: dict[str, bool] = {}  # topic -> a record was created this step
-        self.dirty_topics: dict[str, None] = {}
-        self.requests_dirty = False
+        self.dirty_topics: dict[str, set[str]] = {}  # topic -> kinds of flush rewriting it
+        self.parent_kinds: dict[str, set[str]] = {}  # topic -> kinds creating/deleting records
+        self.requests_kinds: set[str] = set()  # kinds rewriting /admin/reassign_partitions
         self.schedule_needed = False
         self.touched = False  # a move ended or the znode changed: check for "finished"
-        self.early: list[Op] = []  # record creates, state writes
-        self.late: list[Op] = []  # record deletes
+        self.early: list[Op] = Writes(self)  # record creates, state writes
+        self.late: list[Op] = Writes(self)  # record deletes
         # Record deletes that must not land before /admin/reassign_partitions drops the entry
         # (a rollback's: without its record, the entry would look like a new request).
-        self.with_requests: list[Op] = []
-        self.notifications: list[Op] = []
+        self.with_requests: list[Op] = Writes(self)
+        self.notifications: list[Op] = Writes(self)
         self.reads: set[TopicPartition] = set()
         self.ended: set[TopicPartition] = set()  # moves ended in this step (records still to delete)
         self.log: list[str] = []
@@ -204,6 +244,18 @@ class _Step(CancelSteps, QueueSteps):
         self.outbox: Outbox | None = None
 
     # ---- helpers -------------------------------------------------------------------------
+
+    @property
+    def requests_dirty(self) -> bool:
+        """/admin/reassign_partitions must be rewritten (setting it records the current kind)."""
+        return bool(self.requests_kinds)
+
+    @requests_dirty.setter
+    def requests_dirty(self, dirty: bool) -> None:
+        if dirty:
+            self.requests_kinds.add(self.kind)
+        else:
+            self.requests_kinds.clear()
 
     @property
     def box(self) -> Outbox:
@@ -232,12 +284,14 @@ class _Step(CancelSteps, QueueSteps):
         self.early.append(Create(paths.reassignment(*tp), encode_record(target, original)))
         self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) + 1
         self.record_parents[tp[0]] = True
+        self.parent_kinds.setdefault(tp[0], set()).add(self.kind)
 
     def delete_record(self, tp: TopicPartition, *, early: bool = False, with_requests: bool = False) -> None:
         where = self.early if early else self.with_requests if with_requests else self.late
         where.append(Delete(paths.reassignment(*tp)))
         self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) - 1
         self.record_parents.setdefault(tp[0], False)
+        self.parent_kinds.setdefault(tp[0], set()).add(self.kind)
 
     def parent_ops(self) -> tuple[list[Op], list[Op]]:
         """/admin/reassignments/T parents: created before a topic's first record, deleted
@@ -256,7 +310,7 @@ class _Step(CancelSteps, QueueSteps):
     def set_assignment(self, tp: TopicPartition, assignment: Assignment) -> None:
         if self.assignments.get(tp) != assignment:
             self.assignments[tp] = assignment
-            self.dirty_topics[tp[0]] = None
+            self.dirty_topics.setdefault(tp[0], set()).add(self.kind)
 
     def invalid_reason(self, r: Request) -> str | None:
         if r.topic not in self.topic_partitions:
@@ -341,6 +395,7 @@ class _Step(CancelSteps, QueueSteps):
             self.end_task(tp)
             self.drop_request(tp)
 
+    @writing(BROKERS)
     def on_brokers(self, event: BrokersRead) -> None:
         old = self.brokers
         self.brokers = dict(event.brokers)
@@ -373,6 +428,7 @@ class _Step(CancelSteps, QueueSteps):
         if back:
             self.schedule_needed = True
 
+    @writing(ACCEPT)
     def on_requests(self, event: RequestsRead) -> None:
         if event.error is not None:
             self.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
@@ -441,6 +497,7 @@ class _Step(CancelSteps, QueueSteps):
                 )
                 self.set_task(move.with_changes(next_target=r.replicas))
 
+    @writing(ISR_CHANGE)
     def on_states(self, event: StatesRead) -> None:
         for tp, state in event.states.items():
             move = self.tasks.get(tp)
@@ -499,6 +556,7 @@ class _Step(CancelSteps, QueueSteps):
             elif move is not None and move.phase is Phase.CANCELLING:
                 self.finish_cancel(move)
 
+    @writing(RESUME)
     def on_resume(self, event: Resume) -> None:
         """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
         for tp in sorted(event.stale_records):
@@ -508,6 +566,7 @@ class _Step(CancelSteps, QueueSteps):
         for topic, count in list(self.record_counts.items()):
             if count == 0:  # a parent whose last record went in a flush cut short
                 self.record_parents.setdefault(topic, False)
+                self.parent_kinds.setdefault(topic, set()).add(self.kind)
         for move in list(self.tasks.values()):
             if not move.started:
                 continue
@@ -616,6 +675,7 @@ class _Step(CancelSteps, QueueSteps):
             tuple(b for b in current if b not in move.target),
         )
 
+    @writing(START)
     def start(self, move: Move, state: LeaderIsr) -> None:
         """Step 3."""
         tp = move.tp
@@ -639,6 +699,7 @@ class _Step(CancelSteps, QueueSteps):
         self.box.update_metadata(tp, state, replicas)
         self.check_complete(move)
 
+    @writing(OVERRIDE)
     def override(self, move: Move, target: tuple[int, ...]) -> None:
         """Step 4b (KIP-455): a new target for a replicating move replaces the old one in place."""
         tp, name = move.tp, f"{move.tp[0]}-{move.tp[1]}"
@@ -673,6 +734,7 @@ class _Step(CancelSteps, QueueSteps):
         self.box.update_metadata(tp, state, new.replicas)
         self.check_complete(new)
 
+    @writing(COMPLETE)
     def check_complete(self, move: Move) -> None:
         """Step 5, if TRS is inside the ISR and a TRS leader can be had."""
         state = self.states.get(move.tp)
@@ -714,6 +776,7 @@ class _Step(CancelSteps, QueueSteps):
             self.box.stop_replica(b, tp, epoch)
         return bool(to_stop)
 
+    @writing(FINISH)
     def finish_move(self, move: Move) -> None:
         """Step 6."""
         tp = move.tp
@@ -747,6 +810,13 @@ class _Step(CancelSteps, QueueSteps):
     def finish(self) -> Step:
         parents_before, parents_after = self.parent_ops()
         middle: list[Op] = []
+        labels: dict[str, frozenset[str]] = {  # coalesced znodes: the kinds that touched them
+            paths.REASSIGN_PARTITIONS: frozenset(self.requests_kinds),
+            paths.CANCEL_REASSIGNMENT: frozenset({ROLLBACK}),
+            paths.REASSIGN_QUEUE: frozenset({QUEUE}),
+            **{paths.topic(t): frozenset(k) for t, k in self.dirty_topics.items()},
+            **{paths.reassignment_topic(t): frozenset(k) for t, k in self.parent_kinds.items()},
+        }
         for topic in self.dirty_topics:
             version = self.topic_versions[topic]
             parts = {p: self.assignments[(topic, p)] for p in self.topic_partitions[topic]}
@@ -793,9 +863,15 @@ class _Step(CancelSteps, QueueSteps):
             delta.requests_version = self.requests_version
         finished = self.touched and self.requests_version is None and len(self.tasks) == 0
         own = parents_before + self.early + middle + self.late + parents_after + self.notifications
+        by_op = {
+            id(op): frozenset({kind})
+            for part in (self.early, self.late, self.with_requests, self.notifications)
+            for op, kind in zip(part, part.kinds)
+        }
         return Step(
             delta=delta,
             writes=own + tail,
+            kinds=[by_op.get(id(op)) or labels[op.path] for op in own + tail],
             shared_from=len(own),
             commands=self.outbox.commands() if self.outbox is not None else [],
             reads=frozenset(

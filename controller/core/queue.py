@@ -33,6 +33,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller.core.events import QueueRead
+from controller.core.flush import QUEUE, writing
 from controller.core.task import Move, Phase
 from znodes import paths
 from znodes.values import Assignment, Request
@@ -45,6 +46,7 @@ def _name(r: Request) -> str:
 class QueueSteps:
     """The queue half of the engine's working set (see controller.core.engine._Step)."""
 
+    @writing(QUEUE)
     def on_queue(self, event: QueueRead) -> None:
         if event.version is None:
             return

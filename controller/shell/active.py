@@ -146,6 +146,9 @@ class ActiveController:
         # Going past KIP-179: throttles no running move needs go as soon as moves end.
         self.on_moves_ended = on_moves_ended
         self.on_step = on_step  # observation hook for tests and benchmarks
+        # The step whose writes are being flushed (tests map a write cut short to the kinds of
+        # flush it was for: engine.Step.kinds).
+        self.flushing: engine.Step | None = None
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.stats = Stats()
@@ -384,6 +387,7 @@ class ActiveController:
         for line in step.log:
             log.info("%s", line)
         conflict = False
+        self.flushing = step
         if step.writes:
             split = step.shared_from
             if split is None:
@@ -428,6 +432,7 @@ class ActiveController:
                     log.info("/admin/reassign_partitions changed under this controller: re-reading it")
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
+        self.flushing = None
         self.state.apply(step.delta)
         if not conflict:
             self._answer_cancels(step)

@@ -16,6 +16,7 @@ import asyncio
 import json
 
 from controller.core.commands import STOP_REPLICA
+from controller.core.flush import THROTTLE_REMOVAL
 from controller.core.config import ControllerConfig
 from controller.shell.active import ActiveController
 from controller.shell.election import campaign
@@ -26,6 +27,7 @@ from sim.core import BrokerConfig
 from sim.inprocess import InProcessTransport
 from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
+from tests.controller.crashpoints import Points, role
 from znodes import paths
 from znodes.api import SessionExpiredError
 from znodes.twin import TwinServer
@@ -59,6 +61,13 @@ class CrashingStore:
         self.depose_after: int | None = None
         # Called with each op before it is written (ops then go one at a time).
         self.before_op = None
+        # (kind, role, depose): cut the next op written for that kind of flush with that role
+        # (tests/controller/crashpoints.py): crash there, or depose this controller there.
+        self.cut_at: tuple[str, str, bool] | None = None
+        # The kinds of flush an op is written for (set by ControllerHandle), and where the
+        # crash points written and cut are recorded.
+        self.labels = lambda op: frozenset({"unlabelled"})
+        self.points = Points()
 
     def _landed(self) -> None:
         """Invariant 5: a controller write only lands while that controller holds /controller."""
@@ -83,6 +92,10 @@ class CrashingStore:
         return await self._write(inner, ops, epoch_zkversion)
 
     async def _write(self, inner, ops, epoch_zkversion):
+        for op in ops:
+            self.points.flushed(self.labels(op), op)
+        if self.cut_at is not None:
+            return await self._steered_multi(inner, ops, epoch_zkversion)
         if self.before_op is not None:
             results = []
             for op in ops:
@@ -101,6 +114,7 @@ class CrashingStore:
         results = []
         for op in ops:
             if self.remaining <= 0:
+                self.points.cut(self.labels(op), op)
                 self.crashed = True
                 self._server.expire_session(self._inner.session_id)
                 raise SessionExpiredError("crashed by the test")
@@ -115,6 +129,7 @@ class CrashingStore:
         results = []
         for op in ops:
             if self.depose_after <= 0:
+                self.points.cut(self.labels(op), op)
                 self.depose_after = None
                 await depose(self._server)
             results += await inner([op], epoch_zkversion)
@@ -122,6 +137,24 @@ class CrashingStore:
             self.ops_applied += 1
             if self.depose_after is not None:
                 self.depose_after -= 1
+        return results
+
+    async def _steered_multi(self, inner, ops, epoch_zkversion):
+        results = []
+        for op in ops:
+            kind, wanted, deposing = self.cut_at
+            kinds = self.labels(op)
+            if kind in kinds and role(op) == wanted:
+                self.cut_at = None
+                self.points.cut(kinds, op)
+                if not deposing:
+                    self.crashed = True
+                    self._server.expire_session(self._inner.session_id)
+                    raise SessionExpiredError("crashed by the test")
+                await depose(self._server)
+            results += await inner([op], epoch_zkversion)
+            self._landed()
+            self.ops_applied += 1
         return results
 
 
@@ -168,6 +201,8 @@ class ControllerHandle:
         self.store = store
         self.inbox = Inbox(store)
         self.active: ActiveController | None = None
+        self.throttling = False  # a throttle removal (on_finished, on_moves_ended) is writing
+        store.labels = self.labels
         self.task = asyncio.create_task(self._run())
         self.outcomes: list[str] = []
 
@@ -184,14 +219,38 @@ class ControllerHandle:
                 epoch_zkversion=won.epoch_zkversion,
                 transport=WatchingTransport(self.harness),
                 config=self.harness.config,
-                on_finished=self.on_finished,
-                on_moves_ended=self.on_moves_ended,
+                on_finished=self._throttle_removal(self.on_finished),
+                on_moves_ended=self._throttle_removal(self.on_moves_ended),
             )
             reason = await self.active.run()
             self.outcomes.append(reason)
             self.active = None
             if reason == "session lost":
                 break
+
+    def labels(self, op) -> frozenset[str]:
+        """The kinds of flush ``op`` is written for: its step's (engine.Step.kinds), or the
+        throttle removal's."""
+        step = self.active.flushing if self.active is not None else None
+        if step is not None:
+            for written, kinds in zip(step.writes, step.kinds):
+                if written is op:
+                    return kinds
+        return frozenset({THROTTLE_REMOVAL if self.throttling else "unlabelled"})
+
+    def _throttle_removal(self, remove):
+        """``remove`` (a throttle removal callback), its writes labelled as such."""
+        if remove is None:
+            return None
+
+        async def run(*args):
+            self.throttling = True
+            try:
+                return await remove(*args)
+            finally:
+                self.throttling = False
+
+        return run
 
     @property
     def alive(self) -> bool:
@@ -224,6 +283,7 @@ class Harness:
         self.assignments: dict = {}
         self.requested: dict[tuple[str, int], list[int]] = {}
         self.sent: list[tuple[int, int, dict]] = []  # (broker, api key, body) every controller sent
+        self.points = Points()  # crash points every controller wrote and cut (crashpoints.py)
 
     async def start(self):
         await self.cluster.start()
@@ -240,6 +300,7 @@ class Harness:
         self, controller_id: int, crash_after: int | None = None, on_finished=None, on_moves_ended=None
     ) -> ControllerHandle:
         store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
+        store.points = self.points
         handle = ControllerHandle(self, controller_id, store, on_finished, on_moves_ended)
         self.controllers.append(handle)
         await self.settle()

@@ -6,10 +6,14 @@ every reassignment (KIP-236: create ``/admin/cancel_reassignment_in_progress``) 
 the API door (controller.shell.admin.cancel.cancel_partitions), queue a batch
 (``/admin/reassign_partitions_queue``, possibly naming partitions that are moving), crash the
 active controller after any number of its ZooKeeper ops (a flush cut at any op boundary),
-depose it in the middle of a flush (another controller elected), expire its session, start new
-controllers, stop and restart brokers, and let time pass. After every
+depose it in the middle of a flush (another controller elected), cut a chosen kind of flush
+just before a chosen op (crash-point coverage: tests/controller/crashpoints.py), expire its
+session, start new controllers, stop and restart brokers, submit with auto-removable throttles
+(KIP-179: gone at the end, invariant 3), and let time pass. After every
 step docs/DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that holds at every
-moment; at the end (brokers back, a controller running) the quiescent forms.
+moment; at the end (brokers back, a controller running) the quiescent forms and invariant 3.
+Schedules run by the thousand through tests/controller/soak.py (``make soak``; the pytest
+entry is :func:`test_schedules`), which sums :data:`STATS`.
 
 Targets only use brokers 1-4, which are never stopped, so every submitted entry is valid and
 must complete (invariant 2) unless a cancel came after it; brokers 5 and 6 host original
@@ -22,16 +26,24 @@ of them - never a mix.
 from __future__ import annotations
 
 import asyncio
+import hashlib
 import json
+import os
+import re
 from types import SimpleNamespace
 
-from hypothesis import settings
+import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
 from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
+from controller.shell import throttle_configs as tc
+from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from protocol.errors import ErrorCode
+from tests import figures
+from tests.controller import soak
+from tests.controller.crashpoints import POINTS, Coverage
 from tests.controller.harness import Harness
 from znodes import paths
 from znodes.api import BadVersionError, NoNodeError
@@ -43,6 +55,10 @@ MAX_CONTROLLERS = 2
 # Built once: a strategy built per draw costs Hypothesis its validation every time.
 PARTITION_SETS = st.sets(st.integers(0, PARTITIONS - 1), min_size=1, max_size=PARTITIONS)
 TARGETS = st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3]))
+ALL_BROKERS = (*TARGET_BROKERS, *FLAKY_BROKERS)
+# What this process's schedules did, summed by their teardowns (read by tests/controller/soak.py):
+# complete schedules, their steps after the initial one, crash points, a digest of how each ended.
+STATS = {"schedules": 0, "steps": 0, "coverage": Coverage(), "digest": hashlib.sha256()}
 
 
 class ControllerMachine(RuleBasedStateMachine):
@@ -57,6 +73,8 @@ class ControllerMachine(RuleBasedStateMachine):
         # its last request, and whether that cancel caught it depends on timing).
         self.final: dict[tuple[str, int], list[int] | None] = {}
         self.last_queue: dict = {}
+        self.steps = 0  # steps run, the initial one included (counted by the first invariant)
+        self.throttled = False  # auto-removable throttles were set: invariant 3 at the end
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -66,11 +84,19 @@ class ControllerMachine(RuleBasedStateMachine):
         self.run(self.h.start())
         self.final = dict(self.h.assignments)
         self.endpoints = {tp: [list(r)] for tp, r in self.h.assignments.items()}
-        self.run(self.h.start_controller(self.new_id()))
+        self.run(self.start_new_controller())
+
+    async def start_new_controller(self):
+        # As the daemon runs it: KIP-179 throttle removal on completion and as moves end.
+        return await self.h.start_controller(self.new_id(), on_finished=remove_throttles, on_moves_ended=remove_idle_throttles)
 
     def new_id(self) -> int:
         self.next_id += 1
         return self.next_id
+
+    @staticmethod
+    def complete_steps() -> int:
+        return soak.STEPS + 1
 
     def alive(self):
         return [c for c in self.h.controllers if c.alive]
@@ -79,6 +105,13 @@ class ControllerMachine(RuleBasedStateMachine):
         try:
             if hasattr(self.h, "admin"):
                 self.run(self.quiesce())
+                if self.steps >= self.complete_steps():
+                    STATS["schedules"] += 1
+                    STATS["steps"] += self.steps - 1
+                    STATS["coverage"].add(self.h.points)
+                    # How it ended, wall-clock stamps (/controller, brokers) and the random
+                    # cluster id aside: the same seed must end the same way (soak.py).
+                    STATS["digest"].update(re.sub(rb'"timestamp":"\d+"|"id":"[\w-]+"', b"", self.h.server.dump().encode()))
         finally:
             self.run(self.h.close())
             self.loop.close()
@@ -88,10 +121,11 @@ class ControllerMachine(RuleBasedStateMachine):
             if not self.h.cluster.brokers[b].running:
                 await self.h.cluster.start_broker(b)
         if not self.alive():
-            await self.h.start_controller(self.new_id())
+            await self.start_new_controller()
         for c in self.alive():
             c.store.remaining = None
             c.store.depose_after = None
+            c.store.cut_at = None
         await self.h.run_until_quiet(max_seconds=300)
         assert self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None
         assert self.h.server.exists(paths.REASSIGN_QUEUE) is None
@@ -100,6 +134,13 @@ class ControllerMachine(RuleBasedStateMachine):
         for tp, r in self.final.items():
             if r is None:
                 assert now[tp] in self.endpoints[tp], (tp, now[tp], self.endpoints[tp])
+        if self.throttled:  # invariant 3: no reassignment runs, so the auto-removable went
+            assert self.h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+            assert self.h.server.exists(paths.THROTTLED_RATES_REMOVAL) is None
+            configs = [(paths.topic_config("t"), tc.REPLICA_KEYS)] + [(paths.broker_config(b), tc.RATE_KEYS) for b in ALL_BROKERS]
+            for path, keys in configs:
+                config = self.h.json(path)["config"] if self.h.server.exists(path) is not None else {}
+                assert not set(keys) & set(config), (path, config)
 
     # ---- rules -----------------------------------------------------------------------------
 
@@ -161,6 +202,29 @@ class ControllerMachine(RuleBasedStateMachine):
             await self.h.settle()
             return
 
+    @precondition(
+        lambda self: self.h.server.exists(paths.REASSIGN_PARTITIONS) is None
+        and self.h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+        and self.h.server.exists(paths.THROTTLED_RATES_REMOVAL) is None
+    )
+    @rule(data=st.data())
+    def submit_throttled(self, data):
+        """KIP-179: a reassignment with auto-removable throttles, written as ReassignPartitions
+        with a throttle writes them (the removal znodes first, then the configs), then the
+        request."""
+        self.throttled = True
+        self.run(self.set_throttles())
+        self.run(self.h.submit(self.draw_requested(data)))
+
+    async def set_throttles(self) -> None:
+        admin = self.h.admin
+        await admin.create(paths.THROTTLED_REPLICAS_REMOVAL, json.dumps({"version": 1, "topics": ["t"]}).encode())
+        await admin.create(paths.THROTTLED_RATES_REMOVAL, json.dumps({"version": 1, "brokers": list(ALL_BROKERS)}).encode())
+        rate = str(100 * 1_000_000)  # far above the copy bandwidth: the schedule's timing stays
+        updates = [(("topics", "t"), tc.set_keys({k: tc.WILDCARD for k in tc.REPLICA_KEYS}))]
+        updates += [(("brokers", b), tc.set_keys({k: rate for k in tc.RATE_KEYS})) for b in ALL_BROKERS]
+        await admin.multi(await tc.configs_ops(admin, updates))
+
     @precondition(lambda self: self.h.server.exists(paths.REASSIGN_QUEUE) is None)
     @rule(data=st.data())
     def queue(self, data):
@@ -216,6 +280,15 @@ class ControllerMachine(RuleBasedStateMachine):
                 c.store.depose_after = k
 
     @precondition(lambda self: any(c.active is not None for c in self.alive()))
+    @rule(point=st.sampled_from(POINTS), deposing=st.booleans())
+    def cut_flush(self, point, deposing):
+        """Crash (or depose) the active controller just before the next op of that kind of
+        flush with that role: steers the cuts to every crash point (crashpoints.SHAPES)."""
+        for c in self.alive():
+            if c.active is not None:
+                c.store.cut_at = (*point, deposing)
+
+    @precondition(lambda self: any(c.active is not None for c in self.alive()))
     @rule()
     def expire_active(self):
         for c in self.alive():
@@ -226,7 +299,7 @@ class ControllerMachine(RuleBasedStateMachine):
     @precondition(lambda self: len(self.alive()) < MAX_CONTROLLERS)
     @rule()
     def start_controller(self):
-        self.run(self.h.start_controller(self.new_id()))
+        self.run(self.start_new_controller())
 
     @rule(b=st.sampled_from(FLAKY_BROKERS))
     def toggle_broker(self, b):
@@ -243,6 +316,11 @@ class ControllerMachine(RuleBasedStateMachine):
             self.run(self.h.tick())
 
     # ---- invariants after every step ------------------------------------------------------
+
+    @invariant()
+    def count_step(self):
+        """Bookkeeping, not a check: invariants run once after each step (STATS)."""
+        self.steps += 1
 
     @invariant()
     def never_a_mix(self):
@@ -297,5 +375,33 @@ class ControllerMachine(RuleBasedStateMachine):
         assert not self.h.violations, self.h.violations
 
 
-ControllerMachine.TestCase.settings = settings(ControllerMachine.TestCase.settings, stateful_step_count=25)
-TestControllerMachine = ControllerMachine.TestCase
+# 10,000 schedules on 2 cores take about 6 minutes; pytest-timeout's default 300 s is for the
+# rest of the suite.
+@pytest.mark.timeout(3600)
+def test_schedules():
+    """docs/DESIGN.md section 7.1: STATEFUL_SCHEDULES (10,000) schedules of soak.STEPS steps,
+    from a seed fixed under CI (random otherwise, printed either way), over every core;
+    a failing schedule fails this with its seed, its shrunk steps and the ``make soak``
+    line that replays it. Every crash point must be cut at least once in a full run."""
+    schedules = int(os.environ.get("STATEFUL_SCHEDULES", soak.SCHEDULES))
+    seed = soak.default_seed()
+    print(f"\nstateful: seed {seed}, {schedules} schedules (replay: make soak SEED={seed} SCHEDULES={schedules})")
+    result = soak.run(seed, schedules)
+    coverage = result.coverage
+    figures.table("stateful crash points (schedules that cut each flush kind before each op)", coverage.table())
+    figures.record(
+        "stateful",
+        seed=seed,
+        seconds=round(result.seconds, 1),
+        crash_points=len(coverage.required()),
+        schedules=result.schedules,
+        steps=result.steps,
+        crash_points_covered=coverage.covered(),
+    )
+    if result.failure is not None:
+        pytest.fail(result.failure, pytrace=False)
+    assert result.schedules >= schedules, result
+    assert not coverage.unexpected(), f"flushes of shapes not in crashpoints.SHAPES: {coverage.unexpected()}"
+    if schedules >= soak.SCHEDULES:
+        assert not coverage.kinds_unwritten(), f"flush kinds no schedule wrote: {coverage.kinds_unwritten()}"
+        assert not coverage.missing(), f"crash points never cut: {coverage.missing()}"

@@ -1,0 +1,74 @@
+"""Why the engine writes each op of a step's flush: its *kind* (docs/DESIGN.md section 7.1).
+
+Pure. Every op of ``engine.Step.writes`` carries the kinds of flush it is part of in
+``Step.kinds`` (an op written once for several partitions - a topic znode,
+``/admin/reassign_partitions`` - may serve several kinds). Nothing in the controller acts on
+them: they name the crash points the stateful test cuts (a flush cut after each op of each
+kind) and what a failed flush was doing.
+
+The engine's working set has a current kind, set by the method doing the work
+(:func:`writing`, which nests: a start that completes at once writes its state znode as
+"complete"), and its op lists are :class:`Writes`, which label every op appended with it.
+
+    class _Step:
+        @writing("start")
+        def start(self, move, state):
+            self.early.append(Create(...))     # labelled "start"
+"""
+
+from __future__ import annotations
+
+import functools
+
+# The kinds, in the order a partition meets them; the engine's docstring ("Flush kinds") gives
+# each one's ops in flush order.
+START = "start"  # engine step 3
+OVERRIDE = "override"  # step 4b (KIP-455)
+COMPLETE = "complete"  # step 5: the state znode with TRS as ISR
+FINISH = "finish"  # step 6
+ROLLBACK = "rollback"  # controller.core.cancel steps 4-6 (and the cancel znode's delete)
+ROLLBACK_FINISH = "rollback-finish"  # controller.core.cancel step 7
+QUEUE = "queue"  # controller.core.queue
+THROTTLE_REMOVAL = "throttle-removal"  # controller.shell.throttles (the shell's own flush)
+# Bookkeeping around those: entries dropped or completed on reading /admin/reassign_partitions,
+# recovery's record fixes, processed ISR change notifications, a broker set change.
+ACCEPT = "accept"
+RESUME = "resume"
+ISR_CHANGE = "isr-change"
+BROKERS = "brokers"
+OTHER = "other"  # none of the above (a partition deleted under a move)
+
+FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, OTHER)
+
+
+def writing(kind: str):
+    """Decorate a working-set method: what it (and what it calls) writes is for ``kind``,
+    unless a method it calls says otherwise."""
+
+    def wrap(method):
+        @functools.wraps(method)
+        def run(self, *args, **kwargs):
+            outer, self.kind = self.kind, kind
+            try:
+                return method(self, *args, **kwargs)
+            finally:
+                self.kind = outer
+
+        return run
+
+    return wrap
+
+
+class Writes(list):
+    """Ops of one part of a flush; ``kinds[i]`` is the kind ``self[i]`` was appended for (the
+    owner's current kind). Only ``append`` is used on these."""
+
+    def __init__(self, owner):
+        super().__init__()
+        self.owner = owner
+        self.kinds: list[str] = []
+
+    def append(self, op) -> None:
+        super().append(op)
+        self.kinds.append(self.owner.kind)

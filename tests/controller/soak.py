@@ -1,0 +1,205 @@
+"""The stateful test's schedules by the thousand: N schedules from one seed, over every core.
+
+The schedules are cut into shards of :data:`SHARD_SIZE`; shard ``j`` runs Hypothesis on
+tests/controller/test_stateful.py's ControllerMachine (``run_state_machine_as_test``, no
+example database, shrinking on) with a seed derived from (seed, j) only, so the same seed and
+count give the same schedules whatever the number of workers, and a larger count keeps the
+shards of a smaller one (a run is extended by whole shards). Each schedule runs exactly
+:data:`STEPS` steps after the initial one. Workers are spawned processes (never forked: the
+pytest process may hold a JVM and kazoo threads).
+
+A failing shard stops the run; its report holds the seed, the shard, Hypothesis's shrunk
+steps, the traceback and the line that replays it.
+
+    python -m tests.controller.soak --seed 7 --schedules 10000     # what `make soak SEED=7 SCHEDULES=10000` runs
+    python -m tests.controller.soak --seed 7 --schedules 10000 --shard 12   # that shard alone
+
+``make test`` runs it through ``test_stateful.test_schedules`` (seed fixed under ``CI``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import io
+import logging
+import multiprocessing
+import os
+import random
+import sys
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from tests.controller.crashpoints import Coverage
+
+SCHEDULES = 10_000  # per `make test` (issue 16)
+STEPS = 40  # steps per schedule after the initial one
+SHARD_SIZE = 250  # schedules per shard: ~20 s of work, small enough to balance two workers
+CI_SEED = 16  # the seed under CI=true: every CI run runs the same schedules
+
+
+def default_seed() -> int:
+    """``STATEFUL_SEED`` if set, else :data:`CI_SEED` under CI, else a random one."""
+    if os.environ.get("STATEFUL_SEED"):
+        return int(os.environ["STATEFUL_SEED"])
+    if os.environ.get("CI"):
+        return CI_SEED
+    return random.SystemRandom().randrange(1, 2**31)
+
+
+def shard_seed(seed: int, shard: int) -> int:
+    return int.from_bytes(hashlib.sha256(f"reassignd-stateful:{seed}:{shard}".encode()).digest()[:8], "big")
+
+
+def shard_counts(schedules: int) -> list[int]:
+    full, rest = divmod(schedules, SHARD_SIZE)
+    return [SHARD_SIZE] * full + ([rest] if rest else [])
+
+
+@dataclass
+class ShardResult:
+    shard: int
+    schedules: int
+    steps: int
+    coverage: dict
+    digest: str
+    seconds: float
+    failure: str | None = None
+
+
+@dataclass
+class Result:
+    seed: int
+    schedules: int = 0
+    steps: int = 0
+    coverage: Coverage = field(default_factory=Coverage)
+    seconds: float = 0.0
+    failure: str | None = None
+    digests: dict[int, str] = field(default_factory=dict)  # shard -> digest of how its schedules ended
+
+
+def run_shard(seed: int, shard: int, count: int) -> ShardResult:
+    """Run one shard's ``count`` schedules in this process."""
+    from hypothesis import HealthCheck, Verbosity, settings
+    from hypothesis import seed as forced_seed
+    from hypothesis.reporting import with_reporter
+    from hypothesis.stateful import run_state_machine_as_test
+
+    from tests.controller import test_stateful
+
+    logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here, and cost
+    stats = test_stateful.STATS
+    stats.update(schedules=0, steps=0, coverage=Coverage(), digest=hashlib.sha256())
+
+    @forced_seed(shard_seed(seed, shard))
+    def machine():
+        return test_stateful.ControllerMachine()
+
+    config = settings(
+        max_examples=count,
+        stateful_step_count=STEPS + 1,
+        deadline=None,
+        database=None,
+        derandomize=False,
+        print_blob=False,
+        verbosity=Verbosity.normal,
+        suppress_health_check=list(HealthCheck),
+    )
+    report: list[str] = []
+    failure = None
+    began = time.perf_counter()
+    try:
+        with with_reporter(report.append):
+            run_state_machine_as_test(machine, settings=config, _min_steps=STEPS)
+    except BaseException as e:  # noqa: BLE001 (any failure of a schedule is reported, with its steps)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        failure = "\n".join(report) + "\n" + "".join(traceback.format_exception(e))
+    return ShardResult(
+        shard,
+        stats["schedules"],
+        stats["steps"],
+        stats["coverage"].to_json(),
+        stats["digest"].hexdigest(),
+        time.perf_counter() - began,
+        failure,
+    )
+
+
+def _run_shard(args) -> ShardResult:
+    return run_shard(*args)
+
+
+def run(seed: int, schedules: int, *, workers: int | None = None, shards: list[int] | None = None, progress=None) -> Result:
+    """Run ``schedules`` schedules from ``seed`` over ``workers`` processes (default: every
+    core); ``shards`` limits the run to those shards. Stops at the first failing shard."""
+    counts = shard_counts(schedules)
+    todo = [(seed, j, counts[j]) for j in (shards if shards is not None else range(len(counts)))]
+    workers = max(1, min(workers or os.cpu_count() or 1, len(todo)))
+    result = Result(seed)
+    began = time.perf_counter()
+    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+        for shard in pool.imap_unordered(_run_shard, todo):
+            result.schedules += shard.schedules
+            result.steps += shard.steps
+            result.coverage.merge(Coverage.from_json(shard.coverage))
+            result.digests[shard.shard] = shard.digest
+            if progress is not None:
+                progress(shard, result)
+            if shard.failure is not None:
+                result.failure = (
+                    f"stateful schedule failed: seed {seed}, shard {shard.shard} of {len(counts)}"
+                    f" (its Hypothesis seed {shard_seed(seed, shard.shard)})\n"
+                    f"replay: make soak SEED={seed} SCHEDULES={schedules}"
+                    f"   (that shard alone: python -m tests.controller.soak --seed {seed}"
+                    f" --schedules {schedules} --shard {shard.shard})\n\n{shard.failure}"
+                )
+                pool.terminate()
+                break
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m tests.controller.soak", description=__doc__.split("\n\n")[0])
+    parser.add_argument("--seed", type=int, default=None, help="default: STATEFUL_SEED, CI_SEED under CI, else random")
+    parser.add_argument("--schedules", type=int, default=SCHEDULES)
+    parser.add_argument("--workers", type=int, default=None, help="default: os.cpu_count()")
+    parser.add_argument("--shard", type=int, action="append", help="run only this shard (repeatable)")
+    args = parser.parse_args(argv)
+    seed = args.seed if args.seed is not None else default_seed()
+    print(f"stateful soak: seed {seed}, {args.schedules} schedules of {STEPS} steps"
+          f" (replay: make soak SEED={seed} SCHEDULES={args.schedules})", flush=True)
+
+    def progress(shard: ShardResult, total: Result) -> None:
+        print(f"  shard {shard.shard}: {shard.schedules} schedules in {shard.seconds:.1f}s"
+              f" ({total.schedules} so far)", flush=True)
+
+    result = run(seed, args.schedules, workers=args.workers, shards=args.shard, progress=progress)
+    out = io.StringIO()
+    print("\n".join(result.coverage.table()), file=out)
+    print(f"seed={seed}", file=out)
+    print(f"seconds={result.seconds:.1f}", file=out)
+    print(f"digest={hashlib.sha256(repr(sorted(result.digests.items())).encode()).hexdigest()[:16]}", file=out)
+    print(f"schedules={result.schedules}", file=out)
+    print(f"steps={result.steps}", file=out)
+    print(f"crash_points_covered={result.coverage.covered()}/{len(result.coverage.required())}", file=out)
+    sys.stdout.write(out.getvalue())
+    if result.failure is not None:
+        print(result.failure, file=sys.stderr)
+        return 1
+    coverage = result.coverage
+    problems = [f"flushes of shapes not in crashpoints.SHAPES: {coverage.unexpected()}"] if coverage.unexpected() else []
+    if args.shard is None and args.schedules >= SCHEDULES:
+        if coverage.kinds_unwritten():
+            problems.append(f"flush kinds no schedule wrote: {coverage.kinds_unwritten()}")
+        if coverage.missing():
+            problems.append(f"crash points never cut: {coverage.missing()}")
+    for line in problems:
+        print(line, file=sys.stderr)
+    return 1 if problems else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
