@@ -45,6 +45,9 @@ def test_flags_override_env_override_file_override_defaults(tmp_path):
 
 
 def test_every_setting_is_documented_and_is_a_flag_and_a_variable():
+    readme = (REPO / "README.md").read_text()
+    for name, f in FIELDS.items():  # the README's table of settings
+        assert f"| `{name}` | `--{name.replace('_', '-')}` |" in readme, name
     help_text = build_parser().format_help()
     for name, f in FIELDS.items():
         assert f.description, name
