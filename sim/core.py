@@ -44,11 +44,16 @@ DESCRIBE_LOG_DIRS = 35
 # of this the codec also supports (sim.versions).
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     API_VERSIONS: (0, 4),
-    METADATA: (0, 12),
-    LEADER_AND_ISR: (0, 4),  # v5 switches to topic ids, which simulated brokers do not keep
-    STOP_REPLICA: (0, 3),
-    UPDATE_METADATA: (0, 6),
-    DESCRIBE_LOG_DIRS: (0, 4),
+    METADATA: (0, 13),
+    # Kafka 3.9's ranges, the last release with these ZooKeeper-mode APIs. Topic ids (LeaderAndIsr
+    # v5+, UpdateMetadata v7+) are not kept: a LeaderAndIsr answer names each topic by the id its
+    # request gave. KIP-866's IsKRaftController and Type, and v6's LeaderRecoveryState, come only
+    # from a KRaft controller migrating a cluster (or an unclean election there); they are read
+    # and ignored, as reassignd's controller never sends them.
+    LEADER_AND_ISR: (0, 7),
+    STOP_REPLICA: (0, 4),
+    UPDATE_METADATA: (0, 8),
+    DESCRIBE_LOG_DIRS: (0, 5),
     DESCRIBE_CONFIGS: (0, 4),
 }
 
@@ -208,13 +213,13 @@ class BrokerCore:
         states = list(_leader_and_isr_states(body))
         error = self._control_error(body)
         if error is not None:
-            return _partition_errors(error, [(t, s["partition_index"], error) for t, s in states])
+            return _by_topic_id(version, body, _partition_errors(error, [(t, s["partition_index"], error) for t, s in states]))
         self.controller_epoch = body["controller_epoch"]
         results = []
         for topic, state in states:
             index = state["partition_index"]
             results.append((topic, index, self._become(topic, index, state)))
-        return _partition_errors(ErrorCode.NONE, results)
+        return _by_topic_id(version, body, _partition_errors(ErrorCode.NONE, results))
 
     def _become(self, topic: str, index: int, state: dict) -> ErrorCode:
         if not _valid_topic(topic):
@@ -318,6 +323,7 @@ class BrokerCore:
             "topics": [{"name": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
             "total_bytes": self.config.disk_bytes,
             "usable_bytes": max(0, self.config.disk_bytes - used),
+            "is_cordoned": False,  # v5 (KIP-1066): a simulated log dir is never cordoned
         }
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.NONE), "results": [result]}
 
@@ -475,6 +481,18 @@ def _stop_replica_targets(version: int, body: dict):
             yield topic["topic_name"], state["partition_index"], state.get("leader_epoch", NO_EPOCH), bool(
                 state.get("delete_partition", False)
             )
+
+
+def _by_topic_id(version: int, body: dict, response: dict) -> dict:
+    """LeaderAndIsr v5+ answers per topic id (KIP-516): the ids the request gave, in its order."""
+    if version < 5:
+        return response
+    ids = {t["topic_name"]: t["topic_id"] for t in body.get("topic_states") or []}
+    topics: dict = {}
+    for e in response.pop("partition_errors"):
+        topics.setdefault(e["topic_name"], []).append({"partition_index": e["partition_index"], "error_code": e["error_code"]})
+    response["topics"] = [{"topic_id": ids[name], "partition_errors": errors} for name, errors in topics.items()]
+    return response
 
 
 def _partition_errors(error: ErrorCode, results) -> dict:

@@ -131,3 +131,26 @@ async def test_standby_and_whole_request_errors():
         assert set(codes(answer).values()) == {ErrorCode.NOT_CONTROLLER}
     finally:
         await h.close()
+
+
+async def test_v1_allow_replication_factor_change_false_refuses_a_new_replica_count():
+    """KIP-860 (v1): with the flag off, a target of another length than the partition's
+    replication factor is INVALID_REPLICATION_FACTOR and writes nothing; the same length is
+    accepted; the flag on (its default) and v0 allow any length. The response echoes the flag."""
+    h = await cluster()
+    try:
+        grow, keep = ("t", 0), ("t", 1)
+        rf = len(h.assignments[grow])
+        moves = {grow: list(h.assignments[grow]) + other_brokers(h, grow)[:1], keep: other_brokers(h, keep)[:rf]}
+        assert len(moves[grow]) == rf + 1 and len(moves[keep]) == rf
+        answer = await handle_alter(context(h), 1, {**body(moves), "allow_replication_factor_change": False})
+        assert answer["allow_replication_factor_change"] is False
+        assert codes(answer) == {grow: ErrorCode.INVALID_REPLICATION_FACTOR, keep: 0}
+        entries = json.loads(h.server.read(paths.REASSIGN_PARTITIONS)[0])["partitions"]
+        assert [(e["topic"], e["partition"]) for e in entries] == [keep]
+        for version, extra in ((1, {"allow_replication_factor_change": True}), (1, {}), (0, {})):
+            grown = list(h.assignments[("t", 2)]) + other_brokers(h, ("t", 2))[:1]
+            answer = await handle_alter(context(h), version, {**body({("t", 2): grown}), **extra})
+            assert codes(answer) == {("t", 2): 0} and answer["allow_replication_factor_change"] is True
+    finally:
+        await h.close()

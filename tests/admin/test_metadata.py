@@ -24,7 +24,7 @@ async def test_api_versions_lists_the_table_within_the_codec(zk_hosts):
         assert set(ranges) == set(table) | {18}
         for key, (low, high) in ranges.items():
             assert codec[key][0] <= low <= high <= codec[key][1]
-        assert ranges[3] == (0, 12)
+        assert ranges[3] == (0, 13)
 
 
 async def test_metadata_names_every_node_the_active_controller_and_topics(zk_hosts):

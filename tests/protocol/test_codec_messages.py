@@ -31,6 +31,7 @@ def test_metadata_keys_are_snake_case():
     body = protocol.decode_body(3, 12, "response", protocol.encode_body(3, 12, "response", {}))
     assert set(body) == {
         "throttle_time_ms", "brokers", "cluster_id", "controller_id", "topics", "cluster_authorized_operations",
+        "error_code",  # v13+ only; a decoded body holds every field of the spec
     }
 
 
@@ -205,7 +206,7 @@ def test_body_level_api():
 
 def test_supported_apis_and_names():
     apis = protocol.supported_apis()
-    assert apis[3] == (0, 12) and apis[18] == (0, 4)
+    assert apis[3] == (0, 13) and apis[18] == (0, 4)
     for key in range(10000, 10006):
         assert apis[key] == (0, 1)
     assert protocol.api_name(3) == "Metadata" and protocol.api_name(10005) == "CancelReassignments"

@@ -19,15 +19,15 @@ uuid (kafka-python decodes an all-zero uuid as None) becomes our `uuid.UUID(int=
 
 Covered (api key: versions, requests and responses alike):
 
-    3  Metadata                      0-12
+    3  Metadata                      0-13
     17 SaslHandshake                 0-1
     18 ApiVersions                   0-4 (responses at v1+ with error_code 0, see below)
     19 CreateTopics                  0-7
     20 DeleteTopics                  0-6
     32 DescribeConfigs               0-4
-    35 DescribeLogDirs               0-4
+    35 DescribeLogDirs               0-5
     36 SaslAuthenticate              0-2
-    45 AlterPartitionReassignments   0
+    45 AlterPartitionReassignments   0-1
     46 ListPartitionReassignments    0
 
 The list is computed at collection time (`CASES`: every key and version both sides define, so
@@ -43,8 +43,6 @@ Not covered, and why:
   is a client and has no classes for them. Their layouts are checked against Kafka's protocol
   guide in test_specs.py instead.
 - The KIP APIs on private keys 10000-10005: they exist only in this project.
-- AlterPartitionReassignments v1, DescribeLogDirs v5, Metadata v13: Kafka 4.x versions
-  kafka-python has and this project (Kafka 3.x) does not.
 - ApiVersions responses with a non-zero error_code at v1+: kafka-python (like Kafka's clients)
   then re-reads the body as v0, the fallback a broker's UNSUPPORTED_VERSION answer needs, so
   such bodies are drawn with error_code 0 only.

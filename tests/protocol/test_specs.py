@@ -307,12 +307,19 @@ KAFKA_LAYOUTS = {
     (4, "request", 3): (False, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[{_LAIR_PS} adding_replicas:[int32] removing_replicas:[int32] is_new:bool]] {_LIVE_LEADERS}"),
     (4, "request", 4): (True, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[{_LAIR_PS} adding_replicas:[int32] removing_replicas:[int32] is_new:bool]] {_LIVE_LEADERS}"),
     **{(4, "response", v): (v >= 4, "error_code:int16 partition_errors:[topic_name:string partition_index:int32 error_code:int16]") for v in range(5)},
+    # Kafka 3.9, the last release with the ZooKeeper-mode APIs: v5 topic ids and Type (KIP-516),
+    # v6 LeaderRecoveryState (KIP-704), v7 IsKRaftController (KIP-866); responses by topic id.
+    (4, "request", 5): (True, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 type:int8 topic_states:[topic_name:string topic_id:uuid partition_states:[{_LAIR_PS} adding_replicas:[int32] removing_replicas:[int32] is_new:bool]] {_LIVE_LEADERS}"),
+    (4, "request", 6): (True, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 type:int8 topic_states:[topic_name:string topic_id:uuid partition_states:[{_LAIR_PS} adding_replicas:[int32] removing_replicas:[int32] is_new:bool leader_recovery_state:int8]] {_LIVE_LEADERS}"),
+    (4, "request", 7): (True, f"controller_id:int32 is_k_raft_controller:bool controller_epoch:int32 broker_epoch:int64 type:int8 topic_states:[topic_name:string topic_id:uuid partition_states:[{_LAIR_PS} adding_replicas:[int32] removing_replicas:[int32] is_new:bool leader_recovery_state:int8]] {_LIVE_LEADERS}"),
+    **{(4, "response", v): (True, "error_code:int16 topics:[topic_id:uuid partition_errors:[partition_index:int32 error_code:int16]]") for v in (5, 6, 7)},
     # StopReplica: v0 flat, v1-2 topics with indexes, v3 per-partition epoch and delete flag.
     (5, "request", 0): (False, "controller_id:int32 controller_epoch:int32 delete_partitions:bool ungrouped_partitions:[topic_name:string partition_index:int32]"),
     (5, "request", 1): (False, "controller_id:int32 controller_epoch:int32 broker_epoch:int64 delete_partitions:bool topics:[name:string partition_indexes:[int32]]"),
     (5, "request", 2): (True, "controller_id:int32 controller_epoch:int32 broker_epoch:int64 delete_partitions:bool topics:[name:string partition_indexes:[int32]]"),
     (5, "request", 3): (True, "controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[partition_index:int32 leader_epoch:int32 delete_partition:bool]]"),
-    **{(5, "response", v): (v >= 2, "error_code:int16 partition_errors:[topic_name:string partition_index:int32 error_code:int16]") for v in range(4)},
+    (5, "request", 4): (True, "controller_id:int32 is_k_raft_controller:bool controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[partition_index:int32 leader_epoch:int32 delete_partition:bool]]"),
+    **{(5, "response", v): (v >= 2, "error_code:int16 partition_errors:[topic_name:string partition_index:int32 error_code:int16]") for v in range(5)},
     # UpdateMetadata: flat partition states in v0-4, grouped by topic from v5.
     (6, "request", 0): (False, f"controller_id:int32 controller_epoch:int32 ungrouped_partition_states:[topic_name:string {_UM_PS}] live_brokers:[id:int32 v0_host:string v0_port:int32]"),
     (6, "request", 1): (False, f"controller_id:int32 controller_epoch:int32 ungrouped_partition_states:[topic_name:string {_UM_PS}] live_brokers:[id:int32 {_UM_EP1}]"),
@@ -321,10 +328,15 @@ KAFKA_LAYOUTS = {
     (6, "request", 4): (False, f"controller_id:int32 controller_epoch:int32 ungrouped_partition_states:[topic_name:string {_UM_PS} offline_replicas:[int32]] live_brokers:[id:int32 {_UM_EP3} rack:string?]"),
     (6, "request", 5): (False, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[{_UM_PS} offline_replicas:[int32]]] live_brokers:[id:int32 {_UM_EP3} rack:string?]"),
     (6, "request", 6): (True, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string partition_states:[{_UM_PS} offline_replicas:[int32]]] live_brokers:[id:int32 {_UM_EP3} rack:string?]"),
-    **{(6, "response", v): (v >= 6, "error_code:int16") for v in range(7)},
+    (6, "request", 7): (True, f"controller_id:int32 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string topic_id:uuid partition_states:[{_UM_PS} offline_replicas:[int32]]] live_brokers:[id:int32 {_UM_EP3} rack:string?]"),
+    (6, "request", 8): (True, f"controller_id:int32 is_k_raft_controller:bool type:int8 controller_epoch:int32 broker_epoch:int64 topic_states:[topic_name:string topic_id:uuid partition_states:[{_UM_PS} offline_replicas:[int32]]] live_brokers:[id:int32 {_UM_EP3} rack:string?]"),
+    **{(6, "response", v): (v >= 6, "error_code:int16") for v in range(9)},
     # KIP-455 reassignment APIs, as standard admin clients send them.
     (45, "request", 0): (True, "timeout_ms:int32 topics:[name:string partitions:[partition_index:int32 replicas:[int32]?]]"),
     (45, "response", 0): (True, "throttle_time_ms:int32 error_code:int16 error_message:string? responses:[name:string partitions:[partition_index:int32 error_code:int16 error_message:string?]]"),
+    # Kafka 4.1+ (KIP-860).
+    (45, "request", 1): (True, "timeout_ms:int32 allow_replication_factor_change:bool topics:[name:string partitions:[partition_index:int32 replicas:[int32]?]]"),
+    (45, "response", 1): (True, "throttle_time_ms:int32 allow_replication_factor_change:bool error_code:int16 error_message:string? responses:[name:string partitions:[partition_index:int32 error_code:int16 error_message:string?]]"),
     (46, "request", 0): (True, "timeout_ms:int32 topics:[name:string partition_indexes:[int32]]?"),
     (46, "response", 0): (True, "throttle_time_ms:int32 error_code:int16 error_message:string? topics:[name:string partitions:[partition_index:int32 replicas:[int32] adding_replicas:[int32] removing_replicas:[int32]]]"),
     # DescribeLogDirs (KIP-113), how --progress reads replica lag.
@@ -365,11 +377,13 @@ KAFKA_LAYOUTS = {
     (36, "response", 2): (True, "error_code:int16 error_message:string? auth_bytes:bytes session_lifetime_ms:int64"),
 }
 
-# Exact version ranges of the APIs owned here (Kafka 3.x, capped below topic ids for 4/5/6).
+# Exact version ranges of the APIs owned here: Kafka 4.3's newest versions (keeping the old
+# ones Kafka 4.0 dropped, which older clients still send), and Kafka 3.9's for the ZooKeeper-mode
+# controller-to-broker APIs 4/5/6, which Kafka 4.0 removed.
 KAFKA_VERSIONS = {
-    4: ("0-4", "4+"), 5: ("0-3", "2+"), 6: ("0-6", "6+"),
-    17: ("0-1", "none"), 19: ("0-7", "5+"), 20: ("0-6", "4+"), 32: ("0-4", "4+"),
-    35: ("0-4", "2+"), 36: ("0-2", "2+"), 45: ("0", "0+"), 46: ("0", "0+"),
+    3: ("0-13", "9+"), 4: ("0-7", "4+"), 5: ("0-4", "2+"), 6: ("0-8", "6+"),
+    17: ("0-1", "none"), 18: ("0-4", "3+"), 19: ("0-7", "5+"), 20: ("0-6", "4+"), 32: ("0-4", "4+"),
+    35: ("0-5", "2+"), 36: ("0-2", "2+"), 45: ("0-1", "0+"), 46: ("0", "0+"),
 }
 
 

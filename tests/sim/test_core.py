@@ -205,11 +205,11 @@ def test_api_versions_and_unsupported(sim):
     response = sim.cores[1].handle(18, 3, {"client_software_name": "kcat", "client_software_version": "1.7.1"})
     assert response["error_code"] == 0
     keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in response["api_keys"]}
-    assert keys[4] == (0, 4) and keys[35] == (0, 4)
+    assert keys[4] == (0, 7) and keys[35] == (0, 5)
     bad = sim.cores[1].handle(18, 3, {"client_software_name": "-bad-", "client_software_version": "1"})
     assert bad["error_code"] == ErrorCode.INVALID_REQUEST
     with pytest.raises(UnsupportedRequest):
-        sim.cores[1].handle(4, 5, {})
+        sim.cores[1].handle(4, 8, {})  # past Kafka 3.9's LeaderAndIsr v7
     with pytest.raises(UnsupportedRequest):
         sim.cores[1].handle(1, 0, {})
 

@@ -4,6 +4,8 @@ InProcessTransport(roundtrip=True) encodes each request and response with the wi
 a response body that a version cannot carry fails here just as it would on a socket.
 """
 
+import uuid
+
 import pytest
 
 from protocol.errors import ErrorCode
@@ -42,6 +44,9 @@ def _state(version, topic, partition, replicas, *, epoch, zk_version=0):
     return state
 
 
+TOPIC_ID = uuid.UUID("6ba7b810-9dad-11d1-80b4-00c04fd430c8")
+
+
 def _leader_and_isr(version, epoch):
     states = [_state(version, "t", 0, [1, 2, 3], epoch=epoch), _state(version, "t", 9, [1, 2], epoch=epoch)]
     body = {"controller_id": 100, "controller_epoch": 1, "live_leaders": [{"broker_id": 1, "host_name": "h", "port": 1}]}
@@ -49,6 +54,12 @@ def _leader_and_isr(version, epoch):
         body["ungrouped_partition_states"] = states
     else:
         body["topic_states"] = [{"topic_name": "t", "partition_states": states}]
+    if version >= 5:  # KIP-516: topic ids; answered per id
+        body["topic_states"][0]["topic_id"] = TOPIC_ID
+        body["type"] = 1  # incremental
+    if version >= 6:
+        for state in states:
+            state["leader_recovery_state"] = 0
     return body
 
 
@@ -107,8 +118,14 @@ async def test_leader_and_isr(transport, version):
     tr, cluster = transport
     response = await tr.request(3, 4, version, _leader_and_isr(version, epoch=1))
     assert response["error_code"] == 0
-    errors = {(e["topic_name"], e["partition_index"]): e["error_code"] for e in response["partition_errors"]}
-    assert errors == {("t", 0): 0, ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    if version >= 5:
+        assert response["partition_errors"] == []  # v0-4 only
+        errors = {(t["topic_id"], e["partition_index"]): e["error_code"]
+                  for t in response["topics"] for e in t["partition_errors"]}
+        assert errors == {(TOPIC_ID, 0): 0, (TOPIC_ID, 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    else:
+        errors = {(e["topic_name"], e["partition_index"]): e["error_code"] for e in response["partition_errors"]}
+        assert errors == {("t", 0): 0, ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
     assert cluster.model.get("t", 0, 3).leader_epoch == 1
 
 
@@ -167,6 +184,7 @@ async def test_describe_log_dirs(transport, version):
     assert sizes == [4096, 4096]
     if version >= 4:
         assert result["total_bytes"] > result["usable_bytes"] > 0
+    assert result["is_cordoned"] is False  # v5+ on the wire; the default before
 
 
 async def test_stopped_broker_refuses_and_unsupported_version_resets(transport):
@@ -175,4 +193,4 @@ async def test_stopped_broker_refuses_and_unsupported_version_resets(transport):
     with pytest.raises(ConnectionRefusedError):
         await tr.request(2, 18, 0, {})
     with pytest.raises(ConnectionResetError):
-        await InProcessTransport(cluster, roundtrip=False).request(1, 4, 7, {})
+        await InProcessTransport(cluster, roundtrip=False).request(1, 4, 8, {})  # Kafka 3.9 ends at 7

@@ -11,6 +11,9 @@ reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unch
     4b; a target equal to its original replicas cancels it), after it once it is completing
     or being rolled back. No throttle is set (KIP-455 has none; use KIP-179's
     APIs).
+ 2a. Version 1+ (KIP-860) with ``allow_replication_factor_change`` false: a target whose
+    replica count differs from the partition's replication factor (its original replicas' count
+    while it moves) -> INVALID_REPLICATION_FACTOR; the response echoes the flag.
  3. Null replicas: cancel that partition's reassignment (KIP-236 through
     controller.shell.admin.cancel); a partition that is not moving gets NO_REASSIGNMENT_IN_PROGRESS.
  4. Answer per partition; a failure of the whole request (a standby: NOT_CONTROLLER) is set
@@ -21,7 +24,15 @@ from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api, ApiError, NotController
 from controller.shell.admin.cancel import cancel_partitions
-from controller.shell.admin.submit import OK, add_entries, by_topic, group_partitions, read_view, target_error
+from controller.shell.admin.submit import (
+    OK,
+    add_entries,
+    by_topic,
+    group_partitions,
+    original_replicas,
+    read_view,
+    target_error,
+)
 from protocol.errors import ErrorCode
 from znodes.api import FencedError, SessionExpiredError, ZkError
 from znodes.batch import FlushError, RequestTooLargeError
@@ -34,9 +45,11 @@ def _order(body: dict):
     return group_partitions(body["topics"] or [], "name", "partitions", "partition_index", "replicas")
 
 
-def _response(order, results, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
+def _response(order, results, code: ErrorCode = ErrorCode.NONE, message: str | None = None, *,
+              allow_rf_change: bool = True) -> dict:
     return {
         "throttle_time_ms": 0,
+        "allow_replication_factor_change": allow_rf_change,  # v1+; v0 has no such field
         "error_code": int(code),
         "error_message": message,
         "responses": [
@@ -53,13 +66,31 @@ def _response(order, results, code: ErrorCode = ErrorCode.NONE, message: str | N
 
 def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
     order, _, _ = _order(body)
-    return _response(order, {tp: (code, message) for tp in order}, code, message)
+    return _response(order, {tp: (code, message) for tp in order}, code, message,
+                     allow_rf_change=_allow_rf_change(version, body))
+
+
+def _allow_rf_change(version: int, body: dict) -> bool:
+    """KIP-860's flag: version 0 has none and may always change the replication factor."""
+    return version < 1 or bool(body.get("allow_replication_factor_change", True))
+
+
+def _rf_change_error(view, tp, replicas) -> tuple[ErrorCode, str] | None:
+    """Refused when the flag is off: Kafka compares with the partition's replication factor,
+    which for a moving partition is its original replicas' count, not RS's."""
+    current = len(original_replicas(view.assignment(tp)))
+    if len(replicas) == current:
+        return None
+    return (ErrorCode.INVALID_REPLICATION_FACTOR,
+            f"the replication factor would change from {current} to {len(replicas)} and "
+            "allow_replication_factor_change is false")
 
 
 async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     store = active.store
     order, values, results = _order(body)
+    allow_rf_change = _allow_rf_change(version, body)
     targets = {tp: tuple(r) for tp, r in values.items() if r is not None}
     cancels = [tp for tp, r in values.items() if r is None]
     if targets:
@@ -68,6 +99,8 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
             valid = {}
             for tp, replicas in targets.items():
                 problem = target_error(view, tp[0], tp[1], replicas)
+                if problem is None and not allow_rf_change:
+                    problem = _rf_change_error(view, tp, replicas)
                 if problem is not None:
                     results[tp] = problem
                 else:
@@ -90,7 +123,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
         results.update(await cancel_partitions(ctx, cancels, timeout_s=timeout_s))
     for tp in order:
         results.setdefault(tp, OK)
-    return _response(order, results)
+    return _response(order, results, allow_rf_change=allow_rf_change)
 
 
 APIS = [
@@ -98,7 +131,7 @@ APIS = [
         ALTER_PARTITION_REASSIGNMENTS,
         "AlterPartitionReassignments",
         0,
-        0,
+        1,
         controller_only=True,
         handle=handle_alter,
         error_response=alter_error,

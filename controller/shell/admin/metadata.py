@@ -272,9 +272,10 @@ def _partition(version: int, index: int, replicas: list[int], state, brokers: di
 
 
 def metadata_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    """Metadata has no top-level error: every requested topic carries the code."""
+    """Every requested topic carries the code; from v13 (KIP-1102) the top-level error too."""
     requested = body.get("topics") or []
     return {
+        "error_code": int(code),  # v13+; earlier versions have no such field and drop it
         "throttle_time_ms": 0,
         "brokers": [],
         "cluster_id": None,
@@ -288,5 +289,5 @@ def metadata_error(version: int, body: dict, code: ErrorCode, message: str | Non
 
 
 APIS = [
-    Api(METADATA, "Metadata", 0, 12, controller_only=False, handle=handle_metadata, error_response=metadata_error),
+    Api(METADATA, "Metadata", 0, 13, controller_only=False, handle=handle_metadata, error_response=metadata_error),
 ]
