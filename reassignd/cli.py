@@ -7,6 +7,7 @@ does not pay for Spark and `reassignd controller` does not pay for the planner.
     reassignd controller --zookeeper 127.0.0.1:2181 --id 1 --listen 127.0.0.1:9190
     reassignd sim --zookeeper 127.0.0.1:2181 --brokers 6 --topics orders:12:3
     reassignd snapshot --zookeeper 127.0.0.1:2181 --out cluster.json
+    reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ SUBCOMMANDS = {
     "sim": ("sim.main", "run simulated brokers"),
     "snapshot": ("spark_jobs.snapshot", "write a cluster snapshot for the planner"),
     "users": ("controller.shell.security.users", "SCRAM users in ZooKeeper (add, remove, list)"),
+    "planner": ("spark_jobs.service", "serve KIP-6 proposals over REST (`planner serve`)"),
 }
 
 USAGE = "usage: reassignd {%s} [options]\n\n%s" % (

@@ -1,0 +1,264 @@
+"""`reassignd planner serve` driven through its REST API with a real HTTP client (urllib),
+against a real ZooKeeper, simulated brokers (`reassignd sim`) and a controller instance.
+
+One module-scoped cluster and ONE service process (its own Spark session on ``local[1]``, every
+plan's per-topic tasks on Spark: ``--spark-min-partitions 0``). The tests run in file order:
+read-only checks first, then model freshness, then an executed rebalance, then self-healing on
+a broker that is killed and does not come back.
+"""
+
+from __future__ import annotations
+
+import json
+import socket
+import time
+import urllib.error
+import urllib.request
+import uuid
+from collections import Counter
+from pathlib import Path
+
+import pytest
+
+from spark_jobs import api
+from tests.e2e.processes import Processes, kazoo_client, wait_for
+from tests.fixtures.zk import _delete_tree
+
+pytestmark = [pytest.mark.zk, pytest.mark.e2e]
+
+SIM = ["--brokers", "5", "--topics", "orders:12:3:2MiB", "audit:6:2:1MiB", "--topic-brokers", "1,2,3,4",
+       "--bandwidth", "4MiB", "--produce-rate", "0"]
+GRACE_S = 6.0
+
+
+def http(base: str, method: str, path: str) -> tuple[int, dict]:
+    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
+    try:
+        with urllib.request.urlopen(req, timeout=120) as r:
+            return r.status, json.loads(r.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def sim_command(control: str, line: str) -> str:
+    host, port = control.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(line.encode() + b"\n")
+        with s.makefile("rb") as f:
+            answer = f.readline().decode()
+    assert answer.startswith("OK"), answer
+    return answer
+
+
+def assignment(zk) -> dict[tuple[str, int], list[int]]:
+    out = {}
+    for t in zk.get_children("/brokers/topics"):
+        doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
+        for p, r in doc["partitions"].items():
+            out[(t, int(p))] = r
+    return out
+
+
+@pytest.fixture(scope="module")
+def cluster(zk_server, _zk_admin, tmp_path_factory):
+    chroot = f"/svc_{uuid.uuid4().hex[:10]}"
+    _zk_admin.create(chroot)
+    hosts = f"{zk_server.connect_string}{chroot}"
+    work: Path = tmp_path_factory.mktemp("planner-service")
+    config = work / "controller.toml"
+    config.write_text('zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n')
+    try:
+        with Processes(work) as procs, kazoo_client(hosts) as zk:
+            sim = procs.start_sim(hosts, SIM)
+            procs.start_controller(hosts, 101, config)
+            wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
+            svc = procs.spawn("planner", [
+                "planner", "serve", "--zookeeper", hosts, "--listen", "127.0.0.1:0", "--master", "local[1]",
+                "--spark-min-partitions", "0", "--sizes-interval", "1", "--self-healing", "broker-failure",
+                "--broker-failure-grace", str(GRACE_S), "--healing-min-interval", "5", "--throttle", "50000000",
+                "--session-timeout", "4",
+            ])
+            line = svc.stdout.readline()
+            assert line, procs.log("planner").read_text()[-3000:]
+            base = "http://" + json.loads(line)["listen"]
+            wait_for(lambda: http(base, "GET", "/state")[1]["spark"]["ready"], 120, "the service's Spark session")
+            wait_for(lambda: http(base, "GET", "/state")[1]["model"]["ready"], 30, "the service's model")
+            yield {"base": base, "zk": zk, "sim": sim, "hosts": hosts, "procs": procs}
+    finally:
+        _delete_tree(_zk_admin, chroot)
+
+
+def test_state_and_load_describe_the_cluster(cluster):
+    base, zk = cluster["base"], cluster["zk"]
+    status, state = http(base, "GET", "/state")
+    assert status == 200
+    assert state["model"]["brokers"] == [1, 2, 3, 4, 5]
+    assert state["model"]["topics"] == 2 and state["model"]["partitions"] == 18
+    assert state["model"]["reassignment_running"] is False
+    # Sizes arrive with the first DescribeLogDirs poll.
+    load = wait_for(lambda: (lambda s, b: b if all(x["bytes"] > 0 for x in b["brokers"][:4]) else None)(
+        *http(base, "GET", "/load")), 20, "replica sizes in /load")
+    counts = Counter(b for r in assignment(zk).values() for b in r)
+    assert {x["broker"]: x["replicas"] for x in load["brokers"]} == {b: counts.get(b, 0) for b in range(1, 6)}
+    assert load["brokers"][4] == {"broker": 5, "alive": True, "rack": None, "replicas": 0, "leaders": 0,
+                                  "bytes": 0, "bytes_unknown": 0}
+    leaders = Counter(json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")[0])["leader"]
+                      for t, p in assignment(zk))
+    assert {x["broker"]: x["leaders"] for x in load["brokers"]} == {b: leaders.get(b, 0) for b in range(1, 6)}
+
+
+def test_proposal_is_fair_minimal_deterministic_and_the_one_shot_plan(cluster):
+    base, zk = cluster["base"], cluster["zk"]
+    status, prop = http(base, "GET", "/proposals")
+    assert status == 200
+    rep = prop["report"]
+    assert rep["fair"] and rep["moves"] == rep["lower_bound"] > 0
+    assert prop["tasks_ran"] == "spark"
+    before = assignment(zk)
+    after = dict(before)
+    after.update({(e["topic"], e["partition"]): e["replicas"] for e in prop["reassignment"]["partitions"]})
+    counts = Counter(b for r in after.values() for b in r)
+    low = sum(counts.values()) // 5
+    assert set(counts) == {1, 2, 3, 4, 5} and all(c in (low, low + 1) for c in counts.values())
+    moves = sum(len(set(after[k]) - set(before[k])) for k in before)
+    assert moves == rep["moves"]
+    again = http(base, "GET", "/proposals")[1]
+    assert again["reassignment"] == prop["reassignment"] and again["model_version"] == prop["model_version"]
+    # The same model through the one-shot planner's API gives the same plan.
+    import asyncio
+
+    from spark_jobs.snapshot import read_cluster
+
+    snap = asyncio.run(read_cluster(cluster["hosts"], sizes=True, timeout=10))
+    assert api.plan(snap, "rebalance").reassignment == prop["reassignment"]
+
+
+def test_error_statuses(cluster):
+    base = cluster["base"]
+    for path, status in [
+        ("/remove_broker", 400),                      # brokerid missing
+        ("/remove_broker?brokerid=x", 400),
+        ("/remove_broker?brokerid=1,1", 400),
+        ("/remove_broker?brokerid=42", 400),          # not in the cluster (the planner says so)
+        ("/add_broker?brokerid=-3", 400),
+        ("/rebalance?dryrun=maybe", 400),
+        ("/rebalance?throttle=0", 400),
+        ("/rebalance?colour=blue", 400),
+    ]:
+        code, body = http(base, "POST", path)
+        assert (code, body["error"]["status"]) == (status, status), (path, body)
+        assert body["error"]["message"]
+    assert http(base, "GET", "/nowhere")[0] == 404
+    assert http(base, "GET", "/rebalance")[0] == 405
+    assert http(base, "POST", "/state")[0] == 405
+
+
+async def test_model_not_ready_is_503():
+    """A service whose ZooKeeper never answers: every model endpoint is 503, /state says why."""
+    from spark_jobs.service import Options, PlannerService
+
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        dead = s.getsockname()[1]  # nothing listens here once the socket closes
+    svc = PlannerService(Options(zookeeper=f"127.0.0.1:{dead}", port=0, sizes=False, session_timeout_s=0.5))
+    await svc.start()
+    try:
+        import asyncio
+
+        base = "http://" + svc.address
+        for method, path in [("GET", "/load"), ("GET", "/proposals"), ("POST", "/rebalance"),
+                             ("POST", "/remove_broker?brokerid=1")]:
+            code, body = await asyncio.to_thread(http, base, method, path)
+            assert code == 503 and body["error"]["status"] == 503, (path, body)
+        code, state = await asyncio.to_thread(http, base, "GET", "/state")
+        assert code == 200 and state["model"]["ready"] is False
+    finally:
+        await svc.stop()
+
+
+def test_model_follows_brokers_and_topics(cluster):
+    base, zk, control = cluster["base"], cluster["zk"], cluster["sim"]["control"]
+    v0 = http(base, "GET", "/state")[1]["model"]["version"]
+    sim_command(control, "stop 5")
+    wait_for(lambda: http(base, "GET", "/state")[1]["model"]["brokers"] == [1, 2, 3, 4], 10, "broker 5 gone")
+    prop = http(base, "GET", "/proposals")[1]
+    assert prop["model_version"] > v0
+    assert 5 not in prop["report"]["target_brokers"]
+    sim_command(control, "start 5")
+    wait_for(lambda: http(base, "GET", "/state")[1]["model"]["brokers"] == [1, 2, 3, 4, 5], 10, "broker 5 back")
+    assert 5 in http(base, "GET", "/proposals")[1]["report"]["target_brokers"]
+    # A topic created as Kafka's tools do (topic znode, then the controller's partition states).
+    zk.create("/brokers/topics/fresh", json.dumps({"version": 2, "partitions": {"0": [1, 2], "1": [2, 3]},
+                                                    "adding_replicas": {}, "removing_replicas": {}}).encode())
+    wait_for(lambda: http(base, "GET", "/state")[1]["model"]["partitions"] == 20, 10, "the new topic in the model")
+    for p, r in ((0, [1, 2]), (1, [2, 3])):
+        zk.create(f"/brokers/topics/fresh/partitions/{p}/state", json.dumps(
+            {"controller_epoch": 1, "leader": r[0], "version": 1, "leader_epoch": 0, "isr": r}).encode(),
+            makepath=True)
+    load = wait_for(lambda: (lambda s, b: b if b["brokers"][1]["leaders"] >= 1 + sum(
+        1 for t, p in assignment(zk) if t != "fresh"
+        and json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")[0])["leader"] == 2) else None)(
+        *http(base, "GET", "/load")), 10, "the new partition states in /load")
+    assert sum(x["replicas"] for x in load["brokers"]) == 12 * 3 + 6 * 2 + 4
+    prop = http(base, "GET", "/proposals")[1]
+    assert prop["report"]["partitions"] == 20 and prop["report"]["fair"]
+    zk.delete("/brokers/topics/fresh", recursive=True)
+    wait_for(lambda: http(base, "GET", "/state")[1]["model"]["partitions"] == 18, 10, "the topic deleted")
+
+
+def test_dry_run_changes_nothing_and_execute_runs_the_plan(cluster):
+    base, zk = cluster["base"], cluster["zk"]
+    before = assignment(zk)
+    code, dry = http(base, "POST", "/rebalance")
+    assert code == 200 and dry["dryrun"] is True and "execution" not in dry
+    time.sleep(0.5)
+    assert assignment(zk) == before and not zk.exists("/admin/reassign_partitions")
+    code, run = http(base, "POST", "/rebalance?dryrun=false&throttle=40000000")
+    assert code == 200 and run["execution"]["state"] == "running", run
+    assert run["proposal"]["reassignment"] == dry["proposal"]["reassignment"]
+    code, again = http(base, "POST", "/remove_broker?brokerid=4&dryrun=false")
+    assert code == 409 and again["error"]["status"] == 409
+    done = wait_for(lambda: (lambda e: e if e and e["state"] != "running" else None)(
+        http(base, "GET", "/state")[1]["execution"]), 120, "the execution to finish")
+    assert done["state"] == "done", done
+    assert done["waves_done"] == done["waves_total"] and done["partitions_done"] == done["partitions_total"]
+    wanted = dict(before)
+    wanted.update({(e["topic"], e["partition"]): e["replicas"] for e in dry["proposal"]["reassignment"]["partitions"]})
+    assert assignment(zk) == wanted
+    prop = wait_for(lambda: (lambda p: p if p["report"]["moves"] == 0 else None)(
+        http(base, "GET", "/proposals")[1]), 10, "a settled proposal")
+    assert prop["report"]["fair"]
+
+
+def test_self_healing_drains_a_broker_that_does_not_come_back(cluster):
+    base, zk, control = cluster["base"], cluster["zk"], cluster["sim"]["control"]
+    wait_for(lambda: not http(base, "GET", "/state")[1]["model"]["reassignment_running"], 30, "a quiet cluster")
+    before = assignment(zk)
+    victim = max(b for r in before.values() for b in r)
+    sim_command(control, f"stop {victim}")
+    t_stop = time.monotonic()
+    action = wait_for(lambda: (lambda a: a[0] if a else None)(
+        http(base, "GET", "/state")[1]["self_healing"]["actions"]), 60, "a self-healing action")
+    assert time.monotonic() - t_stop >= GRACE_S - 0.5  # not before the grace period
+    assert action["kind"] == "broker-failure" and f"{victim} (" in action["reason"] and action["execution"], action
+    ex = http(base, "GET", "/state")[1]["execution"]
+    assert ex["id"] == action["execution"] and ex["started_by"] == "self-healing"
+    held = [k for k, r in before.items() if victim in r]
+    assert ex["partitions_total"] >= len(held) == action["moves"]
+
+    def targets():
+        out = {}
+        for t in zk.get_children("/brokers/topics"):
+            doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
+            for p, r in doc["partitions"].items():
+                out[(t, int(p))] = [b for b in r if b not in doc["removing_replicas"].get(p, [])]
+        return out
+
+    # The controller took the plan's first wave: those partitions' targets leave the victim
+    # (later waves wait for it; moves of partitions the victim leads cannot finish, since this
+    # controller elects leaders only for moves, so the execution does not complete here).
+    wait_for(lambda: any(victim not in targets()[k] for k in held), 60, f"moves off broker {victim} started")
+    assert not any(victim in r for k, r in targets().items() if k not in held)
+    # Rate-limited, and its own execution runs: nothing more starts.
+    time.sleep(2)
+    assert len(http(base, "GET", "/state")[1]["self_healing"]["actions"]) == 1
