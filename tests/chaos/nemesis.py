@@ -33,7 +33,7 @@ from tests.chaos.history import History
 
 FAULTS = {  # kind -> weight
     "kill_active": 3, "zombie": 3, "broker_restart": 3, "zk_restart": 2, "zk_no_quorum": 2,
-    "proxy_cut": 2, "proxy_delay": 2, "proxy_blackhole": 2, "controller_moved": 3,
+    "proxy_cut": 2, "proxy_delay": 2, "proxy_blackhole": 2, "controller_moved": 4,
 }
 
 
