@@ -19,7 +19,8 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    replicas are one of them); a cancel-all through the znode, or any operation in doubt (its
    answer lost to a fault), adds to the possibilities without replacing them; refusals and
    cancellations reported not done (nothing running, too late, skipped as unsafe) change
-   nothing. The final topic znode must hold one of them, with nothing adding or removing.
+   nothing; a per-partition UNKNOWN_SERVER_ERROR or REQUEST_TIMED_OUT (the controller's
+   ZooKeeper write broke off) is in doubt. The final topic znode must hold one of them, with nothing adding or removing.
 2. ISR: every sampled partition state has a non-empty ISR and a leader in it (or no leader).
 3. Zombie writes: every audited write's epoch must be the ``/controller_epoch`` value current
    at the zxid it landed at. The epoch history is the union of the observer's polls of
@@ -42,6 +43,10 @@ from dataclasses import dataclass, field
 # Cancel results (Kafka's codes): 0 cancelled; anything else means the move was not rolled
 # back (85 nothing running, 60 too late, 39/83 skipped as unsafe per KIP-236).
 CANCELLED = 0
+# Per-partition answers that leave the request in doubt: UNKNOWN_SERVER_ERROR is what the
+# controller answers when its ZooKeeper write broke off (a connection loss: the write may have
+# landed), REQUEST_TIMED_OUT when it gave up waiting.
+IN_DOUBT_CODES = frozenset({-1, 7})
 
 
 def tp_key(topic: str, partition: int) -> str:
@@ -193,6 +198,8 @@ def _effect(op: dict, tp: str) -> tuple[str, object] | None:
             return "maybe_target", target
         results = op.get("results")
         code = 0 if results is None else results.get(tp)
+        if code in IN_DOUBT_CODES:
+            return "maybe_target", target
         return ("target", target) if code == 0 else None
     if kind == "cancel":
         listed = op.get("partitions")  # None: every pending one
@@ -205,6 +212,8 @@ def _effect(op: dict, tp: str) -> tuple[str, object] | None:
             return "maybe_cancelled", None
         if tp not in results:
             return None  # cancel-all that found nothing running there
+        if results[tp] in IN_DOUBT_CODES:
+            return "maybe_cancelled", None
         return ("cancelled", None) if results[tp] == CANCELLED else None
     return None
 
