@@ -1,8 +1,11 @@
 """Suite-wide set-up: Hypothesis profiles and the shared session fixtures.
 
-Profiles: "dev" (default) and "ci" (selected when CI is set), both sized so that `make test`
-stays well under 15 minutes on 2 cores. Fixtures that start real servers live in
-tests/fixtures/ (one ZooKeeper per test session, one Spark session per test session).
+Profiles: "dev" (default) and "ci" (selected when CI is set), sized so that `make test`
+stays well under 30 minutes on 2 cores. The stateful suite does not use them: its 10,000
+schedules run in worker processes with their own settings and a seed fixed under CI
+(tests/controller/soak.py; STATEFUL_SCHEDULES and STATEFUL_SEED override count and seed).
+Fixtures that start real servers live in tests/fixtures/ (one ZooKeeper per test session,
+one Spark session per test session).
 """
 
 import os
@@ -33,7 +36,8 @@ pytest_plugins = [
 
 
 def pytest_terminal_summary(terminalreporter):
-    """Print the figures the suites recorded (tests/figures.py) as the run's last lines."""
+    """Print the tables and figures the suites recorded (tests/figures.py), the figures as the
+    run's last lines."""
     from tests import figures
 
     lines = figures.lines()

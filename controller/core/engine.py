@@ -103,7 +103,8 @@ one partition, in flush order (optional ops in brackets):
     finish           topic znode (RS = TRS), delete record, [delete /admin/reassignments/T],
                      /admin/reassign_partitions (entry dropped; the znode deleted when empty)
     rollback         state znode (ORS leader and ISR), topic znode (rollback), record
-                     (cancelling), [delete /admin/cancel_reassignment_in_progress]
+                     (cancelling), [/admin/reassign_partitions: entries a cancel withdrew
+                     before they started], [delete /admin/cancel_reassignment_in_progress]
     rollback-finish  topic znode (RS = ORS), /admin/reassign_partitions, delete record,
                      [delete /admin/reassignments/T]
     queue            /admin/reassign_partitions (the queued entries), delete the queue znode

@@ -1,4 +1,4 @@
-"""Why the engine writes each op of a step's flush: its *kind* (docs/DESIGN.md section 7.1).
+"""Why the engine writes each op of a step's flush: its *kind* (docs/DESIGN.md section 7.2).
 
 Pure. Every op of ``engine.Step.writes`` carries the kinds of flush it is part of in
 ``Step.kinds`` (an op written once for several partitions - a topic znode,

@@ -6,7 +6,7 @@ everything after it in the flush never land. Its crash point is (kind, role) for
 the op serves, ``role`` naming the op by the znode it writes (:func:`role`; a record's also
 by what it does to it): "cut start before its topic write" is the point where a start's record
 exists and its topic znode does not. :data:`SHAPES` lists, per kind, its roles in flush order
-(docs/DESIGN.md section 7.1 and controller/core/engine.py, "Flush kinds"); a role's index
+(docs/DESIGN.md section 7.2 and controller/core/engine.py, "Flush kinds"); a role's index
 there is its op index.
 
 The points a run must cut are those it wrote (a point no schedule wrote cannot occur in this
@@ -33,7 +33,7 @@ _VERBS = {Create: "create", SetData: "write", Delete: "delete"}
 # Per kind, its ops in flush order (the engine's "Flush kinds"; optional ops included). The
 # steering rule draws its cut points from here; a pair written in a flush but missing here
 # fails the run's coverage check (the shapes changed: update this, the engine's docstring and
-# DESIGN.md 7.1).
+# DESIGN.md 7.2).
 SHAPES: dict[str, tuple[str, ...]] = {
     flush.START: ("state", "records parent", "record create", "topic", "requests"),
     flush.OVERRIDE: ("record write", "state", "topic"),

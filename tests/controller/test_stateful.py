@@ -379,7 +379,7 @@ class ControllerMachine(RuleBasedStateMachine):
 # rest of the suite.
 @pytest.mark.timeout(3600)
 def test_schedules():
-    """docs/DESIGN.md section 7.1: STATEFUL_SCHEDULES (10,000) schedules of soak.STEPS steps,
+    """docs/DESIGN.md section 7.2: STATEFUL_SCHEDULES (10,000) schedules of soak.STEPS steps,
     from a seed fixed under CI (random otherwise, printed either way), over every core;
     a failing schedule fails this with its seed, its shrunk steps and the ``make soak``
     line that replays it. Every crash point must be cut at least once in a full run."""
@@ -393,6 +393,7 @@ def test_schedules():
         "stateful",
         seed=seed,
         seconds=round(result.seconds, 1),
+        cpu_seconds=round(result.cpu_seconds, 1),
         crash_points=len(coverage.required()),
         schedules=result.schedules,
         steps=result.steps,
