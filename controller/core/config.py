@@ -92,6 +92,7 @@ class Settings(ControllerConfig):
     security_config: Annotated[str | None, _setting(None, "Kafka-style properties file of listener security (TLS, SASL), the ACL authorizer and ZooKeeper authentication (controller.shell.security.config); unset: PLAINTEXT, no authorizer")]
     advertised_listen: Annotated[str | None, _setting(None, "HOST:PORT clients are told to reach the admin listener at (/reassignd/controllers, Metadata); unset: the bound address. Needed when listen binds 0.0.0.0, as in a container")]
     ops_listen: Annotated[str | None, _setting(None, "HOST:PORT of the operations HTTP server (/healthz, /readyz, /metrics); unset: none")]
+    copy_progress_interval_s: Annotated[float, _setting(10.0, "while active, sample the brokers' log sizes this often for the bytes-remaining and copy-rate metrics", gt=0.0)]
     ops_max_loop_lag_s: Annotated[float, _setting(1.0, "/healthz fails while the event loop lags behind by more than this", gt=0.0)]
     log_level: Annotated[Literal["DEBUG", "INFO", "WARNING", "ERROR"], _setting("INFO", "log level", live=True)]
     log_format: Annotated[Literal["text", "json"], _setting("text", "log lines: text, or json (one JSON object per line)")]

@@ -36,6 +36,7 @@ from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin_audit import AuditedHandler, open_audit_file
 from controller.shell.admin.handler import AdminHandler
+from controller.shell.copy_progress import CopyProgress
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.core.listeners import Listener
@@ -238,6 +239,10 @@ class ControllerDaemon:
                 )
                 self.role.active = active
                 self.metrics.elected(won.epoch)
+                sampler = asyncio.create_task(
+                    CopyProgress(self.metrics, getattr(self.config, "copy_progress_interval_s", 10.0)).run(active, transport),
+                    name="copy-progress",
+                )
                 reason = "shutdown"
                 try:
                     reason = await active.run()
@@ -253,6 +258,8 @@ class ControllerDaemon:
                         log.warning("could not delete /controller on the way out (%r): the session close will", e)
                     raise
                 finally:
+                    sampler.cancel()
+                    await asyncio.gather(sampler, return_exceptions=True)
                     self.role.active = None
                     self.metrics.resigned(reason)
                     await transport.close()
@@ -264,7 +271,10 @@ class ControllerDaemon:
 
     async def _register(self, store: Store, inbox: Inbox) -> None:
         """The ephemeral /reassignd/controllers/<id> naming this instance's listener."""
-        payload = encode_listener(*self.advertised)
+        # Every listener by name (Metadata answers a client at the listener it came on).
+        endpoints = {lis.name: (lis.host, lis.port) for lis in self.listeners}
+        endpoints[self.listener.name] = self.advertised
+        payload = encode_listener(*self.advertised, endpoints=endpoints)
         path = controller_path(self.controller_id)
         while True:
             try:

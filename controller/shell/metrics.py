@@ -86,6 +86,14 @@ class Metrics:
             registry=r,
         )
         self.loop_lag = Gauge("reassignd_event_loop_lag_seconds", "latest measured event loop lag", registry=r)
+        # Sampled from the brokers while active (controller.shell.copy_progress).
+        self.bytes_remaining = Gauge(
+            "reassignd_broker_bytes_remaining", "bytes the broker's new replicas still have to copy", ["broker"], registry=r
+        )
+        self.copy_rate = Gauge(
+            "reassignd_broker_copy_rate_bytes_per_second", "how fast the broker's new replicas grew between the last two samples",
+            ["broker"], registry=r,
+        )
         # Label children looked up once: a hot call pays for no label resolution.
         self._zk_hist = {op: self.zk_seconds.labels(op) for op in (*_READS, *_WRITES, "multi", "fenced_multi")}
         self._zk_read_ops = self.zk_ops.labels("read")
