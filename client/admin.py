@@ -207,6 +207,8 @@ class AdminClient:
 
     async def _fetch_metadata(self, addr: tuple[str, int], topics: list[str] | None) -> ClusterMetadata:
         _, body = await self._request(addr, wire.METADATA, wire.metadata_request(topics))
+        if body.get("error_code"):  # v13+ (KIP-1102): the node could not answer; another may
+            raise ConnectionFailedError(f"{addr[0]}:{addr[1]} answered Metadata with error {body['error_code']}")
         return ClusterMetadata.from_body(body)
 
     def _metadata_sources(self) -> list[tuple[str, int]]:

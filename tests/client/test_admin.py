@@ -46,7 +46,7 @@ async def test_bootstrap_discovers_nodes_and_controller(cluster):
         assert meta.topics["orders"][1].leader == 2
     # Metadata went at the highest version both sides have, without auto-creating topics.
     versions = {v for v, _ in cluster.received(METADATA)}
-    assert versions == {12}
+    assert versions == {13}
     assert all(b.get("allow_auto_topic_creation") is False for _, b in cluster.received(METADATA))
 
 
@@ -279,3 +279,22 @@ async def test_a_peer_that_hangs_up(cluster):
     async with AdminClient(cluster.bootstrap, retries=0) as admin:
         with pytest.raises(ConnectionFailedError):
             await admin.cancel_reassignments()
+
+
+async def test_a_metadata_v13_top_level_error_moves_on_to_another_node():
+    """KIP-1102: a node that answers Metadata v13 with a request-wide error code has no usable
+    metadata; the client asks the next node instead of taking the empty answer."""
+    c = await WireCluster.start(controllers=(100, 101))
+    c.topics = {"t": {0: [1, 2]}}
+    answer = c.controllers[100].handlers[METADATA]
+    try:
+        async with AdminClient(c.controllers[100].address) as admin:
+            # After bootstrap, the active controller (asked first) starts failing Metadata.
+            c.controllers[100].handlers[METADATA] = lambda v, b: {**answer(v, b), "error_code": 91, "brokers": [],
+                                                                  "topics": []}
+            meta = await admin.describe_cluster()
+            assert meta.assignment() == {"t": {0: [1, 2]}}
+        # 100 was asked (at v13) and its empty answer not taken: the topics came from another node.
+        assert {v for v, _ in c.controllers[100].requests(METADATA)} == {13}
+    finally:
+        await c.stop()
