@@ -187,8 +187,8 @@ def _effect(op: dict, tp: str) -> tuple[str, object] | None:
     """What ``op`` does to partition ``tp``: ("target", T), ("maybe_target", T), ("cancelled",
     None), ("maybe_cancelled", None), or None (nothing)."""
     outcome = op["outcome"]
-    if outcome == "refused":
-        return None
+    if outcome == "refused" and not op.get("results"):
+        return None  # refused as a whole (else the per-partition answers below decide)
     kind = op["kind"]
     if kind == "submit":
         target = op["targets"].get(tp)

@@ -104,7 +104,7 @@ def test_refused_and_in_doubt_requests():
     per_partition = [_submit(1, {"orders/0": T1}, results={"orders/0": 39})]
     assert check(_history(final_replicas=R0, ops=per_partition)).ok
     assert not check(_history(final_replicas=T1, ops=per_partition)).ok
-    broke_off = [_submit(1, {"orders/0": T1}, results={"orders/0": -1})]  # the write may have landed
+    broke_off = [_submit(1, {"orders/0": T1}, outcome="refused", results={"orders/0": -1})]  # may have landed
     assert check(_history(final_replicas=R0, ops=broke_off)).ok
     assert check(_history(final_replicas=T1, ops=broke_off)).ok
 
