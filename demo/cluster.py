@@ -77,6 +77,11 @@ class Controller:
     child: Child
     host: str
     port: int
+    ops_port: int = 0  # the operations port: /healthz, /readyz, /metrics
+
+    @property
+    def metrics_url(self) -> str:
+        return f"http://{self.host}:{self.ops_port}/metrics"
 
     @property
     def address(self) -> str:
@@ -156,6 +161,8 @@ class LocalCluster:
             cluster._start_controllers(spec)
             say(f"Controllers     {', '.join(f'{c.id} on {c.address}' for c in cluster.controllers.values())}; "
                 f"active: {cluster.active_controller()}")
+            say(f"Metrics         {', '.join(f'{c.metrics_url} (controller {c.id})' for c in cluster.controllers.values())}; "
+                "/healthz and /readyz beside them")
             return cluster
         except BaseException:
             if zk is not None:
@@ -169,13 +176,14 @@ class LocalCluster:
         config = self.workdir / "controller.toml"
         config.write_text(to_toml(spec.controller_config))
         for cid in spec.controller_ids:
-            port = free_port()
+            port, ops_port = free_port(), free_port()
             child = self.kids.spawn(
                 f"controller-{cid}",
                 reassignd("controller", "--zookeeper", self.hosts, "--id", str(cid),
-                          "--listen", f"127.0.0.1:{port}", "--config", str(config)),
+                          "--listen", f"127.0.0.1:{port}", "--ops-listen", f"127.0.0.1:{ops_port}",
+                          "--config", str(config)),
             )
-            self.controllers[cid] = Controller(cid, child, "127.0.0.1", port)
+            self.controllers[cid] = Controller(cid, child, "127.0.0.1", port, ops_port)
         for c in self.controllers.values():
             wait_for(lambda c=c: self._listening(c), PROCESS_READY_TIMEOUT_S, f"controller {c.id}'s listener")
         wait_for(self.active_controller, PROCESS_READY_TIMEOUT_S, "an active controller")

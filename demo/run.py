@@ -31,8 +31,11 @@ import sys
 import tempfile
 import threading
 import time
+import urllib.request
 from dataclasses import dataclass, field
 from pathlib import Path
+
+from prometheus_client.parser import text_string_to_metric_families
 
 from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, wait_for
 from demo.procs import Child, Children, begin_cleanup, checkpoint, install_interrupt_handlers
@@ -302,8 +305,27 @@ class Demo:
             rows.append(("failover pause", text))
         for what in o.cancelled:
             rows.append(("cancelled", what))
+        rows.append(("metrics (active)", self.metrics_row()))
         for key, value in rows:
             c.say(f"{key + ':':<19} {value}")
+
+
+    def metrics_row(self) -> str:
+        """What the active controller's /metrics counted (it took over part-way: its share)."""
+        ctl = self.cluster.controllers[self.cluster.active_controller()]
+        try:
+            with urllib.request.urlopen(ctl.metrics_url, timeout=5) as r:
+                text = r.read().decode()
+        except OSError as e:
+            return f"{ctl.metrics_url}: unreachable ({e})"
+        values: dict[str, float] = {}
+        for family in text_string_to_metric_families(text):
+            for sample in family.samples:
+                key = sample.name + "".join(f"/{v}" for k, v in sorted(sample.labels.items()) if k == "outcome")
+                values[key] = values.get(key, 0.0) + sample.value
+        return (f"{ctl.metrics_url}: {values.get('reassignd_reassignments_total/completed', 0):.0f} completions, "
+                f"{values.get('reassignd_reassignments_total/cancelled', 0):.0f} rollbacks, "
+                f"{values.get('reassignd_admin_requests_total', 0):.0f} admin requests")
 
 
 class ProgressWatch(threading.Thread):

@@ -93,6 +93,7 @@ def test_demo_runs_to_its_summary_and_leaves_nothing_running(tmp_path):
     assert proc.returncode == 0, out[-4000:]
     # The story, in order.
     steps = [
+        r"Metrics\s+http://127\.0\.0\.1:\d+/metrics \(controller \d+\), http://127\.0\.0\.1:\d+/metrics \(controller \d+\)",
         r"\$ reassignd snapshot --zookeeper ",
         r"\$ python -m spark_jobs\.plan --snapshot cluster\.json --rebalance",
         r"\$ kafka-reassign --bootstrap-server \S+ --execute --throttle \d+ --reassignment-json-file plan\.json",
@@ -120,6 +121,11 @@ def test_demo_runs_to_its_summary_and_leaves_nothing_running(tmp_path):
     pause = float(re.search(r"failover pause:\s+([\d.]+)s", summary).group(1))
     assert moved > 0 and copied > 0 and seconds > 0 and pause > 0, summary
     assert re.search(r"cancelled:\s+\S+ back on \[", summary), summary
+    # the active controller's own count, from its /metrics: it took over part-way, completed some
+    # and rolled back the cancelled move; the admin requests are kafka-reassign's
+    counted = re.search(r"metrics \(active\):\s+http://\S+/metrics: (\d+) completions, (\d+) rollbacks, (\d+) admin requests",
+                        summary)
+    assert counted and int(counted.group(1)) > 0 and int(counted.group(2)) == 1 and int(counted.group(3)) > 0, summary
     assert "Everything the demo started has been stopped." in out
     assert_nothing_left(token)
 
