@@ -3,23 +3,31 @@
 Usage::
 
     reassignd controller --zookeeper 127.0.0.1:2181/kafka --id 101 --listen 127.0.0.1:9190 \\
-        [--config controller.json] [--log-level INFO]
+        [--config controller.toml] [--ops-listen 127.0.0.1:9191] [--log-format json] [--print-config]
+
+Every setting (controller.core.config) is also a ``REASSIGND_<NAME>`` variable and a key of the
+TOML file; flags win over the environment, the environment over the file (controller.shell.options).
 
 What it does, in order:
 
+ 0. Reads and checks its settings; a bad one exits 2 before any socket or ZooKeeper session.
  1. Binds the admin listener on ``--listen`` at once (port 0 picks a free port) and, once
-    connected to ZooKeeper, records it in the ephemeral ``/reassignd/controllers/<id>``
-    (``{"version":1,"host":h,"port":p}``) so clients can find every instance.
+    connected to ZooKeeper, records it (or ``--advertised-listen``) in the ephemeral
+    ``/reassignd/controllers/<id>`` (``{"version":1,"host":h,"port":p}``) so clients can find
+    every instance. With ``--ops-listen``, serves /healthz, /readyz and /metrics
+    (controller.shell.ops, controller.shell.metrics).
  2. Campaigns (controller.shell.election): one multi-op creates ``/controller`` and bumps
     ``/controller_epoch``. Losers stand by, watching ``/controller``.
  3. The winner runs the active loop (controller.shell.active) until it must resign (fenced, session
     lost); it then stands by again, on a new session if the old one expired.
- 4. SIGTERM or SIGINT: everything stops within ``shutdown_timeout_s`` (5 s by default); the
-    session is closed so a standby takes over at once instead of after the session timeout.
+ 4. SIGTERM or SIGINT: an active instance resigns at once (deletes ``/controller`` after its
+    last fenced write, so a standby is elected within a second); everything stops within
+    ``shutdown_timeout_s`` (5 s by default) and the session is closed.
+ 5. SIGHUP: the settings are read again; the live ones (caps, log level) apply from the next
+    step, a changed setting that needs a restart is logged and kept, a bad file changes nothing.
 
 Exit status: 0 after a signal, 2 for bad arguments or a bad config file, 1 on a fatal error.
 """
-
 from __future__ import annotations
 
 import asyncio
