@@ -1,8 +1,13 @@
-"""``python -m tests.chaos [--duration S] [--seed N] [--workdir DIR] [--keep]``: one chaos run
-of any length (``make chaos DURATION=600 SEED=7`` calls this), its figures printed last.
+"""``python -m tests.chaos [--duration S] [--seed N] [--workdir DIR] [--keep] [--break-fence]``:
+one chaos run of any length (``make chaos DURATION=600 SEED=7`` calls this), its figures
+printed last.
 
 Prints every violation found, and on failure the seed and the history file (the work directory
 is kept on failure, or always with ``--keep``). Exit status 0 when every check held, 1 if not.
+
+``--break-fence`` is the zombie check's self-test on real processes: the controllers write
+without the ``/controller_epoch`` check (tests/chaos/nofence) and the nemesis only forces
+controller moves; exit status 0 when the checker caught zombie writes, 1 when it did not.
 """
 
 from __future__ import annotations
@@ -22,23 +27,26 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--seed", type=int, default=1, help="the run's one random seed (default 1)")
     p.add_argument("--workdir", type=Path, help="where logs, audits and the history go (default: a new tmp dir)")
     p.add_argument("--keep", action="store_true", help="keep the work directory even when every check held")
+    p.add_argument("--break-fence", action="store_true",
+                   help="self-test: controllers without the epoch fence; succeeds when zombie writes are caught")
     args = p.parse_args(argv)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
     print(f"chaos: seed={args.seed} duration={args.duration:.0f}s workdir={workdir}", flush=True)
-    result = run_chaos(args.duration, args.seed, workdir)
+    result = run_chaos(args.duration, args.seed, workdir, break_fence=args.break_fence)
     report = result.report
+    ok = report.zombie_writes > 0 if args.break_fence else report.ok
     print(f"doors: {result.doors}")
     print(f"faults: {result.faults}")
     for v in report.violations:
         print(f"VIOLATION: {v}")
-    if report.ok and not args.keep and args.workdir is None:
+    if ok and not args.keep and args.workdir is None:
         shutil.rmtree(workdir, ignore_errors=True)
     else:
         print(f"seed={result.seed} history={result.history_path} (work directory kept: {workdir})")
     print("# chaos")
     for line in figure_lines(result):
         print(line)
-    return 0 if report.ok else 1
+    return 0 if ok else 1
 
 
 if __name__ == "__main__":

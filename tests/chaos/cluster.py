@@ -54,10 +54,13 @@ STARTUP_TIMEOUT_S = 60
 STOP_GRACE_S = 10.0
 
 
-def _reassignd(args: list[str], log: Path, **kw) -> subprocess.Popen:
+NO_FENCE_DIR = Path(__file__).resolve().parent / "nofence"
+
+
+def _reassignd(args: list[str], log: Path, env: dict | None = None, **kw) -> subprocess.Popen:
     with open(log, "ab") as out:  # appended: a restarted process keeps its predecessor's lines
         return subprocess.Popen([sys.executable, "-m", "reassignd", *args], cwd=REPO, stderr=out,
-                                env={**os.environ, "PYTHONUNBUFFERED": "1"}, **kw)
+                                env={**os.environ, "PYTHONUNBUFFERED": "1", **(env or {})}, **kw)
 
 
 def _stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
@@ -72,8 +75,10 @@ def _stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
 
 
 class ChaosCluster:
-    def __init__(self, workdir: Path, history: History):
+    def __init__(self, workdir: Path, history: History, *, break_fence: bool = False):
         self.workdir = Path(workdir)
+        # The checker's self-test: controllers that write without the epoch check.
+        self.break_fence = break_fence
         self.history = history
         self.zk_dir = self.workdir / "zk"
         self.zk: LocalZooKeeper | None = None
@@ -150,6 +155,7 @@ class ChaosCluster:
              "--listen", f"127.0.0.1:{self.listen_ports[cid]}", "--config", str(self.config),
              "--write-audit", str(self.audit_path(cid))],
             self.workdir / f"controller-{cid}.log",
+            env={"PYTHONPATH": str(NO_FENCE_DIR)} if self.break_fence else None,
         )
 
     def audit_path(self, cid: int) -> Path:

@@ -38,8 +38,9 @@ FAULTS = {  # kind -> weight
 
 
 class Nemesis:
-    def __init__(self, cluster, history: History, rng: random.Random):
+    def __init__(self, cluster, history: History, rng: random.Random, faults: dict[str, int] | None = None):
         self.cluster = cluster
+        self.faults = faults or FAULTS  # kind -> weight
         self.history = history
         self.rng = rng
         self.next_id = 0
@@ -53,7 +54,7 @@ class Nemesis:
         return active
 
     async def strike(self, kind: str | None = None) -> dict:
-        kind = kind or self.rng.choices(list(FAULTS), weights=list(FAULTS.values()))[0]
+        kind = kind or self.rng.choices(list(self.faults), weights=list(self.faults.values()))[0]
         self.next_id += 1
         self.counts[kind] = self.counts.get(kind, 0) + 1
         fault = {"id": self.next_id, "kind": kind}

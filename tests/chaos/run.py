@@ -61,21 +61,25 @@ class ChaosResult:
     faults: dict
 
 
-def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: float = QUIESCE_BOUND_S) -> ChaosResult:
+def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: float = QUIESCE_BOUND_S, *,
+              break_fence: bool = False) -> ChaosResult:
+    """``break_fence``: the zombie check's self-test - controllers write without the epoch check
+    and the nemesis only forces controller moves, so deposed controllers' writes land and the
+    checker must report them."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     history_path = workdir / "history.jsonl"
     history = History(history_path)
-    history.add("meta", seed=seed, duration_s=duration_s)
+    history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence)
     rng = random.Random(seed)
-    with ChaosCluster(workdir, history) as cluster:
+    with ChaosCluster(workdir, history, break_fence=break_fence) as cluster:
         cluster.start()
         history.add("initial", assignments=cluster.initial_assignments)
         observer_zk = KazooClient(hosts=cluster.zk.connect_string, timeout=15)
         observer_zk.start(timeout=60)
         observer = Observer(observer_zk, history, sorted(cluster.initial_assignments)).start()
         workload = Workload(cluster, history, rng)
-        nemesis = Nemesis(cluster, history, rng)
+        nemesis = Nemesis(cluster, history, rng, faults={"controller_moved": 1} if break_fence else None)
         try:
             asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s))
             history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments))
