@@ -71,8 +71,9 @@ ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "verify_queue": ("--verify-queue", {"reassignment_json_file"}, {"reassignment_json_file"}),
     "generate_queue": ("--generate-queue", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
                        {"topics_to_move_json_file", "broker_list"}),
-    "rebalance": ("--rebalance", {"topics_to_move_json_file", "broker_list", "spark_master"}, set()),
-    "decommission_broker": ("--decommission-broker", {"throttle", "additional", "dry_run", "spark_master"}, set()),
+    "rebalance": ("--rebalance", {"topics_to_move_json_file", "broker_list", "spark_master", "planner"}, set()),
+    "decommission_broker": ("--decommission-broker", {"throttle", "additional", "dry_run", "spark_master", "planner"},
+                            set()),
 }
 
 OPTION_FLAGS = {
@@ -86,6 +87,7 @@ OPTION_FLAGS = {
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
     "spark_master": "--spark-master",
+    "planner": "--planner",
 }
 
 
@@ -172,6 +174,9 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--disable-rack-aware", action="store_true", help="ignore broker racks when generating")
     opts.add_argument("--spark-master", metavar="URL",
                       help="--rebalance/--decommission-broker: plan on this Spark master (default: in-process, same plan)")
+    opts.add_argument("--planner", metavar="URL",
+                      help="--rebalance/--decommission-broker: ask a running planner service "
+                           "(reassignd planner serve, e.g. http://127.0.0.1:9300) instead of planning here")
     opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
                       help=f"request / ZooKeeper timeout in ms (default {DEFAULT_TIMEOUT_MS})")
@@ -201,6 +206,10 @@ def check_options(args: argparse.Namespace) -> str:
     for dest in sorted(required):
         if getattr(args, dest) in (None, False):
             raise UsageError(f"{flag} needs {OPTION_FLAGS[dest]}")
+    if args.planner and args.spark_master:
+        raise UsageError("--planner and --spark-master both choose where to plan: give one")
+    if args.planner and not args.planner.startswith(("http://", "https://")):
+        raise UsageError(f"--planner: expected an http:// URL, got {args.planner!r}")
     if action == "progress" and args.zookeeper:
         raise UsageError("--progress needs --bootstrap-server: it is not supported with --zookeeper (KIP-179)")
     return action
@@ -266,10 +275,12 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
             return await commands.generate(backend, inputs, rack_aware=not args.disable_rack_aware,
                                            queue=action == "generate_queue")
         if action == "rebalance":
-            return await commands.rebalance(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master)
+            return await commands.rebalance(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master,
+                                            planner_url=args.planner)
         if action == "decommission_broker":
             return await commands.decommission(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master,
-                                               additional=args.additional, dry_run=args.dry_run)
+                                               additional=args.additional, dry_run=args.dry_run,
+                                               planner_url=args.planner)
         if action == "progress":
             if interval is None:
                 interval = DEFAULT_WATCH_INTERVAL_S if args.watch else DEFAULT_SAMPLE_INTERVAL_S

@@ -261,16 +261,23 @@ def _plan_json(result) -> dict:
     return {k: result.report.get(k) for k in keys}
 
 
-async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: str | None) -> Report:
+async def _plan(backend, mode: str, timeout_ms: int, spark_master: str | None, planner_url: str | None, **kw):
+    """The planner service's plan when ``planner_url`` is given, else the one-shot planner's."""
+    if planner_url:
+        return await planner.plan_from_service(planner_url, mode, timeout_s=max(timeout_ms / 1000, 120.0), **kw)
+    return planner.make_plan(await _snapshot(backend, timeout_ms), mode, spark_master=spark_master, **kw)
+
+
+async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: str | None,
+                    planner_url: str | None = None) -> Report:
     """KIP-6 --rebalance: propose fair counts with the fewest moves (printed, not executed)."""
     state = await backend.cluster_state(inputs.topics)
     if inputs.topics is not None:
         check_topics(inputs.topics, state, inputs.topics_source)
     if inputs.brokers is not None:
         check_brokers(inputs.brokers, state, "--broker-list")
-    snap = await _snapshot(backend, timeout_ms)
-    result = planner.make_plan(snap, "rebalance", broker_list=inputs.brokers, topics=inputs.topics,
-                               spark_master=spark_master)
+    result = await _plan(backend, "rebalance", timeout_ms, spark_master, planner_url, broker_list=inputs.brokers,
+                         topics=inputs.topics)
     proposed = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     current = {tp: r for tp, r in _flatten({t: state.topics[t] for t in state.topics}).items() if tp in proposed}
     text = render.generate_text(current, proposed) + "\n" + _plan_summary(result.report)
@@ -278,7 +285,7 @@ async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: s
 
 
 async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master: str | None,
-                       additional: bool, dry_run: bool) -> Report:
+                       additional: bool, dry_run: bool, planner_url: str | None = None) -> Report:
     """KIP-6 --decommission-broker: move every replica off the broker, executed at once."""
     broker = inputs.broker_to_remove
     state = await backend.cluster_state()
@@ -287,9 +294,8 @@ async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master
         raise ClusterMismatchError(f"--decommission-broker: broker {broker} is not in the cluster and holds no replicas")
     if not hosts_replicas:
         return Report(f"Broker {broker} holds no replicas: nothing to move.", {"started": [], "plan": None})
-    snap = await _snapshot(backend, timeout_ms)
-    result = planner.make_plan(snap, "decommission", brokers=[broker], throttle=inputs.throttle,
-                               spark_master=spark_master)
+    result = await _plan(backend, "decommission", timeout_ms, spark_master, planner_url, brokers=[broker],
+                         throttle=inputs.throttle)
     assignments = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     plan = Reassignment(assignments, f"--decommission-broker {broker}")
     check_plan(plan, state)

@@ -8,19 +8,37 @@ Metadata and the brokers' DescribeLogDirs through the AdminClient. The planner's
 :mod:`client.errors`: a snapshot it refuses is ClusterDataError, a request it cannot satisfy
 PlanRefusedError.
 
+With ``--planner URL`` the plan comes from a running planner service (``reassignd planner
+serve``, :mod:`spark_jobs.service`) instead: no snapshot is read and no Spark job started; its
+answer has the same reassignment and report as the one-shot planner's. An unreachable service
+is ConnectionFailedError, a 400 PlanRefusedError, a 503 ClusterDataError.
+
 Usage::
 
     snap = await snapshot_from_admin(admin)
     result = make_plan(snap, "decommission", brokers=[3])
     result.reassignment["partitions"]      # Kafka's reassignment JSON entries
+    result = await plan_from_service("http://127.0.0.1:9300", "decommission", brokers=[3])
 """
 
 from __future__ import annotations
 
+import asyncio
+import json
 import time
+import urllib.error
+import urllib.parse
+import urllib.request
+from dataclasses import dataclass
 
 from client.cluster import ClusterState
-from client.errors import ClusterDataError, PlanRefusedError, UnsupportedVersionError
+from client.errors import (
+    ClusterDataError,
+    ConflictError,
+    ConnectionFailedError,
+    PlanRefusedError,
+    UnsupportedVersionError,
+)
 
 TopicPartition = tuple[str, int]
 
@@ -128,3 +146,55 @@ def make_plan(snapshot: dict, mode: str, *, brokers=None, broker_list=None, topi
         raise PlanRefusedError(str(exc)) from None
     except SnapshotError as exc:
         raise ClusterDataError(str(exc)) from None
+
+
+@dataclass
+class ServicePlan:
+    """A planner service's dry-run answer, shaped like spark_jobs.api.PlanResult."""
+
+    reassignment: dict
+    report: dict
+
+
+def _service_request(url: str, timeout_s: float) -> dict:
+    req = urllib.request.Request(url, method="POST", data=b"")
+    try:
+        with urllib.request.urlopen(req, timeout=timeout_s) as answer:
+            return json.loads(answer.read())
+    except urllib.error.HTTPError as e:
+        try:
+            message = json.loads(e.read())["error"]["message"]
+        except (ValueError, KeyError, TypeError):
+            message = f"HTTP {e.code}"
+        if e.code == 400:
+            raise PlanRefusedError(f"planner service: {message}") from None
+        if e.code == 409:
+            raise ConflictError(f"planner service: {message}") from None
+        raise ClusterDataError(f"planner service answered {e.code}: {message}") from None
+    except (urllib.error.URLError, OSError, ValueError) as e:
+        raise ConnectionFailedError(f"planner service at {url.split('?')[0]} is unreachable: {e}") from None
+
+
+async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_list=None, topics=None,
+                            throttle: int | None = None, timeout_s: float = 120.0) -> ServicePlan:
+    """A dry-run plan from ``reassignd planner serve`` at ``base_url`` (nothing is executed)."""
+    query: dict[str, str] = {"dryrun": "true"}
+    if mode == "rebalance":
+        path = "/rebalance"
+        if broker_list is not None:
+            query["brokerid"] = ",".join(map(str, broker_list))
+        if topics is not None:
+            query["topics"] = ",".join(topics)
+    elif mode == "decommission":
+        path, query["brokerid"] = "/remove_broker", ",".join(map(str, brokers))
+    else:
+        raise ValueError(f"no planner service endpoint for mode {mode!r}")
+    if throttle is not None:
+        query["throttle"] = str(throttle)
+    url = base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(query)
+    body = await asyncio.to_thread(_service_request, url, timeout_s)
+    try:
+        proposal = body["proposal"]
+        return ServicePlan(proposal["reassignment"], proposal["report"])
+    except (KeyError, TypeError):
+        raise ClusterDataError(f"planner service answered without a proposal: {str(body)[:200]}") from None

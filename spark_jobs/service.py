@@ -688,7 +688,7 @@ class PlannerService:
 
     async def handle(self, method: str, path: str, query: dict) -> tuple[int, dict]:
         routes = {"/state": ("GET", set()), "/load": ("GET", set()), "/proposals": ("GET", set()),
-                  "/rebalance": ("POST", {"dryrun", "throttle"}),
+                  "/rebalance": ("POST", {"dryrun", "throttle", "brokerid", "topics"}),
                   "/remove_broker": ("POST", {"brokerid", "dryrun", "throttle"}),
                   "/add_broker": ("POST", {"brokerid", "dryrun", "throttle"}),
                   "/fix_rack_violations": ("POST", {"dryrun", "throttle"})}
@@ -712,6 +712,12 @@ class PlannerService:
         throttle = _positive(query["throttle"], "throttle") if "throttle" in query else self.opts.throttle
         if path == "/rebalance":
             mode, kwargs = "rebalance", {}
+            if "brokerid" in query:  # the broker set to balance over (default: every broker)
+                kwargs["broker_list"] = _ids(query["brokerid"])
+            if "topics" in query:
+                kwargs["topics"] = [t for t in query["topics"].split(",") if t]
+                if not kwargs["topics"]:
+                    raise HttpError(400, "topics must name at least one topic")
         elif path == "/fix_rack_violations":
             mode, kwargs = "rebalance", {"fix_racks": True}
         else:
@@ -724,7 +730,7 @@ class PlannerService:
             why = self._conflict()  # before planning: a refused request costs no plan
             if why:
                 raise HttpError(409, why)
-        if path == "/rebalance":
+        if path == "/rebalance" and not kwargs and throttle == self.opts.throttle:
             planned = await self.current_proposal()
         else:
             planned = await self.plan(mode, throttle=throttle, **kwargs)

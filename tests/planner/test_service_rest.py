@@ -206,6 +206,37 @@ def test_model_follows_brokers_and_topics(cluster):
     wait_for(lambda: http(base, "GET", "/state")[1]["model"]["partitions"] == 18, 10, "the topic deleted")
 
 
+def test_kafka_reassign_plans_through_the_service(cluster, capsys):
+    from client import cli
+
+    base, zk = cluster["base"], cluster["zk"]
+    ctl = json.loads(zk.get("/reassignd/controllers/101")[0])
+    bootstrap = f"{ctl['host']}:{ctl['port']}"
+    proposal = http(base, "GET", "/proposals")[1]
+    capsys.readouterr()
+    assert cli.main(["--bootstrap-server", bootstrap, "--rebalance", "--planner", base, "--output", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["plan"]["moves"] == proposal["report"]["moves"] == out["plan"]["lower_bound"]
+    proposed = {(e["topic"], e["partition"]): e["replicas"] for e in proposal["reassignment"]["partitions"]}
+    assert json.dumps(out, sort_keys=True).count('"partition"') >= len(proposed)
+    before = assignment(zk)
+    code = cli.main(["--bootstrap-server", bootstrap, "--decommission-broker", "1", "--dry-run", "--planner", base,
+                     "--output", "json"])
+    out = json.loads(capsys.readouterr().out)
+    assert code == 0 and out["plan"]["moves"] == out["plan"]["lower_bound"] >= sum(1 for r in before.values() if 1 in r)
+    assert assignment(zk) == before  # a dry run
+    # The one-shot planner (no --planner) proposes the same moves.
+    assert cli.main(["--bootstrap-server", bootstrap, "--decommission-broker", "1", "--dry-run", "--output", "json"]) == 0
+    one_shot = json.loads(capsys.readouterr().out)
+    same = ("moves", "lower_bound", "partitions_changed", "fair", "leaders_fair", "waves")
+    assert {k: v for k, v in one_shot.items() if k != "plan"} == {k: v for k, v in out.items() if k != "plan"}
+    assert {k: one_shot["plan"][k] for k in same} == {k: out["plan"][k] for k in same}
+    # The service's refusals keep the CLI's exit codes: an unknown broker is a refused plan.
+    assert cli.main(["--bootstrap-server", bootstrap, "--rebalance", "--broker-list", "1,2,77", "--planner", base]) != 0
+    assert cli.main(["--bootstrap-server", bootstrap, "--rebalance", "--planner", "http://127.0.0.1:1"]) == 4
+    capsys.readouterr()
+
+
 def test_dry_run_changes_nothing_and_execute_runs_the_plan(cluster):
     base, zk = cluster["base"], cluster["zk"]
     before = assignment(zk)
