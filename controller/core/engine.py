@@ -96,8 +96,8 @@ asked for is recorded.
 Flush kinds (controller.core.flush): ``Step.kinds[i]`` says why ``writes[i]`` is written. For
 one partition, in flush order (optional ops in brackets):
 
-    start            [state znode: leader epoch + 1], [create /admin/reassignments/T],
-                     create record, topic znode, [/admin/reassign_partitions: original_replicas]
+    start            [create /admin/reassignments/T], create record, [state znode: leader
+                     epoch + 1], topic znode, [/admin/reassign_partitions: original_replicas]
     override         record (new TRS), [state znode: leader epoch + 1], topic znode
     complete         state znode (TRS leader and ISR)
     finish           topic znode (RS = TRS), delete record, [delete /admin/reassignments/T],

@@ -35,7 +35,7 @@ _VERBS = {Create: "create", SetData: "write", Delete: "delete"}
 # fails the run's coverage check (the shapes changed: update this, the engine's docstring and
 # DESIGN.md 7.2).
 SHAPES: dict[str, tuple[str, ...]] = {
-    flush.START: ("state", "records parent", "record create", "topic", "requests"),
+    flush.START: ("records parent", "record create", "state", "topic", "requests"),
     flush.OVERRIDE: ("record write", "state", "topic"),
     flush.COMPLETE: ("state",),
     flush.FINISH: ("topic", "record delete", "records parent", "requests"),
