@@ -10,8 +10,11 @@ adding broker:
 * ``reassignd_broker_copy_rate_bytes_per_second``: how fast the broker's new replicas grew
   between the last two samples (partitions present in both).
 
-A broker that does not answer is left out of that sample. It runs beside the active loop,
-never inside the engine.
+A broker that does not answer is left out of that sample. The same sampler sets
+``reassignd_throttles_in_force{kind="topic"|"broker"}`` from the KIP-179 removal znodes (the
+throttles set through the admin API or ``--execute --throttle``, which the controller removes
+when their moves end; throttles an operator set by hand are not listed). It runs beside the
+active loop, never inside the engine.
 
     sampler = CopyProgress(metrics, interval=10.0)
     task = asyncio.create_task(sampler.run(active, transport))     # cancelled with the term
@@ -25,6 +28,9 @@ import time
 from collections import defaultdict
 
 from controller.core.task import Phase
+from controller.shell.throttles import read_listed
+from znodes import paths
+from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.controller")
 
@@ -86,9 +92,21 @@ class CopyProgress:
                 await asyncio.sleep(self.interval)
                 if active.state is not None:
                     await self.sample(active.state, transport)
+                await self.sample_throttles(active.store)
         finally:
             self.metrics.bytes_remaining.clear()
             self.metrics.copy_rate.clear()
+            self.metrics.throttled.clear()
+
+    async def sample_throttles(self, store) -> None:
+        try:
+            topics = await read_listed(store, paths.THROTTLED_REPLICAS_REMOVAL)
+            brokers = await read_listed(store, paths.THROTTLED_RATES_REMOVAL)
+        except ZkError as e:  # the active loop handles the session; try again next time
+            log.debug("copy progress: cannot read the throttle removal znodes: %r", e)
+            return
+        self.metrics.throttled.labels("topic").set(len(topics.members))
+        self.metrics.throttled.labels("broker").set(len(brokers.members))
 
     async def sample(self, state, transport) -> None:
         moves = moving(state)

@@ -86,7 +86,13 @@ class Metrics:
             registry=r,
         )
         self.loop_lag = Gauge("reassignd_event_loop_lag_seconds", "latest measured event loop lag", registry=r)
-        # Sampled from the brokers while active (controller.shell.copy_progress).
+        # Sampled while active (controller.shell.copy_progress).
+        self.throttled = Gauge(
+            "reassignd_throttles_in_force",
+            "replication throttles the controller will remove, by kind (topic: throttled replicas, broker: throttled rates), "
+            "as listed in the KIP-179 removal znodes",
+            ["kind"], registry=r,
+        )
         self.bytes_remaining = Gauge(
             "reassignd_broker_bytes_remaining", "bytes the broker's new replicas still have to copy", ["broker"], registry=r
         )

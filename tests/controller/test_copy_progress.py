@@ -38,6 +38,21 @@ def metrics(port: int) -> dict:
     return {(s.name, s.labels.get("broker")): s.value for f in text_string_to_metric_families(text) for s in f.samples}
 
 
+def throttles_in_force(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {s.labels["kind"]: s.value for f in text_string_to_metric_families(text)
+            if f.name == "reassignd_throttles_in_force" for s in f.samples}
+
+
+def ready(port: int) -> bool:
+    try:
+        with urllib.request.urlopen(f"http://127.0.0.1:{port}/readyz", timeout=5) as r:
+            return r.status == 200
+    except OSError:
+        return False
+
+
 def ops_port(log) -> int | None:
     for line in log.read_text().splitlines():
         if "operations port on http://" in line:
@@ -54,7 +69,13 @@ def test_a_slow_move_shows_its_bytes_remaining_and_copy_rate(zk_hosts, tmp_path)
     config = {"ops_listen": "127.0.0.1:0", "copy_progress_interval_s": 0.3}
     with running_cluster(zk_hosts, tmp_path, sim_args=sim, controller_ids=(41,), controller_config=config) as c:
         port = wait_for(lambda: ops_port(c.controller_log(41)), 20, "the operations port")
+        wait_for(lambda: ready(port), 20, "the controller ready")
         c.submit({("slow", 0): [3]})
+        # Once the move runs (so after the election's own KIP-179 removal): throttles to
+        # remove when it ends, listed as the admin API lists them.
+        wait_for(lambda: c.moving("slow", 0), 20, "the move started")
+        c.zk.create("/admin/throttled_replicas_removal", b'{"version":1,"topics":["slow"]}')
+        c.zk.create("/admin/throttled_rates_removal", b'{"version":1,"brokers":[1,3]}')
         m = wait_for(lambda: (lambda m: m if m.get(("reassignd_broker_copy_rate_bytes_per_second", "3"), 0) > 0 else None)(metrics(port)),
                      30, "a copy rate for broker 3")
         left = m[("reassignd_broker_bytes_remaining", "3")]
@@ -62,5 +83,9 @@ def test_a_slow_move_shows_its_bytes_remaining_and_copy_rate(zk_hosts, tmp_path)
         # a rate near the broker's bandwidth (simulated time, so loosely)
         assert 0.2 * 2 * 1024 * 1024 < m[("reassignd_broker_copy_rate_bytes_per_second", "3")] < 5 * 2 * 1024 * 1024
         assert ("reassignd_broker_bytes_remaining", "1") not in m  # only brokers gaining a replica
+        t = throttles_in_force(port)
+        assert t == {"topic": 1, "broker": 2}, t
         wait_for(c.reassignments_done, 60, "the move to complete", interval=0.2)
         wait_for(lambda: ("reassignd_broker_bytes_remaining", "3") not in metrics(port), 10, "the gauge cleared")
+        # the controller removed them with the move (KIP-179): none in force
+        wait_for(lambda: throttles_in_force(port) == {"topic": 0, "broker": 0}, 10, "no throttle in force")
