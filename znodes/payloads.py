@@ -244,9 +244,29 @@ def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, Le
     return out
 
 
-def encode_listener(host: str, port: int) -> bytes:
-    """``/reassignd/controllers/<id>``: where a controller's admin listener is."""
-    return json.dumps({"version": 1, "host": host, "port": port}, separators=(",", ":")).encode()
+def encode_listener(host: str, port: int, endpoints: dict[str, tuple[str, int]] | None = None) -> bytes:
+    """``/reassignd/controllers/<id>``: where a controller's admin listener is; with several
+    listeners, ``"endpoints":["NAME://host:port",...]`` too (Kafka's broker registration form)."""
+    doc: dict = {"version": 1, "host": host, "port": port}
+    if endpoints:
+        doc["endpoints"] = [f"{name}://{h}:{p}" for name, (h, p) in endpoints.items()]
+    return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def listener_endpoints(data: bytes) -> dict[str, tuple[str, int]]:
+    """The named endpoints of a ``/reassignd/controllers/<id>`` payload ({} when it has none;
+    malformed entries are skipped)."""
+    try:
+        items = json.loads(bytes(data).decode("utf-8")).get("endpoints") or []
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        return {}
+    out = {}
+    for item in items if isinstance(items, list) else []:
+        name, sep, rest = str(item).partition("://")
+        host, sep2, port = rest.rpartition(":")
+        if sep and sep2 and port.isdigit():
+            out[name] = (host.strip("[]"), int(port))
+    return out
 
 
 def decode_listener(path: str, data: bytes) -> tuple[str, int]:

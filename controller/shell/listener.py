@@ -265,11 +265,13 @@ class AdminListener:
                     await queue.put(_Close("idle"))
                     return
                 (size,) = struct.unpack(">i", head)
-                limit = self.limits.max_request_bytes
+                limit, low = self.limits.max_request_bytes, MIN_REQUEST_BYTES
                 if conn.session is not None:  # smaller before authentication
                     limit = conn.session.request_bytes_limit(limit)
-                if not MIN_REQUEST_BYTES <= size <= limit:
-                    await queue.put(_Close(f"request size {size} outside [{MIN_REQUEST_BYTES}, {limit}]"))
+                    if conn.session.raw_tokens:  # SaslHandshake v0: a bare SASL token, any size
+                        low = 0
+                if not low <= size <= limit:
+                    await queue.put(_Close(f"request size {size} outside [{low}, {limit}]"))
                     return
                 # Read-ahead bound in bytes: wait for earlier answers before taking this body.
                 while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
@@ -342,6 +344,13 @@ class AdminListener:
     async def respond(self, frame: bytes) -> bytes:
         """The response frame for one request frame; raises DecodeError, EncodeError or
         UnservedRequest when the connection must be closed instead."""
+        session = SESSION.get()
+        if session is not None and session.raw_tokens:
+            # After SaslHandshake v0 the client sends bare SASL tokens, without Kafka headers.
+            answer = await self.handler.raw_token(frame[4:])
+            if answer is None:
+                raise UnservedRequest("SASL authentication failed")
+            return struct.pack(">i", len(answer)) + answer
         try:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as e:

@@ -154,10 +154,11 @@ class Processes:
         assert ready["event"] == "ready", ready
         return ready
 
-    def start_controller(self, zk_hosts: str, cid: int, config: Path) -> subprocess.Popen:
-        """``reassignd controller`` with an admin listener on a free port."""
+    def start_controller(self, zk_hosts: str, cid: int, config: Path, listen: str = "127.0.0.1:0") -> subprocess.Popen:
+        """``reassignd controller`` with an admin listener on a free port (``listen``: its
+        ``--listen``, e.g. ``SECURE://127.0.0.1:0``)."""
         return self.spawn(controller_name(cid), ["controller", "--zookeeper", zk_hosts, "--id", str(cid),
-                                                 "--listen", "127.0.0.1:0", "--config", str(config)])
+                                                 "--listen", listen, "--config", str(config)])
 
     def stop_all(self) -> None:
         for proc in reversed(list(self.running.values())):
@@ -271,7 +272,7 @@ class RunningCluster:
 
 @contextmanager
 def running_cluster(zk_hosts: str, workdir: Path, *, sim_args: list[str], controller_ids: tuple[int, ...],
-                    controller_config: dict | None = None) -> Iterator[RunningCluster]:
+                    controller_config: dict | None = None, listen: str = "127.0.0.1:0") -> Iterator[RunningCluster]:
     """``reassignd sim --zookeeper ZK SIM_ARGS`` and one ``reassignd controller`` per id, all
     sharing ``CONTROLLER_CONFIG`` updated with ``controller_config``; entered once a controller
     is active and every instance has registered its listener."""
@@ -280,7 +281,7 @@ def running_cluster(zk_hosts: str, workdir: Path, *, sim_args: list[str], contro
     with Processes(workdir) as processes, kazoo_client(zk_hosts) as zk:
         sim = processes.start_sim(zk_hosts, sim_args)
         for cid in controller_ids:
-            processes.start_controller(zk_hosts, cid, config)
+            processes.start_controller(zk_hosts, cid, config, listen)
         wait_for(lambda: zk.exists("/controller"), STARTUP_TIMEOUT_S, "an active controller")
         wait_for(lambda: all(zk.exists(f"/reassignd/controllers/{cid}") for cid in controller_ids),
                  STARTUP_TIMEOUT_S, f"{len(controller_ids)} registered controllers")

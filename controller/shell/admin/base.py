@@ -66,6 +66,9 @@ class AdminContext:
         self.config = config
         self.host = host
         self.port = port
+        # controller.shell.authorizer.Authorizer when ACLs are enforced (authorizer.class.name);
+        # None: every request is allowed.
+        self.authorizer = None
 
     @property
     def controller_id(self) -> int:

@@ -27,6 +27,8 @@ which znode), never the request.
 
 from __future__ import annotations
 
+from controller.core import acl
+from controller.shell.listener import SESSION
 from controller.shell.admin.base import AdminContext, Api
 from protocol.describe_configs import (
     BROKER,
@@ -80,8 +82,18 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     plans: list[tuple[str, object]] = []  # ("error", (code, message)) or ("topic"/"broker", ...)
     config_paths: list[str] = []
     topic_paths: list[str] = []
+    authorizer, session = getattr(ctx, "authorizer", None), SESSION.get()
     for r in resources:
         rtype, name = r.get("resource_type"), r.get("resource_name")
+        # With ACLs enforced, Kafka's rule: DESCRIBE_CONFIGS on the topic, or on the cluster for
+        # a broker resource.
+        if authorizer is not None and rtype in (TOPIC, BROKER):
+            on_topic = rtype == TOPIC
+            if not await authorizer.allows(session, acl.DESCRIBE_CONFIGS, acl.TOPIC if on_topic else acl.CLUSTER,
+                                           name if on_topic else acl.CLUSTER_NAME):
+                code = ErrorCode.TOPIC_AUTHORIZATION_FAILED if on_topic else ErrorCode.CLUSTER_AUTHORIZATION_FAILED
+                plans.append(("error", (code, "DESCRIBE_CONFIGS is not allowed")))
+                continue
         if rtype == TOPIC:
             try:
                 paths.validate_topic_name(name)

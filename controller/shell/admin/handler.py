@@ -11,9 +11,13 @@ For one decoded request:
     or version Kafka would refuse, KIP-511).
  2. An API key the table lacks, or a version outside the API's range: None, and the listener
     closes the connection (what a Kafka broker does).
- 3. A controller-only API on a standby: the API's error response with NOT_CONTROLLER, without
+ 3. With an authorizer (``ctx.authorizer``, controller.shell.authorizer): an API that needs an
+    operation on the cluster the connection's principal lacks gets the API's error response
+    with CLUSTER_AUTHORIZATION_FAILED, without calling its handler (Metadata and
+    DescribeConfigs check per topic themselves).
+ 4. A controller-only API on a standby: the API's error response with NOT_CONTROLLER, without
     calling its handler.
- 4. Otherwise the API's handler. An :class:`ApiError` it raises becomes the API's error
+ 5. Otherwise the API's handler. An :class:`ApiError` it raises becomes the API's error
     response with that code; any other failure is logged and becomes the error response with
     UNKNOWN_SERVER_ERROR. The connection stays open either way.
 """
@@ -27,6 +31,7 @@ import re
 import protocol
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.admin.registry import build_table
+from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("reassignd.admin")
@@ -86,6 +91,10 @@ class AdminHandler:
                     "throttle_time_ms": 0}
         api = self.table[key]
         try:
+            authorizer = getattr(self.ctx, "authorizer", None)
+            if authorizer is not None and not await authorizer.allows_api(SESSION.get(), key):
+                return api.error_response(version, body, ErrorCode.CLUSTER_AUTHORIZATION_FAILED,
+                                          f"{api.name} needs its operation on the cluster resource")
             if api.controller_only:
                 self.ctx.require_active()
             return await api.handle(self.ctx, version, body)

@@ -15,7 +15,9 @@ Building the answer, step by step:
  4. Topics (KIP-4): in v0 an empty list means every topic; from v1 null means every topic and
     an empty list none. A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
     an illegal name INVALID_TOPIC_EXCEPTION, a topic asked for by id only (v10+)
-    UNKNOWN_TOPIC_ID. Nothing is auto-created.
+    UNKNOWN_TOPIC_ID. Nothing is auto-created. With ACLs enforced, a topic the principal may
+    not DESCRIBE is left out of an all-topics answer and gets TOPIC_AUTHORIZATION_FAILED when
+    named.
  5. Partitions: replicas from the topic znode, leader, leader epoch and ISR from the partition
     state znode. A leader that is not a registered broker gives LEADER_NOT_AVAILABLE and
     leader -1; ``offline_replicas`` are the replicas that are not registered; v0 clients get
@@ -29,12 +31,14 @@ import json
 import logging
 import uuid
 
+from controller.core import acl
 from controller.shell.admin.base import AdminContext, Api
+from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_controller, decode_listener
+from znodes.payloads import decode_controller, decode_listener, listener_endpoints
 from znodes.reads import children_or_empty, get_many, get_or_none, read_brokers
 from znodes.values import Broker
 
@@ -59,8 +63,9 @@ log = logging.getLogger("reassignd.admin")
 # ---- ZooKeeper reads -------------------------------------------------------------------------
 
 
-async def read_controllers(store: Store) -> dict[int, tuple[str, int]]:
-    """Registered controller instances: id -> (host, port); unreadable entries are skipped."""
+async def read_controllers(store: Store, listener: str | None = None) -> dict[int, tuple[str, int]]:
+    """Registered controller instances: id -> (host, port) (of the named listener when the
+    registration names its listeners and ``listener`` is given); unreadable entries are skipped."""
     names = await children_or_empty(store, CONTROLLERS_PATH)
     ids = []
     for name in names:
@@ -76,6 +81,9 @@ async def read_controllers(store: Store) -> dict[int, tuple[str, int]]:
             out[cid] = decode_listener(f"{CONTROLLERS_PATH}/{cid}", read[0])
         except ZnodeFormatError:
             continue
+        endpoints = listener_endpoints(read[0]) if listener else {}
+        if listener in endpoints:
+            out[cid] = endpoints[listener]
     return out
 
 
@@ -174,8 +182,15 @@ def _topic_uuid(text: str | None) -> uuid.UUID:
 
 async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
     store = ctx.store
-    controllers = await read_controllers(store)
+    # Kafka answers with the addresses of the listener the request came on. The brokers'
+    # registrations are read at their PLAINTEXT endpoint only, so a client on another listener
+    # is not given them (Kafka lists only nodes that have the request's listener).
+    session = SESSION.get()
+    listener = getattr(session, "listener", None)
+    controllers = await read_controllers(store, listener)
     brokers, _ = await read_brokers(store)
+    if listener not in (None, "PLAINTEXT"):
+        brokers = {}
     controller_id = await read_active_controller(store)
     cluster_id = await read_cluster_id(store) if version >= 2 else None
     # Step 1: one id space; a controller entry wins over a broker of the same id.
@@ -196,10 +211,26 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
             if key not in seen:
                 seen.add(key)
                 entries.append(key)
-    valid = [n for n, _ in entries if n is not None and _legal(n)]
+    # DESCRIBE on each topic, when ACLs are enforced: a topic the principal may not describe is
+    # left out of an all-topics answer and answered TOPIC_AUTHORIZATION_FAILED when named (Kafka).
+    denied: set[str] = set()
+    authorizer = getattr(ctx, "authorizer", None)
+    if authorizer is not None:
+        session = SESSION.get()
+        for name, _ in entries:
+            if name is not None and not await authorizer.allows(session, acl.DESCRIBE, acl.TOPIC, name):
+                denied.add(name)
+        if requested is None or (version == 0 and not requested):
+            entries = [e for e in entries if e[0] not in denied]
+    valid = [n for n, _ in entries if n is not None and _legal(n) and n not in denied]
     views = await read_topic_views(store, valid)
     want_ops = bool(body.get("include_topic_authorized_operations"))
-    topics = [_topic(version, name, topic_id, views.get(name), brokers, want_ops) for name, topic_id in entries]
+    topics = [
+        _topic_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, OPERATIONS_OMITTED)
+        if name in denied
+        else _topic(version, name, topic_id, views.get(name), brokers, want_ops)
+        for name, topic_id in entries
+    ]
     return {
         "throttle_time_ms": 0,
         "brokers": [nodes[i] for i in sorted(nodes)],

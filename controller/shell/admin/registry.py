@@ -20,6 +20,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.cancel",
     "controller.shell.admin.kip179",
     "controller.shell.admin.kip455_alter",
+    "controller.shell.admin.acls",
 )
 
 

@@ -15,6 +15,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from controller.core.listeners import Listener
+from controller.shell.authorizer import Authorizer
 from controller.shell.listener import AdminListener, ListenerLimits
 from controller.shell.security.config import SecurityConfig
 from controller.shell.security.session import SecureHandler, read_credentials, session_factory
@@ -30,6 +31,9 @@ def build_listeners(
         return await read_credentials(store, user)
 
     limits = replace(limits, max_connections_per_address=security.max_connections_per_ip)
+    ctx = getattr(handler, "ctx", None)
+    if security.authorizer and ctx is not None:
+        ctx.authorizer = Authorizer(role, super_users=security.super_users, allow_if_no_acl=security.allow_if_no_acl)
     out = []
     for spec in specs:
         protocol = security.protocol_of(spec.name)

@@ -221,7 +221,9 @@ class ScramServer:
             raise ScramError("client-final message has bad base64") from None
         if binding != self._gs2_header:
             raise ScramError("channel binding differs from the gs2 header")
-        if attrs[1][1] != self._nonce:
+        # Kafka's ScramSaslServer checks only that the nonce ENDS with the server's: librdkafka
+        # (2.0) sends its own nonce again in front of it, and Kafka accepts that.
+        if not attrs[1][1].endswith(self._nonce):
             raise ScramError("nonce differs from the one the server sent")
         without_proof = message.decode("utf-8").rsplit(",p=", 1)[0]
         auth_message = f"{self._client_first_bare},{self._server_first},{without_proof}".encode("utf-8")

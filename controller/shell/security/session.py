@@ -46,9 +46,9 @@ API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 # Kafka's SaslServerAuthenticator bound on what an unauthenticated client may send: a SASL
 # token is small, and a stranger must not make the server buffer 100 MiB.
 MAX_UNAUTHENTICATED_REQUEST_BYTES = 512 * 1024
-# SaslHandshake v0 frames the tokens that follow without Kafka headers; every client this
-# project meets uses v1 (SaslAuthenticate), the only version offered here.
-SASL_HANDSHAKE_VERSIONS = (1, 1)
+# SaslHandshake v0: the tokens that follow are bare frames without Kafka headers (the listener
+# hands them to SecureHandler.raw_token); v1: they come as SaslAuthenticate requests (KIP-152).
+SASL_HANDSHAKE_VERSIONS = (0, 1)
 SASL_AUTHENTICATE_VERSIONS = (0, 2)
 
 Credentials = Callable[[str], Awaitable[dict[str, ScramCredential]]]
@@ -71,6 +71,7 @@ class Session:
         self.protocol = protocol
         self.host = host  # the client's address, what ACL hosts match
         self.closing = False  # set: the listener closes the connection after this answer
+        self.raw_tokens = False  # after SaslHandshake v0: bare SASL tokens until authenticated
         self.sasl = (
             SaslServer(security.mechanisms, reauth_ms=security.reauth_ms, nonce=lambda: secrets.token_urlsafe(24))
             if protocol.startswith("SASL_")
@@ -120,6 +121,9 @@ class SecureHandler:
     def ctx(self):  # the daemon fills in the bound address through it
         return getattr(self.inner, "ctx", None)
 
+    def __getattr__(self, name):  # the wrapped handler's other attributes (its API table)
+        return getattr(self.inner, name)
+
     def api_versions(self) -> list[dict]:
         versions = self.inner.api_versions()
         if self._sasl:
@@ -142,7 +146,7 @@ class SecureHandler:
             if not low <= version <= high:
                 return None
             if key == SASL_HANDSHAKE:
-                return await self._handshake(session, body)
+                return await self._handshake(session, body, version)
             return await self._authenticate(session, body)
         if key == API_VERSIONS and (session.authenticated or (sasl is not None and sasl.state == "handshake")):
             answer = await self.inner.handle(header, body)
@@ -171,14 +175,29 @@ class SecureHandler:
         session.closing = True
         await asyncio.sleep(self.security.failed_auth_delay_ms / 1000)
 
-    async def _handshake(self, session: Session, body: dict) -> dict:
+    async def _handshake(self, session: Session, body: dict, version: int) -> dict:
         mechanisms = sorted(self.security.mechanisms)
         try:
+            if version == 0 and session.sasl.state == "authenticated":
+                # KIP-368: re-authentication needs SaslAuthenticate framing (v1+).
+                raise SaslError(ErrorCode.ILLEGAL_SASL_STATE, "Re-authentication needs SaslHandshake v1")
             session.sasl.handshake(body["mechanism"])
         except SaslError as e:
             await self._refuse(session, e)
             return {"error_code": int(e.code), "mechanisms": mechanisms}
+        session.raw_tokens = version == 0
         return {"error_code": 0, "mechanisms": mechanisms}
+
+    async def raw_token(self, token: bytes) -> bytes | None:
+        """One bare SASL token after SaslHandshake v0: the server's token, or None (after the
+        failed-authentication delay) to close the connection, which is all v0 can say."""
+        session: Session = SESSION.get()
+        answer = await self._authenticate(session, {"auth_bytes": token})
+        if answer["error_code"]:
+            return None
+        if session.sasl.state == "authenticated":
+            session.raw_tokens = False
+        return answer["auth_bytes"]
 
     async def _authenticate(self, session: Session, body: dict) -> dict:
         sasl = session.sasl

@@ -1,0 +1,161 @@
+"""The ACL authorizer of the admin API: Kafka's AclAuthorizer over its ZooKeeper layout.
+
+    authorizer = Authorizer(role, super_users={"User:admin"}, allow_if_no_acl=False)
+    if not await authorizer.allows(session, ALTER, CLUSTER, CLUSTER_NAME): ...
+    await authorizer.create([acl]); await authorizer.delete([AclFilter(...)])
+
+ACLs are read from ZooKeeper (znodes.acls) through the instance's current session and kept in
+memory; before they are used, at most every :data:`REFRESH_S`, the change-notification
+parents are looked at (one multiRead) and everything is re-read when a notification arrived,
+so ACLs written by another controller instance or by Kafka's tooling apply within that bound.
+This instance's own writes apply at once.
+
+Which operation each API needs is :data:`API_OPERATIONS` (Kafka's mapping for the APIs it
+shares; the KIP APIs change or read the cluster's assignment as AlterPartitionReassignments
+and ListPartitionReassignments do). Metadata and DescribeConfigs check per topic in their
+handlers.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+
+from controller.core.acl import (
+    ALTER,
+    CLUSTER,
+    CLUSTER_NAME,
+    DESCRIBE,
+    OPERATION_NAMES,
+    PATTERN_NAMES,
+    RESOURCE_NAMES,
+    Acl,
+    AclFilter,
+    AclRules,
+    Resource,
+)
+from controller.shell.security.principal import ANONYMOUS
+from znodes import acls as zacls
+
+log = logging.getLogger("reassignd.authorizer")
+
+# How stale ACLs written elsewhere may be when a request is authorized (one ZooKeeper read per
+# interval at most, however many requests arrive).
+REFRESH_S = 1.0
+
+# api key -> (operation, resource type) on the cluster resource.
+API_OPERATIONS: dict[int, tuple[int, int]] = {
+    10000: (ALTER, CLUSTER),  # ReassignPartitions (KIP-179)
+    45: (ALTER, CLUSTER),  # AlterPartitionReassignments
+    10001: (ALTER, CLUSTER),  # AlterInterbrokerThrottledRates
+    10002: (ALTER, CLUSTER),  # AlterInterbrokerThrottledReplicas
+    10005: (ALTER, CLUSTER),  # CancelReassignments (KIP-236)
+    10003: (DESCRIBE, CLUSTER),  # ListReassignments (KIP-240)
+    10004: (DESCRIBE, CLUSTER),  # DescribeReassignments (KIP-240)
+    46: (DESCRIBE, CLUSTER),  # ListPartitionReassignments
+    29: (DESCRIBE, CLUSTER),  # DescribeAcls
+    30: (ALTER, CLUSTER),  # CreateAcls
+    31: (ALTER, CLUSTER),  # DeleteAcls
+    50: (DESCRIBE, CLUSTER),  # DescribeUserScramCredentials
+    51: (ALTER, CLUSTER),  # AlterUserScramCredentials
+}
+
+_TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}
+_OPERATION_CODES = {name.lower(): code for code, name in OPERATION_NAMES.items()}
+_PERMISSION_CODES = {"allow": 3, "deny": 2}
+_PATTERN_CODES = {name: code for code, name in PATTERN_NAMES.items()}
+
+
+def entry_acl(resource: Resource, e: dict) -> Acl | None:
+    """One ZooKeeper entry as an Acl (names compared without case, as Kafka's fromString)."""
+    operation = _OPERATION_CODES.get(e["operation"].lower())
+    permission = _PERMISSION_CODES.get(e["permissionType"].lower())
+    if operation is None or permission is None:
+        return None
+    return Acl(resource, e["principal"], e["host"], operation, permission)
+
+
+def from_znodes(znodes) -> list[Acl]:
+    out = []
+    for z in znodes:
+        resource = Resource(_TYPE_CODES[z.type], z.name, _PATTERN_CODES[z.pattern])
+        for e in z.entries:
+            acl = entry_acl(resource, e)
+            if acl is None:
+                log.warning("ACL on %s %s ignored: %r", z.type, z.name, e)
+            else:
+                out.append(acl)
+    return out
+
+
+def to_entry(acl: Acl) -> dict:
+    return {"principal": acl.principal, "permissionType": "Allow" if acl.permission == 3 else "Deny",
+            "operation": OPERATION_NAMES[acl.operation], "host": acl.host}
+
+
+def who(session) -> tuple[str | None, str]:
+    """(principal, host) of a request's connection (anonymous when it has no session)."""
+    if session is None:
+        return ANONYMOUS, ""
+    return session.current_principal(), session.host
+
+
+class Authorizer:
+    def __init__(self, role, *, super_users=frozenset(), allow_if_no_acl: bool = False):
+        self.role = role
+        self.super_users = frozenset(super_users)
+        self.allow_if_no_acl = allow_if_no_acl
+        self._rules: AclRules | None = None
+        self._marker: tuple | None = None
+        self._checked = 0.0
+        self._store = None
+
+    async def rules(self) -> AclRules:
+        store = self.role.store
+        if store is None:
+            raise ConnectionError("no ZooKeeper session: ACLs cannot be read")
+        now = time.monotonic()
+        if self._rules is not None and store is self._store and now - self._checked < REFRESH_S:
+            return self._rules
+        marker = await zacls.change_marker(store)
+        if self._rules is None or store is not self._store or marker != self._marker:
+            self._rules = AclRules(from_znodes(await zacls.read_all(store)), super_users=self.super_users,
+                                   allow_if_no_acl=self.allow_if_no_acl)
+            self._marker, self._store = marker, store
+        self._checked = now
+        return self._rules
+
+    async def allows(self, session, operation: int, resource_type: int, name: str) -> bool:
+        principal, host = who(session)
+        if principal in self.super_users:
+            return True
+        return (await self.rules()).allows(principal, host, operation, resource_type, name)
+
+    async def allows_api(self, session, api_key: int) -> bool:
+        need = API_OPERATIONS.get(api_key)
+        return need is None or await self.allows(session, need[0], need[1], CLUSTER_NAME)
+
+    async def describe(self, f: AclFilter) -> list[Acl]:
+        return sorted(a for a in (await self.rules()).acls if f.matches(a))
+
+    async def create(self, acl: Acl) -> None:
+        store = self.role.store
+        entry = to_entry(acl)
+        r = acl.resource
+        await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name,
+                           lambda entries: None if entry in entries else entries + [entry])
+        self._rules = None  # our own write applies at once
+
+    async def delete(self, f: AclFilter) -> list[Acl]:
+        """Delete every ACL matching ``f``; the ones deleted."""
+        store = self.role.store
+        doomed = await self.describe(f)
+        gone = set(doomed)
+        for r in sorted({acl.resource for acl in doomed}):
+            def drop(old, r=r):
+                kept = [e for e in old if entry_acl(r, e) not in gone]
+                return kept if len(kept) < len(old) else None
+
+            await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name, drop)
+        self._rules = None
+        return doomed

@@ -1,0 +1,210 @@
+"""Security end to end: two ``reassignd controller`` processes whose listener speaks SASL_SSL
+(SCRAM-SHA-512, certificates made at test time) with the ACL authorizer on, simulated brokers,
+real ZooKeeper; kafka-python's ``KafkaAdminClient`` and ``kcat`` as the clients, unchanged.
+
+- Users are made with ``reassignd users add`` (Kafka's /config/users format).
+- The super user creates ACLs with CreateAcls; DescribeAcls reads them back, also after the
+  active controller is killed and the other takes over.
+- alice (ALTER and DESCRIBE on the cluster) lists and alters reassignments; bob (no ACL) gets
+  CLUSTER_AUTHORIZATION_FAILED (31) and the cluster is unchanged.
+- A wrong password, an unknown mechanism, an untrusted certificate and no authentication at
+  all each get Kafka's error and change nothing.
+
+The listener is ``SECURE://127.0.0.1:0``, mapped to SASL_SSL by ``listener.security.protocol.map``;
+Metadata on it lists the controllers at that listener and not the simulated brokers, whose only
+listener is PLAINTEXT (Kafka lists the nodes that have the request's listener).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import os
+import subprocess
+import sys
+
+import pytest
+
+from tests.e2e.processes import REPO, running_cluster, wait_for
+from tests.security.certs import make_pki
+
+pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(180)]
+
+CONTROLLER_IDS = (101, 102)
+SIM_ARGS = ["--brokers", "3", "--topics", "orders:2:2:64MiB", "--bandwidth", "1KiB", "--produce-rate", "0"]
+PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
+
+
+def add_user(zk_hosts: str, user: str, password: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "reassignd", "users", "add", "--zookeeper", zk_hosts, "--user", user,
+                          "--mechanism", "SCRAM-SHA-512"], cwd=REPO, capture_output=True, text=True, timeout=60,
+                         env={**os.environ, "REASSIGND_USER_PASSWORD": password})
+    assert out.returncode == 0, out.stderr
+
+
+@pytest.fixture
+def secured(zk_hosts, tmp_path):
+    pki = make_pki(tmp_path / "pki")
+    for user, password in PASSWORDS.items():
+        add_user(zk_hosts, user, password)
+    props = tmp_path / "server.properties"
+    props.write_text(
+        "listener.security.protocol.map=SECURE:SASL_SSL\n"
+        "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
+        f"ssl.keystore.location={pki.server}\n"
+        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
+        "super.users=User:admin\n"
+        "connection.failed.authentication.delay.ms=100\n"
+    )
+    with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS,
+                         controller_config={"security_config": str(props)}, listen="SECURE://127.0.0.1:0") as c:
+        yield c, pki
+
+
+def admin_client(c, pki, user, password=None, **overrides):
+    from kafka import KafkaAdminClient
+
+    active = c.active_controller()
+    config = dict(bootstrap_servers=c.listeners[active], client_id=f"e2e-{user}", request_timeout_ms=20000,
+                  security_protocol="SASL_SSL", sasl_mechanism="SCRAM-SHA-512", sasl_plain_username=user,
+                  sasl_plain_password=password or PASSWORDS[user], ssl_cafile=str(pki.ca), ssl_check_hostname=False)
+    config.update(overrides)
+    return KafkaAdminClient(**config)
+
+
+def kcat(c, pki, user, password, mechanism="SCRAM-SHA-512", protocol="SASL_SSL", ca=None, wait_s=10):
+    return subprocess.run(["kcat", "-L", "-J", "-b", c.listeners[c.active_controller()], "-m", str(wait_s),
+                           "-X", f"security.protocol={protocol}", "-X", f"sasl.mechanisms={mechanism}",
+                           "-X", f"sasl.username={user}", "-X", f"sasl.password={password}",
+                           "-X", f"ssl.ca.location={ca or pki.ca}", "-X", "ssl.endpoint.identification.algorithm=none"],
+                          capture_output=True, text=True, timeout=60)
+
+
+def test_acls_gate_reassignments_over_sasl_ssl(secured):
+    from kafka import TopicPartition
+    from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
+    from kafka.admin import ACLResourcePatternType as Pattern
+    from kafka.errors import ClusterAuthorizationFailedError
+
+    c, pki = secured
+    cluster = ResourcePattern(ResourceType.CLUSTER, "kafka-cluster", Pattern.LITERAL)
+    granted = [ACL("User:alice", "*", op, ACLPermissionType.ALLOW, cluster)
+               for op in (ACLOperation.ALTER, ACLOperation.DESCRIBE)]
+    everything = ACLFilter(None, None, ACLOperation.ANY, ACLPermissionType.ANY,
+                           ResourcePattern.__new__(ResourcePattern))
+    everything.resource_pattern.resource_type, everything.resource_pattern.resource_name = ResourceType.ANY, None
+    everything.resource_pattern.pattern_type = Pattern.ANY
+
+    admin = admin_client(c, pki, "admin")
+    try:
+        assert admin.create_acls(granted)["failed"] == []
+        acls, _ = admin.describe_acls(everything)
+        assert {(a.principal, a.operation) for a in acls} == {("User:alice", ACLOperation.ALTER),
+                                                              ("User:alice", ACLOperation.DESCRIBE)}
+    finally:
+        admin.close()
+    # Kafka's layout in ZooKeeper, as kafka-acls.sh would have written it.
+    doc = json.loads(c.zk.get("/kafka-acl/Cluster/kafka-cluster")[0])
+    assert sorted(e["operation"] for e in doc["acls"]) == ["Alter", "Describe"]
+    assert c.zk.get_children("/kafka-acl-changes")
+
+    topic = json.loads(c.zk.get("/brokers/topics/orders")[0])["partitions"]
+    current = topic["0"]
+    target = [b for b in (1, 2, 3) if b not in current][:1] + current[:1]
+    tp0 = TopicPartition("orders", 0)
+
+    bob = admin_client(c, pki, "bob")
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.alter_partition_reassignments({tp0: target})
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.list_partition_reassignments()
+    finally:
+        bob.close()
+    assert c.zk.exists("/admin/reassignments/orders/0") is None  # nothing changed
+    assert json.loads(c.zk.get("/brokers/topics/orders")[0])["partitions"] == topic
+
+    alice = admin_client(c, pki, "alice")
+    try:
+        assert alice.alter_partition_reassignments({tp0: target}) == {tp0: None}
+        wait_for(lambda: alice.list_partition_reassignments().get(tp0), 30, "alice's move to be listed")
+        assert alice.alter_partition_reassignments({tp0: None}) == {tp0: None}  # cancel (KIP-455)
+        wait_for(lambda: alice.list_partition_reassignments() == {}, 30, "the cancel to finish")
+    finally:
+        alice.close()
+
+    # Failover: the ACLs are in ZooKeeper, so the other instance enforces and describes them.
+    killed = c.active_controller()
+    c.kill_controller(killed)
+    wait_for(lambda: c.new_active_controller(killed), 30, "a new active controller")
+    admin = admin_client(c, pki, "admin")
+    try:
+        acls, _ = admin.describe_acls(everything)
+        assert len(acls) == 2
+    finally:
+        admin.close()
+    bob = admin_client(c, pki, "bob")
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):
+            bob.alter_partition_reassignments({tp0: target})
+    finally:
+        bob.close()
+
+
+def test_refused_logins_change_nothing(secured):
+    c, pki = secured
+    before = c.zk.get_children("/admin")
+    # kcat: the right user lists metadata; a wrong password and an unknown mechanism fail.
+    ok = kcat(c, pki, "alice", PASSWORDS["alice"])
+    assert ok.returncode == 0, ok.stderr
+    assert {b["id"] for b in json.loads(ok.stdout)["brokers"]} == set(CONTROLLER_IDS)
+    wrong = kcat(c, pki, "alice", "nope", wait_s=3)
+    assert wrong.returncode != 0 and "SASL authentication error" in wrong.stderr + wrong.stdout, wrong.stderr
+    mech = kcat(c, pki, "alice", PASSWORDS["alice"], mechanism="SCRAM-SHA-256", wait_s=3)
+    assert mech.returncode != 0 and "mechanism" in (mech.stderr + mech.stdout).lower(), mech.stderr
+    untrusted = kcat(c, pki, "alice", PASSWORDS["alice"], ca=pki.rogue_ca, wait_s=3)
+    assert untrusted.returncode != 0 and "certificate verify failed" in untrusted.stderr + untrusted.stdout
+    unauthenticated = kcat(c, pki, "alice", "x", protocol="SSL", wait_s=3)  # TLS but no SASL: closed unanswered
+    assert unauthenticated.returncode != 0
+
+    # aiokafka's connection: Kafka's error types (kafka-python's admin client would only say it
+    # could not bootstrap, after its timeout).
+    asyncio.run(_aiokafka_refusals(c, pki))
+    assert c.zk.get_children("/admin") == before
+
+
+async def _aiokafka_refusals(c, pki) -> None:
+    import ssl
+
+    from aiokafka.conn import create_conn
+    from aiokafka.errors import KafkaConnectionError, SaslAuthenticationFailed, UnsupportedSaslMechanismError
+
+    host, port = c.listeners[c.active_controller()].rsplit(":", 1)
+    trusted = ssl.create_default_context(cafile=str(pki.ca))
+    trusted.check_hostname = False
+    rogue = ssl.create_default_context(cafile=str(pki.rogue_ca))
+    rogue.check_hostname = False
+
+    async def login(ctx, mechanism="SCRAM-SHA-512", password=PASSWORDS["alice"], protocol="SASL_SSL"):
+        conn = await create_conn(host, int(port), ssl_context=ctx, security_protocol=protocol,
+                                 sasl_mechanism=mechanism, sasl_plain_username="alice", sasl_plain_password=password,
+                                 request_timeout_ms=10000)
+        conn.close()
+
+    await login(trusted)  # the right password works
+    with pytest.raises(SaslAuthenticationFailed):  # 58
+        await login(trusted, password="nope")
+    with pytest.raises(UnsupportedSaslMechanismError):  # 33
+        await login(trusted, mechanism="PLAIN")
+    with pytest.raises((ssl.SSLError, KafkaConnectionError)):
+        await login(rogue)
+    # TLS without SASL: ApiVersions is answered (as Kafka does before the handshake), anything
+    # else closes the connection unanswered.
+    from aiokafka.protocol.metadata import MetadataRequest
+
+    conn = await create_conn(host, int(port), ssl_context=trusted, security_protocol="SSL", request_timeout_ms=10000)
+    try:
+        with pytest.raises(KafkaConnectionError):
+            await conn.send(MetadataRequest([]))
+    finally:
+        conn.close()
