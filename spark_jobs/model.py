@@ -44,6 +44,9 @@ class ClusterModel:
         self.changed_at: float | None = None
         self.source: str | None = None
         self._entries: dict[str, dict] = {}  # topic -> its cached snapshot entry
+        # Whole-cluster views (holders, moving partitions, counts) for one version: a million
+        # partitions take a second to scan, and /state asks for them on every request.
+        self._derived: tuple[int, dict] | None = None
 
     # ---- applying reads -------------------------------------------------------------------
 
@@ -136,18 +139,36 @@ class ClusterModel:
 
     # ---- views ----------------------------------------------------------------------------
 
+    def _views(self) -> dict:
+        if self._derived is not None and self._derived[0] == self.version:
+            return self._derived[1]
+        holders: set[int] = set()
+        moving: list[tuple[str, int]] = []
+        counts: dict[int, int] = {}
+        n = 0
+        for t, parts in self.topics.items():
+            n += len(parts)
+            for p, a in parts.items():
+                holders.update(a.replicas)
+                if a.moving:
+                    moving.append((t, p))
+                for r in a.replicas:
+                    if r not in a.removing:
+                        counts[r] = counts.get(r, 0) + 1
+        views = {"holders": holders, "moving": moving, "counts": counts, "partitions": n}
+        self._derived = (self.version, views)
+        return views
+
     @property
     def n_partitions(self) -> int:
-        return sum(len(a) for a in self.topics.values())
+        return self._views()["partitions"]
 
     def moving_partitions(self) -> list[tuple[str, int]]:
         """Partitions whose topic znode lists adding or removing replicas (Kafka 2.4+)."""
-        return [(t, p) for t, parts in self.topics.items() for p, a in parts.items() if a.moving]
+        return list(self._views()["moving"])
 
     def reassignment_running(self) -> bool:
-        return self.request_pending or self.records > 0 or any(
-            a.moving for parts in self.topics.values() for a in parts.values()
-        )
+        return self.request_pending or self.records > 0 or bool(self._views()["moving"])
 
     def reached(self, targets: dict[tuple[str, int], list[int]]) -> bool:
         """Every partition of ``targets`` holds exactly its target replicas, not moving."""
@@ -159,8 +180,7 @@ class ClusterModel:
 
     def gone_holders(self) -> list[int]:
         """Brokers that hold replicas but are not registered."""
-        holders = {b for parts in self.topics.values() for a in parts.values() for b in a.replicas}
-        return sorted(holders - set(self.brokers))
+        return sorted(self._views()["holders"] - set(self.brokers))
 
     def _entry(self, name: str) -> dict:
         entry = self._entries.get(name)
@@ -193,11 +213,9 @@ class ClusterModel:
             for b, r in self.brokers.items()
         }
         topics = [self._entry(t) for t in sorted(self.topics)]
-        for t in topics:
-            for p in t["partitions"]:
-                for r in p["replicas"]:
-                    if r not in brokers:
-                        brokers[r] = {"id": r, "host": None, "port": None, "rack": None, "alive": False}
+        for r in self._views()["holders"]:
+            if r not in brokers:
+                brokers[r] = {"id": r, "host": None, "port": None, "rack": None, "alive": False}
         return {
             "version": SNAPSHOT_VERSION,
             "cluster": {"source": self.source, "taken_at_ms": taken_at_ms, "warnings": list(self.size_warnings)},
@@ -241,13 +259,9 @@ class ClusterModel:
         (R = replicas // registered brokers): the KIP-6 goal the planner keeps."""
         if not self.brokers:
             return True
-        cnt = {b: 0 for b in self.brokers}
-        for parts in self.topics.values():
-            for a in parts.values():
-                for r in a.replicas:
-                    if r not in a.removing:
-                        if r not in cnt:
-                            return False
-                        cnt[r] += 1
+        counts = self._views()["counts"]
+        if any(b not in self.brokers for b, c in counts.items() if c):
+            return False
+        cnt = {b: counts.get(b, 0) for b in self.brokers}
         low = sum(cnt.values()) // len(cnt)
         return all(c in (low, low + 1) for c in cnt.values())

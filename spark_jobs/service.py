@@ -62,6 +62,10 @@ DEFAULT_SPARK_MIN_PARTITIONS = 20_000
 # one model change: the cached proposal is recomputed once the burst has settled this long.
 PROPOSAL_DEBOUNCE_S = 0.2
 STATE_READ_CHUNK = 2000
+# Above this many partitions, partition states are read in bulk (multiRead) when their topic
+# changes and at every sizes poll instead of each carrying a watch: a million watches cost a
+# million round trips at every resync, and a plan reads no leader or ISR (only sizes use them).
+DEFAULT_STATE_WATCH_LIMIT = 100_000
 RECONNECT_MAX_S = 5.0
 HISTORY = 20
 
@@ -76,8 +80,11 @@ def _now_ms() -> int:
 class ZkFeed:
     """Keeps a :class:`ClusterModel` current from ZooKeeper watches; reconnects forever."""
 
-    def __init__(self, hosts: str, m: cluster_model.ClusterModel, on_change, session_timeout: float = 10.0):
+    def __init__(self, hosts: str, m: cluster_model.ClusterModel, on_change, session_timeout: float = 10.0,
+                 state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT):
         self.hosts = hosts
+        self.state_watch_limit = state_watch_limit
+        self.bulk_states = False
         self.model = m
         self.on_change = on_change
         self.session_timeout = session_timeout
@@ -160,8 +167,12 @@ class ZkFeed:
         names = await self._read_topic_list()
         for t in set(self.model.topics) - set(names):
             self.model.set_topic(t, None, time.time())
+        self._known_topics = set()
+        fresh: list[tuple[str, list[int]]] = []
         for i in range(0, len(names), 200):
-            await asyncio.gather(*(self._read_topic(t) for t in names[i : i + 200]))
+            fresh += await asyncio.gather(*(self._read_topic(t, states=False) for t in names[i : i + 200]))
+        self.bulk_states = self.model.n_partitions > self.state_watch_limit
+        await self._read_states([(t, p) for t, ps in fresh for p in ps])
         await self._read_admin(paths.REASSIGN_PARTITIONS)
         await self._read_admin(paths.REASSIGNMENTS)
         now = time.time()
@@ -199,7 +210,9 @@ class ZkFeed:
                 log.warning("ignoring topic %r: %s", n, e)
         return good
 
-    async def _read_topic(self, name: str) -> None:
+    async def _read_topic(self, name: str, states: bool = True) -> tuple[str, list[int]]:
+        """Read (and watch) a topic znode; its new partitions' states too unless ``states`` is
+        false, in which case they are returned for the caller to read."""
         from znodes import paths
         from znodes.errors import ZnodeFormatError
         from znodes.payloads import decode_topic
@@ -211,24 +224,52 @@ class ZkFeed:
             await self.store.exists(path, watch=True)
             if self.model.set_topic(name, None, time.time()):
                 self.on_change()
-            return
+            return name, []
         try:
             parts = decode_topic(path, read[0])
         except ZnodeFormatError as e:
             log.warning("ignoring %s: %s", path, e)
-            return
+            return name, []
         old = self.model.topics.get(name, {})
         changed = self.model.set_topic(name, parts, time.time())
         new_parts = [p for p in parts if p not in old or name not in self._known_topics]
         self._known_topics.add(name)
-        await self._read_states(name, new_parts)
+        if states:
+            await self._read_states([(name, p) for p in new_parts])
         if changed:
             self.on_change()
+        return name, new_parts
 
-    async def _read_states(self, topic: str, partitions: list[int]) -> None:
-        for i in range(0, len(partitions), STATE_READ_CHUNK):
-            chunk = partitions[i : i + STATE_READ_CHUNK]
-            await asyncio.gather(*(self._read_state(topic, p) for p in chunk))
+    async def _read_states(self, keys: list[tuple[str, int]]) -> None:
+        if self.bulk_states:
+            await self.read_states_bulk(keys)
+            return
+        for i in range(0, len(keys), STATE_READ_CHUNK):
+            await asyncio.gather(*(self._read_state(t, p) for t, p in keys[i : i + STATE_READ_CHUNK]))
+
+    async def read_states_bulk(self, keys: list[tuple[str, int]] | None = None) -> None:
+        """Read partition states without watches (multiRead); all of them when ``keys`` is None."""
+        from znodes import paths
+        from znodes.errors import ZnodeFormatError
+        from znodes.payloads import decode_state
+        from znodes.reads import get_many
+
+        if keys is None:
+            keys = [(t, p) for t, parts in list(self.model.topics.items()) for p in parts]
+        changed = False
+        for i in range(0, len(keys), 50_000):
+            chunk = keys[i : i + 50_000]
+            reads = await get_many(self.store, [paths.partition_state(t, p) for t, p in chunk])
+            for (t, p), read in zip(chunk, reads):
+                state = None
+                if read is not None:
+                    try:
+                        state = decode_state(paths.partition_state(t, p), read[0], read[1].version)
+                    except ZnodeFormatError as e:
+                        log.warning("ignoring the state of %s-%d: %s", t, p, e)
+                changed |= self.model.set_state(t, p, state, time.time())
+        if changed:
+            self.on_change()
 
     async def _read_state(self, topic: str, partition: int) -> None:
         from znodes import paths
@@ -296,7 +337,7 @@ class ZkFeed:
         for t in sorted(topics):
             await self._read_topic(t)
         for t, p in sorted(states):
-            if t not in topics:
+            if t not in topics and not self.bulk_states:
                 await self._read_state(t, p)
         for path in sorted(admin):
             await self._read_admin(path)
@@ -394,6 +435,7 @@ class Options:
     max_out: int = batching.DEFAULT_MAX_OUT
     wave_poll_s: float = 1.0
     session_timeout_s: float = 10.0
+    state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
 
 
 class PlannerService:
@@ -402,7 +444,8 @@ class PlannerService:
         self.model = cluster_model.ClusterModel()
         self.model.source = opts.zookeeper
         self.changed = asyncio.Event()
-        self.feed = ZkFeed(opts.zookeeper, self.model, self.changed.set, opts.session_timeout_s)
+        self.feed = ZkFeed(opts.zookeeper, self.model, self.changed.set, opts.session_timeout_s,
+                           opts.state_watch_limit)
         # Spark's calls run on this one thread: the event loop (and the API) never waits on Spark.
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="planner")
         self.spark = None
@@ -427,8 +470,7 @@ class PlannerService:
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self.feed.run(), name="zk-feed"),
                        loop.create_task(self._proposals(), name="proposals")]
-        if self.opts.sizes:
-            self._tasks.append(loop.create_task(self._poll_sizes(), name="sizes"))
+        self._tasks.append(loop.create_task(self._poll_sizes(), name="sizes"))
         if self.opts.self_healing:
             self._tasks.append(loop.create_task(self._self_heal(), name="self-healing"))
         if self.opts.master:
@@ -545,7 +587,12 @@ class PlannerService:
         from spark_jobs.logdirs import query_sizes
 
         while True:
-            if self.feed.ready:
+            if self.feed.ready and self.feed.bulk_states and self.feed.connected:
+                try:
+                    await self.feed.read_states_bulk()
+                except Exception as e:  # noqa: BLE001 - the next poll tries again
+                    log.warning("bulk state read failed: %s", e)
+            if self.feed.ready and self.opts.sizes:
                 endpoints = {b: (r.host, r.port) for b, r in self.model.brokers.items() if r.port >= 0}
                 try:
                     sizes, warnings = await query_sizes(endpoints, timeout=min(10.0, self.opts.sizes_interval_s))
@@ -666,7 +713,7 @@ class PlannerService:
                 "last_error": f.last_error, "brokers": sorted(m.brokers), "topics": len(m.topics),
                 "partitions": m.n_partitions, "gone_brokers_with_replicas": m.gone_holders(),
                 "reassignment_running": m.reassignment_running(), "counts_fair": m.counts_fair(),
-                "sizes": self.sizes_state,
+                "sizes": self.sizes_state, "states_in_bulk": f.bulk_states,
             },
             "proposal": proposal,
             "execution": ex,
@@ -827,6 +874,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--sizes-interval", type=_pos_float, default=30.0, metavar="S",
                    help="seconds between DescribeLogDirs polls (default 30)")
     p.add_argument("--no-sizes", action="store_true", help="do not poll replica sizes")
+    p.add_argument("--state-watch-limit", type=int, default=DEFAULT_STATE_WATCH_LIMIT, metavar="N",
+                   help="above N partitions, read partition states in bulk at each poll instead of "
+                        f"watching each (default {DEFAULT_STATE_WATCH_LIMIT})")
     p.add_argument("--throttle", type=_pos_int, metavar="BYTES_PER_S", help="throttle for executed plans")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="controller admin listener "
                    "(default: the instances registered under /reassignd/controllers)")
@@ -868,6 +918,7 @@ def main(argv: list[str] | None = None) -> int:
         self_healing=args.self_healing, broker_failure_grace_s=args.broker_failure_grace,
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
         max_in=args.max_in, max_out=args.max_out, session_timeout_s=args.session_timeout,
+        state_watch_limit=args.state_watch_limit,
     )
     return asyncio.run(_serve(opts))
 
