@@ -185,6 +185,7 @@ class LocalZooKeeper:
         stop_with_parent: bool = False,
         heap_mb: int = 256,
         java: str | None = None,
+        require_auth: bool = False,
     ):
         if ensemble not in (1, 3):
             raise LauncherError(f"ensemble must be 1 or 3 servers, not {ensemble}")
@@ -200,6 +201,9 @@ class LocalZooKeeper:
         self.fsync = fsync
         self.stop_with_parent = stop_with_parent
         self.heap_mb = heap_mb
+        # ZooKeeper 3.7+'s enforce.auth: a session that has not authenticated (digest) may do
+        # nothing, so tests run the secured path for real.
+        self.require_auth = require_auth
         self.java = java or shutil.which("java") or "/usr/bin/java"
         self.members: list[Member] = []
         self._procs: dict[int, subprocess.Popen] = {}
@@ -363,6 +367,8 @@ class LocalZooKeeper:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.require_auth:
+            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=digest"]
         if self.ensemble > 1:
             lines += [f"initLimit={INIT_LIMIT_TICKS}", f"syncLimit={SYNC_LIMIT_TICKS}"]
             for peer in self.members:
@@ -575,6 +581,13 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--host", default="127.0.0.1", help="address to bind (loopback by default)")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds to wait for the server to serve")
     start.add_argument("--foreground", action="store_true", help="stay attached; stop on SIGINT/SIGTERM")
+    start.add_argument("--require-auth", action="store_true",
+                       help="sessions must authenticate (digest) before doing anything (ZooKeeper's enforce.auth)")
+    acls = sub.add_parser("secure-acls", help="set Kafka's secure ACLs on every znode (zookeeper-security-migration)")
+    acls.add_argument("--zookeeper", required=True, help="connect string HOST:PORT[/chroot]")
+    acls.add_argument("--zk-config", required=True, metavar="FILE",
+                      help="properties with zookeeper.auth.digest (the identity the ACLs grant) and TLS keys")
+    acls.add_argument("--unsecure", action="store_true", help="set world-writable ACLs back (--zookeeper.acl unsecure)")
     for name, text in (("stop", "stop the ZooKeeper started from DATA_DIR"), ("status", "report whether it runs")):
         sp = sub.add_parser(name, help=text)
         sp.add_argument("--data-dir", default=DEFAULT_DATA_DIR)
@@ -593,6 +606,19 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if args.command == "start":
             return _start(args)
+        if args.command == "secure-acls":
+            from znodes.security import ZkSecurity, migrate
+
+            try:
+                count = migrate(args.zookeeper, ZkSecurity.from_file(args.zk_config), secure=not args.unsecure)
+            except (ValueError, OSError) as e:
+                print(f"reassignd zk secure-acls: {e}", file=sys.stderr)
+                return 2
+            except Exception as e:  # kazoo's: no auth, connection lost, timeout
+                print(f"reassignd zk secure-acls: ZooKeeper: {e!r}", file=sys.stderr)
+                return 1
+            print(f"{'secure' if not args.unsecure else 'open'} ACLs set on {count} znodes")
+            return 0
         if args.command == "stop":
             zk = LocalZooKeeper(data_dir=args.data_dir)
             if zk.stop():
@@ -624,7 +650,8 @@ def _start(args) -> int:
         handler = lambda signum, frame: stop.append(signum)  # noqa: E731
         signal.signal(signal.SIGTERM, handler)
         signal.signal(signal.SIGINT, handler)
-    zk = LocalZooKeeper(port=args.port, data_dir=args.data_dir, ensemble=args.ensemble, host=args.host)
+    zk = LocalZooKeeper(port=args.port, data_dir=args.data_dir, ensemble=args.ensemble, host=args.host,
+                        require_auth=args.require_auth)
     zk.start(timeout=args.timeout)
     print(f"ZooKeeper serving on {zk.connect_string} (data and log in {zk.data_dir})", flush=True)
     if not args.foreground:

@@ -189,7 +189,7 @@ class KazooStore:
         self._client = client
         self._loop = loop
         # ZooKeeper ACLs of a znode this store creates, by its path (chroot-relative); None:
-        # world-writable (OPEN_ACL_UNSAFE). controller.shell.security.zk builds Kafka's.
+        # world-writable (OPEN_ACL_UNSAFE). znodes.security builds Kafka's.
         self._acl_for = acl_for
         self.events: asyncio.Queue = asyncio.Queue()
         self._client_id = client.client_id
@@ -559,7 +559,7 @@ async def connect(
     ``timeout`` bounds the wait for the first connection (ConnectionLossError after it);
     ``session_timeout`` is requested from the server, which clamps it to its min/max.
     ``client_options`` go to KazooClient as they are (``auth_data``, ``use_ssl``, ``ca``,
-    ``certfile``, ``keyfile``: controller.shell.security.zk builds them); ``acl_for(path)``
+    ``certfile``, ``keyfile``: znodes.security builds them); ``acl_for(path)``
     gives the ACL of every znode created (the chroot's too).
     """
     if timeout <= 0 or session_timeout <= 0:

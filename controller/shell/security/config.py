@@ -14,7 +14,7 @@
     authorizer.class.name=kafka.security.authorizer.AclAuthorizer
     super.users=User:admin;User:CN=ops
     allow.everyone.if.no.acl.found=false
-    zookeeper.auth.digest=reassignd:secret  # and the other zookeeper.* keys of security.zk
+    zookeeper.auth.digest=reassignd:secret  # and the other zookeeper.* keys of znodes.security
     zookeeper.set.acl=true
 
     security = SecurityConfig.from_file("server.properties")    # ValueError names what is bad
@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 from controller.shell.security.principal import Rule, parse_rules
 from controller.shell.security.sasl import MECHANISMS
 from controller.shell.security.tls import TlsSettings, server_context
-from controller.shell.security.zk import ZkSecurity
+from znodes.security import ZkSecurity
 from protocol.properties import parse_properties
 
 PROTOCOLS = ("PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL")

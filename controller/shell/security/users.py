@@ -8,7 +8,7 @@
 PLAIN, which checks the password against either, works too); the password comes from
 ``--password-file`` (first line) or ``$REASSIGND_USER_PASSWORD``, never from the command line
 where ``ps`` would show it. ``--zk-config FILE`` gives the ZooKeeper credentials
-(controller.shell.security.zk). Exit status: 0 done, 1 ZooKeeper failed, 2 bad arguments.
+(znodes.security). Exit status: 0 done, 1 ZooKeeper failed, 2 bad arguments.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def _password(args) -> str:
 
 
 async def _run(args) -> int:
-    from controller.shell.security.zk import connect_secured
+    from znodes.security import connect_secured
 
     store = await connect_secured(args.zookeeper, args.zk_config, create_chroot=True)
     try:

@@ -1,0 +1,140 @@
+"""ZooKeeper security for real: a second local ZooKeeper started with authentication required
+(``reassignd zk start --require-auth``: ZooKeeper's enforce.auth, digest), the store with
+``zookeeper.set.acl`` (Kafka's secure ACLs), ``reassignd users`` and ``reassignd zk
+secure-acls`` as subprocesses, and an in-process controller on the secured session."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import subprocess
+import sys
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
+from kazoo.security import OPEN_ACL_UNSAFE
+
+from controller.core.config import ControllerConfig
+from controller.shell.daemon import ControllerDaemon
+from controller.shell.security.config import SecurityConfig
+from tests.e2e.processes import REPO, wait_for
+from znodes.launcher import LocalZooKeeper
+from znodes.security import ZkSecurity
+
+pytestmark = [pytest.mark.zk, pytest.mark.timeout(120)]
+
+SERVICE = ("reassignd", "service-secret")
+PROPS = {"zookeeper.auth.digest": ":".join(SERVICE), "zookeeper.set.acl": "true"}
+
+
+@pytest.fixture(scope="module")
+def secured_zk(tmp_path_factory):
+    zk = LocalZooKeeper(port=0, data_dir=tmp_path_factory.mktemp("zk-auth"), require_auth=True, stop_with_parent=True)
+    zk.start()
+    try:
+        yield zk.connect_string
+    finally:
+        zk.stop()
+
+
+def kazoo(hosts: str, digest: str | None) -> KazooClient:
+    client = KazooClient(hosts=hosts, timeout=5, auth_data=[("digest", digest)] if digest else None)
+    client.start(timeout=10)
+    return client
+
+
+def test_unauthenticated_sessions_may_do_nothing(secured_zk):
+    client = KazooClient(hosts=secured_zk, timeout=5)
+    try:
+        client.start(timeout=10)
+        # ZooKeeper closes the session (its error is named for SASL, whatever the scheme).
+        with pytest.raises(SessionClosedRequireSaslError):
+            client.get_children("/")
+    finally:
+        client.stop()
+        client.close()
+
+
+async def test_secure_acls_refuse_another_user(secured_zk):
+    security = ZkSecurity.from_properties(PROPS)
+    store = await security.connect(secured_zk + "/sec1", create_chroot=True)
+    try:
+        await store.create("/admin/reassign_partitions", b'{"version":1,"partitions":[]}', makepath=True)
+        await store.create("/config/users/alice", b'{"version":1,"config":{}}', makepath=True)
+    finally:
+        await store.close()
+    mallory = kazoo(secured_zk + "/sec1", "mallory:guess")
+    try:
+        assert mallory.get("/admin/reassign_partitions")[0].startswith(b"{")  # world-readable, as Kafka's
+        with pytest.raises(NoAuthError):
+            mallory.set("/admin/reassign_partitions", b'{"version":1,"partitions":[{"topic":"t"}]}')
+        with pytest.raises(NoAuthError):
+            mallory.create("/admin/cancel_reassignment_in_progress", b"")
+        with pytest.raises(NoAuthError):
+            mallory.get("/config/users/alice")  # SCRAM credentials: not even readable
+    finally:
+        mallory.stop()
+        mallory.close()
+    owner = kazoo(secured_zk + "/sec1", ":".join(SERVICE))
+    try:
+        owner.set("/admin/reassign_partitions", b'{"version":1,"partitions":[]}')  # the service may
+    finally:
+        owner.stop()
+        owner.close()
+
+
+def test_users_command_and_secure_acls_migration(secured_zk, tmp_path):
+    config = tmp_path / "zk.properties"
+    config.write_text("zookeeper.auth.digest=reassignd:service-secret\n")  # authenticated, no set.acl yet
+    hosts = secured_zk + "/sec2"
+    run = lambda *args, **env: subprocess.run(  # noqa: E731
+        [sys.executable, "-m", "reassignd", *args], cwd=REPO, capture_output=True, text=True, timeout=60,
+        env={**os.environ, **env})
+    out = run("users", "add", "--zookeeper", hosts, "--zk-config", str(config), "--user", "alice",
+              REASSIGND_USER_PASSWORD="alice-secret")
+    assert out.returncode == 0, out.stderr
+    listed = run("users", "list", "--zookeeper", hosts, "--zk-config", str(config))
+    assert listed.stdout.split() == ["alice", "SCRAM-SHA-256,SCRAM-SHA-512"]
+    mallory = kazoo(hosts, "mallory:guess")
+    try:
+        assert mallory.get_acls("/config/users/alice")[0] == OPEN_ACL_UNSAFE  # written without set.acl
+        migrated = run("zk", "secure-acls", "--zookeeper", hosts, "--zk-config", str(config))
+        assert migrated.returncode == 0, migrated.stderr
+        with pytest.raises(NoAuthError):
+            mallory.get("/config/users/alice")
+        with pytest.raises(NoAuthError):
+            mallory.set("/config/changes", b"x")
+        assert mallory.get("/config/changes")  # world-readable
+        back = run("zk", "secure-acls", "--unsecure", "--zookeeper", hosts, "--zk-config", str(config))
+        assert back.returncode == 0, back.stderr
+        mallory.set("/config/changes", b"")
+    finally:
+        mallory.stop()
+        mallory.close()
+    # Without the credentials the command fails cleanly.
+    config.write_text("zookeeper.set.acl=true\n")
+    refused = run("users", "list", "--zookeeper", hosts, "--zk-config", str(config))
+    assert refused.returncode == 2 and "zookeeper.auth.digest" in refused.stderr
+
+
+async def test_controller_on_the_secured_session(secured_zk):
+    security = SecurityConfig.from_properties(PROPS)
+    hosts = secured_zk + "/sec3"
+    daemon = ControllerDaemon(hosts, 101, ("127.0.0.1", 0), ControllerConfig(), security=security)
+    task = asyncio.create_task(daemon.run())
+    try:
+        mallory = kazoo(hosts, "mallory:guess")
+        try:
+            await asyncio.to_thread(wait_for, lambda: mallory.exists("/controller"), 30, "an active controller")
+            for path in ("/controller", "/controller_epoch", "/admin", "/brokers/topics"):
+                with pytest.raises(NoAuthError):
+                    mallory.set(path, b"x")
+            with pytest.raises(NoAuthError):
+                mallory.create("/admin/reassign_partitions", b'{"version":1,"partitions":[]}')
+        finally:
+            mallory.stop()
+            mallory.close()
+    finally:
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
