@@ -21,11 +21,14 @@ from __future__ import annotations
 
 import asyncio
 import time
+from bisect import bisect_left
 from collections import Counter as Tally
+from time import perf_counter
 from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import GaugeMetricFamily
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client.utils import floatToGoString
 
 from controller.shell.inbox import Inbox
 from znodes.api import FencedError, SessionEvent
@@ -64,14 +67,10 @@ class Metrics:
             ["door", "result"],
             registry=r,
         )
-        self.zk_seconds = Histogram(
-            "reassignd_zookeeper_request_duration_seconds", "ZooKeeper calls and their latency, by call",
-            ["op"], buckets=ZK_BUCKETS, registry=r,
-        )
-        self.zk_ops = Counter("reassignd_zookeeper_ops", "ZooKeeper operations (each op of a multi counts)", ["kind"], registry=r)
-        self.multi_size = Histogram(
-            "reassignd_zookeeper_multi_ops", "operations per multi-op sent (flush sizes)", buckets=MULTI_BUCKETS, registry=r
-        )
+        # ZooKeeper calls are the hot path: counted in plain loop-local tallies (every call is
+        # on the event loop thread, so no lock) and exported at scrape time (_ZkCollector).
+        self.zk = ZkTally()
+        r.register(_ZkCollector(self.zk))
         self.fence_failures = Counter("reassignd_fence_failures", "fenced writes refused: another controller holds a newer epoch", registry=r)
         self.zk_errors = Counter("reassignd_zookeeper_errors", "ZooKeeper calls that failed, by call", ["op"], registry=r)
         self.sessions = Counter(
@@ -100,10 +99,7 @@ class Metrics:
             "reassignd_broker_copy_rate_bytes_per_second", "how fast the broker's new replicas grew between the last two samples",
             ["broker"], registry=r,
         )
-        # Label children looked up once: a hot call pays for no label resolution.
-        self._zk_hist = {op: self.zk_seconds.labels(op) for op in (*_READS, *_WRITES, "multi", "fenced_multi")}
-        self._zk_read_ops = self.zk_ops.labels("read")
-        self._zk_write_ops = self.zk_ops.labels("write")
+        # Label children looked up once: a step pays for no label resolution.
         self._completed = self.outcomes.labels("completed")
         self._cancelled = self.outcomes.labels("cancelled")
         for state in ("CONNECTED", "SUSPENDED", "LOST"):
@@ -196,18 +192,66 @@ def _counter(name: str, doc: str, value: float):
     return family
 
 
+class ZkTally:
+    """Latency histogram per call, op counts and multi sizes, as plain numbers (cheap to add to)."""
+
+    def __init__(self) -> None:
+        self.calls: dict[str, list] = {op: [[0] * (len(ZK_BUCKETS) + 1), 0.0] for op in (*_READS, *_WRITES, "multi", "fenced_multi")}
+        self.ops = {"read": 0, "write": 0}
+        self.multi = [[0] * (len(MULTI_BUCKETS) + 1), 0.0]
+
+    def observe(self, op: str, seconds: float) -> None:
+        entry = self.calls[op]
+        entry[0][bisect_left(ZK_BUCKETS, seconds)] += 1
+        entry[1] += seconds
+
+    def multi_size(self, n: int) -> None:
+        self.multi[0][bisect_left(MULTI_BUCKETS, n)] += 1
+        self.multi[1] += n
+
+
+def _histogram(family: HistogramMetricFamily, labels: list[str], bounds, tally) -> None:
+    counts, total = tally
+    cumulative, acc = [], 0
+    for bound, n in zip((*bounds, float("inf")), counts):
+        acc += n
+        cumulative.append((floatToGoString(bound), acc))
+    family.add_metric(labels, cumulative, total)
+
+
+class _ZkCollector:
+    def __init__(self, tally: ZkTally):
+        self.tally = tally
+
+    def collect(self):
+        seconds = HistogramMetricFamily(
+            "reassignd_zookeeper_request_duration_seconds", "ZooKeeper calls and their latency, by call", labels=["op"]
+        )
+        for op, tally in self.tally.calls.items():
+            _histogram(seconds, [op], ZK_BUCKETS, tally)
+        yield seconds
+        ops = CounterMetricFamily("reassignd_zookeeper_ops", "ZooKeeper operations (each op of a multi counts)", labels=["kind"])
+        for kind, n in self.tally.ops.items():
+            ops.add_metric([kind], n)
+        yield ops
+        multi = HistogramMetricFamily("reassignd_zookeeper_multi_ops", "operations per multi-op sent (flush sizes)")
+        _histogram(multi, [], MULTI_BUCKETS, self.tally.multi)
+        yield multi
+
+
 class MeteredStore:
     """A Store that times every call (everything else passes through)."""
 
     def __init__(self, inner, metrics: Metrics):
         self._inner = inner
         self._m = metrics
+        self._zk = metrics.zk
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
     async def _timed(self, op: str, call, n_read: int = 0, n_write: int = 0):
-        began = time.perf_counter()
+        began = perf_counter()
         try:
             result = await call
         except FencedError:
@@ -219,11 +263,12 @@ class MeteredStore:
                 self._m.zk_errors.labels(op).inc()
             raise
         finally:
-            self._m._zk_hist[op].observe(time.perf_counter() - began)
+            self._zk.observe(op, perf_counter() - began)
+        ops = self._zk.ops
         if n_read:
-            self._m._zk_read_ops.inc(n_read)
+            ops["read"] += n_read
         if n_write:
-            self._m._zk_write_ops.inc(n_write)
+            ops["write"] += n_write
         return result
 
     def get(self, path, watch=False):
@@ -251,11 +296,11 @@ class MeteredStore:
         return self._timed("ensure_path", self._inner.ensure_path(path), n_write=1)
 
     def multi(self, ops):
-        self._m.multi_size.observe(len(ops))
+        self._zk.multi_size(len(ops))
         return self._timed("multi", self._inner.multi(ops), n_write=len(ops))
 
     def fenced_multi(self, ops, epoch_zkversion):
-        self._m.multi_size.observe(len(ops) + 1)  # the epoch check travels in the same multi
+        self._zk.multi_size(len(ops) + 1)  # the epoch check travels in the same multi
         return self._timed("fenced_multi", self._inner.fenced_multi(ops, epoch_zkversion), n_write=len(ops) + 1)
 
 
