@@ -130,6 +130,7 @@ class AdminClient:
         client_id: str = DEFAULT_CLIENT_ID,
         request_timeout_ms: int = DEFAULT_REQUEST_TIMEOUT_MS,
         retries: int = DEFAULT_RETRIES,
+        security=None,
     ):
         self._bootstrap = parse_bootstrap(bootstrap_servers)
         if not isinstance(request_timeout_ms, int) or request_timeout_ms <= 0:
@@ -137,6 +138,8 @@ class AdminClient:
         self.client_id = client_id
         self.request_timeout_ms = request_timeout_ms
         self.retries = retries
+        # client.security.ClientSecurity: TLS and SASL on every connection (None: PLAINTEXT).
+        self.security = security
         self._conns: dict[tuple[str, int], NodeConnection] = {}
         self._metadata: ClusterMetadata | None = None
         self._started = False
@@ -184,7 +187,8 @@ class AdminClient:
             await conn.close()
             del self._conns[addr]
         conn = await NodeConnection.open(
-            addr[0], addr[1], client_id=self.client_id, request_timeout_ms=self.request_timeout_ms
+            addr[0], addr[1], client_id=self.client_id, request_timeout_ms=self.request_timeout_ms,
+            security=self.security,
         )
         self._conns[addr] = conn
         return conn

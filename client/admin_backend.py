@@ -48,8 +48,8 @@ class AdminBackend:
         self.admin = admin
 
     @classmethod
-    async def open(cls, servers: str, timeout_ms: int) -> "AdminBackend":
-        admin = AdminClient(servers, request_timeout_ms=timeout_ms)
+    async def open(cls, servers: str, timeout_ms: int, security=None) -> "AdminBackend":
+        admin = AdminClient(servers, request_timeout_ms=timeout_ms, security=security)
         await admin.start()
         return cls(admin)
 

@@ -135,6 +135,9 @@ def build_parser() -> argparse.ArgumentParser:
                       help="the reassignd controller's admin listener (any instance)")
     conn.add_argument("--zookeeper", metavar="HOST:PORT[/CHROOT]",
                       help="DEPRECATED: write the znodes directly (no --progress, no automatic throttle removal)")
+    conn.add_argument("--command-config", metavar="FILE",
+                      help="Kafka client properties: security.protocol, sasl.mechanism, sasl.jaas.config, ssl.* "
+                           "for the listener; zookeeper.auth.digest, zookeeper.ssl.* for --zookeeper")
     acts = p.add_argument_group("actions (exactly one)")
     acts.add_argument("--execute", action="store_true", help="start the reassignment in --reassignment-json-file")
     acts.add_argument("--verify", action="store_true",
@@ -245,13 +248,16 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
 
 
 async def _open_backend(args: argparse.Namespace, timeout_ms: int):
+    from client.security import ClientSecurity
+
+    security = ClientSecurity.from_file(args.command_config)
     if args.zookeeper:
         from client.zk_backend import ZkBackend
 
-        return await ZkBackend.open(args.zookeeper, timeout=timeout_ms / 1000)
+        return await ZkBackend.open(args.zookeeper, timeout=timeout_ms / 1000, zk_security=security.zk_security())
     from client.admin_backend import AdminBackend
 
-    return await AdminBackend.open(args.bootstrap_server, timeout_ms)
+    return await AdminBackend.open(args.bootstrap_server, timeout_ms, security)
 
 
 async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, timeout_ms: int, interval: float | None) -> commands.Report:

@@ -176,9 +176,12 @@ class NodeConnection:
         self.port = port
 
     @classmethod
-    async def open(cls, host: str, port: int, *, client_id: str, request_timeout_ms: int) -> "NodeConnection":
+    async def open(cls, host: str, port: int, *, client_id: str, request_timeout_ms: int,
+                   security=None) -> "NodeConnection":
+        """``security``: a client.security.ClientSecurity (TLS, SASL); None is PLAINTEXT."""
+        extra = security.connection_kwargs() if security is not None else {}
         try:
-            conn = await create_conn(host, port, client_id=client_id, request_timeout_ms=request_timeout_ms)
+            conn = await create_conn(host, port, client_id=client_id, request_timeout_ms=request_timeout_ms, **extra)
         except (asyncio.TimeoutError, TimeoutError):
             raise ConnectionFailedError(f"{host}:{port}: timed out connecting") from None
         except (OSError, KafkaError) as exc:

@@ -70,7 +70,8 @@ class ZkBackend:
         self.hosts = hosts
 
     @classmethod
-    async def open(cls, hosts: str, timeout: float = DEFAULT_ZK_TIMEOUT_S) -> "ZkBackend":
+    async def open(cls, hosts: str, timeout: float = DEFAULT_ZK_TIMEOUT_S, zk_security=None) -> "ZkBackend":
+        """``zk_security``: a znodes.security.ZkSecurity (digest identity, TLS, secure ACLs)."""
         from znodes.store import connect
 
         try:
@@ -78,7 +79,10 @@ class ZkBackend:
         except ValueError as exc:
             raise InputError(str(exc), "--zookeeper") from None
         try:
-            store = await connect(hosts, timeout=timeout)
+            if zk_security is not None:
+                store = await zk_security.connect(hosts, timeout=timeout)
+            else:
+                store = await connect(hosts, timeout=timeout)
         except NoNodeError as exc:
             raise ConnectionFailedError(f"ZooKeeper: {exc}") from None
         except ValueError as exc:

@@ -133,6 +133,25 @@ def test_acls_gate_reassignments_over_sasl_ssl(secured):
     finally:
         alice.close()
 
+    # kafka-reassign with --command-config (Kafka's client property names, both SASL forms).
+    alice_props = c.processes.workdir / "alice.properties"
+    alice_props.write_text(
+        "security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\n"
+        "sasl.jaas.config=org.apache.kafka.common.security.scram.ScramLoginModule required "
+        f'username="alice" password="{PASSWORDS["alice"]}";\n'
+        f"ssl.truststore.location={pki.ca}\nssl.endpoint.identification.algorithm=\n")
+    bob_props = c.processes.workdir / "bob.properties"
+    bob_props.write_text(
+        f"security.protocol=SASL_SSL\nsasl.mechanism=SCRAM-SHA-512\nsasl.username=bob\nsasl.password={PASSWORDS['bob']}\n"
+        f"ssl.ca.location={pki.ca}\nssl.endpoint.identification.algorithm=\n")
+    for props, ok in ((alice_props, True), (bob_props, False)):
+        out = subprocess.run([sys.executable, "-m", "client.cli", "--bootstrap-server", c.listeners[c.active_controller()],
+                              "--command-config", str(props), "--list"], cwd=REPO, capture_output=True, text=True,
+                             timeout=60)
+        assert (out.returncode == 0) is ok, out.stdout + out.stderr
+        if not ok:
+            assert "CLUSTER_AUTHORIZATION_FAILED" in out.stdout + out.stderr
+
     # Failover: the ACLs are in ZooKeeper, so the other instance enforces and describes them.
     killed = c.active_controller()
     c.kill_controller(killed)

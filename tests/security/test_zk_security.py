@@ -118,6 +118,16 @@ def test_users_command_and_secure_acls_migration(secured_zk, tmp_path):
     assert refused.returncode == 2 and "zookeeper.auth.digest" in refused.stderr
 
 
+def test_kafka_reassign_zookeeper_path_takes_the_credentials(secured_zk, tmp_path):
+    config = tmp_path / "client.properties"
+    config.write_text("zookeeper.auth.digest=reassignd:service-secret\n")
+    cmd = [sys.executable, "-m", "client.cli", "--zookeeper", secured_zk, "--list", "--output", "json"]
+    ok = subprocess.run([*cmd, "--command-config", str(config)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert ok.returncode == 0, ok.stderr
+    refused = subprocess.run(cmd, cwd=REPO, capture_output=True, text=True, timeout=60)  # no credentials
+    assert refused.returncode != 0
+
+
 async def test_controller_on_the_secured_session(secured_zk):
     security = SecurityConfig.from_properties(PROPS)
     hosts = secured_zk + "/sec3"
