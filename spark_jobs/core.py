@@ -13,12 +13,15 @@ Objectives, in order:
    is the total shortfall of brokers below their target; every replica that leaves a broker
    above target goes straight to a broker below it, so the bound is met whenever direct moves
    exist. Small clusters the greedy cannot settle at the bound go to :mod:`spark_jobs.exact`.
-4. Per-topic evenness: among equally cheap moves, a donor gives a topic it holds more of than
+4. Bytes: among plans with these counts and moves, the partitions that move are the ones whose
+   sizes bring each donor and receiver closest to the mean bytes per broker (when sizes are
+   known; the report gives the per-broker bytes spread before and after).
+5. Per-topic evenness: among equally cheap moves, a donor gives a topic it holds more of than
    the receiver (strictly more first). Moves between target brokers inside one rack (all of a
    rebalance or expansion without racks) therefore never make a topic less even; replicas
    leaving drained brokers or crossing racks go where their topic is thinnest.
-5. Preferred leaders R or R+1 per broker by reordering (:mod:`spark_jobs.leaders`).
-6. Determinism: every choice is ordered by explicit keys; same snapshot, same plan.
+6. Preferred leaders R or R+1 per broker by reordering (:mod:`spark_jobs.leaders`).
+7. Determinism: every choice is ordered by explicit keys; same snapshot, same plan.
 
 Where the work runs: the global decisions (targets, rack totals, which broker gives how many
 replicas of which topic to which broker, leaders) need the whole cluster and run here on the
@@ -53,6 +56,8 @@ MAX_COUNT_CELLS = 40_000_000
 RECEIVER_WINDOW = 64
 # Topic tasks handed to one Spark task: small topics would otherwise cost a task each.
 TOPICS_PER_CHUNK = 64
+# Moves the bytes pass (even_bytes) re-picks, at most: each costs a scan of its topic's rows.
+BYTES_SWAP_BUDGET = 50_000
 # Candidate hops one chain search after a replication change may examine: chains are short
 # in practice and anything past this is left to the balancing moves.
 SETTLE_BUDGET = 200_000
@@ -666,6 +671,74 @@ class _Planner:
             for local, d, u in res.moves:
                 self.move(int(ids[local]), d, u)
 
+    def broker_bytes(self, rows: np.ndarray | None = None) -> np.ndarray:
+        """Bytes per broker index (unknown sizes count 0) of every partition's replicas."""
+        rows = self.rep if rows is None else rows
+        flat = rows.ravel()
+        w = np.repeat(np.maximum(self.c.size, 0), rows.shape[1])
+        ok = flat >= 0
+        return np.bincount(flat[ok], weights=w[ok], minlength=self.B)
+
+    def even_bytes(self, fixed: np.ndarray) -> int:
+        """Bytes, the objective after counts and moves: swap which partition of a topic makes
+        a move (same topic, same donor, same receiver, so counts, moves and topic evenness stay)
+        whenever another one brings donor and receiver closer to the mean bytes per target
+        broker. Returns the swaps made."""
+        sizes = np.maximum(self.c.size, 0)
+        rows_idx = self.rows_idx
+        if len(rows_idx) == 0 or not (sizes[rows_idx] > 0).any():
+            return 0
+        bb = self.broker_bytes()
+        tgt = self.target
+        mean = bb[tgt].sum() / int(tgt.sum())
+        w = max(self.rep.shape[1], fixed.shape[1])
+        now, was = _pad(self.rep[rows_idx], w), _pad(fixed[rows_idx], w)
+        in_now = (now[:, :, None] == was[:, None, :]).any(axis=2)
+        in_was = (was[:, :, None] == now[:, None, :]).any(axis=2)
+        single = (((now >= 0) & ~in_now).sum(axis=1) == 1) & (((was >= 0) & ~in_was).sum(axis=1) == 1)
+        changed = np.zeros(len(self.rep), dtype=bool)
+        changed[rows_idx[_set_changed(was, now)]] = True
+        in_scope = np.zeros(len(self.rep), dtype=bool)
+        in_scope[rows_idx] = True
+        moves = []
+        for i in np.nonzero(single)[0].tolist():
+            u = int(now[i][(now[i] >= 0) & ~in_now[i]][0])
+            d = int(was[i][(was[i] >= 0) & ~in_was[i]][0])
+            moves.append((int(rows_idx[i]), d, u))
+        starts = self.c.topic_start
+        swaps = 0
+        for r, d, u in moves[:BYTES_SWAP_BUDGET]:
+            ideal = ((bb[d] - mean) - (bb[u] - mean)) / 2  # bytes more to send from d to u
+            if abs(ideal) < 1:
+                continue
+            t = int(self.c.part_topic[r])
+            blk = np.arange(starts[t], starts[t + 1])
+            sub = self.rep[blk]
+            ok = (sub == d).any(axis=1) & ~(sub == u).any(axis=1) & ~changed[blk] & in_scope[blk]
+            cand = blk[ok]
+            if len(cand) == 0:
+                continue
+            delta = sizes[cand] - sizes[r]
+            miss = np.abs(delta - ideal)
+            for k in np.lexsort((cand, miss)).tolist():
+                if miss[k] >= abs(ideal):
+                    break  # no candidate beats leaving the move as it is
+                q = int(cand[k])
+                if self.rule.k and not self.rule.allowed(self.rep[q].tolist(), d, u):
+                    continue
+                self.rep[r] = -1
+                self.rep[r, : fixed.shape[1]] = fixed[r]
+                row = self.rep[q]
+                row[int(np.nonzero(row == d)[0][0])] = u
+                bb[d] -= delta[k]
+                bb[u] += delta[k]
+                changed[r], changed[q] = False, True
+                swaps += 1
+                break
+        if swaps:
+            self._parts_of = None
+        return swaps
+
     def repair(self) -> None:
         """Direct moves for whatever is still above/below target, then two-step chains."""
         for _ in range(int(self.excess().sum()) + 1):
@@ -772,6 +845,7 @@ class _Planner:
                         self.rep[self.rows_idx, : sol.shape[1]] = sol
                         self.recount()
                         exact_used = True
+        self.bytes_swaps = self.even_bytes(fixed)
         after = self.rep[self.rows_idx]
         moved = _set_changed(before_rows, after)
         leaders.balance_leaders(after, self.target, prefer=moved)
@@ -838,6 +912,8 @@ class _Planner:
 
         rc_b, lc_b = counts(before)
         rc_a, lc_a = counts(after)
+        sized = bool((c.size[rows_idx] >= 0).any())
+        bb_b, bb_a = self.broker_bytes(self.original), self.broker_bytes(self.rep)  # all partitions, scoped or not
         per_broker = []
         for i in range(self.B):
             if not self.target[i] and rc_b[i] == 0 and rc_a[i] == 0:
@@ -851,6 +927,8 @@ class _Planner:
                     "replicas_after": int(rc_a[i]),
                     "leaders_before": int(lc_b[i]),
                     "leaders_after": int(lc_a[i]),
+                    "bytes_before": int(bb_b[i]),
+                    "bytes_after": int(bb_a[i]),
                 }
             )
         tgt = self.target
@@ -882,6 +960,10 @@ class _Planner:
             "fairness_reachable": bool(self.fair_possible),
             "leaders_fair": leaders_fair,
             "exact_solver_used": exact_used,
+            # max - min bytes over the target brokers (None when no size is known)
+            "bytes_spread_before": int(np.ptp(bb_b[tgt])) if sized else None,
+            "bytes_spread_after": int(np.ptp(bb_a[tgt])) if sized else None,
+            "bytes_swaps": self.bytes_swaps,
             "racks": {
                 "count": rule.k,
                 "names": rule.names,

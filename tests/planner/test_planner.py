@@ -108,18 +108,23 @@ def test_topics_scope_leaves_other_topics_alone():
     assert result.report["moves"] == 2
 
 
-def test_bytes_to_move_and_batches_from_sizes():
+def test_bytes_even_out_and_batches_from_sizes():
     assignment = {("t", p): [0] for p in range(6)}
     sizes = {("t", p): (p + 1) * 1000 for p in range(6)}
     snap = cluster(assignment, [0, 1, 2], sizes=sizes)
     result = api.plan(snap, "rebalance", max_in=1, max_out=1, throttle=1000)
     moved = [e["partition"] for e in result.reassignment["partitions"]]
     assert result.report["bytes_to_move"] == sum(sizes[("t", p)] for p in moved)
-    # Smallest logs move first: partitions 0..3 (1000..4000 bytes) are the cheapest four.
-    assert sorted(moved) == [0, 1, 2, 3]
+    # Bytes are the objective after counts and moves: 21,000 bytes over three brokers end
+    # 7,000 each (broker 0 keeps 1,000 + 6,000), where moving the smallest four would leave
+    # broker 0 with 11,000.
+    assert result.report["moves"] == result.report["lower_bound"] == 4
+    assert (result.report["bytes_spread_before"], result.report["bytes_spread_after"]) == (21_000, 0)
+    assert sorted(moved) == [1, 2, 3, 4]
+    assert {b["broker"]: b["bytes_after"] for b in result.report["per_broker"]} == {0: 7000, 1: 7000, 2: 7000}
     b = result.batches
-    assert b["moves"] == 4 and b["bytes"] == 10_000
-    assert b["lower_bound_seconds"] == 10.0  # broker 0 sends all 10,000 bytes at 1000 B/s
+    assert b["moves"] == 4 and b["bytes"] == 14_000
+    assert b["lower_bound_seconds"] == 14.0  # broker 0 sends all 14,000 bytes at 1000 B/s
     assert b["estimated_seconds"] >= b["lower_bound_seconds"]
     for wave in b["waves"]:
         ins = Counter(r for e in wave["partitions"] for r in e["replicas"] if r != 0)
@@ -185,3 +190,34 @@ def test_snapshot_is_not_modified_by_planning():
     before = json.dumps(snap, sort_keys=True)
     api.plan(snap, "rebalance")
     assert json.dumps(snap, sort_keys=True) == before
+
+
+def test_bytes_objective_keeps_counts_moves_and_topic_evenness():
+    """An expansion with skewed sizes: the bytes pass only re-picks which partition of a topic
+    makes a move, so the counts, the move count and the per-topic spread are those of the plan
+    without it, and the bytes spread drops."""
+    import random
+
+    from spark_jobs import core
+    from spark_jobs.legacy import assign_unaware
+
+    rng = random.Random(3)
+    assignment, sizes = {}, {}
+    for t in range(12):
+        for p, r in enumerate(assign_unaware(20, 3, list(range(6)), rng)):
+            assignment[(f"t{t}", p)] = r
+            sizes[(f"t{t}", p)] = rng.choice([1, 5, 20, 100]) * 10**6
+    snap = cluster(assignment, list(range(8)), sizes=sizes)
+    with_bytes = api.plan(snap, "rebalance").report
+    budget = core.BYTES_SWAP_BUDGET
+    core.BYTES_SWAP_BUDGET = 0  # the same plan without the bytes pass
+    try:
+        without = api.plan(snap, "rebalance").report
+    finally:
+        core.BYTES_SWAP_BUDGET = budget
+    assert with_bytes["bytes_swaps"] > 0 == without["bytes_swaps"]
+    assert with_bytes["moves"] == without["moves"] == with_bytes["lower_bound"]
+    assert with_bytes["fair"] and with_bytes["topic_evenness"] == without["topic_evenness"]
+    assert [b["replicas_after"] for b in with_bytes["per_broker"]] == [b["replicas_after"] for b in without["per_broker"]]
+    assert with_bytes["bytes_spread_after"] < without["bytes_spread_after"] / 2
+    assert with_bytes["bytes_spread_after"] < with_bytes["bytes_spread_before"]
