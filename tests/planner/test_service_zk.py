@@ -1,0 +1,98 @@
+"""The planner service's ZooKeeper feed against real ZooKeeper, in-process (no Spark): states
+read in bulk on large clusters, and a model that catches up after its server crashes."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+import uuid
+
+import pytest
+from kazoo.client import KazooClient
+
+from spark_jobs.service import Options, PlannerService
+
+pytestmark = pytest.mark.zk
+
+
+def _write_cluster(zk: KazooClient) -> None:
+    for b in (1, 2, 3):
+        reg = {"version": 4, "host": "127.0.0.1", "port": 1, "jmx_port": -1, "timestamp": "1",
+               "endpoints": ["PLAINTEXT://127.0.0.1:1"]}
+        zk.create(f"/brokers/ids/{b}", json.dumps(reg).encode(), makepath=True)
+    parts = {"0": [1, 2], "1": [2, 3], "2": [3, 1]}
+    zk.create("/brokers/topics/orders", json.dumps({"version": 2, "partitions": parts}).encode(), makepath=True)
+    for p, r in parts.items():
+        zk.create(f"/brokers/topics/orders/partitions/{p}/state", _state(r[0], r), makepath=True)
+
+
+def _state(leader: int, isr: list[int]) -> bytes:
+    return json.dumps({"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr}).encode()
+
+
+async def _until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if predicate():
+            return
+        await asyncio.sleep(0.05)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _leaders(svc: PlannerService) -> dict[int, int]:
+    return {x["broker"]: x["leaders"] for x in svc.model.load()}
+
+
+async def test_states_in_bulk_above_the_watch_limit(zk_hosts):
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    svc = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False, sizes_interval_s=0.3, state_watch_limit=2))
+    try:
+        _write_cluster(zk)
+        await svc.start()
+        await _until(lambda: svc.feed.ready, 20, "the model")
+        assert svc.feed.bulk_states and _leaders(svc) == {1: 1, 2: 1, 3: 1}
+        zk.set("/brokers/topics/orders/partitions/0/state", _state(2, [2, 1]))  # no watch on it: the poll sees it
+        await _until(lambda: _leaders(svc) == {1: 0, 2: 2, 3: 1}, 10, "the changed leader")
+    finally:
+        await svc.stop()
+        zk.stop()
+        zk.close()
+
+
+async def test_model_catches_up_after_its_zookeeper_server_crashes(zk_ensemble):
+    chroot = f"/svc_{uuid.uuid4().hex[:8]}"
+    zk = KazooClient(hosts=zk_ensemble.connect_string, timeout=30)
+    zk.start(timeout=30)
+    zk.ensure_path(chroot)
+    hosts = zk_ensemble.connect_string + chroot
+    writer = KazooClient(hosts=hosts, timeout=30)
+    writer.start(timeout=30)
+    svc = PlannerService(Options(zookeeper=hosts, port=0, sizes=False, session_timeout_s=30))
+    loop = asyncio.get_running_loop()
+    try:
+        _write_cluster(writer)
+        await svc.start()
+        await _until(lambda: svc.feed.ready and svc.model.n_partitions == 3, 20, "the model")
+        port = svc.feed.store._client._connection._socket.getpeername()[1]
+        member = next(m.id for m in zk_ensemble.members if m.client_port == port)
+        await loop.run_in_executor(None, zk_ensemble.kill_member, member)
+        try:
+            # Written while the service is cut off: no watch can report it.
+            await loop.run_in_executor(None, lambda: writer.create("/brokers/topics/fresh", json.dumps(
+                {"version": 2, "partitions": {"0": [1, 3]}}).encode()))
+            await _until(lambda: "fresh" in svc.model.topics, 60, "the topic created during the outage")
+        finally:
+            await loop.run_in_executor(None, zk_ensemble.restart_member, member)
+        assert svc.feed.ready and svc.feed.connected and svc.feed.syncs >= 2
+        assert svc.model.n_partitions == 4
+        await loop.run_in_executor(None, lambda: writer.delete("/brokers/ids/2"))  # watches work again
+        await _until(lambda: sorted(svc.model.brokers) == [1, 3], 20, "broker 2 gone")
+    finally:
+        await svc.stop()
+        writer.stop()
+        writer.close()
+        zk.delete(chroot, recursive=True)
+        zk.stop()
+        zk.close()
