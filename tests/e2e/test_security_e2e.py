@@ -84,6 +84,7 @@ def test_acls_gate_reassignments_over_sasl_ssl(secured):
     from kafka import TopicPartition
     from kafka.admin import ACL, ACLFilter, ACLOperation, ACLPermissionType, ResourcePattern, ResourceType
     from kafka.admin import ACLResourcePatternType as Pattern
+    from kafka.admin import ScramMechanism, UserScramCredentialUpsertion
     from kafka.errors import ClusterAuthorizationFailedError
 
     c, pki = secured
@@ -101,8 +102,26 @@ def test_acls_gate_reassignments_over_sasl_ssl(secured):
         acls, _ = admin.describe_acls(everything)
         assert {(a.principal, a.operation) for a in acls} == {("User:alice", ACLOperation.ALTER),
                                                               ("User:alice", ACLOperation.DESCRIBE)}
+        # KIP-554: a user made through the API (the client sends a salted password) logs in.
+        assert admin.alter_user_scram_credentials([UserScramCredentialUpsertion(
+            "carol", ScramMechanism.SCRAM_SHA_512, "carol-secret", iterations=8192)]) == {"carol": None}
+        described = admin.describe_user_scram_credentials(["carol", "nobody"])
+        assert described["carol"] == {"error": None, "credential_infos": [
+            {"mechanism": ScramMechanism.SCRAM_SHA_512, "iterations": 8192}]}
+        assert described["nobody"]["error"] and not described["nobody"]["credential_infos"]
+        assert set(admin.describe_user_scram_credentials()) == {"admin", "alice", "bob", "carol"}
     finally:
         admin.close()
+    carol = admin_client(c, pki, "carol", "carol-secret")
+    try:
+        with pytest.raises(ClusterAuthorizationFailedError):  # logged in, but no ACL
+            carol.list_partition_reassignments()
+        refused = carol.alter_user_scram_credentials([UserScramCredentialUpsertion(  # nor make users
+            "eve", ScramMechanism.SCRAM_SHA_512, "eve-secret")])
+        assert refused["eve"]  # the per-user error (CLUSTER_AUTHORIZATION_FAILED's message)
+    finally:
+        carol.close()
+    assert c.zk.exists("/config/users/eve") is None
     # Kafka's layout in ZooKeeper, as kafka-acls.sh would have written it.
     doc = json.loads(c.zk.get("/kafka-acl/Cluster/kafka-cluster")[0])
     assert sorted(e["operation"] for e in doc["acls"]) == ["Alter", "Describe"]

@@ -246,3 +246,51 @@ async def test_untrusted_client_certificate_fails_the_handshake(served, pki):
 async def test_untrusted_server_certificate_is_refused_by_the_client(served, pki):
     with pytest.raises(ssl.SSLError):
         await open_raw(served.port("SECURE"), ssl.create_default_context(cafile=str(pki.rogue_ca)))
+
+
+# ---- KIP-368 and SaslHandshake v0 -------------------------------------------------------------
+
+
+async def test_reauthentication_within_the_session_lifetime_then_expiry(served, pki):
+    role = Role(102)
+    role.store = served.store
+    config = security(pki, **{"connections.max.reauth.ms": "600"})
+    handler = AdminHandler(AdminContext(role, ControllerConfig()))
+    (listener,) = build_listeners([Listener("SASL_PLAINTEXT", "127.0.0.1", 0)], handler, ListenerLimits(), config, role)
+    await listener.start()
+    try:
+        reader, writer = await open_raw(listener.port)
+
+        async def login(correlation: int, user: str = "alice", password: str = "alice-secret"):
+            assert (await call(reader, writer, 17, 1, {"mechanism": "PLAIN"}, correlation))["error_code"] == 0
+            return await call(reader, writer, 36, 1, {"auth_bytes": f"\0{user}\0{password}".encode()}, correlation + 1)
+
+        first = await login(1)
+        assert first["error_code"] == 0 and first["session_lifetime_ms"] == 600
+        await asyncio.sleep(0.3)
+        again = await login(3)  # KIP-368: a new exchange on the same connection, same principal
+        assert again["error_code"] == 0 and again["session_lifetime_ms"] == 600
+        await asyncio.sleep(0.4)  # 0.7 s after the first login, 0.4 s after the second: still valid
+        assert (await call(reader, writer, 18, 0, {}, 5))["error_code"] == 0
+        await asyncio.sleep(0.7)  # now past the second session's end
+        writer.write(protocol.encode_request(18, 0, 6, "raw", {}))
+        await writer.drain()
+        assert await closed(reader)
+    finally:
+        await listener.close()
+
+
+async def test_sasl_handshake_v0_takes_bare_tokens(served):
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    assert (await call(reader, writer, 17, 0, {"mechanism": "PLAIN"}))["error_code"] == 0
+    token = b"\0alice\0alice-secret"
+    writer.write(struct.pack(">i", len(token)) + token)  # no Kafka header: v0 framing
+    await writer.drain()
+    assert await reader.readexactly(4) == struct.pack(">i", 0)  # PLAIN's empty server token
+    assert (await call(reader, writer, 18, 0, {}, 2))["error_code"] == 0  # authenticated
+    reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+    assert (await call(reader, writer, 17, 0, {"mechanism": "PLAIN"}))["error_code"] == 0
+    bad = b"\0alice\0wrong"
+    writer.write(struct.pack(">i", len(bad)) + bad)
+    await writer.drain()
+    assert await closed(reader)  # v0 has no error to send: the connection closes

@@ -21,6 +21,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.kip179",
     "controller.shell.admin.kip455_alter",
     "controller.shell.admin.acls",
+    "controller.shell.admin.scram_users",
 )
 
 

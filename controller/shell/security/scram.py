@@ -80,6 +80,17 @@ def make_credential(
     )
 
 
+def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iterations: int) -> ScramCredential:
+    """The credential of a salted password (KIP-554's AlterUserScramCredentials sends that, so
+    the password never crosses the wire)."""
+    if not MIN_ITERATIONS <= iterations <= MAX_ITERATIONS:
+        raise ScramError(f"iterations must be in [{MIN_ITERATIONS}, {MAX_ITERATIONS}], not {iterations}")
+    if len(salted) != hashlib.new(_hash(mechanism)).digest_size or not salt:
+        raise ScramError("salted password or salt of the wrong size")
+    client_key = _hmac(mechanism, salted, b"Client Key")
+    return ScramCredential(mechanism, salt, _h(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
+
+
 def password_matches(cred: ScramCredential, password: str) -> bool:
     """Whether ``password`` is the one ``cred`` was made from (how SASL/PLAIN checks it)."""
     again = make_credential(cred.mechanism, password, iterations=cred.iterations, salt=cred.salt)

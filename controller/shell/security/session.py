@@ -148,6 +148,10 @@ class SecureHandler:
             if key == SASL_HANDSHAKE:
                 return await self._handshake(session, body, version)
             return await self._authenticate(session, body)
+        if sasl is not None and sasl.expired(_now_ms()):
+            log.info("closing connection of %s from %s: session expired without re-authentication",
+                     sasl.principal, session.host)
+            return None
         if key == API_VERSIONS and (session.authenticated or (sasl is not None and sasl.state == "handshake")):
             answer = await self.inner.handle(header, body)
             if isinstance(answer, dict) and "api_keys" in answer:  # the SASL APIs too
@@ -155,10 +159,6 @@ class SecureHandler:
             return answer
         if not session.authenticated:
             log.info("closing %s connection from %s: API %d before authentication", self.protocol, session.host, key)
-            return None
-        if sasl is not None and sasl.expired(_now_ms()):
-            log.info("closing connection of %s from %s: session expired without re-authentication",
-                     sasl.principal, session.host)
             return None
         return await self.inner.handle(header, body)
 
