@@ -99,8 +99,10 @@ class Nemesis:
         for m in members:
             await asyncio.to_thread(self.cluster.zk.kill_member, m)
         await self._hold(1.0, 4.0, fault)
-        # Both at once: one alone cannot serve (no quorum), and restart_member waits until it does.
-        await asyncio.gather(*(asyncio.to_thread(self.cluster.zk.restart_member, m) for m in members))
+        # One after the other (the launcher is not thread-safe): the first back and the survivor
+        # make a quorum again, which restart_member waits for; then the second rejoins.
+        for m in members:
+            await asyncio.to_thread(self.cluster.zk.restart_member, m)
 
     async def _proxy(self, fault: dict, mode: str, low: float, high: float, delay_s: float = 0.0) -> None:
         cid = fault["target"] = self._victim()
