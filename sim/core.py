@@ -11,12 +11,18 @@ each core, and carries out the ZooKeeper writes the cores return.
         ...                                                  # shell writes, then reports back:
     core.isr_write_done(write, new_zk_version, now)          # or isr_write_conflict / _failed
 
-Epoch rules (Kafka's): a request from an older controller epoch than this broker has seen is
-answered STALE_CONTROLLER_EPOCH and changes nothing; so is a LeaderAndIsr partition state
-with a leader epoch older than the local one; a StopReplica (v3) partition with an older
-leader epoch is answered FENCED_LEADER_EPOCH. A partition state with the *same* leader epoch
-is applied (a controller re-sending state to new replicas), except that an ISR from an older
-zkVersion than the one this broker holds does not replace the newer one.
+Epoch rules (Kafka 2.4+'s ZooKeeper-mode brokers, docs/DESIGN.md section 5): a request from
+an older controller epoch than this broker has seen is answered STALE_CONTROLLER_EPOCH whole
+and changes nothing. A LeaderAndIsr partition state whose leader epoch is not newer than the
+one the replica holds - older *or equal* - is answered STALE_CONTROLLER_EPOCH for that
+partition and not applied (the controller bumps the epoch for every new replica set or
+leader, so an equal epoch is a resend of what the replica already has); the request's other
+partitions are applied. A replica with no local state (not hosted yet, or its broker
+restarted: epoch -1) takes any epoch, so a resend still reaches it. A StopReplica (v3)
+partition with an older leader epoch is answered FENCED_LEADER_EPOCH.
+
+    core.handle(4, 4, lai(epoch=5))   # partition_errors: NONE (newer than what it held)
+    core.handle(4, 4, lai(epoch=5))   # partition_errors: STALE_CONTROLLER_EPOCH (a resend)
 """
 
 from __future__ import annotations
@@ -227,17 +233,14 @@ class BrokerCore:
         if index < 0:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         replica = self.model.get(topic, index, self.broker_id)
-        current_epoch = replica.leader_epoch if replica is not None else -1
+        current_epoch = replica.leader_epoch if replica is not None else NO_EPOCH
         epoch = state["leader_epoch"]
-        if epoch < current_epoch:
+        if current_epoch != NO_EPOCH and epoch <= current_epoch:
+            # Kafka: older, or equal ("matches the current leader epoch"): not applied.
             return ErrorCode.STALE_CONTROLLER_EPOCH
         if self.broker_id not in state["replicas"]:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         zk_version, isr = _zk_version(state), tuple(state["isr"])
-        if replica is not None and epoch == current_epoch and zk_version < replica.zk_version:
-            # Same epoch, older state znode: the replica set is the controller's to say, but
-            # the ISR this leader wrote since is newer than the one in the request.
-            zk_version, isr = replica.zk_version, replica.isr
         if replica is None:
             # Kafka creates an empty log for a partition it is told to host.
             replica = self.model.add(Replica(topic, index, self.broker_id))

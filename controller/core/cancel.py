@@ -84,7 +84,7 @@ from controller.core.task import Move, Phase
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.api import SetData
-from znodes.payloads import encode_record, encode_state
+from znodes.payloads import encode_record
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
 NO_LEADER = -1  # Kafka's leader id when a partition has none
@@ -212,12 +212,10 @@ class CancelSteps:
                 leader = next((b for b in original if b in state.isr and b in live), NO_LEADER)
             isr = tuple(b for b in state.isr if b in original)
             if first or leader != state.leader or isr != state.isr:
+                # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
                 # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,
                 # and the reload resumes the cancel from what landed.
-                new = LeaderIsr(leader, state.leader_epoch + 1, self.base.epoch, isr, state.zk_version + 1)
-                self.early.append(SetData(paths.partition_state(*tp), encode_state(new), state.zk_version))
-                self.states[tp] = new
-                state = new
+                state = self.new_epoch(tp, state, leader, isr)
             for b in original:
                 if b in live:
                     self.box.leader_and_isr(b, tp, state, replicas=original, adding=(), removing=(), is_new=False)

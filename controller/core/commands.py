@@ -1,4 +1,5 @@
-"""Controller -> broker requests as data: LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6.
+"""Controller -> broker requests as data: LeaderAndIsr v4, StopReplica v3, UpdateMetadata v6,
+DescribeLogDirs v1 (what a registering broker hosts: controller.core.engine step 9).
 
 Pure. Bodies are the codec's dicts (snake_case field names of Kafka's message specs). The
 engine collects per-broker entries in an :class:`Outbox` during a step and turns them into one
@@ -8,6 +9,7 @@ handful of requests, not 10,000.
     box = Outbox(controller_id=101, epoch=3, brokers={1: Broker(1, "127.0.0.1", 9092)})
     box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
     box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
+    hosted_partitions(describe_log_dirs_answer)   # {("t", 0), ...}, or None if it failed
 """
 
 from __future__ import annotations
@@ -20,10 +22,12 @@ from znodes.values import Broker, LeaderIsr, TopicPartition
 LEADER_AND_ISR = 4
 STOP_REPLICA = 5
 UPDATE_METADATA = 6
+DESCRIBE_LOG_DIRS = 35
 # The versions the controller <-> broker contract fixes.
 LEADER_AND_ISR_VERSION = 4
 STOP_REPLICA_VERSION = 3
 UPDATE_METADATA_VERSION = 6
+DESCRIBE_LOG_DIRS_VERSION = 1  # KIP-113; what a broker hosts is the same in every version
 
 LISTENER = "PLAINTEXT"
 PLAINTEXT_PROTOCOL = 0  # Kafka's SecurityProtocol id for PLAINTEXT
@@ -35,16 +39,18 @@ class BrokerCommand:
     api_key: int
     api_version: int
     body: dict = field(compare=False)
-    # StopReplica: the partitions whose move waits for this request to have been sent.
+    # StopReplica: the partitions whose move waits for this request to have been sent (a
+    # deletion no move waits for - an override's dropped replica, a stray - is not listed).
     partitions: tuple[TopicPartition, ...] = ()
     # ``body`` already encoded (controller.core.shared_body), for transports that take it as is.
     encoded: bytes | None = field(default=None, compare=False)
 
     @property
     def name(self) -> str:
-        return {LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata"}.get(
-            self.api_key, str(self.api_key)
-        )
+        return {
+            LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata",
+            DESCRIBE_LOG_DIRS: "DescribeLogDirs",
+        }.get(self.api_key, str(self.api_key))
 
 
 def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
@@ -63,6 +69,8 @@ class Outbox:
         self.brokers = brokers
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
+        self._stop_waited: dict[int, set[TopicPartition]] = {}  # stops a move waits for
+        self._describe: set[int] = set()  # brokers asked what they host
         self._metadata: dict[TopicPartition, dict] = {}
         # UpdateMetadata for some brokers only (a full one to a broker that just registered).
         self._metadata_to: dict[tuple[int, ...], dict[TopicPartition, dict]] = {}
@@ -97,12 +105,21 @@ class Outbox:
         }
         self._lai_last[is_new] = (tp, state, replicas, adding, removing, entry)
 
-    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int) -> None:
+    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int, *, wait: bool = True) -> None:
+        """StopReplica(delete). ``wait``: the partition's move finishes once it was sent
+        (controller.core.events.StopReplicaSent); False for deletions nothing waits for."""
         self._stop.setdefault(broker_id, {})[tp] = {
             "partition_index": tp[1],
             "leader_epoch": leader_epoch,
             "delete_partition": True,
         }
+        if wait:
+            self._stop_waited.setdefault(broker_id, set()).add(tp)
+
+    def describe_log_dirs(self, broker_id: int) -> None:
+        """Ask a broker which replicas it hosts (every partition); its answer comes back as
+        controller.core.events.ReplicasHosted (controller.shell.dispatch)."""
+        self._describe.add(broker_id)
 
     def update_metadata(self, tp: TopicPartition, state: LeaderIsr, replicas, to: tuple[int, ...] | None = None) -> None:
         """Tell every live broker (or only the brokers ``to``) the partition's state (sent
@@ -136,7 +153,7 @@ class Outbox:
     def commands(self) -> list[BrokerCommand]:
         """One request per broker and API, in the order a broker must see them."""
         out: list[BrokerCommand] = []
-        for broker_id in sorted(set(self._lai) | set(self._stop)):
+        for broker_id in sorted(set(self._lai) | set(self._stop) | self._describe):
             entries = self._lai.get(broker_id)
             if entries:
                 leaders = {e["leader"] for e in entries.values()}
@@ -151,7 +168,13 @@ class Outbox:
             stops = self._stop.get(broker_id)
             if stops:
                 body = self._header(broker_id) | {"topic_states": _grouped(stops)}
-                out.append(BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(stops)))
+                waited = self._stop_waited.get(broker_id, ())
+                out.append(
+                    BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(tp for tp in stops if tp in waited))
+                )
+            if broker_id in self._describe:
+                # After this step's LeaderAndIsr to it: the answer includes the replicas they made.
+                out.append(BrokerCommand(broker_id, DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, {"topics": None}))
         # Addressed ones first: an entry of this step for every broker is as new or newer.
         for to, entries in self._metadata_to.items():
             out += self._update_metadata_commands(entries, [b for b in to if b in self.brokers])
@@ -185,3 +208,20 @@ class Outbox:
                 BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
             )
         return out
+
+
+def hosted_partitions(body: dict) -> set[TopicPartition] | None:
+    """The partitions a DescribeLogDirs answer says the broker hosts (current logs, not an
+    intra-broker move's future ones), or None if the answer is an error: a log dir that could
+    not be described makes the whole answer unknown, so nothing is taken for absent."""
+    if body.get("error_code", 0):
+        return None
+    out: set[TopicPartition] = set()
+    for result in body.get("results") or []:
+        if result.get("error_code", 0):
+            return None
+        for topic in result.get("topics") or []:
+            for p in topic.get("partitions") or []:
+                if not p.get("is_future_key", False):
+                    out.add((topic["name"], p["partition_index"]))
+    return out

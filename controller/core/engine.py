@@ -21,9 +21,11 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     its election for the full metadata, kept fresh by the ISR notifications and its own
     writes, as Kafka's controller cache is); without one it is LOADING while the state is read.
  3. Start (state known). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
-    ORS, write the topic znode with RS, AR and RR, record ``original_replicas`` in
+    ORS, write the state znode with leader epoch + 1 (conditional on its zkVersion), write the
+    topic znode with RS, AR and RR, record ``original_replicas`` in
     ``/admin/reassign_partitions`` when the writer left them out (KIP-236). Then LeaderAndIsr
-    (RS, AR, RR; ``is_new`` for AR) to every live replica in RS. -> REPLICATING
+    (RS, AR, RR; ``is_new`` for AR; the new leader epoch) to every live replica in RS.
+    -> REPLICATING
  4. Replicate. The brokers copy; the leader adds AR to the ISR and posts an ISR change
     notification; the controller reads the named states (one children watch for all), or
     takes them from the notification when the leader put them there with their zkVersion.
@@ -31,18 +33,25 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     ``/admin/reassign_partitions`` (AlterPartitionReassignments, ReassignPartitions v1, a
     tool's rewrite) or from a queued batch KIP-236 cannot roll back - replaces its target in
     place, once every event of the step is in (a failover's Resume writes records first). ORS
-    stays; the replicas an earlier target added that the new one does not keep are
-    ``dropped``: RS = TRS followed by ORS - TRS and the dropped, AR = TRS - ORS, RR = ORS - TRS
-    followed by the dropped. In one flush the record gets the new TRS and the topic znode the
-    new RS; then LeaderAndIsr (``is_new`` for replicas not in the old RS) to every live
-    replica. Nothing is deleted yet: the dropped go with RR in step 5, once the new TRS is in
-    the ISR (invariant 4), where Kafka deletes them at once. A new target equal to ORS is a
-    cancel (step 7). A move completing or being rolled back takes the new target after it ends
-    (its "next target"); one whose state is being read after a failover, when it arrives.
+    stays; the replicas an earlier target added that the new one does not keep are dropped.
+    Kafka deletes them at once, and so does this step for those outside the ISR: they hold no
+    in-sync copy. A dropped replica in the ISR (the leader, say) is kept as ``dropped``, at the
+    end of RR, until the new TRS is in sync (invariant 4): RS = TRS followed by ORS - TRS and
+    the kept, AR = TRS - ORS, RR = ORS - TRS followed by the kept. In one flush the record gets
+    the new TRS, the state znode leader epoch + 1 (conditional on the zkVersion the ISR was
+    judged from) and the topic znode the new RS; then LeaderAndIsr (``is_new`` for replicas not
+    in the old RS) to every live replica of the new RS and StopReplica(delete) to the deleted
+    (a broker that is down gets it as a stray, step 9). The per-broker caps hold for the copies
+    an override adds: one that does not fit waits, the old target copying on, until a slot
+    frees (step 2 takes it first), or follows the move if that completes first. A new target
+    equal to ORS is a cancel (step 7). A move completing or being rolled back takes the new
+    target after it ends (its "next target"); one whose state is being read after a failover,
+    when it arrives.
  5. Complete, once TRS is inside the ISR: keep the leader if it is in TRS and alive, else
     elect the first live TRS replica in the ISR; shrink the ISR to TRS; write the state znode
-    (leader epoch + 1, conditional on its zkVersion, so the ISR really held TRS when it
-    landed); LeaderAndIsr with RS = TRS to the TRS replicas; StopReplica(delete) to RR.
+    (leader epoch + 1 always, as Kafka's completion does; conditional on its zkVersion, so the
+    ISR really held TRS when it landed); LeaderAndIsr with RS = TRS to the TRS replicas;
+    StopReplica(delete) to RR.
     -> STOPPING. (Invariant 4: RR is deleted only after every TRS replica is in the ISR.)
  6. Finish, once the StopReplica requests were sent: in one fenced multi write RS = TRS (no
     adding/removing), delete ``/admin/reassignments/T/P`` and drop the entry from
@@ -58,28 +67,52 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     partition's replicas from its topic znode. When the live broker set changes (a broker
     registered, re-registered or went), every live broker hears the new set, in an
     UpdateMetadata without partitions if the step sends none with them (onBrokerFailure too).
+ 9. Strays (no Kafka counterpart in ZooKeeper mode). A broker that registers or re-registers,
+    and every live broker when a controller is elected (some may have registered while none
+    was active), is asked what it hosts: DescribeLogDirs (KIP-113), after this step's
+    LeaderAndIsr to it. Its answer (controller.core.events.ReplicasHosted) is compared with the
+    assignment: a replica of a known partition whose RS does not place it on that broker, that
+    no waiting move is about to add, and that is not in the ISR is a stray - a deletion missed
+    while the broker was down (RR of a completion, AR of a rollback, an override's dropped) -
+    and gets StopReplica(delete) (controller.core.task.stray_partitions). Nothing waits for
+    those, nor for an override's deletions: they are not in ``StopReplicaSent``.
+
+Leader epochs (Kafka's ``updateLeaderEpochAndSendRequest``): every LeaderAndIsr that gives a
+partition a new replica set or leader - start, override, completion, rollback, and a resumed
+move whose RS recovery had to write or adopt - carries a leader epoch one above the last one
+written, written to the state znode first (conditional on its zkVersion) in the same flush.
+Brokers refuse a partition state whose leader epoch is not newer than theirs (docs/DESIGN.md
+section 5), so a resend of a state already written - a failover resuming a move whose RS
+landed, a broker registering again (on_brokers), a STOPPING or CANCELLING move resumed - goes
+as it is: brokers holding it answer STALE_CONTROLLER_EPOCH for it, harmlessly (the dispatcher
+neither retries nor fails on that), and replicas without local state (new, or restarted)
+take it. UpdateMetadata carries states as they are and bumps nothing.
 
 Worked state table, ORS (1,2,3) -> TRS (4,5,6), leader 1 (the unit tests walk exactly this):
 
-    step                                     RS            AR     RR     ISR           leader
-    0 initial                                1,2,3         -      -      1,2,3         1
-    3 start: record + topic znode written    4,5,6,1,2,3   4,5,6  1,2,3  1,2,3         1
+    step                                     RS            AR     RR     ISR           leader epoch
+    0 initial                                1,2,3         -      -      1,2,3         1      0
+    3 start: record, state (epoch+1),        4,5,6,1,2,3   4,5,6  1,2,3  1,2,3         1      1
+      topic znode written;
       LeaderAndIsr to 1..6 (4,5,6 is_new)
-    4 4,5,6 catch up; leader 1 expands ISR   4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4,5,6   1
-    5 TRS in ISR: leader 4, ISR shrunk,      4,5,6,1,2,3   4,5,6  1,2,3  4,5,6         4
+    4 4,5,6 catch up; leader 1 expands ISR   4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4,5,6   1      1
+    5 TRS in ISR: leader 4, ISR shrunk,      4,5,6,1,2,3   4,5,6  1,2,3  4,5,6         4      2
       epoch+1; LeaderAndIsr RS=TRS to 4,5,6;
       StopReplica(delete) to 1,2,3
-    6 final multi: RS=TRS, record deleted    4,5,6         -      -      4,5,6         4
+    6 final multi: RS=TRS, record deleted    4,5,6         -      -      4,5,6         4      2
 
-Override of that move to TRS (4,6,3) (step 4b), when only 4 has caught up:
+Override of that move to TRS (4,6,3) (step 4b), when only 4 has caught up (5 is out of the
+ISR: deleted at once; were it in the ISR, it would stay at the end of RR until step 5):
 
-    step                                     RS            AR     RR     ISR           leader
-    4 replicating                            4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4       1
-    4b record: TRS 4,6,3; topic znode        4,6,3,1,2,5   4,6    1,2,5  1,2,3,4       1
-       LeaderAndIsr to 1..6 (none is_new)
-    5 6 catches up: leader 4, ISR shrunk,    4,6,3,1,2,5   4,6    1,2,5  3,4,6         4
-      StopReplica(delete) to 1,2,5
-    6 final multi: RS=TRS, record deleted    4,6,3         -      -      3,4,6         4
+    step                                     RS            AR     RR     ISR           leader epoch
+    4 replicating                            4,5,6,1,2,3   4,5,6  1,2,3  1,2,3,4       1      1
+    4b record: TRS 4,6,3; state (epoch+1);   4,6,3,1,2     4,6    1,2    1,2,3,4       1      2
+       topic znode; LeaderAndIsr to 1,2,3,
+       4,6 (none is_new); StopReplica(delete)
+       to 5
+    5 6 catches up: leader 4, ISR shrunk,    4,6,3,1,2     4,6    1,2    3,4,6         4      3
+      StopReplica(delete) to 1,2
+    6 final multi: RS=TRS, record deleted    4,6,3         -      -      3,4,6         4      3
 
 Writes are coalesced per step: a topic znode or ``/admin/reassign_partitions`` touched by
 10,000 partitions in one step is written once. Their order inside the flush keeps every prefix
@@ -129,6 +162,7 @@ from controller.core.events import (
     Event,
     MetadataRead,
     QueueRead,
+    ReplicasHosted,
     RequestsRead,
     Resume,
     StatesRead,
@@ -152,7 +186,7 @@ from controller.core.flush import (
 )
 from controller.core.queue import QueueSteps
 from controller.core.state import ClusterState, Delta, Overlay
-from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas
+from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas, stray_partitions
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
@@ -330,10 +364,12 @@ class _Step(CancelSteps, QueueSteps):
                 self.handle(event)
 
     def take_overrides(self) -> None:
+        usage = None  # slots in use, counted once for all of them
         for tp in self.overrides:
             move = self.tasks.get(tp)
             if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None and not move.resend:
-                self.override(move, move.next_target)
+                usage = usage if usage is not None else self.slot_usage()
+                self.override(move, move.next_target, usage)
 
     # ---- events --------------------------------------------------------------------------
 
@@ -352,6 +388,8 @@ class _Step(CancelSteps, QueueSteps):
             self.on_resume(event)
         elif isinstance(event, MetadataRead):
             self.on_metadata(event)
+        elif isinstance(event, ReplicasHosted):
+            self.on_hosted(event)
         elif isinstance(event, (CancelRequested, QueueRead)):
             if self.states_missing():
                 # Just failed over: a cancel needs the partition state of the moves it rolls
@@ -406,6 +444,8 @@ class _Step(CancelSteps, QueueSteps):
         back = {b for b, info in self.brokers.items() if b not in old or old[b].epoch != info.epoch}
         if back or set(old) - set(self.brokers):
             self.box.live_brokers_changed()
+        for b in sorted(back):
+            self.box.describe_log_dirs(b)  # step 9: what it hosts, for its strays
         for move in list(self.tasks.values()):
             if not move.started:
                 continue
@@ -549,6 +589,16 @@ class _Step(CancelSteps, QueueSteps):
                 self.states[tp] = state  # kept: a move of the partition starts without a read
             self.box.update_metadata(tp, state, assignment.replicas, to)
 
+    def on_hosted(self, event: ReplicasHosted) -> None:
+        """Step 9: delete the strays a (re)registered broker hosts."""
+        b = event.broker_id
+        if b not in self.brokers:
+            return  # gone again: asked once more when it registers
+        for tp in stray_partitions(b, event.partitions, self.assignments, self.tasks, self.states):
+            state = self.states.get(tp)
+            self.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
+            self.box.stop_replica(b, tp, state.leader_epoch if state is not None else -1, wait=False)
+
     def on_stop_replica_sent(self, event: StopReplicaSent) -> None:
         for tp in event.partitions:
             move = self.tasks.get(tp)
@@ -560,6 +610,9 @@ class _Step(CancelSteps, QueueSteps):
     @writing(RESUME)
     def on_resume(self, event: Resume) -> None:
         """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
+        for b in sorted(self.brokers):
+            # Step 9: brokers that registered while no controller was active are asked too.
+            self.box.describe_log_dirs(b)
         for tp in sorted(event.stale_records):
             # Before any create: a new move of the same partition may start in this flush.
             self.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")
@@ -584,8 +637,15 @@ class _Step(CancelSteps, QueueSteps):
                     # The cancel was marked but its topic znode write did not land.
                     self.set_assignment(tp, rollback_assignment(move))
             if move.phase is Phase.REPLICATING:
-                # Recorded but the topic znode not yet written: write RS now.
-                self.set_assignment(tp, Assignment(move.replicas, move.adding, move.removing))
+                # Recorded but the topic znode not yet written: write RS now. No broker may
+                # have heard of that RS (nor of an adopted move's): it goes out with a new
+                # leader epoch ("Leader epochs" above); any other resumed move's state is
+                # resent as is.
+                assignment = Assignment(move.replicas, move.adding, move.removing)
+                if self.assignments[tp] != assignment or tp in event.create_records or tp in event.rewrite_records:
+                    move = move.with_changes(new_epoch=True)
+                    self.set_task(move)
+                self.set_assignment(tp, assignment)
                 self.record_original(move)
             state = self.states.get(tp)
             if state is None:
@@ -595,11 +655,21 @@ class _Step(CancelSteps, QueueSteps):
                 self.announce(move, state)
 
     def announce(self, move: Move, state: LeaderIsr) -> None:
-        """Tell the brokers about a move again (new controller epoch) and carry on with it."""
+        """Tell the brokers about a move again (new controller epoch) and carry on with it: the
+        state as it is, which brokers holding its leader epoch refuse harmlessly and replicas
+        without local state take; a new leader epoch when the RS is new (``new_epoch``) or
+        dropped replicas left the ISR (deleted now, as step 4b does)."""
         if move.resend:
             move = move.with_changes(resend=False)
             self.set_task(move)
         if move.phase is Phase.REPLICATING:
+            gone = tuple(b for b in move.dropped if b not in state.isr)
+            if move.new_epoch or gone:
+                move = move.shed(gone).with_changes(new_epoch=False)
+                self.set_task(move)
+                self.set_assignment(move.tp, Assignment(move.replicas, move.adding, move.removing))
+                state = self.new_epoch(move.tp, state)
+                self.delete_dropped(move.tp, gone, state)
             for b in move.replicas:
                 if b in self.brokers:
                     self.box.leader_and_isr(
@@ -624,8 +694,12 @@ class _Step(CancelSteps, QueueSteps):
             self.requests_dirty = True
 
     def schedule(self) -> None:
-        """Step 2: start pending moves while they fit the caps (no batch barrier)."""
-        if not self.schedule_needed or len(self.pending) == 0:
+        """Step 2: start pending moves while they fit the caps (no batch barrier); overrides
+        waiting for a slot (step 4b) go first, their moves being under way."""
+        if not self.schedule_needed:
+            return
+        self.take_waiting_overrides()
+        if len(self.pending) == 0:
             return
         cfg = self.config
         running = 0
@@ -694,6 +768,7 @@ class _Step(CancelSteps, QueueSteps):
         self.create_record(tp, move.target, original)
         self.set_assignment(tp, Assignment(replicas, adding, removing))
         self.record_original(move)
+        state = self.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
         for b in replicas:
             if b in self.brokers:
                 self.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding)
@@ -701,7 +776,7 @@ class _Step(CancelSteps, QueueSteps):
         self.check_complete(move)
 
     @writing(OVERRIDE)
-    def override(self, move: Move, target: tuple[int, ...]) -> None:
+    def override(self, move: Move, target: tuple[int, ...], usage: _Usage | None = None, *, retry: bool = False) -> None:
         """Step 4b (KIP-455): a new target for a replicating move replaces the old one in place."""
         tp, name = move.tp, f"{move.tp[0]}-{move.tp[1]}"
         state = self.states.get(tp)
@@ -718,22 +793,85 @@ class _Step(CancelSteps, QueueSteps):
             self.begin_cancel(move.with_changes(next_target=None), state)
             return
         dropped = dropped_replicas(move.replicas, target, move.original)  # recovery's rule too
-        new = move.to(Phase.REPLICATING, target=tuple(target), dropped=dropped, next_target=None)
+        # Kafka deletes them at once. One in the ISR holds an in-sync copy: it stays, at the
+        # end of RR, until the new target is in sync (invariant 4); the others hold none.
+        kept = tuple(b for b in dropped if b in state.isr)
+        gone = tuple(b for b in dropped if b not in state.isr)
+        new = move.to(Phase.REPLICATING, target=tuple(target), dropped=kept, next_target=None)
+        usage = usage if usage is not None else self.slot_usage()
+        full = usage.blocked(move, new, self.config)
+        if full:
+            # The caps hold for an override's new copies as for a start: it waits for a slot
+            # (schedule), or follows the move if that completes first (follow_up).
+            if not retry:
+                self.log.append(
+                    f"{name}: new target {list(target)} waits for a free slot on broker(s) {full} (concurrency caps)"
+                )
+            self.set_task(move.with_changes(next_target=tuple(target)))
+            return
+        usage.replace(move, new)
         self.set_task(new)
         self.log.append(
             f"{name}: target {list(move.target)} replaced by {list(target)}"
-            + (f"; {list(dropped)} go when it completes" if dropped else "")
+            + (f"; {list(gone)} deleted now" if gone else "")
+            + (f"; {list(kept)} (in sync) go when it completes" if kept else "")
         )
         self.early.append(SetData(paths.reassignment(*tp), encode_record(new.target, new.original)))
         self.set_assignment(tp, Assignment(new.replicas, new.adding, new.removing))
+        state = self.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
         for b in new.replicas:
             if b in self.brokers:
                 self.box.leader_and_isr(
                     b, tp, state, replicas=new.replicas, adding=new.adding, removing=new.removing,
                     is_new=b not in move.replicas,
                 )
+        self.delete_dropped(tp, gone, state)
         self.box.update_metadata(tp, state, new.replicas)
         self.check_complete(new)
+
+    def take_waiting_overrides(self) -> None:
+        """Overrides that waited for a slot (step 4b's caps), now that one may have freed."""
+        usage = None
+        for move in list(self.tasks.values()):
+            if (
+                move.phase is Phase.REPLICATING
+                and move.next_target is not None
+                and move.next_target != move.original
+                and not move.resend
+                and move.tp in self.states
+            ):
+                usage = usage if usage is not None else self.slot_usage()
+                self.override(move, move.next_target, usage, retry=True)
+
+    def delete_dropped(self, tp: TopicPartition, replicas, state: LeaderIsr) -> None:
+        """StopReplica(delete) to dropped replicas outside the ISR (step 4b). No move waits
+        for it; a broker that is down gets it as a stray when it registers (step 9)."""
+        for b in replicas:
+            if b in self.brokers:
+                self.box.stop_replica(b, tp, state.leader_epoch, wait=False)
+
+    def slot_usage(self) -> _Usage:
+        usage = _Usage()
+        for move in self.tasks.values():
+            if move.holds_slot:
+                usage.add(*self.slot_brokers(move), 1)
+        return usage
+
+    def new_epoch(self, tp: TopicPartition, state: LeaderIsr, leader: int | None = None, isr=None) -> LeaderIsr:
+        """Write the state znode with leader epoch + 1 (and the leader and ISR given), as
+        Kafka's updateLeaderEpoch does before every LeaderAndIsr with a new replica set or
+        leader; conditional on its zkVersion, so it lands only on exactly the state this
+        decision was made from (a stale cached state costs a failed write and a reload)."""
+        new = LeaderIsr(
+            state.leader if leader is None else leader,
+            state.leader_epoch + 1,
+            self.base.epoch,
+            state.isr if isr is None else tuple(isr),
+            state.zk_version + 1,
+        )
+        self.early.append(SetData(paths.partition_state(*tp), encode_state(new), state.zk_version))
+        self.states[tp] = new
+        return new
 
     @writing(COMPLETE)
     def check_complete(self, move: Move) -> None:
@@ -749,12 +887,9 @@ class _Step(CancelSteps, QueueSteps):
             if leader is None:
                 return  # no live TRS replica to lead: wait for a broker to come back
         isr = tuple(b for b in state.isr if b in move.target)
-        if move.removing or leader != state.leader or isr != state.isr:
-            # Conditional on the zkVersion: the write only lands if the ISR still held TRS.
-            new = LeaderIsr(leader, state.leader_epoch + 1, self.base.epoch, isr, state.zk_version + 1)
-            self.early.append(SetData(paths.partition_state(*move.tp), encode_state(new), state.zk_version))
-            self.states[move.tp] = new
-            state = new
+        # Always a new leader epoch (RS = TRS, and Kafka's completion always bumps it);
+        # conditional on the zkVersion: the write only lands if the ISR still held TRS.
+        state = self.new_epoch(move.tp, state, leader, isr)
         move = move.to(Phase.STOPPING)
         self.set_task(move)
         self.stop_removed(move, state)
@@ -904,3 +1039,32 @@ def slot_usage(state: ClusterState) -> tuple[int, dict[int, int], dict[int, int]
 def _estimate(state: ClusterState, move: Move) -> tuple[Iterable[int], Iterable[int]]:
     current = state.assignments[move.tp].replicas
     return [b for b in move.target if b not in current], [b for b in current if b not in move.target]
+
+
+class _Usage:
+    """Concurrency slots in use per broker: incoming (adding a replica) and outgoing (removing
+    one), as step 2 counts them; step 4b checks an override's new copies against the caps."""
+
+    def __init__(self):
+        self.incoming: dict[int, int] = {}
+        self.outgoing: dict[int, int] = {}
+
+    def add(self, adding, removing, n: int) -> None:
+        for b in adding:
+            self.incoming[b] = self.incoming.get(b, 0) + n
+        for b in removing:
+            self.outgoing[b] = self.outgoing.get(b, 0) + n
+
+    def blocked(self, old: Move, new: Move, config: ControllerConfig) -> list[int]:
+        """Brokers the override ``old`` -> ``new`` adds a copy to (or an original replica
+        leaving from) that are at their cap."""
+        into = [b for b in new.adding if b not in old.adding]
+        out_of = [b for b in new.removing if b not in old.removing and b in (old.original or ())]
+        return sorted(
+            {b for b in into if self.incoming.get(b, 0) >= config.max_incoming_per_broker}
+            | {b for b in out_of if self.outgoing.get(b, 0) >= config.max_outgoing_per_broker}
+        )
+
+    def replace(self, old: Move, new: Move) -> None:
+        self.add(old.adding, old.removing, -1)
+        self.add(new.adding, new.removing, 1)

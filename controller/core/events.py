@@ -66,6 +66,16 @@ class StopReplicaSent:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicasHosted:
+    """What a broker answered to the DescribeLogDirs the controller sent it when it registered
+    (or at the controller's election): the partitions it hosts a replica of. The engine deletes
+    the strays among them (controller.core.engine step 9)."""
+
+    broker_id: int
+    partitions: frozenset[TopicPartition]
+
+
+@dataclass(frozen=True, slots=True)
 class Resume:
     """First event after failover recovery rebuilt the state (controller.shell.recovery).
 
@@ -116,5 +126,5 @@ class QueueRead:
 
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
-    | MetadataRead
+    | MetadataRead | ReplicasHosted
 )

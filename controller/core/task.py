@@ -14,8 +14,11 @@ fails loudly instead of corrupting a reassignment.
 
 REPLICATING -> REPLICATING is KIP-455's override: a new target replaces the running one in
 place (controller.core.engine step 4b). ORS stays; replicas the old target added that the new one
-does not keep are ``dropped``: they stay in RR until the move completes or is rolled back, so a
-replica is still removed only once its move's target is in the ISR (docs/DESIGN.md invariant 4).
+does not keep are deleted at once if they are outside the ISR (as Kafka does; they hold no
+in-sync copy), and the ones in the ISR are ``dropped``: they stay in RR until the move
+completes or is rolled back, so an in-sync replica is still removed only once its move's
+target is in the ISR (docs/DESIGN.md invariant 4). ``shed`` takes dropped replicas that have
+left the ISR off a move (deleted on a failover's resume).
 
 STOPPING cannot be cancelled: the original replicas already got StopReplica(delete), so
 there is nothing left to roll back to; such a move completes (see controller.core.cancel).
@@ -27,6 +30,11 @@ there is nothing left to roll back to; such a move completes (see controller.cor
 
 Terms (Kafka 2.4+): ORS ``original``, TRS ``target``, RS ``replicas`` = TRS followed by
 RR, AR ``adding`` = TRS - ORS, RR ``removing`` = ORS - TRS followed by ``dropped``.
+
+``stray_partitions`` is the rule for a registering broker's replicas nothing assigns to it
+(controller.core.engine step 9):
+
+    stray_partitions(5, {("t", 0), ("t", 1)}, assignments, tasks, states)   # [("t", 1)]
 """
 
 from __future__ import annotations
@@ -65,7 +73,7 @@ HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.
 STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 
 
-_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped"})  # what _copy may change
+_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped", "new_epoch"})  # what _copy may change
 
 
 class IllegalTransition(RuntimeError):
@@ -86,8 +94,13 @@ class Move:
     # again (LeaderAndIsr, StopReplica) once the state arrives.
     resend: bool = False
     # Added by an earlier target of this move and not kept by the current one (KIP-455
-    # override): removed with RR on completion, with AR on rollback.
+    # override), and in the ISR when it was overridden: removed with RR on completion, with AR
+    # on rollback.
     dropped: tuple[int, ...] = ()
+    # Resumed by failover with an RS no broker may have heard of (recovery wrote it, or the
+    # move was adopted from the topic znode): announced with a new leader epoch, not resent
+    # as is (controller.core.engine, "Leader epochs").
+    new_epoch: bool = False
 
     def to(self, phase: Phase, **changes) -> Move:
         if phase not in TRANSITIONS[self.phase]:
@@ -120,7 +133,16 @@ class Move:
             get("next_target", self.next_target),
             get("resend", self.resend),
             get("dropped", self.dropped),
+            get("new_epoch", self.new_epoch),
         )
+
+    def shed(self, replicas) -> Move:
+        """The move without some of its ``dropped`` replicas (deleted before it completes:
+        they left the ISR). Phase, target and ORS stay."""
+        gone = set(replicas)
+        if not gone <= set(self.dropped):
+            raise IllegalTransition(f"{self.tp}: only dropped replicas can be shed, not {sorted(gone - set(self.dropped))}")
+        return self._copy(self.phase, {"dropped": tuple(b for b in self.dropped if b not in gone)})
 
     @classmethod
     def resumed(cls, tp, target, original, phase: Phase, dropped=()) -> Move:
@@ -181,3 +203,26 @@ def dropped_replicas(replicas, target, original) -> tuple[int, ...]:
     override's topic write landed."""
     keep = set(target) | set(original)
     return tuple(r for r in replicas if r not in keep)
+
+
+def stray_partitions(broker_id, hosted, assignments, tasks, states) -> list[tuple[str, int]]:
+    """The partitions of ``hosted`` (what ``broker_id`` says it hosts) whose replica there is a
+    stray: its partition is known and its RS (``assignments``: TRS and RR of a running move,
+    so AR and dropped replicas too) does not place it there, no move of it is waiting to add
+    it (a pending or loading target, or a next one), and it is not in the partition's ISR.
+    A partition the controller does not know (a topic created a moment ago) is never one.
+    What is left is a replica whose deletion was missed while its broker was down: RR of a
+    completed move, AR of a rolled-back one, an override's dropped replica."""
+    out = []
+    for tp in sorted(hosted):
+        assignment = assignments.get(tp)
+        if assignment is None or broker_id in assignment.replicas:
+            continue
+        move = tasks.get(tp)
+        if move is not None and (broker_id in move.target or broker_id in (move.next_target or ())):
+            continue
+        state = states.get(tp)
+        if state is not None and broker_id in state.isr:
+            continue
+        out.append(tp)
+    return out

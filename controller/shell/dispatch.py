@@ -3,9 +3,13 @@
 One worker per broker sends that broker's requests one after another (a broker must see a
 partition's LeaderAndIsr before its StopReplica); different brokers proceed in parallel. A
 send that fails for a connection reason is retried with backoff while the broker is still
-registered. When every StopReplica of a step has been sent (answered or given up on), a
-:class:`controller.core.events.StopReplicaSent` goes on the controller's event queue: broker
-responses become events like everything else.
+registered. When every StopReplica of a step that a move waits for has been sent (answered or
+given up on), a :class:`controller.core.events.StopReplicaSent` goes on the controller's event
+queue, and a broker's DescribeLogDirs answer becomes a
+:class:`controller.core.events.ReplicasHosted`: broker responses become events like everything
+else. Error codes in answers are logged, never retried: a LeaderAndIsr partition answered
+STALE_CONTROLLER_EPOCH is a broker that already holds that leader epoch (a resend after a
+failover or to a broker back), which is how Kafka's brokers say "already have it".
 
     dispatcher = Dispatcher(transport, queue, config, is_live=lambda b: b in state.brokers)
     dispatcher.send(step.commands)
@@ -18,9 +22,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import STOP_REPLICA, BrokerCommand
+from controller.core.commands import DESCRIBE_LOG_DIRS, STOP_REPLICA, BrokerCommand, hosted_partitions
 from controller.core.config import ControllerConfig
-from controller.core.events import StopReplicaSent
+from controller.core.events import ReplicasHosted, StopReplicaSent
 from protocol.errors import ErrorCode, error_name
 from protocol.exceptions import DecodeError, EncodeError
 
@@ -38,17 +42,22 @@ class _Countdown:
             self.fire()
 
 
-def response_errors(command: BrokerCommand, body: dict) -> list[str]:
-    """Non-zero error codes in a LeaderAndIsr / StopReplica / UpdateMetadata answer."""
+def response_errors(command: BrokerCommand, body: dict, *, skip: frozenset[int] = frozenset()) -> list[str]:
+    """Non-zero error codes in a LeaderAndIsr / StopReplica / UpdateMetadata answer (per
+    partition, those in ``skip`` left out)."""
     out = []
     top = body.get("error_code", 0)
     if top:
         out.append(error_name(top))
     for entry in body.get("partition_errors") or []:
         code = entry.get("error_code", 0)
-        if code:
+        if code and code not in skip:
             out.append(f"{entry.get('topic_name')}-{entry.get('partition_index')}: {error_name(code)}")
     return out
+
+
+# A LeaderAndIsr partition refused for its leader epoch: the broker holds that epoch already.
+_ALREADY_HELD = frozenset({int(ErrorCode.STALE_CONTROLLER_EPOCH)})
 
 
 class Dispatcher:
@@ -69,7 +78,8 @@ class Dispatcher:
         self.failed = 0
 
     def send(self, commands: list[BrokerCommand]) -> None:
-        stops = [c for c in commands if c.api_key == STOP_REPLICA]
+        # Only the StopReplica requests a move waits for (those naming partitions) count.
+        stops = [c for c in commands if c.api_key == STOP_REPLICA and c.partitions]
         countdown = None
         if stops:
             partitions = tuple(tp for c in stops for tp in c.partitions)
@@ -81,7 +91,7 @@ class Dispatcher:
                 self._workers[command.broker_id] = asyncio.create_task(
                     self._worker(command.broker_id, q), name=f"dispatch-{command.broker_id}"
                 )
-            q.put_nowait((command, countdown if command.api_key == STOP_REPLICA else None))
+            q.put_nowait((command, countdown if command.api_key == STOP_REPLICA and command.partitions else None))
 
     async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
         while True:
@@ -90,14 +100,21 @@ class Dispatcher:
                 return
             command, countdown = item
             try:
-                await self._send(command)
+                body = await self._send(command)
+                if command.api_key == DESCRIBE_LOG_DIRS and body is not None:
+                    hosted = hosted_partitions(body)
+                    if hosted is None:
+                        log.info("broker %d could not say what it hosts: %s", broker_id, body)
+                    else:
+                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted)))
             except Exception:  # a bug in one send must not stop this broker's worker
                 log.exception("sending %s to broker %d failed", command.name, broker_id)
             finally:
                 if countdown is not None:
                     countdown.done()
 
-    async def _send(self, command: BrokerCommand) -> None:
+    async def _send(self, command: BrokerCommand) -> dict | None:
+        """The broker's answer, or None if it was not delivered."""
         cfg = self.config
         for attempt in range(cfg.request_retries + 1):
             try:
@@ -116,19 +133,23 @@ class Dispatcher:
                 if attempt == cfg.request_retries or not self.is_live(command.broker_id):
                     self.failed += 1
                     log.info("%s to broker %d not delivered: %r", command.name, command.broker_id, e)
-                    return
+                    return None
                 await asyncio.sleep(cfg.retry_backoff_s * (2**attempt))
                 continue
             except EncodeError:
                 self.failed += 1
                 log.exception("%s to broker %d cannot be encoded", command.name, command.broker_id)
-                return
+                return None
             self.sent += 1
-            errors = response_errors(command, body)
+            if command.api_key == DESCRIBE_LOG_DIRS:
+                return body
+            errors = response_errors(command, body, skip=_ALREADY_HELD)
             if errors:
-                level = logging.WARNING if str(ErrorCode.STALE_CONTROLLER_EPOCH.name) in " ".join(errors) else logging.INFO
+                # A whole request refused for its controller epoch means a newer controller.
+                level = logging.WARNING if body.get("error_code") == ErrorCode.STALE_CONTROLLER_EPOCH else logging.INFO
                 log.log(level, "%s to broker %d answered: %s", command.name, command.broker_id, ", ".join(errors[:10]))
-            return
+            return body
+        return None
 
     async def close(self) -> None:
         workers, self._workers = list(self._workers.values()), {}

@@ -48,7 +48,12 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     controller finished but had not dropped yet: the engine drops it as done (step 1).
  4. Resume (:class:`controller.core.events.Resume`): the new controller epoch re-sends
     LeaderAndIsr for every running move, re-checks completion, re-sends StopReplica for moves
-    in STOPPING and CANCELLING, and starts pending entries as the caps allow. The shell then
+    in STOPPING and CANCELLING, and starts pending entries as the caps allow. A state already
+    written goes as it is (brokers holding its leader epoch refuse it harmlessly, replicas
+    without local state take it); a replicating move whose RS this recovery writes (the topic
+    write did not land) or adopts (no record) goes with a new leader epoch, since no broker
+    may have heard of that RS; dropped replicas that left the ISR are deleted then (engine
+    step 4b). Every live broker is also asked what it hosts, for its strays (engine step 9). The shell then
     reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
     (setting their watches): a cancel or queue the dead controller had not finished taking is
     taken now (both znodes are deleted only in the flush that took them). Then, as Kafka's

@@ -367,6 +367,13 @@ class Harness:
                     f"invariant 4: rollback of {topic}-{partition} removed {broker_id} with state {state}, ORS {original}"
                 )
             return
+        # A replica no move keeps and holding no in-sync copy - an override's dropped replica
+        # outside the ISR, a stray a registering broker still hosts - goes at once (invariant 4
+        # protects in-sync copies and the original replicas a rollback returns to).
+        replicas = self.json(paths.topic(topic))["partitions"].get(str(partition), [])
+        original = record["original_replicas"] if record is not None else []
+        if broker_id not in replicas and broker_id not in state["isr"] and broker_id not in original:
+            return
         # The move's own target: its KIP-240 record while it runs (a later target may be queued).
         target = record["replicas"] if record is not None else self.requested.get((topic, partition))
         if target is None or not set(target) <= set(state["isr"]):

@@ -57,13 +57,16 @@ def test_worked_state_table_ors_123_to_trs_456():
     assert step.writes == [] and step.reads == {TP}
     assert s.tasks[TP].phase is Phase.LOADING
 
-    # 3 start: record + topic znode (+ original_replicas) in one flush, then LeaderAndIsr to RS
+    # 3 start: record, state (leader epoch + 1), topic znode (+ original_replicas) in one
+    # flush, then LeaderAndIsr to RS with the new leader epoch
     step = run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=0)}))
     assert row(s) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (1, 2, 3), 1, Phase.REPLICATING)
-    parent, create, topic, requests = step.writes
+    parent, create, bump, topic, requests = step.writes
     assert parent == Create("/admin/reassignments/t")
     assert create == Create("/admin/reassignments/t/0", create.data)
     assert loads(create.data) == {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3]}
+    assert bump == SetData("/brokers/topics/t/partitions/0/state", bump.data, 0)
+    assert loads(bump.data) == {"controller_epoch": EPOCH, "leader": 1, "version": 1, "leader_epoch": 1, "isr": [1, 2, 3]}
     assert isinstance(topic, SetData) and topic.path == "/brokers/topics/t" and topic.version == 0
     assert loads(topic.data) == {
         "version": 2,
@@ -82,30 +85,31 @@ def test_worked_state_table_ors_123_to_trs_456():
         assert entry["replicas"] == [4, 5, 6, 1, 2, 3]
         assert entry["adding_replicas"] == [4, 5, 6] and entry["removing_replicas"] == [1, 2, 3]
         assert entry["is_new"] is (b in (4, 5, 6))
-        assert entry["leader"] == 1 and entry["zk_version"] == 0
+        assert entry["leader"] == 1 and entry["leader_epoch"] == 1 and entry["zk_version"] == 1
         assert command.body["controller_epoch"] == EPOCH and command.body["controller_id"] == 101
     assert not by_kind(step, STOP_REPLICA)
 
     # 4 AR catching up: partial ISR growth changes nothing but the cache
     note = "/isr_change_notification/isr_change_0000000000"
-    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}, (note,)))
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=2, leader_epoch=1)}, (note,)))
     assert step.writes == [Delete(note)]
     assert row(s) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (1, 2, 3, 4), 1, Phase.REPLICATING)
 
-    # 4 -> 5 TRS inside the ISR: leader 4, ISR shrunk to TRS, epoch+1, conditional on zkVersion 2
-    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 5, 6), zk_version=2)}))
+    # 4 -> 5 TRS inside the ISR: leader 4, ISR shrunk to TRS, epoch+1, conditional on zkVersion 3
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 5, 6), zk_version=3, leader_epoch=1)}))
     assert row(s) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (4, 5, 6), 4, Phase.STOPPING)
     (write,) = step.writes
-    assert write.path == "/brokers/topics/t/partitions/0/state" and write.version == 2
-    assert loads(write.data) == {"controller_epoch": EPOCH, "leader": 4, "version": 1, "leader_epoch": 1, "isr": [4, 5, 6]}
+    assert write.path == "/brokers/topics/t/partitions/0/state" and write.version == 3
+    assert loads(write.data) == {"controller_epoch": EPOCH, "leader": 4, "version": 1, "leader_epoch": 2, "isr": [4, 5, 6]}
     assert sorted(by_kind(step, LEADER_AND_ISR)) == [4, 5, 6]
     entry = body_partitions(by_kind(step, LEADER_AND_ISR)[5])[TP]
-    assert entry["replicas"] == [4, 5, 6] and entry["adding_replicas"] == [] and entry["zk_version"] == 3
+    assert entry["replicas"] == [4, 5, 6] and entry["adding_replicas"] == [] and entry["zk_version"] == 4
+    assert entry["leader_epoch"] == 2
     stops = by_kind(step, STOP_REPLICA)
     assert sorted(stops) == [1, 2, 3]
     for command in stops.values():
         assert command.partitions == (TP,)
-        assert body_partitions(command)[TP] == {"partition_index": 0, "leader_epoch": 1, "delete_partition": True}
+        assert body_partitions(command)[TP] == {"partition_index": 0, "leader_epoch": 2, "delete_partition": True}
 
     # 6 StopReplica sent: one flush writes RS = TRS, deletes the record, drops the entry
     step = run(s, StopReplicaSent((TP,)))
@@ -127,8 +131,12 @@ def test_a_state_known_from_the_election_read_starts_a_move_without_a_read():
     step = run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (1, 5, 3)))))
     assert step.reads == {("t", 1)}  # only the partition whose state is not known
     assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[("t", 1)].phase is Phase.LOADING
-    assert [w.path for w in step.writes][:2] == ["/admin/reassignments/t", "/admin/reassignments/t/0"]
-    assert body_partitions(by_kind(step, LEADER_AND_ISR)[4])[TP]["zk_version"] == 7
+    assert [w.path for w in step.writes][:3] == [
+        "/admin/reassignments/t", "/admin/reassignments/t/0", "/brokers/topics/t/partitions/0/state",
+    ]
+    assert step.writes[2].version == 7  # the new leader epoch, conditional on the state known
+    entry = body_partitions(by_kind(step, LEADER_AND_ISR)[4])[TP]
+    assert (entry["zk_version"], entry["leader_epoch"]) == (8, 1)
 
 
 def test_notified_states_keep_the_known_state_fresh_and_a_newer_known_one_wins():
@@ -164,7 +172,10 @@ def test_first_record_of_a_topic_creates_its_parent():
     run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (1, 5, 3)))))
     step = run(s, StatesRead({("t", 0): state(1, (1, 2, 3)), ("t", 1): state(1, (1, 2, 3))}))
     assert step.writes[0] == Create("/admin/reassignments/t")
-    assert [w.path for w in step.writes[1:3]] == ["/admin/reassignments/t/0", "/admin/reassignments/t/1"]
+    assert [w.path for w in step.writes[1:5]] == [
+        "/admin/reassignments/t/0", "/brokers/topics/t/partitions/0/state",
+        "/admin/reassignments/t/1", "/brokers/topics/t/partitions/1/state",
+    ]
     assert s.record_counts == {"t": 2}
 
 
@@ -293,10 +304,14 @@ def test_replication_factor_increase_needs_no_stop_replica():
     s = cluster(topics={"t": {0: (1, 2)}})
     run(s, RequestsRead(0, (req("t", 0, (1, 2, 3)),)))
     run(s, StatesRead({TP: state(1, (1, 2))}))
-    step = run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=1)}))
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=2, leader_epoch=1)}))
     assert not by_kind(step, STOP_REPLICA)
-    # nothing to remove and the ISR is already TRS: no state write, straight to the final multi
+    # nothing to remove and the ISR is already TRS: the completion's new leader epoch (Kafka
+    # bumps it at every completion; the LeaderAndIsr says RS = TRS, nothing adding), then
+    # straight to the final multi
+    assert body_partitions(by_kind(step, LEADER_AND_ISR)[3])[TP]["leader_epoch"] == 2
     assert [w.path for w in step.writes] == [
+        "/brokers/topics/t/partitions/0/state",
         "/brokers/topics/t",
         "/admin/reassignments/t/0",
         "/admin/reassignments/t",
@@ -307,37 +322,61 @@ def test_replication_factor_increase_needs_no_stop_replica():
 
 def test_a_new_target_while_replicating_replaces_it_in_place():
     """KIP-455's override, the second table of controller.core.engine: ORS (1,2,3) -> TRS (4,5,6)
-    replaced by (4,6,3) while only 4 is in sync. 5 is dropped: it stays in RR until the new
-    target is in sync (invariant 4)."""
+    replaced by (4,6,3) while only 4 is in sync. 5 is dropped: outside the ISR, it holds no
+    in-sync copy and is deleted at once, as Kafka does; the new RS is announced with a new
+    leader epoch."""
     s = cluster(topics={"t": {0: (1, 2, 3)}})
     run(s, RequestsRead(0, (req("t", 0, (4, 5, 6)),)))
     run(s, StatesRead({TP: state(1, (1, 2, 3))}))
-    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=1)}))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=2, leader_epoch=1)}))
     assert row(s) == ((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3), (1, 2, 3, 4), 1, Phase.REPLICATING)
 
-    # 4b record + topic znode; LeaderAndIsr to 1..6, none new; nothing deleted
+    # 4b record, state (epoch + 1), topic znode; LeaderAndIsr to 1..4 and 6, none new;
+    # StopReplica(delete) to 5, which nothing waits for
     step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     move = s.tasks[TP]
-    assert (move.target, move.original, move.dropped, move.next_target) == ((4, 6, 3), (1, 2, 3), (5,), None)
-    assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (1, 2, 3, 4), 1, Phase.REPLICATING)
-    record, topic = step.writes
+    assert (move.target, move.original, move.dropped, move.next_target) == ((4, 6, 3), (1, 2, 3), (), None)
+    assert row(s) == ((4, 6, 3, 1, 2), (4, 6), (1, 2), (1, 2, 3, 4), 1, Phase.REPLICATING)
+    record, bump, topic = step.writes
     assert record == SetData("/admin/reassignments/t/0", record.data)
     assert loads(record.data) == {"version": 1, "replicas": [4, 6, 3], "original_replicas": [1, 2, 3]}
-    assert loads(topic.data)["removing_replicas"] == {"0": [1, 2, 5]}
+    assert bump == SetData("/brokers/topics/t/partitions/0/state", bump.data, 2)
+    assert loads(bump.data)["leader_epoch"] == 2 and loads(bump.data)["isr"] == [1, 2, 3, 4]
+    assert loads(topic.data)["partitions"] == {"0": [4, 6, 3, 1, 2]}
+    assert loads(topic.data)["removing_replicas"] == {"0": [1, 2]}
     lai = by_kind(step, LEADER_AND_ISR)
-    assert sorted(lai) == [1, 2, 3, 4, 5, 6]
+    assert sorted(lai) == [1, 2, 3, 4, 6]
     assert not any(body_partitions(c)[TP]["is_new"] for c in lai.values())
-    assert by_kind(step, STOP_REPLICA) == {}
-    assert any("replaced by [4, 6, 3]" in line for line in step.log)
+    assert {body_partitions(c)[TP]["leader_epoch"] for c in lai.values()} == {2}
+    (stop,) = by_kind(step, STOP_REPLICA).values()
+    assert stop.broker_id == 5 and stop.partitions == ()  # no move waits for it
+    assert body_partitions(stop)[TP] == {"partition_index": 0, "leader_epoch": 2, "delete_partition": True}
+    assert any("replaced by [4, 6, 3]; [5] deleted now" in line for line in step.log)
 
-    # 5 6 catches up: leader 4, ISR shrunk to TRS; RR = 1, 2 and the dropped 5 are deleted
-    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 6), zk_version=2)}))
-    assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (3, 4, 6), 4, Phase.STOPPING)
-    assert sorted(by_kind(step, STOP_REPLICA)) == [1, 2, 5]
+    # 5 6 catches up: leader 4, ISR shrunk to TRS; RR = 1, 2 are deleted
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 6), zk_version=4, leader_epoch=2)}))
+    assert row(s) == ((4, 6, 3, 1, 2), (4, 6), (1, 2), (3, 4, 6), 4, Phase.STOPPING)
+    assert sorted(by_kind(step, STOP_REPLICA)) == [1, 2]
 
     # 6 final multi
     run(s, StopReplicaSent((TP,)))
     assert s.assignments[TP] == Assignment((4, 6, 3)) and s.tasks == {} and TP not in s.requests
+
+
+def test_an_override_keeps_a_dropped_replica_in_the_isr_until_it_completes():
+    """A dropped replica in the ISR holds an in-sync copy: deleting it before the new target
+    is in sync would shrink the ISR, which invariant 4 protects. It stays at the end of RR."""
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 6)),)))
+    run(s, StatesRead({TP: state(1, (1, 2, 3))}))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 5), zk_version=2, leader_epoch=1)}))
+    step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
+    assert s.tasks[TP].dropped == (5,)
+    assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (1, 2, 3, 4, 5), 1, Phase.REPLICATING)
+    assert by_kind(step, STOP_REPLICA) == {}
+    assert any("[5] (in sync) go when it completes" in line for line in step.log)
+    step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 5, 6), zk_version=4, leader_epoch=2)}))
+    assert s.tasks[TP].phase is Phase.STOPPING and sorted(by_kind(step, STOP_REPLICA)) == [1, 2, 5]
 
 
 def moving_to(target):
@@ -357,10 +396,12 @@ def test_a_replica_new_to_an_override_is_told_it_is_new():
 
 def test_an_override_that_takes_back_a_dropped_replica_adds_it_again():
     s = moving_to((4, 5, 3))
-    run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
-    run(s, RequestsRead(3, (req("t", 0, (5, 6, 3), (1, 2, 3)),)))
+    run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))  # 5 deleted
+    step = run(s, RequestsRead(3, (req("t", 0, (5, 6, 3), (1, 2, 3)),)))  # 4 deleted, 5 new again
     move = s.tasks[TP]
-    assert (move.target, move.adding, move.dropped, move.removing) == ((5, 6, 3), (5, 6), (4,), (1, 2, 4))
+    assert (move.target, move.adding, move.dropped, move.removing) == ((5, 6, 3), (5, 6), (), (1, 2))
+    assert body_partitions(by_kind(step, LEADER_AND_ISR)[5])[TP]["is_new"] is True
+    assert sorted(by_kind(step, STOP_REPLICA)) == [4]
 
 
 def test_an_override_back_to_the_original_replicas_is_a_cancel():
@@ -374,6 +415,7 @@ def test_an_override_back_to_the_original_replicas_is_a_cancel():
 
 def test_a_rollback_of_an_overridden_move_deletes_what_every_target_added():
     s = moving_to((4, 5, 3))
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 5), zk_version=2, leader_epoch=1)}))  # 5 in sync: kept
     run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     step = run(s, CancelRequested((TP,), token="token"))
     assert s.assignments[TP] == Assignment((1, 2, 3, 4, 6, 5), (), (4, 6, 5))
@@ -421,7 +463,7 @@ def test_a_state_read_older_than_our_write_is_ignored():
     run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)),)))
     run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=4)}))
     step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=3)}))
-    assert s.states[TP].zk_version == 4 and s.tasks[TP].phase is Phase.REPLICATING and not step.writes
+    assert s.states[TP].zk_version == 5 and s.tasks[TP].phase is Phase.REPLICATING and not step.writes
 
 
 def test_a_partition_without_state_znode_is_dropped():

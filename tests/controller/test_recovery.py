@@ -9,13 +9,13 @@ import json
 import pytest
 
 from controller.core import engine
-from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA
+from controller.core.commands import DESCRIBE_LOG_DIRS, LEADER_AND_ISR, STOP_REPLICA
 from controller.core.config import ControllerConfig
 from controller.core.events import RequestsRead, Resume, StopReplicaSent
 from controller.core.task import Phase
 from controller.shell.recovery import Snapshot, rebuild
 from tests.controller.harness import Harness
-from tests.controller.helpers import loads, req, state
+from tests.controller.helpers import body_partitions, loads, req, state
 from znodes.api import Create, Delete, SetData
 from znodes.values import Assignment, Broker
 
@@ -49,16 +49,26 @@ def test_started_and_replicating_resumes_with_leader_and_isr_to_every_replica():
     assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[TP].original == (1, 2, 3)
     assert step.writes == []  # nothing half-written
     assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6]
-    assert all(c.body["controller_epoch"] == 9 for c in step.commands)
+    assert all(c.body["controller_epoch"] == 9 for c in step.commands if c.api_key != DESCRIBE_LOG_DIRS)
+    # The state as it is (the start's new leader epoch landed before its topic znode write):
+    # brokers that hold it refuse it harmlessly, the others take it.
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    assert {(e["leader_epoch"], e["zk_version"]) for e in entries} == {(0, 5)}
 
 
 def test_record_written_but_topic_not_yet_gets_the_topic_written():
+    """No broker may have heard of the RS recovery writes (the start's state write may not
+    have landed either): it goes out with a new leader epoch, written first."""
     s, step, _ = resume(snapshot(Assignment((1, 2, 3))))
-    assert s.tasks[TP].phase is Phase.REPLICATING
-    (write,) = step.writes
-    assert write.path == "/brokers/topics/t" and write.version == 7
-    assert loads(write.data)["partitions"] == {"0": [4, 5, 6, 1, 2, 3]}
-    assert loads(write.data)["adding_replicas"] == {"0": [4, 5, 6]}
+    assert s.tasks[TP].phase is Phase.REPLICATING and not s.tasks[TP].new_epoch
+    bump, topic = step.writes
+    assert topic.path == "/brokers/topics/t" and topic.version == 7
+    assert loads(topic.data)["partitions"] == {"0": [4, 5, 6, 1, 2, 3]}
+    assert loads(topic.data)["adding_replicas"] == {"0": [4, 5, 6]}
+    assert bump == SetData("/brokers/topics/t/partitions/0/state", bump.data, 5)
+    assert loads(bump.data)["leader_epoch"] == 1
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    assert len(entries) == 6 and {(e["leader_epoch"], e["zk_version"]) for e in entries} == {(1, 6)}
 
 
 def test_topic_already_at_target_but_record_left_is_finished_not_restarted():
@@ -88,6 +98,16 @@ def test_a_move_without_record_is_adopted_and_its_record_created():
     assert s.tasks[TP].phase is Phase.REPLICATING
     assert step.writes[:2] == [Create("/admin/reassignments/t"), Create("/admin/reassignments/t/0", step.writes[1].data)]
     assert loads(step.writes[1].data) == {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3]}
+
+
+def test_an_adopted_move_is_announced_with_a_new_leader_epoch():
+    """Another tool wrote the topic znode's RS: no broker has heard of it, so a resend of the
+    state as is would be refused by every replica holding its leader epoch."""
+    s, step, _ = resume(snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), record=None))
+    bump = next(w for w in step.writes if w.path == "/brokers/topics/t/partitions/0/state")
+    assert bump.version == 5 and loads(bump.data)["leader_epoch"] == 1
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    assert len(entries) == 6 and {e["leader_epoch"] for e in entries} == {1}
 
 
 def test_stale_and_garbled_records():
@@ -122,9 +142,10 @@ def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     )
     s, step, _ = resume(snap)
     move = s.tasks[TP]
-    assert (move.target, move.original, move.dropped, move.next_target) == ((1, 5, 6), (1, 2, 3), (4,), None)
-    assert s.assignments[TP] == Assignment((1, 5, 6, 2, 3, 4), (5, 6), (2, 3, 4))
+    assert (move.target, move.original, move.dropped, move.next_target) == ((1, 5, 6), (1, 2, 3), (), None)
+    assert s.assignments[TP] == Assignment((1, 5, 6, 2, 3), (5, 6), (2, 3))
     assert loads(step.writes[0].data)["replicas"] == [1, 5, 6]
+    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [4]  # out of the ISR
 
 
 @pytest.mark.parametrize(
@@ -137,6 +158,28 @@ def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     ],
 )
 def test_an_overridden_move_resumes_with_what_its_old_target_added(topic):
+    """The dropped 5 in the ISR stays in RR until the move completes."""
+    snap = snapshot(
+        topic,
+        record=((4, 6, 7), (1, 2, 3)),
+        requests=RequestsRead(3, (req("t", 0, (4, 6, 7), (1, 2, 3)),)),
+        st=state(1, (1, 2, 3, 5), zk_version=5),
+    )
+    s, step, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), (5,))
+    assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5))
+    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
+    assert not any(c.api_key == STOP_REPLICA for c in step.commands)
+
+
+@pytest.mark.parametrize("topic", [
+    Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)),
+    Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5)),
+])
+def test_an_overridden_move_resumes_without_a_dropped_replica_out_of_the_isr(topic):
+    """The dropped 5 is not in the ISR (the override's deletion may not have gone out before
+    the crash): it is deleted now, and the RS without it goes out with a new leader epoch."""
     snap = snapshot(
         topic,
         record=((4, 6, 7), (1, 2, 3)),
@@ -144,9 +187,11 @@ def test_an_overridden_move_resumes_with_what_its_old_target_added(topic):
     )
     s, step, _ = resume(snap)
     move = s.tasks[TP]
-    assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), (5,))
-    assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5))
-    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
+    assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), ())
+    assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3), (4, 6, 7), (1, 2, 3))
+    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [5]
+    assert s.states[TP].leader_epoch == 1
+    assert {body_partitions(c)[TP]["leader_epoch"] for c in step.commands if c.api_key == LEADER_AND_ISR} == {1}
 
 
 def test_an_override_that_adds_again_what_an_earlier_one_dropped_resumes_with_the_record_ors():

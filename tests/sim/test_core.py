@@ -115,22 +115,16 @@ def test_stale_controller_epoch_is_rejected_and_changes_nothing(sim):
     assert sim.model.get("t", 0, 2) is not None
 
 
-def test_older_leader_epoch_is_ignored_same_epoch_applies(sim):
+def test_older_leader_epoch_is_ignored_newer_applies(sim):
     core = sim.cores[2]
     core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2], leader_epoch=3, zk_version=3)]))
     stale = core.handle(4, 4, leader_and_isr("t", [partition_state(0, 2, [1, 2], leader_epoch=2)]))
     assert stale["partition_errors"][0]["error_code"] == ErrorCode.STALE_CONTROLLER_EPOCH
     assert sim.model.get("t", 0, 2).leader == 1
-    same = core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2, 3], leader_epoch=3, zk_version=4)]))
-    assert same["partition_errors"][0]["error_code"] == 0
-    assert sim.model.get("t", 0, 2).replicas == (1, 2, 3)
-    # Same epoch, older zkVersion: the replica set is taken, the newer ISR is kept.
-    older_zk = core.handle(
-        4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2], isr=[1], leader_epoch=3, zk_version=2)])
-    )
-    assert older_zk["partition_errors"][0]["error_code"] == 0
+    newer = core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2, 3], leader_epoch=4, zk_version=4)]))
+    assert newer["partition_errors"][0]["error_code"] == 0
     replica = sim.model.get("t", 0, 2)
-    assert replica.replicas == (1, 2) and replica.isr == (1, 2, 3) and replica.zk_version == 4
+    assert replica.replicas == (1, 2, 3) and replica.leader_epoch == 4 and replica.zk_version == 4
 
 
 def test_not_in_replicas_is_unknown_partition(sim):
@@ -234,3 +228,36 @@ def test_bad_partition_states_are_refused_one_by_one(sim):
     errors = [e["error_code"] for e in core.handle(4, 4, body)["partition_errors"]]
     assert errors == [0, ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.INVALID_TOPIC_EXCEPTION]
     assert [r.key for r in core.replicas()] == [("t", 0)]
+
+
+def test_same_leader_epoch_is_refused_per_partition_and_not_applied(sim):
+    """Kafka 2.4+ (ZooKeeper mode): a partition state whose leader epoch is not newer than the
+    one held is answered STALE_CONTROLLER_EPOCH and not applied; the other partitions of the
+    request are."""
+    core = sim.cores[2]
+    core.handle(4, 4, leader_and_isr("t", [partition_state(0, 1, [1, 2], leader_epoch=3, zk_version=3)]))
+    response = core.handle(4, 4, leader_and_isr("t", [
+        partition_state(0, 2, [1, 2, 3], leader_epoch=3, zk_version=4),
+        partition_state(1, 1, [1, 2], leader_epoch=0),
+    ]))
+    assert response["error_code"] == ErrorCode.NONE
+    assert [e["error_code"] for e in response["partition_errors"]] == [ErrorCode.STALE_CONTROLLER_EPOCH, ErrorCode.NONE]
+    replica = sim.model.get("t", 0, 2)
+    assert (replica.leader, replica.replicas, replica.leader_epoch, replica.zk_version) == (1, (1, 2), 3, 3)
+    assert sim.model.get("t", 1, 2).role is Role.FOLLOWER
+
+
+def test_resend_at_a_held_epoch_reaches_only_replicas_without_local_state(sim):
+    """A controller resending a state already written (failover, a broker back): brokers
+    holding its epoch refuse it harmlessly; a new replica, or one whose broker restarted
+    (no local state), takes it whatever its epoch."""
+    body = leader_and_isr("t", [partition_state(0, 1, [1, 2], leader_epoch=5, zk_version=5)])
+    _send_all(sim, body, (1, 2))
+    resend = leader_and_isr("t", [partition_state(0, 1, [1, 2, 3], isr=[1, 2], leader_epoch=5, zk_version=5)])
+    codes = {b: r["partition_errors"][0]["error_code"] for b, r in _send_all(sim, resend).items()}
+    assert codes == {1: ErrorCode.STALE_CONTROLLER_EPOCH, 2: ErrorCode.STALE_CONTROLLER_EPOCH, 3: ErrorCode.NONE}
+    assert sim.model.get("t", 0, 1).replicas == (1, 2)  # the leader kept what it held
+    assert sim.model.get("t", 0, 3).role is Role.FOLLOWER
+    sim.cores[2].restart()
+    assert sim.cores[2].handle(4, 4, resend)["partition_errors"][0]["error_code"] == ErrorCode.NONE
+    assert sim.model.get("t", 0, 2).replicas == (1, 2, 3)

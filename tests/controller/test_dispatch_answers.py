@@ -1,0 +1,95 @@
+"""The dispatcher turns broker answers into engine events (controller.shell.dispatch): a
+DescribeLogDirs answer is what the broker hosts (engine step 9); StopReplica requests nobody
+waits for end no move; a LeaderAndIsr partition refused for its leader epoch (a resend to a
+broker that holds it) is neither a failure nor retried."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+
+from controller.core.commands import Outbox
+from controller.core.config import ControllerConfig
+from controller.core.events import ReplicasHosted, StopReplicaSent
+from controller.shell.dispatch import Dispatcher
+from protocol.errors import ErrorCode
+from tests.controller.helpers import state
+from znodes.values import Broker
+
+BROKERS = {b: Broker(b, "127.0.0.1", 9090 + b, None, 100 + b) for b in (1, 2)}
+CONFIG = ControllerConfig(retry_backoff_s=0.0, request_retries=2)
+
+
+class Answering:
+    """A transport whose brokers answer from ``answers`` (api key -> body)."""
+
+    def __init__(self, answers: dict):
+        self.answers = answers
+        self.calls: list[tuple[int, int]] = []
+
+    async def request(self, broker_id, api_key, api_version, body):
+        self.calls.append((broker_id, api_key))
+        return self.answers[api_key]
+
+    async def close(self):
+        pass
+
+
+async def dispatched(commands, answers) -> tuple[list, Answering]:
+    queue: asyncio.Queue = asyncio.Queue()
+    transport = Answering(answers)
+    dispatcher = Dispatcher(transport, queue, CONFIG, is_live=lambda b: True)
+    dispatcher.send(commands)
+    for _ in range(20):
+        await asyncio.sleep(0)
+    await dispatcher.close()
+    events = []
+    while not queue.empty():
+        events.append(queue.get_nowait())
+    return events, transport
+
+
+async def test_a_describe_log_dirs_answer_becomes_what_the_broker_hosts():
+    box = Outbox(101, 3, BROKERS)
+    box.describe_log_dirs(2)
+    answer = {"throttle_time_ms": 0, "results": [{"error_code": 0, "log_dir": "/d", "topics": [
+        {"name": "t", "partitions": [
+            {"partition_index": 0, "partition_size": 1, "offset_lag": 0, "is_future_key": False},
+            {"partition_index": 1, "partition_size": 1, "offset_lag": 0, "is_future_key": True},
+        ]},
+    ]}]}
+    events, _ = await dispatched(box.commands(), {35: answer})
+    assert events == [ReplicasHosted(2, frozenset({("t", 0)}))]  # a future (intra-broker) log is not a replica yet
+    failed = {"throttle_time_ms": 0, "results": [{"error_code": int(ErrorCode.KAFKA_STORAGE_ERROR), "log_dir": "/d", "topics": []}]}
+    events, _ = await dispatched(box.commands(), {35: failed})
+    assert events == []  # an answer that could not list everything says nothing is absent
+
+
+async def test_only_the_stop_replica_a_move_waits_for_is_reported_sent():
+    box = Outbox(101, 3, BROKERS)
+    box.stop_replica(1, ("t", 0), 4)
+    box.stop_replica(2, ("t", 1), 4, wait=False)
+    stopped = {"error_code": 0, "partition_errors": []}
+    events, transport = await dispatched(box.commands(), {5: stopped})
+    assert sorted(transport.calls) == [(1, 5), (2, 5)]
+    assert events == [StopReplicaSent((("t", 0),))]
+    box = Outbox(101, 3, BROKERS)
+    box.stop_replica(2, ("t", 1), 4, wait=False)
+    events, _ = await dispatched(box.commands(), {5: stopped})
+    assert events == []
+
+
+async def test_a_partition_refused_for_its_leader_epoch_is_not_retried_nor_a_warning(caplog):
+    box = Outbox(101, 3, BROKERS)
+    box.leader_and_isr(1, ("t", 0), state(1, (1, 2), leader_epoch=5), replicas=(1, 2), adding=(), removing=(), is_new=False)
+    refused = {"error_code": 0, "partition_errors": [
+        {"topic_name": "t", "partition_index": 0, "error_code": int(ErrorCode.STALE_CONTROLLER_EPOCH)},
+    ]}
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        events, transport = await dispatched(box.commands(), {4: refused})
+    assert transport.calls == [(1, 4)] and events == []
+    assert not [r for r in caplog.records if r.levelno >= logging.WARNING]
+    # A request refused whole for its controller epoch is a newer controller: a warning.
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        await dispatched(box.commands(), {4: {**refused, "error_code": int(ErrorCode.STALE_CONTROLLER_EPOCH)}})
+    assert [r for r in caplog.records if r.levelno >= logging.WARNING]
