@@ -90,6 +90,11 @@ class FaultProxy:
         for link in list(self._links):
             link.close()
         self._flowing.set()
+        # Every connection's tasks end with the loop (none left pending when it stops).
+        tasks = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for t in tasks:
+            t.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         if self.mode == "cut":
