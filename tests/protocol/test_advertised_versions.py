@@ -36,13 +36,14 @@ KAFKA_RELEASE = {
     36: (0, 2),  # SaslAuthenticate (SASL listeners)
     45: (0, 1),  # AlterPartitionReassignments
     46: (0, 0),  # ListPartitionReassignments
+    50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
+    51: (0, 0),  # AlterUserScramCredentials (KIP-554)
 }
 # The private keys of the KIP APIs (docs/DESIGN.md section 5) exist only here.
 PRIVATE_KEYS = range(10000, 10006)
-# Versions a server knowingly leaves out, and why. SaslHandshake v0 is followed by raw,
-# unframed SASL tokens instead of SaslAuthenticate requests (Kafka before 1.0); the SASL
-# listeners (controller.shell.security) speak only the framed exchange.
-KNOWN_GAPS = {17: {0}}
+# Versions a server knowingly leaves out, and why (none now: SaslHandshake v0, whose bare SASL
+# tokens follow without Kafka headers, is served too).
+KNOWN_GAPS: dict[int, set[int]] = {}
 
 
 def _listener() -> dict[int, tuple[int, int]]:
