@@ -61,9 +61,10 @@ class CrashingStore:
         self.depose_after: int | None = None
         # Called with each op before it is written (ops then go one at a time).
         self.before_op = None
-        # (kind, role, depose): cut the next op written for that kind of flush with that role
+        # kind -> (role, depose): cut the next op written for that kind of flush with that role
         # (tests/controller/crashpoints.py): crash there, or depose this controller there.
-        self.cut_at: tuple[str, str, bool] | None = None
+        # One per kind, so a cut waiting for a rare kind is not replaced by a common one's.
+        self.cut_at: dict[str, tuple[str, bool]] = {}
         # The kinds of flush an op is written for (set by ControllerHandle), and where the
         # crash points written and cut are recorded.
         self.labels = lambda op: frozenset({"unlabelled"})
@@ -94,7 +95,7 @@ class CrashingStore:
     async def _write(self, inner, ops, epoch_zkversion):
         for op in ops:
             self.points.flushed(self.labels(op), op)
-        if self.cut_at is not None:
+        if self.cut_at:
             return await self._steered_multi(inner, ops, epoch_zkversion)
         if self.before_op is not None:
             results = []
@@ -142,10 +143,10 @@ class CrashingStore:
     async def _steered_multi(self, inner, ops, epoch_zkversion):
         results = []
         for op in ops:
-            kind, wanted, deposing = self.cut_at
             kinds = self.labels(op)
-            if kind in kinds and role(op) == wanted:
-                self.cut_at = None
+            armed = [k for k in kinds if k in self.cut_at and self.cut_at[k][0] == role(op)]
+            if armed:
+                deposing = self.cut_at.pop(armed[0])[1]
                 self.points.cut(kinds, op)
                 if not deposing:
                     self.crashed = True

@@ -9,7 +9,9 @@ shards of a smaller one (a run is extended by whole shards). Each schedule runs 
 pytest process may hold a JVM and kazoo threads).
 
 A failing shard stops the run; its report holds the seed, the shard, Hypothesis's shrunk
-steps, the traceback and the line that replays it.
+steps, the traceback and the line that replays it. Shrinking runs once the failure is found,
+from the failing schedule saved in an in-memory example database, without the step minimum
+(so it can drop steps as well as simplify them).
 
     python -m tests.controller.soak --seed 7 --schedules 10000     # what `make soak SEED=7 SCHEDULES=10000` runs
     python -m tests.controller.soak --seed 7 --schedules 10000 --shard 12   # that shard alone
@@ -83,9 +85,8 @@ class Result:
 
 def run_shard(seed: int, shard: int, count: int) -> ShardResult:
     """Run one shard's ``count`` schedules in this process."""
-    from hypothesis import HealthCheck, Verbosity, settings
+    from hypothesis import HealthCheck, Phase, Verbosity, settings
     from hypothesis import seed as forced_seed
-    from hypothesis.reporting import with_reporter
     from hypothesis.stateful import run_state_machine_as_test
 
     from tests.controller import test_stateful
@@ -98,26 +99,34 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
     def machine():
         return test_stateful.ControllerMachine()
 
+    # The failing schedule, if any, is kept here between generating and shrinking (never on disk).
+    database = _database()
     config = settings(
         max_examples=count,
         stateful_step_count=STEPS + 1,
         deadline=None,
-        database=None,
+        database=database,
         derandomize=False,
         print_blob=False,
-        verbosity=Verbosity.normal,
+        verbosity=Verbosity.quiet,
         suppress_health_check=list(HealthCheck),
+        phases=[Phase.explicit, Phase.generate],
     )
-    report: list[str] = []
-    failure = None
+    failure = found = None
     began, cpu = time.perf_counter(), time.process_time()
     try:
-        with with_reporter(report.append):
-            run_state_machine_as_test(machine, settings=config, _min_steps=STEPS)
+        # Exactly STEPS steps after the initial one: _min_steps keeps Hypothesis from ending
+        # a schedule early (it does with probability 2**-16 per step).
+        run_state_machine_as_test(machine, settings=config, _min_steps=STEPS)
     except BaseException as e:  # noqa: BLE001 (any failure of a schedule is reported, with its steps)
         if isinstance(e, KeyboardInterrupt):
             raise
-        failure = "\n".join(report) + "\n" + "".join(traceback.format_exception(e))
+        found = e
+    if found is not None:
+        # Hypothesis takes a failure found under the primary key for one it shrank already
+        # and reports it as it is; under the secondary key it is replayed, then shrunk.
+        database.demote()
+        failure = shrink(machine, settings(config, phases=[Phase.reuse, Phase.shrink], verbosity=Verbosity.normal), found)
     return ShardResult(
         shard,
         stats["schedules"],
@@ -128,6 +137,48 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
         time.process_time() - cpu,
         failure,
     )
+
+
+def _database():
+    from hypothesis.database import InMemoryExampleDatabase
+
+    class Database(InMemoryExampleDatabase):
+        """An in-memory example database that can demote what it holds to the secondary corpus."""
+
+        def __init__(self):
+            super().__init__()
+            self.saved_under: set[bytes] = set()
+
+        def save(self, key: bytes, value: bytes) -> None:
+            self.saved_under.add(key)
+            super().save(key, value)
+
+        def demote(self) -> None:
+            for key in list(self.saved_under):
+                for value in list(self.fetch(key)):
+                    self.move(key, key + b".secondary", value)
+
+    return Database()
+
+
+def shrink(machine, config, found: BaseException) -> str:
+    """Shrink the failure ``found`` (saved in ``config.database``) and return its report: the
+    shrunk steps as Hypothesis prints them and the traceback."""
+    from hypothesis.reporting import with_reporter
+    from hypothesis.stateful import run_state_machine_as_test
+
+    report: list[str] = []
+    try:
+        with with_reporter(report.append):
+            run_state_machine_as_test(machine, settings=config)
+    except BaseException as e:  # noqa: BLE001
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        # Hypothesis reports the shrunk steps and attaches them to the error: both, without
+        # the step-counting invariant's lines.
+        text = "\n".join(report) + "\n" + "".join(traceback.format_exception(e))
+        return "\n".join(line for line in text.splitlines() if line.strip() != "state.count_step()")
+    return "the failure did not happen again when replayed (flaky):\n" + "".join(traceback.format_exception(found))
 
 
 def _run_shard(args) -> ShardResult:

@@ -125,7 +125,7 @@ class ControllerMachine(RuleBasedStateMachine):
         for c in self.alive():
             c.store.remaining = None
             c.store.depose_after = None
-            c.store.cut_at = None
+            c.store.cut_at.clear()
         await self.h.run_until_quiet(max_seconds=300)
         assert self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None
         assert self.h.server.exists(paths.REASSIGN_QUEUE) is None
@@ -284,9 +284,10 @@ class ControllerMachine(RuleBasedStateMachine):
     def cut_flush(self, point, deposing):
         """Crash (or depose) the active controller just before the next op of that kind of
         flush with that role: steers the cuts to every crash point (crashpoints.SHAPES)."""
+        kind, op = point
         for c in self.alive():
             if c.active is not None:
-                c.store.cut_at = (*point, deposing)
+                c.store.cut_at[kind] = (op, deposing)
 
     @precondition(lambda self: any(c.active is not None for c in self.alive()))
     @rule()
