@@ -16,7 +16,18 @@ its movement caps lifted so it plans the whole job.
 
 Then the 1,000-broker / 1,000,000-partition RF 3 rebalance after adding 50 brokers, planned on
 Spark ``local[2]`` from a msgpack snapshot (load + plan + write; the Spark start-up is shown
-apart). The last lines are the figures, ``name=value``.
+apart).
+
+Then the planner service (``reassignd planner serve``, one process, Spark ``local[2]``) on the
+same ZooKeeper, warm: ``warm_expand_seconds`` is a fresh expansion proposal for the 32-broker
+cluster requested over HTTP from the warm model and written to a file, set against
+kafka-cluster-manager's read + plan + write (``warm_expand_speedup_vs_kafka_utils``);
+``warm_proposal_seconds`` the same for 1,000 brokers (50 of them empty) and 1,000,000
+partitions, loaded into ZooKeeper as broker registrations and topic znodes (no partition state
+znodes: a million of them would take longer to write than the whole benchmark runs; the plan
+reads no leader or ISR); ``model_refresh_seconds`` the time from one more broker registering
+on that cluster until ``GET /state`` lists it (``proposal_refresh_seconds``: until
+``GET /proposals`` includes it). The last lines are the figures, ``name=value``.
 """
 
 from __future__ import annotations
@@ -192,6 +203,107 @@ def large_snapshot(path: Path, n_brokers: int, n_topics: int, parts: int, added:
     path.write_bytes(snapshot.dumps(snap, "msgpack"))
 
 
+# ---- the planner service ------------------------------------------------------------------------
+
+
+class Service:
+    """``reassignd planner serve`` as a process, and an HTTP client for it."""
+
+    def __init__(self, hosts: str, workdir: Path, name: str):
+        self.log = workdir / f"{name}.log"
+        with open(self.log, "wb") as log:
+            self.proc = subprocess.Popen(
+                [sys.executable, "-m", "reassignd", "planner", "serve", "--zookeeper", hosts, "--listen",
+                 "127.0.0.1:0", "--master", "local[2]", "--no-sizes", "--sizes-interval", "600"],
+                cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        line = self.proc.stdout.readline()
+        if not line:
+            raise RuntimeError(f"planner service did not start: {self.log.read_text()[-2000:]}")
+        self.base = "http://" + json.loads(line)["listen"]
+
+    def call(self, method: str, path: str) -> dict:
+        import urllib.request
+
+        req = urllib.request.Request(self.base + path, method=method, data=b"" if method == "POST" else None)
+        with urllib.request.urlopen(req, timeout=600) as r:
+            return json.loads(r.read())
+
+    def wait(self, predicate, timeout: float, what: str, interval: float = 0.05):
+        deadline = time.time() + timeout
+        while time.time() < deadline:
+            state = self.call("GET", "/state")
+            if predicate(state):
+                return state
+            time.sleep(interval)
+        raise RuntimeError(f"planner service: timed out waiting for {what}; log: {self.log.read_text()[-2000:]}")
+
+    def settled(self, timeout: float) -> dict:
+        """Model read and Spark up, and the cached proposal current for the model."""
+        return self.wait(lambda s: s["model"]["ready"] and s["spark"]["ready"] and s["proposal"]
+                         and s["proposal"]["current"], timeout, "a settled model and proposal", 0.2)
+
+    def fresh_plan(self, broker_ids: list[int], out: Path) -> tuple[float, dict]:
+        """A proposal planned now (a broker list is never served from the cache), written out."""
+        t0 = time.time()
+        body = self.call("POST", "/rebalance?brokerid=" + ",".join(map(str, broker_ids)))
+        out.write_bytes(plan_json(body["proposal"]["reassignment"]))
+        return time.time() - t0, body["proposal"]
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def load_large_into_zookeeper(hosts: str, n_brokers: int, used: int, n_topics: int, parts: int) -> float:
+    """Broker registrations and topic znodes of a Kafka-laid-out cluster, written in multi-ops."""
+    rng = random.Random(13)
+    ids = list(range(used))
+    t0 = time.time()
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=60)
+    try:
+        zk.ensure_path("/brokers/ids")
+        zk.ensure_path("/brokers/topics")
+        pending = []
+        for b in range(n_brokers):
+            reg = {"version": 4, "host": "127.0.0.1", "port": 1, "jmx_port": -1, "timestamp": "1700000000000",
+                   "endpoints": ["PLAINTEXT://127.0.0.1:1"]}
+            pending.append(zk.create_async(f"/brokers/ids/{b}", json.dumps(reg).encode()))
+        for t in range(n_topics):
+            layout = assign_unaware(parts, 3, ids, rng)
+            body = {"version": 2, "partitions": {str(p): r for p, r in enumerate(layout)},
+                    "adding_replicas": {}, "removing_replicas": {}}
+            pending.append(zk.create_async(f"/brokers/topics/t{t:05d}", json.dumps(body).encode()))
+            if len(pending) > 500:
+                for p in pending:
+                    p.get()
+                pending.clear()
+        for p in pending:
+            p.get()
+    finally:
+        zk.stop()
+        zk.close()
+    return time.time() - t0
+
+
+def register_broker(hosts: str, broker_id: int) -> float:
+    """Register one more broker; the wall-clock time at which it landed."""
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=60)
+    try:
+        reg = {"version": 4, "host": "127.0.0.1", "port": 1, "jmx_port": -1, "timestamp": "1700000000000",
+               "endpoints": ["PLAINTEXT://127.0.0.1:1"]}
+        zk.create(f"/brokers/ids/{broker_id}", json.dumps(reg).encode())
+        return time.time()
+    finally:
+        zk.stop()
+        zk.close()
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small clusters (harness check)")
@@ -235,13 +347,13 @@ def main() -> int:
         figures["decommission_seconds"] = round(our_s, 3)
 
         # 2. Expand 30 -> 32 brokers.
-        e_topics, e_parts = (20, 30) if quick else (100, 60)
+        e_topics, e_parts = (20, 30) if quick else (150, 60)
         expand = kafka_like(32, [(f"expand-{t:03d}", e_parts) for t in range(e_topics)], 3, seed=2, used=30)
         e_replicas = sum(len(p["replicas"]) for t in expand["topics"] for p in t["partitions"])
         hosts_e = f"{zk.connect_string}/expand"
         ensure_chroot(zk.connect_string, "/expand")
         load_into_zookeeper(hosts_e, expand)
-        print(f"expansion cluster: 30 -> 32 brokers, {e_replicas} replicas")
+        print(f"expansion cluster: 30 -> 32 brokers, {e_topics * e_parts} partitions, {e_replicas} replicas")
         our_e, rep_e = ours(hosts_e, "rebalance", None, work / "ours-expand.json")
         over_bound += rep_e["moves"] - rep_e["lower_bound"]
         print(f"  ours:        {our_e:8.2f}s  moves={rep_e['moves']} lower_bound={rep_e['lower_bound']} fair={rep_e['fair']} leaders_fair={rep_e['leaders_fair']}")
@@ -258,6 +370,58 @@ def main() -> int:
         figures["expand_moves"] = rep_e["moves"]
         figures["expand_lower_bound"] = rep_e["lower_bound"]
         figures["expand_seconds"] = round(our_e, 3)
+
+        # 2b. The same expansion from the planner service's warm model.
+        svc = Service(hosts_e, work, "service-expand")
+        try:
+            t0 = time.time()
+            svc.settled(300)
+            print(f"  service: model + Spark + first proposal in {time.time() - t0:.1f}s")
+            runs = [svc.fresh_plan(list(range(32)), work / "service-expand.json") for _ in range(3)]
+        finally:
+            svc.stop()
+        warm_e = sorted(t for t, _ in runs)[1]
+        prop = runs[0][1]
+        assert all(r[1]["reassignment"] == prop["reassignment"] for r in runs), "warm plans differ"
+        over_bound += prop["report"]["moves"] - prop["report"]["lower_bound"]
+        print(f"  warm:        {warm_e:8.2f}s  moves={prop['report']['moves']} lower_bound={prop['report']['lower_bound']} "
+              f"(median of 3; planned in {prop['seconds']:.2f}s, tasks {prop['tasks_ran']})")
+        figures["warm_expand_seconds"] = round(warm_e, 3)
+
+        # 4. The planner service on 1,000 brokers and 1,000,000 partitions.
+        nb4, used4, nt4, np4 = (100, 95, 50, 200) if quick else (1000, 950, 1000, 1000)
+        hosts_l = f"{zk.connect_string}/large"
+        ensure_chroot(zk.connect_string, "/large")
+        load_s = load_large_into_zookeeper(hosts_l, nb4, used4, nt4, np4)
+        print(f"service cluster: {nb4} brokers ({nb4 - used4} empty), {nt4 * np4} partitions RF 3, "
+              f"loaded into ZooKeeper in {load_s:.1f}s")
+        svc = Service(hosts_l, work, "service-large")
+        try:
+            t0 = time.time()
+            svc.wait(lambda s: s["model"]["ready"], 900, "the large model", 0.2)
+            build_s = time.time() - t0
+            first = svc.settled(900)["proposal"]
+            print(f"  model built in {build_s:.1f}s; first proposal after {time.time() - t0:.1f}s "
+                  f"(planned in {first['seconds']:.1f}s)")
+            warm_l, prop_l = svc.fresh_plan(list(range(nb4)), work / "service-large.json")
+            r_l = prop_l["report"]
+            over_bound += r_l["moves"] - r_l["lower_bound"]
+            print(f"  warm proposal {warm_l:.1f}s: moves={r_l['moves']} lower_bound={r_l['lower_bound']} "
+                  f"fair={r_l['fair']} tasks {prop_l['tasks_ran']}")
+            version = svc.call("GET", "/state")["model"]["version"]
+            joined_at = register_broker(hosts_l, nb4)
+            svc.wait(lambda s: nb4 in s["model"]["brokers"], 120, "the new broker in the model", 0.01)
+            refresh_s = time.time() - joined_at
+            svc.wait(lambda s: s["proposal"] and s["proposal"]["current"] and s["proposal"]["model_version"] > version,
+                     900, "a proposal with the new broker", 0.2)
+            proposal_refresh_s = time.time() - joined_at
+            assert nb4 in svc.call("GET", "/proposals")["report"]["target_brokers"]
+            print(f"  broker {nb4} joined: in the model after {refresh_s:.2f}s, in the proposal after "
+                  f"{proposal_refresh_s:.1f}s")
+        finally:
+            svc.stop()
+        figures["service_model_build_seconds"] = round(build_s, 3)
+        figures["proposal_refresh_seconds"] = round(proposal_refresh_s, 3)
     finally:
         zk.stop()
 
@@ -306,6 +470,10 @@ def main() -> int:
     print(f"decommission_speedup_vs_kafka_utils={'%.2f' % speedup if speedup is not None else 'unavailable'}")
     print(f"moves_over_lower_bound={over_bound}")
     print(f"large_rebalance_seconds={large_s:.2f}")
+    ku_e = figures.get("kafka_utils_expand_seconds")
+    print(f"warm_expand_speedup_vs_kafka_utils={'%.1f' % (ku_e / warm_e) if ku_e else 'unavailable'}")
+    print(f"warm_proposal_seconds={warm_l:.2f}")
+    print(f"model_refresh_seconds={refresh_s:.3f}")
     return 0
 
 

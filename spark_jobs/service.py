@@ -500,7 +500,8 @@ class PlannerService:
             self.spark.sparkContext.parallelize([0], 1).map(lambda x: x).collect()
 
         try:
-            await asyncio.get_running_loop().run_in_executor(self.executor, start)
+            # Not on the planner thread: plans in-process go on while the JVM starts.
+            await asyncio.get_running_loop().run_in_executor(None, start)
             self.spark_state["ready"] = True
             log.info("Spark session on %s ready", self.opts.master)
         except Exception as e:  # noqa: BLE001 - without Spark, plans run in-process
