@@ -33,11 +33,19 @@ reassignments running while they are listed. Nothing here needs brokers to copy 
    message classes decode each request and encode each response from the same in-memory
    data, as a broker builds it per request), same clients, same duration. Ratio: ours / peer.
 
-Figures (printed last, one per line): ``reassign_10k_p99_ms``, ``list_requests_per_second``,
-``reassign_p99_ratio_vs_zookeeper_tool``, ``list_rps_ratio_vs_kafka_python``. Targets:
-reassign_10k_p99_ms <= 500, list_requests_per_second >= 2000.
+3. ``reassign_10k_p99_ms_sasl_ssl``: part 1's request over a SASL_SSL listener of the same
+   controller (a second ``--listen SECURE://...``, TLS 1.2+ with a certificate made by
+   ``openssl`` at start, SCRAM-SHA-512 with the user's credential in ``/config/users``;
+   docs/DESIGN.md section 8), ``--secure-repeats`` times. The TLS handshake and the SCRAM
+   exchange happen on the connection before the clock starts, as the connect does in part 1:
+   what is timed is the request over an authenticated TLS connection. No authorizer.
 
-    .venv/bin/python bench/rpc.py [--partitions 10000] [--repeats 30] [--clients 50] [--seconds 10]
+Figures (printed last, one per line): ``reassign_10k_p99_ms``, ``reassign_10k_p99_ms_sasl_ssl``,
+``list_requests_per_second``, ``reassign_p99_ratio_vs_zookeeper_tool``,
+``list_rps_ratio_vs_kafka_python``. Targets: reassign_10k_p99_ms <= 500,
+list_requests_per_second >= 2000.
+
+    .venv/bin/python bench/rpc.py [--partitions 10000] [--repeats 30] [--secure-repeats 10] [--clients 50] [--seconds 10]
 """
 
 from __future__ import annotations
@@ -72,6 +80,40 @@ THROTTLE = 50_000_000  # bytes/s, as an operator would set for a large move
 LIST_KEY, REASSIGN_KEY, API_VERSIONS = 46, 10000, 18
 LOAD_PROCESSES = 2  # one per core: a single Python client process would be the bottleneck
 KAZOO_TXN_OPS = 500  # ops per kazoo transaction while populating (well under ZooKeeper's 1 MiB)
+SECURE_USER, SECURE_PASSWORD = "bench", "bench-secret"
+secure_addr: tuple[str, int] | None = None  # the SASL_SSL listener of the running controller
+
+
+def make_security(tmp: Path, hosts: str) -> tuple[Path, object]:
+    """Part 3's set-up: a CA and server certificate (openssl), the SCRAM user in ZooKeeper, the
+    controller's security config; returns it and the client's TLS context."""
+    import ssl
+
+    from controller.shell.security.scram import format_credential, make_credential
+
+    def openssl(*args: str) -> None:
+        subprocess.run(["openssl", *args], cwd=tmp, check=True, capture_output=True, timeout=60)
+
+    ec = ("-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes")
+    openssl("req", "-x509", *ec, "-days", "2", "-subj", "/CN=bench-ca", "-keyout", "ca.key", "-out", "ca.pem")
+    openssl("req", *ec, "-subj", "/CN=localhost", "-keyout", "server.key", "-out", "server.csr")
+    (tmp / "san.ext").write_text("subjectAltName=IP:127.0.0.1\n")
+    openssl("x509", "-req", "-in", "server.csr", "-CA", "ca.pem", "-CAkey", "ca.key", "-CAcreateserial",
+            "-days", "2", "-out", "server.crt", "-extfile", "san.ext")
+    (tmp / "server.pem").write_text((tmp / "server.crt").read_text() + (tmp / "server.key").read_text())
+    zk = KazooClient(hosts=hosts, timeout=30)
+    zk.start(timeout=30)
+    try:
+        credential = format_credential(make_credential("SCRAM-SHA-512", SECURE_PASSWORD))
+        zk.create(f"/config/users/{SECURE_USER}", dumps({"version": 1, "config": {"SCRAM-SHA-512": credential}}),
+                  makepath=True)
+    finally:
+        zk.stop()
+        zk.close()
+    props = tmp / "security.properties"
+    props.write_text(f"listener.security.protocol.map=SECURE:SASL_SSL\nsasl.enabled.mechanisms=SCRAM-SHA-512\n"
+                     f"ssl.keystore.location={tmp / 'server.pem'}\n")
+    return props, ssl.create_default_context(cafile=str(tmp / "ca.pem"))
 
 
 def dumps(doc) -> bytes:
@@ -164,9 +206,36 @@ def p99(samples: list[float]) -> float:
 # ---- part 1: ReassignPartitions ----------------------------------------------------------------
 
 
-async def time_reassign(addr, moves: dict) -> float:
-    """One ReassignPartitions v0 (KIP-179's schema), sent to answer read, in seconds."""
-    reader, writer = await asyncio.open_connection(*addr)
+async def sasl_ssl_login(addr, ssl_context) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+    """A TLS connection authenticated with SCRAM-SHA-512 (SaslHandshake v1, SaslAuthenticate)."""
+    from controller.shell.security.scram import client_exchange
+
+    reader, writer = await asyncio.open_connection(*addr, ssl=ssl_context)
+
+    async def ask(key: int, version: int, body: dict, correlation: int) -> dict:
+        writer.write(protocol.encode_request(key, version, correlation, "bench", body))
+        return protocol.decode_response(key, version, await read_frame(reader))[1]
+
+    assert (await ask(17, 1, {"mechanism": "SCRAM-SHA-512"}, 1))["error_code"] == 0
+    exchange = client_exchange("SCRAM-SHA-512", SECURE_USER, SECURE_PASSWORD, "benchnonce")
+    token, correlation = next(exchange), 2
+    while True:
+        answer = await ask(36, 1, {"auth_bytes": token}, correlation)
+        if answer["error_code"]:
+            raise RuntimeError(f"SASL login failed: {answer['error_message']}")
+        try:
+            token, correlation = exchange.send(answer["auth_bytes"]), correlation + 1
+        except StopIteration:
+            return reader, writer
+
+
+async def time_reassign(addr, moves: dict, ssl_context=None) -> float:
+    """One ReassignPartitions v0 (KIP-179's schema), sent to answer read, in seconds; with
+    ``ssl_context``, over SASL_SSL (logged in before the clock starts)."""
+    if ssl_context is None:
+        reader, writer = await asyncio.open_connection(*addr)
+    else:
+        reader, writer = await sasl_ssl_login(addr, ssl_context)
     try:
         frame = protocol.encode_request(REASSIGN_KEY, 0, 1, "bench", reassign_body(moves, THROTTLE))
         started = time.perf_counter()
@@ -340,11 +409,15 @@ def stop(proc: subprocess.Popen) -> None:
             proc.wait()
 
 
-def start_controller(hosts: str, config: Path, log: Path) -> tuple[subprocess.Popen, tuple[str, int]]:
-    """A ``reassignd controller`` subprocess, once elected, registered and loaded."""
+def start_controller(hosts: str, config: Path, log: Path, secure: Path | None = None) -> tuple[subprocess.Popen, tuple[str, int]]:
+    """A ``reassignd controller`` subprocess, once elected, registered and loaded; with
+    ``secure`` (its security config), a second listener SECURE speaking SASL_SSL, whose
+    address is then ``secure_addr``."""
+    global secure_addr
+    extra = ["--listen", "SECURE://127.0.0.1:0", "--security-config", str(secure)] if secure else []
     proc = subprocess.Popen(
         [sys.executable, "-m", "reassignd", "controller", "--zookeeper", hosts, "--id", str(CONTROLLER_ID),
-         "--listen", "127.0.0.1:0", "--config", str(config), "--log-level", "WARNING"],
+         "--listen", "127.0.0.1:0", *extra, "--config", str(config), "--log-level", "WARNING"],
         cwd=REPO, stderr=open(log, "ab"))
     zk = KazooClient(hosts=hosts, timeout=30)
     zk.start(timeout=30)
@@ -361,6 +434,8 @@ def start_controller(hosts: str, config: Path, log: Path) -> tuple[subprocess.Po
         zk.stop()
         zk.close()
     addr = (doc["host"], doc["port"])
+    secure_addr = next(((e.split("://")[1].rsplit(":", 1)[0], int(e.rsplit(":", 1)[1]))
+                        for e in doc.get("endpoints", []) if e.startswith("SECURE://")), None)
     # Elected is not yet loaded: controller-only requests get NOT_CONTROLLER until then.
     wait_for(lambda: asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))["error_code"] == 0, 60,
              "the controller to load the cluster")
@@ -391,6 +466,7 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=10_000)
     parser.add_argument("--brokers", type=int, default=12)
     parser.add_argument("--repeats", type=int, default=30)
+    parser.add_argument("--secure-repeats", type=int, default=10, help="part 3's requests over SASL_SSL")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--list-only", action="store_true",
@@ -415,7 +491,9 @@ def main() -> int:
                                        "max_incoming_per_broker": 1000, "max_outgoing_per_broker": 1000}))
             hosts = zk.connect_string + CHROOT
             moves = targets(topics, args.brokers, 3)
+            secure, client_tls = make_security(Path(tmp), hosts)
             ours: list[float] = []
+            secured: list[float] = []
             # Part 1: every request meets a cluster where nothing moves (as KIP-179's v0 requires):
             # between two, the controller is stopped and the cluster put back (untimed).
             for i in range(1 if args.list_only else args.repeats):
@@ -428,6 +506,16 @@ def main() -> int:
                     submit_directly(hosts, moves)
                     break
                 ours.append(asyncio.run(time_reassign(addr, moves)))
+            # Part 3: the same request over SASL_SSL, each on a quiet cluster as in part 1.
+            for i in range(0 if args.list_only else args.secure_repeats):
+                stop(procs.pop())
+                reset(hosts, topics, args.brokers)
+                controller, addr = start_controller(hosts, config, Path(tmp) / "controller.log", secure)
+                procs.append(controller)
+                secured.append(asyncio.run(time_reassign(secure_addr, moves, client_tls)))
+            if secured:
+                print(f"ReassignPartitions {args.partitions} over SASL_SSL: p50 "
+                      f"{sorted(secured)[len(secured) // 2] * 1000:.0f} ms, p99 {p99(secured) * 1000:.0f} ms", flush=True)
             if not args.list_only:
                 # The peer runs on a quiet machine too: the controller is stopped meanwhile and
                 # restarted after, resuming the moves the last request started (failover path).
@@ -463,6 +551,8 @@ def main() -> int:
             zk.stop()
     if not args.list_only:
         print(f"reassign_10k_p99_ms={p99(ours) * 1000:.1f}")
+    if secured:
+        print(f"reassign_10k_p99_ms_sasl_ssl={p99(secured) * 1000:.1f}")
     print(f"list_requests_per_second={list_rps:.0f}")
     if not args.list_only:
         print(f"reassign_p99_ratio_vs_zookeeper_tool={p99(peer) / p99(ours):.2f}")
