@@ -286,10 +286,13 @@ def load_results(path: Path = RESULTS) -> dict:
     return json.loads(path.read_text())
 
 
-def save_results(rows: list[dict], path: Path = RESULTS) -> None:
-    """Rows sorted into matrix order, so the file only changes when a result does."""
+def save_results(rows: list[dict], sent: dict[tuple[str, str], list[str]], path: Path = RESULTS) -> None:
+    """Rows sorted into matrix order, so the file only changes when a result does; ``sent``:
+    per (client, target), the "API vN" requests the controllers' listeners answered."""
     clients = [a.name for a in ADAPTERS]
     targets = [t for t, _ in TARGETS]
     steps = [s for s, _ in STEPS]
     rows = sorted(rows, key=lambda r: (clients.index(r["client"]), targets.index(r["target"]), steps.index(r["step"])))
-    path.write_text(json.dumps({"rows": rows}, indent=1) + "\n")
+    sent_rows = [{"client": c, "target": t, "requests": sent[(c, t)]}
+                 for c, t in sorted(sent, key=lambda ct: (clients.index(ct[0]), targets.index(ct[1])))]
+    path.write_text(json.dumps({"rows": rows, "sent": sent_rows}, indent=1) + "\n")

@@ -20,20 +20,24 @@ END = "<!-- client-matrix:end -->"
 
 
 def render(results: dict) -> str:
-    """One row per client and target, one column per step."""
+    """One row per client and target, one column per step, then the requests (API and
+    version) the controllers answered for that client: the newest versions it negotiated."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
+    sent = {(r["client"], r["target"]): r["requests"] for r in results.get("sent", [])}
     versions: dict[str, str] = {}
     for row in results["rows"]:
         cells.setdefault((row["client"], row["target"]), {})[row["step"]] = row["result"]
         versions[row["client"]] = row["version"]
     target_labels = dict(TARGETS)
-    head = ["client", "version", "bootstrapped from"] + [label for _, label in STEPS]
+    head = ["client", "version", "bootstrapped from"] + [label for _, label in STEPS] + [
+        "requests the controllers answered"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order = [a.name for a in ADAPTERS]
     for client, target in sorted(cells, key=lambda ct: (order.index(ct[0]) if ct[0] in order else len(order),
                                                        ct[0], [t for t, _ in TARGETS].index(ct[1]))):
         steps = cells[(client, target)]
-        row = [client, versions[client], target_labels[target]] + [steps.get(step, "not run") for step, _ in STEPS]
+        row = [client, versions[client], target_labels[target]] + [steps.get(step, "not run") for step, _ in STEPS] + [
+            ", ".join(sent[(client, target)]) or "none" if (client, target) in sent else "not recorded"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 

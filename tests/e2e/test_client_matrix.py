@@ -15,11 +15,15 @@ README's table (and test_matrix_report.py checks the README against the file).
 from __future__ import annotations
 
 import json
+import re
 import traceback
+import urllib.request
 import uuid
+from collections import Counter
 
 import pytest
 
+import protocol
 from tests.e2e.client_matrix import (
     ADAPTERS,
     FAILED,
@@ -46,8 +50,13 @@ PARTITION = {("kafka-python", "standby"): 0, ("kafka-python", "broker"): 1,
              ("confluent-kafka", "standby"): 2, ("confluent-kafka", "broker"): 3,
              ("kcat", "standby"): 2, ("kcat", "broker"): 3}
 WAIT_S = 30
+# Each controller serves /metrics (reassignd_admin_requests by API key and version) on a port
+# it picks and logs; the matrix reads it to tell which versions each client sent.
+OPS_LINE = re.compile(r"controller (\d+) operations port on http://([0-9.]+):(\d+)")
+REQUESTS_LINE = re.compile(r'^reassignd_admin_requests_total\{api_key="(\d+)",api_version="(\d+)",[^}]*\} ([0-9.e+]+)$')
 
 _ROWS: dict[tuple[str, str], list[dict]] = {}
+_SENT: dict[tuple[str, str], list[str]] = {}
 
 
 @pytest.fixture(scope="module")
@@ -56,14 +65,34 @@ def cluster(zk_server, _zk_admin, tmp_path_factory):
     _zk_admin.create(chroot)
     try:
         with running_cluster(f"{zk_server.connect_string}{chroot}", tmp_path_factory.mktemp("matrix"),
-                             sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS) as c:
+                             sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS,
+                             controller_config={"ops_listen": "127.0.0.1:0"}) as c:
             c.set_dynamic_config(f"topics/{TOPIC}", TOPIC_CONFIG)
             yield c
     finally:
         _delete_tree(_zk_admin, chroot)
     # Written only when every (client, target) ran: a partial run must not shrink the matrix.
     if len(_ROWS) == len(ADAPTERS) * len(TARGETS):
-        save_results([row for rows in _ROWS.values() for row in rows])
+        save_results([row for rows in _ROWS.values() for row in rows], _SENT)
+
+
+def _requests_seen(c) -> Counter:
+    """(api key, version) -> requests both controllers' listeners have answered so far."""
+    seen: Counter = Counter()
+    for cid in CONTROLLER_IDS:
+        found = wait_for(lambda: OPS_LINE.search(c.controller_log(cid).read_text()), WAIT_S, "the operations port")
+        with urllib.request.urlopen(f"http://{found[2]}:{found[3]}/metrics", timeout=10) as answer:
+            for line in answer.read().decode().splitlines():
+                m = REQUESTS_LINE.match(line)
+                if m:
+                    seen[(int(m[1]), int(m[2]))] += int(float(m[3]))
+    return seen
+
+
+def _sent(before: Counter, after: Counter) -> list[str]:
+    """What a client sent the controllers, as "Metadata v13", by API key."""
+    used = sorted(k for k in after if after[k] > before[k])
+    return [f"{protocol.api_name(key)} v{version}" for key, version in used]
 
 
 def _bootstrap(c, target: str) -> str:
@@ -132,6 +161,7 @@ def test_client_runs_the_admin_scenario(cluster, adapter_class, target):
     rows, failures = [], []
     steps = _scenario(cluster, adapter, PARTITION[(adapter.name, target)])
     opened = False
+    before = _requests_seen(cluster)
     for step, _label in STEPS:
         try:
             if step == "bootstrap":
@@ -148,6 +178,7 @@ def test_client_runs_the_admin_scenario(cluster, adapter_class, target):
         rows.append({"client": adapter.name, "version": version, "target": target, "step": step, "result": result})
     if opened:
         adapter.close()
+    _SENT[(adapter.name, target)] = _sent(before, _requests_seen(cluster))
     _ROWS[(adapter.name, target)] = rows
     assert not failures, f"{adapter.name} {version} against the {target}:\n" + "\n".join(failures)
 
