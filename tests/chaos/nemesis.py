@@ -48,10 +48,10 @@ class Nemesis:
 
     def _victim(self) -> int:
         """The active controller, or (one time in five, or with none) any other one."""
+        # Both draws always happen, so the schedule's later draws do not depend on the cluster.
+        anyone, other = self.rng.random() < 0.2, self.rng.choice(CONTROLLER_IDS)
         active = self.cluster.active_controller()
-        if active is None or self.rng.random() < 0.2:
-            return self.rng.choice(CONTROLLER_IDS)
-        return active
+        return other if active is None or anyone else active
 
     async def strike(self, kind: str | None = None) -> dict:
         kind = kind or self.rng.choices(list(self.faults), weights=list(self.faults.values()))[0]
@@ -125,7 +125,8 @@ class Nemesis:
         await self._proxy(fault, "blackhole", 1.0, SESSION_TIMEOUT_S + 4.0)
 
     async def _controller_moved(self, fault: dict) -> None:
-        cid = fault["target"] = self.cluster.active_controller() or self.rng.choice(CONTROLLER_IDS)
+        fallback = self.rng.choice(CONTROLLER_IDS)
+        cid = fault["target"] = self.cluster.active_controller() or fallback
         delay = fault["delay_s"] = round(self.rng.uniform(0.3, 1.5), 2)
         group = self.cluster.proxies[cid]
         await asyncio.to_thread(group.set_mode, "delay", delay)

@@ -12,8 +12,9 @@ they reported dropping) and write audits are added to the history, and the check
     result = run_chaos(duration_s=300, seed=7, workdir=Path("/tmp/chaos-7"))
     result.report.ok, result.report.figures(), result.history_path
 
-Everything random comes from ``random.Random(seed)``; the schedule of faults and requests is
-the seed's, their exact timing against the processes is not (real processes, real time).
+Everything random comes from ``random.Random(seed)`` (one stream each for the rounds, the
+nemesis and the workload): the schedule of faults is the seed's, and so are the requests'
+choices; their timing against the processes is not (real processes, real time).
 """
 
 from __future__ import annotations
@@ -71,15 +72,18 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
     history_path = workdir / "history.jsonl"
     history = History(history_path)
     history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence)
-    rng = random.Random(seed)
+    # One seed; each actor draws from its own stream of it, so the schedule of faults (kinds,
+    # holds, round lengths) is the seed's whatever the workload's timing makes it draw.
+    master = random.Random(seed)
+    rng, nemesis_rng, workload_rng = (random.Random(master.getrandbits(64)) for _ in range(3))
     with ChaosCluster(workdir, history, break_fence=break_fence) as cluster:
         cluster.start()
         history.add("initial", assignments=cluster.initial_assignments)
         observer_zk = KazooClient(hosts=cluster.zk.connect_string, timeout=15)
         observer_zk.start(timeout=60)
         observer = Observer(observer_zk, history, sorted(cluster.initial_assignments)).start()
-        workload = Workload(cluster, history, rng)
-        nemesis = Nemesis(cluster, history, rng, faults={"controller_moved": 1} if break_fence else None)
+        workload = Workload(cluster, history, workload_rng)
+        nemesis = Nemesis(cluster, history, nemesis_rng, faults={"controller_moved": 1} if break_fence else None)
         try:
             asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s))
             history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments))
