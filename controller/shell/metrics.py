@@ -182,6 +182,12 @@ class _LiveCollector:
             yield conns
             yield _counter("reassignd_admin_connections_accepted", "admin connections accepted", self.listener.stats.accepted)
             yield _counter("reassignd_admin_connections_refused", "admin connections refused over the connection limit", self.listener.stats.refused)
+            # Requests with bytes after their body, which are ignored as Kafka ignores them
+            # (docs/DESIGN.md section 5.2; librdkafka sends some).
+            yield _counter("reassignd_admin_requests_left_over", "admin requests with bytes after their body (ignored)",
+                           self.listener.stats.left_over_requests)
+            yield _counter("reassignd_admin_request_bytes_left_over", "bytes after admin request bodies (ignored)",
+                           self.listener.stats.left_over_bytes)
 
 
 def _counter(name: str, doc: str, value: float):

@@ -288,7 +288,7 @@ def load_results(path: Path = RESULTS) -> dict:
 
 def save_results(rows: list[dict], sent: dict[tuple[str, str], list[str]], path: Path = RESULTS) -> None:
     """Rows sorted into matrix order, so the file only changes when a result does; ``sent``:
-    per (client, target), the "API vN" requests the controllers' listeners answered."""
+    per (client, "standby"), the "API vN" requests the controllers' listeners answered."""
     clients = [a.name for a in ADAPTERS]
     targets = [t for t, _ in TARGETS]
     steps = [s for s, _ in STEPS]

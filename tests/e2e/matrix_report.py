@@ -20,8 +20,8 @@ END = "<!-- client-matrix:end -->"
 
 
 def render(results: dict) -> str:
-    """One row per client and target, one column per step, then the requests (API and
-    version) the controllers answered for that client: the newest versions it negotiated."""
+    """One row per client and target, one column per step, then (rows bootstrapped from the
+    standby) the API versions the client sent the controllers: the newest it negotiated."""
     cells: dict[tuple[str, str], dict[str, str]] = {}
     sent = {(r["client"], r["target"]): r["requests"] for r in results.get("sent", [])}
     versions: dict[str, str] = {}
@@ -30,14 +30,14 @@ def render(results: dict) -> str:
         versions[row["client"]] = row["version"]
     target_labels = dict(TARGETS)
     head = ["client", "version", "bootstrapped from"] + [label for _, label in STEPS] + [
-        "requests the controllers answered"]
+        "versions sent to the controllers"]
     lines = ["| " + " | ".join(head) + " |", "|" + "---|" * len(head)]
     order = [a.name for a in ADAPTERS]
     for client, target in sorted(cells, key=lambda ct: (order.index(ct[0]) if ct[0] in order else len(order),
                                                        ct[0], [t for t, _ in TARGETS].index(ct[1]))):
         steps = cells[(client, target)]
         row = [client, versions[client], target_labels[target]] + [steps.get(step, "not run") for step, _ in STEPS] + [
-            ", ".join(sent[(client, target)]) or "none" if (client, target) in sent else "not recorded"]
+            ", ".join(sent[(client, target)]) if (client, target) in sent else "-"]
         lines.append("| " + " | ".join(row) + " |")
     return "\n".join(lines)
 
