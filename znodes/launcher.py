@@ -45,6 +45,7 @@ from pathlib import Path
 
 JAVA_DIR = Path("/usr/share/java")
 ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
+NETTY_TLS_JARS = (JAVA_DIR / "netty-codec.jar", JAVA_DIR / "netty-resolver.jar")
 # Debian's zookeeper.jar names its dependencies in its manifest Class-Path, but not an SLF4J
 # binding; slf4j-simple writes the server's log to stderr, which we send to zookeeper.log.
 SLF4J_BINDING_JAR = JAVA_DIR / "slf4j-simple.jar"
@@ -186,6 +187,7 @@ class LocalZooKeeper:
         heap_mb: int = 256,
         java: str | None = None,
         require_auth: bool = False,
+        extra_config: dict[str, str] | None = None,
     ):
         if ensemble not in (1, 3):
             raise LauncherError(f"ensemble must be 1 or 3 servers, not {ensemble}")
@@ -204,6 +206,8 @@ class LocalZooKeeper:
         # ZooKeeper 3.7+'s enforce.auth: a session that has not authenticated (digest) may do
         # nothing, so tests run the secured path for real.
         self.require_auth = require_auth
+        # More zoo.cfg lines, e.g. a TLS client port (secureClientPort, ssl.keyStore.*).
+        self.extra_config = dict(extra_config or {})
         self.java = java or shutil.which("java") or "/usr/bin/java"
         self.members: list[Member] = []
         self._procs: dict[int, subprocess.Popen] = {}
@@ -369,6 +373,7 @@ class LocalZooKeeper:
         ]
         if self.require_auth:
             lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=digest"]
+        lines += [f"{key}={value}" for key, value in self.extra_config.items()]
         if self.ensemble > 1:
             lines += [f"initLimit={INIT_LIMIT_TICKS}", f"syncLimit={SYNC_LIMIT_TICKS}"]
             for peer in self.members:
@@ -380,6 +385,10 @@ class LocalZooKeeper:
         jars = [ZOOKEEPER_JAR]
         if SLF4J_BINDING_JAR.exists():
             jars.append(SLF4J_BINDING_JAR)
+        if "secureClientPort" in self.extra_config:
+            # TLS needs the Netty server, whose codec and resolver jars Debian's zookeeper.jar
+            # manifest does not name.
+            jars += [j for j in NETTY_TLS_JARS if j.exists()]
         return ":".join(str(j) for j in jars)
 
     def _spawn(self, m: Member) -> None:

@@ -19,6 +19,7 @@ from controller.core.config import ControllerConfig
 from controller.shell.daemon import ControllerDaemon
 from controller.shell.security.config import SecurityConfig
 from tests.e2e.processes import REPO, wait_for
+from znodes.api import ConnectionLossError
 from znodes.launcher import LocalZooKeeper
 from znodes.security import ZkSecurity
 
@@ -148,3 +149,40 @@ async def test_controller_on_the_secured_session(secured_zk):
     finally:
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
+
+
+# ---- TLS to ZooKeeper --------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def tls_zk(tmp_path_factory):
+    """A ZooKeeper with a TLS client port (Netty, PEM files) that also requires authentication."""
+    from tests.security.certs import make_pki
+    from znodes.launcher import free_port
+
+    root = tmp_path_factory.mktemp("zk-tls")
+    pki = make_pki(root / "pki")
+    port = free_port()
+    zk = LocalZooKeeper(port=0, data_dir=root / "zk", require_auth=True, stop_with_parent=True, extra_config={
+        "secureClientPort": str(port), "serverCnxnFactory": "org.apache.zookeeper.server.NettyServerCnxnFactory",
+        "ssl.keyStore.location": str(pki.server), "ssl.keyStore.type": "PEM",
+        "ssl.trustStore.location": str(pki.ca), "ssl.trustStore.type": "PEM", "ssl.clientAuth": "none"})
+    zk.start()
+    try:
+        yield f"127.0.0.1:{port}", pki
+    finally:
+        zk.stop()
+
+
+async def test_store_over_tls_with_secure_acls(tls_zk):
+    hosts, pki = tls_zk
+    props = {**PROPS, "zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": str(pki.ca)}
+    store = await ZkSecurity.from_properties(props).connect(hosts + "/tls", create_chroot=True, timeout=10)
+    try:
+        await store.create("/admin/reassign_partitions", b"{}", makepath=True)
+        assert (await store.get("/admin/reassign_partitions"))[0] == b"{}"
+    finally:
+        await store.close()
+    untrusted = {**props, "zookeeper.ssl.truststore.location": str(pki.rogue_ca)}
+    with pytest.raises(ConnectionLossError):  # the server's certificate is not trusted: no session
+        await ZkSecurity.from_properties(untrusted).connect(hosts + "/tls", timeout=3)
