@@ -293,3 +293,21 @@ async def test_sasl_handshake_v0_takes_bare_tokens(served):
     writer.write(struct.pack(">i", len(bad)) + bad)
     await writer.drain()
     assert await closed(reader)  # v0 has no error to send: the connection closes
+
+
+async def test_required_client_certificate(served, pki):
+    role = Role(103)
+    role.store = served.store
+    config = security(pki, **{"ssl.client.auth": "required"})
+    handler = AdminHandler(AdminContext(role, ControllerConfig()))
+    (listener,) = build_listeners([Listener("TLS", "127.0.0.1", 0)], handler, ListenerLimits(), config, role)
+    await listener.start()
+    try:
+        cert, key = pki.client("carol", "/O=example/OU=ops/CN=carol")
+        reader, writer = await open_raw(listener.port, client_tls(pki, cert, key))
+        assert (await call(reader, writer, 18, 0, {}))["error_code"] == 0
+        with pytest.raises((ssl.SSLError, ConnectionError, asyncio.IncompleteReadError)):  # no certificate
+            reader, writer = await open_raw(listener.port, client_tls(pki))
+            await call(reader, writer, 18, 0, {})
+    finally:
+        await listener.close()
