@@ -189,11 +189,14 @@ class CountedController(ActiveController):
     and to each registering broker) apart from the rest."""
 
     async def read_metadata(self, dues):
-        self.store.reads_kind = "metadata_reads"
+        counting = self.store
+        while not isinstance(counting, CountingStore):
+            counting = counting._inner  # under the metrics' MeteredStore: set it where it counts
+        counting.reads_kind = "metadata_reads"
         try:
             return await super().read_metadata(dues)
         finally:
-            self.store.reads_kind = "reads"
+            counting.reads_kind = "reads"
 
 
 class UncoalescedController(CountedController):

@@ -20,8 +20,8 @@ step:
       skip rules), then reassigned to the queued target from its original replicas once the
       rollback finished. A replicating move that KIP-236 skip 2 keeps from being rolled back
       takes the queued target in place instead (the engine's step 4b, KIP-455's override,
-      which deletes nothing before the new target is in sync); a completing move keeps
-      going and the queued target follows it (the engine's "next target");
+      which deletes no in-sync replica before the new target is in sync); a completing move
+      keeps going and the queued target follows it (the engine's "next target");
     - a partition being cancelled gets the queued target after its rollback.
  3. The queue znode is deleted (conditional on the version read) in the same flush, after
     ``/admin/reassign_partitions``: a crash before that leaves it for the next controller,
@@ -110,7 +110,7 @@ class QueueSteps:
                 f"queued {_name(r)}: cannot cancel its move to {list(move.target)} ({unsafe}); "
                 f"the queued target {list(target)} replaces it in place instead"
             )
-            self.overrides[tp] = None  # controller.core.engine step 4b: nothing is deleted before completion
+            self.overrides[tp] = None  # controller.core.engine step 4b: no in-sync replica is deleted before completion
             return
         self.log.append(f"queued {_name(r)}: cancelling its move to {list(move.target)}, then moving it to {list(target)}")
         self.begin_cancel(move, state)
