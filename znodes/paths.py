@@ -230,6 +230,7 @@ CANCEL_REASSIGNMENT = "/admin/cancel_reassignment_in_progress"
 REASSIGN_QUEUE = "/admin/reassign_partitions_queue"
 THROTTLED_REPLICAS_REMOVAL = "/admin/throttled_replicas_removal"
 THROTTLED_RATES_REMOVAL = "/admin/throttled_rates_removal"
+DELETE_TOPICS = "/admin/delete_topics"  # Kafka's: a child per topic marked for deletion
 
 # Persistent parents that exist in a Kafka cluster's ZooKeeper (Kafka creates them at start-up);
 # the children reassignd watches live under these.
@@ -268,6 +269,10 @@ def partition_state(name: str, partition_id: int) -> str:
 def isr_change_prefix() -> str:
     """The path to create, sequential, for an ISR change notification."""
     return ISR_CHANGE_PREFIX
+
+
+def delete_topic(name: str) -> str:
+    return f"{DELETE_TOPICS}/{validate_topic_name(name)}"
 
 
 def topic_config(name: str) -> str:

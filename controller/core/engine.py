@@ -76,6 +76,13 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     while the broker was down (RR of a completion, AR of a rollback, an override's dropped) -
     and gets StopReplica(delete) (controller.core.task.stray_partitions). Nothing waits for
     those, nor for an override's deletions: they are not in ``StopReplicaSent``.
+10. New partitions (Kafka's ``onNewPartitionCreation``; the algorithm and its worked table
+    are in controller.core.topic_creation). A partition of a known topic whose state znode the
+    full-metadata read (step 8) found missing - a topic created by CreateTopics or any tool, or
+    one whose creation a failed controller left half-done - gets, in this step's flush, its
+    missing ``partitions`` parents and a state: leader the first live replica, ISR the live
+    replicas, leader epoch 0; LeaderAndIsr (``is_new``) to the live replicas, UpdateMetadata to
+    every live broker; ``Step.created`` names it. No replica live: nothing until one registers.
 
 Leader epochs (Kafka's ``updateLeaderEpochAndSendRequest``): every LeaderAndIsr that gives a
 partition a new replica set or leader - start, override, completion, rollback, and a resumed
@@ -141,6 +148,7 @@ one partition, in flush order (optional ops in brackets):
     rollback-finish  topic znode (RS = ORS), /admin/reassign_partitions, delete record,
                      [delete /admin/reassignments/T]
     queue            /admin/reassign_partitions (the queued entries), delete the queue znode
+    create           [create .../partitions], [create .../partitions/P], create state znode
 
 A step doing several of these for several partitions writes each znode once, in the order
 above ("Writes are coalesced"); an op written for several kinds carries them all. Throttle
@@ -153,6 +161,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 
+from controller.core import topic_creation
 from controller.core.cancel import CancelOutcome, CancelSteps, rollback_assignment
 from controller.core.commands import BrokerCommand, Outbox
 from controller.core.config import ControllerConfig
@@ -173,6 +182,7 @@ from controller.core.flush import (
     ACCEPT,
     BROKERS,
     COMPLETE,
+    CREATE,
     FINISH,
     ISR_CHANGE,
     OTHER,
@@ -216,6 +226,9 @@ class Step:
     # kinds[i]: the kinds of flush writes[i] is part of (controller.core.flush; the module
     # docstring's "Flush kinds").
     kinds: list[frozenset[str]] = field(default_factory=list)
+    # Partitions given their first state (step 10): leaders elected, LeaderAndIsr and
+    # UpdateMetadata in ``commands`` (CreateTopics answers once its partitions are here).
+    created: list[TopicPartition] = field(default_factory=list)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -277,6 +290,8 @@ class _Step(CancelSteps, QueueSteps):
         # a failover's Resume must have created or rewritten the records first).
         self.overrides: dict[TopicPartition, None] = {}
         self.outbox: Outbox | None = None
+        self.created: list[TopicPartition] = []  # partitions given their first state (step 10)
+        self.parents_created: set[str] = set()
 
     # ---- helpers -------------------------------------------------------------------------
 
@@ -580,14 +595,40 @@ class _Step(CancelSteps, QueueSteps):
         to = event.brokers
         for tp, state in event.states.items():
             assignment = self.assignments.get(tp)
-            if state is None or assignment is None:
-                continue  # no state znode yet, or the partition went meanwhile: nothing to say
+            if assignment is None:
+                continue  # the partition went meanwhile: nothing to say
             known = self.states.get(tp)
+            if state is None:
+                if known is None:
+                    self.create_partition(tp, assignment, event.missing_parents)  # step 10
+                continue
             if known is not None and known.zk_version > state.zk_version:
                 state = known
             elif state != known:
                 self.states[tp] = state  # kept: a move of the partition starts without a read
             self.box.update_metadata(tp, state, assignment.replicas, to)
+
+    @writing(CREATE)
+    def create_partition(self, tp: TopicPartition, assignment: Assignment, missing_parents: frozenset[str]) -> None:
+        """Step 10 (controller.core.topic_creation step 4): a partition without a state znode
+        gets one - leader the first live replica, ISR the live replicas, leader epoch 0 - with
+        its missing parents; LeaderAndIsr (is_new) to the live replicas, UpdateMetadata to
+        every live broker. With no replica live it waits (asked again when one registers)."""
+        state = topic_creation.new_partition_state(assignment.replicas, self.brokers, self.base.epoch)
+        if state is None:
+            self.log.append(f"new partition {tp[0]}-{tp[1]} has no live replica in {list(assignment.replicas)}: "
+                            "it gets a leader when one registers")
+            return
+        for op in topic_creation.state_ops(tp, state, missing_parents - self.parents_created):
+            self.early.append(op)
+            if op.path != paths.partition_state(*tp):
+                self.parents_created.add(op.path)
+        self.states[tp] = state
+        self.created.append(tp)
+        for b in assignment.replicas:
+            if b in self.brokers:
+                self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
+        self.box.update_metadata(tp, state, assignment.replicas)
 
     def on_hosted(self, event: ReplicasHosted) -> None:
         """Step 9: delete the strays a (re)registered broker hosts."""
@@ -1018,6 +1059,7 @@ class _Step(CancelSteps, QueueSteps):
             completed=self.completed,
             cancelled=self.cancelled,
             cancels=self.cancels,
+            created=self.created,
         )
 
 

@@ -56,6 +56,9 @@ class MetadataRead:
 
     states: dict[TopicPartition, LeaderIsr | None]
     brokers: tuple[int, ...] | None = None
+    # Of the partitions without a state znode: which of their parents (``.../partitions``,
+    # ``.../partitions/P``) are missing too (controller.core.topic_creation step 4 creates them).
+    missing_parents: frozenset[str] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

@@ -44,6 +44,7 @@ from controller.shell import gctune, recovery
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
 from controller.shell.zkread import (
+    missing_parents,
     read_notifications,
     read_queue,
     read_requests,
@@ -146,6 +147,9 @@ class ActiveController:
         # Going past KIP-179: throttles no running move needs go as soon as moves end.
         self.on_moves_ended = on_moves_ended
         self.on_step = on_step  # observation hook for tests and benchmarks
+        # Called with each step's newly created partitions (engine step 10) once its broker
+        # requests went to the dispatcher: CreateTopics answers then (admin/create_topics.py).
+        self.created_listeners: list[Callable[[list], None]] = []
         # The step whose writes are being flushed (tests map a write cut short to the kinds of
         # flush it was for: engine.Step.kinds).
         self.flushing: engine.Step | None = None
@@ -285,7 +289,9 @@ class ActiveController:
             if chunk:
                 states, lines = await read_states(self.store, chunk)
                 _warn(lines)
-                out.append(MetadataRead(states, item.brokers))
+                unborn = [tp for tp, st in states.items() if st is None]
+                parents = await missing_parents(self.store, unborn) if unborn else frozenset()
+                out.append(MetadataRead(states, item.brokers, parents))
         return out
 
     def plan_metadata(self, brokers_before: dict, partitions_before: dict[str, set[int]]) -> None:
@@ -439,6 +445,9 @@ class ActiveController:
         if self.on_step is not None:
             self.on_step(step)
         self.dispatcher.send(step.commands)
+        if step.created:
+            for listener in list(self.created_listeners):
+                listener(step.created)
         if step.reads:
             states, lines = await read_states(self.store, sorted(step.reads))
             _warn(lines)

@@ -190,3 +190,13 @@ async def read_notifications(
             elif state.zk_version > known.zk_version:
                 partitions[tp] = state
     return found, partitions, log
+
+
+async def missing_parents(store: Store, tps: Iterable[TopicPartition]) -> frozenset[str]:
+    """Of partitions without a state znode: which ``/brokers/topics/T/partitions`` and
+    ``.../partitions/P`` parents do not exist either (a topic znode written alone, as Kafka's
+    admin tools and this controller's CreateTopics write it: controller.core.topic_creation)."""
+    keys = list(tps)
+    wanted = list(dict.fromkeys([paths.partitions(t) for t, _ in keys] + [paths.partition(*tp) for tp in keys]))
+    reads = await get_many(store, wanted)
+    return frozenset(path for path, read in zip(wanted, reads) if read is None)

@@ -28,6 +28,7 @@ KAFKA_RELEASE = {
     6: (0, 8),  # UpdateMetadata (3.9)
     17: (0, 1),  # SaslHandshake (SASL listeners)
     18: (0, 4),  # ApiVersions
+    19: (2, 7),  # CreateTopics (Kafka 4.0 dropped v0-1; the spec keeps them)
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls

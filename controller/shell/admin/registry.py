@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.kip455_alter",
     "controller.shell.admin.acls",
     "controller.shell.admin.scram_users",
+    "controller.shell.admin.create_topics",
 )
 
 

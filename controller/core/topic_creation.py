@@ -1,0 +1,263 @@
+"""Topic creation (KIP-4 CreateTopics), as Kafka's ZooKeeper-mode admin manager and controller
+do it. Pure: no I/O. Two halves, as in Kafka:
+
+* the request half (Kafka's ``ZkAdminManager.createTopics`` + ``AdminZkClient``):
+  :func:`plan_topics` checks each topic of a request and places its replicas
+  (controller.core.placement); :func:`creation_ops` is what the admin handler writes for one
+  accepted topic, in ONE fenced multi (so a topic is either wholly requested or not at all);
+* the controller half (Kafka's ``onNewPartitionCreation``, NewPartition -> OnlinePartition):
+  :func:`new_partition_state` and :func:`state_ops`, which the engine runs for every known
+  partition that has no state znode (controller.core.engine, step 10), whoever wrote its topic
+  znode and whichever controller was active then.
+
+Steps (docs/DESIGN.md section 4.4):
+
+ 1. Check, per topic, in request order (Kafka's errors): a name given twice -> INVALID_REQUEST
+    for each; both an assignment and a partition count or replication factor -> INVALID_REQUEST;
+    a null config value -> INVALID_REQUEST; an illegal name -> INVALID_TOPIC_EXCEPTION; a name
+    that exists, or is marked for deletion -> TOPIC_ALREADY_EXISTS; a name equal to an existing
+    one once '.' and '_' are taken alike -> INVALID_TOPIC_EXCEPTION; a partition count < 1 ->
+    INVALID_PARTITIONS; a replication factor < 1 or above the live brokers ->
+    INVALID_REPLICATION_FACTOR; an assignment whose partitions are not 0..n-1, whose lists are
+    empty, differ in length, repeat a broker or name an unregistered one ->
+    INVALID_REPLICA_ASSIGNMENT; a config key this project does not know, or a bad value ->
+    INVALID_CONFIG. -1 for the count or the factor means the default (KIP-464).
+ 2. Place (no assignment given): controller.core.placement over the live brokers, counting
+    every replica of the cluster and of the topics accepted before it in the request.
+ 3. Write (the admin handler, unless validate_only): ``/config/topics/T`` (the configs) and
+    ``/brokers/topics/T`` (the assignment, no adding/removing) in one fenced multi. That is the
+    request, durable; everything after it is the controller's and survives any crash.
+ 4. The controller reads the new topic znode (its children watch) and, for each partition with
+    no state znode (read in the full-metadata chunks it already sends for new partitions, after
+    an election, and to a broker that registers), in one fenced flush creates the missing
+    ``/brokers/topics/T/partitions`` and ``.../partitions/P`` parents and the state znode:
+    leader = the first live replica, ISR = the live replicas, leader epoch 0. Then LeaderAndIsr
+    (``is_new``) to the live replicas, UpdateMetadata to every live broker. A partition none of
+    whose replicas is live gets nothing (Kafka: it stays NewPartition) until one registers.
+ 5. Answer: with ``timeout_ms`` > 0 once every partition of the topic passed step 4 (or
+    REQUEST_TIMED_OUT, the topic still being created), else right after step 3.
+
+Worked table, topic "t" with 2 partitions, RF 2, live brokers 1, 2, 3 (broker 3 down for p1):
+
+    step                                        /brokers/topics/t   state p0        state p1
+    3 multi: config, topic znode                 0:[1,2] 1:[3,1]    -               -
+      (crash here: step 4 runs at the next election - its full metadata reads no states)
+    4 p0: parents + state; LeaderAndIsr to 1,2   0:[1,2] 1:[3,1]    1 [1,2] e0      -
+      p1 with 3 down: parents + state, leader 1  0:[1,2] 1:[3,1]    1 [1,2] e0      1 [1] e0
+      UpdateMetadata to every live broker
+    5 answer NONE (timeout > 0: after step 4)
+
+    plans = plan_topics([TopicRequest("t", 2, 2)], CreationView(...))   # [Planned(...)]
+    ops = creation_ops(plans[0])                                         # config + topic znode
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from controller.core import placement
+from protocol.errors import ErrorCode
+from znodes import models, paths
+from znodes.api import Create, Op, SetData
+from znodes.payloads import encode_state, encode_topic
+from znodes.values import Assignment, LeaderIsr, TopicPartition
+
+# Kafka's broker defaults for -1 (num.partitions, default.replication.factor).
+DEFAULT_PARTITIONS = 1
+DEFAULT_REPLICATION_FACTOR = 1
+MAX_PARTITIONS = 100_000  # the simulation's own limit (sim.topics): beyond it is a typo
+
+
+def _replica_list(value: str) -> str | None:
+    """Kafka's ThrottledReplicaListValidator: empty, "*", or "partition:broker" pairs."""
+    text = value.strip()
+    if text in ("", "*"):
+        return None
+    for pair in text.split(","):
+        p, _, b = pair.strip().partition(":")
+        if not (p.isascii() and p.isdigit() and b.isascii() and b.isdigit()):
+            return f"{value!r} must be '*' or a list of partition:broker pairs"
+    return None
+
+
+# The topic configs this project knows (uses): name -> (Kafka's default, validator). Others
+# are refused with INVALID_CONFIG rather than stored unread.
+TOPIC_CONFIGS = {
+    "leader.replication.throttled.replicas": ("", _replica_list),
+    "follower.replication.throttled.replicas": ("", _replica_list),
+}
+
+
+@dataclass(frozen=True)
+class TopicRequest:
+    """One topic of a CreateTopics request, as sent (-1: the default)."""
+
+    name: str
+    num_partitions: int = -1
+    replication_factor: int = -1
+    assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (partition, brokers) as sent
+    configs: tuple[tuple[str, str | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class CreationView:
+    """The cluster as a request sees it: existing topic names (those marked for deletion
+    included), live brokers with their racks, replicas and preferred leaders per broker."""
+
+    topics: frozenset[str]
+    deleting: frozenset[str] = frozenset()
+    brokers: Mapping[int, str | None] = field(default_factory=dict)
+    replica_counts: Mapping[int, int] = field(default_factory=dict)
+    leader_counts: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Planned:
+    name: str
+    assignment: dict[int, tuple[int, ...]]
+    configs: dict[str, str]
+
+    @property
+    def replication_factor(self) -> int:
+        return len(self.assignment[0])
+
+
+@dataclass(frozen=True)
+class Refused:
+    name: str
+    code: ErrorCode
+    message: str
+
+
+def _collides(name: str) -> str:
+    return name.replace(".", "_")
+
+
+def plan_topics(requests: list[TopicRequest], view: CreationView) -> list[Planned | Refused]:
+    """Steps 1 and 2 for a whole request, in order; see the module docstring."""
+    seen: dict[str, int] = {}
+    for r in requests:
+        seen[r.name] = seen.get(r.name, 0) + 1
+    taken = set(view.topics)
+    collisions = {_collides(t): t for t in view.topics}
+    counts = dict(view.replica_counts)
+    leaders = dict(view.leader_counts)
+    out: list[Planned | Refused] = []
+    for r in requests:
+        if seen[r.name] > 1:
+            out.append(Refused(r.name, ErrorCode.INVALID_REQUEST, f"topic {r.name!r} appears more than once in the request"))
+            continue
+        result = _plan_one(r, view, taken, collisions, counts, leaders)
+        out.append(result)
+        if isinstance(result, Planned):
+            # Later topics of the request see this one (name and load).
+            taken.add(r.name)
+            collisions[_collides(r.name)] = r.name
+            for rs in result.assignment.values():
+                for b in rs:
+                    counts[b] = counts.get(b, 0) + 1
+                leaders[rs[0]] = leaders.get(rs[0], 0) + 1
+    return out
+
+
+def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, leaders) -> Planned | Refused:
+    def no(code: ErrorCode, message: str) -> Refused:
+        return Refused(r.name, code, message)
+
+    if r.assignments and (r.num_partitions != -1 or r.replication_factor != -1):
+        return no(ErrorCode.INVALID_REQUEST, "both numPartitions or replicationFactor and replicasAssignments were set; "
+                  "both cannot be used at the same time")
+    nulls = [k for k, v in r.configs if v is None]
+    if nulls:
+        return no(ErrorCode.INVALID_REQUEST, f"null value not supported for topic configs: {', '.join(nulls)}")
+    try:
+        paths.validate_topic_name(r.name)
+    except ValueError as e:
+        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e))
+    if r.name in view.deleting:
+        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} is marked for deletion")
+    if r.name in taken:
+        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} already exists")
+    other = collisions.get(_collides(r.name))
+    if other is not None:
+        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {r.name!r} collides with existing topic {other!r} "
+                  "('.' and '_' are alike in metric names)")
+    if r.assignments:
+        assignment, problem = _explicit(r.assignments, view)
+        if problem is not None:
+            return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT, problem)
+    else:
+        n = DEFAULT_PARTITIONS if r.num_partitions == -1 else r.num_partitions
+        rf = DEFAULT_REPLICATION_FACTOR if r.replication_factor == -1 else r.replication_factor
+        if n < 1:
+            return no(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be larger than 0, got {r.num_partitions}")
+        if n > MAX_PARTITIONS:
+            return no(ErrorCode.INVALID_PARTITIONS, f"more than {MAX_PARTITIONS} partitions in one topic")
+        if rf < 1:
+            return no(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor must be larger than 0, got {r.replication_factor}")
+        if rf > len(view.brokers):
+            return no(ErrorCode.INVALID_REPLICATION_FACTOR,
+                      f"replication factor: {rf} larger than available brokers: {len(view.brokers)}")
+        assignment = dict(enumerate(placement.place(view.brokers, n, rf, counts, leaders)))
+    configs: dict[str, str] = {}
+    for key, value in r.configs:
+        known = TOPIC_CONFIGS.get(key)
+        if known is None:
+            return no(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r} (known: {', '.join(sorted(TOPIC_CONFIGS))})")
+        problem = known[1](value)
+        if problem is not None:
+            return no(ErrorCode.INVALID_CONFIG, f"invalid value for {key}: {problem}")
+        configs[key] = value
+    return Planned(r.name, assignment, configs)
+
+
+def _explicit(given, view: CreationView) -> tuple[dict[int, tuple[int, ...]], str | None]:
+    """An explicit assignment and the first thing wrong with it (Kafka's checks), or None."""
+    assignment: dict[int, tuple[int, ...]] = {}
+    for p, brokers in given:
+        if p in assignment:
+            return {}, f"partition {p} is given more than once"
+        assignment[p] = tuple(brokers)
+    if sorted(assignment) != list(range(len(assignment))):
+        return {}, "partitions should be a consecutive 0-based integer sequence"
+    sizes = {len(rs) for rs in assignment.values()}
+    if 0 in sizes:
+        return {}, "every partition needs at least one replica"
+    if len(sizes) > 1:
+        return {}, "all partitions should have the same number of replicas"
+    for p, rs in sorted(assignment.items()):
+        if len(set(rs)) != len(rs):
+            return {}, f"duplicate replica assignment found for partition {p}: {list(rs)}"
+        unknown = sorted(set(rs) - set(view.brokers))
+        if unknown:
+            return {}, f"unknown broker(s) in replica assignment for partition {p}: {unknown}"
+    return assignment, None
+
+
+def creation_ops(plan: Planned, config_exists: bool = False) -> list[Op]:
+    """Step 3: what the admin handler writes for an accepted topic (one multi, fenced). A
+    leftover ``/config/topics/T`` (a topic deleted before, its config kept) is rewritten."""
+    config = models.EntityConfig(config=dict(plan.configs)).to_bytes()
+    parts = {p: Assignment(rs) for p, rs in sorted(plan.assignment.items())}
+    first = SetData(paths.topic_config(plan.name), config) if config_exists else Create(paths.topic_config(plan.name), config)
+    return [first, Create(paths.topic(plan.name), encode_topic(parts))]
+
+
+def new_partition_state(replicas: tuple[int, ...], live, controller_epoch: int) -> LeaderIsr | None:
+    """Step 4 (Kafka's NewPartition -> OnlinePartition): leader the first live replica, ISR
+    the live replicas, leader epoch 0; None when no replica is live."""
+    isr = tuple(b for b in replicas if b in live)
+    if not isr:
+        return None
+    return LeaderIsr(leader=isr[0], leader_epoch=0, controller_epoch=controller_epoch, isr=isr, zk_version=0)
+
+
+def state_ops(tp: TopicPartition, state: LeaderIsr, missing_parents: frozenset[str]) -> list[Op]:
+    """Step 4's writes for one partition: its missing parents (topic's first), then the state."""
+    ops: list[Op] = []
+    for path in (paths.partitions(tp[0]), paths.partition(*tp)):
+        if path in missing_parents:
+            ops.append(Create(path))
+    ops.append(Create(paths.partition_state(*tp), encode_state(state)))
+    return ops

@@ -1,0 +1,215 @@
+"""CreateTopics (19, KIP-4), every version Kafka 3.x defines (0-7): the request half of
+controller.core.topic_creation, whose docstring has the algorithm, the errors and the table.
+
+Active controller only (a standby answers NOT_CONTROLLER on every topic). Per request:
+
+ 1. With ACLs enforced: CREATE on the cluster, or on the topic (Kafka's rule), else that topic
+    gets TOPIC_AUTHORIZATION_FAILED.
+ 2. The view: existing topic names and those in ``/admin/delete_topics`` (read from
+    ZooKeeper: the controller's memory may lag a tool's creation), live brokers with racks, and
+    every broker's replicas and preferred leaders (the controller's assignments plus topics this
+    controller created that its loop has not read back yet). Requests are planned and written
+    one at a time, so each one's placement counts the ones before it.
+ 3. ``plan_topics`` (steps 1-2). ``validate_only``: answer now, nothing written.
+ 4. Per accepted topic, its config and topic znodes in one multi fenced by the controller epoch
+    (step 3); a topic created meanwhile by someone else -> TOPIC_ALREADY_EXISTS.
+ 5. ``timeout_ms`` > 0: wait (up to it) until the loop gave every partition of the topic a
+    leader and sent its metadata (engine step 10, ``Step.created``); still waiting ->
+    REQUEST_TIMED_OUT for that topic (its creation goes on, as in Kafka).
+
+Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
+configs (those this project knows, with their sources); v7 a topic id, the zero UUID: topic
+znodes here are version 2 (Kafka 2.4's) and carry none.
+
+    # kafka-python
+    admin.create_topics([NewTopic("orders", num_partitions=12, replication_factor=3)], timeout_ms=10_000)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+import weakref
+
+from controller.core import acl
+from controller.core.placement import cluster_counts
+from controller.core.topic_creation import TOPIC_CONFIGS, CreationView, Planned, Refused, TopicRequest, creation_ops, plan_topics
+from controller.shell.admin.base import AdminContext, Api
+from controller.shell.listener import SESSION
+from protocol.errors import ErrorCode
+from protocol.primitives import ZERO_UUID
+from znodes import paths
+from znodes.api import MultiOpError, NodeExistsError
+from znodes.reads import children_or_empty
+
+CREATE_TOPICS = 19
+DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # Kafka's ConfigSource codes
+
+
+class _Creations:
+    """Per active controller: the lock that serialises creations, the topics written but not yet
+    read back by its loop (their replicas count for the next placement), and who waits for
+    which partitions to be created."""
+
+    def __init__(self, active):
+        self.lock = asyncio.Lock()
+        self.written: dict[str, tuple[tuple[int, ...], ...]] = {}
+        self.waiting: dict[tuple[str, int], asyncio.Future] = {}
+        self.memo: tuple[int, tuple[dict, dict]] | None = None  # (state generation, counts)
+        active.created_listeners.append(self.created)
+
+    def created(self, tps) -> None:
+        for tp in tps:
+            future = self.waiting.pop(tp, None)
+            if future is not None and not future.done():
+                future.set_result(None)
+
+    def counts(self, state) -> tuple[dict[int, int], dict[int, int]]:
+        if self.memo is None or self.memo[0] != state.generation:
+            self.memo = (state.generation, cluster_counts(a.replicas for a in state.assignments.values()))
+        for name in [n for n in self.written if n in state.topic_versions]:
+            del self.written[name]  # read back: counted in the assignments now
+        replicas, leaders = (dict(c) for c in self.memo[1])
+        for rs in (rs for topic in self.written.values() for rs in topic):
+            for b in rs:
+                replicas[b] = replicas.get(b, 0) + 1
+            leaders[rs[0]] = leaders.get(rs[0], 0) + 1
+        return replicas, leaders
+
+
+_CREATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+
+
+def _creations(active) -> _Creations:
+    c = _CREATIONS.get(active)
+    if c is None:
+        c = _CREATIONS[active] = _Creations(active)
+    return c
+
+
+def _requests(body: dict) -> list[TopicRequest]:
+    return [
+        TopicRequest(
+            t["name"],
+            t.get("num_partitions", -1),
+            t.get("replication_factor", -1),
+            tuple((a["partition_index"], tuple(a["broker_ids"] or ())) for a in t.get("assignments") or ()),
+            tuple((c["name"], c.get("value")) for c in t.get("configs") or ()),
+        )
+        for t in body.get("topics") or []
+    ]
+
+
+def _configs(configs: dict[str, str]) -> list[dict]:
+    out = []
+    for name, (default, _) in sorted(TOPIC_CONFIGS.items()):
+        given = name in configs
+        out.append({"name": name, "value": configs[name] if given else default, "read_only": False,
+                    "config_source": DYNAMIC_TOPIC_CONFIG if given else DEFAULT_CONFIG, "is_sensitive": False})
+    return out
+
+
+def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None, plan: Planned | None = None) -> dict:
+    return {
+        "name": name,
+        "topic_id": ZERO_UUID,
+        "error_code": int(code),
+        "error_message": message,
+        "topic_config_error_code": 0,
+        "num_partitions": len(plan.assignment) if plan is not None else -1,
+        "replication_factor": plan.replication_factor if plan is not None else -1,
+        "configs": _configs(plan.configs) if plan is not None else None,
+    }
+
+
+async def _allowed(ctx: AdminContext, name: str) -> bool:
+    authorizer = getattr(ctx, "authorizer", None)
+    if authorizer is None:
+        return True
+    session = SESSION.get()
+    return await authorizer.allows(session, acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME) or await authorizer.allows(
+        session, acl.CREATE, acl.TOPIC, name
+    )
+
+
+async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
+    active = ctx.require_active()
+    store = ctx.store
+    requests = _requests(body)
+    timeout_s = body.get("timeout_ms", 60_000) / 1000
+    validate_only = version >= 1 and bool(body.get("validate_only"))
+    denied = {r.name for r in requests if not await _allowed(ctx, r.name)}
+    creations = _creations(active)
+    futures: dict[str, list[asyncio.Future]] = {}
+    results: dict[int, dict] = {}
+    async with creations.lock:
+        names = await children_or_empty(store, paths.TOPICS)
+        deleting = await children_or_empty(store, paths.DELETE_TOPICS)
+        state = active.state
+        replicas, leaders = creations.counts(state)
+        view = CreationView(
+            topics=frozenset(names) | frozenset(creations.written),
+            deleting=frozenset(deleting),
+            brokers={b.id: b.rack for b in state.brokers.values()},
+            replica_counts=replicas,
+            leader_counts=leaders,
+        )
+        allowed = [r for r in requests if r.name not in denied]
+        plans = iter(plan_topics(allowed, view))
+        for i, r in enumerate(requests):
+            if r.name in denied:
+                results[i] = _result(r.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "CREATE is not allowed")
+                continue
+            plan = next(plans)
+            if isinstance(plan, Refused):
+                results[i] = _result(r.name, plan.code, plan.message)
+                continue
+            if validate_only:
+                results[i] = _result(r.name, plan=plan)
+                continue
+            config_exists = await store.exists(paths.topic_config(r.name)) is not None
+            waits = [asyncio.get_running_loop().create_future() for _ in plan.assignment]
+            for p, future in zip(plan.assignment, waits):
+                creations.waiting[(r.name, p)] = future
+            try:
+                await store.fenced_multi(creation_ops(plan, config_exists), active.epoch_zkversion)
+            except MultiOpError as e:
+                for p in plan.assignment:
+                    creations.waiting.pop((r.name, p), None)
+                if isinstance(e.cause, NodeExistsError):
+                    results[i] = _result(r.name, ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} was created meanwhile")
+                    continue
+                raise
+            creations.written[r.name] = tuple(plan.assignment[p] for p in sorted(plan.assignment))
+            futures[r.name] = waits
+            results[i] = _result(r.name, plan=plan)
+    if futures and timeout_s > 0:
+        deadline = time.monotonic() + timeout_s
+        for name, waits in futures.items():
+            left = deadline - time.monotonic()
+            try:
+                if left <= 0:
+                    raise asyncio.TimeoutError
+                await asyncio.wait_for(asyncio.gather(*(asyncio.shield(f) for f in waits)), left)
+            except asyncio.TimeoutError:
+                for i, out in results.items():
+                    if out["name"] == name and out["error_code"] == 0:
+                        out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
+                        out["error_message"] = (f"topic {name!r} is being created: not every partition had a leader "
+                                                f"within {body.get('timeout_ms')} ms")
+    for name, waits in futures.items():
+        for p, f in enumerate(waits):
+            if not f.done():
+                f.cancel()  # nobody waits any more
+                if creations.waiting.get((name, p)) is f:
+                    del creations.waiting[(name, p)]
+    return {"throttle_time_ms": 0, "topics": [results[i] for i in range(len(requests))]}
+
+
+def create_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    return {"throttle_time_ms": 0, "topics": [_result(t["name"], code, message) for t in body.get("topics") or []]}
+
+
+APIS = [
+    Api(CREATE_TOPICS, "CreateTopics", 0, 7, controller_only=True, handle=handle_create, error_response=create_error),
+]

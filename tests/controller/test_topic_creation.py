@@ -1,0 +1,332 @@
+"""Topic creation (issue 14 items 1 and 6): placement (controller.core.placement), the request
+checks (controller.core.topic_creation), the engine's step 10 and CreateTopics end to end on
+the ZooKeeper twin with simulated brokers, including a controller that died half-way."""
+
+from __future__ import annotations
+
+import collections
+import itertools
+import json
+
+import pytest
+
+from controller.core import engine, placement
+from controller.core.commands import LEADER_AND_ISR, UPDATE_METADATA
+from controller.core.config import ControllerConfig
+from controller.core.events import MetadataRead
+from controller.core.state import ClusterState
+from controller.core.topic_creation import CreationView, Planned, Refused, TopicRequest, creation_ops, plan_topics
+from controller.shell.admin.create_topics import handle_create
+from protocol.errors import ErrorCode
+from tests.admin.test_kip179 import context
+from tests.controller.harness import Harness
+from znodes import paths
+from znodes.payloads import encode_topic
+from znodes.values import Assignment, Broker
+
+# ---- placement ---------------------------------------------------------------------------------
+
+
+def _spread(counter, brokers):
+    values = [counter.get(b, 0) for b in brokers]
+    return min(values), max(values)
+
+
+@pytest.mark.parametrize("n,partitions,rf", [(n, p, r) for n in (3, 4, 5, 6, 7, 12) for p in (1, 5, 12, 30) for r in (1, 2, 3)])
+def test_placement_keeps_every_broker_within_r_r1_and_spreads_leaders(n, partitions, rf):
+    brokers = {b: None for b in range(1, n + 1)}
+    # A cluster already at R/R+1 (the planner's rule): 7 replicas on some, 6 on the others.
+    before = {b: 6 + (b % 2) for b in brokers}
+    out = placement.place(brokers, partitions, rf, before, {})
+    assert len(out) == partitions and all(len(set(rs)) == rf == len(rs) for rs in out)
+    after = collections.Counter(before)
+    after.update(b for rs in out for b in rs)
+    low, high = _spread(after, brokers)
+    assert high - low <= 1, (before, out)
+    leaders = collections.Counter(rs[0] for rs in out)
+    low, high = _spread(leaders, brokers)
+    assert high - low <= 1, out
+
+
+def test_placement_fills_the_least_loaded_brokers_first():
+    out = placement.place({1: None, 2: None, 3: None, 4: None}, 2, 2, {1: 9, 2: 3, 3: 3, 4: 9}, {})
+    assert sorted(b for rs in out for b in rs) == [2, 2, 3, 3]
+
+
+def test_placement_is_rack_aware_and_deterministic():
+    racks = {b: "abc"[b % 3] for b in range(1, 10)}
+    out = placement.place(racks, 60, 3, {}, {})
+    assert out == placement.place(racks, 60, 3, {}, {})
+    for rs in out:
+        assert len({racks[b] for b in rs}) == 3, rs
+    counts = collections.Counter(b for rs in out for b in rs)
+    assert _spread(counts, racks) == (20, 20)
+    # Two racks, RF 3: every partition spans both, no rack holds more than 2 of its replicas.
+    two = {b: "ab"[b % 2] for b in range(1, 7)}
+    for rs in placement.place(two, 20, 3, {}, {}):
+        held = collections.Counter(two[b] for b in rs)
+        assert sorted(held.values()) == [1, 2], rs
+
+
+def test_placement_refuses_more_replicas_than_brokers():
+    with pytest.raises(placement.PlacementError):
+        placement.place({1: None, 2: None}, 1, 3, {}, {})
+
+
+# ---- the request checks (step 1) ---------------------------------------------------------------
+
+VIEW = CreationView(
+    topics=frozenset({"orders", "a.b"}),
+    deleting=frozenset({"old"}),
+    brokers={1: None, 2: None, 3: None},
+)
+
+CASES = [
+    (TopicRequest("n", 3, 2), None),
+    (TopicRequest("n"), None),  # -1, -1: the defaults (KIP-464)
+    (TopicRequest("n", assignments=((0, (1, 2)), (1, (2, 3)))), None),
+    (TopicRequest("n", 3, 2, configs=(("leader.replication.throttled.replicas", "0:1,1:2"),)), None),
+    (TopicRequest("n", 1, 1, assignments=((0, (1,)),)), ErrorCode.INVALID_REQUEST),
+    (TopicRequest("n", 1, 1, configs=(("leader.replication.throttled.replicas", None),)), ErrorCode.INVALID_REQUEST),
+    (TopicRequest("bad name!", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (TopicRequest("", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (TopicRequest("x" * 250, 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (TopicRequest("orders", 1, 1), ErrorCode.TOPIC_ALREADY_EXISTS),
+    (TopicRequest("old", 1, 1), ErrorCode.TOPIC_ALREADY_EXISTS),
+    (TopicRequest("a_b", 1, 1), ErrorCode.INVALID_TOPIC_EXCEPTION),
+    (TopicRequest("n", 0, 1), ErrorCode.INVALID_PARTITIONS),
+    (TopicRequest("n", -5, 1), ErrorCode.INVALID_PARTITIONS),
+    (TopicRequest("n", 1, 0), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (TopicRequest("n", 1, 4), ErrorCode.INVALID_REPLICATION_FACTOR),
+    (TopicRequest("n", assignments=((0, (1, 2)), (2, (2, 3)))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (TopicRequest("n", assignments=((0, (1, 2)), (1, (2,)))), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (TopicRequest("n", assignments=((0, (1, 1)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (TopicRequest("n", assignments=((0, (1, 9)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (TopicRequest("n", assignments=((0, ()),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
+    (TopicRequest("n", 1, 1, configs=(("retention.ms", "1000"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("follower.replication.throttled.replicas", "x:y"),)), ErrorCode.INVALID_CONFIG),
+]
+
+
+@pytest.mark.parametrize("request_, code", CASES, ids=[f"{i}-{c.name if c else 'ok'}" for i, (_, c) in enumerate(CASES)])
+def test_each_bad_input_gets_kafkas_error(request_, code):
+    [result] = plan_topics([request_], VIEW)
+    if code is None:
+        assert isinstance(result, Planned), result
+    else:
+        assert isinstance(result, Refused) and result.code == code, result
+
+
+def test_a_batch_is_answered_per_topic_in_request_order():
+    results = plan_topics(
+        [TopicRequest("a", 3, 3), TopicRequest("dup", 1, 1), TopicRequest("b", 2, 2), TopicRequest("dup", 1, 1),
+         TopicRequest("orders", 1, 1), TopicRequest("a_b", 1, 1)],
+        VIEW,
+    )
+    assert [(r.name, r.code if isinstance(r, Refused) else None) for r in results] == [
+        ("a", None), ("dup", ErrorCode.INVALID_REQUEST), ("b", None), ("dup", ErrorCode.INVALID_REQUEST),
+        ("orders", ErrorCode.TOPIC_ALREADY_EXISTS), ("a_b", ErrorCode.INVALID_TOPIC_EXCEPTION),
+    ]
+
+
+def test_later_topics_of_a_request_are_placed_around_earlier_ones():
+    view = CreationView(topics=frozenset(), brokers={b: None for b in range(1, 5)})
+    results = plan_topics([TopicRequest("a", 1, 2), TopicRequest("b", 1, 2)], view)
+    assert set(results[0].assignment[0]).isdisjoint(results[1].assignment[0])
+
+
+def test_creation_ops_write_config_then_topic_znode():
+    [plan] = plan_topics([TopicRequest("n", assignments=((0, (1, 2)),))], VIEW)
+    ops = creation_ops(plan)
+    assert [op.path for op in ops] == [paths.topic_config("n"), paths.topic("n")]
+    assert json.loads(ops[1].data)["partitions"] == {"0": [1, 2]}
+    assert type(creation_ops(plan, config_exists=True)[0]).__name__ == "SetData"
+
+
+# ---- engine step 10 ----------------------------------------------------------------------------
+
+
+def _state(live=(1, 2, 3)) -> ClusterState:
+    s = ClusterState(controller_id=101, epoch=4, brokers={b: Broker(b, "h", 9000 + b) for b in live})
+    s.assignments[("n", 0)] = Assignment((3, 1))
+    s.assignments[("n", 1)] = Assignment((2, 3))
+    s.topic_partitions["n"], s.topic_versions["n"] = (0, 1), 0
+    return s
+
+
+def test_engine_gives_a_new_partition_its_parents_state_leader_and_metadata():
+    missing = frozenset({paths.partitions("n"), paths.partition("n", 0), paths.partition("n", 1)})
+    st = engine.step(_state(live=(1, 2)), MetadataRead({("n", 0): None, ("n", 1): None}, None, missing), ControllerConfig())
+    assert [type(op).__name__ + " " + op.path for op in st.writes] == [
+        "Create /brokers/topics/n/partitions",
+        "Create /brokers/topics/n/partitions/0",
+        "Create /brokers/topics/n/partitions/0/state",
+        "Create /brokers/topics/n/partitions/1",
+        "Create /brokers/topics/n/partitions/1/state",
+    ]
+    # Broker 3 is down: p0's leader is 1 (the first live replica), ISR the live replicas.
+    assert json.loads(st.writes[2].data) == {"controller_epoch": 4, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1]}
+    assert json.loads(st.writes[4].data)["leader"] == 2
+    assert st.created == [("n", 0), ("n", 1)] and all(k == frozenset({"create"}) for k in st.kinds)
+    lai = {c.broker_id for c in st.commands if c.api_key == LEADER_AND_ISR}
+    assert lai == {1, 2}
+    assert {c.broker_id for c in st.commands if c.api_key == UPDATE_METADATA} == {1, 2}
+    body = next(c.body for c in st.commands if c.api_key == LEADER_AND_ISR and c.broker_id == 1)
+    assert body["topic_states"][0]["partition_states"][0]["is_new"] is True
+
+
+def test_engine_waits_for_a_live_replica_and_leaves_known_states_alone():
+    s = _state(live=(1,))
+    st = engine.step(s, MetadataRead({("n", 1): None}, None, frozenset()), ControllerConfig())
+    assert st.writes == [] and st.created == [] and "no live replica" in st.log[0]
+    # A state the controller already holds (it created it in an earlier step) is not re-created.
+    first = engine.step(s, MetadataRead({("n", 0): None}, None, frozenset()), ControllerConfig())
+    s.apply(first.delta)
+    again = engine.step(s, MetadataRead({("n", 0): None}, None, frozenset()), ControllerConfig())
+    assert again.writes == [] and again.created == []
+
+
+# ---- end to end on the twin --------------------------------------------------------------------
+
+
+def create_body(*topics, timeout_ms=10_000, validate_only=False) -> dict:
+    return {"topics": list(topics), "timeout_ms": timeout_ms, "validate_only": validate_only}
+
+
+def topic(name, partitions=-1, rf=-1, assignments=(), configs=()) -> dict:
+    return {"name": name, "num_partitions": partitions, "replication_factor": rf,
+            "assignments": [{"partition_index": p, "broker_ids": list(b)} for p, b in assignments],
+            "configs": [{"name": k, "value": v} for k, v in configs]}
+
+
+def hosted(h: Harness, name: str) -> dict[int, set[int]]:
+    """partition -> brokers whose simulated disk holds a replica of it."""
+    out: dict[int, set[int]] = {}
+    for b, broker in h.cluster.brokers.items():
+        for r in broker.core.replicas():
+            if r.topic == name:
+                out.setdefault(r.partition, set()).add(b)
+    return out
+
+
+def assert_created(h: Harness, name: str, partitions: int) -> dict:
+    znode = h.json(paths.topic(name))["partitions"]
+    assert sorted(int(p) for p in znode) == list(range(partitions))
+    on_disk = hosted(h, name)
+    for p, replicas in znode.items():
+        state = h.json(paths.partition_state(name, int(p)))
+        assert state["leader"] == replicas[0] and state["isr"] == replicas and state["leader_epoch"] == 0
+        assert on_disk[int(p)] == set(replicas)
+        leader = h.cluster.broker(replicas[0]).core.model.get(name, int(p), replicas[0])
+        assert leader is not None and leader.leader == replicas[0]
+        for b in h.cluster.brokers:  # every broker's metadata cache knows the partition
+            assert (name, int(p)) in _cache(h, b), (b, name, p)
+    return znode
+
+
+def _cache(h: Harness, b: int) -> set:
+    cache = h.cluster.broker(b).core.metadata
+    return {(t, p) for t, parts in cache.partitions.items() for p in parts}
+
+
+@pytest.fixture
+async def h():
+    harness = Harness(topics=("t:4:3:64KiB",))
+    await harness.start()
+    yield harness
+    await harness.close()
+
+
+async def test_create_topics_blocks_until_every_partition_has_a_leader_and_metadata(h):
+    await h.start_controller(101)
+    await h.tick()
+    answer = await handle_create(context(h), 7, create_body(topic("orders", 6, 3)))
+    [result] = answer["topics"]
+    assert (result["error_code"], result["num_partitions"], result["replication_factor"]) == (0, 6, 3)
+    assert {c["name"]: c["config_source"] for c in result["configs"]} == {
+        "follower.replication.throttled.replicas": 5, "leader.replication.throttled.replicas": 5,
+    }
+    znode = assert_created(h, "orders", 6)
+    # Placement: with "t" (4 x 3 on 6 brokers: 12 replicas) the cluster ends at 30 = 5 each.
+    counts = collections.Counter(b for rs in h.json(paths.topic("t"))["partitions"].values() for b in rs)
+    counts.update(b for rs in znode.values() for b in rs)
+    assert max(counts.values()) - min(counts.values()) <= 1, counts
+    assert json.loads(h.server.read(paths.topic_config("orders"))[0])["config"] == {}
+
+
+async def test_validate_only_and_errors_write_nothing(h):
+    await h.start_controller(101)
+    await h.tick()
+    before = h.server.dump()
+    answer = await handle_create(context(h), 5, create_body(
+        topic("v", 3, 2), topic("t", 1, 1), topic("bad/name", 1, 1), topic("big", 1, 7),
+        topic("cfg", 1, 1, configs=[("retention.ms", "1")]), validate_only=True))
+    assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [
+        ("v", 0), ("t", 36), ("bad/name", 17), ("big", 38), ("cfg", 40),
+    ]
+    assert answer["topics"][0]["num_partitions"] == 3 and answer["topics"][1]["configs"] is None
+    assert h.server.dump() == before
+    answer = await handle_create(context(h), 4, create_body(
+        topic("x", 2, 1, assignments=[(0, [1])]), topic("y", assignments=[(0, [1, 9])]), topic("z", 0, 1)))
+    assert [t["error_code"] for t in answer["topics"]] == [42, 39, 37]
+    assert h.server.dump() == before
+
+
+async def test_explicit_assignment_and_configs_are_written_as_given(h):
+    await h.start_controller(101)
+    await h.tick()
+    configs = [("leader.replication.throttled.replicas", "0:5")]
+    answer = await handle_create(context(h), 7, create_body(
+        topic("e", assignments=[(0, [5, 6]), (1, [6, 4])], configs=configs)))
+    assert answer["topics"][0]["error_code"] == 0
+    assert assert_created(h, "e", 2) == {"0": [5, 6], "1": [6, 4]}
+    assert json.loads(h.server.read(paths.topic_config("e"))[0])["config"] == dict(configs)
+    again = await handle_create(context(h), 7, create_body(topic("e", 1, 1)))
+    assert again["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
+
+
+async def test_timeout_zero_returns_after_the_write_and_creation_completes(h):
+    await h.start_controller(101)
+    await h.tick()
+    answer = await handle_create(context(h), 2, create_body(topic("q", 3, 2), timeout_ms=0))
+    assert answer["topics"][0]["error_code"] == 0
+    await h.tick()
+    assert_created(h, "q", 3)
+
+
+async def test_a_creation_left_half_done_is_finished_by_the_next_controller(h):
+    """A controller that wrote the topic znode (step 3) and died before any state: the next
+    one creates the parents and states at its election. A topic znode written alone, as
+    Kafka's own tools write it, is taken the same way."""
+    c1 = await h.start_controller(101)
+    await h.tick()
+    await c1.stop()
+    await h.settle()
+    await h.admin.create(paths.topic("half"), encode_topic({0: Assignment((1, 2)), 1: Assignment((3, 4))}))
+    await h.admin.create(paths.partitions("half"))  # one parent landed, nothing else
+    await h.settle()
+    assert h.server.exists(paths.partition_state("half", 0)) is None
+    await h.start_controller(102)
+    await h.tick()
+    assert_created(h, "half", 2)
+
+
+async def test_a_partition_with_no_live_replica_gets_its_leader_when_one_registers(h):
+    await h.start_controller(101)
+    await h.tick()
+    await h.cluster.stop_broker(5)
+    await h.cluster.stop_broker(6)
+    await h.tick()
+    # CreateTopics refuses unregistered brokers (INVALID_REPLICA_ASSIGNMENT); a tool writing
+    # the topic znode (or brokers failing just after the request) leaves no replica live.
+    answer = await handle_create(context(h), 7, create_body(topic("late", assignments=[(0, [5, 6])])))
+    assert answer["topics"][0]["error_code"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+    await h.admin.create(paths.topic("late"), encode_topic({0: Assignment((5, 6))}))
+    await h.tick()
+    assert h.server.exists(paths.partition_state("late", 0)) is None
+    await h.cluster.start_broker(6)
+    await h.tick()
+    await h.tick()
+    state = h.json(paths.partition_state("late", 0))
+    assert state["leader"] == 6 and state["isr"] == [6]
+    assert hosted(h, "late") == {0: {6}}
