@@ -424,7 +424,8 @@ def start_controller(hosts: str, config: Path, log: Path, secure: Path | None = 
     try:
         def registered():
             if proc.poll() is not None:
-                raise RuntimeError(f"the controller exited with {proc.returncode}: see {log}")
+                tail = log.read_text(errors="replace")[-2000:]
+                raise RuntimeError(f"the controller exited with {proc.returncode}; its log ends:\n{tail}")
             holder = zk.exists("/controller") and json.loads(zk.get("/controller")[0])
             return holder and holder["brokerid"] == CONTROLLER_ID and zk.exists(f"/reassignd/controllers/{CONTROLLER_ID}")
 
