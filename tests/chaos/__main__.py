@@ -13,6 +13,7 @@ controller moves; exit status 0 when the checker caught zombie writes, 1 when it
 from __future__ import annotations
 
 import argparse
+import logging
 import shutil
 import sys
 import tempfile
@@ -30,6 +31,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--break-fence", action="store_true",
                    help="self-test: controllers without the epoch fence; succeeds when zombie writes are caught")
     args = p.parse_args(argv)
+    # kazoo warns of every connection a fault drops; the history records the faults.
+    logging.getLogger("kazoo").setLevel(logging.ERROR)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
     print(f"chaos: seed={args.seed} duration={args.duration:.0f}s workdir={workdir}", flush=True)
     result = run_chaos(args.duration, args.seed, workdir, break_fence=args.break_fence)
