@@ -188,6 +188,7 @@ class LocalZooKeeper:
         java: str | None = None,
         require_auth: bool = False,
         extra_config: dict[str, str] | None = None,
+        sasl_users: dict[str, str] | None = None,
     ):
         if ensemble not in (1, 3):
             raise LauncherError(f"ensemble must be 1 or 3 servers, not {ensemble}")
@@ -208,6 +209,9 @@ class LocalZooKeeper:
         self.require_auth = require_auth
         # More zoo.cfg lines, e.g. a TLS client port (secureClientPort, ssl.keyStore.*).
         self.extra_config = dict(extra_config or {})
+        # SASL DIGEST-MD5 users (name -> password): a JAAS Server section and the SASL
+        # authentication provider, as Kafka's ZooKeeper documentation sets them up.
+        self.sasl_users = dict(sasl_users or {})
         self.java = java or shutil.which("java") or "/usr/bin/java"
         self.members: list[Member] = []
         self._procs: dict[int, subprocess.Popen] = {}
@@ -371,8 +375,10 @@ class LocalZooKeeper:
             "autopurge.snapRetainCount=3",
             "autopurge.purgeInterval=1",
         ]
+        if self.sasl_users:
+            lines.append("authProvider.sasl=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
         if self.require_auth:
-            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=digest"]
+            lines += ["enforce.auth.enabled=true", "enforce.auth.schemes=" + ("digest,sasl" if self.sasl_users else "digest")]
         lines += [f"{key}={value}" for key, value in self.extra_config.items()]
         if self.ensemble > 1:
             lines += [f"initLimit={INIT_LIMIT_TICKS}", f"syncLimit={SYNC_LIMIT_TICKS}"]
@@ -380,6 +386,13 @@ class LocalZooKeeper:
                 lines.append(f"server.{peer.id}={self.host}:{peer.peer_port}:{peer.election_port}")
             (data / "myid").write_text(f"{m.id}\n")
         (home / "zoo.cfg").write_text("\n".join(lines) + "\n")
+
+    def _jaas_path(self, m: Member) -> Path:
+        path = m.dir(self.data_dir, self.ensemble) / "jaas.conf"
+        users = "".join(f'\n    user_{name}="{password}"' for name, password in self.sasl_users.items())
+        path.write_text(f"Server {{\n  org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n")
+        path.chmod(0o600)  # it holds passwords
+        return path
 
     def _classpath(self) -> str:
         jars = [ZOOKEEPER_JAR]
@@ -396,6 +409,7 @@ class LocalZooKeeper:
         log = open(home / LOG_FILE, "ab")
         cmd = [
             self.java,
+            *([f"-Djava.security.auth.login.config={self._jaas_path(m)}"] if self.sasl_users else []),
             f"-Xmx{self.heap_mb}m",
             "-XX:+UseSerialGC",  # fewer GC threads on a small shared machine
             "-Djava.awt.headless=true",

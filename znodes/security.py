@@ -5,14 +5,16 @@ A properties file (``--zk-config FILE``, or the keys inside the controller's
 ``--security-config``) may say::
 
     zookeeper.auth.digest=reassignd:s3cret       # the session's identity (zkCli's `addauth digest`)
+    zookeeper.sasl.jaas.config=org.apache.zookeeper.server.auth.DigestLoginModule required \
+        username="reassignd" password="s3cret";  # or SASL (DIGEST-MD5), Kafka's JAAS Client section
     zookeeper.set.acl=true                       # secure ACLs on every znode created
     zookeeper.ssl.client.enable=true             # TLS to ZooKeeper
     zookeeper.ssl.truststore.location=ca.pem     # PEM CA bundle
     zookeeper.ssl.keystore.location=client.pem   # PEM client certificate (and key)
     zookeeper.ssl.key.location=client.key        # its key, when not in the certificate file
 
-Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (here the digest identity) may do
-everything, and everyone may read, except under the sensitive roots Kafka keeps unreadable
+Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (the digest identity
+``digest:user:hash``, the SASL one ``sasl:user``, or both) may do everything, and everyone may read, except under the sensitive roots Kafka keeps unreadable
 (``/config/users`` holds SCRAM credentials, ``/config/brokers`` may hold passwords)::
 
     zk = ZkSecurity.from_properties(props)
@@ -35,14 +37,6 @@ from protocol.properties import parse_properties
 # Kafka's ZkData.sensitiveRootPaths: never world-readable under zookeeper.set.acl.
 SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
 WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
-KEYS = (
-    "zookeeper.auth.digest",
-    "zookeeper.set.acl",
-    "zookeeper.ssl.client.enable",
-    "zookeeper.ssl.truststore.location",
-    "zookeeper.ssl.keystore.location",
-    "zookeeper.ssl.key.location",
-)
 
 
 def _flag(props: dict[str, str], key: str) -> bool:
@@ -59,6 +53,7 @@ def sensitive(path: str) -> bool:
 @dataclass(frozen=True)
 class ZkSecurity:
     digest: tuple[str, str] | None = None  # (user, password)
+    sasl: tuple[str, str] | None = None  # (user, password) for SASL DIGEST-MD5 (kazoo with pure-sasl)
     set_acl: bool = False
     use_ssl: bool = False
     ca: str | None = None
@@ -73,12 +68,22 @@ class ZkSecurity:
             if not (sep and user and password):
                 raise ValueError("zookeeper.auth.digest must be USER:PASSWORD")
             digest = (user, password)
+        sasl = None
+        if props.get("zookeeper.sasl.jaas.config"):
+            from protocol.properties import parse_jaas
+
+            options = parse_jaas(props["zookeeper.sasl.jaas.config"])
+            if not options.get("username") or not options.get("password"):
+                raise ValueError("zookeeper.sasl.jaas.config needs username and password (DigestLoginModule)")
+            sasl = (options["username"], options["password"])
         set_acl = _flag(props, "zookeeper.set.acl")
-        if set_acl and digest is None:
+        if set_acl and digest is None and sasl is None:
             # Kafka refuses this too: secure ACLs need an identity to grant the writes to.
-            raise ValueError("zookeeper.set.acl=true needs zookeeper.auth.digest (the identity the ACLs grant)")
+            raise ValueError("zookeeper.set.acl=true needs zookeeper.auth.digest or zookeeper.sasl.jaas.config "
+                             "(the identity the ACLs grant)")
         return cls(
             digest=digest,
+            sasl=sasl,
             set_acl=set_acl,
             use_ssl=_flag(props, "zookeeper.ssl.client.enable"),
             ca=props.get("zookeeper.ssl.truststore.location"),
@@ -97,6 +102,8 @@ class ZkSecurity:
         options: dict = {}
         if self.digest is not None:
             options["auth_data"] = [("digest", f"{self.digest[0]}:{self.digest[1]}")]
+        if self.sasl is not None:
+            options["sasl_options"] = {"mechanism": "DIGEST-MD5", "username": self.sasl[0], "password": self.sasl[1]}
         if self.use_ssl:
             options.update(use_ssl=True, verify_certs=self.ca is not None, ca=self.ca,
                            certfile=self.certfile, keyfile=self.keyfile)
@@ -105,9 +112,13 @@ class ZkSecurity:
     def acl_for(self, path: str) -> list[ACL]:
         """Kafka's secure ACL of ``path``: all to the service's identity, read to everyone
         outside the sensitive roots."""
-        assert self.digest is not None
-        owner = make_digest_acl(self.digest[0], self.digest[1], all=True)
-        return [owner] if sensitive(path) else [owner, WORLD_READ]
+        owners = []
+        if self.digest is not None:
+            owners.append(make_digest_acl(self.digest[0], self.digest[1], all=True))
+        if self.sasl is not None:
+            owners.append(ACL(Permissions.ALL, Id("sasl", self.sasl[0])))
+        assert owners, "secure ACLs need an identity"
+        return owners if sensitive(path) else [*owners, WORLD_READ]
 
     async def connect(self, hosts: str, **kwargs):
         from znodes.store import connect
@@ -128,8 +139,8 @@ def migrate(hosts: str, security: ZkSecurity, *, secure: bool = True, timeout: f
     so a half-done run leaves no znode unreachable."""
     from kazoo.client import KazooClient
 
-    if secure and security.digest is None:
-        raise ValueError("secure ACLs need zookeeper.auth.digest (the identity they grant)")
+    if secure and security.digest is None and security.sasl is None:
+        raise ValueError("secure ACLs need zookeeper.auth.digest or zookeeper.sasl.jaas.config (the identity they grant)")
     client = KazooClient(hosts=hosts, timeout=timeout, **security.client_options())
     client.start(timeout=timeout)
     try:

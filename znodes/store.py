@@ -615,5 +615,8 @@ async def connect(
             )
         return client
 
-    client = await loop.run_in_executor(None, open_client)
+    try:
+        client = await loop.run_in_executor(None, open_client)
+    except kx.KazooException as e:  # e.g. the connection dropped after a refused SASL login
+        raise _map_error(e, chroot or "/") from None
     return KazooStore(client, loop, acl_for)

@@ -186,3 +186,45 @@ async def test_store_over_tls_with_secure_acls(tls_zk):
     untrusted = {**props, "zookeeper.ssl.truststore.location": str(pki.rogue_ca)}
     with pytest.raises(ConnectionLossError):  # the server's certificate is not trusted: no session
         await ZkSecurity.from_properties(untrusted).connect(hosts + "/tls", timeout=3)
+
+
+# ---- SASL (DIGEST-MD5) to ZooKeeper --------------------------------------------------------------
+
+
+@pytest.fixture(scope="module")
+def sasl_zk(tmp_path_factory):
+    zk = LocalZooKeeper(port=0, data_dir=tmp_path_factory.mktemp("zk-sasl"), require_auth=True,
+                        sasl_users={"reassignd": "sasl-secret"}, stop_with_parent=True)
+    zk.start()
+    try:
+        yield zk.connect_string
+    finally:
+        zk.stop()
+
+
+JAAS = 'org.apache.zookeeper.server.auth.DigestLoginModule required username="reassignd" password="{}";'
+
+
+async def test_sasl_identity_and_its_secure_acls(sasl_zk):
+    props = {"zookeeper.sasl.jaas.config": JAAS.format("sasl-secret"), "zookeeper.set.acl": "true"}
+    store = await ZkSecurity.from_properties(props).connect(sasl_zk + "/sasl", create_chroot=True, timeout=10)
+    try:
+        await store.create("/admin/reassign_partitions", b"{}", makepath=True)
+    finally:
+        await store.close()
+    mallory = kazoo(sasl_zk + "/sasl", "mallory:guess")  # authenticated (digest), not the owner
+    try:
+        acls, _ = mallory.get_acls("/admin/reassign_partitions")
+        assert [(a.id.scheme, a.id.id, a.perms) for a in acls] == [("sasl", "reassignd", 31), ("world", "anyone", 1)]
+        with pytest.raises(NoAuthError):
+            mallory.set("/admin/reassign_partitions", b"x")
+    finally:
+        mallory.stop()
+        mallory.close()
+    wrong = {"zookeeper.sasl.jaas.config": JAAS.format("wrong")}
+    with pytest.raises(ConnectionLossError):  # the server refuses the SASL exchange and drops the connection
+        store = await ZkSecurity.from_properties(wrong).connect(sasl_zk + "/sasl", timeout=5)
+        try:
+            await store.get("/admin/reassign_partitions")
+        finally:
+            await store.close()
