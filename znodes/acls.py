@@ -90,6 +90,23 @@ async def read_all(store: Store) -> list[AclZnode]:
     return out
 
 
+async def purge_notifications(store: Store, now_ms: int, older_than_ms: int) -> int:
+    """Delete change notifications created more than ``older_than_ms`` before ``now_ms`` (Kafka's
+    ZkNodeChangeNotificationListener does so, after 15 minutes); how many went."""
+    gone = 0
+    for parent in (LITERAL_CHANGES, EXTENDED_CHANGES):
+        names = [n for n in await children_or_empty(store, parent) if n.startswith(CHANGE_PREFIX)]
+        paths = [f"{parent}/{n}" for n in names]
+        for path, read in zip(paths, await get_many(store, paths)):
+            if read is not None and read[1].ctime < now_ms - older_than_ms:
+                try:
+                    await store.delete(path)
+                    gone += 1
+                except NoNodeError:  # another instance purged it first
+                    pass
+    return gone
+
+
 async def change_marker(store: Store) -> tuple[int, int]:
     """(cversion of /kafka-acl-changes, of /kafka-acl-extended-changes): moves on every change
     notification, whoever wrote it."""

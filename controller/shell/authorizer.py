@@ -36,12 +36,16 @@ from controller.core.acl import (
 )
 from controller.shell.security.principal import ANONYMOUS
 from znodes import acls as zacls
+from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.authorizer")
 
 # How stale ACLs written elsewhere may be when a request is authorized (one ZooKeeper read per
 # interval at most, however many requests arrive).
 REFRESH_S = 1.0
+# Kafka's ZkNodeChangeNotificationListener changeExpirationMs: ACL change notifications older
+# than this are deleted when ACLs are re-read, so the notification parents stay small.
+NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 # api key -> (operation, resource type) on the cluster resource.
 API_OPERATIONS: dict[int, tuple[int, int]] = {
@@ -122,6 +126,10 @@ class Authorizer:
             self._rules = AclRules(from_znodes(await zacls.read_all(store)), super_users=self.super_users,
                                    allow_if_no_acl=self.allow_if_no_acl)
             self._marker, self._store = marker, store
+            try:
+                await zacls.purge_notifications(store, int(time.time() * 1000), NOTIFICATION_EXPIRY_MS)
+            except ZkError as e:  # not ours to delete (ZooKeeper ACLs), or the session went: next time
+                log.info("ACL change notifications not purged: %r", e)
         self._checked = now
         return self._rules
 
