@@ -80,6 +80,8 @@ class ControllerConfig(BaseModel):
     listener_idle_timeout_s: Annotated[float, _setting(600.0, "an admin connection idle this long is closed", ge=0.01)]
     listener_max_pipelined: Annotated[int, _setting(64, "requests read ahead on one admin connection", ge=1)]
     listener_max_pipelined_bytes: Annotated[int, _setting(100 * 1024 * 1024, "request bytes read ahead on one admin connection", ge=1)]
+    # Kafka's delete.topic.enable (true since 1.0).
+    delete_topic_enable: Annotated[bool, _setting(True, "DeleteTopics and /admin/delete_topics delete topics; false: refused (TOPIC_DELETION_DISABLED) and markers dropped")]
 
 
 class Settings(ControllerConfig):
@@ -254,6 +256,8 @@ def _toml_value(value: Any) -> str:
         return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
     if value is None:
         return "unset"
+    if isinstance(value, bool):
+        return "true" if value else "false"  # TOML's spelling, not Python's
     return repr(value)
 
 

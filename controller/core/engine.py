@@ -168,6 +168,7 @@ from controller.core.config import ControllerConfig
 from controller.core.events import (
     BrokersRead,
     CancelRequested,
+    DeletionsRead,
     Event,
     MetadataRead,
     QueueRead,
@@ -197,6 +198,7 @@ from controller.core.flush import (
 from controller.core.queue import QueueSteps
 from controller.core.state import ClusterState, Delta, Overlay
 from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas, stray_partitions
+from controller.core.topic_deletion import DeletionSteps
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
@@ -229,6 +231,10 @@ class Step:
     # Partitions given their first state (step 10): leaders elected, LeaderAndIsr and
     # UpdateMetadata in ``commands`` (CreateTopics answers once its partitions are here).
     created: list[TopicPartition] = field(default_factory=list)
+    # Step 11 (controller.core.topic_deletion step 5): topics whose every replica is gone, and
+    # markers of unknown topics: the shell deletes their znodes before applying ``delta``.
+    topics_deleted: list[str] = field(default_factory=list)
+    markers_dropped: list[str] = field(default_factory=list)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -240,11 +246,13 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
         s.handle(event)
     s.take_deferred()
     s.take_overrides()
+    if s.deleting:
+        s.advance_deletions()  # step 11: after the cancels and overrides of the step
     s.schedule()
     return s.finish()
 
 
-class _Step(CancelSteps, QueueSteps):
+class _Step(CancelSteps, QueueSteps, DeletionSteps):
     """The working set of one step: overlays over the state plus the effects so far
     (cancellation and the queue are in controller.core.cancel and controller.core.queue)."""
 
@@ -291,6 +299,9 @@ class _Step(CancelSteps, QueueSteps):
         self.overrides: dict[TopicPartition, None] = {}
         self.outbox: Outbox | None = None
         self.created: list[TopicPartition] = []  # partitions given their first state (step 10)
+        self.deleting = Overlay(state.deleting)  # step 11
+        self.topics_deleted: list[str] = []
+        self.markers_dropped: list[str] = []
         self.parents_created: set[str] = set()
 
     # ---- helpers -------------------------------------------------------------------------
@@ -365,6 +376,8 @@ class _Step(CancelSteps, QueueSteps):
     def invalid_reason(self, r: Request) -> str | None:
         if r.topic not in self.topic_partitions:
             return f"unknown topic {r.topic!r}"
+        if r.topic in self.deleting:
+            return f"topic {r.topic!r} is being deleted"
         if (r.topic, r.partition) not in self.assignments:
             return f"unknown partition {r.partition} of topic {r.topic!r}"
         return replicas_problem(r.replicas, self.brokers)
@@ -405,6 +418,8 @@ class _Step(CancelSteps, QueueSteps):
             self.on_metadata(event)
         elif isinstance(event, ReplicasHosted):
             self.on_hosted(event)
+        elif isinstance(event, DeletionsRead):
+            self.on_deletions(event.topics)
         elif isinstance(event, (CancelRequested, QueueRead)):
             if self.states_missing():
                 # Just failed over: a cancel needs the partition state of the moves it rolls
@@ -598,6 +613,9 @@ class _Step(CancelSteps, QueueSteps):
             if assignment is None:
                 continue  # the partition went meanwhile: nothing to say
             known = self.states.get(tp)
+            if tp[0] in self.deleting and self.deleting[tp[0]].started:
+                self.metadata_gone(tp, to)  # step 11: being deleted, not to be served
+                continue
             if state is None:
                 if known is None:
                     self.create_partition(tp, assignment, event.missing_parents)  # step 10
@@ -614,6 +632,8 @@ class _Step(CancelSteps, QueueSteps):
         gets one - leader the first live replica, ISR the live replicas, leader epoch 0 - with
         its missing parents; LeaderAndIsr (is_new) to the live replicas, UpdateMetadata to
         every live broker. With no replica live it waits (asked again when one registers)."""
+        if tp[0] in self.deleting:
+            return  # being deleted (a deletion cut short may have removed its state already)
         state = topic_creation.new_partition_state(assignment.replicas, self.brokers, self.base.epoch)
         if state is None:
             self.log.append(f"new partition {tp[0]}-{tp[1]} has no live replica in {list(assignment.replicas)}: "
@@ -635,6 +655,8 @@ class _Step(CancelSteps, QueueSteps):
         b = event.broker_id
         if b not in self.brokers:
             return  # gone again: asked once more when it registers
+        if self.deleting:
+            self.deletion_hosted(b, event.partitions)  # step 11
         for tp in stray_partitions(b, event.partitions, self.assignments, self.tasks, self.states):
             state = self.states.get(tp)
             self.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
@@ -1033,6 +1055,7 @@ class _Step(CancelSteps, QueueSteps):
             tasks=self.tasks.changes,
             pending=self.pending.changes,
             record_counts=self.record_counts.changes,
+            deleting=self.deleting.changes,
         )
         if tuple(self.deferred) != self.base.deferred:
             delta.deferred = tuple(self.deferred)
@@ -1060,6 +1083,8 @@ class _Step(CancelSteps, QueueSteps):
             cancelled=self.cancelled,
             cancels=self.cancels,
             created=self.created,
+            topics_deleted=self.topics_deleted,
+            markers_dropped=self.markers_dropped,
         )
 
 

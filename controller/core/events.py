@@ -127,7 +127,14 @@ class QueueRead:
     rejected: tuple[str, ...] = ()
 
 
+@dataclass(frozen=True, slots=True)
+class DeletionsRead:
+    """``/admin/delete_topics`` read: every topic marked for deletion (controller.core.topic_deletion)."""
+
+    topics: frozenset[str]
+
+
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
-    | MetadataRead | ReplicasHosted
+    | MetadataRead | ReplicasHosted | DeletionsRead
 )

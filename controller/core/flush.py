@@ -40,9 +40,12 @@ OTHER = "other"  # none of the above (a partition deleted under a move)
 # A new partition's parents and state znode (controller.core.topic_creation step 4; engine
 # step 10). A bookkeeping kind until the stateful test creates topics (docs/DESIGN.md 7.2).
 CREATE = "create"
+# A deleted topic's znodes and its marker (controller.core.topic_deletion step 5): the shell's
+# own flush, like throttle removal's.
+DELETE = "delete"
 
 FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, OTHER)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, OTHER)
 
 
 def writing(kind: str):

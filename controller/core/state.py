@@ -126,6 +126,7 @@ class Delta:
     pending: dict = field(default_factory=dict)
     record_counts: dict = field(default_factory=dict)
     deferred: object = _MISSING  # tuple of events, when it changed
+    deleting: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -157,6 +158,8 @@ class ClusterState:
     # Cancels and queued batches that arrived while a resumed move's partition state was
     # still being read (just after failover): taken once every such state is in.
     deferred: tuple = ()
+    # Topics marked for deletion (/admin/delete_topics): controller.core.topic_deletion.
+    deleting: dict = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -175,6 +178,7 @@ class ClusterState:
         apply_changes(self.record_counts, delta.record_counts)
         if delta.deferred is not _MISSING:
             self.deferred = delta.deferred
+        apply_changes(self.deleting, delta.deleting)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -37,7 +37,9 @@ from dataclasses import dataclass
 
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
-from controller.core.events import BrokersRead, CancelRequested, Event, MetadataRead, StatesRead, TopicsRead
+from controller.core.events import BrokersRead, CancelRequested, DeletionsRead, Event, MetadataRead, StatesRead, TopicsRead
+from controller.core.flush import DELETE
+from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
 from controller.core.state import ClusterState
 from controller.shell import gctune, recovery
@@ -68,7 +70,7 @@ from znodes.api import (
     ZnodeStat,
 )
 from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
-from znodes.reads import read_brokers
+from znodes.reads import children_or_empty, get_many, read_brokers
 
 log = logging.getLogger("reassignd.controller")
 
@@ -80,6 +82,7 @@ WATCHED = {
     paths.CONTROLLER: "controller",
     paths.CANCEL_REASSIGNMENT: "cancel",  # KIP-236 (controller.core.cancel)
     paths.REASSIGN_QUEUE: "queue",  # KIP-236 (controller.core.queue)
+    paths.DELETE_TOPICS: "deletes",  # KIP-4 DeleteTopics (controller.core.topic_deletion)
 }
 # Written last in a step, in this order, by the controller and by tools alike: a conflict on
 # them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
@@ -150,9 +153,13 @@ class ActiveController:
         # Called with each step's newly created partitions (engine step 10) once its broker
         # requests went to the dispatcher: CreateTopics answers then (admin/create_topics.py).
         self.created_listeners: list[Callable[[list], None]] = []
+        # Called with each step's deleted topics once their znodes are gone (admin/delete_topics.py).
+        self.deleted_listeners: list[Callable[[list], None]] = []
         # The step whose writes are being flushed (tests map a write cut short to the kinds of
         # flush it was for: engine.Step.kinds).
         self.flushing: engine.Step | None = None
+        # The kind of a flush of the shell's own (a deleted topic's znodes: "delete"), if one runs.
+        self.own_flush: str | None = None
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.stats = Stats()
@@ -232,7 +239,9 @@ class ActiveController:
             recovery.running_summary(self.state) or "nothing running",
         )
         await self.execute(recovered.events)
-        await self.execute(await self.read_changes({"notifications", "cancel", "queue"}))
+        # The deletion markers before the full metadata: a marked topic's partitions whose state
+        # a cut deletion removed must not be given one again (engine step 10).
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes"}))
         # After the resume work (its states are read and queued already): every partition to
         # every live broker, chunk by chunk between other events (controller.core.full_metadata).
         self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
@@ -358,6 +367,14 @@ class ActiveController:
             await self._read_named_topics(queue.requests, topic_reads)
             if queue.version is not None:
                 out.append(queue)
+        if "deletes" in kinds:
+            # Exists-watch for the parent's creation, children watch once it is there.
+            if await self.store.exists(paths.DELETE_TOPICS, watch=True) is not None:
+                marked = await children_or_empty(self.store, paths.DELETE_TOPICS, watch=True)
+            else:
+                marked = []
+            if marked or state.deleting:
+                out.append(DeletionsRead(frozenset(marked)))
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:
@@ -438,6 +455,8 @@ class ActiveController:
                     log.info("/admin/reassign_partitions changed under this controller: re-reading it")
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
+        if step.topics_deleted or step.markers_dropped:
+            await self._delete_topic_znodes(step)  # ZooKeeper before memory
         self.flushing = None
         self.state.apply(step.delta)
         if not conflict:
@@ -448,6 +467,9 @@ class ActiveController:
         if step.created:
             for listener in list(self.created_listeners):
                 listener(step.created)
+        if step.topics_deleted:
+            for listener in list(self.deleted_listeners):
+                listener(step.topics_deleted)
         if step.reads:
             states, lines = await read_states(self.store, sorted(step.reads))
             _warn(lines)
@@ -479,6 +501,32 @@ class ActiveController:
             await self.on_finished(self.store, self.epoch_zkversion)
         elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
             await self.on_moves_ended(self)
+
+    async def _delete_topic_znodes(self, step: engine.Step) -> None:
+        """controller.core.topic_deletion step 5: what exists of each deleted topic's znodes,
+        bottom-up, and its marker last, in one fenced flush (Kafka's recursive deletes)."""
+        ops = []
+        for name, whole in [(n, True) for n in step.topics_deleted] + [(n, False) for n in step.markers_dropped]:
+            partitions = set(self.state.topic_partitions.get(name, ()))
+            if whole:
+                for child in await children_or_empty(self.store, paths.partitions(name)):
+                    if child.isdigit():
+                        partitions.add(int(child))
+            wanted = [paths.delete_topic(name)]
+            if whole:
+                wanted += [paths.topic(name), paths.partitions(name), paths.topic_config(name)]
+                wanted += [x for p in partitions for x in (paths.partition(name, p), paths.partition_state(name, p))]
+            present = {path for path, read in zip(wanted, await get_many(self.store, wanted)) if read is not None}
+            ops += deletion_ops(name, sorted(partitions), present, whole=whole)
+        if ops:
+            self.writer.extend(ops)
+            self.own_flush = DELETE
+            try:
+                await self.writer.flush(self.epoch_zkversion)
+            finally:
+                self.own_flush = None
+            self.stats.flushes += 1
+            self.stats.ops_written += len(ops)
 
     @staticmethod
     def _answer_cancels(step: engine.Step) -> None:

@@ -29,6 +29,7 @@ KAFKA_RELEASE = {
     17: (0, 1),  # SaslHandshake (SASL listeners)
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics (Kafka 4.0 dropped v0-1; the spec keeps them)
+    20: (1, 6),  # DeleteTopics (Kafka 4.0 dropped v0)
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls

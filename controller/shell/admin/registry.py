@@ -23,6 +23,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.acls",
     "controller.shell.admin.scram_users",
     "controller.shell.admin.create_topics",
+    "controller.shell.admin.delete_topics",
 )
 
 
