@@ -1,7 +1,8 @@
 """KIP-4 topic administration with standard clients, unchanged, against 2 controller processes
 (issue 14): kafka-python's ``KafkaAdminClient`` bootstrapped from the STANDBY creates topics
 (the controller places them; the simulated brokers host and lead every partition), gets
-Kafka's error per topic for each bad input, and ``kcat -L`` lists the new topic with leaders.
+Kafka's error per topic for each bad input, ``kcat -L`` lists the new topic with leaders, and
+``delete_topics`` removes a topic from every broker's disk.
 
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim`` brokers, two
 ``python -m reassignd controller`` processes (tests/e2e/processes.py).
@@ -77,6 +78,18 @@ def test_kafka_python_create_topics_from_the_standby_and_kcat_lists_them(zk_host
             [topic] = [t for t in meta["topics"] if t["topic"] == "events"]
             assert sorted(p["partition"] for p in topic["partitions"]) == list(range(6))
             assert all(p["leader"] == events[str(p["partition"])][0] for p in topic["partitions"])
+
+            # delete_topics: every replica leaves every simulated broker's disk, then the znodes.
+            answer = admin.delete_topics(["pinned"], timeout_ms=15000)
+            assert [t["error_code"] for t in answer["topics"]] == [0]
+            assert not c.zk.exists("/brokers/topics/pinned") and not c.zk.exists("/admin/delete_topics/pinned")
+            assert not any(t == "pinned" for t, _ in c.hosted())
+            try:
+                admin.delete_topics(["nope"], timeout_ms=5000)
+                code = ErrorCode.NONE
+            except Exception as e:  # noqa: BLE001
+                code = getattr(e, "errno", repr(e))
+            assert code == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         finally:
             if admin is not None:
                 admin.close()
