@@ -45,15 +45,25 @@ def realize_topic(task: TopicTask) -> TopicResult:
     order_key = np.where(task.sizes < 0, 0, task.sizes)
     # Candidates are scanned smallest first: fewer bytes to copy for the same move count.
     scan = np.lexsort((np.arange(len(rows)), order_key))
+    rank = np.empty(len(rows), dtype=np.int64)
+    rank[scan] = np.arange(len(rows))
+    rank_of = rank.tolist().__getitem__
+    # Which of the topic's rows hold each broker, kept as moves are made: a transfer's
+    # candidates are a set difference, not a scan of every row (a topic has few rows per broker).
+    holders: dict[int, set] = {}
+    for i, row in enumerate(rows.tolist()):
+        for b in row:
+            if b >= 0:
+                holders.setdefault(b, set()).add(i)
     rule = task.rule
     moves: list = []
     leftover: list = []
     for donor, receiver, count in task.transfers:
-        has_d = (rows == donor).any(axis=1)
-        has_r = (rows == receiver).any(axis=1)
-        cand = scan[(has_d & ~has_r)[scan]]
+        donor, receiver = int(donor), int(receiver)
+        at_r = holders.setdefault(receiver, set())
+        at_d = holders.setdefault(donor, set())
         done = 0
-        for i in cand:
+        for i in sorted(at_d - at_r, key=rank_of):
             if done == count:
                 break
             row = rows[i]
@@ -61,10 +71,12 @@ def realize_topic(task: TopicTask) -> TopicResult:
                 continue
             j = int(np.nonzero(row == donor)[0][0])
             rows[i, j] = receiver
-            moves.append((task.row_offset + int(i), int(donor), int(receiver)))
+            at_d.discard(i)
+            at_r.add(i)
+            moves.append((task.row_offset + int(i), donor, receiver))
             done += 1
         if done < count:
-            leftover.append((int(donor), int(receiver), int(count - done)))
+            leftover.append((donor, receiver, int(count - done)))
     return TopicResult(task.topic, moves, leftover)
 
 
