@@ -233,6 +233,8 @@ class ControllerHandle:
         """The kinds of flush ``op`` is written for: its step's (engine.Step.kinds), or the
         throttle removal's."""
         step = self.active.flushing if self.active is not None else None
+        if self.active is not None and self.active.own_flush is not None:
+            return frozenset({self.active.own_flush})  # a topic deletion's znodes
         if step is not None:
             for written, kinds in zip(step.writes, step.kinds):
                 if written is op:
@@ -357,6 +359,8 @@ class Harness:
         return json.loads(self.server.read(path)[0])
 
     def check_removal(self, topic, partition, broker_id):
+        if self.server.exists(paths.delete_topic(topic)) is not None:
+            return  # the topic is being deleted (DeleteTopics): every replica goes, invariant 4 is moot
         state = self.json(paths.partition_state(topic, partition))
         record_path = paths.reassignment(topic, partition)
         record = self.json(record_path) if self.server.exists(record_path) is not None else None
