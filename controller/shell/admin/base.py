@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from protocol.errors import ErrorCode
+from znodes.api import ConnectionLossError, FencedError, SessionExpiredError
 
 if TYPE_CHECKING:
     from controller.core.config import ControllerConfig
@@ -44,6 +45,27 @@ class ApiError(Exception):
 class NotController(ApiError):
     def __init__(self) -> None:
         super().__init__(ErrorCode.NOT_CONTROLLER, "this controller instance is a standby")
+
+
+def session_failure(e: BaseException) -> ApiError | None:
+    """The error for a ZooKeeper failure part-way through a request that is about the session,
+    not the request, or None for any other failure.
+
+    A fenced write or an expired session means this instance is no longer the controller:
+    NOT_CONTROLLER, so the client finds the new one. A lost connection leaves the write's
+    outcome unknown (ZooKeeper may have applied it): REQUEST_TIMED_OUT, which Kafka's clients
+    retry, as they retry a request a broker could not finish in time. Both are retriable;
+    UNKNOWN_SERVER_ERROR, which clients do not retry, is for real server faults.
+    """
+    cause = getattr(e, "cause", None)
+    for err in (e, cause):
+        if isinstance(err, (FencedError, SessionExpiredError)):
+            return NotController()
+    for err in (e, cause):
+        if isinstance(err, ConnectionLossError):
+            return ApiError(ErrorCode.REQUEST_TIMED_OUT,
+                            "the ZooKeeper connection was lost mid-request; it may or may not have been applied")
+    return None
 
 
 @dataclass(frozen=True)

@@ -18,8 +18,11 @@ For one decoded request:
  4. A controller-only API on a standby: the API's error response with NOT_CONTROLLER, without
     calling its handler.
  5. Otherwise the API's handler. An :class:`ApiError` it raises becomes the API's error
-    response with that code; any other failure is logged and becomes the error response with
-    UNKNOWN_SERVER_ERROR. The connection stays open either way.
+    response with that code; a ZooKeeper failure of the session (``base.session_failure``:
+    NOT_CONTROLLER when fenced or expired, REQUEST_TIMED_OUT when the connection broke) is
+    logged as a warning and answered with that retriable code; any other failure is logged
+    with its traceback and becomes the error response with UNKNOWN_SERVER_ERROR. The
+    connection stays open either way.
 """
 
 from __future__ import annotations
@@ -29,10 +32,11 @@ import logging
 import re
 
 import protocol
-from controller.shell.admin.base import AdminContext, Api, ApiError
+from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from controller.shell.admin.registry import build_table
 from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
+from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.admin")
 
@@ -102,6 +106,14 @@ class AdminHandler:
             return api.error_response(version, body, e.code, e.message)
         except asyncio.CancelledError:
             raise
+        except ZkError as e:
+            lost = session_failure(e)
+            if lost is None:
+                log.exception("%s v%d failed", api.name, version)
+                return api.error_response(version, body, ErrorCode.UNKNOWN_SERVER_ERROR, f"{api.name} failed: {e!r}")
+            # ZooKeeper's trouble, not the request's: logged once, without a traceback.
+            log.warning("%s v%d: %s (%r)", api.name, version, lost.message, e)
+            return api.error_response(version, body, lost.code, lost.message)
         except Exception as e:  # a handler's bug must cost one request, not the connection
             log.exception("%s v%d failed", api.name, version)
             return api.error_response(version, body, ErrorCode.UNKNOWN_SERVER_ERROR, f"{api.name} failed: {e!r}")

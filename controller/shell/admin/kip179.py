@@ -55,7 +55,7 @@ import logging
 
 from controller.shell import throttle_configs as tc
 from controller.shell import throttles
-from controller.shell.admin.base import AdminContext, Api, ApiError, NotController
+from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from controller.shell.admin.submit import (
     OK,
     ClusterView,
@@ -75,7 +75,7 @@ from controller.shell.admin.submit import (
 )
 from protocol.errors import ErrorCode
 from znodes import paths
-from znodes.api import FencedError, SessionExpiredError, ZkError
+from znodes.api import ZkError
 from znodes.batch import FlushError, RequestTooLargeError
 from znodes.errors import ZnodeFormatError
 from znodes.values import TopicPartition
@@ -97,9 +97,9 @@ _WRITE_FAILURES = (ZkError, FlushError, ZnodeFormatError, tc.ThrottleValueError,
 
 def _failure(e: Exception) -> ApiError:
     """A store failure in the middle of a request, as the error the whole request gets."""
-    cause = getattr(e, "cause", None)
-    if isinstance(e, FencedError) or isinstance(e, SessionExpiredError) or isinstance(cause, SessionExpiredError):
-        return NotController()
+    lost = session_failure(e)
+    if lost is not None:
+        return lost
     if isinstance(e, (ZnodeFormatError, tc.ThrottleValueError)):
         # A config or removal znode already in ZooKeeper is malformed: never overwritten on a guess.
         return ApiError(ErrorCode.INVALID_CONFIG, f"cannot apply the request: {e}")

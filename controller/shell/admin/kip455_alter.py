@@ -22,7 +22,7 @@ reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unch
 
 from __future__ import annotations
 
-from controller.shell.admin.base import AdminContext, Api, ApiError, NotController
+from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from controller.shell.admin.cancel import cancel_partitions
 from controller.shell.admin.submit import (
     OK,
@@ -34,8 +34,8 @@ from controller.shell.admin.submit import (
     target_error,
 )
 from protocol.errors import ErrorCode
-from znodes.api import FencedError, SessionExpiredError, ZkError
-from znodes.batch import FlushError, RequestTooLargeError
+from znodes.api import ZkError
+from znodes.batch import RequestTooLargeError
 from znodes.errors import ZnodeFormatError
 
 ALTER_PARTITION_REASSIGNMENTS = 45
@@ -106,18 +106,13 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
                 else:
                     valid[tp] = replicas
             results.update(await add_entries(store, active.epoch_zkversion, valid, view, create_only=False))
-        except (FencedError, SessionExpiredError) as e:
-            raise NotController() from e
-        except FlushError as e:
-            if isinstance(e.cause, (FencedError, SessionExpiredError)):
-                raise NotController() from e
-            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"writing /admin/reassign_partitions failed: {e}") from e
         except ZnodeFormatError as e:
             raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot merge into /admin/reassign_partitions: {e}") from e
         except RequestTooLargeError as e:
             raise ApiError(ErrorCode.INVALID_REQUEST, f"too many reassignments for one ZooKeeper write: {e}") from e
-        except ZkError as e:
-            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"ZooKeeper failed: {e!r}") from e
+        except ZkError as e:  # FlushError included
+            raise session_failure(e) or ApiError(
+                ErrorCode.UNKNOWN_SERVER_ERROR, f"writing /admin/reassign_partitions failed: {e!r}") from e
     if cancels:
         timeout_s = max(body["timeout_ms"], 0) / 1000
         results.update(await cancel_partitions(ctx, cancels, timeout_s=timeout_s))
