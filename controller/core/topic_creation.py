@@ -261,3 +261,67 @@ def state_ops(tp: TopicPartition, state: LeaderIsr, missing_parents: frozenset[s
             ops.append(Create(path))
     ops.append(Create(paths.partition_state(*tp), encode_state(state)))
     return ops
+
+
+# ---- CreatePartitions (KIP-195) -------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class PartitionsRequest:
+    """One topic of a CreatePartitions request: the new total count, and the new partitions'
+    replicas (None: placed automatically)."""
+
+    name: str
+    count: int
+    assignments: tuple[tuple[int, ...], ...] | None = None
+
+
+def plan_partitions(
+    r: PartitionsRequest,
+    current: Mapping[int, tuple[int, ...]] | None,
+    view: CreationView,
+    *,
+    moving: bool,
+) -> dict[int, tuple[int, ...]] | Refused:
+    """The new partitions (index -> replicas) for ``r``, or Kafka's error (AdminZkClient's
+    ``addPartitions`` checks): ``current`` is the topic's assignment (None: no such topic),
+    ``moving``: a partition of it is being reassigned."""
+
+    def no(code: ErrorCode, message: str) -> Refused:
+        return Refused(r.name, code, message)
+
+    if current is None:
+        return no(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {r.name!r} does not exist")
+    if r.name in view.deleting:
+        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {r.name!r} is queued for deletion")
+    have = len(current)
+    if r.count < have:
+        return no(ErrorCode.INVALID_PARTITIONS, f"topic currently has {have} partitions, which is higher than the requested {r.count}")
+    if r.count == have:
+        return no(ErrorCode.INVALID_PARTITIONS, f"topic already has {have} partitions")
+    if r.count > MAX_PARTITIONS:
+        return no(ErrorCode.INVALID_PARTITIONS, f"more than {MAX_PARTITIONS} partitions in one topic")
+    if moving:
+        return no(ErrorCode.REASSIGNMENT_IN_PROGRESS, f"a partition reassignment is in progress for topic {r.name!r}")
+    rf = len(current[min(current)])
+    new = r.count - have
+    if r.assignments is not None:
+        if len(r.assignments) != new:
+            return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                      f"increasing the number of partitions by {new} but {len(r.assignments)} assignments provided")
+        out: dict[int, tuple[int, ...]] = {}
+        for i, rs in enumerate(r.assignments):
+            if len(rs) != rf:
+                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
+                          f"inconsistent replication factor between partitions: {rf} expected, got {list(rs)}")
+            if len(set(rs)) != len(rs):
+                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"duplicate brokers in replica assignment {list(rs)}")
+            unknown = sorted(set(rs) - set(view.brokers))
+            if unknown:
+                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) in replica assignment: {unknown}")
+            out[have + i] = tuple(rs)
+        return out
+    if rf > len(view.brokers):
+        return no(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor: {rf} larger than available brokers: {len(view.brokers)}")
+    placed = placement.place(view.brokers, new, rf, view.replica_counts, view.leader_counts)
+    return {have + i: rs for i, rs in enumerate(placed)}

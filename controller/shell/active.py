@@ -283,7 +283,9 @@ class ActiveController:
         rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
         brokers_before = self.state.brokers
         partitions_before = {
-            name: set(self.state.topic_partitions.get(name, ())) for e in first if isinstance(e, TopicsRead) for name in e.topics
+            # CreatePartitions puts its TopicsRead in the queue (engine_events): new partitions too.
+            name: set(self.state.topic_partitions.get(name, ()))
+            for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
         await self.execute(first + metadata + engine_events + rest)
         self.plan_metadata(brokers_before, partitions_before)

@@ -24,6 +24,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.scram_users",
     "controller.shell.admin.create_topics",
     "controller.shell.admin.delete_topics",
+    "controller.shell.admin.create_partitions",
 )
 
 
