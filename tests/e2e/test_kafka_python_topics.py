@@ -1,7 +1,7 @@
 """KIP-4 topic administration with standard clients, unchanged, against 2 controller processes
 (issue 14): kafka-python's ``KafkaAdminClient`` bootstrapped from the STANDBY creates topics
 (the controller places them; the simulated brokers host and lead every partition), gets
-Kafka's error per topic for each bad input, ``kcat -L`` lists the new topic with leaders, and
+Kafka's error per topic for each bad input, adds partitions (``create_partitions``), ``kcat -L`` lists the new topic with leaders, and
 ``delete_topics`` removes a topic from every broker's disk.
 
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim`` brokers, two
@@ -78,6 +78,21 @@ def test_kafka_python_create_topics_from_the_standby_and_kcat_lists_them(zk_host
             [topic] = [t for t in meta["topics"] if t["topic"] == "events"]
             assert sorted(p["partition"] for p in topic["partitions"]) == list(range(6))
             assert all(p["leader"] == events[str(p["partition"])][0] for p in topic["partitions"])
+
+            # create_partitions (KIP-195): events grows to 8, led and hosted; a decrease is refused.
+            admin.create_partitions({"events": 8}, timeout_ms=15000)
+            grown = c.topic("events")["partitions"]
+            assert sorted(int(p) for p in grown) == list(range(8))
+            for p in ("6", "7"):
+                assert c.json(f"/brokers/topics/events/partitions/{p}/state")["leader"] == grown[p][0]
+            wait_for(lambda: all(c.hosted().get(("events", p)) == set(grown[str(p)]) for p in (6, 7)), 20,
+                     "the new partitions to be hosted")
+            try:
+                admin.create_partitions({"events": 2}, timeout_ms=5000)
+                code = ErrorCode.NONE
+            except Exception as e:  # noqa: BLE001
+                code = getattr(e, "errno", repr(e))
+            assert code == ErrorCode.INVALID_PARTITIONS
 
             # delete_topics: every replica leaves every simulated broker's disk, then the znodes.
             answer = admin.delete_topics(["pinned"], timeout_ms=15000)
