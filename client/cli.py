@@ -61,7 +61,8 @@ DEPRECATION_WARNING = (
 ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run"}, {"reassignment_json_file"}),
     "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
-    "progress": ("--progress", {"reassignment_json_file", "watch", "interval"}, {"reassignment_json_file"}),
+    "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
+                 {"reassignment_json_file"}),
     "cancel": ("--cancel", {"reassignment_json_file", "dry_run"}, set()),
     "list": ("--list", set(), set()),
     "describe": ("--describe", set(), set()),
@@ -88,6 +89,9 @@ OPTION_FLAGS = {
     "disable_rack_aware": "--disable-rack-aware",
     "spark_master": "--spark-master",
     "planner": "--planner",
+    "chart": "--chart",
+    "chart_data": "--chart-data",
+    "ops": "--ops",
 }
 
 
@@ -174,6 +178,14 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
                            f"{DEFAULT_WATCH_INTERVAL_S:g} with --watch)")
+    opts.add_argument("--chart", metavar="FILE.png",
+                      help="--progress: also draw each broker's bytes remaining over time (the active controller's "
+                           "history of the latest reassignment, running or finished; needs --ops)")
+    opts.add_argument("--chart-data", metavar="FILE.csv",
+                      help="--progress: also write that history as CSV (seconds, then bytes remaining per broker; needs --ops)")
+    opts.add_argument("--ops", metavar="URL",
+                      help="--chart/--chart-data: the active controller's operations port (--ops-listen), "
+                           "e.g. http://127.0.0.1:9191")
     opts.add_argument("--disable-rack-aware", action="store_true", help="ignore broker racks when generating")
     opts.add_argument("--spark-master", metavar="URL",
                       help="--rebalance/--decommission-broker: plan on this Spark master (default: in-process, same plan)")
@@ -213,6 +225,13 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError("--planner and --spark-master both choose where to plan: give one")
     if args.planner and not args.planner.startswith(("http://", "https://")):
         raise UsageError(f"--planner: expected an http:// URL, got {args.planner!r}")
+    if (args.chart or args.chart_data) and not args.ops:
+        raise UsageError("--chart and --chart-data read the controller's history: give --ops URL "
+                         "(the active controller's operations port, --ops-listen)")
+    if args.ops and not (args.chart or args.chart_data):
+        raise UsageError("--ops is only read with --chart or --chart-data")
+    if args.ops and not args.ops.startswith(("http://", "https://")):
+        raise UsageError(f"--ops: expected an http:// URL, got {args.ops!r}")
     if action == "progress" and args.zookeeper:
         raise UsageError("--progress needs --bootstrap-server: it is not supported with --zookeeper (KIP-179)")
     return action
@@ -290,11 +309,31 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
         if action == "progress":
             if interval is None:
                 interval = DEFAULT_WATCH_INTERVAL_S if args.watch else DEFAULT_SAMPLE_INTERVAL_S
-            return await commands.show_progress(backend, inputs, interval=interval, watch=args.watch,
-                                                json_out=args.output == "json")
+            report = await commands.show_progress(backend, inputs, interval=interval, watch=args.watch,
+                                                  json_out=args.output == "json")
+            if args.chart or args.chart_data:
+                _write_chart(args, timeout_ms, report)
+            return report
         raise AssertionError(action)
     finally:
         await backend.close()
+
+
+def _write_chart(args: argparse.Namespace, timeout_ms: int, report: commands.Report) -> None:
+    """--chart/--chart-data: the controller's bytes-remaining history, after the progress report
+    (with --watch, once the reassignment is done, so the chart shows it to the end)."""
+    from client import chart
+
+    doc = chart.fetch_history(args.ops, timeout_ms / 1000)
+    if args.chart:
+        chart.write_chart(doc, args.chart)
+    if args.chart_data:
+        chart.write_csv(doc, args.chart_data)
+    written = [p for p in (args.chart, args.chart_data) if p]
+    report.data["chart"] = {"files": written, "run": doc["run"]["number"], "samples": len(doc["run"]["samples"]),
+                            "finished": doc["run"]["finished"] is not None}
+    if report.text:
+        report.text += f"\nChart of run {doc['run']['number']} written to {', '.join(written)}"
 
 
 def _fail(exc: BaseException, json_out: bool, code: int) -> int:

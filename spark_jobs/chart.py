@@ -1,5 +1,7 @@
 """CHART.png: replicas and preferred leaders per broker, before (grey) and after (blue).
 
+:class:`Canvas` (pixels, text, PNG) also draws `kafka-reassign --progress --chart` (client/chart.py).
+
 Written with zlib and a built-in 5x7 pixel font, so the planner needs no plotting library.
 Two panels, one bar pair per broker (brokers grouped per bar when there are too many to draw),
 dashed lines at the fair targets R and R+1.
@@ -41,7 +43,7 @@ PANEL_H = 260
 SCALE = 2  # font pixels per glyph pixel
 
 
-class _Canvas:
+class Canvas:
     def __init__(self, w: int, h: int):
         self.w, self.h = w, h
         self.px = np.full((h, w, 3), 255, dtype=np.uint8)
@@ -87,7 +89,7 @@ def render(report: dict) -> bytes:
     left, right, top = 70, 20, 40
     width = left + bars * slot + right
     height = top + 2 * (PANEL_H + 60) + 30
-    cv = _Canvas(max(width, 520), height)
+    cv = Canvas(max(width, 520), height)
     title = f"{report['mode']}: {report['moves']} moves, lower bound {report['lower_bound']}"
     cv.text(left, 10, title)
     panels = [

@@ -16,7 +16,14 @@ throttles set through the admin API or ``--execute --throttle``, which the contr
 when their moves end; throttles an operator set by hand are not listed). It runs beside the
 active loop, never inside the engine.
 
-    sampler = CopyProgress(metrics, interval=10.0)
+Each sample is also kept in a :class:`ProgressHistory` (one per daemon, served by the
+operations port as ``GET /progress/history``, which ``kafka-reassign --progress --chart`` draws):
+a run begins at the first sample that finds a move pending or running after none was, and
+replaces the previous run; it ends at the first sample that finds none, with every broker of the
+run at 0. So a finished reassignment's history stays readable until the next one starts.
+
+    history = ProgressHistory()
+    sampler = CopyProgress(metrics, interval=10.0, history=history)
     task = asyncio.create_task(sampler.run(active, transport))     # cancelled with the term
 """
 
@@ -25,7 +32,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from collections import defaultdict
+from collections import defaultdict, deque
 
 from controller.core.task import Phase
 from controller.shell.throttles import read_listed
@@ -37,6 +44,10 @@ log = logging.getLogger("reassignd.controller")
 DESCRIBE_LOG_DIRS = 35
 DESCRIBE_LOG_DIRS_VERSION = 1
 REQUEST_TIMEOUT_S = 5.0
+# Samples one run keeps (the oldest go first): 12 hours at the default 10 s interval, so a
+# long reassignment keeps its latest 12 hours; a sample is a dict of a few ints per broker, so a
+# run of 100 brokers stays under ~20 MB even at the bound.
+HISTORY_MAX_SAMPLES = 4320
 
 
 def moving(state) -> list[tuple[tuple[str, int], int, tuple[int, ...]]]:
@@ -80,10 +91,70 @@ def rates(before: dict[int, dict], after: dict[int, dict], seconds: float) -> di
     return out
 
 
+class ProgressHistory:
+    """Per-broker bytes remaining over time of the latest reassignment run (see the module
+    docstring), at most ``max_samples`` samples of it."""
+
+    def __init__(self, max_samples: int = HISTORY_MAX_SAMPLES):
+        self.max_samples = max_samples
+        self.run = 0  # runs begun by this process
+        self.started: float | None = None  # wall clock, seconds
+        self.finished: float | None = None
+        self.interval: float | None = None
+        self.brokers: set[int] = set()  # every broker that gained a replica in the run
+        self.samples: deque[tuple[float, dict[int, int]]] = deque(maxlen=max_samples)
+        self.dropped = 0  # samples the bound pushed out
+
+    def record(self, when: float, busy: bool, left: dict[int, int], unanswered: set[int], interval: float) -> None:
+        """One sample: ``busy`` when a move was pending or running; ``left`` the bytes remaining
+        per broker in replicating moves; ``unanswered`` brokers that did not answer (left out of
+        this sample rather than shown as done)."""
+        if not busy:
+            if self.started is not None and self.finished is None:
+                self._append(when, {b: 0 for b in self.brokers})
+                self.finished = when
+            return
+        if self.started is None or self.finished is not None:
+            self.run += 1
+            self.started, self.finished, self.interval = when, None, interval
+            self.brokers = set()
+            self.samples.clear()
+            self.dropped = 0
+        self.brokers.update(left)
+        # A broker of the run with no replicating move left has nothing more to copy: 0.
+        self._append(when, {b: left.get(b, 0) for b in self.brokers if b not in unanswered})
+
+    def _append(self, when: float, values: dict[int, int]) -> None:
+        if len(self.samples) == self.max_samples:
+            self.dropped += 1
+        self.samples.append((when, values))
+
+    def as_json(self) -> dict:
+        if self.started is None:
+            return {"version": 1, "run": None}
+        return {
+            "version": 1,
+            "run": {
+                "number": self.run,
+                "started": self.started,
+                "finished": self.finished,
+                "interval_s": self.interval,
+                "max_samples": self.max_samples,
+                "dropped_samples": self.dropped,
+                "brokers": sorted(self.brokers),
+                "samples": [
+                    {"time": round(t, 3), "bytes_remaining": {str(b): v for b, v in sorted(values.items())}}
+                    for t, values in self.samples
+                ],
+            },
+        }
+
+
 class CopyProgress:
-    def __init__(self, metrics, interval: float):
+    def __init__(self, metrics, interval: float, history: ProgressHistory | None = None):
         self.metrics = metrics
         self.interval = interval
+        self.history = history
         self._last: tuple[float, dict] | None = None
 
     async def run(self, active, transport) -> None:
@@ -115,8 +186,14 @@ class CopyProgress:
             for b in (leader, *adding):
                 wanted[b].add(tp)
         sizes = dict(zip(wanted, await asyncio.gather(*(self._sizes(transport, b, tps) for b, tps in wanted.items()))))
+        unanswered = {b for b, s in sizes.items() if s is None}
+        for _, leader, adding in moves:
+            if leader in unanswered:  # its adding brokers' bytes are unknown, not 0
+                unanswered.update(adding)
         sizes = {b: s for b, s in sizes.items() if s is not None}
         left, copied = remaining(moves, sizes)
+        if self.history is not None:
+            self.history.record(time.time(), bool(state.tasks), left, unanswered, self.interval)
         now = time.monotonic()
         per_second = rates(self._last[1], copied, now - self._last[0]) if self._last else {}
         self._last = (now, copied)

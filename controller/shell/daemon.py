@@ -44,7 +44,7 @@ from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin_audit import AuditedHandler, open_audit_file
 from controller.shell.admin.handler import AdminHandler
-from controller.shell.copy_progress import CopyProgress
+from controller.shell.copy_progress import CopyProgress, ProgressHistory
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.core.listeners import Listener
@@ -106,10 +106,14 @@ class ControllerDaemon:
         self.listeners = build_listeners(specs, handler, ListenerLimits.from_config(config), self.security, self.role)
         self.listener = self.listeners[0]  # the one registered and told to clients
         self.metrics.watch(role=self.role, listener=self.listener)
+        # Bytes remaining over time of the latest reassignment run (GET /progress/history):
+        # outlives each active term, so a finished run stays readable after a resignation too.
+        self.history = ProgressHistory()
         ops_listen = ops_listen or getattr(config, "ops_address", None)
         self.ops = (
             OpsServer(ops_listen[0], ops_listen[1], self.metrics, ready=self.readiness,
-                      max_loop_lag_s=getattr(config, "ops_max_loop_lag_s", 1.0))
+                      max_loop_lag_s=getattr(config, "ops_max_loop_lag_s", 1.0), history=self.history,
+                      is_active=lambda: self.role.active is not None)
             if ops_listen is not None
             else None
         )
@@ -153,7 +157,7 @@ class ControllerDaemon:
                 for listener in self.listeners:
                     await listener.close()
                 raise
-            log.info("controller %d operations port on http://%s:%d (/healthz, /readyz, /metrics)",
+            log.info("controller %d operations port on http://%s:%d (/healthz, /readyz, /metrics, /progress/history)",
                      self.controller_id, self.ops.host, self.ops.port)
         try:
             while True:
@@ -248,7 +252,8 @@ class ControllerDaemon:
                 self.role.active = active
                 self.metrics.elected(won.epoch)
                 sampler = asyncio.create_task(
-                    CopyProgress(self.metrics, getattr(self.config, "copy_progress_interval_s", 10.0)).run(active, transport),
+                    CopyProgress(self.metrics, getattr(self.config, "copy_progress_interval_s", 10.0),
+                                 self.history).run(active, transport),
                     name="copy-progress",
                 )
                 reason = "shutdown"

@@ -14,11 +14,16 @@ Routes (GET or HEAD; anything else 404 or 405; one request per connection):
   active or standing by with a known active controller); else 503 with the reason. Takes the
   instance out of a Service without restarting it.
 * ``/metrics``: the process's registry in Prometheus text format.
+* ``/progress/history``: JSON, the per-broker bytes remaining over time of the latest
+  reassignment run this process sampled while active (controller.shell.copy_progress
+  ``ProgressHistory``), ``{"version": 1, "run": null}`` before any; plus ``active``, whether this
+  process is the active controller now (a standby's run is the one it saw while it was).
 """
 
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -45,12 +50,16 @@ class OpsServer:
         *,
         ready: Callable[[], Awaitable[tuple[bool, str]]],
         max_loop_lag_s: float = 1.0,
+        history=None,
+        is_active: Callable[[], bool] = lambda: False,
     ):
         self.host = host
         self.port = port
         self.metrics = metrics
         self.ready = ready
         self.max_loop_lag_s = max_loop_lag_s
+        self.history = history  # controller.shell.copy_progress.ProgressHistory, or None
+        self.is_active = is_active
         self.lag = 0.0
         self._lags: list[tuple[float, float]] = []  # (when, lag) over the last LAG_WINDOW_S
         self._last_tick = time.monotonic()
@@ -118,12 +127,16 @@ class OpsServer:
 
     async def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
         text = "text/plain; charset=utf-8"
-        if path not in ("/healthz", "/readyz", "/metrics"):
-            return "404 Not Found", text, b"not found: /healthz, /readyz, /metrics\n"
+        routes = ("/healthz", "/readyz", "/metrics") + (("/progress/history",) if self.history is not None else ())
+        if path not in routes:
+            return "404 Not Found", text, f"not found: {', '.join(routes)}\n".encode()
         if method not in ("GET", "HEAD"):
             return "405 Method Not Allowed", text, b"GET or HEAD\n"
         if path == "/metrics":
             return "200 OK", CONTENT_TYPE, self.metrics.scrape()
+        if path == "/progress/history":
+            doc = {**self.history.as_json(), "active": self.is_active()}
+            return "200 OK", "application/json", json.dumps(doc, separators=(",", ":")).encode()
         if path == "/healthz":
             ok, why = self.health()
         else:

@@ -1,0 +1,150 @@
+"""``kafka-reassign --progress --chart``: the controller's bytes-remaining history (the pure
+ring buffer, then a real reassignment on simulated brokers with a controller process, charted
+through its operations port)."""
+
+from __future__ import annotations
+
+import csv
+import json
+import struct
+import subprocess
+import sys
+import urllib.request
+import zlib
+
+import pytest
+
+from client import chart as chart_module
+from client import exit_codes
+from client.cli import UsageError, build_parser, check_options
+from controller.shell.copy_progress import ProgressHistory
+from tests.controller.test_copy_progress import ops_port, ready
+from tests.e2e.processes import REPO, running_cluster, wait_for
+
+
+def test_history_runs_are_bounded_gapped_and_replaced():
+    h = ProgressHistory(max_samples=3)
+    assert h.as_json() == {"version": 1, "run": None}
+    h.record(10.0, False, {}, set(), 1.0)  # idle: no run begins
+    assert h.as_json()["run"] is None
+    h.record(11.0, True, {4: 900}, set(), 1.0)
+    h.record(12.0, True, {4: 500, 5: 700}, set(), 1.0)
+    h.record(13.0, True, {5: 300}, {4}, 1.0)  # broker 4 did not answer: left out, not 0
+    h.record(14.0, True, {5: 100}, set(), 1.0)  # 4 has no move left: 0
+    run = h.as_json()["run"]
+    assert run["number"] == 1 and run["finished"] is None and run["brokers"] == [4, 5]
+    assert [s["bytes_remaining"] for s in run["samples"]] == [{"4": 500, "5": 700}, {"5": 300}, {"4": 0, "5": 100}]
+    assert run["dropped_samples"] == 1  # the bound pushed out the first sample
+    h.record(15.0, False, {}, set(), 1.0)  # nothing pending or running: the run ends at 0
+    run = h.as_json()["run"]
+    assert run["finished"] == 15.0 and run["samples"][-1]["bytes_remaining"] == {"4": 0, "5": 0}
+    h.record(16.0, False, {}, set(), 1.0)  # still readable while idle
+    assert h.as_json()["run"]["finished"] == 15.0 and len(h.as_json()["run"]["samples"]) == 3
+    h.record(17.0, True, {6: 50}, set(), 1.0)  # the next reassignment replaces it
+    run = h.as_json()["run"]
+    assert run["number"] == 2 and run["brokers"] == [6] and run["started"] == 17.0 and len(run["samples"]) == 1
+
+
+def test_chart_options_are_checked():
+    parser = build_parser()
+    base = ["--bootstrap-server", "h:1", "--progress", "--reassignment-json-file", "p.json"]
+    for extra, words in ((["--chart", "c.png"], "--ops"), (["--chart-data", "c.csv"], "--ops"),
+                         (["--ops", "http://h:2"], "only read with"),
+                         (["--chart", "c.png", "--ops", "h:2"], "http:// URL")):
+        with pytest.raises(UsageError, match=words):
+            check_options(parser.parse_args(base + extra))
+    with pytest.raises(UsageError, match="cannot be used with --list"):
+        check_options(parser.parse_args(["--bootstrap-server", "h:1", "--list", "--chart", "c.png", "--ops", "http://h:2"]))
+    assert check_options(parser.parse_args(base + ["--chart", "c.png", "--ops", "http://h:2"])) == "progress"
+
+
+def png_pixels(data: bytes) -> tuple[int, int, bytes]:
+    """Width, height and raw scanlines of an 8-bit RGB PNG, every chunk's CRC checked."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    while pos < len(data):
+        (length,) = struct.unpack(">I", data[pos:pos + 4])
+        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
+        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
+        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, kind
+        chunks[kind] = chunks.get(kind, b"") + body
+        pos += 12 + length
+    assert set(chunks) == {b"IHDR", b"IDAT", b"IEND"}
+    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
+    assert (depth, colour) == (8, 2)
+    raw = zlib.decompress(chunks[b"IDAT"])
+    assert len(raw) == h * (1 + 3 * w)
+    return w, h, raw
+
+
+def history(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/progress/history", timeout=5) as r:
+        assert r.headers["Content-Type"] == "application/json"
+        return json.loads(r.read())
+
+
+def kafka_reassign(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "client.cli", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, stdin=subprocess.DEVNULL)
+
+
+@pytest.mark.e2e
+@pytest.mark.zk
+@pytest.mark.timeout(180)
+def test_a_reassignment_charted_from_the_controllers_history(zk_hosts, tmp_path):
+    # Two 6 MiB partitions on broker 1 copied at 2 MiB/s: a few seconds each, sampled every 0.2 s.
+    sim = ["--brokers", "3", "--topics", "big:2:1:6MiB", "--topic-brokers", "1", "--bandwidth", "2MiB",
+           "--produce-rate", "0", "--tick-ms", "50"]
+    config = {"ops_listen": "127.0.0.1:0", "copy_progress_interval_s": 0.2}
+    with running_cluster(zk_hosts, tmp_path, sim_args=sim, controller_ids=(61,), controller_config=config) as c:
+        port = wait_for(lambda: ops_port(c.controller_log(61)), 20, "the operations port")
+        wait_for(lambda: ready(port), 20, "the controller ready")
+        ops = f"http://127.0.0.1:{port}"
+        plan = tmp_path / "plan.json"
+        plan.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "big", "partition": 0, "replicas": [2]}, {"topic": "big", "partition": 1, "replicas": [3]}]}))
+        assert history(port) == {"version": 1, "run": None, "active": True}
+        r = kafka_reassign("--bootstrap-server", c.listeners[61], "--execute", "--reassignment-json-file", str(plan))
+        assert r.returncode == exit_codes.OK, r.stderr
+        # While it runs: a chart of what is there so far.
+        wait_for(lambda: (history(port)["run"] or {}).get("samples"), 20, "a first sample")
+        running = tmp_path / "running.png"
+        r = kafka_reassign("--bootstrap-server", c.listeners[61], "--progress", "--reassignment-json-file", str(plan),
+                           "--interval", "0.1", "--chart", str(running), "--ops", ops, "--output", "json")
+        assert r.returncode == exit_codes.OK, r.stderr
+        assert json.loads(r.stdout)["chart"]["files"] == [str(running)]
+        png_pixels(running.read_bytes())
+        wait_for(c.reassignments_done, 60, "the reassignment to complete", interval=0.2)
+        wait_for(lambda: history(port)["run"]["finished"], 10, "the run to end")
+
+        chart, data = tmp_path / "progress.png", tmp_path / "progress.csv"
+        r = kafka_reassign("--bootstrap-server", c.listeners[61], "--progress", "--reassignment-json-file", str(plan),
+                           "--chart", str(chart), "--chart-data", str(data), "--ops", ops)
+        assert r.returncode == exit_codes.OK, r.stderr
+        assert f"written to {chart}, {data}" in r.stdout
+        w, h, raw = png_pixels(chart.read_bytes())
+        assert w == chart_module.WIDTH and h > chart_module.PLOT_H
+        plot = b"".join(raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)] for y in range(chart_module.TOP, chart_module.TOP + chart_module.PLOT_H))
+        pixels = {plot[i:i + 3] for i in range(0, len(plot), 3)}
+        assert {bytes(chart_module.PALETTE[0]), bytes(chart_module.PALETTE[1])} <= pixels  # both brokers' lines show
+        rows = list(csv.reader(data.open()))
+        assert rows[0] == ["seconds", "broker_2", "broker_3"]
+        samples = [(float(t), *(int(v) for v in vs)) for t, *vs in rows[1:]]  # every broker answered
+        assert len(samples) >= 5
+        for column in (1, 2):
+            values = [s[column] for s in samples]
+            assert values[0] > 0 and values[-1] == 0, values
+            assert all(a >= b for a, b in zip(values, values[1:])), values  # nothing produced: only down
+        assert max(s[1] for s in samples) <= 6 * 1024 * 1024
+        # The endpoint holds the same: the finished run stays readable until the next one starts.
+        run = history(port)["run"]
+        assert run["number"] == 1 and run["brokers"] == [2, 3] and len(run["samples"]) == len(samples)
+
+        # The next reassignment (back onto broker 1) replaces it.
+        back = tmp_path / "back.json"
+        back.write_text(json.dumps({"version": 1, "partitions": [{"topic": "big", "partition": 0, "replicas": [1]}]}))
+        r = kafka_reassign("--bootstrap-server", c.listeners[61], "--execute", "--reassignment-json-file", str(back))
+        assert r.returncode == exit_codes.OK, r.stderr
+        wait_for(lambda: history(port)["run"]["number"] == 2, 20, "the second run")
+        assert history(port)["run"]["brokers"] == [1]
+        wait_for(c.reassignments_done, 60, "the second reassignment to complete", interval=0.2)
