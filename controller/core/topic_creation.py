@@ -57,6 +57,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.core import placement
+from controller.core.entity_configs import TOPIC_CONFIGS, check
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Create, Op, SetData
@@ -67,26 +68,6 @@ from znodes.values import Assignment, LeaderIsr, TopicPartition
 DEFAULT_PARTITIONS = 1
 DEFAULT_REPLICATION_FACTOR = 1
 MAX_PARTITIONS = 100_000  # the simulation's own limit (sim.topics): beyond it is a typo
-
-
-def _replica_list(value: str) -> str | None:
-    """Kafka's ThrottledReplicaListValidator: empty, "*", or "partition:broker" pairs."""
-    text = value.strip()
-    if text in ("", "*"):
-        return None
-    for pair in text.split(","):
-        p, _, b = pair.strip().partition(":")
-        if not (p.isascii() and p.isdigit() and b.isascii() and b.isdigit()):
-            return f"{value!r} must be '*' or a list of partition:broker pairs"
-    return None
-
-
-# The topic configs this project knows (uses): name -> (Kafka's default, validator). Others
-# are refused with INVALID_CONFIG rather than stored unread.
-TOPIC_CONFIGS = {
-    "leader.replication.throttled.replicas": ("", _replica_list),
-    "follower.replication.throttled.replicas": ("", _replica_list),
-}
 
 
 @dataclass(frozen=True)
@@ -202,12 +183,9 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         assignment = dict(enumerate(placement.place(view.brokers, n, rf, counts, leaders)))
     configs: dict[str, str] = {}
     for key, value in r.configs:
-        known = TOPIC_CONFIGS.get(key)
-        if known is None:
-            return no(ErrorCode.INVALID_CONFIG, f"unknown topic config {key!r} (known: {', '.join(sorted(TOPIC_CONFIGS))})")
-        problem = known[1](value)
+        problem = check(key, value, TOPIC_CONFIGS)  # controller.core.entity_configs
         if problem is not None:
-            return no(ErrorCode.INVALID_CONFIG, f"invalid value for {key}: {problem}")
+            return no(*problem)
         configs[key] = value
     return Planned(r.name, assignment, configs)
 

@@ -30,7 +30,9 @@ KAFKA_RELEASE = {
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics (Kafka 4.0 dropped v0-1; the spec keeps them)
     20: (1, 6),  # DeleteTopics (Kafka 4.0 dropped v0)
+    33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions (KIP-195)
+    44: (0, 1),  # IncrementalAlterConfigs (KIP-339)
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls

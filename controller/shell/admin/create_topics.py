@@ -33,7 +33,15 @@ import weakref
 
 from controller.core import acl
 from controller.core.placement import cluster_counts
-from controller.core.topic_creation import TOPIC_CONFIGS, CreationView, Planned, Refused, TopicRequest, creation_ops, plan_topics
+from controller.core.topic_creation import (
+    TOPIC_CONFIGS,
+    CreationView,
+    Planned,
+    Refused,
+    TopicRequest,
+    creation_ops,
+    plan_topics,
+)
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
@@ -102,9 +110,9 @@ def _requests(body: dict) -> list[TopicRequest]:
 
 def _configs(configs: dict[str, str]) -> list[dict]:
     out = []
-    for name, (default, _) in sorted(TOPIC_CONFIGS.items()):
+    for name, d in sorted(TOPIC_CONFIGS.items()):
         given = name in configs
-        out.append({"name": name, "value": configs[name] if given else default, "read_only": False,
+        out.append({"name": name, "value": configs[name] if given else d.default, "read_only": False,
                     "config_source": DYNAMIC_TOPIC_CONFIG if given else DEFAULT_CONFIG, "is_sensitive": False})
     return out
 

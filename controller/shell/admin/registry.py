@@ -25,6 +25,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.create_topics",
     "controller.shell.admin.delete_topics",
     "controller.shell.admin.create_partitions",
+    "controller.shell.admin.alter_configs",
 )
 
 

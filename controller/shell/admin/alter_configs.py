@@ -1,0 +1,129 @@
+"""AlterConfigs (33, KIP-133, v0-2) and IncrementalAlterConfigs (44, KIP-339, v0-1): topic and
+broker configs written where Kafka keeps them, so standard tools (kafka-configs.sh,
+kafka-python's ``alter_configs``) set the throttles too. The rules and the known configs are
+controller.core.entity_configs.
+
+Served by every instance, as every Kafka broker serves them in ZooKeeper mode (configs are not
+controller state): the write is conditional on the config znode's version read (a conflict is
+read again and redone), with its ``/config/changes/config_change_<seq>`` notification, not
+fenced by the controller epoch. Per resource, in request order:
+
+ 1. TOPIC (2): a legal name of an existing topic, else UNKNOWN_TOPIC_OR_PARTITION
+    (INVALID_TOPIC_EXCEPTION for an illegal name); BROKER (4): a broker id, or "" for the cluster
+    default (Kafka's ``<default>`` entity), else INVALID_REQUEST; other types INVALID_REQUEST.
+    With ACLs enforced: ALTER_CONFIGS on the topic, or on the cluster for a broker.
+ 2. The new config (entity_configs.replace / alter_incremental): INVALID_CONFIG for an unknown
+    key or bad value, INVALID_REQUEST for a null value, a repeated key or operation.
+ 3. ``validate_only``: answer now; else write the config and its change notification.
+
+Throttles written this way are the operator's: KIP-179 removes only what its removal znodes
+list (controller.shell.throttles), so they stay unless their topic or broker was registered
+for removal by a KIP-179 request.
+
+    # kafka-python
+    admin.alter_configs([ConfigResource(ConfigResourceType.BROKER, "1",
+                                        configs={"leader.replication.throttled.rate": "1000000"})])
+"""
+
+from __future__ import annotations
+
+from controller.core import acl
+from controller.core.entity_configs import BROKER_CONFIGS, TOPIC_CONFIGS, alter_incremental, replace
+from controller.shell import throttle_configs as tc
+from controller.shell.admin.base import AdminContext, Api
+from controller.shell.listener import SESSION
+from protocol.describe_configs import BROKER, TOPIC
+from protocol.errors import ErrorCode
+from znodes import paths
+
+ALTER_CONFIGS = 33
+INCREMENTAL_ALTER_CONFIGS = 44
+
+
+def _out(r: dict, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
+    return {"error_code": int(code), "error_message": message, "resource_type": r.get("resource_type"),
+            "resource_name": r.get("resource_name")}
+
+
+async def _entity(ctx: AdminContext, r: dict):
+    """(kind, name, known configs) of a resource, or (code, message)."""
+    rtype, name = r.get("resource_type"), r.get("resource_name")
+    authorizer, session = getattr(ctx, "authorizer", None), SESSION.get()
+    if rtype == TOPIC:
+        if authorizer is not None and not await authorizer.allows(session, acl.ALTER_CONFIGS, acl.TOPIC, name):
+            return ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ALTER_CONFIGS is not allowed"
+        try:
+            paths.validate_topic_name(name)
+        except ValueError as e:
+            return ErrorCode.INVALID_TOPIC_EXCEPTION, str(e)
+        if await ctx.store.exists(paths.topic(name)) is None:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist"
+        return "topics", name, TOPIC_CONFIGS
+    if rtype == BROKER:
+        if authorizer is not None and not await authorizer.allows(session, acl.ALTER_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
+            return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER_CONFIGS is not allowed"
+        if name == "":
+            return "brokers", paths.BROKER_DEFAULT_CONFIG, BROKER_CONFIGS
+        try:
+            return "brokers", paths.parse_id(name, "broker id"), BROKER_CONFIGS
+        except ValueError:
+            return ErrorCode.INVALID_REQUEST, f"broker resource name must be a broker id (or empty for the default), got {name!r}"
+    return ErrorCode.INVALID_REQUEST, f"resource type {rtype} is not served here (only TOPIC={TOPIC} and BROKER={BROKER})"
+
+
+async def _alter(ctx: AdminContext, body: dict, incremental: bool) -> dict:
+    results = []
+    for r in body.get("resources") or []:
+        entity = await _entity(ctx, r)
+        if len(entity) == 2:
+            results.append(_out(r, *entity))
+            continue
+        kind, name, known = entity
+        configs = r.get("configs") or []
+        problem_seen: list = []
+
+        def update(current: dict[str, str]) -> dict[str, str]:
+            if incremental:
+                new, problem = alter_incremental(
+                    current, [(c["name"], c.get("config_operation", 0), c.get("value")) for c in configs], known)
+            else:
+                new, problem = replace([(c["name"], c.get("value")) for c in configs], known)
+                # Keys this project does not know stay as they were: replacing the known ones
+                # must not wipe what another tool stored beside them.
+                new = {k: v for k, v in current.items() if k not in known} | new
+            if problem is not None:
+                problem_seen.append(problem)
+                return current
+            return new
+
+        async def build():
+            problem_seen.clear()
+            ops = await tc.config_ops(ctx.store, kind, name, update)
+            return [] if problem_seen or body.get("validate_only") else ops
+
+        try:
+            await tc.write_with_retry(ctx.store, None, build)
+        except ValueError as e:  # a config znode that is not a config (ZnodeFormatError)
+            results.append(_out(r, ErrorCode.UNKNOWN_SERVER_ERROR, f"unreadable config: {e}"))
+            continue
+        results.append(_out(r, *problem_seen[0]) if problem_seen else _out(r))
+    return {"throttle_time_ms": 0, "responses": results}
+
+
+async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
+    return await _alter(ctx, body, incremental=False)
+
+
+async def handle_incremental(ctx: AdminContext, version: int, body: dict) -> dict:
+    return await _alter(ctx, body, incremental=True)
+
+
+def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    return {"throttle_time_ms": 0, "responses": [_out(r, code, message) for r in body.get("resources") or []]}
+
+
+APIS = [
+    Api(ALTER_CONFIGS, "AlterConfigs", 0, 2, controller_only=False, handle=handle_alter, error_response=alter_error),
+    Api(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, controller_only=False,
+        handle=handle_incremental, error_response=alter_error),
+]

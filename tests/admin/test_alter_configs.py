@@ -1,0 +1,126 @@
+"""AlterConfigs (33) and IncrementalAlterConfigs (44) on the ZooKeeper twin (issue 14 item 4):
+throttles set by standard tools land in /config/topics and /config/brokers with a change
+notification, bad input gets Kafka's errors and writes nothing, and a throttle set this way
+outlives every reassignment (KIP-179 removes only what it registered)."""
+
+from __future__ import annotations
+
+import json
+
+from controller.core.entity_configs import APPEND, DELETE, SET, SUBTRACT
+from controller.shell.admin.alter_configs import handle_alter, handle_incremental
+from controller.shell.admin.kip455_alter import handle_alter as handle_reassign
+from protocol.errors import ErrorCode
+from tests.admin.test_kip179 import cluster, context, notified
+from znodes import paths
+
+TOPIC, BROKER = 2, 4
+LEADER_REPLICAS = "leader.replication.throttled.replicas"
+LEADER_RATE = "leader.replication.throttled.rate"
+
+
+def resource(rtype, name, **configs) -> dict:
+    return {"resource_type": rtype, "resource_name": name,
+            "configs": [{"name": k.replace("_", "."), "value": v} for k, v in configs.items()]}
+
+
+def incremental(rtype, name, *ops) -> dict:
+    return {"resource_type": rtype, "resource_name": name,
+            "configs": [{"name": k, "config_operation": op, "value": v} for k, op, v in ops]}
+
+
+def config(h, path) -> dict:
+    return json.loads(h.server.read(path)[0])["config"] if h.server.exists(path) is not None else {}
+
+
+def codes(answer) -> list[int]:
+    return [r["error_code"] for r in answer["responses"]]
+
+
+async def test_alter_configs_writes_topic_and_broker_throttles_with_notifications():
+    h = await cluster()
+    try:
+        answer = await handle_alter(context(h), 1, {"resources": [
+            {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": LEADER_REPLICAS, "value": "0:1,1:2"}]},
+            {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "1000"}]},
+            {"resource_type": BROKER, "resource_name": "", "configs": [{"name": LEADER_RATE, "value": "5000"}]},
+        ], "validate_only": False})
+        assert codes(answer) == [0, 0, 0]
+        assert config(h, paths.topic_config("t")) == {LEADER_REPLICAS: "0:1,1:2"}
+        assert config(h, paths.broker_config(1)) == {LEADER_RATE: "1000"}
+        assert config(h, paths.broker_config(paths.BROKER_DEFAULT_CONFIG)) == {LEADER_RATE: "5000"}
+        assert {"topics/t", "brokers/1", "brokers/<default>"} <= notified(h)
+        # AlterConfigs replaces: the rate left out goes.
+        answer = await handle_alter(context(h), 0, {"resources": [
+            {"resource_type": BROKER, "resource_name": "1", "configs": []}], "validate_only": False})
+        assert codes(answer) == [0] and config(h, paths.broker_config(1)) == {}
+    finally:
+        await h.close()
+
+
+async def test_incremental_set_append_subtract_delete():
+    h = await cluster()
+    try:
+        async def inc(*ops):
+            return codes(await handle_incremental(context(h), 1, {"resources": [incremental(TOPIC, "t", *ops)],
+                                                                  "validate_only": False}))
+
+        assert await inc((LEADER_REPLICAS, SET, "0:1")) == [0]
+        assert await inc((LEADER_REPLICAS, APPEND, "1:2,0:1")) == [0]
+        assert config(h, paths.topic_config("t")) == {LEADER_REPLICAS: "0:1,1:2"}
+        assert await inc((LEADER_REPLICAS, SUBTRACT, "0:1")) == [0]
+        assert config(h, paths.topic_config("t")) == {LEADER_REPLICAS: "1:2"}
+        assert await inc((LEADER_REPLICAS, DELETE, None)) == [0]
+        assert config(h, paths.topic_config("t")) == {}
+        answer = await handle_incremental(context(h), 0, {"resources": [
+            incremental(BROKER, "2", (LEADER_RATE, APPEND, "5"))], "validate_only": False})
+        assert codes(answer) == [ErrorCode.INVALID_CONFIG]  # a rate is no list
+    finally:
+        await h.close()
+
+
+async def test_bad_input_gets_kafkas_errors_and_writes_nothing():
+    h = await cluster()
+    try:
+        before = h.server.dump()
+        answer = await handle_alter(context(h), 2, {"resources": [
+            {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": "retention.ms", "value": "1"}]},
+            {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": LEADER_REPLICAS, "value": "x"}]},
+            {"resource_type": TOPIC, "resource_name": "nope", "configs": []},
+            {"resource_type": TOPIC, "resource_name": "bad/name", "configs": []},
+            {"resource_type": BROKER, "resource_name": "one", "configs": []},
+            {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "-5"}]},
+            {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": None}]},
+            {"resource_type": 3, "resource_name": "g", "configs": []},
+        ], "validate_only": False})
+        assert codes(answer) == [40, 40, 3, 17, 42, 40, 42, 42]
+        answer = await handle_alter(context(h), 0, {"resources": [
+            {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "9"}]}],
+            "validate_only": True})
+        assert codes(answer) == [0]
+        answer = await handle_incremental(context(h), 0, {"resources": [incremental(
+            BROKER, "1", (LEADER_RATE, SET, "1"), (LEADER_RATE, DELETE, None))], "validate_only": False})
+        assert codes(answer) == [ErrorCode.INVALID_REQUEST]
+        assert h.server.dump() == before
+    finally:
+        await h.close()
+
+
+async def test_a_throttle_set_by_alter_configs_outlives_reassignments():
+    h = await cluster()
+    try:
+        answer = await handle_incremental(context(h), 1, {"resources": [
+            incremental(TOPIC, "t", (LEADER_REPLICAS, SET, "*")),
+            incremental(BROKER, "1", (LEADER_RATE, SET, "100000000"))], "validate_only": False})
+        assert codes(answer) == [0, 0]
+        tp = ("t", 0)
+        target = [b for b in range(1, 7) if b not in h.assignments[tp]]
+        body = {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": target}]}]}
+        assert (await handle_reassign(context(h), 0, body))["error_code"] == 0
+        h.requested[tp] = target
+        await h.run_until_quiet()
+        h.check_invariants()
+        assert config(h, paths.topic_config("t")) == {LEADER_REPLICAS: "*"}
+        assert config(h, paths.broker_config(1)) == {LEADER_RATE: "100000000"}
+    finally:
+        await h.close()
