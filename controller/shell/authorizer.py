@@ -63,6 +63,11 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     50: (DESCRIBE, CLUSTER),  # DescribeUserScramCredentials
     51: (ALTER, CLUSTER),  # AlterUserScramCredentials
 }
+# Checked per resource in their handlers, as Kafka does (the cluster grant or the topic's):
+# CreateTopics (19) CREATE, DeleteTopics (20) DELETE, CreatePartitions (37) ALTER, AlterConfigs
+# (33) and IncrementalAlterConfigs (44) ALTER_CONFIGS (cluster for a broker resource); a
+# request-wide gate here would refuse a principal holding only the topic's grant.
+PER_RESOURCE_APIS = (19, 20, 37, 33, 44)
 
 _TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}
 _OPERATION_CODES = {name.lower(): code for code, name in OPERATION_NAMES.items()}

@@ -330,3 +330,29 @@ async def test_a_partition_with_no_live_replica_gets_its_leader_when_one_registe
     state = h.json(paths.partition_state("late", 0))
     assert state["leader"] == 6 and state["isr"] == [6]
     assert hosted(h, "late") == {0: {6}}
+
+
+class TopicGrants:
+    """An authorizer granting ``operation`` on the named topics only (no cluster grant)."""
+
+    def __init__(self, operation: int, topics: set[str]):
+        self.operation, self.topics = operation, topics
+
+    async def allows(self, session, operation, resource_type, name) -> bool:
+        from controller.core import acl
+
+        return operation == self.operation and resource_type == acl.TOPIC and name in self.topics
+
+
+async def test_create_needs_create_on_the_cluster_or_the_topic(h):
+    from controller.core import acl
+    from controller.shell.authorizer import API_OPERATIONS, PER_RESOURCE_APIS
+
+    assert not set(PER_RESOURCE_APIS) & set(API_OPERATIONS)  # no request-wide gate for them
+    await h.start_controller(101)
+    await h.tick()
+    ctx = context(h)
+    ctx.authorizer = TopicGrants(acl.CREATE, {"mine"})
+    answer = await handle_create(ctx, 7, create_body(topic("mine", 1, 1), topic("theirs", 1, 1)))
+    assert [t["error_code"] for t in answer["topics"]] == [0, ErrorCode.TOPIC_AUTHORIZATION_FAILED]
+    assert h.server.exists(paths.topic("theirs")) is None
