@@ -37,7 +37,7 @@ from tests.controller.crashpoints import Coverage
 
 SCHEDULES = 10_000  # per `make test` (issue 16)
 STEPS = 40  # steps per schedule after the initial one
-SHARD_SIZE = 250  # schedules per shard: ~20 s of work, small enough to balance two workers
+SHARD_SIZE = 250  # schedules per shard: ~30 s of CPU, small enough to balance two workers
 CI_SEED = 16  # the seed under CI=true: every CI run runs the same schedules
 
 
