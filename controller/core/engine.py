@@ -76,6 +76,11 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     while the broker was down (RR of a completion, AR of a rollback, an override's dropped) -
     and gets StopReplica(delete) (controller.core.task.stray_partitions). Nothing waits for
     those, nor for an override's deletions: they are not in ``StopReplicaSent``.
+ 9b. Missing replicas, from the same answers: a replica RS places on the broker, of a partition
+    no move runs for, that the broker does not host - a LeaderAndIsr a controller never sent
+    because it died between writing a new partition's state and sending it - gets LeaderAndIsr
+    (``is_new``) with the state held (Kafka's controller sends every replica its LeaderAndIsr
+    after an election and at a broker's start-up); a state not read yet, once it is.
 10. New partitions (Kafka's ``onNewPartitionCreation``; the algorithm and its worked table
     are in controller.core.topic_creation). A partition of a known topic whose state znode the
     full-metadata read (step 8) found missing - a topic created by CreateTopics or any tool, or
@@ -300,6 +305,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
         self.outbox: Outbox | None = None
         self.created: list[TopicPartition] = []  # partitions given their first state (step 10)
         self.deleting = Overlay(state.deleting)  # step 11
+        self.unhosted = Overlay(state.unhosted)  # step 9b
         self.topics_deleted: list[str] = []
         self.markers_dropped: list[str] = []
         self.parents_created: set[str] = set()
@@ -624,6 +630,8 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
                 state = known
             elif state != known:
                 self.states[tp] = state  # kept: a move of the partition starts without a read
+            if tp in self.unhosted:
+                self.tell_unhosted(tp, state, assignment)
             self.box.update_metadata(tp, state, assignment.replicas, to)
 
     @writing(CREATE)
@@ -644,6 +652,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             if op.path != paths.partition_state(*tp):
                 self.parents_created.add(op.path)
         self.states[tp] = state
+        self.unhosted.pop(tp)  # told below with every live replica
         self.created.append(tp)
         for b in assignment.replicas:
             if b in self.brokers:
@@ -657,10 +666,33 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             return  # gone again: asked once more when it registers
         if self.deleting:
             self.deletion_hosted(b, event.partitions)  # step 11
+        self.missing_replicas(b, event.partitions)
         for tp in stray_partitions(b, event.partitions, self.assignments, self.tasks, self.states):
             state = self.states.get(tp)
             self.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
             self.box.stop_replica(b, tp, state.leader_epoch if state is not None else -1, wait=False)
+
+    def missing_replicas(self, b: int, hosted: frozenset[TopicPartition]) -> None:
+        """Step 9b: replicas assigned to ``b`` (RS, no move running) that it does not host - a
+        LeaderAndIsr lost with a controller that wrote the state and died before sending it (a
+        new partition's, say) - get LeaderAndIsr (``is_new``) with the state held; a state not
+        read yet: once it is (``unhosted``, on_metadata)."""
+        for tp, assignment in self.assignments.items():
+            if b not in assignment.replicas or tp in hosted or tp in self.tasks or tp[0] in self.deleting:
+                continue
+            state = self.states.get(tp)
+            if state is None:
+                self.unhosted[tp] = self.unhosted.get(tp, frozenset()) | {b}
+                continue
+            self.log.append(f"broker {b} does not host its replica of {tp[0]}-{tp[1]}: sending it LeaderAndIsr")
+            self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
+
+    def tell_unhosted(self, tp: TopicPartition, state: LeaderIsr, assignment: Assignment) -> None:
+        """Step 9b, once ``tp``'s state is known."""
+        for b in sorted(self.unhosted.get(tp, ())):
+            if b in self.brokers and b in assignment.replicas and tp not in self.tasks:
+                self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
+        self.unhosted.pop(tp)
 
     def on_stop_replica_sent(self, event: StopReplicaSent) -> None:
         for tp in event.partitions:
@@ -1056,6 +1088,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             pending=self.pending.changes,
             record_counts=self.record_counts.changes,
             deleting=self.deleting.changes,
+            unhosted=self.unhosted.changes,
         )
         if tuple(self.deferred) != self.base.deferred:
             delta.deferred = tuple(self.deferred)

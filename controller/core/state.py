@@ -127,6 +127,7 @@ class Delta:
     record_counts: dict = field(default_factory=dict)
     deferred: object = _MISSING  # tuple of events, when it changed
     deleting: dict = field(default_factory=dict)
+    unhosted: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -160,6 +161,9 @@ class ClusterState:
     deferred: tuple = ()
     # Topics marked for deletion (/admin/delete_topics): controller.core.topic_deletion.
     deleting: dict = field(default_factory=dict)
+    # Replicas a broker's DescribeLogDirs answer lacked while their partition's state was not
+    # read yet: told (LeaderAndIsr) once it is (engine step 9b).
+    unhosted: dict = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -179,6 +183,7 @@ class ClusterState:
         if delta.deferred is not _MISSING:
             self.deferred = delta.deferred
         apply_changes(self.deleting, delta.deleting)
+        apply_changes(self.unhosted, delta.unhosted)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -21,6 +21,7 @@ from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import context
 from tests.controller.harness import Harness
 from znodes import paths
+from znodes.api import SessionExpiredError
 from znodes.payloads import encode_topic
 from znodes.values import Assignment, Broker
 
@@ -356,3 +357,26 @@ async def test_create_needs_create_on_the_cluster_or_the_topic(h):
     answer = await handle_create(ctx, 7, create_body(topic("mine", 1, 1), topic("theirs", 1, 1)))
     assert [t["error_code"] for t in answer["topics"]] == [0, ErrorCode.TOPIC_AUTHORIZATION_FAILED]
     assert h.server.exists(paths.topic("theirs")) is None
+
+
+@pytest.mark.parametrize("k", range(0, 9))
+async def test_a_controller_dying_between_a_new_state_and_its_leader_and_isr(h, k):
+    """Found by tests/controller/test_stateful_topics.py: the state znodes landed, the controller
+    died before sending LeaderAndIsr; the next one finds the replicas missing from the brokers'
+    DescribeLogDirs answers at its election and sends it (engine step 9b)."""
+    c1 = await h.start_controller(101)
+    await h.tick()
+    c1.store.remaining = k  # crash after k more ZooKeeper ops
+    try:
+        await handle_create(context(h), 7, create_body(topic("n0", 2, 1), timeout_ms=0))
+    except SessionExpiredError:
+        pass  # the crash cut the request's own write: it may or may not have landed
+    await h.settle()
+    if h.server.exists(paths.topic("n0")) is None:
+        return  # nothing to finish
+    if c1.alive:
+        await c1.stop()
+    await h.start_controller(102)
+    for _ in range(3):
+        await h.tick()
+    assert_created(h, "n0", 2)
