@@ -174,6 +174,7 @@ from controller.core.events import (
     BrokersRead,
     CancelRequested,
     DeletionsRead,
+    ElectionRequested,
     Event,
     MetadataRead,
     QueueRead,
@@ -189,6 +190,7 @@ from controller.core.flush import (
     BROKERS,
     COMPLETE,
     CREATE,
+    ELECT,
     FINISH,
     ISR_CHANGE,
     OTHER,
@@ -203,6 +205,7 @@ from controller.core.flush import (
 from controller.core.queue import QueueSteps
 from controller.core.state import ClusterState, Delta, Overlay
 from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas, stray_partitions
+from controller.core.elections import ElectionSteps
 from controller.core.topic_deletion import DeletionSteps
 from controller.core.validation import replicas_problem
 from znodes import paths
@@ -240,6 +243,9 @@ class Step:
     # markers of unknown topics: the shell deletes their znodes before applying ``delta``.
     topics_deleted: list[str] = field(default_factory=list)
     markers_dropped: list[str] = field(default_factory=list)
+    # Step 12: (token, {partition: (error code, message)}) per ElectionRequested, answered by
+    # the shell once ``writes`` landed.
+    elections: list = field(default_factory=list)
 
 
 def step(state: ClusterState, events: Sequence[Event] | Event, config: ControllerConfig) -> Step:
@@ -257,7 +263,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
     return s.finish()
 
 
-class _Step(CancelSteps, QueueSteps, DeletionSteps):
+class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
     """The working set of one step: overlays over the state plus the effects so far
     (cancellation and the queue are in controller.core.cancel and controller.core.queue)."""
 
@@ -306,6 +312,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
         self.created: list[TopicPartition] = []  # partitions given their first state (step 10)
         self.deleting = Overlay(state.deleting)  # step 11
         self.unhosted = Overlay(state.unhosted)  # step 9b
+        self.elections: list = []  # step 12: (token, results) per ElectionRequested
         self.topics_deleted: list[str] = []
         self.markers_dropped: list[str] = []
         self.parents_created: set[str] = set()
@@ -426,6 +433,8 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             self.on_hosted(event)
         elif isinstance(event, DeletionsRead):
             self.on_deletions(event.topics)
+        elif isinstance(event, ElectionRequested):
+            self.elect(event)
         elif isinstance(event, (CancelRequested, QueueRead)):
             if self.states_missing():
                 # Just failed over: a cancel needs the partition state of the moves it rolls
@@ -671,6 +680,14 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             state = self.states.get(tp)
             self.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
             self.box.stop_replica(b, tp, state.leader_epoch if state is not None else -1, wait=False)
+
+    @writing(ELECT)
+    def elect(self, event: ElectionRequested) -> None:
+        """Step 12 (controller.core.elections)."""
+        if self.states_missing():
+            self.deferred.append(event)  # just failed over: after the resumed moves' states
+        else:
+            self.on_election(event)
 
     def missing_replicas(self, b: int, hosted: frozenset[TopicPartition]) -> None:
         """Step 9b: replicas assigned to ``b`` (RS, no move running) that it does not host - a
@@ -1118,6 +1135,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps):
             created=self.created,
             topics_deleted=self.topics_deleted,
             markers_dropped=self.markers_dropped,
+            elections=self.elections,
         )
 
 

@@ -134,7 +134,19 @@ class DeletionsRead:
     topics: frozenset[str]
 
 
+@dataclass(frozen=True, slots=True)
+class ElectionRequested:
+    """ElectLeaders (KIP-460): elect leaders of ``partitions`` (None: every one), ``election_type``
+    0 preferred, 1 unclean, from ``states`` the shell read for it (controller.core.elections).
+    ``token`` comes back with the results in ``Step.elections``."""
+
+    partitions: tuple[TopicPartition, ...] | None
+    election_type: int
+    states: dict[TopicPartition, LeaderIsr | None]
+    token: object = None
+
+
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
-    | MetadataRead | ReplicasHosted | DeletionsRead
+    | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested
 )

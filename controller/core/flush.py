@@ -43,9 +43,10 @@ CREATE = "create"
 # A deleted topic's znodes and its marker (controller.core.topic_deletion step 5): the shell's
 # own flush, like throttle removal's.
 DELETE = "delete"
+ELECT = "elect"  # a leader election asked for (controller.core.elections): the state znode
 
 FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, OTHER)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, OTHER)
 
 
 def writing(kind: str):

@@ -1,0 +1,89 @@
+"""Leader elections asked for by ElectLeaders (KIP-460): the engine's part, a mixin of its
+working set (controller.core.engine, step 12). Pure.
+
+Per partition asked for (every known one when the request names none), in order:
+
+ 1. Unknown, or its topic being deleted -> UNKNOWN_TOPIC_OR_PARTITION; a move running ->
+    REASSIGNMENT_IN_PROGRESS (the move owns its leader until it ends); no state (none read or
+    written yet) -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
+ 2. PREFERRED (0): the preferred leader is the first replica of the assignment. Already the
+    leader -> ELECTION_NOT_NEEDED; not live or not in the ISR -> PREFERRED_LEADER_NOT_AVAILABLE.
+ 3. UNCLEAN (1): a live leader -> ELECTION_NOT_NEEDED; else the first live replica of the ISR
+    (a clean election), else the first live replica (unclean: the ISR becomes that replica
+    alone); none live -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
+ 4. Elect: the state znode with the new leader and leader epoch + 1, conditional on the
+    zkVersion the decision was made from (a stale state fails the flush: the shell rebuilds and
+    the request fails as a whole); LeaderAndIsr to the live replicas, UpdateMetadata to every
+    live broker. The results go back with the token once the writes landed (``Step.elections``).
+
+States: the newer (zkVersion) of the one the shell read for the request and the one held.
+
+    s.on_election(ElectionRequested((("t", 0),), PREFERRED, {("t", 0): state}, token=future))
+"""
+
+from __future__ import annotations
+
+from protocol.errors import ErrorCode
+from znodes.values import LeaderIsr, TopicPartition
+
+PREFERRED, UNCLEAN = 0, 1
+
+Result = tuple[ErrorCode, str | None]
+
+
+def _name(tp: TopicPartition) -> str:
+    return f"{tp[0]}-{tp[1]}"
+
+
+class ElectionSteps:
+    """Steps 1-4 as methods of the engine's working set."""
+
+    def on_election(self, event) -> None:
+        wanted = list(self.assignments.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
+        results: dict[TopicPartition, Result] = {}
+        for tp in wanted:
+            results[tp] = self.elect_one(tp, event.election_type, event.states.get(tp))
+        self.elections.append((event.token, results))
+
+    def elect_one(self, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:
+        assignment = self.assignments.get(tp)
+        if assignment is None or tp[0] in self.deleting:
+            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {_name(tp)}"
+        move = self.tasks.get(tp)
+        if move is not None and move.started:
+            return ErrorCode.REASSIGNMENT_IN_PROGRESS, f"{_name(tp)} is being reassigned"
+        held = self.states.get(tp)
+        state = held if read is None or (held is not None and held.zk_version >= read.zk_version) else read
+        if state is None:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{_name(tp)} has no leader state yet"
+        live, replicas = self.brokers, assignment.replicas
+        if election_type == PREFERRED:
+            preferred = replicas[0]
+            if state.leader == preferred:
+                return ErrorCode.ELECTION_NOT_NEEDED, f"{preferred} already leads {_name(tp)}"
+            if preferred not in live or preferred not in state.isr:
+                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, (
+                    f"preferred leader {preferred} of {_name(tp)} is {'not in the ISR' if preferred in live else 'down'}")
+            leader, isr = preferred, state.isr
+        elif election_type == UNCLEAN:
+            if state.leader in live:
+                return ErrorCode.ELECTION_NOT_NEEDED, f"{_name(tp)} has a live leader ({state.leader})"
+            clean = [b for b in state.isr if b in live and b in replicas]
+            if clean:
+                leader, isr = clean[0], state.isr
+            else:
+                alive = [b for b in replicas if b in live]
+                if not alive:
+                    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
+                leader, isr = alive[0], (alive[0],)
+                self.log.append(f"unclean leader election of {_name(tp)}: {leader}, out of the ISR {list(state.isr)}")
+        else:
+            return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
+        if state is read and read != held:
+            self.states[tp] = read  # the conditional write below is made from this one
+        new = self.new_epoch(tp, state, leader=leader, isr=isr)
+        for b in replicas:
+            if b in live:
+                self.box.leader_and_isr(b, tp, new, replicas=replicas, adding=(), removing=(), is_new=False)
+        self.box.update_metadata(tp, new, replicas)
+        return ErrorCode.NONE, None

@@ -1,0 +1,72 @@
+"""Leader elections asked for by ElectLeaders (KIP-460, issue 14 item 5): the engine's step 12
+(controller.core.elections), every rule of its docstring."""
+
+from __future__ import annotations
+
+import json
+
+from controller.core import engine
+from controller.core.commands import LEADER_AND_ISR, UPDATE_METADATA
+from controller.core.config import ControllerConfig
+from controller.core.elections import PREFERRED, UNCLEAN
+from controller.core.events import ElectionRequested
+from controller.core.state import ClusterState
+from controller.core.task import Move, Phase
+from protocol.errors import ErrorCode
+from znodes.values import Assignment, Broker, LeaderIsr
+
+TOKEN = object()
+
+
+def _state(live=(1, 2, 3)) -> ClusterState:
+    s = ClusterState(controller_id=101, epoch=4, brokers={b: Broker(b, "h", 9000 + b) for b in live})
+    for p, (replicas, state) in enumerate([
+        ((1, 2, 3), LeaderIsr(2, 5, 3, (1, 2, 3), 7)),  # p0: preferred 1 in sync, 2 leads
+        ((1, 2, 3), LeaderIsr(1, 1, 3, (1, 2, 3), 2)),  # p1: preferred leads already
+        ((3, 1, 2), LeaderIsr(1, 1, 3, (1, 2), 2)),  # p2: preferred 3 out of the ISR
+        ((2, 3), LeaderIsr(9, 4, 3, (9,), 6)),  # p3: leader gone, ISR gone
+    ]):
+        s.assignments[("t", p)] = Assignment(replicas)
+        s.states[("t", p)] = state
+    s.topic_partitions["t"], s.topic_versions["t"] = (0, 1, 2, 3), 0
+    return s
+
+
+def results(st) -> dict:
+    [(token, res)] = st.elections
+    assert token is TOKEN
+    return {tp: code for tp, (code, _) in res.items()}
+
+
+def test_preferred_election_moves_leadership_with_a_new_epoch_and_says_why_not_elsewhere():
+    st = engine.step(_state(), ElectionRequested(None, PREFERRED, {}, TOKEN), ControllerConfig())
+    assert results(st) == {
+        ("t", 0): ErrorCode.NONE, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED,
+        ("t", 2): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, ("t", 3): ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
+    }
+    [write] = st.writes
+    assert write.path == "/brokers/topics/t/partitions/0/state" and write.version == 7
+    assert json.loads(write.data) == {"controller_epoch": 4, "leader": 1, "version": 1, "leader_epoch": 6, "isr": [1, 2, 3]}
+    assert {c.broker_id for c in st.commands if c.api_key == LEADER_AND_ISR} == {1, 2, 3}
+    assert {c.broker_id for c in st.commands if c.api_key == UPDATE_METADATA} == {1, 2, 3}
+    assert st.kinds == [frozenset({"elect"})]
+
+
+def test_unclean_election_takes_the_first_live_replica_only_when_nothing_in_sync_lives():
+    st = engine.step(_state(), ElectionRequested((("t", 3), ("t", 0), ("t", 9)), UNCLEAN, {}, TOKEN), ControllerConfig())
+    assert results(st) == {("t", 3): ErrorCode.NONE, ("t", 0): ErrorCode.ELECTION_NOT_NEEDED,
+                           ("t", 9): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+    assert json.loads(st.writes[0].data)["leader"] == 2 and json.loads(st.writes[0].data)["isr"] == [2]
+    none_live = engine.step(_state(live=(1,)), ElectionRequested((("t", 3),), UNCLEAN, {}, TOKEN), ControllerConfig())
+    assert results(none_live) == {("t", 3): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE} and none_live.writes == []
+
+
+def test_a_moving_partition_and_a_newer_read_state():
+    s = _state()
+    s.tasks[("t", 0)] = Move(("t", 0), (1, 2, 4), Phase.REPLICATING, original=(1, 2, 3))
+    st = engine.step(s, ElectionRequested((("t", 0),), PREFERRED, {}, TOKEN), ControllerConfig())
+    assert results(st) == {("t", 0): ErrorCode.REASSIGNMENT_IN_PROGRESS}
+    # The state the shell read is newer than the one held (the leader moved meanwhile): used.
+    read = LeaderIsr(1, 6, 3, (1, 2, 3), 8)
+    st = engine.step(_state(), ElectionRequested((("t", 0),), PREFERRED, {("t", 0): read}, TOKEN), ControllerConfig())
+    assert results(st) == {("t", 0): ErrorCode.ELECTION_NOT_NEEDED}
