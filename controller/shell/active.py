@@ -150,6 +150,9 @@ class ActiveController:
         # Going past KIP-179: throttles no running move needs go as soon as moves end.
         self.on_moves_ended = on_moves_ended
         self.on_step = on_step  # observation hook for tests and benchmarks
+        # Told each step with its events and the state before it, once its writes landed:
+        # per-partition log lines and counts by door (controller.shell.journal), set by the daemon.
+        self.journal = None
         # Called with each step's newly created partitions (engine step 10) once its broker
         # requests went to the dispatcher: CreateTopics answers then (admin/create_topics.py).
         self.created_listeners: list[Callable[[list], None]] = []
@@ -460,6 +463,8 @@ class ActiveController:
         if step.topics_deleted or step.markers_dropped:
             await self._delete_topic_znodes(step)  # ZooKeeper before memory
         self.flushing = None
+        if self.journal is not None:
+            self.journal.observe(events, step, self.state)
         self.state.apply(step.delta)
         if not conflict:
             self._answer_cancels(step)

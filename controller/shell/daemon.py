@@ -47,6 +47,7 @@ from controller.shell.admin.handler import AdminHandler
 from controller.shell.copy_progress import CopyProgress, ProgressHistory
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
+from controller.shell.journal import MoveJournal, RecordIds
 from controller.core.listeners import Listener
 from controller.shell.listener import ListenerLimits, RequestHandler
 from controller.shell.security.config import SecurityConfig
@@ -109,6 +110,8 @@ class ControllerDaemon:
         # Bytes remaining over time of the latest reassignment run (GET /progress/history):
         # outlives each active term, so a finished run stays readable after a resignation too.
         self.history = ProgressHistory()
+        # Each partition's move: its door, reassignment_id, log lines and counts (controller.shell.journal).
+        self.journal = MoveJournal(self.metrics)
         ops_listen = ops_listen or getattr(config, "ops_address", None)
         self.ops = (
             OpsServer(ops_listen[0], ops_listen[1], self.metrics, ready=self.readiness,
@@ -165,7 +168,7 @@ class ControllerDaemon:
                     store = self._connect()
                     if inspect.isawaitable(store):
                         store = await store
-                    store = MeteredStore(store, self.metrics)
+                    store = RecordIds(MeteredStore(store, self.metrics), self.journal)
                     if self._audit is not None:
                         store = AuditedStore(store, self._audit, self.controller_id)
                 except (ConnectionLossError, OSError) as e:
@@ -249,6 +252,8 @@ class ControllerDaemon:
                     on_moves_ended=remove_idle_throttles,
                     on_step=self.metrics.observe_step,
                 )
+                self.journal.begin_term()
+                active.journal = self.journal
                 self.role.active = active
                 self.metrics.elected(won.epoch)
                 sampler = asyncio.create_task(

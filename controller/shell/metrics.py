@@ -1,9 +1,10 @@
 """Prometheus metrics of one controller process, in its own CollectorRegistry.
 
 Counted where the I/O happens, never inside the engine: ZooKeeper calls through
-:class:`MeteredStore`, admin requests through :class:`MeteredHandler`, reassignment outcomes
-from each engine step's results (:meth:`Metrics.observe_step`, the ActiveController's
-``on_step``), session changes through :class:`MeteredInbox`. Gauges of what the active
+:class:`MeteredStore`, admin requests through :class:`MeteredHandler`, reassignment outcomes by
+door from each engine step's results (controller.shell.journal), cancellations through
+:meth:`Metrics.observe_step` (the ActiveController's ``on_step``), session changes through
+:class:`MeteredInbox`. Gauges of what the active
 controller holds (pending and running moves, slots per broker, admin connections) are read
 at scrape time from the live objects, so they cost nothing between scrapes.
 
@@ -31,6 +32,7 @@ from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Histo
 from prometheus_client.utils import floatToGoString
 
 from controller.shell.inbox import Inbox
+from controller.shell.journal import DOORS, UNKNOWN
 from znodes.api import FencedError, SessionEvent
 
 if TYPE_CHECKING:
@@ -59,7 +61,10 @@ class Metrics:
             "reassignd_resignations", "times this instance stopped being active, by reason", ["reason"], registry=r
         )
         self.outcomes = Counter(
-            "reassignd_reassignments", "partition reassignments ended, by outcome (completed, cancelled)", ["outcome"], registry=r
+            "reassignd_reassignments",
+            "partition reassignments ended, by outcome (completed, cancelled, dropped; skipped: the target was already the "
+            "assignment; refused: an invalid target) and door (controller.shell.journal)",
+            ["outcome", "door"], registry=r,
         )
         self.cancels = Counter(
             "reassignd_cancellations",
@@ -99,9 +104,6 @@ class Metrics:
             "reassignd_broker_copy_rate_bytes_per_second", "how fast the broker's new replicas grew between the last two samples",
             ["broker"], registry=r,
         )
-        # Label children looked up once: a step pays for no label resolution.
-        self._completed = self.outcomes.labels("completed")
-        self._cancelled = self.outcomes.labels("cancelled")
         for state in ("CONNECTED", "SUSPENDED", "LOST"):
             self.sessions.labels(state)
 
@@ -124,11 +126,8 @@ class Metrics:
         self.resignations.labels(_reason_label(reason)).inc()
 
     def observe_step(self, step: Step) -> None:
-        """One engine step's results (the ActiveController's ``on_step``)."""
-        if step.completed:
-            self._completed.inc(len(step.completed))
-        if step.cancelled:
-            self._cancelled.inc(len(step.cancelled))
+        """One engine step's cancellations (the ActiveController's ``on_step``; its moves'
+        outcomes are counted by door in controller.shell.journal)."""
         for outcome in step.cancels:
             for code, _ in outcome.results.values():
                 self.cancels.labels(outcome.source, "accepted" if code == 0 else "skipped").inc()
@@ -148,8 +147,10 @@ class _LiveCollector:
         self.listener = listener
 
     def collect(self):
-        pending = GaugeMetricFamily("reassignd_reassignments_pending", "reassignments accepted and waiting for a slot")
-        running = GaugeMetricFamily("reassignd_reassignments_running", "reassignments holding a slot (started or starting)")
+        pending = GaugeMetricFamily("reassignd_reassignments_pending", "reassignments accepted and waiting for a slot, by door",
+                                    labels=["door"])
+        running = GaugeMetricFamily("reassignd_reassignments_running", "reassignments holding a slot (started or starting), "
+                                    "by door", labels=["door"])
         slots = GaugeMetricFamily(
             "reassignd_broker_move_slots_in_use", "concurrent moves per broker, by direction (incoming, outgoing)",
             labels=["broker", "direction"],
@@ -159,22 +160,27 @@ class _LiveCollector:
         state = active.state if active is not None else None
         if state is not None:
             incoming, outgoing = Tally(), Tally()
-            held = 0
+            journal = getattr(active, "journal", None)
+            door = journal.door if journal is not None else (lambda tp: UNKNOWN)
+            held = Tally()
             for move in state.tasks.values():
                 if move.holds_slot:
-                    held += 1
+                    held[door(move.tp)] += 1
                     incoming.update(move.adding)
                     outgoing.update(move.removing)
-            pending.add_metric([], len(state.pending))
-            running.add_metric([], held)
+            waiting = Tally(door(tp) for tp in state.pending)
+            for d in DOORS:
+                pending.add_metric([d], waiting[d])
+                running.add_metric([d], held[d])
             for broker in sorted(set(incoming) | set(outgoing) | set(state.brokers)):
                 slots.add_metric([str(broker), "incoming"], incoming[broker])
                 slots.add_metric([str(broker), "outgoing"], outgoing[broker])
             caps.add_metric(["incoming"], active.config.max_incoming_per_broker)
             caps.add_metric(["outgoing"], active.config.max_outgoing_per_broker)
         else:
-            pending.add_metric([], 0)
-            running.add_metric([], 0)
+            for d in DOORS:
+                pending.add_metric([d], 0)
+                running.add_metric([d], 0)
         yield from (pending, running, slots, caps)
         if self.listener is not None:
             conns = GaugeMetricFamily("reassignd_admin_connections_open", "admin listener connections open")

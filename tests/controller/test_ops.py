@@ -14,6 +14,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import protocol
 from controller.core.config import Settings
 from controller.shell.daemon import ControllerDaemon
+from controller.shell.journal import DOORS
 from controller.shell.metrics import Metrics, error_code
 from controller.shell.ops import LAG_WINDOW_S, OpsServer
 
@@ -80,7 +81,8 @@ async def test_two_daemons_probes_and_metrics(zk_hosts):
         assert m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "fenced_multi"),))] >= 1 or \
             m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "multi"),))] >= 1
         assert m[active][("reassignd_zookeeper_ops_total", (("kind", "read"),))] > 0
-        assert m[active][("reassignd_reassignments_running", ())] == 0
+        running = {labels: v for (name, labels), v in m[active].items() if name == "reassignd_reassignments_running"}
+        assert set(running) == {(("door", d),) for d in DOORS} and not any(running.values())
         assert (await http_get(daemons[active].ops.port, "/nope"))[0] == 404
         assert (await http_get(daemons[active].ops.port, "/metrics", "POST"))[0] == 405
         # SIGHUP's live part: a cap and the log level change, a restart-only setting does not

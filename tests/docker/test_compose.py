@@ -5,7 +5,7 @@ the environment the image and the compose file give it (no Docker daemon on buil
 The run (real ZooKeeper from the session fixture, ``python -m reassignd`` processes): the
 simulated brokers and three controllers come up; /healthz and /readyz answer 200 on each; a
 reassignment submitted through the admin API (AlterPartitionReassignments) completes and the
-active controller's /metrics (parsed with prometheus_client.parser) counts it; every log line
+active controller's /metrics (parsed with prometheus_client.parser) counts it by its door; every log line
 is JSON, the request is in the audit log; SIGTERM on the active controller hands over to a
 standby within a second (``planned_handover_seconds``).
 """
@@ -332,12 +332,15 @@ def test_compose_services_run_as_processes(zk_hosts, tmp_path):
             # /metrics of the active controller counts what happened
             def completed():
                 m = scrape(ops[active])
-                return m if m.get(("reassignd_reassignments_total", (("outcome", "completed"),))) == 4 else None
+                key = ("reassignd_reassignments_total", (("door", "AlterPartitionReassignments"), ("outcome", "completed")))
+                return m if m.get(key) == 4 else None
 
             m = wait_for(completed, 10, "4 completions in /metrics")
             assert m[("reassignd_controller_active", ())] == 1 and m[("reassignd_controller_epoch", ())] == epoch
             assert m[("reassignd_admin_requests_total", (("api_key", "45"), ("api_version", "0"), ("error_code", "0")))] == 1
-            assert m[("reassignd_reassignments_running", ())] == 0 and m[("reassignd_reassignments_pending", ())] == 0
+            for gauge in ("reassignd_reassignments_running", "reassignd_reassignments_pending"):
+                assert not any(v for (name, _), v in m.items() if name == gauge), gauge
+            assert m[("reassignd_reassignments_pending", (("door", "znode"),))] == 0  # by door
             assert m[("reassignd_zookeeper_request_duration_seconds_count", (("op", "fenced_multi"),))] >= 2
             assert m[("reassignd_fence_failures_total", ())] == 0
             assert m[("reassignd_zookeeper_multi_ops_count", ())] >= 2

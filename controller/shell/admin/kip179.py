@@ -56,6 +56,8 @@ import logging
 from controller.shell import throttle_configs as tc
 from controller.shell import throttles
 from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
+from controller.shell.journal import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS_DOOR
+from controller.shell.journal import count_refused, write_noted
 from controller.shell.admin.submit import (
     OK,
     ClusterView,
@@ -200,6 +202,8 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                 )
             targets = {}
         if body["validate_only"] or not targets:
+            if not body["validate_only"]:
+                count_refused(active, REASSIGN_PARTITIONS_DOOR, results, values)
             return _reassign_response(order, results)
         moving = {tp: r for tp, r in targets.items() if view.assignment(tp).replicas != r}
         async with throttles.lock(store):
@@ -221,7 +225,10 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                     await update_configs(store, active.epoch_zkversion, broker_updates)
                     if not body["remove_throttle"]:
                         await update_both_listed(store, active.epoch_zkversion, topics_drop=topics, brokers_drop=brokers)
-                outcome = await add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0)
+                outcome = await write_noted(
+                    active, REASSIGN_PARTITIONS_DOOR, targets,
+                    lambda: add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0),
+                )
                 started = any(r[0] == ErrorCode.NONE for r in outcome.values())
                 results.update(outcome)
             except _WRITE_FAILURES as e:
@@ -231,6 +238,7 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                     await _cleanup(store, active.epoch_zkversion, active.state)
     except (ZkError, ZnodeFormatError) as e:  # a read failed before anything was written
         raise _failure(e) from e
+    count_refused(active, REASSIGN_PARTITIONS_DOOR, results, values)
     return _reassign_response(order, results)
 
 

@@ -24,6 +24,8 @@ from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from controller.shell.admin.cancel import cancel_partitions
+from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS as ALTER_PARTITION_REASSIGNMENTS_DOOR
+from controller.shell.journal import count_refused, write_noted
 from controller.shell.admin.submit import (
     OK,
     add_entries,
@@ -105,7 +107,10 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
                     results[tp] = problem
                 else:
                     valid[tp] = replicas
-            results.update(await add_entries(store, active.epoch_zkversion, valid, view, create_only=False))
+            results.update(await write_noted(
+                active, ALTER_PARTITION_REASSIGNMENTS_DOOR, valid,
+                lambda: add_entries(store, active.epoch_zkversion, valid, view, create_only=False),
+            ))
         except ZnodeFormatError as e:
             raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot merge into /admin/reassign_partitions: {e}") from e
         except RequestTooLargeError as e:
@@ -113,6 +118,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
         except ZkError as e:  # FlushError included
             raise session_failure(e) or ApiError(
                 ErrorCode.UNKNOWN_SERVER_ERROR, f"writing /admin/reassign_partitions failed: {e!r}") from e
+    count_refused(active, ALTER_PARTITION_REASSIGNMENTS_DOOR, results, targets)
     if cancels:
         timeout_s = max(body["timeout_ms"], 0) / 1000
         results.update(await cancel_partitions(ctx, cancels, timeout_s=timeout_s))

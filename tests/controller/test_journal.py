@@ -1,0 +1,199 @@
+"""controller.shell.journal: each partition's move by door - counts in /metrics and structured
+log lines - from engine steps (pure, with the engine), then end to end: a controller process
+with JSON logs and simulated brokers, reassignments through every door."""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import socket
+import struct
+import urllib.request
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+import protocol
+from controller.core import engine
+from controller.core.config import ControllerConfig
+from controller.core.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS, MoveJournal
+from controller.shell.metrics import Metrics
+from tests.controller.helpers import cluster, req, state
+from tests.controller.test_copy_progress import ready
+from tests.e2e.processes import running_cluster, wait_for
+
+CFG = ControllerConfig()
+
+
+def counts(metrics: Metrics) -> dict:
+    return {(s.labels["outcome"], s.labels["door"]): s.value for f in text_string_to_metric_families(metrics.scrape().decode())
+            if f.name == "reassignd_reassignments" for s in f.samples if s.name.endswith("_total")}
+
+
+def run(journal: MoveJournal, s, *events):
+    step = engine.step(s, list(events), CFG)
+    journal.observe(list(events), step, s)
+    s.apply(step.delta)
+    return step
+
+
+def moves(caplog) -> list[dict]:
+    keys = ("move", "topic", "partition", "door", "target", "reason", "reassignment_id")
+    return [{k: getattr(r, k) for k in keys if hasattr(r, k)} for r in caplog.records if hasattr(r, "move")]
+
+
+def test_doors_outcomes_and_fields_from_engine_steps(caplog):
+    caplog.set_level(logging.INFO, logger="reassignd.controller")
+    metrics = Metrics()
+    journal = MoveJournal(metrics)
+    s = cluster(topics={"t": {0: (1, 2, 3), 1: (1, 2, 3), 2: (1, 2, 3), 3: (1, 2, 3), 4: (1, 2, 3)}})
+    for p in range(5):
+        s.states[("t", p)] = state(1, (1, 2, 3))
+    journal.note({("t", 0): (4, 2, 3)}, ALTER_PARTITION_REASSIGNMENTS)  # the handler, before its write
+    journal.created("/admin/reassignments/t/0", 4242)  # as RecordIds reports the start's multi
+    run(journal, s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)), req("t", 2, (1, 2, 3)),
+                                     req("t", 3, (1, 2, 42)))))
+    lines = moves(caplog)
+    assert {"move": "started", "topic": "t", "partition": 0, "door": ALTER_PARTITION_REASSIGNMENTS,
+            "target": [4, 2, 3], "reassignment_id": 4242} in lines
+    assert {"move": "started", "topic": "t", "partition": 1, "door": "znode", "target": [5, 2, 3]} in lines
+    assert {"move": "skipped", "topic": "t", "partition": 2, "door": "znode", "target": [1, 2, 3],
+            "reason": "already the assignment"} in lines
+    refused = next(line for line in lines if line["move"] == "refused")
+    assert (refused["partition"], refused["door"]) == (3, "znode") and "42" in refused["reason"]
+    assert counts(metrics) == {("skipped", "znode"): 1, ("refused", "znode"): 1}
+    assert journal.door(("t", 0)) == ALTER_PARTITION_REASSIGNMENTS and journal.door(("t", 1)) == "znode"
+    # the same znode read again (its write conflicted, say) counts nothing twice
+    caplog.clear()
+    run(journal, s, RequestsRead(1, tuple(s.requests.values())))
+    assert counts(metrics) == {("skipped", "znode"): 1, ("refused", "znode"): 1} and not moves(caplog)
+    # t-0 completes: TRS in the ISR, then the StopReplica sent
+    run(journal, s, StatesRead({("t", 0): state(1, (1, 2, 3, 4), zk_version=1, leader_epoch=1)}))
+    run(journal, s, StopReplicaSent((("t", 0),)))
+    assert counts(metrics)[("completed", ALTER_PARTITION_REASSIGNMENTS)] == 1
+    assert {"move": "completed", "topic": "t", "partition": 0, "door": ALTER_PARTITION_REASSIGNMENTS,
+            "target": [4, 2, 3], "reassignment_id": 4242} in moves(caplog)
+    # a queued batch: its door is the queue's
+    caplog.clear()
+    run(journal, s, QueueRead(0, (req("t", 4, (6, 2, 3)),)))
+    assert {"move": "started", "topic": "t", "partition": 4, "door": "queue", "target": [6, 2, 3]} in moves(caplog)
+
+
+# ---- end to end ---------------------------------------------------------------------------------
+
+
+def admin_call(address: str, api_key: int, version: int, body: dict) -> dict:
+    host, port = address.rsplit(":", 1)
+    with socket.create_connection((host, int(port)), timeout=10) as s:
+        s.sendall(protocol.encode_request(api_key, version, 1, "journal-test", body))
+        head = s.recv(4, socket.MSG_WAITALL)
+        (size,) = struct.unpack(">i", head)
+        frame = head + s.recv(size, socket.MSG_WAITALL)
+    return protocol.decode_response(api_key, version, frame)[1]
+
+
+def ops_port(log) -> int | None:
+    """The operations port from a JSON log's start-up line."""
+    for line in log.read_text().splitlines():
+        found = re.search(r"operations port on http://[^:]+:(\d+)", json.loads(line)["message"])
+        if found:
+            return int(found.group(1))
+    return None
+
+
+def scrape(port: int) -> dict:
+    with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as r:
+        text = r.read().decode()
+    return {(s.name, tuple(sorted(s.labels.items()))): s.value for f in text_string_to_metric_families(text) for s in f.samples}
+
+
+def outcome(m: dict, what: str, door: str) -> float:
+    return m.get(("reassignd_reassignments_total", (("door", door), ("outcome", what))), 0)
+
+
+@pytest.mark.e2e
+@pytest.mark.zk
+@pytest.mark.timeout(180)
+def test_every_door_counted_and_logged_as_json(zk_hosts, tmp_path):
+    sim = ["--brokers", "4", "--topics", "t:6:1:64KiB", "--topic-brokers", "1", "--produce-rate", "0", "--tick-ms", "20"]
+    config = {"ops_listen": "127.0.0.1:0", "log_format": "json"}
+    with running_cluster(zk_hosts, tmp_path, sim_args=sim, controller_ids=(71,), controller_config=config) as c:
+        port = wait_for(lambda: ops_port(c.controller_log(71)), 20, "the operations port")
+        wait_for(lambda: ready(port), 20, "the controller ready")
+        admin = c.listeners[71]
+        # a third-party tool's write of /admin/reassign_partitions
+        c.submit({("t", 0): [2]})
+        wait_for(c.reassignments_done, 30, "the tool's move", interval=0.1)
+        # AlterPartitionReassignments: one moved, one refused (unknown broker), one already there
+        answer = admin_call(admin, 45, 0, {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [
+            {"partition_index": 1, "replicas": [3]}, {"partition_index": 2, "replicas": [42]},
+            {"partition_index": 3, "replicas": [1]}]}]})
+        codes = {p["partition_index"]: p["error_code"] for p in answer["responses"][0]["partitions"]}
+        assert codes == {1: 0, 2: 39, 3: 0}, answer  # 39: INVALID_REPLICA_ASSIGNMENT
+        wait_for(c.reassignments_done, 30, "the API's move", interval=0.1)
+        # ReassignPartitions (KIP-179, v1)
+        answer = admin_call(admin, 10000, 1, {"timeout": 10000, "throttle": 2**63 - 1, "remove_throttle": True,
+                                               "validate_only": False, "topic_reassignments": [{"topic": "t", "partition_reassignments": [
+                                                   {"partition_id": 4, "broker": [4]}]}]})
+        results = [p for t in answer["reassign_partition_result"] for p in t["partition_error"]]
+        assert [p["error_code"] for p in results] == [0], answer
+        wait_for(c.reassignments_done, 30, "the KIP-179 move", interval=0.1)
+        # the KIP-236 queue
+        c.submit({("t", 5): [3]}, path="/admin/reassign_partitions_queue")
+        wait_for(lambda: c.zk.exists("/admin/reassign_partitions_queue") is None and c.reassignments_done(), 30,
+                 "the queued move", interval=0.1)
+
+        def counted():
+            m = scrape(port)
+            return m if outcome(m, "completed", "queue") == 1 else None
+
+        m = wait_for(counted, 10, "the queued completion in /metrics")
+        assert outcome(m, "completed", "znode") == 1
+        assert outcome(m, "completed", "AlterPartitionReassignments") == 1
+        assert outcome(m, "refused", "AlterPartitionReassignments") == 1
+        assert outcome(m, "skipped", "AlterPartitionReassignments") == 1
+        assert outcome(m, "completed", "ReassignPartitions") == 1
+        assert sum(v for (name, _), v in m.items() if name == "reassignd_reassignments_running") == 0
+        assert m[("reassignd_reassignments_pending", (("door", "znode"),))] == 0
+
+        records = [json.loads(line) for line in c.controller_log(71).read_text().splitlines()]
+        lines = {(r["move"], r["partition"]): r for r in records if "move" in r}
+        for p, door in ((0, "znode"), (1, "AlterPartitionReassignments"), (4, "ReassignPartitions"), (5, "queue")):
+            for what in ("started", "completed"):
+                r = lines[(what, p)]
+                assert r["topic"] == "t" and r["door"] == door and r["controller_id"] == 71, r
+                assert isinstance(r["reassignment_id"], int) and r["reassignment_id"] > 0, r
+            assert lines[("started", p)]["reassignment_id"] == lines[("completed", p)]["reassignment_id"]
+        assert lines[("skipped", 3)]["door"] == "AlterPartitionReassignments"
+        ids = {lines[("started", p)]["reassignment_id"] for p in (0, 1, 4, 5)}
+        assert len(ids) == 4  # one record each, created by different multis
+
+
+@pytest.mark.zk
+async def test_record_ids_are_the_records_czxids(zk_hosts):
+    """RecordIds on a real ZooKeeper: a multi with a setData (its stat carries the zxid) and a
+    multi of creates only (one read of one of its records)."""
+    import uuid
+
+    from controller.shell.journal import RecordIds
+    from znodes.api import Create, SetData
+    from znodes.store import connect
+
+    store = await connect(f"{zk_hosts}/journal_{uuid.uuid4().hex[:8]}", create_chroot=True)
+    try:
+        await store.create("/controller_epoch", b"1")
+        epoch = (await store.exists("/controller_epoch")).version
+        await store.ensure_path("/admin/reassignments/t")
+        await store.create("/brokers/topics/t", b"{}", makepath=True)
+        journal = MoveJournal()
+        ids = RecordIds(store, journal)
+        await ids.fenced_multi([Create("/admin/reassignments/t/0", b"{}"), Create("/admin/reassignments/t/1", b"{}"),
+                                SetData("/brokers/topics/t", b"{}", -1)], epoch)
+        await ids.fenced_multi([Create("/admin/reassignments/t/2", b"{}"), Create("/admin/reassignments/u", b"{}")], epoch)
+        czxids = {p: (await store.exists(f"/admin/reassignments/t/{p}")).czxid for p in (0, 1, 2)}
+        assert journal.ids == {("t", p): czxids[p] for p in (0, 1, 2)}
+        assert czxids[0] == czxids[1] != czxids[2]  # one multi, one zxid
+    finally:
+        await store.close()
