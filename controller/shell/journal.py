@@ -32,6 +32,7 @@ resumed after a failover has none here: use ListReassignments).
 from __future__ import annotations
 
 import logging
+from collections import Counter
 
 from controller.core.events import QueueRead, RequestsRead, Resume
 from controller.core.state import DELETED
@@ -105,6 +106,7 @@ class MoveJournal:
                 for r in e.requests or ():
                     entries.setdefault(r.tp, (r, UNKNOWN if recovering else ZNODE))
         info = log.isEnabledFor(logging.INFO)
+        tally: Counter = Counter()  # (outcome, door): counted once per step (10,000 ends in one step)
         completed, cancelled = set(step.completed), set(step.cancelled)
         for tp, move in step.delta.tasks.items():
             old = before.tasks.get(tp)
@@ -112,7 +114,7 @@ class MoveJournal:
                 door = self._doors.pop(tp, UNKNOWN)
                 outcome = "completed" if tp in completed else "cancelled" if tp in cancelled or (
                     old is not None and not old.started and _cancelled_before_start(step, tp)) else "dropped"
-                self._count(outcome, door)
+                tally[outcome, door] += 1
                 if info:
                     self._line(outcome, tp, door, old.target if old is not None else None)
                 self.ids.pop(tp, None)
@@ -145,9 +147,12 @@ class MoveJournal:
                 outcome = "refused"
                 reason = ("unknown topic or partition" if assignment is None
                           else replicas_problem(r.replicas, before.brokers) or "dropped by the controller")
-            self._count(outcome, door)
+            tally[outcome, door] += 1
             if info:
                 self._line(outcome, tp, door, tuple(r.replicas), reason=reason)
+        if tally and self.metrics is not None:
+            for (outcome, door), n in tally.items():
+                self.metrics.outcomes.labels(outcome, door).inc(n)
 
     def _take(self, tp, target, entries, recovering: bool) -> str:
         noted = self._noted.get(tp)
@@ -158,10 +163,6 @@ class MoveJournal:
         if found is not None and tuple(found[0].replicas) == tuple(target):
             return found[1]
         return UNKNOWN if recovering else ZNODE
-
-    def _count(self, outcome: str, door: str) -> None:
-        if self.metrics is not None:
-            self.metrics.outcomes.labels(outcome, door).inc()
 
     def _line(self, what: str, tp, door: str, target=None, original=None, reason: str | None = None) -> None:
         fields = {"move": what, "topic": tp[0], "partition": tp[1], "door": door}
