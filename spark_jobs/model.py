@@ -44,9 +44,13 @@ class ClusterModel:
         self.changed_at: float | None = None
         self.source: str | None = None
         self._entries: dict[str, dict] = {}  # topic -> its cached snapshot entry
-        # Whole-cluster views (holders, moving partitions, counts) for one version: a million
-        # partitions take a second to scan, and /state asks for them on every request.
-        self._derived: tuple[int, dict] | None = None
+        # Whole-cluster tallies kept as topics change (a million partitions take seconds to
+        # scan, and /state asks for them on every request): replicas per broker (all, and
+        # targets only, without removing ones), each topic's moving partitions, partitions.
+        self._held: dict[int, int] = {}
+        self._targets: dict[int, int] = {}
+        self._moving: dict[str, list[int]] = {}
+        self._n = 0
 
     # ---- applying reads -------------------------------------------------------------------
 
@@ -73,6 +77,7 @@ class ClusterModel:
         if assignments is None:
             if name not in self.topics:
                 return False
+            self._tally(name, -1)
             del self.topics[name]
             self.states.pop(name, None)
             self._entries.pop(name, None)
@@ -80,7 +85,10 @@ class ClusterModel:
             return True
         if self.topics.get(name) == assignments:
             return False
+        if name in self.topics:
+            self._tally(name, -1)
         self.topics[name] = dict(sorted(assignments.items()))
+        self._tally(name, +1)
         states = self.states.get(name)
         if states:
             for p in [p for p in states if p not in assignments]:
@@ -88,6 +96,22 @@ class ClusterModel:
         self._entries.pop(name, None)
         self._bump(now)
         return True
+
+    def _tally(self, name: str, sign: int) -> None:
+        parts = self.topics[name]
+        held, targets = self._held, self._targets
+        for a in parts.values():
+            for r in a.replicas:
+                held[r] = held.get(r, 0) + sign
+                if r not in a.removing:
+                    targets[r] = targets.get(r, 0) + sign
+        self._n += sign * len(parts)
+        if sign > 0:
+            moving = [p for p, a in parts.items() if a.moving]
+            if moving:
+                self._moving[name] = moving
+        else:
+            self._moving.pop(name, None)
 
     def set_state(self, topic: str, partition: int, state: LeaderIsr | None, now: float | None = None) -> bool:
         if topic not in self.topics or partition not in self.topics[topic]:
@@ -139,36 +163,19 @@ class ClusterModel:
 
     # ---- views ----------------------------------------------------------------------------
 
-    def _views(self) -> dict:
-        if self._derived is not None and self._derived[0] == self.version:
-            return self._derived[1]
-        holders: set[int] = set()
-        moving: list[tuple[str, int]] = []
-        counts: dict[int, int] = {}
-        n = 0
-        for t, parts in self.topics.items():
-            n += len(parts)
-            for p, a in parts.items():
-                holders.update(a.replicas)
-                if a.moving:
-                    moving.append((t, p))
-                for r in a.replicas:
-                    if r not in a.removing:
-                        counts[r] = counts.get(r, 0) + 1
-        views = {"holders": holders, "moving": moving, "counts": counts, "partitions": n}
-        self._derived = (self.version, views)
-        return views
-
     @property
     def n_partitions(self) -> int:
-        return self._views()["partitions"]
+        return self._n
 
     def moving_partitions(self) -> list[tuple[str, int]]:
         """Partitions whose topic znode lists adding or removing replicas (Kafka 2.4+)."""
-        return list(self._views()["moving"])
+        return [(t, p) for t in sorted(self._moving) for p in self._moving[t]]
 
     def reassignment_running(self) -> bool:
-        return self.request_pending or self.records > 0 or bool(self._views()["moving"])
+        return self.request_pending or self.records > 0 or bool(self._moving)
+
+    def _holders(self) -> set[int]:
+        return {b for b, c in self._held.items() if c > 0}
 
     def reached(self, targets: dict[tuple[str, int], list[int]]) -> bool:
         """Every partition of ``targets`` holds exactly its target replicas, not moving."""
@@ -180,7 +187,7 @@ class ClusterModel:
 
     def gone_holders(self) -> list[int]:
         """Brokers that hold replicas but are not registered."""
-        return sorted(self._views()["holders"] - set(self.brokers))
+        return sorted(self._holders() - set(self.brokers))
 
     def _entry(self, name: str) -> dict:
         entry = self._entries.get(name)
@@ -213,7 +220,7 @@ class ClusterModel:
             for b, r in self.brokers.items()
         }
         topics = [self._entry(t) for t in sorted(self.topics)]
-        for r in self._views()["holders"]:
+        for r in self._holders():
             if r not in brokers:
                 brokers[r] = {"id": r, "host": None, "port": None, "rack": None, "alive": False}
         return {
@@ -259,7 +266,7 @@ class ClusterModel:
         (R = replicas // registered brokers): the KIP-6 goal the planner keeps."""
         if not self.brokers:
             return True
-        counts = self._views()["counts"]
+        counts = self._targets
         if any(b not in self.brokers for b, c in counts.items() if c):
             return False
         cnt = {b: counts.get(b, 0) for b in self.brokers}

@@ -4,6 +4,7 @@ self-healing rules and their gating, and planning through a failing Spark job.""
 from __future__ import annotations
 
 import asyncio
+from collections import Counter
 
 import pytest
 
@@ -152,3 +153,31 @@ async def test_parameter_errors_come_before_any_plan(query, status):
         await svc.handle("POST", "/rebalance" if "brokerid" not in query else "/fix_rack_violations", query)
     assert e.value.status == status and svc.proposal is None
     svc.executor.shutdown()
+
+
+def test_tallies_follow_topic_changes_as_a_full_scan_would():
+    import random
+
+    rng = random.Random(5)
+    m = ClusterModel()
+    m.set_brokers({b: Broker(b, "h", 1) for b in range(1, 5)}, now=0.0)
+    for step in range(300):
+        name = f"t{rng.randint(0, 4)}"
+        if rng.random() < 0.15:
+            m.set_topic(name, None)
+        else:
+            parts = {}
+            for p in range(rng.randint(1, 4)):
+                reps = tuple(rng.sample(range(1, 7), rng.randint(1, 3)))
+                removing = reps[-1:] if len(reps) > 1 and rng.random() < 0.3 else ()
+                parts[p] = Assignment(reps, removing=removing)
+            m.set_topic(name, parts)
+        assign = [(t, p, a) for t, ps in m.topics.items() for p, a in ps.items()]
+        holders = sorted({b for _, _, a in assign for b in a.replicas} - set(m.brokers))
+        assert m.gone_holders() == holders, step
+        assert m.n_partitions == len(assign)
+        assert m.moving_partitions() == sorted((t, p) for t, p, a in assign if a.moving)
+        counts = Counter(b for _, _, a in assign for b in a.replicas if b not in a.removing)
+        low = sum(counts[b] for b in m.brokers) // 4
+        fair = not any(b not in m.brokers for b in counts) and all(counts[b] in (low, low + 1) for b in m.brokers)
+        assert m.counts_fair() == fair, step
