@@ -40,8 +40,17 @@ reassignments running while they are listed. Nothing here needs brokers to copy 
    exchange happen on the connection before the clock starts, as the connect does in part 1:
    what is timed is the request over an authenticated TLS connection. No authorizer.
 
+4. ``create_topics_per_second``: CreateTopics (19, v7; KIP-4, issue 14) of ``--create-topics``
+   (1,000) topics of 12 partitions, RF 3, automatic placement, one topic per request with
+   ``timeout_ms`` > 0 (each answered once its partitions have leaders and their metadata went
+   out: the controller wrote the topic znode, its 12 partition states, and sent LeaderAndIsr and
+   UpdateMetadata), from ``--create-clients`` connections at once, on the controller of part 2
+   (its moves still running). ``create_10k_partitions_seconds``: one CreateTopics request of one
+   topic of 10,000 partitions, RF 3, request sent to answer read (same meaning of the answer).
+   No peer: Kafka's own controller is not run here.
+
 Figures (printed last, one per line): ``reassign_10k_p99_ms``, ``reassign_10k_p99_ms_sasl_ssl``,
-``list_requests_per_second``, ``reassign_p99_ratio_vs_zookeeper_tool``,
+``list_requests_per_second``, ``create_topics_per_second``, ``create_10k_partitions_seconds``, ``reassign_p99_ratio_vs_zookeeper_tool``,
 ``list_rps_ratio_vs_kafka_python``. Targets: reassign_10k_p99_ms <= 500,
 list_requests_per_second >= 2000.
 
@@ -188,6 +197,44 @@ async def call(addr, key: int, version: int, body: dict, correlation: int = 1) -
         return protocol.decode_response(key, version, await read_frame(reader))[1]
     finally:
         writer.close()
+
+
+CREATE_TOPICS_KEY = 19
+
+
+def create_body(name: str, partitions: int, rf: int) -> dict:
+    return {"topics": [{"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [],
+                        "configs": []}], "timeout_ms": 120_000, "validate_only": False}
+
+
+async def bench_create_topics(addr, count: int, clients: int, prefix: str) -> float:
+    """Part 4: ``count`` CreateTopics of one 12-partition RF 3 topic each, ``clients``
+    connections each sending its next request when the previous answer arrived; seconds."""
+    names = iter(f"{prefix}{i:05d}" for i in range(count))
+
+    async def client(n: int) -> None:
+        reader, writer = await asyncio.open_connection(*addr)
+        try:
+            for correlation, name in enumerate(names, 1):
+                writer.write(protocol.encode_request(CREATE_TOPICS_KEY, 7, correlation, "bench", create_body(name, 12, RF)))
+                answer = protocol.decode_response(CREATE_TOPICS_KEY, 7, await read_frame(reader))[1]
+                if answer["topics"][0]["error_code"]:
+                    raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")
+        finally:
+            writer.close()
+
+    began = time.perf_counter()
+    await asyncio.gather(*(client(n) for n in range(clients)))
+    return time.perf_counter() - began
+
+
+async def time_create_one(addr, name: str, partitions: int) -> float:
+    began = time.perf_counter()
+    answer = await call(addr, CREATE_TOPICS_KEY, 7, create_body(name, partitions, RF))
+    elapsed = time.perf_counter() - began
+    if answer["topics"][0]["error_code"]:
+        raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")
+    return elapsed
 
 
 def reassign_body(moves: dict, throttle: int) -> dict:
@@ -470,6 +517,8 @@ def main() -> int:
     parser.add_argument("--secure-repeats", type=int, default=10, help="part 3's requests over SASL_SSL")
     parser.add_argument("--clients", type=int, default=50)
     parser.add_argument("--seconds", type=float, default=10.0)
+    parser.add_argument("--create-topics", type=int, default=1000, help="part 4's topics (one request each)")
+    parser.add_argument("--create-clients", type=int, default=4, help="part 4's connections")
     parser.add_argument("--list-only", action="store_true",
                         help="skip part 1: the moves are submitted by writing /admin/reassign_partitions")
     args = parser.parse_args()
@@ -546,6 +595,12 @@ def main() -> int:
             peer_rps = run_load(("127.0.0.1", peer_port), args.clients, args.seconds)
             print(f"ListPartitionReassignments ({running} partitions moving), {args.clients} clients: "
                   f"{list_rps:.0f}/s; kafka-python stack {peer_rps:.0f}/s", flush=True)
+            # Part 4: topic creation through the same controller.
+            create_s = asyncio.run(bench_create_topics(addr, args.create_topics, args.create_clients, "new"))
+            create_rps = args.create_topics / create_s
+            big_s = asyncio.run(time_create_one(addr, "big", 10_000))
+            print(f"CreateTopics: {args.create_topics} topics x 12 partitions in {create_s:.1f}s "
+                  f"({create_rps:.0f}/s, {args.create_clients} connections); 10,000 partitions in {big_s:.2f}s", flush=True)
         finally:
             for p in reversed(procs):
                 stop(p)
@@ -555,6 +610,8 @@ def main() -> int:
     if secured:
         print(f"reassign_10k_p99_ms_sasl_ssl={p99(secured) * 1000:.1f}")
     print(f"list_requests_per_second={list_rps:.0f}")
+    print(f"create_topics_per_second={create_rps:.1f}")
+    print(f"create_10k_partitions_seconds={big_s:.2f}")
     if not args.list_only:
         print(f"reassign_p99_ratio_vs_zookeeper_tool={p99(peer) / p99(ours):.2f}")
     print(f"list_rps_ratio_vs_kafka_python={list_rps / peer_rps:.2f}")
