@@ -439,9 +439,11 @@ class ActiveController:
                                 self.inbox.queue.put_nowait(CancelRequested(tuple(c.results), c.token, c.source))
                     else:
                         self._fail_cancels(step, e)
+                    self._fail_elections(step, e)
                     raise
                 except BaseException as e:
                     self._fail_cancels(step, e)
+                    self._fail_elections(step, e)
                     raise
                 self.stats.flushes += 1
             if shared:
@@ -466,6 +468,7 @@ class ActiveController:
         if self.journal is not None:
             self.journal.observe(events, step, self.state)
         self.state.apply(step.delta)
+        self._answer_elections(step)  # their writes are the step's own: landed even on a conflict
         if not conflict:
             self._answer_cancels(step)
         if self.on_step is not None:
@@ -534,6 +537,19 @@ class ActiveController:
                 self.own_flush = None
             self.stats.flushes += 1
             self.stats.ops_written += len(ops)
+
+    @staticmethod
+    def _answer_elections(step: engine.Step) -> None:
+        """ElectLeaders (controller.shell.admin.elect_leaders): the new states landed."""
+        for future, results in step.elections:
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_result(results)
+
+    @staticmethod
+    def _fail_elections(step: engine.Step, error: BaseException) -> None:
+        for future, _ in step.elections:
+            if isinstance(future, asyncio.Future) and not future.done():
+                future.set_exception(RuntimeError(f"the controller could not record the election: {error!r}"))
 
     @staticmethod
     def _answer_cancels(step: engine.Step) -> None:

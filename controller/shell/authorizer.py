@@ -62,6 +62,7 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     31: (ALTER, CLUSTER),  # DeleteAcls
     50: (DESCRIBE, CLUSTER),  # DescribeUserScramCredentials
     51: (ALTER, CLUSTER),  # AlterUserScramCredentials
+    43: (ALTER, CLUSTER),  # ElectLeaders (Kafka: ALTER on the cluster)
 }
 # Checked per resource in their handlers, as Kafka does (the cluster grant or the topic's):
 # CreateTopics (19) CREATE, DeleteTopics (20) DELETE, CreatePartitions (37) ALTER, AlterConfigs

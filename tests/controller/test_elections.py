@@ -70,3 +70,40 @@ def test_a_moving_partition_and_a_newer_read_state():
     read = LeaderIsr(1, 6, 3, (1, 2, 3), 8)
     st = engine.step(_state(), ElectionRequested((("t", 0),), PREFERRED, {("t", 0): read}, TOKEN), ControllerConfig())
     assert results(st) == {("t", 0): ErrorCode.ELECTION_NOT_NEEDED}
+
+
+# ---- ElectLeaders end to end on the twin ----------------------------------------------------------
+
+
+async def test_elect_leaders_moves_leadership_back_to_the_preferred_replica():
+    from controller.shell.admin.elect_leaders import handle_elect
+    from tests.admin.test_kip179 import context
+    from tests.controller.harness import Harness
+    from znodes import paths
+
+    h = Harness(topics=("t:2:3:64KiB",))
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.tick()
+        replicas = h.assignments[("t", 0)]
+        path = paths.partition_state("t", 0)
+        state = h.json(path)
+        # The leader moved to the second replica (as after a failure of the first).
+        moved = dict(state, leader=replicas[1], leader_epoch=state["leader_epoch"] + 1)
+        await h.admin.set(path, json.dumps(moved).encode())
+        body = {"election_type": PREFERRED, "topic_partitions": [{"topic": "t", "partitions": [0, 1, 7]}], "timeout_ms": 5000}
+        answer = await handle_elect(context(h), 2, body)
+        codes = {(t["topic"], p["partition_id"]): p["error_code"] for t in answer["replica_election_results"]
+                 for p in t["partition_result"]}
+        assert codes == {("t", 0): 0, ("t", 1): ErrorCode.ELECTION_NOT_NEEDED, ("t", 7): ErrorCode.UNKNOWN_TOPIC_OR_PARTITION}
+        now = h.json(path)
+        assert now["leader"] == replicas[0] and now["leader_epoch"] == moved["leader_epoch"] + 1
+        await h.tick()
+        replica = h.cluster.broker(replicas[0]).core.model.get("t", 0, replicas[0])
+        assert replica.leader == replicas[0] and replica.leader_epoch == now["leader_epoch"]
+        # v0 (KIP-183's preferred only), every partition: nothing left to elect, nothing listed.
+        answer = await handle_elect(context(h), 0, {"topic_partitions": None, "timeout_ms": 5000})
+        assert answer["replica_election_results"] == []
+    finally:
+        await h.close()

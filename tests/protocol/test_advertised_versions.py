@@ -32,6 +32,7 @@ KAFKA_RELEASE = {
     20: (1, 6),  # DeleteTopics (Kafka 4.0 dropped v0)
     33: (0, 2),  # AlterConfigs
     37: (0, 3),  # CreatePartitions (KIP-195)
+    43: (0, 2),  # ElectLeaders (KIP-460)
     44: (0, 1),  # IncrementalAlterConfigs (KIP-339)
     29: (1, 3),  # DescribeAcls
     30: (1, 3),  # CreateAcls

@@ -26,6 +26,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.delete_topics",
     "controller.shell.admin.create_partitions",
     "controller.shell.admin.alter_configs",
+    "controller.shell.admin.elect_leaders",
 )
 
 

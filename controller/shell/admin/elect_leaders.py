@@ -1,0 +1,79 @@
+"""ElectLeaders (43, KIP-460; KIP-183's PreferredLeaderElection before it), v0-2: preferred or
+unclean leader elections through the active controller (controller.core.elections has the
+rules and errors per partition).
+
+ 1. Active controller only; ALTER on the cluster (controller.shell.authorizer, Kafka's rule).
+ 2. Version 0 has no election type: PREFERRED. An unknown type -> INVALID_REQUEST for all.
+ 3. The named partitions' states are read from ZooKeeper (the decision is made from the newer
+    of that and the state the controller holds) and an ElectionRequested goes into the
+    controller's queue; it is answered once the step's writes landed (the new states), the
+    LeaderAndIsr and UpdateMetadata handed to the dispatcher. A step whose writes fail (a state
+    changed under it: the controller rebuilds) answers UNKNOWN_SERVER_ERROR per partition, to
+    be retried; no answer within ``timeout_ms`` -> REQUEST_TIMED_OUT.
+ 4. Null topic_partitions: every partition; only those elected or failing other than with
+    ELECTION_NOT_NEEDED are listed, as Kafka answers.
+
+    # Kafka's kafka-leader-election.sh --election-type preferred --all-topic-partitions
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+from controller.core.elections import PREFERRED, UNCLEAN
+from controller.core.events import ElectionRequested
+from controller.shell.admin.base import AdminContext, Api
+from controller.shell.zkread import read_states
+from protocol.errors import ErrorCode
+
+ELECT_LEADERS = 43
+
+
+def _response(version: int, by_tp: dict, code: ErrorCode = ErrorCode.NONE) -> dict:
+    topics: dict[str, list] = {}
+    for (t, p), (c, message) in by_tp.items():
+        topics.setdefault(t, []).append({"partition_id": p, "error_code": int(c), "error_message": message})
+    return {"throttle_time_ms": 0, "error_code": int(code),
+            "replica_election_results": [{"topic": t, "partition_result": ps} for t, ps in topics.items()]}
+
+
+def _asked(body: dict):
+    given = body.get("topic_partitions")
+    if given is None:
+        return None
+    return tuple(dict.fromkeys((t["topic"], p) for t in given for p in t.get("partitions") or ()))
+
+
+async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
+    active = ctx.require_active()
+    election_type = body.get("election_type", PREFERRED) if version >= 1 else PREFERRED
+    asked = _asked(body)
+    if election_type not in (PREFERRED, UNCLEAN):
+        message = f"unknown election type {election_type}"
+        return _response(version, {tp: (ErrorCode.INVALID_REQUEST, message) for tp in asked or ()}, ErrorCode.INVALID_REQUEST)
+    states = {}
+    if asked:
+        known = [tp for tp in asked if tp in active.state.assignments]
+        states, _ = await read_states(ctx.store, known)
+    future = asyncio.get_running_loop().create_future()
+    active.inbox.queue.put_nowait(ElectionRequested(asked, election_type, states, future))
+    timeout_s = max(0.001, body.get("timeout_ms", 60_000) / 1000)
+    try:
+        results = await asyncio.wait_for(asyncio.shield(future), timeout_s)
+    except asyncio.TimeoutError:
+        future.cancel()
+        return _response(version, {tp: (ErrorCode.REQUEST_TIMED_OUT, "the election was not done in time") for tp in asked or ()})
+    except Exception as e:  # the step's writes failed: nothing was elected
+        return _response(version, {tp: (ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; retry") for tp in asked or ()})
+    if asked is None:
+        results = {tp: r for tp, r in results.items() if r[0] != ErrorCode.ELECTION_NOT_NEEDED}
+    return _response(version, results)
+
+
+def elect_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
+    return _response(version, {tp: (code, message) for tp in _asked(body) or ()}, code)
+
+
+APIS = [
+    Api(ELECT_LEADERS, "ElectLeaders", 0, 2, controller_only=True, handle=handle_elect, error_response=elect_error),
+]
