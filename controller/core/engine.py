@@ -1121,7 +1121,8 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
         return Step(
             delta=delta,
             writes=own + tail,
-            kinds=[by_op.get(id(op)) or labels[op.path] for op in own + tail],
+            # An op neither list nor table labels is "other": a label never fails a step.
+            kinds=[by_op.get(id(op)) or labels.get(op.path, frozenset({OTHER})) for op in own + tail],
             shared_from=len(own),
             commands=self.outbox.commands() if self.outbox is not None else [],
             reads=frozenset(
