@@ -17,7 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import protocol
 from controller.core import engine
 from controller.core.config import ControllerConfig
-from controller.core.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.core.events import CancelRequested, QueueRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS, MoveJournal
 from controller.shell.metrics import Metrics
 from tests.controller.helpers import cluster, req, state
@@ -79,6 +79,25 @@ def test_doors_outcomes_and_fields_from_engine_steps(caplog):
     caplog.clear()
     run(journal, s, QueueRead(0, (req("t", 4, (6, 2, 3)),)))
     assert {"move": "started", "topic": "t", "partition": 4, "door": "queue", "target": [6, 2, 3]} in moves(caplog)
+    # t-1 (the tool's) cancelled through the API: rolled back, counted under its own door
+    caplog.clear()
+    step = run(journal, s, CancelRequested((("t", 1),), token="tok", source="api"))
+    if ("t", 1) in s.tasks:  # the rollback's StopReplica to the added replica, then it ends
+        run(journal, s, StopReplicaSent((("t", 1),)))
+    assert ("t", 1) not in s.tasks, step.log
+    assert counts(metrics)[("cancelled", "znode")] == 1
+    assert [line["move"] for line in moves(caplog) if line["partition"] == 1] == ["cancelled"]
+    # a move still waiting for a slot, withdrawn from the znode by its writer: dropped
+    tight = ControllerConfig(max_incoming_per_broker=1)
+    entries = tuple(s.requests.values())
+    step = engine.step(s, [RequestsRead(5, entries + (req("t", 1, (6, 2, 3)),))], tight)
+    journal.observe([RequestsRead(5, entries + (req("t", 1, (6, 2, 3)),))], step, s)
+    s.apply(step.delta)
+    assert not s.tasks[("t", 1)].started  # broker 6 is busy with t-4
+    step = engine.step(s, [RequestsRead(6, entries)], tight)
+    journal.observe([RequestsRead(6, entries)], step, s)
+    s.apply(step.delta)
+    assert ("t", 1) not in s.tasks and counts(metrics)[("dropped", "znode")] == 1
 
 
 # ---- end to end ---------------------------------------------------------------------------------
