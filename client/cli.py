@@ -13,6 +13,10 @@ Examples::
         --reassignment-json-file plan.json --throttle 10000000
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --progress --watch \\
         --reassignment-json-file plan.json
+    # the same as a chart of each broker's bytes remaining over time (the active controller's
+    # samples, from its operations port)
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --progress --reassignment-json-file plan.json \\
+        --chart progress.png --chart-data progress.csv --ops http://127.0.0.1:9191
     # drain broker 3 (KIP-6: planned with the fewest moves and started at once)
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --decommission-broker 3 --throttle 10000000
     # the same against ZooKeeper directly (deprecated; --verify removes the throttle)
@@ -120,6 +124,8 @@ def build_parser() -> argparse.ArgumentParser:
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --execute \\\n"
             "      --reassignment-json-file plan.json --throttle 10000000\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --progress --watch --reassignment-json-file plan.json\n"
+            f"  {PROG} --bootstrap-server 127.0.0.1:9190 --progress --reassignment-json-file plan.json \\\n"
+            "      --chart progress.png --ops http://127.0.0.1:9191   # bytes remaining per broker over time\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --verify --reassignment-json-file plan.json\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --cancel            # roll back every pending move\n"
             f"  {PROG} --bootstrap-server 127.0.0.1:9190 --describe --output json\n"
