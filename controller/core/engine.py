@@ -91,12 +91,12 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
 
 Leader epochs (Kafka's ``updateLeaderEpochAndSendRequest``): every LeaderAndIsr that gives a
 partition a new replica set or leader - start, override, completion, rollback, and a resumed
-move whose RS recovery had to write or adopt - carries a leader epoch one above the last one
-written, written to the state znode first (conditional on its zkVersion) in the same flush.
-Brokers refuse a partition state whose leader epoch is not newer than theirs (docs/DESIGN.md
-section 5), so a resend of a state already written - a failover resuming a move whose RS
-landed, a broker registering again (on_brokers), a STOPPING or CANCELLING move resumed - goes
-as it is: brokers holding it answer STALE_CONTROLLER_EPOCH for it, harmlessly (the dispatcher
+move resumed as REPLICATING after failover (its RS may never have reached the brokers at the
+state's epoch) - carries a leader epoch one above the last one written, written to the state
+znode first (conditional on its zkVersion) in the same flush. Brokers refuse a partition state
+whose leader epoch is not newer than theirs (docs/DESIGN.md section 5), so a resend of a state
+already written - a broker registering again (on_brokers), a STOPPING or CANCELLING move
+resumed - goes as it is: brokers holding it answer STALE_CONTROLLER_EPOCH for it, harmlessly (the dispatcher
 neither retries nor fails on that), and replicas without local state (new, or restarted)
 take it. UpdateMetadata carries states as they are and bumps nothing.
 
@@ -749,14 +749,15 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
                     # The cancel was marked but its topic znode write did not land.
                     self.set_assignment(tp, rollback_assignment(move))
             if move.phase is Phase.REPLICATING:
-                # Recorded but the topic znode not yet written: write RS now. No broker may
-                # have heard of that RS (nor of an adopted move's): it goes out with a new
-                # leader epoch ("Leader epochs" above); any other resumed move's state is
-                # resent as is.
+                # Recorded but the topic znode not yet written: write RS now. Whether or not
+                # it was written, the brokers may never have heard of this RS at the state's
+                # leader epoch (the previous controller can have died between its topic write
+                # and its state write or its LeaderAndIsr), and a broker holding that epoch
+                # refuses it resent as is: so it goes out with a new leader epoch, as Kafka's
+                # onPartitionReassignment bumps it for every move it resumes.
                 assignment = Assignment(move.replicas, move.adding, move.removing)
-                if self.assignments[tp] != assignment or tp in event.create_records or tp in event.rewrite_records:
-                    move = move.with_changes(new_epoch=True)
-                    self.set_task(move)
+                move = move.with_changes(new_epoch=True)
+                self.set_task(move)
                 self.set_assignment(tp, assignment)
                 self.record_original(move)
             state = self.states.get(tp)

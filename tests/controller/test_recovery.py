@@ -16,6 +16,7 @@ from controller.core.task import Phase
 from controller.shell.recovery import Snapshot, rebuild
 from tests.controller.harness import Harness
 from tests.controller.helpers import body_partitions, loads, req, state
+from znodes import paths
 from znodes.api import Create, Delete, SetData
 from znodes.values import Assignment, Broker
 
@@ -44,16 +45,19 @@ def resume(snap: Snapshot):
     return s, step, recovered
 
 
-def test_started_and_replicating_resumes_with_leader_and_isr_to_every_replica():
+def test_started_and_replicating_resumes_with_a_new_leader_epoch_to_every_replica():
     s, step, _ = resume(snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))))
     assert s.tasks[TP].phase is Phase.REPLICATING and s.tasks[TP].original == (1, 2, 3)
-    assert step.writes == []  # nothing half-written
+    # The one write: the state with leader epoch + 1, conditional on the zkVersion read. The
+    # previous controller may have died after its topic write and before its state write or its
+    # LeaderAndIsr, so brokers may hold epoch 0 with the old replica set and would refuse the
+    # state resent as is: the new RS would never reach the leader (found by the stateful suite).
+    assert [(w.path, w.version) for w in step.writes] == [(paths.partition_state("t", 0), 5)]
+    assert json.loads(step.writes[0].data)["leader_epoch"] == 1
     assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6]
     assert all(c.body["controller_epoch"] == 9 for c in step.commands if c.api_key != DESCRIBE_LOG_DIRS)
-    # The state as it is (the start's new leader epoch landed before its topic znode write):
-    # brokers that hold it refuse it harmlessly, the others take it.
     entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
-    assert {(e["leader_epoch"], e["zk_version"]) for e in entries} == {(0, 5)}
+    assert {(e["leader_epoch"], tuple(e["replicas"])) for e in entries} == {(1, (4, 5, 6, 1, 2, 3))}
 
 
 def test_record_written_but_topic_not_yet_gets_the_topic_written():
@@ -144,7 +148,8 @@ def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     move = s.tasks[TP]
     assert (move.target, move.original, move.dropped, move.next_target) == ((1, 5, 6), (1, 2, 3), (), None)
     assert s.assignments[TP] == Assignment((1, 5, 6, 2, 3), (5, 6), (2, 3))
-    assert loads(step.writes[0].data)["replicas"] == [1, 5, 6]
+    record = next(w for w in step.writes if w.path == paths.reassignment("t", 0))
+    assert loads(record.data)["replicas"] == [1, 5, 6]
     assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [4]  # out of the ISR
 
 
