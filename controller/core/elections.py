@@ -87,3 +87,31 @@ class ElectionSteps:
                 self.box.leader_and_isr(b, tp, new, replicas=replicas, adding=(), removing=(), is_new=False)
         self.box.update_metadata(tp, new, replicas)
         return ErrorCode.NONE, None
+
+
+def imbalanced(assignments, states, tasks, live, percentage: int) -> list[TopicPartition]:
+    """The automatic preferred-leader rebalance's candidates (Kafka's
+    ``checkAndTriggerAutoLeaderRebalance``): per broker, the share of the partitions it is the
+    preferred leader of that another broker leads; over ``percentage`` (Kafka's
+    leader.imbalance.per.broker.percentage), those of its partitions that can take it back -
+    preferred replica live and in the ISR, no move running - in partition order."""
+    preferred: dict[int, int] = {}
+    behind: dict[int, list[TopicPartition]] = {}
+    for tp, assignment in assignments.items():
+        if not assignment.replicas:
+            continue
+        b = assignment.replicas[0]
+        preferred[b] = preferred.get(b, 0) + 1
+        state = states.get(tp)
+        if state is None or state.leader == b:
+            continue
+        behind.setdefault(b, []).append(tp)
+    out: list[TopicPartition] = []
+    for b, tps in sorted(behind.items()):
+        if b not in live or len(tps) * 100 <= percentage * preferred[b]:
+            continue
+        for tp in sorted(tps):
+            move = tasks.get(tp)
+            if (move is None or not move.started) and b in states[tp].isr:
+                out.append(tp)
+    return out

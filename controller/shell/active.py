@@ -37,7 +37,17 @@ from dataclasses import dataclass
 
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
-from controller.core.events import BrokersRead, CancelRequested, DeletionsRead, Event, MetadataRead, StatesRead, TopicsRead
+from controller.core.events import (
+    BrokersRead,
+    CancelRequested,
+    DeletionsRead,
+    ElectionRequested,
+    Event,
+    MetadataRead,
+    StatesRead,
+    TopicsRead,
+)
+from controller.core.elections import PREFERRED, imbalanced
 from controller.core.flush import DELETE
 from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
@@ -178,8 +188,11 @@ class ActiveController:
     async def run(self) -> str:
         """Act until resigning; return the reason."""
         gctune.tune()
+        rebalancer = None
         try:
             await self._safely(self.reload)
+            if self.config.auto_leader_rebalance_enable:
+                rebalancer = asyncio.create_task(self._rebalance_leaders(), name="leader-rebalance")
             while True:
                 first = await self.inbox.queue.get()
                 batch = [first, *self.inbox.drain(self.config.max_events_per_step - 1)]
@@ -188,7 +201,24 @@ class ActiveController:
             log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
             return r.reason
         finally:
+            if rebalancer is not None:
+                rebalancer.cancel()
             await self.dispatcher.close()
+
+    async def _rebalance_leaders(self) -> None:
+        """Kafka's automatic preferred-leader rebalance: every check interval, the partitions
+        controller.core.elections.imbalanced picks are elected back through the engine (step 12),
+        as an ElectLeaders request would be, nobody waiting for the answer."""
+        while True:
+            await asyncio.sleep(self.config.leader_imbalance_check_interval_s)
+            state = self.state
+            if state is None:
+                continue
+            due = imbalanced(state.assignments, state.states, state.tasks, state.brokers,
+                             self.config.leader_imbalance_per_broker_percentage)
+            if due:
+                log.info("leader imbalance: electing the preferred leaders of %d partition(s)", len(due))
+                self.inbox.queue.put_nowait(ElectionRequested(tuple(due), PREFERRED, {}))
 
     async def _safely(self, action: Callable[[], Awaitable[None]]) -> None:
         """Run ``action``; on a store failure wait for the session and rebuild from ZooKeeper."""

@@ -107,3 +107,53 @@ async def test_elect_leaders_moves_leadership_back_to_the_preferred_replica():
         assert answer["replica_election_results"] == []
     finally:
         await h.close()
+
+
+# ---- the automatic preferred-leader rebalance --------------------------------------------------
+
+
+def test_imbalance_over_the_percentage_picks_the_partitions_that_can_take_their_leader_back():
+    from controller.core.elections import imbalanced
+
+    assignments = {("t", p): Assignment((1, 2)) for p in range(10)}
+    assignments |= {("u", p): Assignment((2, 1)) for p in range(10)}
+    states = {tp: LeaderIsr(tp[0] == "t" and 1 or 2, 0, 1, (1, 2), 0) for tp in assignments}
+    states[("t", 0)] = LeaderIsr(2, 1, 1, (1, 2), 1)  # 1 of broker 1's 10: 10%, not over
+    live = {1: None, 2: None}
+    assert imbalanced(assignments, states, {}, live, 10) == []
+    states[("t", 1)] = LeaderIsr(2, 1, 1, (2,), 1)  # 20%: over; t-1's preferred is out of the ISR
+    assert imbalanced(assignments, states, {}, live, 10) == [("t", 0)]
+    assert imbalanced(assignments, states, {}, live, 20) == []
+    assert imbalanced(assignments, states, {}, {2: None}, 10) == []  # broker 1 is down
+    moving = {("t", 0): Move(("t", 0), (1, 3), Phase.REPLICATING, original=(1, 2))}
+    assert imbalanced(assignments, states, moving, live, 10) == []
+
+
+async def test_the_controller_rebalances_leaders_on_its_own():
+    from tests.controller.harness import Harness
+    from znodes import paths
+
+    import asyncio
+
+    h = Harness(topics=("t:3:3:64KiB",), config=ControllerConfig(
+        retry_backoff_s=0.0, request_retries=0, leader_imbalance_check_interval_s=0.05))
+    await h.start()
+    try:
+        c = await h.start_controller(101)
+        await h.tick()
+        replicas = h.assignments[("t", 0)]
+        path = paths.partition_state("t", 0)
+        state = h.json(path)
+        await h.admin.set(path, json.dumps(dict(state, leader=replicas[1], leader_epoch=state["leader_epoch"] + 1)).encode())
+        # The controller learns the state as it would from the leader's ISR change notification.
+        await h.admin.create(paths.isr_change_prefix(), json.dumps(
+            {"version": 1, "partitions": [{"topic": "t", "partition": 0}]}).encode(), sequential=True)
+        for _ in range(20):
+            await asyncio.sleep(0.05)
+            await h.settle()
+            if h.json(path)["leader"] == replicas[0]:
+                break
+        assert h.json(path)["leader"] == replicas[0]
+        assert c.active.state.states[("t", 0)].leader == replicas[0]
+    finally:
+        await h.close()
