@@ -614,8 +614,7 @@ class _Planner:
                         if len(ti) == 0:
                             break
                         g = gain[ti, ai]
-                        order = np.lexsort((recv[active][ai], keys[ti], -gleft[active][ai], -g))
-                        order = order[: max(4 * need, 64)]
+                        order = _first_by(max(4 * need, 64), -g, -gleft[active][ai], keys[ti], recv[active][ai])
                         progress = False
                         for o in order.tolist():
                             key = int(keys[ti[o]])
@@ -1001,6 +1000,17 @@ class _Planner:
             "max_spread_after": int(sa.max()) if len(sa) else 0,
             "topics_less_even": int((sa > np.maximum(sb, 1)).sum()),
         }
+
+
+def _first_by(k: int, *keys: np.ndarray) -> np.ndarray:
+    """The first ``k`` indices of ``np.lexsort(keys[::-1])`` (``keys[0]`` the primary key),
+    sorting only the entries whose primary key can reach the first ``k``."""
+    primary = keys[0]
+    if len(primary) > 4 * k:
+        cut = np.partition(primary, k - 1)[k - 1]
+        sel = np.nonzero(primary <= cut)[0]  # every tie at the cut, so the order is lexsort's
+        return sel[np.lexsort(tuple(key[sel] for key in reversed(keys)))][:k]
+    return np.lexsort(tuple(reversed(keys)))[:k]
 
 
 def _pad(rows: np.ndarray, width: int) -> np.ndarray:
