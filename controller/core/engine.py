@@ -259,6 +259,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
     s.take_overrides()
     if s.deleting:
         s.advance_deletions()  # step 11: after the cancels and overrides of the step
+    s.missing_replicas()  # step 9b
     s.schedule()
     return s.finish()
 
@@ -312,6 +313,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
         self.created: list[TopicPartition] = []  # partitions given their first state (step 10)
         self.deleting = Overlay(state.deleting)  # step 11
         self.unhosted = Overlay(state.unhosted)  # step 9b
+        self.hosted_answers: dict[int, frozenset[TopicPartition]] = {}  # step 9b: this step's answers
         self.elections: list = []  # step 12: (token, results) per ElectionRequested
         self.topics_deleted: list[str] = []
         self.markers_dropped: list[str] = []
@@ -675,7 +677,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
             return  # gone again: asked once more when it registers
         if self.deleting:
             self.deletion_hosted(b, event.partitions)  # step 11
-        self.missing_replicas(b, event.partitions)
+        self.hosted_answers[b] = event.partitions  # step 9b, for all answers at once (finish)
         for tp in stray_partitions(b, event.partitions, self.assignments, self.tasks, self.states):
             state = self.states.get(tp)
             self.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
@@ -689,20 +691,26 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
         else:
             self.on_election(event)
 
-    def missing_replicas(self, b: int, hosted: frozenset[TopicPartition]) -> None:
-        """Step 9b: replicas assigned to ``b`` (RS, no move running) that it does not host - a
-        LeaderAndIsr lost with a controller that wrote the state and died before sending it (a
-        new partition's, say) - get LeaderAndIsr (``is_new``) with the state held; a state not
-        read yet: once it is (``unhosted``, on_metadata)."""
+    def missing_replicas(self) -> None:
+        """Step 9b: replicas assigned to a broker that answered (RS, no move running) that it
+        does not host - a LeaderAndIsr lost with a controller that wrote the state and died
+        before sending it (a new partition's, say) - get LeaderAndIsr (``is_new``) with the state
+        held; a state not read yet: once it is (``unhosted``, on_metadata). One pass over the
+        assignments for every answer of the step (an election brings one per broker)."""
+        answers = {b: hosted for b, hosted in self.hosted_answers.items() if b in self.brokers}
+        if not answers:
+            return
         for tp, assignment in self.assignments.items():
-            if b not in assignment.replicas or tp in hosted or tp in self.tasks or tp[0] in self.deleting:
-                continue
-            state = self.states.get(tp)
-            if state is None:
-                self.unhosted[tp] = self.unhosted.get(tp, frozenset()) | {b}
-                continue
-            self.log.append(f"broker {b} does not host its replica of {tp[0]}-{tp[1]}: sending it LeaderAndIsr")
-            self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
+            for b in assignment.replicas:
+                hosted = answers.get(b)
+                if hosted is None or tp in hosted or tp in self.tasks or tp[0] in self.deleting:
+                    continue
+                state = self.states.get(tp)
+                if state is None:
+                    self.unhosted[tp] = self.unhosted.get(tp, frozenset()) | {b}
+                    continue
+                self.log.append(f"broker {b} does not host its replica of {tp[0]}-{tp[1]}: sending it LeaderAndIsr")
+                self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
 
     def tell_unhosted(self, tp: TopicPartition, state: LeaderIsr, assignment: Assignment) -> None:
         """Step 9b, once ``tp``'s state is known."""
