@@ -5,7 +5,6 @@ the ZooKeeper twin with simulated brokers, including a controller that died half
 from __future__ import annotations
 
 import collections
-import itertools
 import json
 
 import pytest
