@@ -28,8 +28,8 @@ which znode), never the request.
 from __future__ import annotations
 
 from controller.core import acl
-from controller.shell.listener import SESSION
 from controller.shell.admin.base import AdminContext, Api
+from controller.shell.listener import SESSION
 from protocol.describe_configs import (
     BROKER,
     DESCRIBE_CONFIGS,
