@@ -96,7 +96,8 @@ class OpsServer:
         # A ticker that has not woken for long is lag too (measured only once it wakes).
         now = time.monotonic()
         stalled = now - self._last_tick - LAG_TICK_S
-        lag = max([stalled, *(v for t, v in self._lags if t > now - LAG_WINDOW_S)])
+        # 0 at least: a ticker that woke a moment ago is not 'negative lag'.
+        lag = max([0.0, stalled, *(v for t, v in self._lags if t > now - LAG_WINDOW_S)])
         if lag > self.max_loop_lag_s:
             return False, f"event loop lag {lag:.3f}s > {self.max_loop_lag_s}s"
         return True, f"ok (event loop lag {lag:.3f}s)"
