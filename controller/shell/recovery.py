@@ -48,11 +48,12 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     controller finished but had not dropped yet: the engine drops it as done (step 1).
  4. Resume (:class:`controller.core.events.Resume`): the new controller epoch re-sends
     LeaderAndIsr for every running move, re-checks completion, re-sends StopReplica for moves
-    in STOPPING and CANCELLING, and starts pending entries as the caps allow. A state already
-    written goes as it is (brokers holding its leader epoch refuse it harmlessly, replicas
-    without local state take it); a replicating move whose RS this recovery writes (the topic
-    write did not land) or adopts (no record) goes with a new leader epoch, since no broker
-    may have heard of that RS; dropped replicas that left the ISR are deleted then (engine
+    in STOPPING and CANCELLING, and starts pending entries as the caps allow. A replicating
+    move goes out with a new leader epoch (as Kafka's onPartitionReassignment bumps it for every
+    move it resumes): the dead controller may have died before the brokers heard of its RS at
+    the state's epoch, and they would refuse that state resent as is. A STOPPING or CANCELLING
+    move's state goes as it is (brokers holding its leader epoch refuse it harmlessly, replicas
+    without local state take it); dropped replicas that left the ISR are deleted then (engine
     step 4b). Every live broker is also asked what it hosts, for its strays (engine step 9). The shell then
     reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
     (setting their watches): a cancel or queue the dead controller had not finished taking is
@@ -110,12 +111,11 @@ class Recovered:
 async def load(store: Store, *, watch: bool = True, states: bool = False) -> Snapshot:
     """Step 1.
 
-    Cheap by design, so a failover resumes in about a second however many moves run: a record
-    of a partition whose topic znode shows it moving with replicas being added, and whose
-    request entry carries ``original_replicas``, is listed but not read (the topic znode's RS,
-    AR and RR say the same TRS and ORS, the entry the order of ORS; a rollback's topic znode
-    adds nothing, so the records of cancels are always read), and partition states are not read here unless
-    ``states``: the resumed moves ask for them (``Step.reads``) and carry on as they arrive.
+    Every KIP-240 record is read (one bulk read): it is the only witness of a move's newest
+    target, since a KIP-455 override writes its record before its state and topic znode, so a
+    flush cut in between leaves a topic znode that shows the older target. Partition states are
+    not read here unless ``states``: the resumed moves ask for them (``Step.reads``) and carry
+    on as they arrive.
     """
     log: list[str] = []
     brokers, more = await read_brokers(store, watch=watch)
@@ -128,18 +128,8 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
         await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
     requests = await read_requests(store)
     moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
-    # The topic znode gives ORS as a set only; its order comes from the request entry, else
-    # the record must be read.
-    ordered = {r.tp: r.original_replicas for r in requests.requests or () if r.original_replicas is not None}
-    skip = [
-        tp for tp, a in moving.items()
-        if a.adding and tp in ordered and sorted(ordered[tp]) == sorted(_split(a)[1])
-    ]
-    records, record_counts, cancelling, more = await read_records(store, skip=skip)
+    records, record_counts, cancelling, more = await read_records(store)
     log += more
-    for tp, record in records.items():
-        if record is ...:  # listed, not read: TRS from the topic znode, ORS in the entry's order
-            records[tp] = (_split(moving[tp])[0], tuple(ordered[tp]))
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
     return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling)

@@ -82,17 +82,14 @@ async def read_queue(store: Store) -> QueueRead:
 
 
 async def read_records(
-    store: Store, skip: Iterable[TopicPartition] = ()
+    store: Store,
 ) -> tuple[
     dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], set[TopicPartition], list[str]
 ]:
     """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; the number of
     records under each ``/admin/reassignments/T`` parent (0 for an empty parent); and the
     records marked ``cancelling`` (a KIP-236 rollback under way).
-
-    Records in ``skip`` are listed in the counts but not read: they are returned as ``...``.
     """
-    skip = set(skip)
     log: list[str] = []
     topics = await children_or_empty(store, paths.REASSIGNMENTS)
     keys: list[TopicPartition] = []
@@ -117,8 +114,7 @@ async def read_records(
                 keys.append((topic, paths.parse_id(name, "partition")))
             except ValueError as e:
                 log.append(f"ignoring /admin/reassignments/{topic}/{name}: {e}")
-    out: dict = {tp: ... for tp in keys if tp in skip}
-    keys = [tp for tp in keys if tp not in skip]
+    out: dict = {}
     reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
     cancelling: set[TopicPartition] = set()
     for tp, read in zip(keys, reads):

@@ -287,3 +287,31 @@ async def test_the_new_controller_has_a_newer_epoch(k):
         h.check_invariants(TARGETS)
     finally:
         await h.close()
+
+
+async def test_an_override_cut_after_its_record_resumes_with_the_record_s_target():
+    """A KIP-455 override writes its record, then the state and the topic znode: cut in
+    between, the topic znode still shows the older target while the request entry (rewritten
+    by the client since) carries original_replicas. Recovery must take TRS from the record, not
+    from the topic znode (found by the stateful suite: the move completed to the topic znode's
+    older target with the record's newer one still in ZooKeeper)."""
+    from controller.shell.recovery import load
+    from znodes.twin import TwinServer
+
+    server = TwinServer()
+    store = server.connect()
+    for path in ("/brokers", "/brokers/ids", "/brokers/topics", "/admin", "/admin/reassignments",
+                 "/admin/reassignments/t"):
+        await store.create(path, b"")
+    # ORS (4,2,3); the first target (1,2,3) is in the topic znode, the override to (1,2,4) only
+    # in the record; the client has since asked for (1,2,3) again.
+    await store.create(paths.topic("t"), json.dumps({"version": 2, "partitions": {"0": [1, 2, 3, 4]},
+                                                      "adding_replicas": {"0": [1]}, "removing_replicas": {"0": [4]}}).encode())
+    await store.create(paths.reassignment("t", 0), json.dumps({"version": 1, "replicas": [1, 2, 4],
+                                                               "original_replicas": [4, 2, 3]}).encode())
+    await store.create(paths.REASSIGN_PARTITIONS, json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [1, 2, 3], "original_replicas": [4, 2, 3]}]}).encode())
+    snap = await load(store, watch=False)
+    assert snap.records[TP] == ((1, 2, 4), (4, 2, 3))
+    move = rebuild(snap, controller_id=102, epoch=9).state.tasks[TP]
+    assert (move.target, move.original) == ((1, 2, 4), (4, 2, 3))
