@@ -92,13 +92,7 @@ class Outbox:
             self._lai.setdefault(broker_id, {})[tp] = last[5]
             return
         entry = self._lai.setdefault(broker_id, {})[tp] = {
-            "partition_index": tp[1],
-            "controller_epoch": state.controller_epoch,
-            "leader": state.leader,
-            "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr),
-            "zk_version": state.zk_version,
-            "replicas": list(replicas),
+            **_partition_state(tp, state, replicas),
             "adding_replicas": list(adding),
             "removing_replicas": list(removing),
             "is_new": is_new,
@@ -126,13 +120,7 @@ class Outbox:
         once per step and set of brokers)."""
         entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
         entries[tp] = {
-            "partition_index": tp[1],
-            "controller_epoch": state.controller_epoch,
-            "leader": state.leader,
-            "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr),
-            "zk_version": state.zk_version,
-            "replicas": list(replicas),
+            **_partition_state(tp, state, replicas),
             "offline_replicas": [r for r in replicas if r not in self.brokers],
         }
 
@@ -225,3 +213,16 @@ def hosted_partitions(body: dict) -> set[TopicPartition] | None:
                 if not p.get("is_future_key", False):
                     out.add((topic["name"], p["partition_index"]))
     return out
+
+
+def _partition_state(tp: TopicPartition, state: LeaderIsr, replicas) -> dict:
+    """The fields LeaderAndIsr and UpdateMetadata partition states share."""
+    return {
+        "partition_index": tp[1],
+        "controller_epoch": state.controller_epoch,
+        "leader": state.leader,
+        "leader_epoch": state.leader_epoch,
+        "isr": list(state.isr),
+        "zk_version": state.zk_version,
+        "replicas": list(replicas),
+    }
