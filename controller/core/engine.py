@@ -572,7 +572,9 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
             elif r.replicas == move.target:
                 if r.original_replicas is None:
                     self.record_original(move)  # a rewrite of the znode lost what was recorded
-                if move.next_target is not None:
+                # A rollback keeps its entry until it ends, and a target queued behind it equal
+                # to the cancelled one (controller.core.queue) reads the same: neither drops it.
+                if move.next_target is not None and move.phase is not Phase.CANCELLING:
                     self.set_task(move.with_changes(next_target=None))
             elif move.phase is Phase.REPLICATING:
                 if move.next_target != r.replicas:

@@ -98,3 +98,30 @@ def test_taking_the_same_queue_twice_changes_nothing_more():
     step = run(s, queue)
     assert (s.tasks[TP], dict(s.requests)) == before
     assert step.writes == [Delete("/admin/reassign_partitions_queue", 7)]
+
+
+def test_a_target_queued_behind_a_rollback_equal_to_the_cancelled_one_survives_the_znode_s_reread():
+    """The queue writes the entry with the same target as the move being rolled back; the
+    controller then re-reads /admin/reassign_partitions (its own write's watch). That entry
+    reads like the rollback's own, and must not drop the queued target (found by the stateful
+    suite: the queued reassignment was lost after a failover into a rollback)."""
+    s = replicating()  # t-0: ORS 1,2,3 -> TRS 4,5,6
+    run(s, QueueRead(7, (req("t", 0, (1, 2, 5)),)))  # cancelled; then queued again to 4,5,6:
+    assert s.tasks[TP].phase is Phase.CANCELLING
+    run(s, QueueRead(8, (req("t", 0, (4, 5, 6)),)))
+    assert s.tasks[TP].next_target == (4, 5, 6)
+    run(s, RequestsRead(9, (req("t", 0, (4, 5, 6), (1, 2, 3)),)))
+    assert s.tasks[TP].next_target == (4, 5, 6)
+    step = run(s, StopReplicaSent((TP,)))
+    assert step.cancelled == [TP] and s.assignments[TP] == Assignment((1, 2, 3))
+    assert s.tasks[TP].target == (4, 5, 6) and s.requests[TP].original_replicas == (1, 2, 3)
+
+
+def test_a_rollback_s_own_entry_reread_does_not_restart_the_move():
+    s = replicating()
+    run(s, QueueRead(7, (req("t", 0, (1, 2, 3)),)))  # the queued target is ORS: a plain cancel
+    assert s.tasks[TP].phase is Phase.CANCELLING and s.tasks[TP].next_target is None
+    run(s, RequestsRead(9, (req("t", 0, (4, 5, 6), (1, 2, 3)),)))
+    assert s.tasks[TP].next_target is None
+    step = run(s, StopReplicaSent((TP,)))
+    assert step.cancelled == [TP] and TP not in s.tasks and s.assignments[TP] == Assignment((1, 2, 3))
