@@ -22,7 +22,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
-from controller.shell.listener import CLIENT, SESSION
+from controller.shell.listener import CLIENT, SESSION, WrappedHandler
 from controller.shell.logs import JsonFormatter
 from protocol.errors import ErrorCode
 
@@ -42,16 +42,7 @@ _TOPIC_KEYS = ("topic", "name")
 _PARTITION_KEYS = ("partition_id", "partition_index")
 
 
-class AuditedHandler:
-    def __init__(self, inner):
-        self.inner = inner
-        self.ctx = getattr(inner, "ctx", None)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def api_versions(self):
-        return self.inner.api_versions()
+class AuditedHandler(WrappedHandler):
 
     async def handle(self, header: dict, body: dict):
         response = await self.inner.handle(header, body)

@@ -86,6 +86,21 @@ class RequestHandler(Protocol):
     # encoded); without it such a failure closes the connection.
 
 
+class WrappedHandler:
+    """A RequestHandler around another (metrics, audit): serves what the inner one serves and
+    passes on every attribute it does not define itself; subclasses override ``handle``."""
+
+    def __init__(self, inner):
+        self.inner = inner
+        self.ctx = getattr(inner, "ctx", None)
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def api_versions(self):
+        return self.inner.api_versions()
+
+
 @dataclass(frozen=True, slots=True)
 class ListenerLimits:
     max_request_bytes: int = MAX_REQUEST_BYTES

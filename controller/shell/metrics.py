@@ -27,12 +27,23 @@ from collections import Counter as Tally
 from time import perf_counter
 from typing import TYPE_CHECKING
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, HistogramMetricFamily
+from prometheus_client import (
+    CollectorRegistry,
+    Counter,
+    Gauge,
+    Histogram,
+    generate_latest,
+)
+from prometheus_client.core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    HistogramMetricFamily,
+)
 from prometheus_client.utils import floatToGoString
 
 from controller.shell.inbox import Inbox
 from controller.shell.journal import DOORS, UNKNOWN
+from controller.shell.listener import WrappedHandler
 from znodes.api import FencedError, SessionEvent
 
 if TYPE_CHECKING:
@@ -334,20 +345,13 @@ class MeteredInbox(Inbox):
         super().note(item)
 
 
-class MeteredHandler:
+class MeteredHandler(WrappedHandler):
     """An admin RequestHandler that counts and times each request by API key, version and
     error code (the top-level one, else the first non-zero one of the answer's entries)."""
 
     def __init__(self, inner, metrics: Metrics):
-        self.inner = inner
+        super().__init__(inner)
         self._m = metrics
-        self.ctx = getattr(inner, "ctx", None)
-
-    def __getattr__(self, name):
-        return getattr(self.inner, name)
-
-    def api_versions(self):
-        return self.inner.api_versions()
 
     async def handle(self, header: dict, body: dict):
         began = time.perf_counter()
