@@ -152,8 +152,7 @@ one partition, in flush order (optional ops in brackets):
                      before they started], [delete /admin/cancel_reassignment_in_progress]
     rollback-finish  topic znode (RS = ORS), /admin/reassign_partitions, delete record,
                      [delete /admin/reassignments/T]
-    queue            the record of a move a queued target follows (next_replicas), then
-                     /admin/reassign_partitions (the queued entries), delete the queue znode
+    queue            /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
 
 A step doing several of these for several partitions writes each znode once, in the order
@@ -752,8 +751,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
                 self.create_record(tp, move.target, move.original)
             elif tp in event.rewrite_records or tp in event.flag_records:
                 self.early.append(
-                    SetData(paths.reassignment(*tp), encode_record(
-                        move.target, move.original, cancelling=move.cancelling, next_target=move.next_target))
+                    SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=move.cancelling))
                 )
             if move.phase is Phase.CANCELLING:
                 current = self.assignments[tp]
