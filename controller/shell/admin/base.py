@@ -23,6 +23,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from controller.core import acl
+from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
 from znodes.api import ConnectionLossError, FencedError, SessionExpiredError
 
@@ -113,3 +115,14 @@ class AdminContext:
         if active is None or active.state is None:
             raise NotController()
         return active
+
+
+async def allows_on_topic(ctx: AdminContext, operation: int, name: str) -> bool:
+    """Kafka's rule for the topic administration APIs: ``operation`` on the topic, or on the
+    cluster (which covers every topic); always true without an authorizer."""
+    authorizer = getattr(ctx, "authorizer", None)
+    if authorizer is None:
+        return True
+    session = SESSION.get()
+    return await authorizer.allows(session, operation, acl.TOPIC, name) or await authorizer.allows(
+        session, operation, acl.CLUSTER, acl.CLUSTER_NAME)

@@ -28,10 +28,14 @@ import time
 
 from controller.core import acl
 from controller.core.events import TopicsRead
-from controller.core.topic_creation import CreationView, PartitionsRequest, Refused, plan_partitions
-from controller.shell.admin.base import AdminContext, Api
+from controller.core.topic_creation import (
+    CreationView,
+    PartitionsRequest,
+    Refused,
+    plan_partitions,
+)
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from controller.shell.admin.create_topics import _creations
-from controller.shell.listener import SESSION
 from controller.shell.zkread import read_topics
 from protocol.errors import ErrorCode
 from znodes import paths
@@ -46,15 +50,6 @@ CONFLICT_RETRIES = 5
 
 def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
     return {"name": name, "error_code": int(code), "error_message": message}
-
-
-async def _allowed(ctx: AdminContext, name: str) -> bool:
-    authorizer = getattr(ctx, "authorizer", None)
-    if authorizer is None:
-        return True
-    session = SESSION.get()
-    return await authorizer.allows(session, acl.ALTER, acl.TOPIC, name) or await authorizer.allows(
-        session, acl.ALTER, acl.CLUSTER, acl.CLUSTER_NAME)
 
 
 async def _add(ctx: AdminContext, active, creations, r: PartitionsRequest, validate_only: bool):
@@ -118,7 +113,7 @@ async def handle_create_partitions(ctx: AdminContext, version: int, body: dict) 
             if counts[name] > 1:
                 results.append(_result(name, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once"))
                 continue
-            if not await _allowed(ctx, name):
+            if not await allows_on_topic(ctx, acl.ALTER, name):
                 results.append(_result(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ALTER is not allowed"))
                 continue
             given = t.get("assignments")

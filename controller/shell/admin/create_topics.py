@@ -42,8 +42,7 @@ from controller.core.topic_creation import (
     creation_ops,
     plan_topics,
 )
-from controller.shell.admin.base import AdminContext, Api
-from controller.shell.listener import SESSION
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
@@ -130,23 +129,13 @@ def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
     }
 
 
-async def _allowed(ctx: AdminContext, name: str) -> bool:
-    authorizer = getattr(ctx, "authorizer", None)
-    if authorizer is None:
-        return True
-    session = SESSION.get()
-    return await authorizer.allows(session, acl.CREATE, acl.CLUSTER, acl.CLUSTER_NAME) or await authorizer.allows(
-        session, acl.CREATE, acl.TOPIC, name
-    )
-
-
 async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     store = ctx.store
     requests = _requests(body)
     timeout_s = body.get("timeout_ms", 60_000) / 1000
     validate_only = version >= 1 and bool(body.get("validate_only"))
-    denied = {r.name for r in requests if not await _allowed(ctx, r.name)}
+    denied = {r.name for r in requests if not await allows_on_topic(ctx, acl.CREATE, r.name)}
     creations = _creations(active)
     futures: dict[str, list[asyncio.Future]] = {}
     results: dict[int, dict] = {}

@@ -29,8 +29,7 @@ import time
 import weakref
 
 from controller.core import acl
-from controller.shell.admin.base import AdminContext, Api
-from controller.shell.listener import SESSION
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
@@ -69,15 +68,6 @@ def _result(name, topic_id, code: ErrorCode = ErrorCode.NONE, message: str | Non
     return {"name": name, "topic_id": topic_id, "error_code": int(code), "error_message": message}
 
 
-async def _allowed(ctx: AdminContext, name: str) -> bool:
-    authorizer = getattr(ctx, "authorizer", None)
-    if authorizer is None:
-        return True
-    session = SESSION.get()
-    return await authorizer.allows(session, acl.DELETE, acl.TOPIC, name) or await authorizer.allows(
-        session, acl.DELETE, acl.CLUSTER, acl.CLUSTER_NAME)
-
-
 async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     store = ctx.store
@@ -99,7 +89,7 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
         if counts[name] > 1:
             results.append(_result(name, topic_id, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once"))
             continue
-        if not await _allowed(ctx, name):
+        if not await allows_on_topic(ctx, acl.DELETE, name):
             results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "DELETE is not allowed"))
             continue
         if not ctx.config.delete_topic_enable:
