@@ -786,7 +786,10 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
             move = move.with_changes(resend=False)
             self.set_task(move)
         if move.phase is Phase.REPLICATING:
-            gone = tuple(b for b in move.dropped if b not in state.isr)
+            # A dropped replica a target that came meanwhile keeps again is not deleted: the
+            # override below takes it back (deleting it first would race its LeaderAndIsr).
+            keep = move.next_target or ()
+            gone = tuple(b for b in move.dropped if b not in state.isr and b not in keep)
             if move.new_epoch or gone:
                 move = move.shed(gone).with_changes(new_epoch=False)
                 self.set_task(move)
