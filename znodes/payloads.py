@@ -179,11 +179,17 @@ class _Record(models.ReassignmentRecord):
     the extra key."""
 
     cancelling: StrictBool = False
+    # A target queued behind this move (KIP-236 queue): kept here because when it equals the
+    # target being rolled back, /admin/reassign_partitions cannot tell it from the rollback's
+    # own entry, and a failover must not lose it.
+    next_replicas: models.Replicas | None = None
 
     def _to_json(self) -> dict:
         out = super()._to_json()
         if self.cancelling:
             out["cancelling"] = True
+        if self.next_replicas is not None:
+            out["next_replicas"] = list(self.next_replicas)
         return out
 
 
@@ -193,15 +199,21 @@ def decode_record(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, .
     return tuple(m.replicas), tuple(m.original_replicas)
 
 
-def decode_record_full(path: str, data: bytes) -> tuple[tuple[int, ...], tuple[int, ...], bool]:
-    """(target replicas, original replicas, a KIP-236 rollback of the move is under way)."""
+def decode_record_full(
+    path: str, data: bytes
+) -> tuple[tuple[int, ...], tuple[int, ...], bool, tuple[int, ...] | None]:
+    """(target replicas, original replicas, a KIP-236 rollback of the move is under way, the
+    target queued behind the move or None)."""
     m = _Record.from_bytes(path, data)
-    return tuple(m.replicas), tuple(m.original_replicas), m.cancelling
+    queued = tuple(m.next_replicas) if m.next_replicas is not None else None
+    return tuple(m.replicas), tuple(m.original_replicas), m.cancelling, queued
 
 
-def encode_record(target, original, cancelling: bool = False) -> bytes:
+def encode_record(target, original, cancelling: bool = False, next_target=None) -> bytes:
     # Hot (one per started move): the same bytes as _Record(...).to_bytes(), formatted directly.
     flag = ',"cancelling":true' if cancelling else ""
+    if next_target is not None:
+        flag += f',"next_replicas":[{_ints(next_target)}]'
     return f'{{"version":1,"replicas":[{_ints(target)}],"original_replicas":[{_ints(original)}]{flag}}}'.encode()
 
 

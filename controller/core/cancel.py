@@ -195,7 +195,8 @@ class CancelSteps:
         )
         # After the topic znode's rollback in the flush (``late``): a flag never lands for a
         # rollback that did not, so a flagged record always means a move being rolled back.
-        self.late.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=True)))
+        self.late.append(SetData(paths.reassignment(*tp), encode_record(
+            move.target, move.original, cancelling=True, next_target=move.next_target)))
         self.set_assignment(tp, rollback_assignment(move))
         self.roll_back(move, state, first=True)
 

@@ -152,7 +152,8 @@ one partition, in flush order (optional ops in brackets):
                      before they started], [delete /admin/cancel_reassignment_in_progress]
     rollback-finish  topic znode (RS = ORS), /admin/reassign_partitions, delete record,
                      [delete /admin/reassignments/T]
-    queue            /admin/reassign_partitions (the queued entries), delete the queue znode
+    queue            the record of a move a queued target follows (next_replicas), then
+                     /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
 
 A step doing several of these for several partitions writes each znode once, in the order
@@ -751,7 +752,8 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
                 self.create_record(tp, move.target, move.original)
             elif tp in event.rewrite_records or tp in event.flag_records:
                 self.early.append(
-                    SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=move.cancelling))
+                    SetData(paths.reassignment(*tp), encode_record(
+                        move.target, move.original, cancelling=move.cancelling, next_target=move.next_target))
                 )
             if move.phase is Phase.CANCELLING:
                 current = self.assignments[tp]

@@ -36,6 +36,8 @@ from controller.core.events import QueueRead
 from controller.core.flush import QUEUE, writing
 from controller.core.task import Move, Phase
 from znodes import paths
+from znodes.api import SetData
+from znodes.payloads import encode_record
 from znodes.values import Assignment, Request
 
 
@@ -97,11 +99,19 @@ class QueueSteps:
         self.put_request(replace(r, original_replicas=move.original))
         # A rollback already ends at ORS; a completing move must go back there afterwards.
         next_target = None if target == move.original and move.phase is not Phase.STOPPING else target
+        changed = next_target != move.next_target
         move = move.with_changes(next_target=next_target)
         self.set_task(move)
         if move.phase is not Phase.REPLICATING:
             what = "its rollback" if move.phase is Phase.CANCELLING else "its completion"
             self.log.append(f"queued target {list(target)} of {_name(r)} follows {what}")
+            # Kept in the record too: equal to the target being rolled back, the entry in
+            # /admin/reassign_partitions reads like the rollback's own, and a failover would lose it.
+            # Late, as a rollback's flag is: a cancel taken earlier in this step wrote the record
+            # there without it, and the last write of a path in a flush is the one that stays.
+            if changed:
+                self.late.append(SetData(paths.reassignment(*tp), encode_record(
+                    move.target, move.original, cancelling=move.phase is Phase.CANCELLING, next_target=move.next_target)))
             return
         state = self.states.get(tp)
         unsafe = "its partition state is being read after a failover" if state is None else self.rollback_unsafe(move, state)

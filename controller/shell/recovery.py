@@ -99,6 +99,7 @@ class Snapshot:
     record_counts: dict[str, int] = field(default_factory=dict)  # records per parent znode
     log: list[str] = field(default_factory=list)
     cancelling: set[TopicPartition] = field(default_factory=set)  # records marked "cancelling"
+    queued: dict[TopicPartition, tuple[int, ...]] = field(default_factory=dict)  # records' next_replicas
 
 
 @dataclass
@@ -128,11 +129,11 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
         await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
     requests = await read_requests(store)
     moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
-    records, record_counts, cancelling, more = await read_records(store)
+    records, record_counts, cancelling, queued, more = await read_records(store)
     log += more
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
-    return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling)
+    return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling, queued)
 
 
 def _split(assignment: Assignment) -> tuple[tuple[int, ...], tuple[int, ...]]:
@@ -234,6 +235,13 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
         if entry is not None and entry.original_replicas is not None and move.original != entry.original_replicas:
             if sorted(entry.original_replicas) == sorted(move.original):
                 state.tasks[tp] = replace(move, original=tuple(entry.original_replicas))
+
+    # A target queued behind a move (controller.core.queue) that its record keeps: the request
+    # entry cannot say it when it equals the target being rolled back.
+    for tp, queued in snapshot.queued.items():
+        move = state.tasks.get(tp)
+        if move is not None and move.phase in (Phase.CANCELLING, Phase.STOPPING):
+            state.tasks[tp] = replace(move, next_target=queued)  # follow_up starts it once the move ends
 
     for tp in state.tasks:
         read = snapshot.states.get(tp)

@@ -84,11 +84,16 @@ async def read_queue(store: Store) -> QueueRead:
 async def read_records(
     store: Store,
 ) -> tuple[
-    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None], dict[str, int], set[TopicPartition], list[str]
+    dict[TopicPartition, tuple[tuple[int, ...], tuple[int, ...]] | None],
+    dict[str, int],
+    set[TopicPartition],
+    dict[TopicPartition, tuple[int, ...]],
+    list[str],
 ]:
     """Every KIP-240 record: (TRS, ORS), or None for one that does not parse; the number of
-    records under each ``/admin/reassignments/T`` parent (0 for an empty parent); and the
-    records marked ``cancelling`` (a KIP-236 rollback under way).
+    records under each ``/admin/reassignments/T`` parent (0 for an empty parent); the
+    records marked ``cancelling`` (a KIP-236 rollback under way); and the targets queued
+    behind moves (``next_replicas``).
     """
     log: list[str] = []
     topics = await children_or_empty(store, paths.REASSIGNMENTS)
@@ -117,11 +122,12 @@ async def read_records(
     out: dict = {}
     reads = await get_many(store, [paths.reassignment(*tp) for tp in keys])
     cancelling: set[TopicPartition] = set()
+    queued_targets: dict[TopicPartition, tuple[int, ...]] = {}
     for tp, read in zip(keys, reads):
         if read is None:
             continue
         try:
-            target, original, flag = decode_record_full(paths.reassignment(*tp), read[0])
+            target, original, flag, queued = decode_record_full(paths.reassignment(*tp), read[0])
         except ZnodeFormatError as e:
             log.append(f"malformed reassignment record: {e}")
             out[tp] = None
@@ -129,7 +135,9 @@ async def read_records(
         out[tp] = (target, original)
         if flag:
             cancelling.add(tp)
-    return out, counts, cancelling, log
+        if queued is not None:
+            queued_targets[tp] = queued
+    return out, counts, cancelling, queued_targets, log
 
 
 async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:

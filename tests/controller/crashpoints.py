@@ -41,7 +41,7 @@ SHAPES: dict[str, tuple[str, ...]] = {
     flush.FINISH: ("topic", "record delete", "records parent", "requests"),
     flush.ROLLBACK: ("state", "topic", "record write", "requests", "cancel znode"),
     flush.ROLLBACK_FINISH: ("topic", "requests", "record delete", "records parent"),
-    flush.QUEUE: ("requests", "queue znode"),
+    flush.QUEUE: ("record write", "requests", "queue znode"),
     flush.THROTTLE_REMOVAL: ("topic config", "config change", "broker config", "replicas removal", "rates removal"),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)

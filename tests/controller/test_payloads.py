@@ -26,9 +26,12 @@ def test_encode_state_is_the_models_bytes(state):
     assert decode_state("/s", encode_state(state), state.zk_version) == state
 
 
+@pytest.mark.parametrize("queued", [None, (4, 5, 6)])
 @pytest.mark.parametrize("cancelling", [False, True])
 @pytest.mark.parametrize("target, original", [((4, 5, 6), (1, 2, 3)), ((7,), (1, 2)), ((10, 2), (2, 10, 3))])
-def test_encode_record_is_the_models_bytes(target, original, cancelling):
-    expected = _Record(version=1, replicas=list(target), original_replicas=list(original), cancelling=cancelling).to_bytes()
-    assert encode_record(target, original, cancelling) == expected
-    assert decode_record_full("/r", encode_record(target, original, cancelling)) == (target, original, cancelling)
+def test_encode_record_is_the_models_bytes(target, original, cancelling, queued):
+    expected = _Record(version=1, replicas=list(target), original_replicas=list(original), cancelling=cancelling,
+                       next_replicas=None if queued is None else list(queued)).to_bytes()
+    assert encode_record(target, original, cancelling, queued) == expected
+    assert decode_record_full("/r", encode_record(target, original, cancelling, queued)) == (
+        target, original, cancelling, queued)

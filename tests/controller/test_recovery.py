@@ -315,3 +315,16 @@ async def test_an_override_cut_after_its_record_resumes_with_the_record_s_target
     assert snap.records[TP] == ((1, 2, 4), (4, 2, 3))
     move = rebuild(snap, controller_id=102, epoch=9).state.tasks[TP]
     assert (move.target, move.original) == ((1, 2, 4), (4, 2, 3))
+
+
+def test_a_target_queued_behind_a_rollback_is_kept_by_its_record_through_a_failover():
+    """The queue's target equal to the one being rolled back reads, in /admin/reassign_partitions,
+    like the rollback's own entry; the record's next_replicas keeps it (found by the stateful
+    suite: it was lost when the controller failed over before the rollback ended)."""
+    from dataclasses import replace as _replace
+
+    rolling_back = Assignment((1, 2, 3, 4, 5, 6), (), (4, 5, 6))
+    snap = _replace(snapshot(rolling_back), cancelling={TP}, queued={TP: (4, 5, 6)})
+    s, step, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.phase, move.target, move.next_target) == (Phase.CANCELLING, (4, 5, 6), (4, 5, 6))

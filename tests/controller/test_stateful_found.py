@@ -56,3 +56,25 @@ def test_recovery_keeps_a_dropped_replica_the_next_target_takes_back():
         lambda m: m.retarget(Drawn({0}, [2, 3, 4])),
         lambda m: m.retarget(Drawn({0}, [1, 2, 3])),
     )
+
+
+def test_a_target_queued_behind_a_rollback_survives_a_failover():
+    """Seed 16, shard 5: with no controller running, every reassignment was cancelled and then
+    t-0 queued to [1,2,3] - the very target being cancelled. The next controller took both in
+    one step (rollback, then the queued target after it) and crashed before its rollback
+    finished; in /admin/reassign_partitions the queued entry read exactly like the rollback's
+    own, so the controller after it dropped the entry and t-0 stayed at [4,2,3] (invariant 2).
+    The record keeps the queued target (next_replicas) since, written after the rollback's
+    flag in the same flush."""
+    replay(
+        lambda m: m.start_controller(),
+        lambda m: m.cut_flush(deposing=False, point=("rollback-finish", "topic")),
+        lambda m: m.expire_active(),
+        lambda m: m.expire_active(),
+        lambda m: m.start_controller(),
+        lambda m: m.queue(Drawn({0}, [1, 2, 3])),
+        lambda m: m.expire_active(),
+        lambda m: m.cancel_all(),
+        lambda m: m.queue(Drawn({0}, [1, 2, 3])),
+        lambda m: m.start_controller(),
+    )
