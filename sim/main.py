@@ -11,6 +11,15 @@ per replica, e.g. 123, 512KB, 10MiB); an existing topic is an error and nothing 
 ``--bandwidth`` caps each broker's replication fetching (bytes/s), ``--produce-rate`` is
 appended to every partition leader (bytes/s; messages are ``--message-bytes`` each).
 
+``--zk-config FILE`` gives the brokers' ZooKeeper identity and security, the keys the
+controller's ``--security-config`` and ``reassignd users --zk-config`` read
+(``znodes.security``): ``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``,
+``zookeeper.set.acl``, ``zookeeper.ssl.*``. As Kafka's brokers and controller share one
+ZooKeeper identity, give the sim the controller's: under ``zookeeper.set.acl`` each writes
+znodes the other created (the brokers update partition states the controller created and add
+ISR change notifications under its ``/isr_change_notification``; the controller updates the
+topics the sim created).
+
 When everything is up, one line goes to stdout::
 
     {"event": "ready", "control": "127.0.0.1:7070", "brokers": {"1": "127.0.0.1:9092", ...},
@@ -40,6 +49,7 @@ from sim.topics import TopicExistsError, TopicSpecError, parse_topic_spec
 from znodes import paths
 from znodes.api import ZkError
 from znodes.errors import ZnodeFormatError
+from znodes.security import ZkSecurity
 
 log = logging.getLogger("reassignd.sim")
 
@@ -108,6 +118,9 @@ def _topic(text: str):
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(prog="reassignd sim", description="Run simulated Kafka brokers on a ZooKeeper.")
     p.add_argument("--zookeeper", required=True, type=_connect_string, metavar="HOST:PORT[/CHROOT]")
+    p.add_argument("--zk-config", metavar="FILE",
+                   help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
+                        "zookeeper.set.acl, zookeeper.ssl.*), as the controller's and `reassignd users`'")
     p.add_argument("--brokers", required=True, type=_positive_int, metavar="N")
     p.add_argument("--first-id", type=_non_negative_int, default=1, metavar="ID")
     p.add_argument("--racks", type=_non_negative_int, default=0, metavar="K",
@@ -146,6 +159,10 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         parser.error(f"--base-port {args.base_port} leaves no room for {args.brokers} brokers")
     if args.bandwidth <= 0:
         parser.error("--bandwidth must be positive")
+    try:
+        args.zk_security = ZkSecurity.from_file(args.zk_config)
+    except (ValueError, OSError) as exc:
+        parser.error(f"--zk-config: {exc}")
     outside = [b for b in args.topic_brokers if not args.first_id <= b < args.first_id + args.brokers]
     if outside:
         parser.error(f"--topic-brokers: {outside} not among the simulated brokers")
@@ -183,10 +200,10 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
 
 
 async def run(args: argparse.Namespace) -> int:
-    from znodes import store as zstore
-
     stop = asyncio.Event()
-    cluster = Cluster(lambda: zstore.connect(args.zookeeper, create_chroot=True), settings_from(args))
+    # Every broker's session (and the cluster's own) with the --zk-config identity; under
+    # zookeeper.set.acl the znodes they create get Kafka's secure ACLs.
+    cluster = Cluster(lambda: args.zk_security.connect(args.zookeeper, create_chroot=True), settings_from(args))
     try:
         assignments = await cluster.start(args.topics)
     except (ZkError, OSError) as exc:

@@ -98,9 +98,10 @@ def wait_for(predicate, timeout: float, what: str, interval: float = POLL_INTERV
 
 
 @contextmanager
-def kazoo_client(zk_hosts: str) -> Iterator[KazooClient]:
-    """A started kazoo session, stopped and closed on exit."""
-    zk = KazooClient(hosts=zk_hosts, timeout=10)
+def kazoo_client(zk_hosts: str, auth: str | None = None) -> Iterator[KazooClient]:
+    """A started kazoo session, stopped and closed on exit; ``auth`` ("user:password"): its
+    digest identity (zkCli's ``addauth digest``), for a ZooKeeper that requires one."""
+    zk = KazooClient(hosts=zk_hosts, timeout=10, auth_data=[("digest", auth)] if auth else None)
     zk.start(timeout=STARTUP_TIMEOUT_S)
     try:
         yield zk
@@ -272,13 +273,15 @@ class RunningCluster:
 
 @contextmanager
 def running_cluster(zk_hosts: str, workdir: Path, *, sim_args: list[str], controller_ids: tuple[int, ...],
-                    controller_config: dict | None = None, listen: str = "127.0.0.1:0") -> Iterator[RunningCluster]:
+                    controller_config: dict | None = None, listen: str = "127.0.0.1:0",
+                    zk_auth: str | None = None) -> Iterator[RunningCluster]:
     """``reassignd sim --zookeeper ZK SIM_ARGS`` and one ``reassignd controller`` per id, all
     sharing ``CONTROLLER_CONFIG`` updated with ``controller_config``; entered once a controller
-    is active and every instance has registered its listener."""
+    is active and every instance has registered its listener. ``zk_auth``: the digest identity
+    of the test's own kazoo session (``RunningCluster.zk``)."""
     config = workdir / "controller.toml"
     config.write_text(to_toml({**CONTROLLER_CONFIG, **(controller_config or {})}))
-    with Processes(workdir) as processes, kazoo_client(zk_hosts) as zk:
+    with Processes(workdir) as processes, kazoo_client(zk_hosts, zk_auth) as zk:
         sim = processes.start_sim(zk_hosts, sim_args)
         for cid in controller_ids:
             processes.start_controller(zk_hosts, cid, config, listen)

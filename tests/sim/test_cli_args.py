@@ -55,3 +55,19 @@ def test_good_arguments_make_the_settings():
 def test_help_exits_0(capsys):
     assert main(["--help"]) == 0
     assert "--zookeeper" in capsys.readouterr().out
+
+
+def test_zk_config_is_read_and_checked_at_start(tmp_path, capsys):
+    from znodes.security import ZkSecurity
+
+    assert parse_args(["--zookeeper", ZK, "--brokers", "1"]).zk_security == ZkSecurity()  # none: unauthenticated
+    good = tmp_path / "zk.properties"
+    good.write_text("zookeeper.auth.digest=reassignd:s3cret\nzookeeper.set.acl=true\n")
+    security = parse_args(["--zookeeper", ZK, "--brokers", "1", "--zk-config", str(good)]).zk_security
+    assert security.digest == ("reassignd", "s3cret") and security.set_acl
+    bad = tmp_path / "bad.properties"
+    bad.write_text("zookeeper.set.acl=true\n")  # secure ACLs need an identity to grant
+    for path, message in ((bad, "zookeeper.auth.digest"), (tmp_path / "missing", "No such file")):
+        assert main(["--zookeeper", ZK, "--brokers", "1", "--zk-config", str(path)]) == 2
+        err = capsys.readouterr().err
+        assert "reassignd sim: error: --zk-config" in err and message in err
