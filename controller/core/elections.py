@@ -23,6 +23,8 @@ States: the newer (zkVersion) of the one the shell read for the request and the 
 
 from __future__ import annotations
 
+from controller.core.broker_failure import BrokerFailureSteps
+from controller.core.events import OfflineCheck
 from protocol.errors import ErrorCode
 from znodes.values import LeaderIsr, TopicPartition
 
@@ -35,10 +37,15 @@ def _name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-class ElectionSteps:
-    """Steps 1-4 as methods of the engine's working set."""
+class ElectionSteps(BrokerFailureSteps):
+    """Steps 1-4 as methods of the engine's working set; the controller's own election after a
+    broker failure (``OfflineCheck``) comes through the same event path, deferred like these
+    until a failover's resumed moves have their states (controller.core.broker_failure)."""
 
     def on_election(self, event) -> None:
+        if isinstance(event, OfflineCheck):
+            self.on_offline(event)
+            return
         wanted = list(self.assignments.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
         results: dict[TopicPartition, Result] = {}
         for tp in wanted:

@@ -146,7 +146,26 @@ class ElectionRequested:
     token: object = None
 
 
+OFFLINE = 2  # not a wire ElectionType: the controller's own election after a broker failure
+
+
+@dataclass(frozen=True, slots=True)
+class OfflineCheck(ElectionRequested):
+    """Elect leaders of the partitions whose leader is not live and take dead brokers out of
+    ISRs (controller.core.broker_failure): ``partitions`` None for every partition whose state
+    the controller holds (a change of ``/brokers/ids``), else those named (a chunk of a
+    full-metadata read). ``unclean_topics``: topics whose ``unclean.leader.election.enable``
+    is true, of those ``broker_failure.unclean_candidates`` named. Built with
+    :func:`offline_check`."""
+
+    unclean_topics: frozenset[str] = frozenset()
+
+
+def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=frozenset()) -> OfflineCheck:
+    return OfflineCheck(partitions, OFFLINE, {}, None, frozenset(unclean_topics))
+
+
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
-    | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested
+    | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck
 )

@@ -44,9 +44,11 @@ CREATE = "create"
 # own flush, like throttle removal's.
 DELETE = "delete"
 ELECT = "elect"  # a leader election asked for (controller.core.elections): the state znode
+# Leaders and ISRs after a broker failed or registered (controller.core.broker_failure): state znodes.
+BROKER_FAILURE = "broker-failure"
 
 FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, OTHER)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, OTHER)
 
 
 def writing(kind: str):

@@ -1,0 +1,176 @@
+"""Leaders and ISRs after a broker fails or comes back (Kafka's ``KafkaController.onBrokerFailure``
+and ``onBrokerStartup`` in ZooKeeper mode): the engine's part, a mixin of its working set
+(controller.core.engine), reached through step 12's event (controller.core.elections). Pure.
+
+Kafka's controller, when a broker's registration goes, takes every partition that broker led to
+OfflinePartition and elects a new leader from the live ISR (``OfflinePartitionLeaderElection-
+Strategy``), then takes the broker's replicas to OfflineReplica: out of every ISR, the leader
+epoch + 1, the state znode written first (conditional on its zkVersion, fenced by the
+controller epoch), then LeaderAndIsr and UpdateMetadata. When a broker registers, partitions
+left without a leader whose ISR names it get one (``triggerOnlinePartitionStateChange``); it
+is otherwise just a follower. Without this, a partition led by a dead broker has no leader:
+nothing is produced to it and nothing copies from it, so a move that adds replicas to it (a
+drain of that broker) never completes.
+
+The shell asks for it (``OfflineCheck``, controller.shell.active) in the step that folds a
+change of ``/brokers/ids`` (every partition whose state the controller holds), and in the
+step of each chunk of a full-metadata read (those partitions): a new controller's reads, so
+brokers that died while no controller was active are handled at election and after every
+recovery. L is the live broker set once the step's BrokersRead is in, RS the partition's
+replicas (a moving partition's RS = TRS followed by ORS - TRS), S its state held.
+
+Per partition checked, in order:
+
+ 1. Skip: unknown partition, topic being deleted (the deletion owns it: leader -2 to come), no
+    state held, a move started that is not REPLICATING (STOPPING and CANCELLING chose a live
+    leader when they entered those phases, engine step 5 and controller.core.cancel, and end
+    once their StopReplica was sent), a move whose state is being read after a failover
+    (checked again with the chunk of the full-metadata read that brings it).
+ 2. Leader live. A partition no move runs for whose ISR names brokers not in L: the ISR without
+    them (OfflineReplica; never empty, the leader stays). A REPLICATING move's ISR is left
+    to the move (its completion reads it, engine step 5): nothing.
+ 3. Leader not live (dead, or -1 NO_LEADER). Clean: the first replica of RS, in RS order, that
+    is live and in the ISR leads; the ISR becomes its live members (Kafka's offline election).
+ 4. Else, if the topic's ``unclean.leader.election.enable`` is true (the shell reads the
+    topic configs of the partitions that need it: ``unclean_candidates``): the first live
+    replica of RS leads, alone in the ISR; logged (records since may be lost).
+ 5. Else NO_LEADER: leader -1, the ISR as it was (the replicas a clean election waits for:
+    step 3 runs when one of them registers again); nothing when the leader already is -1.
+ 6. Write and tell, in the step's fenced flush (engine ``new_epoch``): the state znode with the
+    new leader and ISR, leader epoch + 1, controller epoch this one's, conditional on the
+    zkVersion decided from (a leader's ISR change meanwhile fails the flush; the shell
+    rebuilds and the full-metadata read checks again). Then LeaderAndIsr to the live replicas
+    of RS - for a REPLICATING move through the engine's own ``announce`` (its RS, AR and RR;
+    ``is_new`` for AR; it completes the move if TRS is in the ISR now) - and UpdateMetadata
+    to every live broker.
+
+Invariant protected (docs/DESIGN.md 4.7): every partition with a live replica in its ISR has a
+live leader once the step that saw its leader go has landed, and no ISR names a dead broker
+beside a live leader (bar a moving partition's, owned by its move); leaders come only from the
+ISR unless the topic allows an unclean election.
+
+Worked state table, brokers 1, 2, 3, 4; broker 1 dies, later comes back (leader [isr] epoch):
+
+    partition  RS (AR, RR)        before          1 dies                    after
+    a          1,2,3              1 [1,2,3] 4     3: first live RS in ISR   2 [2,3] 5
+    b          2,1,3              2 [2,1,3] 7     2: ISR shrunk             2 [2,3] 8
+    c          1,2                1 [1] 3         5: no live ISR member     -1 [1] 4
+    c (unclean enabled)           1 [1] 3         4: first live replica     2 [2] 4
+    d          3,4                3 [3,4] 0       1: not a replica          3 [3,4] 0
+    e          4,2,1 (4; 1)       1 [1,2] 2       3: move's RS to 2 and 4   2 [2] 3
+    f          4,2,1 (4; 1)       2 [2,1] 2       2: the move's ISR         2 [2,1] 2
+    g          1,2 STOPPING       ...             1: the move's             unchanged
+    1 comes back:
+    c          1,2                -1 [1] 4        3: clean, 1 is in ISR     1 [1] 5
+
+    s.on_offline(OfflineCheck(None, OFFLINE, {}, unclean_topics=frozenset({"logs"})))
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+
+from controller.core.events import OfflineCheck
+from controller.core.flush import BROKER_FAILURE, writing
+from controller.core.task import Phase
+from znodes.values import Assignment, LeaderIsr, TopicPartition
+
+NO_LEADER = -1
+UNCLEAN_CONFIG = "unclean.leader.election.enable"
+
+
+def decide(
+    replicas: tuple[int, ...], state: LeaderIsr, live, *, unclean: bool, moving: bool
+) -> tuple[int, tuple[int, ...], str] | None:
+    """Steps 2-5 for one partition: (leader, ISR, why) to write, or None (nothing to do)."""
+    isr = state.isr
+    if state.leader in live:
+        if moving:
+            return None  # step 2: a running move's ISR is the move's
+        kept = tuple(b for b in isr if b in live)
+        if len(kept) == len(isr) or not kept:
+            return None
+        return state.leader, kept, "shrink"  # step 2
+    clean = next((b for b in replicas if b in live and b in isr), None)
+    if clean is not None:
+        return clean, tuple(b for b in isr if b in live), "clean"  # step 3
+    if unclean:
+        first = next((b for b in replicas if b in live), None)
+        if first is not None:
+            return first, (first,), "unclean"  # step 4
+    if state.leader == NO_LEADER:
+        return None
+    return NO_LEADER, isr, "none"  # step 5
+
+
+def unclean_candidates(
+    states: Mapping[TopicPartition, LeaderIsr | None],
+    assignments: Mapping[TopicPartition, Assignment],
+    live,
+    partitions: Iterable[TopicPartition] | None = None,
+) -> set[str]:
+    """Topics with a partition that only an unclean election can give a leader now (no live
+    ISR member, a live replica): the shell reads their configs for step 4."""
+    out: set[str] = set()
+    for tp in states.keys() if partitions is None else partitions:
+        state, assignment = states.get(tp), assignments.get(tp)
+        if state is None or assignment is None or tp[0] in out or state.leader in live:
+            continue
+        if not any(b in live for b in state.isr) and any(b in live for b in assignment.replicas):
+            out.add(tp[0])
+    return out
+
+
+def unclean_enabled(config: Mapping[str, str] | None, default: bool = False) -> bool:
+    """A topic's ``unclean.leader.election.enable`` (its dynamic config, else ``default``:
+    Kafka's is false)."""
+    value = (config or {}).get(UNCLEAN_CONFIG)
+    return default if value is None else value.strip().lower() == "true"
+
+
+class BrokerFailureSteps:
+    """Steps 1-6 as methods of the engine's working set."""
+
+    @writing(BROKER_FAILURE)
+    def on_offline(self, event: OfflineCheck) -> None:
+        live = self.brokers
+        wanted = self.states.keys() if event.partitions is None else dict.fromkeys(event.partitions)
+        counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}
+        leaderless: list[TopicPartition] = []
+        for tp in list(wanted):
+            assignment = self.assignments.get(tp)
+            state = self.states.get(tp)
+            if assignment is None or state is None or tp[0] in self.deleting:
+                continue  # step 1
+            move = self.tasks.get(tp)
+            if move is not None and (move.resend or (move.started and move.phase is not Phase.REPLICATING)):
+                continue  # step 1: the move's
+            moving = move is not None and move.started
+            decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving)
+            if decision is None:
+                continue
+            leader, isr, why = decision
+            counts[why] += 1
+            if why == "unclean":
+                self.log.append(f"unclean leader election of {tp[0]}-{tp[1]}: {leader}, no live replica of the ISR "
+                                f"{list(state.isr)} (unclean.leader.election.enable)")
+            elif why == "none":
+                leaderless.append(tp)
+            new = self.new_epoch(tp, state, leader=leader, isr=isr)  # step 6: written first
+            if moving:
+                self.announce(move, new)  # the move's RS, AR and RR; completes it if it can
+            else:
+                for b in assignment.replicas:
+                    if b in live:
+                        self.box.leader_and_isr(b, tp, new, replicas=assignment.replicas, adding=(), removing=(),
+                                                is_new=False)
+            self.box.update_metadata(tp, new, assignment.replicas)
+        if any(counts.values()):
+            self.log.append(
+                f"broker failure: {counts['clean']} partition(s) got a new leader from the ISR, "
+                f"{counts['unclean']} an unclean one, {counts['shrink']} a shrunk ISR, "
+                f"{counts['none']} no leader (no live ISR member)"
+            )
+        if leaderless:
+            names = ", ".join(f"{t}-{p}" for t, p in leaderless[:20]) + (" ..." if len(leaderless) > 20 else "")
+            self.log.append(f"offline partitions (leader -1 until an ISR member registers): {names}")
