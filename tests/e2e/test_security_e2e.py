@@ -8,7 +8,9 @@ real ZooKeeper; kafka-python's ``KafkaAdminClient`` and ``kcat`` as the clients,
 - alice (ALTER and DESCRIBE on the cluster) lists and alters reassignments; bob (no ACL) gets
   CLUSTER_AUTHORIZATION_FAILED (31) and the cluster is unchanged.
 - A wrong password, an unknown mechanism, an untrusted certificate and no authentication at
-  all each get Kafka's error and change nothing.
+  all each get Kafka's error and change nothing: kcat and aiokafka logging in, and
+  ``kafka-reassign --execute`` (an AlterPartitionReassignments sent over TLS without
+  authenticating is closed unanswered).
 
 The listener is ``SECURE://127.0.0.1:0``, mapped to SASL_SSL by ``listener.security.protocol.map``;
 Metadata on it lists the controllers at that listener and not the simulated brokers, whose only
@@ -178,7 +180,10 @@ def test_acls_gate_reassignments_over_sasl_ssl(secured):
     admin = admin_client(c, pki, "admin")
     try:
         acls, _ = admin.describe_acls(everything)
-        assert len(acls) == 2
+        assert {(a.principal, a.host, a.operation, a.permission_type, a.resource_pattern.resource_type,
+                 a.resource_pattern.resource_name) for a in acls} == {
+            ("User:alice", "*", op, ACLPermissionType.ALLOW, ResourceType.CLUSTER, "kafka-cluster")
+            for op in (ACLOperation.ALTER, ACLOperation.DESCRIBE)}
     finally:
         admin.close()
     bob = admin_client(c, pki, "bob")
@@ -246,3 +251,64 @@ async def _aiokafka_refusals(c, pki) -> None:
             await conn.send(MetadataRequest([]))
     finally:
         conn.close()
+
+
+def test_refused_clients_cannot_start_a_reassignment(secured):
+    """Each refusal as a client that means to alter meets it: ``kafka-reassign --execute`` with a
+    wrong password, an unknown mechanism, an untrusted certificate and no SASL at all gets
+    Kafka's error (58, 33, the TLS verification failure, the connection closed unanswered), and
+    an AlterPartitionReassignments frame sent over TLS without authenticating is not answered.
+    The cluster is unchanged: no request, no move, no throttle, the same assignment."""
+    c, pki = secured
+    addr = c.listeners[c.active_controller()]
+    topic = c.topic("orders")
+    current = topic["partitions"]["0"]
+    target = [b for b in (1, 2, 3) if b not in current][:1] + current[:1]
+    plan = c.processes.workdir / "plan.json"
+    plan.write_text(json.dumps({"version": 1, "partitions": [{"topic": "orders", "partition": 0, "replicas": target}]}))
+    tls = f"ssl.ca.location={pki.ca}\nssl.endpoint.identification.algorithm=\n"
+    sasl = "security.protocol=SASL_SSL\nsasl.mechanism={}\nsasl.username=alice\nsasl.password={}\n"
+    cases = {
+        "wrong-password": (sasl.format("SCRAM-SHA-512", "nope") + tls, "[Error 58] SaslAuthenticationFailed"),
+        "unknown-mechanism": (sasl.format("SCRAM-SHA-256", PASSWORDS["alice"]) + tls,
+                              "[Error 33] UnsupportedSaslMechanismError"),
+        "untrusted-certificate": (sasl.format("SCRAM-SHA-512", PASSWORDS["alice"]) + tls.replace(
+            str(pki.ca), str(pki.rogue_ca)), "CERTIFICATE_VERIFY_FAILED"),
+        "no-authentication": ("security.protocol=SSL\n" + tls, "closed"),
+    }
+    for name, (text, error) in cases.items():
+        props = c.processes.workdir / f"{name}.properties"
+        props.write_text(text)
+        out = subprocess.run([sys.executable, "-m", "client.cli", "--bootstrap-server", addr, "--command-config",
+                              str(props), "--execute", "--reassignment-json-file", str(plan), "--throttle", "1000",
+                              "--timeout", "5000"], cwd=REPO, capture_output=True, text=True, timeout=60)
+        assert out.returncode != 0 and error in out.stderr, (name, out.stdout + out.stderr)
+    assert asyncio.run(_alter_without_authenticating(addr, pki, target)) == "closed unanswered"
+    assert c.zk.exists("/admin/reassign_partitions") is None
+    assert not c.zk.exists("/admin/reassignments") or c.zk.get_children("/admin/reassignments") == []
+    assert c.throttle_configs() == {}
+    assert c.topic("orders") == topic
+
+
+async def _alter_without_authenticating(addr: str, pki, target: list[int]) -> str:
+    import ssl
+    import struct
+
+    import protocol
+
+    host, port = addr.rsplit(":", 1)
+    ctx = ssl.create_default_context(cafile=str(pki.ca))
+    ctx.check_hostname = False
+    reader, writer = await asyncio.open_connection(host, int(port), ssl=ctx)
+    try:
+        body = {"timeout_ms": 5000, "topics": [{"name": "orders", "partitions": [
+            {"partition_index": 0, "replicas": target}]}]}
+        writer.write(protocol.encode_request(45, 0, 1, "mallory", body))  # AlterPartitionReassignments
+        await writer.drain()
+        try:
+            head = await asyncio.wait_for(reader.read(4), 10)
+        except ConnectionError:
+            head = b""
+        return "closed unanswered" if head == b"" else f"answered: {struct.unpack('>i', head)[0]} bytes"
+    finally:
+        writer.close()
