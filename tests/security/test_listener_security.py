@@ -311,3 +311,48 @@ async def test_required_client_certificate(served, pki):
             await call(reader, writer, 18, 0, {})
     finally:
         await listener.close()
+
+
+async def test_listener_name_overrides_give_a_listener_its_own_tls_and_mechanisms(zk_hosts, pki):
+    """Kafka's ``listener.name.<name>.*``: OTHER serves a certificate of another CA and PLAIN only;
+    SECURE keeps the file's certificate and mechanisms."""
+    from aiokafka.errors import UnsupportedSaslMechanismError
+
+    other_cert = pki._leaf("server-other", "/CN=localhost", "rogue-ca", san="subjectAltName=IP:127.0.0.1,DNS:localhost")
+    sec = security(pki, **{"listener.security.protocol.map": "SECURE:SASL_SSL,OTHER:SASL_SSL",
+                           "sasl.enabled.mechanisms": "SCRAM-SHA-512",
+                           "listener.name.other.ssl.keystore.location": str(other_cert),
+                           "listener.name.other.sasl.enabled.mechanisms": "PLAIN"})
+    store = await connect(zk_hosts)
+    await users.write_credentials(store, "alice", {"SCRAM-SHA-512": format_credential(
+        make_credential("SCRAM-SHA-512", "alice-secret"))})
+    role = Role(101)
+    role.store = store
+    listeners = build_listeners([Listener("SECURE", "127.0.0.1", 0), Listener("OTHER", "127.0.0.1", 0)],
+                                AdminHandler(AdminContext(role, ControllerConfig())), ListenerLimits(), sec, role)
+    for listener in listeners:
+        await listener.start()
+    secure, other = (lis.port for lis in listeners)
+
+    async def login(port, ca, mechanism):
+        conn = await create_conn("127.0.0.1", port, ssl_context=client_tls(pki) if ca == "ca" else ssl.create_default_context(
+            cafile=str(pki.rogue_ca)), security_protocol="SASL_SSL", sasl_mechanism=mechanism,
+            sasl_plain_username="alice", sasl_plain_password="alice-secret")
+        try:
+            return await metadata(conn)
+        finally:
+            conn.close()
+
+    try:
+        assert await login(secure, "ca", "SCRAM-SHA-512") == []
+        assert await login(other, "rogue", "PLAIN") == []  # its own certificate and mechanism
+        with pytest.raises(UnsupportedSaslMechanismError):  # 33: not enabled on OTHER
+            await login(other, "rogue", "SCRAM-SHA-512")
+        with pytest.raises(Exception, match="CERTIFICATE_VERIFY_FAILED|certificate verify failed"):
+            await login(other, "ca", "PLAIN")  # not the file's certificate
+        with pytest.raises(UnsupportedSaslMechanismError):  # PLAIN is OTHER's only: SECURE has the file's
+            await login(secure, "ca", "PLAIN")
+    finally:
+        for listener in listeners:
+            await listener.close()
+        await store.close()

@@ -87,3 +87,23 @@ def test_controller_exits_2_on_a_bad_security_config(tmp_path, text, capsys):
     assert main(["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:0",
                  "--security-config", str(path)]) == 2
     assert "security" in capsys.readouterr().err
+
+
+def test_listener_name_overrides_fall_back_key_by_key():
+    config = SecurityConfig.from_properties({
+        "listener.security.protocol.map": "EXT:SASL_SSL,INT:SASL_PLAINTEXT",
+        "sasl.enabled.mechanisms": "SCRAM-SHA-512,PLAIN", "connections.max.reauth.ms": "60000",
+        "listener.name.int.sasl.enabled.mechanisms": "PLAIN", "listener.name.EXT.connections.max.reauth.ms": "0",
+        "super.users": "User:admin"})
+    internal, external = config.for_listener("INT"), config.for_listener("ext")
+    assert internal.mechanisms == {"PLAIN"} and internal.reauth_ms == 60000  # its own; the file's
+    assert external.mechanisms == {"SCRAM-SHA-512", "PLAIN"} and external.reauth_ms == 0
+    assert internal.super_users == external.super_users == {"User:admin"}
+    assert config.for_listener("OTHER") is config  # no overrides: the file's settings
+    for bad, words in (({"listener.name.ext.super.users": "User:a"}, "not a per-listener setting"),
+                       ({"listener.name.ext.scram-sha-256.sasl.jaas.config": "x"}, "not a per-listener setting"),
+                       ({"listener.name.ext.sasl.enabled.mechanisms": "GSSAPI"}, "listener.name.ext.*"),
+                       ({"listener.name.ext.ssl.keystore.type": "JKS", "ssl.keystore.location": "k"},
+                        "listener.name.ext.*")):
+        with pytest.raises(ValueError, match=words.replace(".", r"\.").replace("*", r"\*")):
+            SecurityConfig.from_properties(bad)

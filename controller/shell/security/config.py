@@ -16,9 +16,13 @@
     allow.everyone.if.no.acl.found=false
     zookeeper.auth.digest=reassignd:secret  # and the other zookeeper.* keys of znodes.security
     zookeeper.set.acl=true
+    # Kafka's per-listener overrides (the name lower-cased), each falling back to the key above:
+    listener.name.secure.ssl.keystore.location=secure.pem
+    listener.name.secure.sasl.enabled.mechanisms=SCRAM-SHA-512
 
     security = SecurityConfig.from_file("server.properties")    # ValueError names what is bad
     security.protocol_of("SECURE")                               # "SASL_SSL"
+    security.for_listener("SECURE").mechanisms                   # {"SCRAM-SHA-512"}
 
 No file: every listener is PLAINTEXT, no authorizer, ZooKeeper unauthenticated (today's
 behaviour, which ``make demo`` keeps).
@@ -27,7 +31,7 @@ behaviour, which ``make demo`` keeps).
 from __future__ import annotations
 
 import ssl
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from controller.shell.security.principal import Rule, parse_rules
 from controller.shell.security.sasl import MECHANISMS
@@ -44,6 +48,13 @@ FAILED_AUTH_DELAY_MS = 100
 # 512 connections, so one misbehaving client cannot lock every other client out.
 MAX_CONNECTIONS_PER_IP = 128
 DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
+# Kafka's ``listener.name.<name>.<key>``: the settings a listener may have of its own. The rest
+# (the authorizer, super.users, the ZooKeeper keys, max.connections.per.ip) are the instance's.
+LISTENER_PREFIX = "listener.name."
+PER_LISTENER = (
+    "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "ssl.truststore.location", "ssl.client.auth",
+    "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "connections.max.reauth.ms",
+)
 
 
 def _int(props: dict[str, str], key: str, default: int, low: int = 0) -> int:
@@ -72,9 +83,41 @@ class SecurityConfig:
     super_users: frozenset[str] = frozenset()
     allow_if_no_acl: bool = False
     zk: ZkSecurity = field(default_factory=ZkSecurity)
+    # listener name (lower case) -> its listener.name.<name>.* settings; and the file's other keys,
+    # which those fall back to.
+    listener_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
+    base_props: dict[str, str] = field(default_factory=dict, repr=False)
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> SecurityConfig:
+        base, overrides = {}, {}
+        for key, value in props.items():
+            if not key.startswith(LISTENER_PREFIX):
+                base[key] = value
+                continue
+            name, dot, setting = key[len(LISTENER_PREFIX):].partition(".")
+            if not (name and dot) or setting not in PER_LISTENER:
+                raise ValueError(f"{key}: not a per-listener setting (listener.name.<name>.<key>, the key one of "
+                                 f"{', '.join(PER_LISTENER)})")
+            overrides.setdefault(name.lower(), {})[setting] = value
+        for name, own in overrides.items():  # each listener's settings are checked at start, as the rest
+            try:
+                cls._from_base({**base, **own})
+            except ValueError as exc:
+                raise ValueError(f"{LISTENER_PREFIX}{name}.*: {exc}") from None
+        return replace(cls._from_base(base), listener_overrides=overrides, base_props=base)
+
+    def for_listener(self, listener_name: str) -> SecurityConfig:
+        """The settings of listener ``listener_name``: its ``listener.name.<name>.*`` keys over the
+        file's (Kafka's rule: the name matched lower-cased, each key falling back on its own)."""
+        own = self.listener_overrides.get(listener_name.lower())
+        if not own:
+            return self
+        return replace(self._from_base({**self.base_props, **own}), listener_overrides=self.listener_overrides,
+                       base_props=self.base_props)
+
+    @classmethod
+    def _from_base(cls, props: dict[str, str]) -> SecurityConfig:
         protocol_map = {}
         for item in filter(None, (p.strip() for p in props.get("listener.security.protocol.map", "").split(","))):
             name, sep, protocol = item.partition(":")

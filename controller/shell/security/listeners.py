@@ -7,7 +7,9 @@ with its security protocol (PLAINTEXT, SSL, SASL_PLAINTEXT, SASL_SSL)::
         await listener.start()
 
 Every listener serves the same admin handler; SASL listeners wrap it in a SecureHandler whose
-credentials are read from the instance's current ZooKeeper session (``/config/users``).
+credentials are read from the instance's current ZooKeeper session (``/config/users``). Each
+listener's TLS, mechanisms, mapping rules and re-authentication bound are its own
+``listener.name.<name>.*`` settings over the file's (``SecurityConfig.for_listener``).
 """
 
 from __future__ import annotations
@@ -37,13 +39,14 @@ def build_listeners(
     out = []
     for spec in specs:
         protocol = security.protocol_of(spec.name)
+        own = security.for_listener(spec.name)  # its listener.name.<name>.* settings (TLS, mechanisms)
         listener = AdminListener(
             spec.host,
             spec.port,
-            SecureHandler(handler, protocol, security, credentials=credentials),
+            SecureHandler(handler, protocol, own, credentials=credentials),
             limits=limits,
-            ssl=security.ssl_context(protocol),
-            session_factory=session_factory(spec.name, protocol, security),
+            ssl=own.ssl_context(protocol),
+            session_factory=session_factory(spec.name, protocol, own),
         )
         listener.name, listener.protocol = spec.name, protocol
         out.append(listener)
