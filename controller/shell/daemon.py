@@ -106,7 +106,7 @@ class ControllerDaemon:
         specs = listen if isinstance(listen, list) else [Listener("PLAINTEXT", listen[0], listen[1])]
         self.listeners = build_listeners(specs, handler, ListenerLimits.from_config(config), self.security, self.role)
         self.listener = self.listeners[0]  # the one registered and told to clients
-        self.metrics.watch(role=self.role, listener=self.listener)
+        self.metrics.watch(role=self.role, listeners=self.listeners)
         # Bytes remaining over time of the latest reassignment run (GET /progress/history):
         # outlives each active term, so a finished run stays readable after a resignation too.
         self.history = ProgressHistory()

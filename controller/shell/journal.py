@@ -11,8 +11,19 @@ Doors (the ``door`` label and log field):
 * ``queue``: the entry came from ``/admin/reassign_partitions_queue`` (KIP-236);
 * ``znode``: an entry of ``/admin/reassign_partitions`` this controller found without having
   written it for its listener (a third-party tool, ``kafka-reassign --zookeeper``);
-* ``unknown``: found by this controller's election or recovery: written before it was active,
-  through a door it cannot tell.
+* ``recovered``: found by this controller's election or recovery (written before it was
+  active) with no door recorded: a move that had not started yet (only its entry in
+  ``/admin/reassign_partitions``, Kafka's format, names it), or a record written without one
+  (by an older version, or by a recovery that adopted a move from its topic znode).
+
+A move keeps its door across a failover: the door rides in the move's KIP-240 record
+(``/admin/reassignments/T/P``), which the controller writes anyway when the move starts, is
+retargeted or is rolled back, as one more key, ``"door":"AlterPartitionReassignments"``
+(:class:`RecordIds` adds it to the engine's record writes, so no write is added and the engine
+stays as it is; readers of the record ignore the key, and a record without it reads as before).
+A new controller's recovery reads every record; :class:`RecordIds` hands the doors it finds to
+the journal, which gives them to the moves the recovery resumes (:meth:`MoveJournal.prepare`
+of the step with the ``Resume`` event).
 
 Log lines (logger ``reassignd.controller``; with ``--log-format json`` the fields are JSON keys):
 ``move`` is ``accepted`` (waiting for a slot), ``started``, ``retargeted`` (KIP-455 override),
@@ -25,28 +36,61 @@ a znode; an admin API refusing a target answers with the error instead and count
 resumed after a failover has none here: use ListReassignments).
 
     journal = MoveJournal(metrics)
-    store = RecordIds(store, journal)              # records' czxids from the writes that create them
+    store = RecordIds(store, journal)              # records' czxids and doors (writes and reads)
     active.journal = journal; journal.begin_term()
+    journal.prepare(events, step, state)           # before the step's writes: each move's door
+    journal.observe(events, step, state)           # after them: log lines and counts
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
+from dataclasses import replace
 
 from controller.core.events import QueueRead, RequestsRead, Resume
 from controller.core.state import DELETED
 from controller.core.validation import replicas_problem
 from znodes import paths
-from znodes.api import Create, ZnodeStat
+from znodes.api import Create, SetData, ZnodeStat
+from znodes.reads import get_many
 
 log = logging.getLogger("reassignd.controller")
 
-ZNODE, QUEUE, UNKNOWN = "znode", "queue", "unknown"
+ZNODE, QUEUE, RECOVERED = "znode", "queue", "recovered"
 REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS = "ReassignPartitions", "AlterPartitionReassignments"
-DOORS = (ZNODE, QUEUE, REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS, UNKNOWN)
+DOORS = (ZNODE, QUEUE, REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS, RECOVERED)
 OUTCOMES = ("completed", "cancelled", "dropped", "skipped", "refused")
 _RECORDS = paths.REASSIGNMENTS + "/"
+_DOOR_KEY = b'"door":"'
+
+
+def record_with_door(data: bytes, door: str) -> bytes:
+    """A KIP-240 record's JSON object with ``"door":door`` as its last key (unchanged if it has
+    one already or is not an object)."""
+    if not data.endswith(b"}") or _DOOR_KEY in data:
+        return data
+    return b"%s%s%s%s" % (data[:-1], b"," if len(data) > 2 else b"", _DOOR_KEY, door.encode() + b'"}')
+
+
+def record_door(data: bytes) -> str | None:
+    """The door a KIP-240 record names (:func:`record_with_door`), None without one or with a
+    door this version does not know (the label set stays fixed)."""
+    at = data.find(_DOOR_KEY)
+    if at < 0:
+        return None
+    start = at + len(_DOOR_KEY)
+    end = data.find(b'"', start)
+    door = data[start:end].decode("ascii", "replace") if end > 0 else None
+    return door if door in DOORS and door != RECOVERED else None
+
+
+def _record_tp(path: str):
+    """(topic, partition) of ``/admin/reassignments/T/P``, else None."""
+    if not path.startswith(_RECORDS):
+        return None
+    topic, _, partition = path[len(_RECORDS):].partition("/")
+    return (topic, int(partition)) if partition.isdigit() and topic else None
 
 
 class MoveJournal:
@@ -55,12 +99,17 @@ class MoveJournal:
         self._noted: dict[tuple[str, int], tuple[tuple[int, ...], str]] = {}  # tp -> (target, door)
         self._doors: dict[tuple[str, int], str] = {}  # door of each move the controller holds
         self.ids: dict[tuple[str, int], int] = {}  # reassignment_id of each record created this term
+        self._read_doors: dict[tuple[str, int], str] = {}  # doors in the records a recovery read
+        self._prepared = None  # the step prepare() last saw, and its entries
+        self._entries: tuple[bool, dict] = (False, {})
 
     def begin_term(self) -> None:
         """A new active term: what the last one knew may be stale (another controller ran)."""
         self._noted.clear()
         self._doors.clear()
         self.ids.clear()
+        self._read_doors.clear()
+        self._prepared = None
 
     # ---- what the shell tells it ------------------------------------------------------------
 
@@ -86,32 +135,89 @@ class MoveJournal:
         if partition.isdigit():
             self.ids[(topic, int(partition))] = czxid
 
+    def read_record(self, path: str, data: bytes) -> None:
+        """A KIP-240 record read from ZooKeeper (RecordIds): the door it names, if any, for
+        the recovery that reads it."""
+        tp = _record_tp(path)
+        door = record_door(data) if tp is not None else None
+        if door is not None:
+            self._read_doors[tp] = door
+
     def door(self, tp) -> str:
-        return self._doors.get(tp, UNKNOWN)
+        return self._doors.get(tp, RECOVERED)
+
+    def record_door(self, path: str) -> str | None:
+        """The door to write into the record at ``path`` (None: none known, write none)."""
+        tp = _record_tp(path)
+        door = self._doors.get(tp) if tp is not None else None
+        return door if door != RECOVERED else None
 
     # ---- what a step did ----------------------------------------------------------------------
 
-    def observe(self, events, step, before) -> None:
-        """One engine step whose writes landed; ``before`` is the state it was computed from."""
-        recovering = False
+    def prepare(self, events, step, before) -> None:
+        """Before a step's writes: the door of each move the step starts, accepts or retargets
+        (the records it writes carry it, :class:`RecordIds`); at a recovery (a ``Resume``
+        event), the doors its records named. Called again for the same step, it does nothing;
+        :meth:`observe` calls it if nobody did."""
+        if self._prepared is step:
+            return
+        self._prepared = step
+        # A recovery's events: the request entries read, then Resume.
+        recovering = any(isinstance(e, Resume) for e in events)
         entries: dict = {}  # tp -> (Request, door if found in a znode)
         for e in events:
-            if isinstance(e, Resume):
-                recovering = True
-            elif isinstance(e, QueueRead):
+            if isinstance(e, QueueRead):
                 # The engine takes the whole queue in one step (controller.core.queue).
                 for r in e.requests or ():
                     entries[r.tp] = (r, QUEUE)
             elif isinstance(e, RequestsRead):
                 for r in e.requests or ():
-                    entries.setdefault(r.tp, (r, UNKNOWN if recovering else ZNODE))
+                    entries.setdefault(r.tp, (r, RECOVERED if recovering else ZNODE))
+        self._entries = (recovering, entries)
+        if recovering:
+            # The recovery put the moves it resumes in ``before`` already: each gets the door
+            # its record names; a reload within a term (after a failed write) keeps what the
+            # term knew of the others and of the entries still waiting.
+            read, self._read_doors = self._read_doors, {}
+            kept = {}
+            for tp in before.tasks:
+                door = read.get(tp) or self._doors.get(tp)
+                if door is not None:
+                    kept[tp] = door
+            for tp in entries:
+                if tp not in kept and tp in self._doors:
+                    kept[tp] = self._doors[tp]
+            self._doors = kept
+        for tp, move in step.delta.tasks.items():
+            if move is DELETED:
+                continue
+            old = before.tasks.get(tp)
+            if old is None or move.target != old.target:
+                door = self._take(tp, move.target, entries, recovering)
+                if old is None or not old.started:
+                    if door != RECOVERED or tp not in self._doors:
+                        self._doors[tp] = door
+                elif door != RECOVERED or tp not in self._doors:
+                    self._doors[tp] = door  # an override: the move is now the newest request's
+            queued = getattr(move, "next_target", None)
+            if queued is not None and (old is None or getattr(old, "next_target", None) != queued):
+                # A target queued behind the move (controller.core.queue) starts in a later
+                # step with no event naming it: its door is noted now, as a handler notes its own.
+                found = entries.get(tp)
+                if tp not in self._noted and found is not None and tuple(found[0].replicas) == tuple(queued):
+                    self._noted[tp] = (tuple(queued), found[1])
+
+    def observe(self, events, step, before) -> None:
+        """One engine step whose writes landed; ``before`` is the state it was computed from."""
+        self.prepare(events, step, before)
+        recovering, entries = self._entries
         info = log.isEnabledFor(logging.INFO)
         tally: Counter = Counter()  # (outcome, door): counted once per step (10,000 ends in one step)
         completed, cancelled = set(step.completed), set(step.cancelled)
         for tp, move in step.delta.tasks.items():
             old = before.tasks.get(tp)
             if move is DELETED:
-                door = self._doors.pop(tp, UNKNOWN)
+                door = self._doors.pop(tp, RECOVERED)
                 outcome = "completed" if tp in completed else "cancelled" if tp in cancelled or (
                     old is not None and not old.started and _cancelled_before_start(step, tp)) else "dropped"
                 tally[outcome, door] += 1
@@ -119,15 +225,9 @@ class MoveJournal:
                     self._line(outcome, tp, door, old.target if old is not None else None)
                 self.ids.pop(tp, None)
                 continue
-            if old is None or move.target != old.target:
-                door = self._take(tp, move.target, entries, recovering)
-                if old is None or not old.started:
-                    self._doors[tp] = door
-                elif door != UNKNOWN or tp not in self._doors:
-                    self._doors[tp] = door  # an override: the move is now the newest request's
-            door = self._doors.get(tp, UNKNOWN)
             if not info:
                 continue
+            door = self._doors.get(tp, RECOVERED)
             if move.started and (old is None or not old.started):
                 self._line("started", tp, door, move.target, move.original)
             elif old is None:
@@ -162,7 +262,7 @@ class MoveJournal:
         found = entries.get(tp)
         if found is not None and tuple(found[0].replicas) == tuple(target):
             return found[1]
-        return UNKNOWN if recovering else ZNODE
+        return RECOVERED if recovering else ZNODE
 
     def _line(self, what: str, tp, door: str, target=None, original=None, reason: str | None = None) -> None:
         fields = {"move": what, "topic": tp[0], "partition": tp[1], "door": door}
@@ -193,9 +293,15 @@ def _cancelled_before_start(step, tp) -> bool:
 
 
 class RecordIds:
-    """A Store that tells the journal the czxid of each KIP-240 record a fenced multi-op
-    creates: every op of a multi shares one zxid, which a setData's stat in the same multi
-    carries; a multi of creates only costs one read of one of its records."""
+    """A Store between the controller and ZooKeeper that keeps each move's door in its KIP-240
+    record and tells the journal each record's ``reassignment_id``:
+
+    * a fenced multi-op's record writes (create, set) get the move's door as one more key
+      (:func:`record_with_door`; none for a door the journal does not know);
+    * records read in bulk (a recovery's) hand their doors to the journal;
+    * the czxid of each record a fenced multi-op creates: every op of a multi shares one zxid,
+      which a setData's stat in the same multi carries; a multi of creates only costs one read
+      of one of its records."""
 
     def __init__(self, inner, journal: MoveJournal):
         self._inner = inner
@@ -204,10 +310,31 @@ class RecordIds:
     def __getattr__(self, name):
         return getattr(self._inner, name)
 
+    async def get_many(self, path_list, *a, **kw):
+        results = await (self._inner.get_many(path_list, *a, **kw) if hasattr(self._inner, "get_many")
+                         else get_many(self._inner, path_list))
+        if path_list and path_list[0].startswith(_RECORDS):
+            for path, read in zip(path_list, results):
+                if read is not None:
+                    self._journal.read_record(path, read[0])
+        return results
+
     async def fenced_multi(self, ops, epoch_zkversion):
-        results = await self._inner.fenced_multi(ops, epoch_zkversion)
-        created = [op.path for op in ops if type(op) is Create and op.path.startswith(_RECORDS)
-                   and op.path.count("/") == 4]
+        created = []
+        written = None
+        for i, op in enumerate(ops):
+            kind = type(op)
+            if (kind is Create or kind is SetData) and op.path.startswith(_RECORDS) and op.path.count("/") == 4:
+                if kind is Create:
+                    created.append(op.path)
+                door = self._journal.record_door(op.path)
+                if door is not None:
+                    data = record_with_door(op.data, door)
+                    if data is not op.data:
+                        if written is None:
+                            written = list(ops)
+                        written[i] = replace(op, data=data)
+        results = await self._inner.fenced_multi(ops if written is None else written, epoch_zkversion)
         if created:
             zxid = next((r.mzxid for r in results if isinstance(r, ZnodeStat)), None)
             if zxid is None:

@@ -11,7 +11,7 @@ at scrape time from the live objects, so they cost nothing between scrapes.
     metrics = Metrics()                               # a registry per process (tests run several)
     store = MeteredStore(store, metrics)
     handler = MeteredHandler(handler, metrics)
-    metrics.watch(role=role, listener=listener)        # the scrape-time gauges
+    metrics.watch(role=role, listeners=listeners)      # the scrape-time gauges
     text = metrics.scrape()                           # Prometheus text format
 
 Names follow Prometheus conventions (``reassignd_`` prefix, ``_total`` counters, ``_seconds``,
@@ -42,7 +42,7 @@ from prometheus_client.core import (
 from prometheus_client.utils import floatToGoString
 
 from controller.shell.inbox import Inbox
-from controller.shell.journal import DOORS, UNKNOWN
+from controller.shell.journal import DOORS, RECOVERED
 from controller.shell.listener import WrappedHandler
 from znodes.api import FencedError, SessionEvent
 
@@ -121,9 +121,13 @@ class Metrics:
     def scrape(self) -> bytes:
         return generate_latest(self.registry)
 
-    def watch(self, *, role: Role | None = None, listener: AdminListener | None = None) -> None:
-        """Gauges read from ``role`` (the active controller's state) and ``listener`` at scrape time."""
-        self.registry.register(_LiveCollector(role, listener))
+    def watch(self, *, role: Role | None = None, listener: AdminListener | None = None,
+              listeners: list[AdminListener] | None = None) -> None:
+        """Gauges read from ``role`` (the active controller's state) and every admin listener
+        (``listeners``, or the one ``listener``) at scrape time, labelled by listener name."""
+        if listeners is None:
+            listeners = [listener] if listener is not None else []
+        self.registry.register(_LiveCollector(role, list(listeners)))
 
     # ---- events the shell reports -----------------------------------------------------------
 
@@ -153,9 +157,9 @@ def _reason_label(reason: str) -> str:
 
 
 class _LiveCollector:
-    def __init__(self, role: Role | None, listener: AdminListener | None):
+    def __init__(self, role: Role | None, listeners: list[AdminListener]):
         self.role = role
-        self.listener = listener
+        self.listeners = listeners
 
     def collect(self):
         pending = GaugeMetricFamily("reassignd_reassignments_pending", "reassignments accepted and waiting for a slot, by door",
@@ -172,7 +176,7 @@ class _LiveCollector:
         if state is not None:
             incoming, outgoing = Tally(), Tally()
             journal = getattr(active, "journal", None)
-            door = journal.door if journal is not None else (lambda tp: UNKNOWN)
+            door = journal.door if journal is not None else (lambda tp: RECOVERED)
             held = Tally()
             for move in state.tasks.values():
                 if move.holds_slot:
@@ -193,26 +197,34 @@ class _LiveCollector:
                 pending.add_metric([d], 0)
                 running.add_metric([d], 0)
         yield from (pending, running, slots, caps)
-        if self.listener is not None:
-            conns = GaugeMetricFamily("reassignd_admin_connections_open", "admin listener connections open")
-            conns.add_metric([], self.listener.connections)
-            yield conns
-            yield _counter("reassignd_admin_connections_accepted", "admin connections accepted", self.listener.stats.accepted)
-            yield _counter("reassignd_admin_connections_refused", "admin connections refused over the connection limit", self.listener.stats.refused)
-            # Requests with bytes after their body, which are ignored as Kafka ignores them
-            # (docs/DESIGN.md section 5.2; librdkafka sends some).
-            yield _counter("reassignd_admin_requests_left_over", "admin requests with bytes after their body (ignored)",
-                           self.listener.stats.left_over_requests)
-            yield _counter("reassignd_admin_request_bytes_left_over", "bytes after admin request bodies (ignored)",
-                           self.listener.stats.left_over_bytes)
+        if self.listeners:
+            # One sample per listener (--listen may name several), labelled by its name.
+            families = (
+                (GaugeMetricFamily, "reassignd_admin_connections_open", "admin listener connections open, by listener",
+                 lambda lis: lis.connections),
+                (CounterMetricFamily, "reassignd_admin_connections_accepted", "admin connections accepted, by listener",
+                 lambda lis: lis.stats.accepted),
+                (CounterMetricFamily, "reassignd_admin_connections_refused",
+                 "admin connections refused over the connection limits, by listener", lambda lis: lis.stats.refused),
+                # Requests with bytes after their body, which are ignored as Kafka ignores them
+                # (docs/DESIGN.md section 5.2; librdkafka sends some).
+                (CounterMetricFamily, "reassignd_admin_requests_left_over",
+                 "admin requests with bytes after their body (ignored), by listener", lambda lis: lis.stats.left_over_requests),
+                (CounterMetricFamily, "reassignd_admin_request_bytes_left_over",
+                 "bytes after admin request bodies (ignored), by listener", lambda lis: lis.stats.left_over_bytes),
+            )
+            for kind, name, doc, value in families:
+                family = kind(name, doc, labels=["listener"])
+                for lis in self.listeners:
+                    family.add_metric([listener_label(lis)], value(lis))
+                yield family
 
 
-def _counter(name: str, doc: str, value: float):
-    from prometheus_client.core import CounterMetricFamily
-
-    family = CounterMetricFamily(name, doc)
-    family.add_metric([], value)
-    return family
+def listener_label(listener) -> str:
+    """The ``listener`` label: the listener's name (``--listen NAME://HOST:PORT``, PLAINTEXT
+    without a name), else its bound address for a listener built without one."""
+    name = getattr(listener, "name", None)
+    return name if name else f"{listener.host}:{listener.port}"
 
 
 class ZkTally:

@@ -216,3 +216,157 @@ async def test_record_ids_are_the_records_czxids(zk_hosts):
         assert czxids[0] == czxids[1] != czxids[2]  # one multi, one zxid
     finally:
         await store.close()
+
+
+# ---- the door across a failover: kept in the KIP-240 record ------------------------------------
+
+
+class _Capture:
+    """A store that keeps what fenced multi-ops would write and serves it to bulk reads."""
+
+    def __init__(self):
+        self.data: dict[str, bytes] = {}
+
+    async def fenced_multi(self, ops, epoch_zkversion):
+        from znodes.api import Create, SetData
+
+        for op in ops:
+            if isinstance(op, (Create, SetData)):
+                self.data[op.path] = op.data
+        return [None] * len(ops)
+
+    async def exists(self, path, watch=False):
+        return None
+
+    async def get_many(self, path_list):
+        return [(self.data[p], None) if p in self.data else None for p in path_list]  # (data, stat)
+
+
+def test_record_door_round_trip_and_old_records():
+    from controller.shell.journal import record_door, record_with_door
+    from znodes.models import ReassignmentRecord
+    from znodes.payloads import decode_record_full, encode_record
+
+    plain = encode_record((4, 2, 3), (1, 2, 3), cancelling=True)
+    with_door = record_with_door(plain, "queue")
+    assert with_door.endswith(b',"door":"queue"}') and record_door(with_door) == "queue"
+    assert record_with_door(with_door, "znode") == with_door  # a door is written once
+    # readers of the record read it as before; a record without a door (an older version's) too
+    assert decode_record_full("/admin/reassignments/t/0", with_door)[:3] == ((4, 2, 3), (1, 2, 3), True)
+    assert list(ReassignmentRecord.from_bytes("/admin/reassignments/t/0", with_door).replicas) == [4, 2, 3]
+    assert record_door(plain) is None
+    assert record_door(b'{"version":1,"replicas":[1],"original_replicas":[1],"door":"nonsense"}') is None
+
+
+async def test_a_move_keeps_its_door_across_a_failover():
+    """The first controller's record writes carry each move's door; the second one's recovery
+    reads them: moves it resumes are counted and logged under their real door, a move that had
+    not started (only its /admin/reassign_partitions entry names it) under ``recovered``."""
+    from controller.core.events import Resume
+    from controller.shell.journal import RecordIds
+    from controller.shell.recovery import Snapshot, rebuild
+    from znodes import paths
+    from znodes.payloads import decode_record_full
+
+    tight = ControllerConfig(max_incoming_per_broker=1)
+    zk = _Capture()
+    first = MoveJournal(Metrics())
+    store = RecordIds(zk, first)
+    s = cluster(topics={"t": {p: (1, 2, 3) for p in range(4)}})
+    for p in range(4):
+        s.states[("t", p)] = state(1, (1, 2, 3))
+    entries = (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)), req("t", 2, (6, 2, 3)), req("t", 3, (4, 1, 2)))
+    first.note({("t", 0): (4, 2, 3)}, ALTER_PARTITION_REASSIGNMENTS)
+    first.note({("t", 3): (4, 1, 2)}, ALTER_PARTITION_REASSIGNMENTS)
+    events = [RequestsRead(0, entries)]
+    step = engine.step(s, events, tight)
+    first.prepare(events, step, s)  # as the ActiveController does before the flush
+    await store.fenced_multi(step.writes, 0)
+    first.observe(events, step, s)
+    s.apply(step.delta)
+    # t-3 waits for broker 4 (the cap); the other three started: their records say their door
+    assert not s.tasks[("t", 3)].started and all(s.tasks[("t", p)].started for p in range(3))
+    doors = {p: json.loads(zk.data[paths.reassignment("t", p)]).get("door") for p in range(3)}
+    assert doors == {0: ALTER_PARTITION_REASSIGNMENTS, 1: "znode", 2: "znode"}
+    assert paths.reassignment("t", 3) not in zk.data
+    # t-2's record as an older version wrote it: no door
+    zk.data[paths.reassignment("t", 2)] = zk.data[paths.reassignment("t", 2)].replace(b',"door":"znode"', b"")
+
+    # failover: the new controller reads every record (through RecordIds) and rebuilds
+    metrics = Metrics()
+    second = MoveJournal(metrics)
+    second.begin_term()
+    reader = RecordIds(zk, second)
+    record_paths = [paths.reassignment("t", p) for p in range(3)]
+    reads = await reader.get_many(record_paths)
+    records = {("t", p): decode_record_full(path, read[0])[:2] for p, (path, read) in enumerate(zip(record_paths, reads))}
+    topics = {"t": (1, {p: s.assignments[("t", p)] for p in range(4)})}
+    recovered = rebuild(Snapshot(dict(s.brokers), topics, RequestsRead(1, entries), records, {}), 101, 2)
+    assert isinstance(recovered.events[-1], Resume)
+    r = recovered.state
+    for tp in r.tasks:
+        r.states[tp] = s.states[tp]
+    step = engine.step(r, recovered.events, tight)
+    second.prepare(recovered.events, step, r)
+    second.observe(recovered.events, step, r)
+    r.apply(step.delta)
+    assert {p: second.door(("t", p)) for p in range(4)} == {
+        0: ALTER_PARTITION_REASSIGNMENTS, 1: "znode", 2: "recovered", 3: "recovered"}
+    scraped = {(s_.name, s_.labels.get("door")): s_.value for f in text_string_to_metric_families(metrics.scrape().decode())
+               for s_ in f.samples}
+    assert ("reassignd_reassignments_running", "unknown") not in scraped
+    # t-0 completes on the new controller: counted under the door it came through
+    now = r.states[("t", 0)]
+    grown = state(now.leader, (1, 2, 3, 4), zk_version=now.zk_version + 1, leader_epoch=now.leader_epoch,
+                  controller_epoch=now.controller_epoch)
+    run(second, r, StatesRead({("t", 0): grown}))
+    run(second, r, StopReplicaSent((("t", 0),)))
+    assert counts(metrics)[("completed", ALTER_PARTITION_REASSIGNMENTS)] == 1
+
+
+@pytest.mark.e2e
+@pytest.mark.zk
+@pytest.mark.timeout(180)
+def test_doors_survive_a_failover(zk_hosts, tmp_path):
+    """Two controller processes: a move started through AlterPartitionReassignments and one
+    waiting for a slot when the active one stops. The new active controller counts the first
+    under its real door (from the move's KIP-240 record) and the second as ``recovered``."""
+    sim = ["--brokers", "3", "--topics", "t:2:1:2MiB", "--topic-brokers", "1", "--produce-rate", "0",
+           "--tick-ms", "20", "--bandwidth", "256KiB"]
+    config = {"ops_listen": "127.0.0.1:0", "log_format": "json", "max_incoming_per_broker": 1}
+    with running_cluster(zk_hosts, tmp_path, sim_args=sim, controller_ids=(73, 74), controller_config=config) as c:
+        first = c.active_controller()
+        second = ({73, 74} - {first}).pop()
+        ports = {cid: wait_for(lambda cid=cid: ops_port(c.controller_log(cid)), 20, "the operations ports") for cid in (73, 74)}
+        # both partitions to broker 2: t-0 starts, t-1 waits for broker 2's one incoming slot
+        answer = admin_call(c.listeners[first], 45, 0, {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [
+            {"partition_index": 0, "replicas": [2]}, {"partition_index": 1, "replicas": [2]}]}]})
+        assert [p["error_code"] for p in answer["responses"][0]["partitions"]] == [0, 0], answer
+        wait_for(lambda: c.zk.exists("/admin/reassignments/t/0"), 10, "t-0's record")
+        record = json.loads(c.zk.get("/admin/reassignments/t/0")[0])
+        assert record["door"] == "AlterPartitionReassignments" and record["replicas"] == [2], record
+        assert c.zk.exists("/admin/reassignments/t/1") is None  # waiting: no record yet
+        # the planned hand-over (SIGTERM), t-0 still copying (2 MiB at 256 KiB/s)
+        c.processes.running[f"controller-{first}"].send_signal(15)
+        wait_for(lambda: c.new_active_controller(first), 10, "the standby elected")
+        wait_for(lambda: ready(ports[second]), 10, "the new active controller ready")
+
+        def resumed():
+            m = scrape(ports[second])
+            return m if m.get(("reassignd_reassignments_running", (("door", "AlterPartitionReassignments"),))) == 1 else None
+
+        m = wait_for(resumed, 10, "t-0 running under its door on the new controller")
+        assert m[("reassignd_reassignments_pending", (("door", "recovered"),))] == 1
+        assert all(labels != (("door", "unknown"),) for _, labels in m)
+        wait_for(c.reassignments_done, 60, "both moves", interval=0.2)
+
+        def ended():
+            m = scrape(ports[second])
+            return m if outcome(m, "completed", "recovered") == 1 else None
+
+        m = wait_for(ended, 10, "both completions counted")
+        assert outcome(m, "completed", "AlterPartitionReassignments") == 1
+        records = [json.loads(line) for line in c.controller_log(second).read_text().splitlines()]
+        lines = {(r["move"], r["partition"]): r for r in records if "move" in r}
+        assert lines[("completed", 0)]["door"] == "AlterPartitionReassignments"
+        assert lines[("started", 1)]["door"] == lines[("completed", 1)]["door"] == "recovered"

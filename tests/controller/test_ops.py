@@ -80,7 +80,7 @@ async def test_two_daemons_probes_and_metrics(zk_hosts):
         key = ("reassignd_admin_requests_total", (("api_key", "46"), ("api_version", "0"), ("error_code", "41")))
         assert m[standby][key] == 1 and key not in m[active]  # NOT_CONTROLLER (41) on a standby
         assert m[standby][("reassignd_admin_request_duration_seconds_count", (("api_key", "46"),))] == 1
-        assert m[standby][("reassignd_admin_connections_accepted_total", ())] == 1
+        assert m[standby][("reassignd_admin_connections_accepted_total", (("listener", "PLAINTEXT"),))] == 1
         assert m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "fenced_multi"),))] >= 1 or \
             m[active][("reassignd_zookeeper_request_duration_seconds_count", (("op", "multi"),))] >= 1
         assert m[active][("reassignd_zookeeper_ops_total", (("kind", "read"),))] > 0
@@ -159,3 +159,61 @@ async def test_ops_server_alone_serves_a_registry():
         assert (await http_get(ops.port, "/healthz", "HEAD"))[0] == 200
     finally:
         await ops.close()
+
+
+async def test_connection_metrics_of_every_listener():
+    """Two --listen listeners: connections open, accepted and refused are counted for each,
+    labelled by listener name (the limit is per listener). No ZooKeeper is needed: the
+    listeners and the ops port serve while the daemon retries its connection."""
+    from controller.core.listeners import Listener
+    from controller.shell.security.config import SecurityConfig
+
+    cfg = Settings(zookeeper="127.0.0.1:1", id=1, listen="INTERNAL://127.0.0.1:0,CLIENT://127.0.0.1:0",
+                   ops_listen="127.0.0.1:0", listener_max_connections=1)
+    security = SecurityConfig(protocol_map={"INTERNAL": "PLAINTEXT", "CLIENT": "PLAINTEXT"})
+    d = ControllerDaemon(cfg.zookeeper, 1, [Listener("INTERNAL", "127.0.0.1", 0), Listener("CLIENT", "127.0.0.1", 0)],
+                         cfg, security=security)
+    task = asyncio.create_task(d.run())
+    held = []
+    try:
+        await wait_until(lambda: _started(d), 10, "the ops port")
+        internal, client = d.listeners
+        assert (internal.name, client.name) == ("INTERNAL", "CLIENT") and internal.port != client.port
+        # INTERNAL: one connection held, two more refused over the limit; CLIENT: one held, one refused
+        for lis, extra in ((internal, 2), (client, 1)):
+            conn = await asyncio.open_connection("127.0.0.1", lis.port)
+            held.append(conn)
+            await wait_until(lambda lis=lis: _true(lis.connections == 1), 5, f"{lis.name}'s connection accepted")
+            for _ in range(extra):
+                reader, writer = await asyncio.open_connection("127.0.0.1", lis.port)
+                assert await asyncio.wait_for(reader.read(), 5) == b""  # closed on accept
+                writer.close()
+
+        async def scraped():
+            m = samples((await http_get(d.ops.port, "/metrics"))[1])
+            refused = [m.get(("reassignd_admin_connections_refused_total", (("listener", n),))) for n in ("INTERNAL", "CLIENT")]
+            return m if refused == [2, 1] else None
+
+        m = await wait_until(scraped, 5, "the refusals of both listeners in /metrics")
+        for name in ("INTERNAL", "CLIENT"):
+            assert m[("reassignd_admin_connections_open", (("listener", name),))] == 1
+            assert m[("reassignd_admin_connections_accepted_total", (("listener", name),))] == 1
+            assert m[("reassignd_admin_requests_left_over_total", (("listener", name),))] == 0
+        # closing them shows on both
+        for _, writer in held:
+            writer.close()
+
+        async def closed():
+            m = samples((await http_get(d.ops.port, "/metrics"))[1])
+            return all(m[("reassignd_admin_connections_open", (("listener", n),))] == 0 for n in ("INTERNAL", "CLIENT"))
+
+        await wait_until(closed, 5, "both listeners' connections closed in /metrics")
+    finally:
+        for _, writer in held:
+            writer.close()
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+
+async def _true(value: bool) -> bool:
+    return value
