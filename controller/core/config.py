@@ -53,6 +53,16 @@ def parse_hostport(text: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def _regex(text: str) -> None:
+    """ValueError unless ``text`` is a valid regular expression."""
+    import re
+
+    try:
+        re.compile(text)
+    except re.error as e:
+        raise ValueError(f"not a regular expression: {e}") from None
+
+
 class ControllerConfig(BaseModel):
     """The engine's and the shell's tunables: every field has a default."""
 
@@ -87,6 +97,19 @@ class ControllerConfig(BaseModel):
     auto_leader_rebalance_enable: Annotated[bool, _setting(True, "elect preferred leaders back when a broker's share of partitions led by others exceeds leader_imbalance_per_broker_percentage")]
     leader_imbalance_per_broker_percentage: Annotated[int, _setting(10, "the share (percent) of a broker's preferred partitions led by others that triggers the rebalance", ge=0, le=100)]
     leader_imbalance_check_interval_s: Annotated[float, _setting(300.0, "how often the active controller checks the leader imbalance", gt=0.0)]
+    # The topic policy (Kafka's create.topic.policy.class.name, as rules; controller.core.topic_policy):
+    # CreateTopics / CreatePartitions breaking one get POLICY_VIOLATION for that topic.
+    topic_policy_min_replication_factor: Annotated[int | None, _setting(None, "topic policy: a new topic's replication factor is at least this; unset: no minimum", ge=1)]
+    topic_policy_max_replication_factor: Annotated[int | None, _setting(None, "topic policy: a new topic's replication factor is at most this; unset: no maximum", ge=1)]
+    topic_policy_max_partitions: Annotated[int | None, _setting(None, "topic policy: a topic has at most this many partitions, when created and after CreatePartitions; unset: no maximum", ge=1)]
+    topic_policy_name_pattern: Annotated[str | None, _setting(None, "topic policy: a new topic's whole name matches this regular expression (e.g. \"(orders|payments)\\..+\" for a required prefix); unset: any legal name", min_length=1)]
+
+    @field_validator("topic_policy_name_pattern")
+    @classmethod
+    def _pattern(cls, value: str | None) -> str | None:
+        if value is not None:
+            _regex(value)
+        return value
 
 
 class Settings(ControllerConfig):
@@ -284,4 +307,5 @@ _FIELD_CHECKS = {
     "listen": parse_listeners,
     "ops_listen": parse_hostport,
     "advertised_listen": parse_hostport,
+    "topic_policy_name_pattern": _regex,
 }

@@ -23,20 +23,29 @@ Rules (Kafka's):
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
 
+from protocol.describe_configs import (
+    BROKER_CONFIGS,
+    LIST,
+    LONG,
+    LONG_MAX,
+    TOPIC_CONFIGS,
+    ConfigDef,
+)
 from protocol.errors import ErrorCode
 
-LONG, LIST = 5, 7  # Kafka's ConfigType codes (DescribeConfigs v3+)
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
-LONG_MAX = 2**63 - 1
-
-
-@dataclass(frozen=True)
-class ConfigDef:
-    default: str
-    type: int
-    doc: str
+__all__ = [
+    "BROKER_CONFIGS",
+    "LIST",
+    "LONG",
+    "LONG_MAX",
+    "TOPIC_CONFIGS",
+    "ConfigDef",
+    "alter_incremental",
+    "check",
+    "replace",
+]
 
 
 def _replica_list(value: str) -> str | None:
@@ -58,14 +67,7 @@ def _rate(value: str) -> str | None:
     return None
 
 
-TOPIC_CONFIGS: dict[str, ConfigDef] = {
-    "leader.replication.throttled.replicas": ConfigDef("", LIST, "replicas throttled on the leader side (P:B,... or *)"),
-    "follower.replication.throttled.replicas": ConfigDef("", LIST, "replicas throttled on the follower side (P:B,... or *)"),
-}
-BROKER_CONFIGS: dict[str, ConfigDef] = {
-    "leader.replication.throttled.rate": ConfigDef(str(LONG_MAX), LONG, "leader-side replication throttle, bytes/s"),
-    "follower.replication.throttled.rate": ConfigDef(str(LONG_MAX), LONG, "follower-side replication throttle, bytes/s"),
-}
+# TOPIC_CONFIGS and BROKER_CONFIGS (defaults, types, docs) are protocol.describe_configs'.
 _CHECKS = {LIST: _replica_list, LONG: _rate}
 
 Problem = tuple[ErrorCode, str]

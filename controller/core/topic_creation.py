@@ -21,7 +21,8 @@ Steps (docs/DESIGN.md section 4.4):
     INVALID_REPLICATION_FACTOR; an assignment whose partitions are not 0..n-1, whose lists are
     empty, differ in length, repeat a broker or name an unregistered one ->
     INVALID_REPLICA_ASSIGNMENT; a config key this project does not know, or a bad value ->
-    INVALID_CONFIG. -1 for the count or the factor means the default (KIP-464).
+    INVALID_CONFIG; last, the topic policy (controller.core.topic_policy) -> POLICY_VIOLATION.
+    -1 for the count or the factor means the default (KIP-464).
  2. Place (no assignment given): controller.core.placement over the live brokers, counting
     every replica of the cluster and of the topics accepted before it in the request.
  3. Write (the admin handler, unless validate_only): ``/config/topics/T`` (the configs) and
@@ -58,6 +59,7 @@ from dataclasses import dataclass, field
 
 from controller.core import placement
 from controller.core.entity_configs import TOPIC_CONFIGS, check
+from controller.core.topic_policy import NO_POLICY, TopicPolicy
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Create, Op, SetData
@@ -91,6 +93,7 @@ class CreationView:
     brokers: Mapping[int, str | None] = field(default_factory=dict)
     replica_counts: Mapping[int, int] = field(default_factory=dict)
     leader_counts: Mapping[int, int] = field(default_factory=dict)
+    policy: TopicPolicy = NO_POLICY  # controller.core.topic_policy, checked last
 
 
 @dataclass(frozen=True)
@@ -180,13 +183,20 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         if rf > len(view.brokers):
             return no(ErrorCode.INVALID_REPLICATION_FACTOR,
                       f"replication factor: {rf} larger than available brokers: {len(view.brokers)}")
-        assignment = dict(enumerate(placement.place(view.brokers, n, rf, counts, leaders)))
+        assignment = None  # placed once every check passed
     configs: dict[str, str] = {}
     for key, value in r.configs:
         problem = check(key, value, TOPIC_CONFIGS)  # controller.core.entity_configs
         if problem is not None:
             return no(*problem)
         configs[key] = value
+    # Last, as Kafka runs create.topic.policy.class.name after its own checks.
+    violation = view.policy.check_new_topic(r.name, n if assignment is None else len(assignment),
+                                            rf if assignment is None else len(assignment[0]))
+    if violation is not None:
+        return no(ErrorCode.POLICY_VIOLATION, violation)
+    if assignment is None:
+        assignment = dict(enumerate(placement.place(view.brokers, n, rf, counts, leaders)))
     return Planned(r.name, assignment, configs)
 
 
@@ -279,6 +289,9 @@ def plan_partitions(
         return no(ErrorCode.INVALID_PARTITIONS, f"topic already has {have} partitions")
     if r.count > MAX_PARTITIONS:
         return no(ErrorCode.INVALID_PARTITIONS, f"more than {MAX_PARTITIONS} partitions in one topic")
+    violation = view.policy.check_partition_count(r.name, r.count)  # controller.core.topic_policy, rule 3
+    if violation is not None:
+        return no(ErrorCode.POLICY_VIOLATION, violation)
     if moving:
         return no(ErrorCode.REASSIGNMENT_IN_PROGRESS, f"a partition reassignment is in progress for topic {r.name!r}")
     rf = len(current[min(current)])

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import pytest
 
+from controller.core.config import ControllerConfig
 from tests.admin.cluster import AdminCluster
 
 pytestmark = pytest.mark.zk
@@ -19,56 +20,120 @@ def _configs(result) -> dict:
     return {c["name"]: c for c in result["configs"]}
 
 
+RATE, LEADER_RATE = "follower.replication.throttled.rate", "leader.replication.throttled.rate"
+REPLICAS, LEADER_REPLICAS = "follower.replication.throttled.replicas", "leader.replication.throttled.replicas"
+LONG_MAX = str(2**63 - 1)
+STATIC = {"delete.topic.enable", "auto.leader.rebalance.enable", "leader.imbalance.per.broker.percentage",
+          "leader.imbalance.check.interval.seconds", "socket.request.max.bytes", "connections.max.idle.ms",
+          "zookeeper.session.timeout.ms", "create.topic.policy.class.name"}
+
+
 async def test_topic_and_broker_configs_every_version(zk_hosts):
     async with AdminCluster(zk_hosts, topics=TOPICS) as c:
         active = await c.wait_active()
         c.set_json("/config/topics/orders", {"version": 1, "config": {
-            "retention.ms": "1000", "leader.replication.throttled.replicas": "0:1"}})
-        c.set_json("/config/brokers/2", {"version": 1, "config": {"follower.replication.throttled.rate": "500"}})
-        c.set_json("/config/brokers/<default>", {"version": 1, "config": {
-            "follower.replication.throttled.rate": "100", "leader.replication.throttled.rate": "200"}})
+            "retention.ms": "1000", LEADER_REPLICAS: "0:1"}})
+        c.set_json("/config/brokers/2", {"version": 1, "config": {RATE: "500"}})
+        c.set_json("/config/brokers/<default>", {"version": 1, "config": {RATE: "100", LEADER_RATE: "200"}})
         for cid in (active, c.standby(active)):  # standbys answer too
             for version in range(5):
                 body = await c.call(cid, 32, version, {"resources": [
                     _res(2, "orders"), _res(4, "2"), _res(2, "audit"), _res(4, ""),
-                    _res(2, "orders", ["retention.ms", "absent.key"])]})
-                orders, broker, audit, default, filtered = body["results"]
-                assert [r["error_code"] for r in body["results"]] == [0] * 5
+                    _res(2, "orders", ["retention.ms", "absent.key"]), _res(4, "3", [])]})
+                orders, broker, audit, default, filtered, empty_keys = body["results"]
+                assert [r["error_code"] for r in body["results"]] == [0] * 6
                 assert (orders["resource_type"], orders["resource_name"]) == (2, "orders")
                 oc = _configs(orders)
+                # Its own keys, and the topic configs this project knows at their defaults.
                 assert {k: v["value"] for k, v in oc.items()} == {
-                    "retention.ms": "1000", "leader.replication.throttled.replicas": "0:1"}
+                    "retention.ms": "1000", LEADER_REPLICAS: "0:1", REPLICAS: ""}
                 assert not any(v["read_only"] or v["is_sensitive"] for v in oc.values())
                 bc = _configs(broker)
-                assert {k: v["value"] for k, v in bc.items()} == {
-                    "follower.replication.throttled.rate": "500", "leader.replication.throttled.rate": "200"}
-                assert audit["configs"] == []
-                assert {k: v["value"] for k, v in _configs(default).items()} == {
-                    "follower.replication.throttled.rate": "100", "leader.replication.throttled.rate": "200"}
+                assert set(bc) == {RATE, LEADER_RATE} | STATIC
+                assert (bc[RATE]["value"], bc[LEADER_RATE]["value"]) == ("500", "200")
+                assert bc["zookeeper.session.timeout.ms"]["value"] == "4000"  # the cluster's 4 s
+                assert bc["delete.topic.enable"]["value"] == "true"
+                assert bc["create.topic.policy.class.name"]["value"] is None  # no topic policy
+                assert {k for k, v in bc.items() if v["read_only"]} == STATIC
+                assert {k: v["value"] for k, v in _configs(audit).items()} == {REPLICAS: "", LEADER_REPLICAS: ""}
+                # The default entity: what it holds, nothing else (Kafka's rule).
+                assert {k: v["value"] for k, v in _configs(default).items()} == {RATE: "100", LEADER_RATE: "200"}
                 assert list(_configs(filtered)) == ["retention.ms"]
+                assert set(_configs(empty_keys)) == set(bc)  # an empty key list: every entry, as Kafka
                 if version >= 1:
                     assert oc["retention.ms"]["config_source"] == 1
-                    assert bc["follower.replication.throttled.rate"]["config_source"] == 2
-                    assert bc["leader.replication.throttled.rate"]["config_source"] == 3
+                    assert oc[REPLICAS]["config_source"] == 5
+                    assert bc[RATE]["config_source"] == 2
+                    assert bc[LEADER_RATE]["config_source"] == 3
+                    assert bc["zookeeper.session.timeout.ms"]["config_source"] == 4  # not its default
+                    assert bc["delete.topic.enable"]["config_source"] == 5
+                    assert _configs(default)[RATE]["config_source"] == 3
                 else:
                     assert oc["retention.ms"]["is_default"] is False
+                    assert oc[REPLICAS]["is_default"] is True
+                    assert bc["delete.topic.enable"]["is_default"] is True
+                    assert bc["zookeeper.session.timeout.ms"]["is_default"] is False
                 if version >= 3:
-                    assert bc["follower.replication.throttled.rate"]["config_type"] == 5
+                    assert bc[RATE]["config_type"] == 5 and oc[REPLICAS]["config_type"] == 7
+                    assert bc["delete.topic.enable"]["config_type"] == 1
+                    assert oc["retention.ms"]["config_type"] == 0  # a key this project does not know
+                    assert bc[RATE]["documentation"] is None  # not asked
 
 
-async def test_synonyms_when_asked(zk_hosts):
+async def test_synonyms_and_documentation_when_asked(zk_hosts):
     async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
         await c.wait_active()
-        c.set_json("/config/brokers/2", {"version": 1, "config": {"follower.replication.throttled.rate": "500"}})
-        c.set_json("/config/brokers/<default>", {"version": 1, "config": {"follower.replication.throttled.rate": "100"}})
-        body = await c.call(101, 32, 1, {"resources": [_res(4, "2")], "include_synonyms": True})
-        entry = _configs(body["results"][0])["follower.replication.throttled.rate"]
-        assert entry["synonyms"] == [
-            {"name": "follower.replication.throttled.rate", "value": "500", "source": 2},
-            {"name": "follower.replication.throttled.rate", "value": "100", "source": 3},
+        c.set_json("/config/brokers/2", {"version": 1, "config": {RATE: "500"}})
+        c.set_json("/config/brokers/<default>", {"version": 1, "config": {RATE: "100"}})
+        c.set_json("/config/topics/orders", {"version": 1, "config": {REPLICAS: "*"}})
+        body = await c.call(101, 32, 3, {"resources": [_res(4, "2"), _res(4, ""), _res(2, "orders")],
+                                         "include_synonyms": True, "include_documentation": True})
+        broker, default, topic = (_configs(r) for r in body["results"])
+        assert broker[RATE]["synonyms"] == [
+            {"name": RATE, "value": "500", "source": 2},
+            {"name": RATE, "value": "100", "source": 3},
+            {"name": RATE, "value": LONG_MAX, "source": 5},
         ]
+        assert broker[LEADER_RATE]["synonyms"] == [{"name": LEADER_RATE, "value": LONG_MAX, "source": 5}]
+        assert broker["zookeeper.session.timeout.ms"]["synonyms"] == [
+            {"name": "zookeeper.session.timeout.ms", "value": "4000", "source": 4},
+            {"name": "zookeeper.session.timeout.ms", "value": "6000", "source": 5},
+        ]
+        assert broker["create.topic.policy.class.name"]["synonyms"] == []  # no value, no default
+        assert default[RATE]["synonyms"] == [{"name": RATE, "value": "100", "source": 3}]
+        assert topic[REPLICAS]["synonyms"] == [{"name": REPLICAS, "value": "*", "source": 1}]
+        assert topic[LEADER_REPLICAS]["synonyms"] == []  # no broker synonym: only its default
+        assert "upper bound" in broker[RATE]["documentation"] and "Zookeeper" in broker[
+            "zookeeper.session.timeout.ms"]["documentation"]
+        assert topic["follower.replication.throttled.replicas"]["documentation"].startswith("A list of replicas")
         body = await c.call(101, 32, 1, {"resources": [_res(4, "2")], "include_synonyms": False})
-        assert _configs(body["results"][0])["follower.replication.throttled.rate"]["synonyms"] == []
+        assert _configs(body["results"][0])[RATE]["synonyms"] == []
+
+
+async def test_sensitive_values_are_not_returned(zk_hosts):
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
+        await c.wait_active()
+        c.set_json("/config/brokers/2", {"version": 1, "config": {
+            "listener.name.secure.ssl.key.password": "s3cret", "sasl.jaas.config": "x required;"}})
+        c.set_json("/config/brokers/<default>", {"version": 1, "config": {"ssl.keystore.password": "other"}})
+        body = await c.call(101, 32, 4, {"resources": [_res(4, "2"), _res(4, "")], "include_synonyms": True})
+        broker, default = (_configs(r) for r in body["results"])
+        for entries, name in ((broker, "listener.name.secure.ssl.key.password"), (broker, "sasl.jaas.config"),
+                              (broker, "ssl.keystore.password"), (default, "ssl.keystore.password")):
+            assert entries[name]["is_sensitive"] is True and entries[name]["value"] is None
+            assert all(s["value"] is None for s in entries[name]["synonyms"])
+        assert "s3cret" not in repr(body) and "other" not in repr(body)
+
+
+async def test_topic_policy_is_described(zk_hosts):
+    config = ControllerConfig(zk_session_timeout_s=4.0, topic_policy_max_partitions=8)
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS, config=config) as c:
+        await c.wait_active()
+        body = await c.call(101, 32, 4, {"resources": [_res(4, "1", ["create.topic.policy.class.name"])],
+                                         "include_synonyms": True})
+        (entry,) = body["results"][0]["configs"]
+        assert entry["value"] == "controller.core.topic_policy.TopicPolicy" and entry["config_source"] == 4
+        assert entry["read_only"] is True and entry["config_type"] == 8
 
 
 async def test_bad_resources_fail_alone(zk_hosts):

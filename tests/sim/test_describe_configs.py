@@ -87,7 +87,9 @@ async def _controller(store, version: int, resources: list[dict], synonyms: bool
 
 
 def _values(result: dict) -> dict[str, tuple[str, int]]:
-    return {c["name"]: (c["value"], c.get("config_source")) for c in result["configs"]}
+    """The entries that are set somewhere (not at their defaults: DEFAULT_CONFIG, or v0's is_default)."""
+    return {c["name"]: (c["value"], c.get("config_source")) for c in result["configs"]
+            if c.get("config_source") != 5 and not c.get("is_default")}
 
 
 async def test_api_versions_advertise_describe_configs(twin):
@@ -124,8 +126,11 @@ async def test_every_version_answers_like_the_controller(twin, version):
     if version >= 1:
         assert _values(by_name[(BROKER, "2")]) == {RATE: ("1000", 2), LEADER_RATE: ("700", 3)}
         (rate,) = [c for c in by_name[(BROKER, "2")]["configs"] if c["name"] == RATE]
-        assert [(s["value"], s["source"]) for s in rate["synonyms"]] == [("1000", 2), ("500", 3)]
-    assert list(_values(by_name[(TOPIC, "orders")])) == [REPLICAS]
+        assert [(s["value"], s["source"]) for s in rate["synonyms"]] == [("1000", 2), ("500", 3), (str(2**63 - 1), 5)]
+    # Its own list, and the other throttled-replica list at its default.
+    assert _values(ours[2])[REPLICAS][0] == "0:1,1:2"
+    assert sorted(c["name"] for c in ours[2]["configs"]) == ["follower.replication.throttled.replicas",
+                                                           "leader.replication.throttled.replicas"]
     assert [c["name"] for c in ours[3]["configs"]] == [REPLICAS]
     assert by_name[(TOPIC, "missing")]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert by_name[(TOPIC, "bad/name")]["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -147,7 +152,7 @@ async def test_another_brokers_resource_is_refused_as_kafka_does(twin):
 async def test_changes_follow_notifications_and_deleted_configs_go(twin):
     tr, cluster, other = twin
     (before,) = await _describe(tr, 1, 4, [_resource(BROKER, "1")])
-    assert before["error_code"] == 0 and before["configs"] == []
+    assert before["error_code"] == 0 and _values(before) == {}
     await _set_config(other, "brokers/1", {RATE: "10"})
     await cluster.advance()
     assert _values((await _describe(tr, 1, 4, [_resource(BROKER, "1")]))[0]) == {RATE: ("10", 2)}
@@ -157,7 +162,7 @@ async def test_changes_follow_notifications_and_deleted_configs_go(twin):
                                                                                  LEADER_RATE: ("30", 2)}
     await _set_config(other, "brokers/1", None)
     await cluster.advance()
-    assert (await _describe(tr, 1, 4, [_resource(BROKER, "1")]))[0]["configs"] == []
+    assert _values((await _describe(tr, 1, 4, [_resource(BROKER, "1")]))[0]) == {}
 
 
 async def test_a_config_written_without_notification_is_not_seen_until_one_comes(twin):
@@ -165,7 +170,7 @@ async def test_a_config_written_without_notification_is_not_seen_until_one_comes
     tr, cluster, other = twin
     await _set_config(other, "topics/orders", {REPLICAS: "*"}, notify=False)
     await cluster.advance()
-    assert (await _describe(tr, 1, 4, [_resource(TOPIC, "orders")]))[0]["configs"] == []
+    assert _values((await _describe(tr, 1, 4, [_resource(TOPIC, "orders")]))[0]) == {}
     await _notify(other, "topics/orders")
     await cluster.advance()
     assert _values((await _describe(tr, 1, 4, [_resource(TOPIC, "orders")]))[0]) == {REPLICAS: ("*", 1)}

@@ -16,10 +16,13 @@ Per resource, in request order:
     broker does not override, source DYNAMIC_DEFAULT_BROKER_CONFIG. Any id is accepted:
     Kafka lets operators configure a broker before it first starts.
  3. Any other resource type: INVALID_REQUEST with a message naming it.
- 4. ``configuration_keys`` null: every entry; else only the named keys that are set.
- 5. Fields: ``read_only``, ``is_default`` (v0), ``is_sensitive`` all false; ``config_source``
-    from v1; with ``include_synonyms`` (v1+) each entry lists its synonyms in precedence order
-    (the value itself, then the default entity's value it overrides).
+ 4. Entries, sources, synonyms, defaults and flags: ``protocol.describe_configs`` (Kafka's
+    ConfigHelper rules). A broker N also lists this controller's settings that are Kafka broker
+    configs (``STATIC_SETTINGS``: ``delete.topic.enable``, the leader-rebalance ones, the
+    listener limits, the ZooKeeper session timeout, the topic policy's), read-only, source
+    STATIC_BROKER_CONFIG when the setting is not at its default, else DEFAULT_CONFIG. The
+    default entity lists only what it holds. ``include_documentation`` (v3+) fills
+    ``documentation``.
 
 A config znode that cannot be parsed fails its resource only (UNKNOWN_SERVER_ERROR, saying
 which znode), never the request.
@@ -28,15 +31,22 @@ which znode), never the request.
 from __future__ import annotations
 
 from controller.core import acl
+from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import SESSION
 from protocol.describe_configs import (
+    BOOLEAN,
     BROKER,
+    CLASS,
     DESCRIBE_CONFIGS,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
+    INT,
+    LONG,
     TOPIC,
+    ConfigDef,
+    Static,
     config_entries,
 )
 from protocol.errors import ErrorCode
@@ -44,6 +54,72 @@ from znodes import models, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
 from znodes.reads import get_many
+
+
+def _bool(v) -> str:
+    return "true" if v else "false"
+
+
+def _seconds_as_ms(v) -> str:
+    return str(round(v * 1000))
+
+
+def _number(v) -> str:
+    return str(int(v)) if float(v).is_integer() else str(v)
+
+
+def _names(v) -> str:
+    return ",".join(v or ())
+
+
+def _text(v) -> str | None:
+    return None if v is None else str(v)
+
+
+# The controller's settings that are Kafka broker configs (controller.core.config): Kafka name,
+# setting, type, value as Kafka writes it, Kafka's documentation.
+STATIC_SETTINGS = (
+    ("delete.topic.enable", "delete_topic_enable", BOOLEAN, _bool,
+     "Enables delete topic. Delete topic through the admin tool will have no effect if this config is turned off"),
+    ("auto.leader.rebalance.enable", "auto_leader_rebalance_enable", BOOLEAN, _bool,
+     "Enables auto leader balancing. A background thread checks the distribution of partition leaders at "
+     "regular intervals, configurable by leader.imbalance.check.interval.seconds."),
+    ("leader.imbalance.per.broker.percentage", "leader_imbalance_per_broker_percentage", INT, _number,
+     "The ratio of leader imbalance allowed per broker. The controller would trigger a leader balance if it goes "
+     "above this value per broker. The value is specified in percentage."),
+    ("leader.imbalance.check.interval.seconds", "leader_imbalance_check_interval_s", LONG, _number,
+     "The frequency with which the partition rebalance check is triggered by the controller"),
+    ("socket.request.max.bytes", "listener_max_request_bytes", INT, _number,
+     "The maximum number of bytes in a socket request"),
+    ("connections.max.idle.ms", "listener_idle_timeout_s", LONG, _seconds_as_ms,
+     "Idle connections timeout: the server socket processor threads close the connections that idle more than this"),
+    ("zookeeper.session.timeout.ms", "zk_session_timeout_s", INT, _seconds_as_ms, "Zookeeper session timeout"),
+)
+
+
+POLICY_CLASS = "controller.core.topic_policy.TopicPolicy"
+
+
+def static_configs(config) -> dict[str, Static]:
+    """This controller's read-only configs, from its settings (none without settings)."""
+    if config is None:
+        return {}
+    from controller.core.config import ControllerConfig
+
+    out = {}
+    for name, setting, ctype, text, doc in STATIC_SETTINGS:
+        field = ControllerConfig.model_fields.get(setting)
+        if field is None or not hasattr(config, setting):
+            continue
+        out[name] = Static(text(getattr(config, setting)), ConfigDef(text(field.default), ctype, doc))
+    # The topic policy's rules are settings (controller.core.topic_policy); Kafka names the
+    # plug-in that holds them.
+    policy = TopicPolicy.from_config(config)
+    out["create.topic.policy.class.name"] = Static(
+        POLICY_CLASS if policy.enabled else None,
+        ConfigDef(None, CLASS, "The create topic policy class that should be used for validation (here: the "
+                  "topic_policy_* settings)"))
+    return out
 
 
 class UnreadableConfig(Exception):
@@ -78,6 +154,8 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     store = ctx.store
     resources = body.get("resources") or []
     synonyms = version >= 1 and bool(body.get("include_synonyms"))
+    documentation = version >= 3 and bool(body.get("include_documentation"))
+    static = static_configs(getattr(ctx, "config", None))
     # Plan every read first, then read them all at once.
     plans: list[tuple[str, object]] = []  # ("error", (code, message)) or ("topic"/"broker", ...)
     config_paths: list[str] = []
@@ -146,7 +224,8 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
         if isinstance(own, UnreadableConfig):
             out["error_code"], out["error_message"] = int(ErrorCode.UNKNOWN_SERVER_ERROR), f"unreadable config: {own}"
             continue
-        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms)
+        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms, static=static,
+                                        documentation=documentation)
     return {"throttle_time_ms": 0, "results": results}
 
 

@@ -7,6 +7,7 @@ Active controller only. Per topic, in request order:
  1. A topic named twice -> INVALID_REQUEST; with ACLs enforced ALTER on the topic (or the
     cluster), else TOPIC_AUTHORIZATION_FAILED; then ``plan_partitions``: UNKNOWN_TOPIC_OR_PARTITION,
     INVALID_TOPIC_EXCEPTION (queued for deletion), INVALID_PARTITIONS (not an increase),
+    POLICY_VIOLATION (the new total over ``topic_policy_max_partitions``),
     REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR.
  2. ``validate_only``: answer now.
  3. The topic znode rewritten with the new partitions, conditional on the zkVersion read and
@@ -34,6 +35,7 @@ from controller.core.topic_creation import (
     Refused,
     plan_partitions,
 )
+from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from controller.shell.admin.create_topics import _creations
 from controller.shell.zkread import read_topics
@@ -65,7 +67,8 @@ async def _add(ctx: AdminContext, active, creations, r: PartitionsRequest, valid
             any(a.moving for a in read[1].values()) or any(tp[0] == r.name for tp in state.tasks)
         )
         replicas, leaders = creations.counts(state)
-        view = CreationView(frozenset(), deleting, {b.id: b.rack for b in state.brokers.values()}, replicas, leaders)
+        view = CreationView(frozenset(), deleting, {b.id: b.rack for b in state.brokers.values()}, replicas, leaders,
+                            TopicPolicy.from_config(getattr(ctx, "config", None)))
         plan = plan_partitions(r, current, view, moving=moving)
         if isinstance(plan, Refused):
             return _result(r.name, plan.code, plan.message), []
