@@ -375,7 +375,8 @@ class ActiveController:
         if "topics" in kinds:
             names = await read_topic_names(self.store, watch=True)
             new = [n for n in names if n not in state.topic_versions]
-            gone = [n for n in state.topic_versions if n not in set(names)]
+            listed = set(names)  # once: a set per known topic made every topic read O(topics^2)
+            gone = [n for n in state.topic_versions if n not in listed]
             if new:
                 reads, lines = await read_topics(self.store, new)
                 topic_reads.update(reads)
