@@ -30,6 +30,7 @@ the failed flush left half-written.
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
 import time
 from collections.abc import Awaitable, Callable
@@ -46,7 +47,9 @@ from controller.core.events import (
     MetadataRead,
     StatesRead,
     TopicsRead,
+    offline_check,
 )
+from controller.core.broker_failure import unclean_candidates, unclean_enabled
 from controller.core.elections import PREFERRED, imbalanced
 from controller.core.flush import DELETE
 from controller.core.topic_deletion import deletion_ops
@@ -320,8 +323,41 @@ class ActiveController:
             name: set(self.state.topic_partitions.get(name, ()))
             for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
-        await self.execute(first + metadata + engine_events + rest)
+        offline = await self.offline_checks(first + metadata)
+        await self.execute(first + metadata + engine_events + rest + offline)
         self.plan_metadata(brokers_before, partitions_before)
+
+    async def offline_checks(self, events: list[Event]) -> list[Event]:
+        """controller.core.broker_failure's check, last in the step: every partition held after a
+        change of ``/brokers/ids`` (a broker gone or back), the partitions of a full-metadata
+        chunk (at election and after every recovery: brokers that died while no controller was
+        active), with the ``unclean.leader.election.enable`` of the topics whose partitions only
+        an unclean election can lead (their ``/config/topics/T``, read for those only)."""
+        brokers = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), None)
+        chunks = [e for e in events if isinstance(e, MetadataRead)]
+        if brokers is None and not chunks:
+            return []
+        state = self.state
+        live = brokers if brokers is not None else state.brokers
+        read = {tp: st for e in chunks for tp, st in e.states.items() if st is not None}
+        if brokers is None:
+            partitions = tuple(read)
+            topics = unclean_candidates(read, state.assignments, live)
+        else:
+            partitions = None
+            topics = unclean_candidates(state.states, state.assignments, live) | unclean_candidates(
+                read, state.assignments, live)
+        unclean: set[str] = set()
+        if topics:
+            names = sorted(topics)
+            for name, got in zip(names, await get_many(self.store, [paths.topic_config(n) for n in names])):
+                try:
+                    config = json.loads(got[0]).get("config") if got is not None else None
+                except (ValueError, AttributeError):
+                    config = None
+                if unclean_enabled(config if isinstance(config, dict) else None):
+                    unclean.add(name)
+        return [offline_check(partitions, unclean)]
 
     async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
         """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""
