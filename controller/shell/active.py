@@ -483,6 +483,8 @@ class ActiveController:
             log.info("%s", line)
         conflict = False
         self.flushing = step
+        if self.journal is not None:
+            self.journal.prepare(events, step, self.state)  # each move's door, which its record carries
         if step.writes:
             split = step.shared_from
             if split is None:
