@@ -399,6 +399,15 @@ class AdminClient:
         _, answer = await self._controller_request(wire.LIST_REASSIGNMENTS, body, wire.top_codes)
         return wire.list_results(answer)
 
+    async def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, KafkaApiError | None]:
+        """ElectLeaders (43, KIP-460, v1+), preferred: per partition None when its preferred
+        replica leads now (elected, or already leading: ELECTION_NOT_NEEDED), else the error."""
+        wanted = [_require_tp(k, "elect_preferred_leaders") for k in partitions]
+        body = wire.elect_leaders_request(wanted, self.request_timeout_ms)
+        _, answer = await self._controller_request(wire.ELECT_LEADERS, body, wire.elect_leaders_codes, versions=(1, 2))
+        return {tp: None if code in (0, wire.ELECTION_NOT_NEEDED) else error_for_code(code, topic=tp[0], partition=tp[1])
+                for tp, code in wire.elect_leaders_results(answer).items()}
+
     async def describe_reassignments(
         self, reassignments: Iterable[Reassignment]
     ) -> dict[TopicPartition, ReassignmentDescription | None]:

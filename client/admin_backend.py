@@ -21,6 +21,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Iterable
 
 from client.admin import AdminClient
@@ -105,6 +106,16 @@ class AdminBackend:
                     brokers.update(current.get(tp, []))
             outcome.throttled_brokers = sorted(brokers)
         return outcome
+
+    async def wait_finished(self, partitions, interval_s: float = 1.0) -> None:
+        """Until none of ``partitions`` is being reassigned (KIP-240 list, polled)."""
+        wanted = set(partitions)
+        while wanted & set(await self.admin.list_reassignments()):
+            await asyncio.sleep(interval_s)
+
+    async def elect_preferred(self, partitions) -> dict:
+        """ElectLeaders (preferred) for ``partitions``: per partition None or the error."""
+        return await self.admin.elect_preferred_leaders(partitions)
 
     async def queue(self, requested, state, *, dry_run: bool = False) -> ExecuteOutcome:
         # KIP-236: a queued partition that is already moving is first rolled back, then

@@ -63,7 +63,8 @@ DEPRECATION_WARNING = (
 
 # action dest -> (its flag, options it accepts, options it requires)
 ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
-    "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run"}, {"reassignment_json_file"}),
+    "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred"},
+                {"reassignment_json_file"}),
     "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
     "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
                  {"reassignment_json_file"}),
@@ -88,6 +89,7 @@ OPTION_FLAGS = {
     "throttle": "--throttle",
     "additional": "--additional",
     "dry_run": "--dry-run",
+    "elect_preferred": "--elect-preferred",
     "watch": "--watch",
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
@@ -180,6 +182,9 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--additional", action="store_true",
                       help="--execute while other reassignments run (partitions not already moving)")
     opts.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    opts.add_argument("--elect-preferred", action="store_true",
+                      help="--execute: wait until the reassignment finishes, then elect the moved partitions' "
+                           "preferred leaders (ElectLeaders; --bootstrap-server only)")
     opts.add_argument("--watch", action="store_true", help="--progress: redraw until the reassignment is done")
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
@@ -227,6 +232,10 @@ def check_options(args: argparse.Namespace) -> str:
     for dest in sorted(required):
         if getattr(args, dest) in (None, False):
             raise UsageError(f"{flag} needs {OPTION_FLAGS[dest]}")
+    if args.elect_preferred and args.zookeeper:
+        raise UsageError("--elect-preferred elects through the controller's ElectLeaders: give --bootstrap-server")
+    if args.elect_preferred and args.dry_run:
+        raise UsageError("--elect-preferred waits for the reassignment to finish: it cannot be used with --dry-run")
     if args.planner and args.spark_master:
         raise UsageError("--planner and --spark-master both choose where to plan: give one")
     if args.planner and not args.planner.startswith(("http://", "https://")):
@@ -289,7 +298,8 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
     backend = await _open_backend(args, timeout_ms)
     try:
         if action == "execute":
-            return await commands.execute(backend, inputs, additional=args.additional, dry_run=args.dry_run)
+            return await commands.execute(backend, inputs, additional=args.additional, dry_run=args.dry_run,
+                                          elect_preferred=args.elect_preferred)
         if action == "execute_queue":
             return await commands.execute_queue(backend, inputs, dry_run=args.dry_run)
         if action == "verify":

@@ -58,7 +58,47 @@ def _execute_code(o: ExecuteOutcome) -> int:
     return exit_codes.REJECTED
 
 
-async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) -> Report:
+async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool, elect_preferred: bool = False) -> Report:
+    report, started = await _execute(backend, inputs, additional=additional, dry_run=dry_run)
+    if not elect_preferred or dry_run or report.code != exit_codes.OK or not started:
+        return report
+    return await _elect_preferred(backend, report, started)
+
+
+ELECTION_RETRIES, ELECTION_RETRY_S = 50, 0.2
+
+
+async def _elect_preferred(backend, report: Report, moved: list[TopicPartition]) -> Report:
+    """--execute --elect-preferred (issue 14 item 5): once the moves finished, their preferred
+    replicas (the new assignment's first) are elected leaders through ElectLeaders (KIP-460),
+    as kafka-leader-election.sh --election-type PREFERRED would. A partition whose preferred
+    replica already leads is fine (ELECTION_NOT_NEEDED); any other error fails the command."""
+    await backend.wait_finished(moved)
+    results = await backend.elect_preferred(moved)
+    # A move stops being listed a moment before the controller lets go of its partition (its
+    # last step's writes): REASSIGNMENT_IN_PROGRESS then is retried, a few times.
+    for _ in range(ELECTION_RETRIES):
+        busy = [tp for tp, e in results.items() if isinstance(e, ReassignmentInProgressError)]
+        if not busy:
+            break
+        await asyncio.sleep(ELECTION_RETRY_S)
+        results.update(await backend.elect_preferred(busy))
+    failed = {tp: e for tp, e in results.items() if e is not None}
+    lines = [f"Preferred leaders elected for {len(results) - len(failed)} moved partition(s) once the reassignment finished."]
+    lines += [f"  {t}-{p}: {e}" for (t, p), e in sorted(failed.items())]
+    report.text = report.text.rstrip("\n") + "\n" + "\n".join(lines)
+    report.data["preferred_election"] = {
+        "elected": [{"topic": t, "partition": p} for (t, p) in sorted(results) if results[(t, p)] is None],
+        "failed": [{"topic": t, "partition": p, "error": str(e)} for (t, p), e in sorted(failed.items())],
+    }
+    if failed:
+        report.code = exit_codes.REJECTED
+    return report
+
+
+async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) -> tuple[Report, list[TopicPartition]]:
+    """The report, and the partitions whose moves started (a target equal to the current
+    replicas moves nothing)."""
     plan = inputs.plan
     state = await backend.cluster_state(plan.topics)
     check_plan(plan, state)
@@ -81,9 +121,10 @@ async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) -
             + ",".join(map(str, sorted(brokers)))
         )
         return Report(text, {"error": str(exc), "started": [], "throttle_updated": bool(writes) and not dry_run,
-                             "writes": {p: json.loads(d) for p, d in writes.items()}}, exit_codes.CONFLICT)
+                             "writes": {p: json.loads(d) for p, d in writes.items()}}, exit_codes.CONFLICT), []
     return Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
-                  _execute_code(outcome))
+                  _execute_code(outcome)), [tp for tp in outcome.started
+                                            if outcome.requested.get(tp) != outcome.current.get(tp)]
 
 
 async def execute_queue(backend, inputs: Inputs, *, dry_run: bool) -> Report:

@@ -24,6 +24,7 @@ METADATA = 3
 API_VERSIONS = 18
 DESCRIBE_CONFIGS = 32
 DESCRIBE_LOG_DIRS = 35
+ELECT_LEADERS = 43
 LIST_PARTITION_REASSIGNMENTS = 46
 REASSIGN_PARTITIONS = 10000
 ALTER_THROTTLED_RATES = 10001
@@ -396,3 +397,32 @@ def list_partition_reassignments_results(answer: dict) -> dict[TopicPartition, t
                 list(p.get("removing_replicas") or []),
             )
     return out
+
+
+# ---- ElectLeaders (43, KIP-460) ------------------------------------------------------------------
+
+PREFERRED_ELECTION = 0
+ELECTION_NOT_NEEDED = 84  # the preferred replica already leads: nothing to do
+
+
+def elect_leaders_request(partitions: list[TopicPartition], timeout_ms: int, election_type: int = PREFERRED_ELECTION) -> dict:
+    """v1+ (v0 has no election type)."""
+    by_topic: dict[str, list[int]] = {}
+    for t, p in partitions:
+        by_topic.setdefault(t, []).append(p)
+    return {"election_type": election_type, "timeout_ms": timeout_ms,
+            "topic_partitions": [{"topic": t, "partitions": sorted(ps)} for t, ps in sorted(by_topic.items())]}
+
+
+def elect_leaders_codes(answer: dict) -> list[int]:
+    codes = [answer.get("error_code", 0)]
+    for t in answer.get("replica_election_results") or []:
+        codes.extend(r["error_code"] for r in t.get("partition_result") or [])
+    return codes
+
+
+def elect_leaders_results(answer: dict) -> dict[TopicPartition, int]:
+    """Per partition its error code (0: elected; ELECTION_NOT_NEEDED: already led by it)."""
+    raise_top_level(answer)
+    return {(t["topic"], r["partition_id"]): r["error_code"]
+            for t in answer.get("replica_election_results") or [] for r in t.get("partition_result") or []}

@@ -223,6 +223,43 @@ def test_execute_with_throttle_then_verify(cluster, tmp_path):
     assert set(cluster.hosted()[("orders", 1)]) == set(target)
 
 
+def test_execute_elect_preferred_leads_the_moved_partitions_from_their_new_first_replica(cluster, tmp_path):
+    """Issue 14 item 5: a move that keeps the old leader in the target leaves it leading (Kafka's
+    completion elects only when the leader leaves); --elect-preferred then elects the new first
+    replica through ElectLeaders once the move finished."""
+    original = cluster.assignment("orders")[2]
+    leader = json.loads(cluster.zk.get("/brokers/topics/orders/partitions/2/state")[0])["leader"]
+    target = [NEW_BROKER, leader]
+    plan = write_plan(tmp_path, "elect.json", ("orders", 2, target), ("orders", 3, cluster.assignment("orders")[3]))
+    r = kr(cluster, "--execute", "--elect-preferred", "--throttle", str(FAST_THROTTLE), "--reassignment-json-file",
+           plan, "--output", "json", timeout=90)
+    assert r.returncode == exit_codes.OK, (r.stdout, r.stderr)
+    report = json.loads(r.stdout)
+    # Only the partition that moved is elected (orders-3 was already at its target).
+    assert report["preferred_election"] == {"elected": [{"topic": "orders", "partition": 2}], "failed": []}
+    assert cluster.assignment("orders")[2] == target
+    state = json.loads(cluster.zk.get("/brokers/topics/orders/partitions/2/state")[0])
+    assert state["leader"] == NEW_BROKER
+    settle(cluster)
+    # Put it back (the other tests expect broker 5 empty), electing the original first replica again.
+    back = write_plan(tmp_path, "back.json", ("orders", 2, original))
+    r = kr(cluster, "--execute", "--elect-preferred", "--reassignment-json-file", back, timeout=90)
+    assert r.returncode == exit_codes.OK, (r.stdout, r.stderr)
+    assert "Preferred leaders elected for 1 moved partition(s)" in r.stdout
+    assert json.loads(cluster.zk.get("/brokers/topics/orders/partitions/2/state")[0])["leader"] == original[0]
+    settle(cluster)
+
+
+def test_elect_preferred_needs_the_controller_and_no_dry_run(cluster, tmp_path):
+    plan = write_plan(tmp_path, "p.json", ("orders", 0, cluster.assignment("orders")[0]))
+    r = kr(cluster, "--execute", "--elect-preferred", "--reassignment-json-file", plan, zookeeper=True)
+    assert r.returncode == exit_codes.USAGE and "--bootstrap-server" in r.stderr
+    r = kr(cluster, "--execute", "--elect-preferred", "--dry-run", "--reassignment-json-file", plan)
+    assert r.returncode == exit_codes.USAGE and "--dry-run" in r.stderr
+    r = kr(cluster, "--verify", "--elect-preferred", "--reassignment-json-file", plan)
+    assert r.returncode == exit_codes.USAGE
+
+
 # ---- --progress: the KIP-179 table ---------------------------------------------------------------
 
 
