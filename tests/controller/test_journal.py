@@ -17,7 +17,13 @@ from prometheus_client.parser import text_string_to_metric_families
 import protocol
 from controller.core import engine
 from controller.core.config import ControllerConfig
-from controller.core.events import CancelRequested, QueueRead, RequestsRead, StatesRead, StopReplicaSent
+from controller.core.events import (
+    CancelRequested,
+    QueueRead,
+    RequestsRead,
+    StatesRead,
+    StopReplicaSent,
+)
 from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS, MoveJournal
 from controller.shell.metrics import Metrics
 from tests.controller.helpers import cluster, req, state

@@ -7,6 +7,8 @@ import io
 import json
 import logging
 
+import pytest
+
 from controller.shell.admin_audit import AuditedHandler, codes, named
 from controller.shell.listener import CLIENT, SESSION
 from controller.shell.logs import JsonFormatter, RoleFilter, setup_logging
@@ -114,3 +116,56 @@ async def test_the_audit_names_the_authenticated_principal(caplog):
                                              {"partitions": [{"topic": "o", "partition_ids": [1]}]})
     (e,) = [r for r in caplog.records if r.name == "reassignd.audit"]
     assert (e.principal, e.api, e.partitions) == ("User:alice", "CancelReassignments", ["o-1"])
+
+
+@pytest.mark.e2e
+@pytest.mark.zk
+@pytest.mark.timeout(120)
+def test_the_audit_log_file_of_a_controller_process(zk_hosts, tmp_path):
+    """``audit_log``: a controller process at log level WARNING still writes every state-changing
+    admin request's entry, to its log and as a JSON line to the file; a file it cannot open is
+    a bad setting (exit 2 before ZooKeeper)."""
+    import socket
+    import struct
+    import uuid
+
+    import protocol
+    from tests.e2e.processes import Processes, kazoo_client, wait_for
+
+    bad = Processes(tmp_path)
+    proc = bad.spawn("bad", ["controller", "--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:0",
+                             "--audit-log", str(tmp_path / "no-such-dir" / "audit.jsonl")])
+    assert proc.wait(60) == 2 and "audit_log: cannot open" in bad.log("bad").read_text()
+
+    chroot = f"{zk_hosts}/audit_{uuid.uuid4().hex[:8]}"
+    audit = tmp_path / "audit.jsonl"
+    with Processes(tmp_path) as procs, kazoo_client(zk_hosts) as zk:
+        procs.spawn("c", ["controller", "--zookeeper", chroot, "--id", "81", "--listen", "127.0.0.1:0",
+                          "--log-level", "WARNING", "--log-format", "json", "--audit-log", str(audit)])
+        node = f"/{chroot.rsplit('/', 1)[1]}/reassignd/controllers/81"
+        wait_for(lambda: zk.exists(node), 30, "the controller registered")
+        wait_for(lambda: zk.exists(f"/{chroot.rsplit('/', 1)[1]}/controller"), 30, "the controller active")
+        doc = json.loads(zk.get(node)[0])
+        body = {"timeout_ms": 5000, "topics": [{"name": "nope", "partitions": [{"partition_index": 0, "replicas": [1]}]}]}
+
+        def call():
+            with socket.create_connection((doc["host"], doc["port"]), timeout=10) as s:
+                s.sendall(protocol.encode_request(45, 0, 1, "audit-test", body))
+                head = s.recv(4, socket.MSG_WAITALL)
+                frame = head + s.recv(struct.unpack(">i", head)[0], socket.MSG_WAITALL)
+                host, port = s.getsockname()[:2]
+                client = f"{host}:{port}"
+            answer = protocol.decode_response(45, 0, frame)[1]
+            return None if answer["error_code"] == 41 else (answer, client)  # 41: still loading its state
+
+        answer, client = wait_for(call, 30, "the active controller's answer")
+        assert answer["responses"][0]["partitions"][0]["error_code"] == 3, answer  # UNKNOWN_TOPIC_OR_PARTITION
+        entries = wait_for(lambda: [json.loads(line) for line in audit.read_text().splitlines()] if audit.exists() else None,
+                           10, "the audit file's entry")
+        e = entries[-1]  # a standby's answer (41) while it loaded is audited too
+        assert all(x["outcome"] == {"NOT_CONTROLLER": 1} for x in entries[:-1])
+        assert (e["audit"], e["api"], e["client"], e["partitions"]) == ("admin", "AlterPartitionReassignments", client, ["nope-0"])
+        assert e["outcome"] == {"UNKNOWN_TOPIC_OR_PARTITION": 1} and e["controller_id"] == 81 and e["epoch"] >= 1
+        logged = [json.loads(line) for line in procs.log("c").read_text().splitlines()]
+        assert [r["api"] for r in logged if r.get("audit") == "admin"] == ["AlterPartitionReassignments"] * len(entries)
+        assert not any(r["level"] == "INFO" and r["logger"] != "reassignd.audit" for r in logged)  # WARNING: no others
