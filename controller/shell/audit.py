@@ -1,4 +1,4 @@
-"""The write audit: every fenced multi-op this controller commits, one JSON line each.
+"""The write audit: every write this controller commits, one JSON line each.
 
 Operators (and tests/chaos) use it to check invariant 5 (DESIGN.md section 7) from outside the
 controller: a write that landed at zxid ``z`` by a controller holding epoch ``e`` must have
@@ -7,8 +7,9 @@ controller believed it held, and where its write landed:
 
     {"event": "elected", "t": 1764030000.1, "controller": 101, "session": "0x1000...",
      "epoch": 4, "epoch_zkversion": 3, "mzxid": 4294967301}
-    {"event": "write", "t": ..., "controller": 101, "session": ..., "epoch": 4,
+    {"event": "write", "t": ..., "controller": 101, "session": ..., "fenced": true, "epoch": 4,
      "epoch_zkversion": 3, "zxid": 4294967355, "after_zxid": 4294967350, "ops": [["set", "/brokers/topics/t"], ...]}
+    {"event": "write", ..., "fenced": false, ...}   # outside a fenced multi (registration, admin configs)
     {"event": "fenced", ..., "epoch": 4, "epoch_zkversion": 3, "ops": [...]}   # refused: deposed
 
 ``zxid`` is the multi's own transaction id when one of its ops is a setData (the reply carries
@@ -52,6 +53,7 @@ class AuditedStore:
         self._out = out
         self._controller_id = controller_id
         self._epochs: dict[int, int] = {}  # /controller_epoch zkVersion -> the epoch won with it
+        self._held: int | None = None  # the zkVersion of the last election this store won
 
     def __getattr__(self, name):
         return getattr(self._store, name)
@@ -66,17 +68,59 @@ class AuditedStore:
         self._out.write(json.dumps(record, separators=(",", ":")) + "\n")
 
     async def multi(self, ops):
+        before = self._last_zxid()
         results = await self._store.multi(ops)
+        elected = False
         for op, r in zip(ops, results):
             # The election: one multi creates /controller and bumps /controller_epoch.
             if isinstance(op, SetData) and op.path == CONTROLLER_EPOCH_PATH and isinstance(r, ZnodeStat):
                 epoch = int(op.data)
                 self._epochs[r.version] = epoch
+                self._held = r.version
                 self._line("elected", epoch=epoch, epoch_zkversion=r.version, mzxid=r.mzxid)
+                elected = True
             elif isinstance(op, Create) and op.path == CONTROLLER_EPOCH_PATH:
                 self._epochs[0] = int(op.data)
+                self._held = 0
                 self._line("elected", epoch=int(op.data), epoch_zkversion=0, mzxid=None)
+                elected = True
+        if not elected:
+            self._unfenced(ops, results, before)
         return results
+
+    # Writes outside a fenced multi are audited too (``"fenced": false``), with the epoch this
+    # controller last won: the registration and admin config writes are legitimately unfenced,
+    # but a controller-owned znode written this way is a fence bypassed (tests/chaos/checker.py).
+    async def create(self, path, *args, **kwargs):
+        before = self._last_zxid()
+        result = await self._store.create(path, *args, **kwargs)
+        self._unfenced([Create(path, b"")], [result], before)
+        return result
+
+    async def set(self, path, *args, **kwargs):
+        before = self._last_zxid()
+        result = await self._store.set(path, *args, **kwargs)
+        self._unfenced([SetData(path, b"")], [result], before)
+        return result
+
+    async def delete(self, path, *args, **kwargs):
+        before = self._last_zxid()
+        result = await self._store.delete(path, *args, **kwargs)
+        self._unfenced([Delete(path)], [result], before)
+        return result
+
+    def _unfenced(self, ops, results, before) -> None:
+        zxids = {r.mzxid for r in results if isinstance(r, ZnodeStat)}
+        self._line(
+            "write",
+            fenced=False,
+            epoch=self._epochs.get(self._held) if self._held is not None else None,
+            epoch_zkversion=self._held,
+            zxid=min(zxids) if zxids else None,
+            after_zxid=before,
+            upto_zxid=self._last_zxid(),
+            ops=[[_KIND.get(type(op), type(op).__name__), op.path] for op in ops],
+        )
 
     async def fenced_multi(self, ops, epoch_zkversion: int):
         described = [[_KIND.get(type(op), type(op).__name__), op.path] for op in ops]
@@ -90,6 +134,7 @@ class AuditedStore:
         zxids = {r.mzxid for r in results if isinstance(r, ZnodeStat)}
         self._line(
             "write",
+            fenced=True,
             epoch=epoch,
             epoch_zkversion=epoch_zkversion,
             zxid=min(zxids) if zxids else None,

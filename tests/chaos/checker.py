@@ -28,6 +28,10 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    write with its own zxid (a setData in the multi) is checked exactly; one without is
    bounded by the zxids its client saw before and after it and flagged if it certainly landed
    after the next epoch began. Its epoch must also be the one its zkVersion was won with.
+   The audits also list writes made outside a fenced multi (``"fenced": false``): one of a
+   znode only the controller writes fenced (:data:`FENCED_PREFIXES`) is a violation by itself,
+   whenever it landed - a fence bypassed on one kind of write shows here even when no
+   deposed controller happened to have such a write in flight.
 4. Throttles: the workload sets only auto-removed throttles, so the final configs hold no
    throttle key and the removal lists are empty.
 5. Quiescence: after every fault, once healed, the cluster is quiescent within the bound.
@@ -61,6 +65,7 @@ class Report:
     requests: int = 0
     requests_lost: int = 0
     zombie_writes: int = 0
+    unfenced_writes: int = 0  # controller-owned znodes written outside a fenced multi
     fenced_attempts: int = 0
     writes_audited: int = 0
     writes_exact: int = 0
@@ -79,6 +84,7 @@ class Report:
             "zombie_writes_fenced": self.fenced_attempts,
             "writes_audited": self.writes_audited,
             "writes_audited_exact_zxid": self.writes_exact,
+            "unfenced_writes": self.unfenced_writes,
             "isr_samples": self.isr_samples,
             "isr_violations": self.isr_violations,
             "stranded_throttles": self.stranded_throttles,
@@ -276,9 +282,19 @@ def _check_zombies(epochs: list[dict], audit: list[dict], states: list[dict], re
             continue
         if event != "write":
             continue
-        report.writes_audited += 1
         who = f"controller {a['controller']} (epoch {a['epoch']}, session {a.get('session')})"
         version = a["epoch_zkversion"]
+        if not a.get("fenced", True):
+            # Outside a fenced multi: fine for what no epoch guards (the controller's
+            # registration, admin config and ACL writes), a bypassed fence for the rest.
+            owned = [op for op in a["ops"] if controller_owned(op[1])]
+            if not owned:
+                continue
+            report.unfenced_writes += 1
+            report.violations.append(f"unfenced write: {who} wrote {owned} without the epoch check")
+            if version is None:
+                continue
+        report.writes_audited += 1
         won = history.get(version)
         if won is None or won[0] != a["epoch"]:
             report.violations.append(
@@ -309,6 +325,21 @@ def _check_zombies(epochs: list[dict], audit: list[dict], states: list[dict], re
                 f"{later[0][0]:#x}: {a['ops']}"
             )
             report.zombie_writes += 1
+
+
+def controller_owned(path: str) -> bool:
+    """A znode only the active controller writes, and only fenced by its epoch (DESIGN.md 3)."""
+    return path.startswith(FENCED_PREFIXES)
+
+
+# What the active controller writes, each write fenced: topic and partition state znodes, the
+# reassignment requests, records, cancel and queue znodes, the throttle removal lists, topic
+# deletion markers and the ISR change notifications it consumes.
+FENCED_PREFIXES = (
+    "/brokers/topics/", "/admin/reassign_partitions", "/admin/reassignments",
+    "/admin/cancel_reassignment_in_progress", "/admin/throttled_", "/admin/delete_topics",
+    "/isr_change_notification",
+)
 
 
 # ---- 4. throttles ------------------------------------------------------------------------------

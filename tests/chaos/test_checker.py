@@ -139,6 +139,32 @@ def test_a_write_under_another_epochs_zkversion_is_a_zombie_write():
     assert report.zombie_writes == 1 and "which is epoch 2" in report.violations[0]
 
 
+def test_an_unfenced_write_of_a_controller_owned_znode_fails_whenever_it_landed():
+    # In its own epoch, before any other controller: still a fence bypassed.
+    bypass = {"type": "audit", "event": "write", "fenced": False, "controller": 101, "epoch": 1, "epoch_zkversion": 0,
+              "zxid": 125, "after_zxid": 121, "upto_zxid": 125, "ops": [["set", "/brokers/topics/orders"]]}
+    report = check(_history(extra=[bypass]))
+    assert report.unfenced_writes == 1 and report.zombie_writes == 0
+    assert report.violations == ["unfenced write: controller 101 (epoch 1, session None) wrote [['set', '/brokers/topics/orders']] "
+                                 "without the epoch check"]
+    # After the next epoch began: a zombie write too.
+    late = dict(bypass, zxid=230, after_zxid=220, upto_zxid=230)
+    report = check(_history(extra=[late]))
+    assert report.unfenced_writes == 1 and report.zombie_writes == 1
+    # From a controller that never won an election.
+    standby = dict(bypass, controller=103, epoch=None, epoch_zkversion=None)
+    assert check(_history(extra=[standby])).unfenced_writes == 1
+
+
+@pytest.mark.parametrize("path", ["/reassignd/controllers/101", "/config/topics/orders", "/config/changes/config_change_0000000001",
+                                  "/kafka-acl/Topic/orders", "/controller"])
+def test_unfenced_writes_no_epoch_guards_are_fine(path):
+    write = {"type": "audit", "event": "write", "fenced": False, "controller": 102, "epoch": 2, "epoch_zkversion": 1,
+             "zxid": None, "after_zxid": 300, "upto_zxid": 301, "ops": [["create", path]]}
+    report = check(_history(extra=[write]))
+    assert report.ok, report.violations
+
+
 def test_a_state_written_with_an_epoch_not_yet_won_fails():
     ahead = {"type": "state", "t": 2.5, "tp": "orders/1", "leader": 1, "isr": R0, "controller_epoch": 2, "mzxid": 150}
     report = check(_history(extra=[ahead]))

@@ -1,5 +1,6 @@
 """The write audit (controller.shell.audit) over the ZooKeeper twin: an election, a committed
-fenced write with the zxid it landed at, and a deposed controller's write the fence refused."""
+fenced write with the zxid it landed at, writes outside a fenced multi (marked so), and a
+deposed controller's write the fence refused."""
 
 from __future__ import annotations
 
@@ -32,9 +33,14 @@ async def test_audit_records_elections_writes_and_fenced_attempts():
     with pytest.raises(FencedError):
         await a.fenced_multi([SetData("/t", b"zombie")], won_a.epoch_zkversion)
 
-    elected_a, write, fenced = _lines(out_a)
+    before, elected_a, write, released, fenced = _lines(out_a)
+    # Writes outside a fenced multi are audited as such, with the epoch last won (none yet).
+    assert before == {**before, "event": "write", "fenced": False, "epoch": None, "epoch_zkversion": None,
+                      "ops": [["create", "/t"]]}
+    assert released == {**released, "event": "write", "fenced": False, "epoch": 1, "epoch_zkversion": 0,
+                        "ops": [["delete", "/controller"]]}
     assert elected_a == {**elected_a, "event": "elected", "controller": 101, "epoch": 1, "epoch_zkversion": 0}
-    assert write["event"] == "write" and write["epoch"] == 1 and write["epoch_zkversion"] == 0
+    assert write["event"] == "write" and write["fenced"] is True and write["epoch"] == 1 and write["epoch_zkversion"] == 0
     assert write["zxid"] == results[0].mzxid and write["ops"] == [["set", "/t"], ["create", "/t/x"]]
     assert fenced == {**fenced, "event": "fenced", "epoch": 1, "ops": [["set", "/t"]]}
     (elected_b,) = _lines(out_b)
