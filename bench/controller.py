@@ -69,15 +69,18 @@ Figures (printed last, one per line):
   which holds every unfinished entry and must stay under ZooKeeper's 1 MiB limit (as in
   Kafka), so 100,000 moves are never all in flight at once.
 * The run of record counts Prometheus metrics as the daemon does (controller.shell.metrics:
-  every ZooKeeper call timed, every step's results counted, a scrape every 5 s);
-  ``partitions_per_second_metrics_off`` is the same run without them and
-  ``metrics_cost_percent`` the difference (the budget is 3%; the runs follow each other, so
-  a machine shared with other work may stray either way); ``metrics_cpu_cost_percent``
+  every ZooKeeper call timed, every step's results counted by door through the journal, whose
+  RecordIds writes each move's door into its record, a scrape every 5 s);
+  ``partitions_per_second_metrics_off`` is the same run without them,
+  ``metrics_on_off_ratio`` the one over the other and ``metrics_cost_percent`` the difference
+  (the budget is 3%; the runs follow each other, so a machine shared with other work may stray
+  either way: ``--rounds N`` runs N pairs, alternating which goes first, and reports the
+  medians); ``metrics_cpu_cost_percent``
   compares this process's CPU seconds, which other work on the machine barely touches;
   ``metrics_timed_calls_per_partition`` is how many ZooKeeper calls the metrics timed (about
   2 us each) per partition: the store is called per batch, not per partition.
 
-    .venv/bin/python bench/controller.py [--partitions 100000] [--peer-partitions 1000]
+    .venv/bin/python bench/controller.py [--partitions 100000] [--peer-partitions 1000] [--rounds 1]
 """
 
 from __future__ import annotations
@@ -86,6 +89,7 @@ import argparse
 import asyncio
 import json
 import logging
+import statistics
 import sys
 import tempfile
 import time
@@ -101,6 +105,7 @@ from controller.core.shared_body import request_frame  # noqa: E402
 from controller.shell.active import ActiveController  # noqa: E402
 from controller.shell.election import try_elect  # noqa: E402
 from controller.shell.inbox import Inbox  # noqa: E402
+from controller.shell.journal import MoveJournal, RecordIds  # noqa: E402
 from controller.shell.metrics import MeteredInbox, MeteredStore, Metrics  # noqa: E402
 from controller.shell.role import Role  # noqa: E402
 from znodes import paths  # noqa: E402
@@ -429,9 +434,11 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         store = CountingStore(await connect(hosts, session_timeout=10), counts)
         step_hook = on_step
         if metrics:
-            # As the daemon wires them (controller.shell.daemon): store, inbox and step results.
+            # As the daemon wires them (controller.shell.daemon): store, inbox, step results and
+            # the moves' doors (the journal, whose RecordIds puts each door in its record).
             registry = Metrics()
-            store = MeteredStore(store, registry)
+            journal = MoveJournal(registry)
+            store = RecordIds(MeteredStore(store, registry), journal)
             role = Role(cid)
             registry.watch(role=role)
 
@@ -449,6 +456,8 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         )
         actives.append(active)
         if metrics:
+            journal.begin_term()
+            active.journal = journal
             role.active = active
             registry.elected(won.epoch)
             registries.append(registry)
@@ -541,15 +550,23 @@ async def main_async(args) -> dict:
         zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1536, stop_with_parent=True)
         zk.start(timeout=60)
         try:
-            # The controller as deployed counts its metrics; the same run without them, first
-            # (the later run meets a ZooKeeper holding the earlier one's znodes: the metrics
-            # run gets the worse end), shows what they cost.
-            if args.metrics_off_run:
-                results["ours_metrics_off"] = await run(
-                    zk.connect_string + "/ours-metrics-off", args.partitions, coalesce=True, failover=True
-                )
-            results["ours"] = await run(zk.connect_string + "/ours", args.partitions, coalesce=True, failover=True,
-                                        metrics=True)
+            # The controller as deployed counts its metrics; the same run without them shows
+            # what they cost. Rounds alternate which of the two goes first (a later run meets a
+            # ZooKeeper holding the earlier runs' znodes, and a shared machine's load drifts).
+            results["ours"], results["ours_metrics_off"] = [], []
+            for i in range(args.rounds):
+                order = (True, False) if i % 2 else (False, True)
+                for metrics in order:
+                    if not metrics and not args.metrics_off_run:
+                        continue
+                    name = "ours" if metrics else "ours_metrics_off"
+                    one = await run(f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, coalesce=True,
+                                    failover=True, metrics=metrics)
+                    results[name].append(one)
+                    print(f"round {i + 1}: metrics {'on' if metrics else 'off'}: "
+                          f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s", file=sys.stderr)
+            if not results["ours_metrics_off"]:
+                del results["ours_metrics_off"]
             if args.peer_partitions:
                 results["peer"] = await run(
                     zk.connect_string + "/peer", args.peer_partitions, coalesce=False, failover=False
@@ -566,17 +583,21 @@ def main() -> int:
     parser.add_argument("--debug", action="store_true", help="log every controller step")
     parser.add_argument("--no-metrics-off-run", dest="metrics_off_run", action="store_false",
                         help="skip the second run without metrics (partitions_per_second_metrics_off)")
+    parser.add_argument("--rounds", type=int, default=1,
+                        help="pairs of runs with metrics on and off, alternating which goes first; the figures "
+                             "are the medians (default 1)")
     args = parser.parse_args()
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.debug:
         logging.getLogger("reassignd.controller").setLevel(logging.DEBUG)
     results = asyncio.run(main_async(args))
-    ours = results["ours"]
+    runs = results["ours"]
+    ours = runs[0]  # operation counts: the same in every round
     n = ours["partitions"]
     writes = ours["counts"].get("writes", 0)
     reads = ours["counts"].get("reads", 0)
     metadata_reads = ours["counts"].get("metadata_reads", 0)
-    rate = n / ours["elapsed"]
+    rate = statistics.median(n / r["elapsed"] for r in runs)
     print(f"controller: elected and read the cluster in {ours['election_seconds']:.1f}s; "
           f"{n} partitions in {ours['elapsed']:.1f}s, failover half-way; "
           f"{ours['counts'].get('multis', 0)} multi-ops, {writes} ops written, {reads} reads, "
@@ -594,14 +615,18 @@ def main() -> int:
           "of every partition, reassigned or not; zk_all_ops_per_partition both")
     print(f"partitions_per_second={rate:.0f}")
     if "ours_metrics_off" in results:
-        off = results["ours_metrics_off"]
-        off_rate = off["partitions"] / off["elapsed"]
+        offs = results["ours_metrics_off"]
+        off_rate = statistics.median(r["partitions"] / r["elapsed"] for r in offs)
         print(f"partitions_per_second_metrics_off={off_rate:.0f}")
+        print(f"metrics_on_off_ratio={rate / off_rate:.3f}")
         print(f"metrics_cost_percent={(off_rate - rate) / off_rate * 100:.1f}")
         # This process's CPU seconds (controller, instant brokers, feeder): what the metrics
         # add, with little of the wall clock's noise from other work on the machine.
-        print(f"metrics_cpu_cost_percent={(ours['cpu'] - off['cpu']) / off['cpu'] * 100:.1f}")
+        cpu_on, cpu_off = statistics.median(r["cpu"] for r in runs), statistics.median(r["cpu"] for r in offs)
+        print(f"metrics_cpu_cost_percent={(cpu_on - cpu_off) / cpu_off * 100:.1f}")
         print(f"metrics_timed_calls_per_partition={ours['timed_calls'] / n:.4f}")
+        if len(runs) > 1:
+            print(f"metrics_rounds={len(runs)}")
     print(f"zk_ops_per_partition={(writes + reads) / n:.2f}")
     print(f"zk_writes_per_partition={writes / n:.2f}")
     print(f"zk_reads_per_partition={reads / n:.2f}")

@@ -46,7 +46,6 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
-from dataclasses import replace
 
 from controller.core.events import QueueRead, RequestsRead, Resume
 from controller.core.state import DELETED
@@ -62,15 +61,17 @@ REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS = "ReassignPartitions", "Alte
 DOORS = (ZNODE, QUEUE, REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS, RECOVERED)
 OUTCOMES = ("completed", "cancelled", "dropped", "skipped", "refused")
 _RECORDS = paths.REASSIGNMENTS + "/"
+_RECORDS_LEN = len(_RECORDS)
 _DOOR_KEY = b'"door":"'
 
 
 def record_with_door(data: bytes, door: str) -> bytes:
     """A KIP-240 record's JSON object with ``"door":door`` as its last key (unchanged if it has
     one already or is not an object)."""
-    if not data.endswith(b"}") or _DOOR_KEY in data:
+    if data[-1:] != b"}" or _DOOR_KEY in data:
         return data
-    return b"%s%s%s%s" % (data[:-1], b"," if len(data) > 2 else b"", _DOOR_KEY, door.encode() + b'"}')
+    return data[:-1] + (b',"door":"' if len(data) > 2 else b'"door":"') + door.encode() + b'"}'
+
 
 
 def record_door(data: bytes) -> str | None:
@@ -199,8 +200,8 @@ class MoveJournal:
                         self._doors[tp] = door
                 elif door != RECOVERED or tp not in self._doors:
                     self._doors[tp] = door  # an override: the move is now the newest request's
-            queued = getattr(move, "next_target", None)
-            if queued is not None and (old is None or getattr(old, "next_target", None) != queued):
+            queued = move.next_target
+            if queued is not None and (old is None or old.next_target != queued):
                 # A target queued behind the move (controller.core.queue) starts in a later
                 # step with no event naming it: its door is noted now, as a handler notes its own.
                 found = entries.get(tp)
@@ -320,20 +321,26 @@ class RecordIds:
         return results
 
     async def fenced_multi(self, ops, epoch_zkversion):
+        # Hot: one record write per started move, among the flush's other writes.
         created = []
         written = None
+        doors = self._journal._doors
         for i, op in enumerate(ops):
             kind = type(op)
-            if (kind is Create or kind is SetData) and op.path.startswith(_RECORDS) and op.path.count("/") == 4:
+            if (kind is Create or kind is SetData) and op.path.startswith(_RECORDS):
+                topic, _, partition = op.path[_RECORDS_LEN:].partition("/")
+                if not partition.isdigit():
+                    continue  # a topic's parent
                 if kind is Create:
                     created.append(op.path)
-                door = self._journal.record_door(op.path)
-                if door is not None:
+                door = doors.get((topic, int(partition)))
+                if door is not None and door != RECOVERED:
                     data = record_with_door(op.data, door)
                     if data is not op.data:
                         if written is None:
                             written = list(ops)
-                        written[i] = replace(op, data=data)
+                        written[i] = (Create(op.path, data, op.ephemeral, op.sequential) if kind is Create
+                                      else SetData(op.path, data, op.version))
         results = await self._inner.fenced_multi(ops if written is None else written, epoch_zkversion)
         if created:
             zxid = next((r.mzxid for r in results if isinstance(r, ZnodeStat)), None)
