@@ -3,7 +3,8 @@
 ZooKeeper (the session fixture), ``python -m reassignd sim`` (4 brokers speaking the Kafka wire
 protocol, copying no faster than the bandwidth and throttle configs allow) and a
 ``python -m reassignd controller``. Reassignments are written to ``/admin/reassign_partitions``
-in Kafka's plain format, as a third-party tool does; cancels go through this project's
+in Kafka's plain format, as a third-party tool does (the throttled one goes through KIP-179's
+ReassignPartitions, the door that sets auto-removable throttles); cancels go through this project's
 AdminClient (CancelReassignments, 10005) or the ``/admin/cancel_reassignment_in_progress``
 znode; the queue is ``/admin/reassign_partitions_queue`` written with kazoo.
 """
@@ -12,7 +13,6 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
-import json
 import time
 
 import pytest
@@ -65,6 +65,16 @@ class Orders:
     def submit(self, targets: dict[int, list[int]]) -> None:
         self.cluster.submit({("orders", p): r for p, r in targets.items()})
 
+    def reassign(self, targets: dict[int, list[int]], throttle: int) -> dict:
+        """KIP-179 ReassignPartitions through this project's AdminClient, throttles auto-removed."""
+
+        async def go():
+            async with AdminClient(self.cluster.listeners[CONTROLLER_ID], request_timeout_ms=20000) as admin:
+                moves = {("orders", p): r for p, r in targets.items()}
+                return dict(await admin.reassign_partitions(moves, throttle=throttle, auto_remove_throttle=True))
+
+        return asyncio.run(go())
+
     def cancel(self, partitions) -> dict:
         async def go():
             async with AdminClient(self.cluster.listeners[CONTROLLER_ID], request_timeout_ms=20000) as admin:
@@ -85,6 +95,11 @@ def cluster_factory(zk_hosts, tmp_path):
         yield make
 
 
+def _pairs(partition: int, brokers) -> str:
+    """A throttled-replicas value as the controller writes it ("P:B,P:B", sorted)."""
+    return ",".join(f"{partition}:{b}" for b in sorted(brokers))
+
+
 def _away(c: Orders, partition: int) -> list[int]:
     """A target on the two brokers that do not hold the partition."""
     return [b for b in BROKERS if b not in c.replicas(partition)]
@@ -94,17 +109,23 @@ def test_cancel_during_a_throttled_move_rolls_back_and_removes_its_throttles(clu
     c = cluster_factory()
     original = c.replicas(0)
     target = _away(c, 0)
-    # Throttles as KIP-179's ReassignPartitions sets them, marked for automatic removal.
-    c.zk.create("/admin/throttled_replicas_removal", json.dumps({"version": 1, "topics": ["orders"]}).encode(), makepath=True)
-    c.zk.create("/admin/throttled_rates_removal", json.dumps({"version": 1, "brokers": list(BROKERS)}).encode())
-    c.set_config("topics/orders", {
-        LEADER_REPLICAS: ",".join(f"0:{b}" for b in original),
-        FOLLOWER_REPLICAS: ",".join(f"0:{b}" for b in target),
-    })
-    for b in BROKERS:
-        c.set_config(f"brokers/{b}", {k: str(THROTTLE) for k in RATE_KEYS})
+    # The move goes through KIP-179's ReassignPartitions with a throttle marked for automatic
+    # removal, not written into ZooKeeper by the test: the API writes the removal znodes, the
+    # configs and /admin/reassign_partitions under the controller's throttle lock. Written one
+    # by one with kazoo, the throttles sat listed for removal with no reassignment in ZooKeeper,
+    # and the KIP-179 removal the controller runs when it becomes active (no reassignment ->
+    # remove the listed throttles) could take the removal znodes and the configs written so
+    # far, leaving the configs written after them set for ever.
     began = time.monotonic()
-    c.submit({0: target})
+    assert c.reassign({0: target}, throttle=THROTTLE) == {("orders", 0): None}
+    # Throttles as Kafka's ReassignPartitionsCommand sets them: the current replicas leader-
+    # throttled, the new ones follower-throttled, the rate on every broker involved.
+    assert c.throttles() == {
+        "topics/orders": {LEADER_REPLICAS: _pairs(0, original), FOLLOWER_REPLICAS: _pairs(0, target)},
+        **{f"brokers/{b}": {k: str(THROTTLE) for k in RATE_KEYS} for b in BROKERS},
+    }
+    assert c.json("/admin/throttled_replicas_removal")["topics"] == ["orders"]
+    assert sorted(c.json("/admin/throttled_rates_removal")["brokers"]) == list(BROKERS)
     wait_for(lambda: c.moving(0) and c.hosted(0) == set(original) | set(target), 10, "the move to start")
     time.sleep(1.0)  # well inside the 10 s the throttled copy takes
     assert not c.done()
