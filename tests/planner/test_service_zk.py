@@ -10,6 +10,8 @@ import uuid
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.retry import KazooRetry
 
 from spark_jobs.service import Options, PlannerService
 
@@ -29,6 +31,29 @@ def _write_cluster(zk: KazooClient) -> None:
 
 def _state(leader: int, isr: list[int]) -> bytes:
     return json.dumps({"controller_epoch": 1, "leader": leader, "version": 1, "leader_epoch": 0, "isr": isr}).encode()
+
+
+# The test's own writes while a server of the ensemble is down or coming back: killing a member
+# drops its clients, and all of them when it led the quorum (the others hold an election), so a
+# request in flight fails with ConnectionLoss; it is sent again once kazoo has reconnected.
+_RECONNECT = KazooRetry(max_tries=-1, delay=0.1, max_delay=1.0, deadline=60)
+
+
+def _create(zk: KazooClient, path: str, data: bytes) -> None:
+    """Create ``path``, through connection losses."""
+    try:
+        _RECONNECT.copy()(zk.create, path, data)
+    except NodeExistsError:
+        # A try cut off by the connection loss had landed (the path is this test's own).
+        assert zk.get(path)[0] == data, path
+
+
+def _delete(zk: KazooClient, path: str) -> None:
+    """Delete ``path`` (which this test created), through connection losses."""
+    try:
+        _RECONNECT.copy()(zk.delete, path)
+    except NoNodeError:
+        pass  # a try cut off by the connection loss had landed
 
 
 async def _until(predicate, timeout: float, what: str):
@@ -80,19 +105,19 @@ async def test_model_catches_up_after_its_zookeeper_server_crashes(zk_ensemble):
         await loop.run_in_executor(None, zk_ensemble.kill_member, member)
         try:
             # Written while the service is cut off: no watch can report it.
-            await loop.run_in_executor(None, lambda: writer.create("/brokers/topics/fresh", json.dumps(
+            await loop.run_in_executor(None, lambda: _create(writer, "/brokers/topics/fresh", json.dumps(
                 {"version": 2, "partitions": {"0": [1, 3]}}).encode()))
             await _until(lambda: "fresh" in svc.model.topics, 60, "the topic created during the outage")
         finally:
             await loop.run_in_executor(None, zk_ensemble.restart_member, member)
         assert svc.feed.ready and svc.feed.connected and svc.feed.syncs >= 2
         assert svc.model.n_partitions == 4
-        await loop.run_in_executor(None, lambda: writer.delete("/brokers/ids/2"))  # watches work again
+        await loop.run_in_executor(None, lambda: _delete(writer, "/brokers/ids/2"))  # watches work again
         await _until(lambda: sorted(svc.model.brokers) == [1, 3], 20, "broker 2 gone")
     finally:
         await svc.stop()
         writer.stop()
         writer.close()
-        zk.delete(chroot, recursive=True)
+        _RECONNECT.copy()(zk.delete, chroot, recursive=True)
         zk.stop()
         zk.close()
