@@ -5,6 +5,7 @@ Usage::
     reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 --master local[2]
     reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 \\
         --self-healing broker-failure,goal-violation --broker-failure-grace 300 --throttle 10485760
+    reassignd planner serve --zookeeper 127.0.0.1:2181 --zk-config zk.properties --listen 127.0.0.1:9300
 
     curl 127.0.0.1:9300/state                       # model freshness, last proposal, execution
     curl 127.0.0.1:9300/load                        # per broker: replicas, leaders, bytes, rack
@@ -19,6 +20,12 @@ partitions run the per-topic tasks in-process through the same function Spark ru
 (``spark_jobs.realize.realize_chunk``), so there is one algorithm. If a Spark job fails (a lost
 executor, a dead context) the proposal is planned in-process instead, the failure is shown in
 ``/state``, and a stopped session is started again.
+
+``--zk-config FILE`` gives the ZooKeeper identity and security, the keys the controller's
+``--security-config``, ``reassignd users`` and ``reassignd sim`` read (``znodes.security``):
+``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``, ``zookeeper.ssl.*``. Without it the
+session is unauthenticated: a ZooKeeper requiring authentication closes it, and ``/state`` shows
+the model not ready with the refusal as ``model.last_error``.
 
 The service writes nothing to ZooKeeper. Executing a plan (``dryrun=false``) sends it, wave by
 wave (:mod:`spark_jobs.batching`), to the active controller's admin listener through the
@@ -81,8 +88,11 @@ class ZkFeed:
     """Keeps a :class:`ClusterModel` current from ZooKeeper watches; reconnects forever."""
 
     def __init__(self, hosts: str, m: cluster_model.ClusterModel, on_change, session_timeout: float = 10.0,
-                 state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT):
+                 state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT, security=None):
+        from znodes.security import ZkSecurity
+
         self.hosts = hosts
+        self.security = security or ZkSecurity()  # the session's identity and TLS (--zk-config)
         self.state_watch_limit = state_watch_limit
         self.bulk_states = False
         self.model = m
@@ -99,14 +109,15 @@ class ZkFeed:
 
     async def run(self) -> None:
         from znodes.api import ZkError
-        from znodes.store import connect
+        from znodes.security import auth_hint
 
         delay = 0.1
         while True:
             try:
-                self.store = await connect(self.hosts, timeout=self.session_timeout, session_timeout=self.session_timeout)
+                self.store = await self.security.connect(self.hosts, timeout=self.session_timeout,
+                                                         session_timeout=self.session_timeout)
             except (ZkError, ValueError, OSError) as e:
-                self.last_error = f"connect: {e}"
+                self.last_error = f"connect: {e}{auth_hint(e, self.security)}"
                 log.warning("cannot connect to ZooKeeper at %s: %s", self.hosts, e)
                 await asyncio.sleep(delay)
                 delay = min(delay * 2, RECONNECT_MAX_S)
@@ -115,7 +126,7 @@ class ZkFeed:
             try:
                 await self._follow()
             except ZkError as e:
-                self.last_error = f"{type(e).__name__}: {e}"
+                self.last_error = f"{type(e).__name__}: {e}{auth_hint(e, self.security)}"
                 log.warning("ZooKeeper session ended (%s); reconnecting", e)
             finally:
                 self.connected = False
@@ -219,9 +230,8 @@ class ZkFeed:
         from znodes.reads import get_or_none
 
         path = paths.topic(name)
-        read = await get_or_none(self.store, path, watch=True)
+        read = await self._get_or_watch(path)
         if read is None:
-            await self.store.exists(path, watch=True)
             if self.model.set_topic(name, None, time.time()):
                 self.on_change()
             return name, []
@@ -278,17 +288,30 @@ class ZkFeed:
         from znodes.reads import get_or_none
 
         path = paths.partition_state(topic, partition)
-        read = await get_or_none(self.store, path, watch=True)
+        read = await self._get_or_watch(path)  # absent: the watch fires when the controller creates it
         state = None
-        if read is None:
-            await self.store.exists(path, watch=True)  # fires when the controller creates it
-        else:
+        if read is not None:
             try:
                 state = decode_state(path, read[0], read[1].version)
             except ZnodeFormatError as e:
                 log.warning("ignoring %s: %s", path, e)
         if self.model.set_state(topic, partition, state, time.time()):
             self.on_change()
+
+    async def _get_or_watch(self, path: str):
+        """(data, stat) of ``path`` with a watch on it; None if it does not exist, with a watch
+        that fires when it is created.
+
+        ZooKeeper sets no watch on a getData that finds no node, so an absent znode is watched
+        with exists - and it may be created between the two (the controller writes a new
+        partition's state as the feed reads the new topic): exists then finds it, and with a
+        watch only on its next change, so it is read again rather than taken as absent."""
+        from znodes.reads import get_or_none
+
+        while True:
+            read = await get_or_none(self.store, path, watch=True)
+            if read is not None or await self.store.exists(path, watch=True) is None:
+                return read
 
     async def _read_admin(self, path: str) -> None:
         from znodes import paths
@@ -436,6 +459,7 @@ class Options:
     wave_poll_s: float = 1.0
     session_timeout_s: float = 10.0
     state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
+    zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated
 
 
 class PlannerService:
@@ -445,7 +469,7 @@ class PlannerService:
         self.model.source = opts.zookeeper
         self.changed = asyncio.Event()
         self.feed = ZkFeed(opts.zookeeper, self.model, self.changed.set, opts.session_timeout_s,
-                           opts.state_watch_limit)
+                           opts.state_watch_limit, opts.zk_security)
         # Spark's calls run on this one thread: the event loop (and the API) never waits on Spark.
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="planner")
         self.spark = None
@@ -861,6 +885,9 @@ def _pos_int(text: str) -> int:
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Serve KIP-6 proposals from a live cluster model (REST, JSON).")
     p.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
+    p.add_argument("--zk-config", metavar="FILE",
+                   help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
+                        "zookeeper.ssl.*), as the controller's, `reassignd users`' and `reassignd sim`'")
     p.add_argument("--listen", required=True, type=_listen, metavar="HOST:PORT", help="port 0 picks a free one")
     p.add_argument("--master", metavar="URL", help="Spark master for the session (default: local[*])",
                    default="local[*]")
@@ -906,8 +933,15 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] != "serve":
         print("usage: reassignd planner serve --zookeeper HOST:PORT --listen HOST:PORT [options]", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    from znodes.security import ZkSecurity
+
     try:
-        args = parser().parse_args(argv[1:])
+        p = parser()
+        args = p.parse_args(argv[1:])
+        try:
+            zk_security = ZkSecurity.from_file(args.zk_config)
+        except (ValueError, OSError) as e:
+            p.error(f"--zk-config: {e}")
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
@@ -919,7 +953,7 @@ def main(argv: list[str] | None = None) -> int:
         self_healing=args.self_healing, broker_failure_grace_s=args.broker_failure_grace,
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
         max_in=args.max_in, max_out=args.max_out, session_timeout_s=args.session_timeout,
-        state_watch_limit=args.state_watch_limit,
+        state_watch_limit=args.state_watch_limit, zk_security=zk_security,
     )
     return asyncio.run(_serve(opts))
 

@@ -4,6 +4,7 @@ Usage::
 
     reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --out cluster.json
     reassignd snapshot --zookeeper 127.0.0.1:2181 --out cluster.msgpack --no-sizes
+    reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --zk-config zk.properties --out cluster.json
 
     from spark_jobs import snapshot
     snap = snapshot.load("cluster.json")          # validated; SnapshotError says what is wrong
@@ -12,6 +13,12 @@ Usage::
 The format follows the file's extension: ``.json`` (UTF-8 JSON) or ``.msgpack`` / ``.mpk``
 (MessagePack, the same structure). Keys are written in sorted order, brokers by id, topics by
 name and partitions by number, so the same cluster always gives the same bytes.
+
+``--zk-config FILE`` gives the ZooKeeper identity and security, the keys the controller's
+``--security-config``, ``reassignd users`` and ``reassignd sim`` read (``znodes.security``):
+``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``, ``zookeeper.ssl.*``. Without it
+the session is unauthenticated, which a ZooKeeper requiring authentication closes (exit 1,
+saying so). The snapshot writes nothing, so ``zookeeper.set.acl`` changes nothing here.
 
 Schema, version 1::
 
@@ -322,9 +329,11 @@ async def _data(zk, path_list: list[str]) -> list[bytes | None]:
     return [None if r is None else r[0] for r in await zk.get_many(path_list)]
 
 
-async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0) -> dict:
+async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0, security=None) -> dict:
     """Read brokers, topics, assignments and partition states from ZooKeeper at ``hosts``
     (``host:port[/chroot]``), and replica sizes through DescribeLogDirs when ``sizes``.
+    ``security``: the session's :class:`znodes.security.ZkSecurity` (identity, TLS); None is
+    an unauthenticated session.
 
     Returns a validated snapshot. Malformed znodes raise SnapshotError naming the znode.
     """
@@ -332,13 +341,14 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
     from znodes.errors import ZnodeFormatError
 
     from znodes.api import ConnectionLossError, ZkError
-    from znodes.store import connect
+    from znodes.security import ZkSecurity, auth_hint
 
+    security = security or ZkSecurity()
     warnings: list[str] = []
     try:
-        zk = await connect(hosts, timeout=timeout)
+        zk = await security.connect(hosts, timeout=timeout)
     except (ConnectionLossError, ZkError, ValueError) as e:
-        raise SnapshotError(hosts, f"cannot read the cluster: {e}") from None
+        raise SnapshotError(hosts, f"cannot read the cluster: {e}{auth_hint(e, security)}") from None
     try:
         broker_names = await _children(zk, "/brokers/ids")
         broker_data = await _data(zk, [f"/brokers/ids/{n}" for n in broker_names])
@@ -381,7 +391,7 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0)
         state_paths = [paths.partition_state(t, p) for t, p in keys]
         state_data = await _data(zk, state_paths)
     except ZkError as e:
-        raise SnapshotError(hosts, f"reading the cluster: {e!r}") from None
+        raise SnapshotError(hosts, f"reading the cluster: {e!r}{auth_hint(e, security)}") from None
     finally:
         await zk.close()
 
@@ -444,6 +454,9 @@ class _UsageError(Exception):
 def _parser() -> argparse.ArgumentParser:
     p = _Parser(prog="reassignd snapshot", description="Write a cluster snapshot for the planner.")
     p.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
+    p.add_argument("--zk-config", metavar="FILE",
+                   help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
+                        "zookeeper.ssl.*), as the controller's, `reassignd users`' and `reassignd sim`'")
     p.add_argument("--out", required=True, metavar="FILE", help=".json, .msgpack or .mpk")
     p.add_argument("--no-sizes", action="store_true", help="do not ask brokers for replica sizes")
     p.add_argument("--timeout", type=float, default=10.0, help="seconds for ZooKeeper and brokers (default 10)")
@@ -452,12 +465,18 @@ def _parser() -> argparse.ArgumentParser:
 
 def main(argv: list[str] | None = None) -> int:
     from znodes.api import ZkError
+    from znodes.security import ZkSecurity
 
     try:
-        args = _parser().parse_args(argv)
+        parser = _parser()
+        args = parser.parse_args(argv)
         format_for(args.out)
         if args.timeout <= 0:
             raise _UsageError("reassignd snapshot: error: --timeout must be positive")
+        try:
+            security = ZkSecurity.from_file(args.zk_config)
+        except (ValueError, OSError) as e:
+            parser.error(f"--zk-config: {e}")
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
@@ -465,7 +484,8 @@ def main(argv: list[str] | None = None) -> int:
         print(f"reassignd snapshot: {e}", file=sys.stderr)
         return 2
     try:
-        snap = asyncio.run(read_cluster(args.zookeeper, sizes=not args.no_sizes, timeout=args.timeout))
+        snap = asyncio.run(read_cluster(args.zookeeper, sizes=not args.no_sizes, timeout=args.timeout,
+                                        security=security))
         dump(snap, args.out)
     except SnapshotError as e:
         print(f"reassignd snapshot: {e}", file=sys.stderr)

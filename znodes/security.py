@@ -128,6 +128,19 @@ class ZkSecurity:
         )
 
 
+def auth_hint(error: BaseException, security: ZkSecurity) -> str:
+    """What to do about ``error`` when ZooKeeper refused the session for its credentials (the
+    store names kazoo's SessionClosedRequireSaslError, NoAuthError, AuthFailedError), for a
+    command's message; "" for any other error."""
+    text = f"{type(error).__name__}: {error}"
+    if not any(k in text for k in ("RequireSasl", "NoAuth", "AuthFailed")):
+        return ""
+    if security.digest is None and security.sasl is None:
+        return (" (ZooKeeper requires authentication: give --zk-config FILE with zookeeper.auth.digest "
+                "or zookeeper.sasl.jaas.config)")
+    return " (ZooKeeper refused the --zk-config identity)"
+
+
 async def connect_secured(hosts: str, zk_config: str | None, **kwargs):
     """A store on ``hosts`` with the ZooKeeper security of the ``zk_config`` properties file."""
     return await ZkSecurity.from_file(zk_config).connect(hosts, **kwargs)

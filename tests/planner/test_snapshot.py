@@ -111,3 +111,28 @@ def test_validate_never_modifies_its_input():
     before = json.dumps(GOOD, sort_keys=True)
     snapshot.validate(GOOD)
     assert json.dumps(GOOD, sort_keys=True) == before
+
+
+@pytest.mark.parametrize("command", ["snapshot", "planner"])
+def test_zk_config_errors_are_usage_errors(tmp_path, capsys, command):
+    """``--zk-config`` is read by znodes.security.ZkSecurity, as ``reassignd sim``'s: a missing or
+    invalid file exits 2 naming the option, before anything connects."""
+    from spark_jobs import service
+
+    def run(config) -> int:
+        if command == "snapshot":
+            return snapshot.main(["--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "c.json"),
+                                  "--zk-config", str(config)])
+        return service.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
+                             "--zk-config", str(config)])
+
+    prog = "reassignd snapshot" if command == "snapshot" else "reassignd planner serve"
+    bad = tmp_path / "zk.properties"
+    for text, message in [(None, "No such file"), ("zookeeper.auth.digest=nopassword\n", "USER:PASSWORD"),
+                          ("zookeeper.set.acl=true\n", "needs zookeeper.auth.digest")]:
+        if text is not None:
+            bad.write_text(text)
+        assert run(bad) == 2
+        err = capsys.readouterr().err
+        assert f"{prog}: error: --zk-config" in err and message in err, err
+    assert not (tmp_path / "c.json").exists()
