@@ -227,7 +227,6 @@ class ZkFeed:
         from znodes import paths
         from znodes.errors import ZnodeFormatError
         from znodes.payloads import decode_topic
-        from znodes.reads import get_or_none
 
         path = paths.topic(name)
         read = await self._get_or_watch(path)
@@ -285,7 +284,6 @@ class ZkFeed:
         from znodes import paths
         from znodes.errors import ZnodeFormatError
         from znodes.payloads import decode_state
-        from znodes.reads import get_or_none
 
         path = paths.partition_state(topic, partition)
         read = await self._get_or_watch(path)  # absent: the watch fires when the controller creates it
