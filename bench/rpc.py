@@ -49,6 +49,9 @@ reassignments running while they are listed. Nothing here needs brokers to copy 
    topic of 10,000 partitions, RF 3, request sent to answer read (same meaning of the answer).
    No peer: Kafka's own controller is not run here.
 
+``--profile-controller FILE`` runs the controllers under cProfile and writes the last one's
+stats to FILE when it stops (``python -m pstats FILE``): how part 4's costs were found.
+
 Figures (printed last, one per line): ``reassign_10k_p99_ms``, ``reassign_10k_p99_ms_sasl_ssl``,
 ``list_requests_per_second``, ``create_topics_per_second``, ``create_10k_partitions_seconds``, ``reassign_p99_ratio_vs_zookeeper_tool``,
 ``reassign_p99_ratio_sasl_ssl_vs_plaintext`` (part 3's p99 / part 1's: what TLS and an
@@ -92,6 +95,7 @@ LOAD_PROCESSES = 2  # one per core: a single Python client process would be the 
 KAZOO_TXN_OPS = 500  # ops per kazoo transaction while populating (well under ZooKeeper's 1 MiB)
 SECURE_USER, SECURE_PASSWORD = "bench", "bench-secret"
 secure_addr: tuple[str, int] | None = None  # the SASL_SSL listener of the running controller
+profile_to: Path | None = None  # --profile-controller: the last controller started runs under cProfile
 
 
 def make_security(tmp: Path, hosts: str) -> tuple[Path, object]:
@@ -463,8 +467,9 @@ def start_controller(hosts: str, config: Path, log: Path, secure: Path | None = 
     address is then ``secure_addr``."""
     global secure_addr
     extra = ["--listen", "SECURE://127.0.0.1:0", "--security-config", str(secure)] if secure else []
+    profile = ["-m", "cProfile", "-o", str(profile_to)] if profile_to is not None else []
     proc = subprocess.Popen(
-        [sys.executable, "-m", "reassignd", "controller", "--zookeeper", hosts, "--id", str(CONTROLLER_ID),
+        [sys.executable, *profile, "-m", "reassignd", "controller", "--zookeeper", hosts, "--id", str(CONTROLLER_ID),
          "--listen", "127.0.0.1:0", *extra, "--config", str(config), "--log-level", "WARNING"],
         cwd=REPO, stderr=open(log, "ab"))
     zk = KazooClient(hosts=hosts, timeout=30)
@@ -520,11 +525,15 @@ def main() -> int:
     parser.add_argument("--seconds", type=float, default=10.0)
     parser.add_argument("--create-topics", type=int, default=1000, help="part 4's topics (one request each)")
     parser.add_argument("--create-clients", type=int, default=4, help="part 4's connections")
+    parser.add_argument("--profile-controller", type=Path, default=None, metavar="FILE",
+                        help="run the controllers under cProfile; the last one's stats are written to FILE on exit")
     parser.add_argument("--list-only", action="store_true",
                         help="skip part 1: the moves are submitted by writing /admin/reassign_partitions")
     args = parser.parse_args()
     if args.partitions < TOPICS or args.brokers < RF + 6 or args.repeats < 1 or args.clients < 1:
         parser.error(f"need --partitions >= {TOPICS}, --brokers >= {RF + 6}, --repeats >= 1, --clients >= 1")
+    global profile_to
+    profile_to = args.profile_controller
     topics = layout(args.partitions, args.brokers)
     procs: list[subprocess.Popen] = []
     with tempfile.TemporaryDirectory(prefix="bench_rpc_") as tmp:
@@ -579,10 +588,17 @@ def main() -> int:
                 procs.append(controller)
 
             time.sleep(2.0)  # the controller has started what it can: the running set is steady
-            answer = asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))
+
+            def listed():
+                answer = asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))
+                return answer if any(t["partitions"] for t in answer["topics"]) else None
+
+            # On a loaded machine the controller may take longer to start the moves than 2 s.
+            try:
+                answer = wait_for(listed, 60, "the controller to start the moves")
+            except RuntimeError:
+                raise RuntimeError("nothing is being reassigned: the list benchmark would measure an empty answer") from None
             running = sum(len(t["partitions"]) for t in answer["topics"])
-            if running == 0:
-                raise RuntimeError("nothing is being reassigned: the list benchmark would measure an empty answer")
             list_rps = run_load(addr, args.clients, args.seconds)
             answer_file = Path(tmp) / "answer.json"
             answer_file.write_text(json.dumps(answer["topics"]))
