@@ -6,6 +6,7 @@ Usage::
     reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 \\
         --self-healing broker-failure,goal-violation --broker-failure-grace 300 --throttle 10485760
     reassignd planner serve --zookeeper 127.0.0.1:2181 --zk-config zk.properties --listen 127.0.0.1:9300
+    reassignd planner serve --zookeeper 127.0.0.1:2181 --command-config client.properties --listen 127.0.0.1:9300
 
     curl 127.0.0.1:9300/state                       # model freshness, last proposal, execution
     curl 127.0.0.1:9300/load                        # per broker: replicas, leaders, bytes, rack
@@ -31,6 +32,14 @@ The service writes nothing to ZooKeeper. Executing a plan (``dryrun=false``) sen
 wave (:mod:`spark_jobs.batching`), to the active controller's admin listener through the
 project's AdminClient, with ``--throttle``; several instances may run, they share nothing but
 what they read.
+
+``--command-config FILE`` gives that AdminClient's listener security, Kafka's client properties
+read by the loader ``kafka-reassign --command-config`` uses (:class:`client.security.ClientSecurity`):
+``security.protocol``, ``sasl.mechanism``, ``sasl.jaas.config`` or ``sasl.username``/``sasl.password``,
+``ssl.truststore.location``/``ssl.ca.location``, client certificate and key. A bad file (or TLS file
+it names) exits 2 before anything starts. Its ``zookeeper.*`` keys are not read (``--zk-config``
+is ZooKeeper's). Without it the AdminClient speaks PLAINTEXT: an execution against a secured
+listener fails, its ``error`` in the answer's and ``/state``'s execution says so.
 
 Endpoints (docs/DESIGN.md section 6.1 has the contract): GET /state, GET /load, GET /proposals,
 POST /rebalance, POST /remove_broker?brokerid=, POST /add_broker?brokerid=,
@@ -413,13 +422,16 @@ class Execution:
         }
 
 
-async def run_waves(bootstrap: str, ex: Execution, poll_s: float, reached, timeout_ms: int = 30_000) -> None:
+async def run_waves(bootstrap: str, ex: Execution, poll_s: float, reached, timeout_ms: int = 30_000,
+                    security=None) -> None:
     """Send each wave to the controller and wait until it is done: the controller lists none of
     its partitions as running and ``reached(targets)`` (the model shows every target in place;
-    a request the controller has not started yet is not listed as running either)."""
+    a request the controller has not started yet is not listed as running either).
+    ``security``: the listener's client.security.ClientSecurity (``--command-config``); None is
+    PLAINTEXT."""
     from client.admin import AdminClient
 
-    async with AdminClient(bootstrap, request_timeout_ms=timeout_ms) as admin:
+    async with AdminClient(bootstrap, request_timeout_ms=timeout_ms, security=security) as admin:
         for i, wave in enumerate(ex.waves):
             targets = {(p["topic"], p["partition"]): list(p["replicas"]) for p in wave["partitions"]}
             # The first wave is refused if anything else is running; later ones join our own
@@ -458,6 +470,8 @@ class Options:
     session_timeout_s: float = 10.0
     state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
     zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated
+    security: object | None = None  # client.security.ClientSecurity (--command-config); None: PLAINTEXT
+    admin_timeout_ms: int = 30_000  # the AdminClient's request timeout for executions
 
 
 class PlannerService:
@@ -655,23 +669,41 @@ class PlannerService:
                  ex.partitions_total, len(waves), reason)
         return ex
 
+    def _security_protocol(self) -> str:
+        return getattr(self.opts.security, "protocol", "PLAINTEXT")
+
     async def _run_execution(self, ex: Execution) -> None:
+        bootstrap = None
         try:
             bootstrap = self.opts.bootstrap or ",".join(await self.feed.controllers())
             if not bootstrap:
                 raise RuntimeError("no controller admin listener registered under /reassignd/controllers")
-            await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model.reached)
+            await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model.reached, self.opts.admin_timeout_ms,
+                            self.opts.security)
             ex.state = "done"
         except asyncio.CancelledError:
             ex.state, ex.error = "failed", "service stopped"
             raise
         except Exception as e:  # noqa: BLE001 - reported in /state
-            ex.state, ex.error = "failed", f"{type(e).__name__}: {e}"
+            ex.state, ex.error = "failed", self._execution_error(e, bootstrap)
             log.error("execution %d failed: %s", ex.id, ex.error)
         finally:
             ex.finished_ms = _now_ms()
             self.executions = [ex.view() if v["id"] == ex.id else v for v in self.executions]
             log.info("execution %d %s (%d/%d waves)", ex.id, ex.state, ex.waves_done, len(ex.waves))
+
+    def _execution_error(self, e: Exception, bootstrap: str | None) -> str:
+        """The error an execution failed with, as /state shows it; a connection that failed or
+        broke over PLAINTEXT names the likely cause (a listener with security, no
+        --command-config)."""
+        from client.errors import ConnectionFailedError, RequestTimedOutError
+
+        text = f"{type(e).__name__}: {e}"
+        if bootstrap and self._security_protocol() == "PLAINTEXT" and isinstance(
+                e, (ConnectionFailedError, RequestTimedOutError, ConnectionError, asyncio.TimeoutError)):
+            text += (f" (the service spoke PLAINTEXT to {bootstrap}: if that admin listener has security "
+                     "(SSL, SASL_SSL, SASL_PLAINTEXT), give `reassignd planner serve` --command-config FILE)")
+        return text
 
     # ---- self-healing ---------------------------------------------------------------------
 
@@ -745,7 +777,14 @@ class PlannerService:
                              "broker_failure_grace_s": self.opts.broker_failure_grace_s,
                              "min_interval_s": self.opts.healing_min_interval_s, "actions": self.healing},
             "spark": self.spark_state,
+            "admin": self.admin_view(),
         }
+
+    def admin_view(self) -> dict:
+        """How executions reach the controller (never the password)."""
+        sec = self.opts.security
+        return {"bootstrap": self.opts.bootstrap, "security_protocol": self._security_protocol(),
+                "sasl_mechanism": getattr(sec, "mechanism", None), "sasl_username": getattr(sec, "username", None)}
 
     @staticmethod
     def _proposal_view(p: dict) -> dict:
@@ -906,6 +945,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--throttle", type=_pos_int, metavar="BYTES_PER_S", help="throttle for executed plans")
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="controller admin listener "
                    "(default: the instances registered under /reassignd/controllers)")
+    p.add_argument("--command-config", metavar="FILE",
+                   help="Kafka client properties for executing plans on a secured admin listener "
+                        "(security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, "
+                        "ssl.truststore.location or ssl.ca.location, ssl.keystore.location, ssl.key.location), "
+                        "as kafka-reassign --command-config")
     p.add_argument("--max-in", type=_pos_int, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_pos_int, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--session-timeout", type=_pos_float, default=10.0, metavar="S")
@@ -931,6 +975,8 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] != "serve":
         print("usage: reassignd planner serve --zookeeper HOST:PORT --listen HOST:PORT [options]", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
+    from client.errors import InputError
+    from client.security import ClientSecurity
     from znodes.security import ZkSecurity
 
     try:
@@ -940,18 +986,28 @@ def main(argv: list[str] | None = None) -> int:
             zk_security = ZkSecurity.from_file(args.zk_config)
         except (ValueError, OSError) as e:
             p.error(f"--zk-config: {e}")
+        security = None
+        if args.command_config is not None:
+            try:
+                security = ClientSecurity.from_file(args.command_config)
+                security.ssl_context()  # the TLS files are read now: a bad one is a usage error too
+            except InputError as e:
+                p.error(str(e))
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
     logging.basicConfig(level=args.log_level, stream=sys.stderr,
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if security is not None and security.zookeeper:
+        log.warning("--command-config: %s not read (the service's ZooKeeper security is --zk-config's)",
+                    ", ".join(sorted(security.zookeeper)))
     opts = Options(
         zookeeper=args.zookeeper, host=args.listen[0], port=args.listen[1], master=args.master,
         spark_min_partitions=args.spark_min_partitions, sizes=not args.no_sizes, sizes_interval_s=args.sizes_interval,
         self_healing=args.self_healing, broker_failure_grace_s=args.broker_failure_grace,
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
         max_in=args.max_in, max_out=args.max_out, session_timeout_s=args.session_timeout,
-        state_watch_limit=args.state_watch_limit, zk_security=zk_security,
+        state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
     )
     return asyncio.run(_serve(opts))
 
