@@ -39,7 +39,8 @@ read by the loader ``kafka-reassign --command-config`` uses (:class:`client.secu
 ``ssl.truststore.location``/``ssl.ca.location``, client certificate and key. A bad file (or TLS file
 it names) exits 2 before anything starts. Its ``zookeeper.*`` keys are not read (``--zk-config``
 is ZooKeeper's). Without it the AdminClient speaks PLAINTEXT: an execution against a secured
-listener fails, its ``error`` in the answer's and ``/state``'s execution says so.
+listener fails at once (the POST has answered with it running), and its ``error`` in
+``/state``'s ``execution`` and ``executions`` names the protocol spoken and ``--command-config``.
 
 Endpoints (docs/DESIGN.md section 6.1 has the contract): GET /state, GET /load, GET /proposals,
 POST /rebalance, POST /remove_broker?brokerid=, POST /add_broker?brokerid=,
