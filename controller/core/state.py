@@ -44,11 +44,12 @@ class Overlay(Generic[K, V]):
     (deleted ones skipped), then new keys in the order they were first set.
     """
 
-    __slots__ = ("base", "changes")
+    __slots__ = ("base", "changes", "writes")
 
     def __init__(self, base: Mapping[K, V]):
         self.base = base
         self.changes: dict[K, V | _Deleted] = {}
+        self.writes = 0  # bumped by every write: lets a reader memoize a scan until the next one
 
     def get(self, key: K, default=None):
         changes = self.changes
@@ -68,10 +69,12 @@ class Overlay(Generic[K, V]):
 
     def __setitem__(self, key: K, value: V) -> None:
         self.changes[key] = value
+        self.writes += 1
 
     def pop(self, key: K) -> None:
         if key in self:
             self.changes[key] = DELETED
+            self.writes += 1
 
     def keys(self) -> Iterator[K]:
         changes = self.changes

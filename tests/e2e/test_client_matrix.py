@@ -201,9 +201,13 @@ def test_confluent_kafka_list_topics_from_the_listener_and_a_simulated_broker(cl
         found = OPS_LINE.search(cluster.controller_log(cid).read_text())
         with urllib.request.urlopen(f"http://{found[2]}:{found[3]}/metrics", timeout=10) as answer:
             lines = answer.read().decode().splitlines()
-        return {name: float(line.split()[1]) for line in lines for name in
-                ("reassignd_admin_requests_left_over_total", "reassignd_admin_request_bytes_left_over_total")
-                if line.startswith(name + " ")}
+        # Summed over the listeners (one sample per listener, labelled by its name).
+        totals = {"reassignd_admin_requests_left_over_total": 0.0, "reassignd_admin_request_bytes_left_over_total": 0.0}
+        for line in lines:
+            name = line.split("{")[0].split(" ")[0]
+            if name in totals:
+                totals[name] += float(line.rsplit(" ", 1)[1])
+        return totals
 
     standby = next(cid for cid in CONTROLLER_IDS if cid != cluster.active_controller())
     before = left_over(standby)
