@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import io
 import os
+import re
 import sys
 import tempfile
 import zipfile
@@ -34,6 +35,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs import batching, core, snapshot as snapshots
+
+
+# ``local-cluster[N,cores,memMB]``: N standalone workers in the driver's JVM, each running its
+# executor as a separate JVM (CoarseGrainedExecutorBackend) that the worker relaunches when it
+# dies; a worker refuses an executor larger than its memMB, and Spark's default executor memory
+# (1g) is larger than the small workers tests use, so the executor gets the worker's memory.
+LOCAL_CLUSTER = re.compile(r"local-cluster\[\s*\d+\s*,\s*\d+\s*,\s*(\d+)\s*\]")
 
 
 @dataclass
@@ -55,6 +63,9 @@ def get_spark(master: str = "local[*]", app_name: str = "reassignd-planner"):
         # A local session talks to itself over loopback only.
         os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
         builder = builder.config("spark.driver.host", "127.0.0.1").config("spark.driver.bindAddress", "127.0.0.1")
+    cluster = LOCAL_CLUSTER.fullmatch(master)
+    if cluster:
+        builder = builder.config("spark.executor.memory", f"{cluster.group(1)}m")
     spark = (
         builder.master(master)
         .appName(app_name)

@@ -18,9 +18,12 @@ One process is one Spark driver holding ONE SparkSession for its lifetime. The c
 topics, partition states, reassignment znodes) and a DescribeLogDirs poll; a proposal is planned
 from it with no snapshot file and no new session. Clusters under ``--spark-min-partitions``
 partitions run the per-topic tasks in-process through the same function Spark runs
-(``spark_jobs.realize.realize_chunk``), so there is one algorithm. If a Spark job fails (a lost
-executor, a dead context) the proposal is planned in-process instead, the failure is shown in
-``/state``, and a stopped session is started again.
+(``spark_jobs.realize.realize_chunk``), so there is one algorithm. A lost executor costs a plan
+nothing: Spark runs its tasks again on the other executors and the cluster manager starts a new
+one (on ``--master local-cluster[N,cores,memMB]`` each executor is a JVM of its own, which
+tests/planner/test_lost_executor.py kills). If a Spark job fails all the same (its tasks failed
+too often, a context the JVM stopped) the proposal is planned in-process instead, the failure is
+shown in ``/state``, and a stopped session is started again.
 
 ``--zk-config FILE`` gives the ZooKeeper identity and security, the keys the controller's
 ``--security-config``, ``reassignd users`` and ``reassignd sim`` read (``znodes.security``):
@@ -486,8 +489,8 @@ class PlannerService:
         # Spark's calls run on this one thread: the event loop (and the API) never waits on Spark.
         self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="planner")
         self.spark = None
-        self.spark_state = {"master": opts.master, "ready": False, "jobs": 0, "failures": 0, "last_error": None,
-                            "restarts": 0}
+        self.spark_state = {"master": opts.master, "app_id": None, "ready": False, "jobs": 0, "failures": 0,
+                            "last_error": None, "restarts": 0}
         self.proposal: dict | None = None  # the cached rebalance proposal and its model version
         self._proposal_lock = asyncio.Lock()
         self.execution: Execution | None = None
@@ -539,8 +542,9 @@ class PlannerService:
         try:
             # Not on the planner thread: plans in-process go on while the JVM starts.
             await asyncio.get_running_loop().run_in_executor(None, start)
+            self.spark_state["app_id"] = self.spark.sparkContext.applicationId
             self.spark_state["ready"] = True
-            log.info("Spark session on %s ready", self.opts.master)
+            log.info("Spark session on %s ready (%s)", self.opts.master, self.spark_state["app_id"])
         except Exception as e:  # noqa: BLE001 - without Spark, plans run in-process
             self.spark_state["last_error"] = f"start: {type(e).__name__}: {e}"
             log.error("cannot start Spark on %s: %s; planning in-process", self.opts.master, e)
@@ -564,14 +568,31 @@ class PlannerService:
                 self._revive_spark()
         return api.plan(snap, spark=None, assume_valid=True, **kwargs), "in-process"
 
+    def _spark_alive(self) -> bool:
+        """Whether the session's SparkContext can still run jobs. The JVM stops a context behind
+        Python's back (the standalone Master removing an application whose executors keep
+        failing, a fatal error in the driver): pyspark's handle stays set, so the JVM is asked."""
+        sc = self.spark.sparkContext if self.spark is not None else None
+        if sc is None or getattr(sc, "_jsc", None) is None:
+            return False
+        try:
+            return not sc._jsc.sc().isStopped()
+        except Exception:  # noqa: BLE001 - the driver's JVM is gone
+            return False
+
     def _revive_spark(self) -> None:
         """A stopped SparkContext cannot run jobs again: start a new session for later plans."""
-        sc = self.spark.sparkContext if self.spark is not None else None
-        if sc is not None and getattr(sc, "_jsc", None) is not None:
-            return  # the context lives; a lost executor is replaced by Spark itself
+        if self._spark_alive():
+            return  # a lost executor: Spark starts another and the next plan runs on the session
+        try:
+            # Python's side of the dead session goes first: getOrCreate would hand it back.
+            self.spark.stop()
+        except Exception:  # noqa: BLE001 - already stopped, or its JVM is gone
+            pass
         try:
             self.spark = api.get_spark(self.opts.master, app_name="reassignd-planner-service")
             self.spark_state["restarts"] += 1
+            self.spark_state["app_id"] = self.spark.sparkContext.applicationId
         except Exception as e:  # noqa: BLE001
             self.spark_state["ready"] = False
             self.spark_state["last_error"] = f"restart: {type(e).__name__}: {e}"

@@ -1,5 +1,5 @@
-"""The planner service's pure parts: the cluster model (reads -> model -> planner input), the
-self-healing rules and their gating, and planning through a failing Spark job."""
+"""The planner service's pure parts: the cluster model (reads -> model -> planner input) and the
+self-healing rules and their gating (a failing Spark job: tests/planner/test_lost_executor.py)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,6 @@ from collections import Counter
 
 import pytest
 
-from spark_jobs import api
 from spark_jobs.model import ClusterModel
 from spark_jobs.service import Options, PlannerService
 from spark_jobs.snapshot import validate
@@ -120,27 +119,6 @@ async def test_self_healing_never_starts_over_someone_elses_reassignment_and_is_
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         svc.executor.shutdown()
-
-
-def test_a_failing_spark_job_is_planned_in_process_with_the_same_result():
-    class DeadSpark:
-        class sparkContext:  # noqa: N801 - shaped like a SparkSession
-            _jsc = object()
-            defaultParallelism = 1
-
-            @staticmethod
-            def parallelize(*a, **k):
-                raise RuntimeError("Lost executor 0: worker died")
-
-    svc = _service(master="local[1]", spark_min_partitions=0)
-    svc.spark, svc.spark_state["ready"] = DeadSpark(), True
-    snap = _model(brokers=(1, 2, 3, 4)).snapshot()
-    result, where = svc._plan_sync(snap, {"mode": "rebalance"})
-    assert where == "in-process" and svc.spark_state["failures"] == 1
-    assert "Lost executor" in svc.spark_state["last_error"]
-    assert result.reassignment == api.plan(snap, "rebalance").reassignment
-    assert result.report["moves"] == result.report["lower_bound"] > 0
-    svc.executor.shutdown()
 
 
 @pytest.mark.parametrize("query,status", [({"dryrun": "x"}, 400), ({"brokerid": "1"}, 400), ({"bogus": ""}, 400)])
