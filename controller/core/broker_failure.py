@@ -43,6 +43,12 @@ Per partition checked, in order:
     of RS - for a REPLICATING move through the engine's own ``announce`` (its RS, AR and RR;
     ``is_new`` for AR; it completes the move if TRS is in the ISR now) - and UpdateMetadata
     to every live broker.
+ 7. A broker that registered or re-registered (``OfflineCheck.registered``; Kafka's
+    ``onBrokerStartup``, its replicas to OnlineReplica): LeaderAndIsr with the state held, leader
+    epoch unchanged, for each of its replicas that 6 did not just tell, bar a topic being
+    deleted and a running move's. A restarted broker remembers no role until it gets one: without
+    this it neither follows (so never rejoins an ISR) nor leads. One that only re-registered
+    holds that epoch already and answers STALE_CONTROLLER_EPOCH for it, which changes nothing.
 
 Invariant protected (docs/DESIGN.md 4.7): every partition with a live replica in its ISR has a
 live leader once the step that saw its leader go has landed, and no ISR names a dead broker
@@ -134,10 +140,11 @@ class BrokerFailureSteps:
     @writing(BROKER_FAILURE)
     def on_offline(self, event: OfflineCheck) -> None:
         live = self.brokers
-        wanted = self.states.keys() if event.partitions is None else dict.fromkeys(event.partitions)
+        wanted = list(self.states.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
         counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}
         leaderless: list[TopicPartition] = []
-        for tp in list(wanted):
+        told: set[TopicPartition] = set()
+        for tp in wanted:
             assignment = self.assignments.get(tp)
             state = self.states.get(tp)
             if assignment is None or state is None or tp[0] in self.deleting:
@@ -157,6 +164,7 @@ class BrokerFailureSteps:
             elif why == "none":
                 leaderless.append(tp)
             new = self.new_epoch(tp, state, leader=leader, isr=isr)  # step 6: written first
+            told.add(tp)
             if moving:
                 self.announce(move, new)  # the move's RS, AR and RR; completes it if it can
             else:
@@ -165,6 +173,8 @@ class BrokerFailureSteps:
                         self.box.leader_and_isr(b, tp, new, replicas=assignment.replicas, adding=(), removing=(),
                                                 is_new=False)
             self.box.update_metadata(tp, new, assignment.replicas)
+        if event.registered:
+            self.tell_registered(event.registered, wanted, told)
         if any(counts.values()):
             self.log.append(
                 f"broker failure: {counts['clean']} partition(s) got a new leader from the ISR, "
@@ -174,3 +184,18 @@ class BrokerFailureSteps:
         if leaderless:
             names = ", ".join(f"{t}-{p}" for t, p in leaderless[:20]) + (" ..." if len(leaderless) > 20 else "")
             self.log.append(f"offline partitions (leader -1 until an ISR member registers): {names}")
+
+    def tell_registered(self, registered, wanted, told) -> None:
+        """Step 7: LeaderAndIsr with the state held to each broker that registered, for its
+        replicas that step 6 did not just tell; not of a topic being deleted, nor of a running
+        move (the move's own requests)."""
+        live = [b for b in sorted(registered) if b in self.brokers]
+        for tp in wanted:
+            assignment = self.assignments.get(tp)
+            state = self.states.get(tp)
+            if assignment is None or state is None or tp in told or tp in self.tasks or tp[0] in self.deleting:
+                continue
+            for b in live:
+                if b in assignment.replicas:
+                    self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(),
+                                            is_new=False)

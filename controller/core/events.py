@@ -155,14 +155,17 @@ class OfflineCheck(ElectionRequested):
     ISRs (controller.core.broker_failure): ``partitions`` None for every partition whose state
     the controller holds (a change of ``/brokers/ids``), else those named (a chunk of a
     full-metadata read). ``unclean_topics``: topics whose ``unclean.leader.election.enable``
-    is true, of those ``broker_failure.unclean_candidates`` named. Built with
-    :func:`offline_check`."""
+    is true, of those ``broker_failure.unclean_candidates`` named. ``registered``: the brokers
+    that registered or re-registered in the step (Kafka's ``onBrokerStartup``: each gets
+    LeaderAndIsr for its replicas). Built with :func:`offline_check`."""
 
     unclean_topics: frozenset[str] = frozenset()
+    registered: frozenset[int] = frozenset()
 
 
-def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=frozenset()) -> OfflineCheck:
-    return OfflineCheck(partitions, OFFLINE, {}, None, frozenset(unclean_topics))
+def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=frozenset(),
+                  registered=frozenset()) -> OfflineCheck:
+    return OfflineCheck(partitions, OFFLINE, {}, None, frozenset(unclean_topics), frozenset(registered))
 
 
 Event = (

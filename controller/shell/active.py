@@ -332,7 +332,8 @@ class ActiveController:
         change of ``/brokers/ids`` (a broker gone or back), the partitions of a full-metadata
         chunk (at election and after every recovery: brokers that died while no controller was
         active), with the ``unclean.leader.election.enable`` of the topics whose partitions only
-        an unclean election can lead (their ``/config/topics/T``, read for those only)."""
+        an unclean election can lead (their ``/config/topics/T``, read for those only), and the
+        brokers that registered in the step (not yet in the state: they get LeaderAndIsr)."""
         brokers = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), None)
         chunks = [e for e in events if isinstance(e, MetadataRead)]
         if brokers is None and not chunks:
@@ -357,7 +358,8 @@ class ActiveController:
                     config = None
                 if unclean_enabled(config if isinstance(config, dict) else None):
                     unclean.add(name)
-        return [offline_check(partitions, unclean)]
+        registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
+        return [offline_check(partitions, unclean, registered)]
 
     async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
         """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""

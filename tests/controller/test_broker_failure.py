@@ -160,6 +160,24 @@ def test_the_dead_broker_comes_back_as_a_follower_and_leads_what_waited_for_it()
     assert _written(back) == {("t", 2): [(13, 1, [1], 5, 9)]}
 
 
+def test_a_broker_that_registers_gets_leader_and_isr_for_its_replicas():
+    # Kafka's onBrokerStartup: a restarted broker remembers no role; without LeaderAndIsr it
+    # would neither follow (never back in an ISR) nor lead.
+    s = _cluster()
+    s.apply(_kill(s, 1).delta)
+    back = engine.step(s, [BrokersRead(_cluster().brokers), offline_check(None, registered={1})], ControllerConfig())
+    lai = _lai(back)
+    # a and b: the state held, leader epoch unchanged, to broker 1 only; c: its election (step 6)
+    assert lai[("t", 0)] == {1: (2, 5, [1, 2, 3], [], [], False)}
+    assert lai[("t", 1)] == {1: (2, 8, [2, 1, 3], [], [], False)}
+    assert set(lai[("t", 2)]) == {1, 2} and lai[("t", 2)][1][:2] == (1, 5)
+    # d is not on 1; e, f and g are moves: the engine's own requests (RS, AR, RR), one each
+    assert ("t", 3) not in lai
+    assert lai[("t", 4)] == {1: (2, 3, [4, 2, 1], [4], [1], False)} and lai[("t", 5)][1][3:5] == ([4], [1])
+    assert sum(c.api_key == LEADER_AND_ISR and c.broker_id == 1 for c in back.commands) == 1  # one request
+    assert _written(back) == {("t", 2): [(13, 1, [1], 5, 9)]}  # nothing else written
+
+
 def test_a_move_whose_trs_is_in_sync_is_the_engines_to_complete_not_elected_twice():
     s = _cluster()
     s.states[("t", 4)] = LeaderIsr(1, 2, 1, (1, 2, 4), 14)  # 4 caught up; the old leader 1 dies

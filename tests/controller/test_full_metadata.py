@@ -51,6 +51,14 @@ def assert_complete(h: Harness, brokers) -> None:
         assert cache_of(h, b) == want, f"broker {b}"
 
 
+async def rejoined(h: Harness, ticks: int = 5) -> None:
+    """A broker that came back gets LeaderAndIsr for its replicas (Kafka's onBrokerStartup),
+    follows, and its leaders take it back into their ISRs; the controller then tells every
+    broker the new ISRs. A few ticks for all of that."""
+    for _ in range(ticks):
+        await h.tick()
+
+
 @pytest.fixture
 async def h(monkeypatch):
     monkeypatch.setattr(full_metadata, "CHUNK", SMALL_CHUNK)
@@ -88,11 +96,13 @@ async def test_restarted_broker_gets_everything_again(h):
     await h.tick()
     after = h.cluster.broker(3).core.metadata
     assert after is not before  # a fresh cache: everything in it came after the restart
+    await rejoined(h)
     assert_complete(h, h.cluster.brokers)
     # The restart in one go (the controller may see a new registration epoch only).
     await h.cluster.restart_broker(5)
     await h.tick()
     await h.tick()
+    await rejoined(h)
     assert_complete(h, h.cluster.brokers)
 
 
@@ -110,6 +120,7 @@ async def test_the_other_brokers_hear_of_a_broker_stopping_and_coming_back(h):
     await h.tick()
     for b in everyone:
         assert set(h.cluster.broker(b).core.metadata.brokers) == everyone, f"broker {b}"
+    await rejoined(h)
     assert_complete(h, everyone)  # partitions are untouched by the partition-less sends
 
 
