@@ -22,28 +22,18 @@ import json
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 
 import pytest
 
 from tests.e2e.processes import REPO, running_cluster, stop_process, wait_for
 from tests.e2e.test_security_e2e import add_user
+from tests.planner.service_http import http
 from tests.security.certs import make_pki
 
 SIM_ARGS = ["--brokers", "4", "--topics", "orders:4:2:1MiB", "--topic-brokers", "1,2,3", "--bandwidth", "8MiB",
             "--produce-rate", "0"]
 PASSWORDS = {"planner": "planner-secret", "alice": "alice-secret"}
 DRAINED = 3
-
-
-def http(base: str, method: str, path: str) -> tuple[int, dict]:
-    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
-    try:
-        with urllib.request.urlopen(req, timeout=60) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
 
 
 def client_properties(path, pki, user: str) -> str:

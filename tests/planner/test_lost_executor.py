@@ -18,9 +18,6 @@ from __future__ import annotations
 import json
 import os
 import signal
-import socket
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -30,6 +27,7 @@ import pytest
 from spark_jobs import api, service
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.fixtures.zk import _delete_tree
+from tests.planner.service_http import http, sim_command
 from tests.planner.test_service_model import _model, _service
 
 SIM = ["--brokers", "5", "--topics", "orders:12:3:256KiB", "audit:6:2:256KiB", "--topic-brokers", "1,2,3,4",
@@ -41,24 +39,6 @@ MASTER = "local-cluster[2,1,512]"
 EXECUTOR_CLASS = "org.apache.spark.executor.CoarseGrainedExecutorBackend"
 # Starting the driver and two executor JVMs on a busy 2-core machine.
 SPARK_START_S = 150
-
-
-def http(base: str, method: str, path: str) -> tuple[int, dict]:
-    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
-def sim_command(control: str, line: str) -> None:
-    host, port = control.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(line.encode() + b"\n")
-        with s.makefile("rb") as f:
-            answer = f.readline().decode()
-    assert answer.startswith("OK"), answer
 
 
 def executors(app_id: str) -> dict[str, int]:

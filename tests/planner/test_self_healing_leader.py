@@ -11,35 +11,19 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
-import urllib.request
 
 import pytest
 
 from spark_jobs.service import Options, PlannerService
 from tests.e2e.processes import Processes, kazoo_client, wait_for
+from tests.planner.service_http import http, sim_command
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
 SIM = ["--brokers", "5", "--topics", "orders:12:3:256KiB", "audit:6:2:256KiB", "--topic-brokers", "1,2,3,4",
        "--bandwidth", "8MiB", "--produce-rate", "0"]
 GRACE_S = 4.0
-
-
-def _http(base: str, method: str, path: str) -> dict:
-    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
-    with urllib.request.urlopen(req, timeout=60) as r:
-        return json.loads(r.read())
-
-
-def _sim(control: str, line: str) -> None:
-    host, port = control.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(line.encode() + b"\n")
-        with s.makefile("rb") as f:
-            answer = f.readline().decode()
-    assert answer.startswith("OK"), answer
 
 
 def _cluster(zk) -> dict[tuple[str, int], tuple[list[int], list[int], dict]]:
@@ -77,7 +61,7 @@ async def test_self_healing_drain_of_a_dead_leader_finishes(zk_hosts, tmp_path):
                                      wave_poll_s=0.3, session_timeout_s=10.0))
         await svc.start()
         base = f"http://{svc.address}"
-        state = lambda: loop.run_in_executor(None, _http, base, "GET", "/state")  # noqa: E731
+        state = lambda: loop.run_in_executor(None, lambda: http(base, "GET", "/state")[1])  # noqa: E731
         try:
             await _until(lambda: svc.feed.ready and svc.model.n_partitions == 18, 30, "the service's model")
             before = await _until(lambda: (lambda c: c if all(
@@ -90,7 +74,7 @@ async def test_self_healing_drain_of_a_dead_leader_finishes(zk_hosts, tmp_path):
             held = [tp for tp, (r, _, _) in before.items() if victim in r]
             assert led[victim] and len(held) > len(led[victim])  # it leads some, follows in others
 
-            _sim(sim["control"], f"stop {victim}")
+            sim_command(sim["control"], f"stop {victim}")
             t_stop = time.monotonic()
             # Before the grace period ends, the controller gave the victim's partitions new
             # leaders from their ISRs (leader epoch + 1) and took it out of every ISR.

@@ -13,8 +13,6 @@ import contextlib
 import json
 import socket
 import time
-import urllib.error
-import urllib.request
 import uuid
 from collections import Counter
 from pathlib import Path
@@ -25,31 +23,13 @@ from kazoo.exceptions import NodeExistsError
 from spark_jobs import api
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.fixtures.zk import _delete_tree
+from tests.planner.service_http import http, sim_command
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
 SIM = ["--brokers", "5", "--topics", "orders:12:3:2MiB", "audit:6:2:1MiB", "--topic-brokers", "1,2,3,4",
        "--bandwidth", "4MiB", "--produce-rate", "0"]
 GRACE_S = 6.0
-
-
-def http(base: str, method: str, path: str) -> tuple[int, dict]:
-    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
-    try:
-        with urllib.request.urlopen(req, timeout=120) as r:
-            return r.status, json.loads(r.read())
-    except urllib.error.HTTPError as e:
-        return e.code, json.loads(e.read())
-
-
-def sim_command(control: str, line: str) -> str:
-    host, port = control.rsplit(":", 1)
-    with socket.create_connection((host, int(port)), timeout=10) as s:
-        s.sendall(line.encode() + b"\n")
-        with s.makefile("rb") as f:
-            answer = f.readline().decode()
-    assert answer.startswith("OK"), answer
-    return answer
 
 
 def assignment(zk) -> dict[tuple[str, int], list[int]]:
