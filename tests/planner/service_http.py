@@ -1,5 +1,6 @@
 """What the planner-service tests say to the service and to ``reassignd sim``: one HTTP call
-(status and JSON body, error statuses included) and one line on the sim's control port."""
+(status and JSON body, error statuses included), one line on the sim's control port, and the
+assignment they check proposals against (read from ZooKeeper)."""
 
 from __future__ import annotations
 
@@ -30,3 +31,13 @@ def sim_command(control: str, line: str) -> str:
             answer = f.readline().decode()
     assert answer.startswith("OK"), answer
     return answer
+
+
+def assignment(zk) -> dict[tuple[str, int], list[int]]:
+    """Every partition's replicas, from the topic znodes (a kazoo client)."""
+    out = {}
+    for t in zk.get_children("/brokers/topics"):
+        doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
+        for p, r in doc["partitions"].items():
+            out[(t, int(p))] = r
+    return out

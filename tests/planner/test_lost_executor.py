@@ -27,7 +27,7 @@ import pytest
 from spark_jobs import api, service
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.fixtures.zk import _delete_tree
-from tests.planner.service_http import http, sim_command
+from tests.planner.service_http import assignment, http, sim_command
 from tests.planner.test_service_model import _model, _service
 
 SIM = ["--brokers", "5", "--topics", "orders:12:3:256KiB", "audit:6:2:256KiB", "--topic-brokers", "1,2,3,4",
@@ -55,15 +55,6 @@ def executors(app_id: str) -> dict[str, int]:
         if EXECUTOR_CLASS in args and "--app-id" in args and args[args.index("--app-id") + 1] == app_id \
                 and state != "Z":
             out[args[args.index("--executor-id") + 1]] = int(entry.name)
-    return out
-
-
-def assignment(zk) -> dict[tuple[str, int], list[int]]:
-    out = {}
-    for t in zk.get_children("/brokers/topics"):
-        doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
-        for p, r in doc["partitions"].items():
-            out[(t, int(p))] = r
     return out
 
 

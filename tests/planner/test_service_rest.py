@@ -23,22 +23,13 @@ from kazoo.exceptions import NodeExistsError
 from spark_jobs import api
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.fixtures.zk import _delete_tree
-from tests.planner.service_http import http, sim_command
+from tests.planner.service_http import assignment, http, sim_command
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
 SIM = ["--brokers", "5", "--topics", "orders:12:3:2MiB", "audit:6:2:1MiB", "--topic-brokers", "1,2,3,4",
        "--bandwidth", "4MiB", "--produce-rate", "0"]
 GRACE_S = 6.0
-
-
-def assignment(zk) -> dict[tuple[str, int], list[int]]:
-    out = {}
-    for t in zk.get_children("/brokers/topics"):
-        doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
-        for p, r in doc["partitions"].items():
-            out[(t, int(p))] = r
-    return out
 
 
 @pytest.fixture(scope="module")
