@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import json
 import re
+import time
 import traceback
 import urllib.request
 import uuid
@@ -109,6 +110,14 @@ def _bootstrap(c, target: str) -> str:
     return c.brokers[BROKERS[0]]
 
 
+def _eventually(ask, expected) -> None:
+    """Ask until the answer equals ``expected()``; after WAIT_S, assert on the last answer."""
+    deadline = time.monotonic() + WAIT_S
+    while (got := ask()) != (want := expected()) and time.monotonic() < deadline:
+        time.sleep(0.2)
+    assert got == want
+
+
 def _scenario(c, adapter, partition: int):
     """(step, callable) in STEPS order; each callable raises on a wrong answer."""
     original = c.replicas(TOPIC, partition)
@@ -147,11 +156,14 @@ def _scenario(c, adapter, partition: int):
     def list_topics():
         assert TOPIC in adapter.list_topics()
 
+    # The client may ask any node it knows, and a simulated broker, like a Kafka broker, learns
+    # the cluster from ZooKeeper watches (sim.clusterwatch) at its next tick: its answer may
+    # trail ZooKeeper for a moment, so these wait for it (and fail if it never catches up).
     def list_brokers():
-        assert adapter.list_brokers() == set(BROKERS) | set(CONTROLLER_IDS)
+        _eventually(adapter.list_brokers, lambda: set(BROKERS) | set(CONTROLLER_IDS))
 
     def find_controller():
-        assert adapter.find_controller() == c.active_controller()
+        _eventually(adapter.find_controller, c.active_controller)
 
     return {
         "list_topics": list_topics, "list_brokers": list_brokers, "find_controller": find_controller,
