@@ -80,6 +80,11 @@ Figures (printed last, one per line):
   ``metrics_timed_calls_per_partition`` is how many ZooKeeper calls the metrics timed (about
   2 us each) per partition: the store is called per batch, not per partition.
 
+A run that completes no partition for STALL_S seconds prints where the controller, the
+instant brokers and every task stand and fails, rather than hanging. Completed partitions are
+counted as a set: those of the killed controller's last step, whose writes may have landed
+without it seeing them, are read back from the topic znodes after the kill.
+
     .venv/bin/python bench/controller.py [--partitions 100000] [--peer-partitions 1000] [--rounds 1]
 """
 
@@ -125,6 +130,9 @@ KILL_WINDOW_S = 5.0
 FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
 NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~140 bytes each: < 1 MiB)
 BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
+# No partition completed for this long: the run is stuck (a whole run takes seconds); say where
+# everything is and fail instead of hanging.
+STALL_S = 60.0
 
 
 # ---- counting the controller's operations ------------------------------------------------------
@@ -388,6 +396,18 @@ async def feed(store, targets: dict, stop: asyncio.Event):
         await asyncio.sleep(0.02)
 
 
+async def at_target(store, topics, targets) -> set:
+    """Partitions whose topic znode has them at their target with nothing adding or removing."""
+    done = set()
+    for topic in topics:
+        znode = json.loads((await store.get(paths.topic(topic)))[0])
+        busy = set(znode.get("adding_replicas") or {}) | set(znode.get("removing_replicas") or {})
+        for p, replicas in znode["partitions"].items():
+            if p not in busy and replicas == targets[(topic, int(p))]:
+                done.add((topic, int(p)))
+    return done
+
+
 async def count_in_flight(store, topics) -> int:
     """Moves started and not finished: their KIP-240 records under /admin/reassignments."""
     total = 0
@@ -418,16 +438,18 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         max_cluster_moves=FEED_HIGH,
     )
     brokers = InstantBrokers(brokers_store)
-    completed = 0
+    # Partitions at their target. A set, not a count: the killed controller's last step may
+    # have landed its writes without reaching on_step, so those are read back from ZooKeeper
+    # after the kill, and a partition the next controller finishes again counts once.
+    completed: set = set()
     done = asyncio.Event()
     first_step_after_failover: list[float] = []
 
     def on_step(step):
-        nonlocal completed
-        completed += len(step.completed)
+        completed.update(step.completed)
         if not first_step_after_failover and elected_at and step.completed:
             first_step_after_failover.append(time.perf_counter())
-        if completed >= n_partitions:
+        if len(completed) >= n_partitions:
             done.set()
 
     async def start_controller(cid):
@@ -488,7 +510,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
             state = actives[0].state
             return 0 if state is None else sum(1 for _ in state.running())
 
-        while completed < n_partitions // 2:
+        while len(completed) < n_partitions // 2:
             await asyncio.sleep(0.01)
         most, deadline = 0, time.perf_counter() + KILL_WINDOW_S
         while (now := running()) < min(FEED_LOW // 2, n_partitions // 10) and time.perf_counter() < deadline:
@@ -499,10 +521,22 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         await asyncio.gather(task, return_exceptions=True)
         inbox.close()
         await store.close()  # the session ends: /controller goes now
+        for scraper in scrapers:
+            scraper.cancel()  # the killed controller's process would be gone, /metrics with it
         in_flight_at_failover = await count_in_flight(feeder_store, topics)
         store, inbox, task = await start_controller(2)  # elected when this returns
         elected_at = time.perf_counter()
-    await asyncio.wait_for(done.wait(), timeout=3600)
+        # While the new controller works (a finished partition stays finished).
+        completed.update(await at_target(feeder_store, topics, targets))
+        if len(completed) >= n_partitions:
+            done.set()
+    watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))
+    finished = asyncio.create_task(done.wait())
+    await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
+    if not finished.done():
+        finished.cancel()
+        watchdog.result()  # raises the stall
+    watchdog.cancel()
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     stop_feeding.set()
@@ -534,6 +568,32 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         "in_flight_at_failover": in_flight_at_failover,
         "election_seconds": election_seconds,
     }
+
+
+async def stall_watchdog(completed, actives, brokers) -> None:
+    """Raise (after printing where the controller, the brokers and every task are) when no
+    partition has completed for STALL_S seconds."""
+    last, since = completed(), time.perf_counter()
+    while True:
+        await asyncio.sleep(1.0)
+        now = completed()
+        if now != last:
+            last, since = now, time.perf_counter()
+            continue
+        if time.perf_counter() - since < STALL_S:
+            continue
+        out = sys.stderr
+        print(f"STALL: {now} partitions completed, none for {STALL_S:.0f}s", file=out)
+        state = actives[-1].state if actives else None
+        if state is not None:
+            print(f"active controller {len(actives)}: {len(state.tasks)} moves, {len(state.pending)} pending, "
+                  f"{len(state.requests)} requests, {len(state.states)} states held", file=out)
+            for tp, move in list(state.tasks.items())[:5]:
+                print(f"  {tp}: {move!r}; state {state.states.get(tp)!r}", file=out)
+        print(f"instant brokers: {len(brokers.pending)} ISR writes pending", file=out)
+        for task in asyncio.all_tasks():
+            task.print_stack(limit=6, file=out)
+        raise RuntimeError(f"stalled: no partition completed for {STALL_S:.0f}s")
 
 
 async def scrape_forever(registry: Metrics) -> None:

@@ -46,6 +46,7 @@ from __future__ import annotations
 
 import logging
 from collections import Counter
+from operator import attrgetter
 
 from controller.core.events import QueueRead, RequestsRead, Resume
 from controller.core.state import DELETED
@@ -63,14 +64,18 @@ OUTCOMES = ("completed", "cancelled", "dropped", "skipped", "refused")
 _RECORDS = paths.REASSIGNMENTS + "/"
 _RECORDS_LEN = len(_RECORDS)
 _DOOR_KEY = b'"door":"'
+_DOOR_SUFFIX = {door: b',"door":"' + door.encode() + b'"}' for door in DOORS}  # hot: one per record written
 
 
 def record_with_door(data: bytes, door: str) -> bytes:
     """A KIP-240 record's JSON object with ``"door":door`` as its last key (unchanged if it has
     one already or is not an object)."""
-    if data[-1:] != b"}" or _DOOR_KEY in data:
+    if not data.endswith(b"}") or _DOOR_KEY in data:
         return data
-    return data[:-1] + (b',"door":"' if len(data) > 2 else b'"door":"') + door.encode() + b'"}'
+    if len(data) > 2:
+        suffix = _DOOR_SUFFIX.get(door) or b',"door":"' + door.encode() + b'"}'
+        return data[:-1] + suffix
+    return b'{"door":"' + door.encode() + b'"}'
 
 
 
@@ -94,11 +99,42 @@ def _record_tp(path: str):
     return (topic, int(partition)) if partition.isdigit() and topic else None
 
 
+class _Doors(dict):
+    """tp -> door of each move the controller holds, and beside it ``by_record``: the same
+    doors keyed by the move's KIP-240 record path (doors other than ``recovered``, which no
+    record names), so :class:`RecordIds` finds a write's door with one lookup per op instead
+    of parsing every path of every multi (the metrics budget, issue 12)."""
+
+    __slots__ = ("by_record",)
+
+    def __init__(self, doors=()):
+        super().__init__()
+        self.by_record: dict[str, str] = {}
+        for tp, door in dict(doors).items():
+            self[tp] = door
+
+    def __setitem__(self, tp, door: str) -> None:
+        super().__setitem__(tp, door)
+        path = f"{_RECORDS}{tp[0]}/{tp[1]}"
+        if door == RECOVERED:
+            self.by_record.pop(path, None)
+        else:
+            self.by_record[path] = door
+
+    def pop(self, tp, default=None):
+        self.by_record.pop(f"{_RECORDS}{tp[0]}/{tp[1]}", None)
+        return super().pop(tp, default)
+
+    def clear(self) -> None:
+        super().clear()
+        self.by_record.clear()
+
+
 class MoveJournal:
     def __init__(self, metrics=None):
         self.metrics = metrics
         self._noted: dict[tuple[str, int], tuple[tuple[int, ...], str]] = {}  # tp -> (target, door)
-        self._doors: dict[tuple[str, int], str] = {}  # door of each move the controller holds
+        self._doors = _Doors()  # door of each move the controller holds
         self.ids: dict[tuple[str, int], int] = {}  # reassignment_id of each record created this term
         self._read_doors: dict[tuple[str, int], str] = {}  # doors in the records a recovery read
         self._prepared = None  # the step prepare() last saw, and its entries
@@ -149,9 +185,12 @@ class MoveJournal:
 
     def record_door(self, path: str) -> str | None:
         """The door to write into the record at ``path`` (None: none known, write none)."""
-        tp = _record_tp(path)
-        door = self._doors.get(tp) if tp is not None else None
-        return door if door != RECOVERED else None
+        return self._doors.by_record.get(path)
+
+    @property
+    def record_doors(self) -> dict[str, str]:
+        """Record path -> door to write into it, for every move with a known door (live)."""
+        return self._doors.by_record
 
     # ---- what a step did ----------------------------------------------------------------------
 
@@ -165,16 +204,24 @@ class MoveJournal:
         self._prepared = step
         # A recovery's events: the request entries read, then Resume.
         recovering = any(isinstance(e, Resume) for e in events)
-        entries: dict = {}  # tp -> (Request, door if found in a znode)
+        # tp -> (Request, door it was found behind). The /admin/reassign_partitions entries
+        # (thousands, read again whenever the znode changes) are kept as read and looked at
+        # only where needed: outside a recovery their door is ``znode``, which _take gives
+        # anyway for a target no other entry names.
+        entries: dict = {}
+        znode_reads = []
         for e in events:
             if isinstance(e, QueueRead):
                 # The engine takes the whole queue in one step (controller.core.queue).
                 for r in e.requests or ():
                     entries[r.tp] = (r, QUEUE)
-            elif isinstance(e, RequestsRead):
-                for r in e.requests or ():
-                    entries.setdefault(r.tp, (r, RECOVERED if recovering else ZNODE))
-        self._entries = (recovering, entries)
+            elif isinstance(e, RequestsRead) and e.requests:
+                znode_reads.append(e.requests)
+                if recovering:
+                    for r in e.requests:
+                        entries.setdefault(r.tp, (r, RECOVERED))
+        self._entries = (recovering, entries, znode_reads)
+        znode_entries = None  # tp -> (Request, ZNODE), built if a queued target needs it
         if recovering:
             # The recovery put the moves it resumes in ``before`` already: each gets the door
             # its record names; a reload within a term (after a failed write) keeps what the
@@ -188,47 +235,54 @@ class MoveJournal:
             for tp in entries:
                 if tp not in kept and tp in self._doors:
                     kept[tp] = self._doors[tp]
-            self._doors = kept
+            self._doors = _Doors(kept)
+        # Hot: every move the step touched (thousands); most keep their target.
+        doors, tasks_before = self._doors, before.tasks.get
         for tp, move in step.delta.tasks.items():
             if move is DELETED:
                 continue
-            old = before.tasks.get(tp)
-            if old is None or move.target != old.target:
-                door = self._take(tp, move.target, entries, recovering)
-                if old is None or not old.started:
-                    if door != RECOVERED or tp not in self._doors:
-                        self._doors[tp] = door
-                elif door != RECOVERED or tp not in self._doors:
-                    self._doors[tp] = door  # an override: the move is now the newest request's
+            old = tasks_before(tp)
+            target = move.target
+            if old is None or (target is not old.target and target != old.target):
+                # A new move, or a new target (an override of a started move: the move is now
+                # the newest request's).
+                door = self._take(tp, target, entries, recovering)
+                if door != RECOVERED or tp not in doors:
+                    doors[tp] = door
             queued = move.next_target
             if queued is not None and (old is None or old.next_target != queued):
                 # A target queued behind the move (controller.core.queue) starts in a later
                 # step with no event naming it: its door is noted now, as a handler notes its own.
                 found = entries.get(tp)
+                if found is None and znode_reads and not recovering:
+                    if znode_entries is None:
+                        znode_entries = _first_entries(znode_reads, None)
+                    found = znode_entries.get(tp)
                 if tp not in self._noted and found is not None and tuple(found[0].replicas) == tuple(queued):
                     self._noted[tp] = (tuple(queued), found[1])
 
     def observe(self, events, step, before) -> None:
         """One engine step whose writes landed; ``before`` is the state it was computed from."""
         self.prepare(events, step, before)
-        recovering, entries = self._entries
+        recovering, entries, znode_reads = self._entries
         info = log.isEnabledFor(logging.INFO)
         tally: Counter = Counter()  # (outcome, door): counted once per step (10,000 ends in one step)
         completed, cancelled = set(step.completed), set(step.cancelled)
+        doors, ids, tasks_before = self._doors, self.ids, before.tasks.get
         for tp, move in step.delta.tasks.items():
-            old = before.tasks.get(tp)
+            if move is not DELETED and not info:
+                continue  # hot: the moves that go on, with nothing to log
+            old = tasks_before(tp)
             if move is DELETED:
-                door = self._doors.pop(tp, RECOVERED)
+                door = doors.pop(tp, RECOVERED)
                 outcome = "completed" if tp in completed else "cancelled" if tp in cancelled or (
                     old is not None and not old.started and _cancelled_before_start(step, tp)) else "dropped"
                 tally[outcome, door] += 1
                 if info:
                     self._line(outcome, tp, door, old.target if old is not None else None)
-                self.ids.pop(tp, None)
+                ids.pop(tp, None)
                 continue
-            if not info:
-                continue
-            door = self._doors.get(tp, RECOVERED)
+            door = doors.get(tp, RECOVERED)
             if move.started and (old is None or not old.started):
                 self._line("started", tp, door, move.target, move.original)
             elif old is None:
@@ -237,6 +291,14 @@ class MoveJournal:
                 self._line("retargeted", tp, door, move.target, move.original)
         # Entries that became no move: the engine dropped them from their znode (an invalid
         # target, or nothing to do). Re-reads of entries already seen are not counted again.
+        # Most entries of a read have a move: those without one are found by set arithmetic.
+        if znode_reads and not recovering:
+            without_move = set()
+            for requests in znode_reads:
+                without_move.update(map(_TP, requests))
+            without_move.difference_update(before.tasks, step.delta.tasks, entries)
+            if without_move:
+                entries = {**entries, **_first_entries(znode_reads, without_move)}
         for tp, (r, _) in entries.items():
             if tp in before.tasks or tp in step.delta.tasks or before.requests.get(tp) == r:
                 continue
@@ -284,6 +346,21 @@ class MoveJournal:
         log.info("%s", text, extra=fields)
 
 
+_TP = attrgetter("tp")
+
+
+def _first_entries(reads, only) -> dict:
+    """tp -> (Request, ``znode``) of the first entry naming each tp (in ``only``, when given)
+    across the reads of /admin/reassign_partitions, in znode order (the engine keeps the
+    first of duplicates)."""
+    out: dict = {}
+    for requests in reads:
+        for r in requests:
+            if (only is None or r.tp in only) and r.tp not in out:
+                out[r.tp] = (r, ZNODE)
+    return out
+
+
 def _cancelled_before_start(step, tp) -> bool:
     """A cancel withdrew the move before it started (controller.core.cancel: result 0)."""
     for outcome in step.cancels:
@@ -321,26 +398,33 @@ class RecordIds:
         return results
 
     async def fenced_multi(self, ops, epoch_zkversion):
-        # Hot: one record write per started move, among the flush's other writes.
+        # Hot: every op of every flush passes here (tens of thousands a second), so an op
+        # costs a type check and, for a record write, one dict lookup by path.
         created = []
         written = None
-        doors = self._journal._doors
+        doors = self._journal.record_doors
         for i, op in enumerate(ops):
             kind = type(op)
-            if (kind is Create or kind is SetData) and op.path.startswith(_RECORDS):
-                topic, _, partition = op.path[_RECORDS_LEN:].partition("/")
-                if not partition.isdigit():
-                    continue  # a topic's parent
-                if kind is Create:
-                    created.append(op.path)
-                door = doors.get((topic, int(partition)))
-                if door is not None and door != RECOVERED:
-                    data = record_with_door(op.data, door)
-                    if data is not op.data:
-                        if written is None:
-                            written = list(ops)
-                        written[i] = (Create(op.path, data, op.ephemeral, op.sequential) if kind is Create
-                                      else SetData(op.path, data, op.version))
+            if kind is SetData:
+                door = doors.get(op.path)
+                if door is None:
+                    continue
+            elif kind is Create:
+                path = op.path
+                if not path.startswith(_RECORDS) or path.find("/", _RECORDS_LEN) < 0:
+                    continue  # not a record, or a topic's parent
+                created.append(path)
+                door = doors.get(path)
+                if door is None:
+                    continue
+            else:
+                continue
+            data = record_with_door(op.data, door)
+            if data is not op.data:
+                if written is None:
+                    written = list(ops)
+                written[i] = (Create(op.path, data, op.ephemeral, op.sequential) if kind is Create
+                              else SetData(op.path, data, op.version))
         results = await self._inner.fenced_multi(ops if written is None else written, epoch_zkversion)
         if created:
             zxid = next((r.mzxid for r in results if isinstance(r, ZnodeStat)), None)
