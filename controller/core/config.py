@@ -91,7 +91,7 @@ class ControllerConfig(BaseModel):
     listener_max_pipelined: Annotated[int, _setting(64, "requests read ahead on one admin connection", ge=1)]
     listener_max_pipelined_bytes: Annotated[int, _setting(100 * 1024 * 1024, "request bytes read ahead on one admin connection", ge=1)]
     # Kafka's delete.topic.enable (true since 1.0).
-    delete_topic_enable: Annotated[bool, _setting(True, "DeleteTopics and /admin/delete_topics delete topics; false: refused (TOPIC_DELETION_DISABLED) and markers dropped")]
+    delete_topic_enable: Annotated[bool, _setting(True, "DeleteTopics and /admin/delete_topics delete topics; false: refused (TOPIC_DELETION_DISABLED; INVALID_REQUEST for DeleteTopics v0-2, as Kafka) and markers dropped")]
     # Kafka's auto.leader.rebalance.enable, leader.imbalance.per.broker.percentage and
     # leader.imbalance.check.interval.seconds (controller.core.elections.imbalanced).
     auto_leader_rebalance_enable: Annotated[bool, _setting(True, "elect preferred leaders back when a broker's share of partitions led by others exceeds leader_imbalance_per_broker_percentage")]

@@ -175,6 +175,12 @@ async def test_delete_topic_enable_false_refuses():
         await harness.tick()
         answer = await handle_delete(context(harness), 3, delete_body("t"))
         assert answer["responses"][0]["error_code"] == ErrorCode.TOPIC_DELETION_DISABLED
+        # Kafka refuses the whole request first; v0-2 predate TOPIC_DELETION_DISABLED.
+        for version in (0, 1, 2):
+            answer = await handle_delete(context(harness), version, {"topic_names": ["t", "nope"], "timeout_ms": 0})
+            assert [r["error_code"] for r in answer["responses"]] == [ErrorCode.INVALID_REQUEST] * 2
+        answer = await handle_delete(context(harness), 6, {"topics": [{"name": "nope"}, {"name": "t"}], "timeout_ms": 0})
+        assert [r["error_code"] for r in answer["responses"]] == [ErrorCode.TOPIC_DELETION_DISABLED] * 2
         # A marker a tool writes is dropped, the topic kept.
         await harness.admin.create(paths.DELETE_TOPICS)
         await harness.admin.create(paths.delete_topic("t"))

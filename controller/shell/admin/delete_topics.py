@@ -2,12 +2,13 @@
 as Kafka's tools do (``/admin/delete_topics/T``); the controller deletes them
 (controller.core.topic_deletion has the protocol and its table).
 
-Active controller only. Per topic, in request order:
+Active controller only. ``delete_topic_enable`` false refuses every topic at once, before
+anything else (as Kafka does): TOPIC_DELETION_DISABLED, INVALID_REQUEST for v0-2 (which
+predate that code). Otherwise per topic, in request order:
 
  1. A name given twice -> INVALID_REQUEST; v6 by id only (name null) -> UNKNOWN_TOPIC_ID (topic
     znodes here carry no ids); with ACLs enforced, DELETE on the topic (or the cluster), else
-    TOPIC_AUTHORIZATION_FAILED; ``delete_topic_enable`` false -> TOPIC_DELETION_DISABLED; an
-    illegal name or a topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
+    TOPIC_AUTHORIZATION_FAILED; an illegal name or a topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
  2. The marker is created in a multi fenced by the controller epoch (the parent with it if
     missing); a marker already there is success (a deletion under way).
  3. A topic with reassignments running or pending: they are cancelled by the controller before
@@ -72,6 +73,12 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     store = ctx.store
     asked = _names(version, body)
+    if not ctx.config.delete_topic_enable:
+        # Step 0, as Kafka: the whole request, before anything else is looked at; versions
+        # before TOPIC_DELETION_DISABLED existed (v0-2) get INVALID_REQUEST.
+        code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
+        return {"throttle_time_ms": 0, "responses": [
+            _result(name, topic_id, code, "topic deletion is disabled (delete_topic_enable)") for name, topic_id in asked]}
     counts: dict = {}
     for name, _ in asked:
         counts[name] = counts.get(name, 0) + 1
@@ -91,10 +98,6 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
             continue
         if not await allows_on_topic(ctx, acl.DELETE, name):
             results.append(_result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "DELETE is not allowed"))
-            continue
-        if not ctx.config.delete_topic_enable:
-            results.append(_result(name, topic_id, ErrorCode.TOPIC_DELETION_DISABLED,
-                                   "topic deletion is disabled (delete_topic_enable)"))
             continue
         try:
             paths.validate_topic_name(name)
