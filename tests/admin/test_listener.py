@@ -243,3 +243,36 @@ async def test_bytes_after_a_request_body_are_ignored_and_counted_and_the_connec
         await wire.close()
     finally:
         await listener.close()
+
+
+async def test_unknown_tagged_fields_in_header_and_body_are_skipped_and_answered():
+    """KIP-482: a receiver skips tagged fields it does not know, in the request header (v2) and
+    in the body, as Kafka's brokers do; the request is answered as without them and the
+    connection stays open. A tagged field whose size runs past the frame is a malformed frame."""
+    listener = await _listener()
+    try:
+        wire = await Wire.open(("127.0.0.1", listener.port))
+        frame = protocol.encode_request(46, 0, 4243, "t", _list(7))
+        # Header v2: size(4) api_key(2) api_version(2) correlation_id(4) client_id(2 + 1), then
+        # its tag buffer (count 0); the body (ListPartitionReassignments v0) ends with its own.
+        at = 4 + 2 + 2 + 4 + 2 + len("t")
+        assert frame[at] == 0 and frame[-1] == 0
+        unknown = b"\x01" + b"\x63" + b"\x03abc"  # one field: tag 99, 3 bytes
+        payload = frame[4:at] + unknown + frame[at + 1:-1] + b"\x02" + b"\x50\x01z" + b"\x64\x00"
+        wire.send_raw(struct.pack(">i", len(payload)) + payload)
+        header, body = await wire.recv(46, 0)
+        assert header["correlation_id"] == 4243 and body["error_code"] == 0
+        assert [t["name"] for t in body["topics"]] == ["t7"]  # timeout_ms read as sent
+        assert listener.stats.left_over_requests == 0  # skipped as tagged fields, not left over
+        assert (await wire.call(46, 0, _list(0)))["error_code"] == 0  # same connection
+        # A tagged field claiming more bytes than the frame holds: the frame is malformed and
+        # only this connection closes, after the answers already owed.
+        bad = wire.send(46, 0, _list(0))
+        lying = frame[4:-1] + b"\x01" + b"\x63" + b"\x7f" + b"ab"  # 127 bytes claimed, 2 there
+        wire.send_raw(struct.pack(">i", len(lying)) + lying)
+        header, _ = await wire.recv(46, 0)
+        assert header["correlation_id"] == bad
+        assert await wire.closed()
+        await wire.close()
+    finally:
+        await listener.close()
