@@ -9,9 +9,10 @@ Metadata and the brokers' DescribeLogDirs through the AdminClient. The planner's
 PlanRefusedError.
 
 With ``--planner URL`` the plan comes from a running planner service (``reassignd planner
-serve``, :mod:`spark_jobs.service`) instead: no snapshot is read and no Spark job started; its
-answer has the same reassignment and report as the one-shot planner's. An unreachable service
-is ConnectionFailedError, a 400 PlanRefusedError, a 503 ClusterDataError.
+serve``, the package planner_service, asked over HTTP: nothing of it is imported) instead: no
+snapshot is read and no Spark job started; its answer has the same reassignment and report as
+the one-shot planner's. An unreachable service is ConnectionFailedError, a 400
+PlanRefusedError, a 503 ClusterDataError.
 
 Usage::
 

@@ -21,7 +21,7 @@ SUBCOMMANDS = {
     "sim": ("sim.main", "run simulated brokers"),
     "snapshot": ("spark_jobs.snapshot", "write a cluster snapshot for the planner"),
     "users": ("controller.shell.security.users", "SCRAM users in ZooKeeper (add, remove, list)"),
-    "planner": ("spark_jobs.service", "serve KIP-6 proposals over REST (`planner serve`)"),
+    "planner": ("planner_service.cli", "serve KIP-6 proposals over REST (`planner serve`)"),
 }
 
 USAGE = "usage: reassignd {%s} [options]\n\n%s" % (

@@ -145,6 +145,23 @@ def test_the_dockerfile_keeps_the_controller_image_free_of_java_and_spark():
                                                    "typing-inspection", "six", "setuptools", "pip"}, used
 
 
+def test_the_build_stage_copies_every_package_pyproject_installs():
+    """Both images install the wheel the build stage makes from what it copied: a package
+    pyproject.toml includes but the Dockerfile leaves out (planner_service, say) would be missing
+    from the images while every test run from the repository still passes."""
+    text = (DOCKER / "Dockerfile").read_text()
+    build = dict(re.findall(r"^FROM \S+ AS (\w+)\n(.*?)(?=^FROM |\Z)", text, re.S | re.M))["build"]
+    copied = set(re.findall(r"^COPY (\w+) \./(\w+)$", build, re.M))
+    find = tomllib.loads((REPO / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]["find"]
+    packages = {pattern.rstrip("*") for pattern in find["include"]}
+    assert {(p, p) for p in packages} == copied
+    for package in packages:
+        assert (REPO / package / "__init__.py").is_file(), package
+    # every `reassignd` subcommand (`planner serve` included) lives in an installed package
+    for module, _ in SUBCOMMANDS.values():
+        assert module.split(".")[0] in packages, module
+
+
 def test_the_kubernetes_sidecar_example():
     docs = list(yaml.safe_load_all((DOCKER / "k8s" / "sidecar.yaml").read_text()))
     kinds = {d["kind"]: d for d in docs}

@@ -72,7 +72,7 @@ def _holders(c) -> set[int]:
 async def _execute_without_command_config(zk_hosts: str) -> tuple[dict, dict, float]:
     """An in-process service with no --command-config (PLAINTEXT): the POST's answer, the failed
     execution from /state, and the seconds from the POST to the failure."""
-    from spark_jobs.service import Options, PlannerService
+    from planner_service.service import Options, PlannerService
 
     service = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False, session_timeout_s=4, master=None,
                                      wave_poll_s=0.2, admin_timeout_ms=5000))
@@ -162,14 +162,14 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
     ("security.protocol=SSL\nssl.truststore.location={tmp}/not-a-ca.pem\n", "TLS files"),
 ])
 def test_a_bad_command_config_is_a_usage_error(tmp_path, capsys, text, error):
-    from spark_jobs import service
+    from planner_service import cli
 
     path = tmp_path / "client.properties"
     if text is not None:
         (tmp_path / "not-a-ca.pem").write_text("not a certificate\n")
         path.write_text(text.format(tmp=tmp_path))
-    code = service.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
-                         "--command-config", str(path)])
+    code = cli.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
+                     "--command-config", str(path)])
     err = capsys.readouterr().err
     assert code == 2, err
-    assert f"{service.PROG}: error: --command-config: " in err and error in err, err
+    assert f"{cli.PROG}: error: --command-config: " in err and error in err, err

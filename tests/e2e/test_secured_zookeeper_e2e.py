@@ -29,7 +29,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, SessionClosedRequireSaslError
 
 from spark_jobs import snapshot
-from spark_jobs.service import Options, PlannerService
+from planner_service.service import Options, PlannerService
 from tests.e2e.processes import REPO, kazoo_client, running_cluster, sim_status, spawn_reassignd, stop_process, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(240)]

@@ -24,7 +24,8 @@ from pathlib import Path
 
 import pytest
 
-from spark_jobs import api, service
+from planner_service import service
+from spark_jobs import api
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.fixtures.zk import _delete_tree
 from tests.planner.service_http import assignment, http, sim_command

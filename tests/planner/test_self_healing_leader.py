@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from spark_jobs.service import Options, PlannerService
+from planner_service.service import Options, PlannerService
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.planner.service_http import http, sim_command
 

@@ -8,8 +8,8 @@ from collections import Counter
 
 import pytest
 
-from spark_jobs.model import ClusterModel
-from spark_jobs.service import Options, PlannerService
+from planner_service.model import ClusterModel
+from planner_service.service import Options, PlannerService
 from spark_jobs.snapshot import validate
 from znodes.values import Assignment, Broker, LeaderIsr
 
@@ -123,7 +123,7 @@ async def test_self_healing_never_starts_over_someone_elses_reassignment_and_is_
 
 @pytest.mark.parametrize("query,status", [({"dryrun": "x"}, 400), ({"brokerid": "1"}, 400), ({"bogus": ""}, 400)])
 async def test_parameter_errors_come_before_any_plan(query, status):
-    from spark_jobs.rest import HttpError
+    from planner_service.http_server import HttpError
 
     svc = _service()
     svc.model = _model()

@@ -132,7 +132,7 @@ def test_error_statuses(cluster):
 
 async def test_model_not_ready_is_503():
     """A service whose ZooKeeper never answers: every model endpoint is 503, /state says why."""
-    from spark_jobs.service import Options, PlannerService
+    from planner_service.service import Options, PlannerService
 
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))

@@ -13,7 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
-from spark_jobs.service import Options, PlannerService
+from planner_service.service import Options, PlannerService
 
 pytestmark = pytest.mark.zk
 

@@ -117,14 +117,14 @@ def test_validate_never_modifies_its_input():
 def test_zk_config_errors_are_usage_errors(tmp_path, capsys, command):
     """``--zk-config`` is read by znodes.security.ZkSecurity, as ``reassignd sim``'s: a missing or
     invalid file exits 2 naming the option, before anything connects."""
-    from spark_jobs import service
+    from planner_service import cli
 
     def run(config) -> int:
         if command == "snapshot":
             return snapshot.main(["--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "c.json"),
                                   "--zk-config", str(config)])
-        return service.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
-                             "--zk-config", str(config)])
+        return cli.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
+                         "--zk-config", str(config)])
 
     prog = "reassignd snapshot" if command == "snapshot" else "reassignd planner serve"
     bad = tmp_path / "zk.properties"

@@ -1,9 +1,10 @@
 """The planner service's cluster model: what ZooKeeper and the brokers said, kept in memory.
 
-Pure: no I/O, no asyncio. The service's shell (:mod:`spark_jobs.service`) reads znodes and
-DescribeLogDirs answers and applies them here; the model turns them into the planner's input
-(a validated snapshot, :mod:`spark_jobs.snapshot`'s schema) and into the ``/load`` view. Every
-change that can alter a plan bumps ``version``, which is what a cached proposal is keyed by.
+Pure: no I/O, no asyncio. The service's shells (:mod:`planner_service.zk_feed`, the sizes poll
+of :mod:`planner_service.service`) read znodes and DescribeLogDirs answers and apply them here;
+the model turns them into the planner's input (a validated snapshot, :mod:`spark_jobs.snapshot`'s
+schema) and into the ``/load`` view. Every change that can alter a plan bumps ``version``, which
+is what a cached proposal is keyed by.
 
 Usage::
 

@@ -1,4 +1,5 @@
-"""A small HTTP/1.1 JSON server on asyncio streams, for the planner service's REST API.
+"""A small HTTP/1.1 JSON server on asyncio streams, for the planner service's REST API
+(:mod:`planner_service.endpoints`).
 
 Only what the API needs: GET and POST, a query string, no request bodies beyond a bounded
 one that is read and ignored, JSON answers, keep-alive. A handler raises :class:`HttpError`

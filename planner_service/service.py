@@ -1,0 +1,373 @@
+"""The planner service: the KIP-6 planner as a long-running Spark driver over a live cluster
+model (``reassignd planner serve``, :mod:`planner_service.cli`).
+
+One process is one Spark driver holding ONE SparkSession for its lifetime. The cluster model
+(:mod:`planner_service.model`) is read from ZooKeeper once and kept current from watches
+(:mod:`planner_service.zk_feed`: brokers, topics, partition states, reassignment znodes) and a
+DescribeLogDirs poll; a proposal is planned from it with no snapshot file and no new session.
+Clusters under ``--spark-min-partitions`` partitions run the per-topic tasks in-process through
+the same function Spark runs (``spark_jobs.realize.realize_chunk``), so there is one algorithm. A
+lost executor costs a plan nothing: Spark runs its tasks again on the other executors and the
+cluster manager starts a new one (on ``--master local-cluster[N,cores,memMB]`` each executor is a
+JVM of its own, which tests/planner/test_lost_executor.py kills). If a Spark job fails all the
+same (its tasks failed too often, a context the JVM stopped) the proposal is planned in-process
+instead, the failure is shown in ``/state``, and a stopped session is started again.
+
+The service writes nothing to ZooKeeper. Executing a plan (``dryrun=false``) sends it, wave by
+wave (:mod:`spark_jobs.batching`), to the active controller's admin listener through the
+project's AdminClient (:mod:`planner_service.execution`), with ``--throttle``; several instances
+may run, they share nothing but what they read. The REST API is :mod:`planner_service.endpoints`.
+
+Usage::
+
+    service = PlannerService(Options(zookeeper="127.0.0.1:2181", port=0, master="local[2]"))
+    await service.start()            # the HTTP server, the feed, proposals, sizes, Spark
+    service.address                  # host:port of the REST API
+    await service.stop()
+"""
+
+from __future__ import annotations
+
+import asyncio
+import concurrent.futures
+import itertools
+import logging
+import time
+from dataclasses import dataclass
+
+from planner_service import http_server
+from planner_service.clock import now_ms
+from planner_service.endpoints import RestApi
+from planner_service.execution import Execution, run_waves
+from planner_service.http_server import HttpError
+from planner_service.model import ClusterModel
+from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
+from spark_jobs import api, batching
+from spark_jobs.errors import PlanError, SnapshotError
+
+log = logging.getLogger("reassignd.planner")
+
+HEALING_KINDS = ("broker-failure", "goal-violation")
+# Below this many partitions a plan's per-topic tasks run in-process (a Spark job's fixed cost,
+# ~0.1-0.5 s, is more than the work); above it they run on the session.
+DEFAULT_SPARK_MIN_PARTITIONS = 20_000
+# A burst of watch events (a topic created with its states, a broker with its replicas) is
+# one model change: the cached proposal is recomputed once the burst has settled this long.
+PROPOSAL_DEBOUNCE_S = 0.2
+HISTORY = 20
+
+
+@dataclass
+class Options:
+    zookeeper: str
+    host: str = "127.0.0.1"
+    port: int = 9300
+    master: str | None = None  # None: no Spark session, per-topic tasks in-process
+    spark_min_partitions: int = DEFAULT_SPARK_MIN_PARTITIONS
+    sizes: bool = True
+    sizes_interval_s: float = 30.0
+    self_healing: tuple = ()
+    broker_failure_grace_s: float = 300.0
+    healing_min_interval_s: float = 600.0
+    throttle: int | None = None
+    bootstrap: str | None = None
+    max_in: int = batching.DEFAULT_MAX_IN
+    max_out: int = batching.DEFAULT_MAX_OUT
+    wave_poll_s: float = 1.0
+    session_timeout_s: float = 10.0
+    state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
+    zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated
+    security: object | None = None  # client.security.ClientSecurity (--command-config); None: PLAINTEXT
+    admin_timeout_ms: int = 30_000  # the AdminClient's request timeout for executions
+
+
+class PlannerService(RestApi):
+    def __init__(self, opts: Options):
+        self.opts = opts
+        self.model = ClusterModel()
+        self.model.source = opts.zookeeper
+        self.changed = asyncio.Event()
+        self.feed = ZkFeed(opts.zookeeper, self.model, self.changed.set, opts.session_timeout_s,
+                           opts.state_watch_limit, opts.zk_security)
+        # Spark's calls run on this one thread: the event loop (and the API) never waits on Spark.
+        self.executor = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="planner")
+        self.spark = None
+        self.spark_state = {"master": opts.master, "app_id": None, "ready": False, "jobs": 0, "failures": 0,
+                            "last_error": None, "restarts": 0}
+        self.proposal: dict | None = None  # the cached rebalance proposal and its model version
+        self._proposal_lock = asyncio.Lock()
+        self.execution: Execution | None = None
+        self.executions: list[dict] = []
+        self._ids = itertools.count(1)
+        self.healing: list[dict] = []
+        self.last_healing_at: float | None = None
+        self.sizes_state = {"enabled": opts.sizes, "interval_s": opts.sizes_interval_s, "last_poll_ms": None,
+                            "warnings": []}
+        self.server = None
+        self._tasks: list[asyncio.Task] = []
+
+    # ---- lifecycle ------------------------------------------------------------------------
+
+    async def start(self) -> None:
+        self.server = await http_server.serve(self.handle, self.opts.host, self.opts.port)
+        loop = asyncio.get_running_loop()
+        self._tasks = [loop.create_task(self.feed.run(), name="zk-feed"),
+                       loop.create_task(self._proposals(), name="proposals")]
+        self._tasks.append(loop.create_task(self._poll_sizes(), name="sizes"))
+        if self.opts.self_healing:
+            self._tasks.append(loop.create_task(self._self_heal(), name="self-healing"))
+        if self.opts.master:
+            self._tasks.append(loop.create_task(self._start_spark(), name="spark"))
+
+    @property
+    def address(self) -> str:
+        host, port = self.server.sockets[0].getsockname()[:2]
+        return f"{host}:{port}"
+
+    async def stop(self) -> None:
+        if self.server is not None:
+            self.server.close()
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        if self.feed.store is not None:
+            await self.feed.store.close()
+        if self.spark is not None:
+            await asyncio.get_running_loop().run_in_executor(self.executor, self.spark.stop)
+        self.executor.shutdown(wait=False)
+
+    async def _start_spark(self) -> None:
+        def start():
+            self.spark = api.get_spark(self.opts.master, app_name="reassignd-planner-service")
+            # One throwaway job: the Python workers are up before the first proposal needs them.
+            self.spark.sparkContext.parallelize([0], 1).map(lambda x: x).collect()
+
+        try:
+            # Not on the planner thread: plans in-process go on while the JVM starts.
+            await asyncio.get_running_loop().run_in_executor(None, start)
+            self.spark_state["app_id"] = self.spark.sparkContext.applicationId
+            self.spark_state["ready"] = True
+            log.info("Spark session on %s ready (%s)", self.opts.master, self.spark_state["app_id"])
+        except Exception as e:  # noqa: BLE001 - without Spark, plans run in-process
+            self.spark_state["last_error"] = f"start: {type(e).__name__}: {e}"
+            log.error("cannot start Spark on %s: %s; planning in-process", self.opts.master, e)
+
+    # ---- planning -------------------------------------------------------------------------
+
+    def _plan_sync(self, snap: dict, kwargs: dict) -> tuple[api.PlanResult, str]:
+        """Runs on the planner thread. Returns the result and where its tasks ran."""
+        n = sum(len(t["partitions"]) for t in snap["topics"])
+        spark = self.spark if self.spark_state["ready"] and n >= self.opts.spark_min_partitions else None
+        if spark is not None:
+            try:
+                self.spark_state["jobs"] += 1
+                return api.plan(snap, spark=spark, assume_valid=True, **kwargs), "spark"
+            except (PlanError, SnapshotError):
+                raise
+            except Exception as e:  # noqa: BLE001 - a lost executor or a dead context
+                self.spark_state["failures"] += 1
+                self.spark_state["last_error"] = f"{type(e).__name__}: {str(e)[:500]}"
+                log.error("Spark job failed (%s); planning in-process", str(e)[:200])
+                self._revive_spark()
+        return api.plan(snap, spark=None, assume_valid=True, **kwargs), "in-process"
+
+    def _spark_alive(self) -> bool:
+        """Whether the session's SparkContext can still run jobs. The JVM stops a context behind
+        Python's back (the standalone Master removing an application whose executors keep
+        failing, a fatal error in the driver): pyspark's handle stays set, so the JVM is asked."""
+        sc = self.spark.sparkContext if self.spark is not None else None
+        if sc is None or getattr(sc, "_jsc", None) is None:
+            return False
+        try:
+            return not sc._jsc.sc().isStopped()
+        except Exception:  # noqa: BLE001 - the driver's JVM is gone
+            return False
+
+    def _revive_spark(self) -> None:
+        """A stopped SparkContext cannot run jobs again: start a new session for later plans."""
+        if self._spark_alive():
+            return  # a lost executor: Spark starts another and the next plan runs on the session
+        try:
+            # Python's side of the dead session goes first: getOrCreate would hand it back.
+            self.spark.stop()
+        except Exception:  # noqa: BLE001 - already stopped, or its JVM is gone
+            pass
+        try:
+            self.spark = api.get_spark(self.opts.master, app_name="reassignd-planner-service")
+            self.spark_state["restarts"] += 1
+            self.spark_state["app_id"] = self.spark.sparkContext.applicationId
+        except Exception as e:  # noqa: BLE001
+            self.spark_state["ready"] = False
+            self.spark_state["last_error"] = f"restart: {type(e).__name__}: {e}"
+
+    async def plan(self, mode: str, **kwargs) -> dict:
+        """Plan from the model as it is now; the result with its model version and timing."""
+        self._require_ready()
+        version = self.model.version
+        snap = self.model.snapshot(now_ms())
+        kwargs = {"max_in": self.opts.max_in, "max_out": self.opts.max_out,
+                  "throttle": self.opts.throttle, **kwargs}
+        t0 = time.perf_counter()
+        try:
+            result, where = await asyncio.get_running_loop().run_in_executor(
+                self.executor, self._plan_sync, snap, {"mode": mode, **kwargs})
+        except (PlanError, SnapshotError) as e:
+            raise HttpError(400, str(e)) from None
+        return {"mode": mode, "model_version": version, "computed_ms": now_ms(),
+                "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": where, "result": result}
+
+    async def current_proposal(self) -> dict:
+        """The rebalance proposal for the model's current version (computed if stale)."""
+        async with self._proposal_lock:
+            if self.proposal is None or self.proposal["model_version"] != self.model.version:
+                self.proposal = await self.plan("rebalance")
+            return self.proposal
+
+    async def _proposals(self) -> None:
+        """Recompute the cached proposal whenever the model changes (after a short settle)."""
+        while True:
+            await self.changed.wait()
+            await asyncio.sleep(PROPOSAL_DEBOUNCE_S)
+            self.changed.clear()
+            if not self.feed.ready:
+                continue
+            try:
+                await self.current_proposal()
+            except HttpError as e:
+                log.warning("proposal: %s", e)
+            except Exception:  # noqa: BLE001 - the next model change tries again
+                log.exception("proposal failed")
+
+    def _require_ready(self) -> None:
+        if not self.feed.ready:
+            raise HttpError(503, "the cluster model is not ready (first read from ZooKeeper not done)",
+                            zookeeper=self.opts.zookeeper, last_error=self.feed.last_error)
+
+    # ---- sizes ----------------------------------------------------------------------------
+
+    async def _poll_sizes(self) -> None:
+        from spark_jobs.logdirs import query_sizes
+
+        while True:
+            if self.feed.ready and self.feed.bulk_states and self.feed.connected:
+                try:
+                    await self.feed.read_states_bulk()
+                except Exception as e:  # noqa: BLE001 - the next poll tries again
+                    log.warning("bulk state read failed: %s", e)
+            if self.feed.ready and self.opts.sizes:
+                endpoints = {b: (r.host, r.port) for b, r in self.model.brokers.items() if r.port >= 0}
+                try:
+                    sizes, warnings = await query_sizes(endpoints, timeout=min(10.0, self.opts.sizes_interval_s))
+                    if self.model.set_sizes(sizes, warnings, time.time()):
+                        self.changed.set()
+                    self.sizes_state["last_poll_ms"] = now_ms()
+                    self.sizes_state["warnings"] = warnings
+                except Exception as e:  # noqa: BLE001 - the next poll tries again
+                    self.sizes_state["warnings"] = [f"poll failed: {e}"]
+            await asyncio.sleep(self.opts.sizes_interval_s)
+
+    # ---- executing ------------------------------------------------------------------------
+
+    def _conflict(self) -> str | None:
+        if self.execution is not None and self.execution.state == "running":
+            return f"execution {self.execution.id} ({self.execution.mode}) is running"
+        if self.model.reassignment_running():
+            moving = self.model.moving_partitions()
+            return (f"a reassignment is running in the cluster ({len(moving)} partitions moving"
+                    f"{', /admin/reassign_partitions pending' if self.model.request_pending else ''})")
+        return None
+
+    async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None) -> Execution:
+        why = self._conflict()
+        if why:
+            raise HttpError(409, why)
+        result = planned["result"]
+        waves = [w for w in result.batches["waves"] if w["partitions"]]
+        ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle)
+        if not waves:
+            ex.state, ex.finished_ms = "done", now_ms()
+        else:
+            self.execution = ex
+            asyncio.get_running_loop().create_task(self._run_execution(ex), name=f"execution-{ex.id}")
+        self.executions = ([ex.view()] + self.executions)[:HISTORY]
+        log.info("execution %d (%s, %s): %d partitions in %d waves: %s", ex.id, ex.mode, started_by,
+                 ex.partitions_total, len(waves), reason)
+        return ex
+
+    def _security_protocol(self) -> str:
+        return getattr(self.opts.security, "protocol", "PLAINTEXT")
+
+    async def _run_execution(self, ex: Execution) -> None:
+        bootstrap = None
+        try:
+            bootstrap = self.opts.bootstrap or ",".join(await self.feed.controllers())
+            if not bootstrap:
+                raise RuntimeError("no controller admin listener registered under /reassignd/controllers")
+            await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model.reached, self.opts.admin_timeout_ms,
+                            self.opts.security)
+            ex.state = "done"
+        except asyncio.CancelledError:
+            ex.state, ex.error = "failed", "service stopped"
+            raise
+        except Exception as e:  # noqa: BLE001 - reported in /state
+            ex.state, ex.error = "failed", self._execution_error(e, bootstrap)
+            log.error("execution %d failed: %s", ex.id, ex.error)
+        finally:
+            ex.finished_ms = now_ms()
+            self.executions = [ex.view() if v["id"] == ex.id else v for v in self.executions]
+            log.info("execution %d %s (%d/%d waves)", ex.id, ex.state, ex.waves_done, len(ex.waves))
+
+    def _execution_error(self, e: Exception, bootstrap: str | None) -> str:
+        """The error an execution failed with, as /state shows it; a connection that failed or
+        broke over PLAINTEXT names the likely cause (a listener with security, no
+        --command-config)."""
+        from client.errors import ConnectionFailedError, RequestTimedOutError
+
+        text = f"{type(e).__name__}: {e}"
+        if bootstrap and self._security_protocol() == "PLAINTEXT" and isinstance(
+                e, (ConnectionFailedError, RequestTimedOutError, ConnectionError, asyncio.TimeoutError)):
+            text += (f" (the service spoke PLAINTEXT to {bootstrap}: if that admin listener has security "
+                     "(SSL, SASL_SSL, SASL_PLAINTEXT), give `reassignd planner serve` --command-config FILE)")
+        return text
+
+    # ---- self-healing ---------------------------------------------------------------------
+
+    def healing_decision(self, now: float) -> tuple[str, str, dict] | None:
+        """(kind, reason, plan arguments) of the self-healing action due now, if any."""
+        m = self.model
+        gone = m.gone_holders()
+        if "broker-failure" in self.opts.self_healing:
+            due = [b for b in gone if now - m.departed.get(b, now) >= self.opts.broker_failure_grace_s]
+            if due:
+                ago = ", ".join(f"{b} ({now - m.departed[b]:.0f}s)" for b in due)
+                return ("broker-failure", f"brokers gone longer than {self.opts.broker_failure_grace_s:g}s "
+                        f"still hold replicas: {ago}", {"mode": "decommission", "brokers": due})
+        if "goal-violation" in self.opts.self_healing and not gone and not m.counts_fair():
+            return "goal-violation", "replica counts are not R/R+1 on every broker", {"mode": "rebalance"}
+        return None
+
+    async def _self_heal(self) -> None:
+        while True:
+            await asyncio.sleep(min(1.0, self.opts.broker_failure_grace_s / 4 or 1.0))
+            if not self.feed.ready or not self.feed.connected:
+                continue
+            now = time.time()
+            decision = self.healing_decision(now)
+            if decision is None or self._conflict():
+                continue  # never while any reassignment runs, ours or anyone's
+            if self.last_healing_at is not None and now - self.last_healing_at < self.opts.healing_min_interval_s:
+                continue
+            kind, reason, args = decision
+            self.last_healing_at = now
+            entry = {"kind": kind, "reason": reason, "at_ms": now_ms(), "execution": None, "moves": None,
+                     "error": None}
+            try:
+                planned = await self.plan(args.pop("mode"), **args)
+                entry["moves"] = planned["result"].report["moves"]
+                ex = await self.execute(planned, f"self-healing {kind}: {reason}", "self-healing", self.opts.throttle)
+                entry["execution"] = ex.id
+            except HttpError as e:
+                entry["error"] = str(e)
+            log.warning("self-healing %s: %s -> %s", kind, reason,
+                        f"execution {entry['execution']}" if entry["execution"] else entry["error"])
+            self.healing = ([entry] + self.healing)[:HISTORY]
