@@ -11,6 +11,8 @@ Modules, the pure ones first:
 - :mod:`planner_service.http_server`: a small HTTP/1.1 JSON server on asyncio streams.
 - :mod:`planner_service.zk_feed`: the model kept current from ZooKeeper watches.
 - :mod:`planner_service.execution`: a plan's waves sent through the AdminClient.
+- :mod:`planner_service.sizes`: the brokers' DescribeLogDirs sizes, with ``--command-config``'s
+  TLS and SASL at the brokers' endpoints of its protocol.
 - :mod:`planner_service.endpoints`: the REST API's routes and views.
 - :mod:`planner_service.service`: the service (Spark session, proposals, sizes, executions,
   self-healing).

@@ -27,7 +27,9 @@ properties read by the loader ``kafka-reassign --command-config`` uses
 anything starts. Its ``zookeeper.*`` keys are not read (``--zk-config`` is ZooKeeper's). Without
 it the AdminClient speaks PLAINTEXT: an execution against a secured listener fails at once (the
 POST has answered with it running), and its ``error`` in ``/state``'s ``execution`` and
-``executions`` names the protocol spoken and ``--command-config``.
+``executions`` names the protocol spoken and ``--command-config``. The sizes poll (DescribeLogDirs)
+uses the same settings at each broker's registered endpoint of that ``security.protocol``, and
+PLAINTEXT at a broker that registered none (:mod:`planner_service.sizes`).
 
 On start the service prints one JSON line, ``{"event": "ready", "listen": "HOST:PORT"}``.
 
@@ -119,7 +121,8 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--bootstrap-server", metavar="HOST:PORT", help="controller admin listener "
                    "(default: the instances registered under /reassignd/controllers)")
     p.add_argument("--command-config", metavar="FILE",
-                   help="Kafka client properties for executing plans on a secured admin listener "
+                   help="Kafka client properties for executing plans on a secured admin listener, and for "
+                        "polling sizes at the brokers' endpoints of its security.protocol "
                         "(security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, "
                         "ssl.truststore.location or ssl.ca.location, ssl.keystore.location, ssl.key.location), "
                         "as kafka-reassign --command-config")

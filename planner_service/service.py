@@ -4,7 +4,7 @@ model (``reassignd planner serve``, :mod:`planner_service.cli`).
 One process is one Spark driver holding ONE SparkSession for its lifetime. The cluster model
 (:mod:`planner_service.model`) is read from ZooKeeper once and kept current from watches
 (:mod:`planner_service.zk_feed`: brokers, topics, partition states, reassignment znodes) and a
-DescribeLogDirs poll; a proposal is planned from it with no snapshot file and no new session.
+DescribeLogDirs poll (:mod:`planner_service.sizes`); a proposal is planned from it with no snapshot file and no new session.
 Clusters under ``--spark-min-partitions`` partitions run the per-topic tasks in-process through
 the same function Spark runs (``spark_jobs.realize.realize_chunk``), so there is one algorithm. A
 lost executor costs a plan nothing: Spark runs its tasks again on the other executors and the
@@ -101,8 +101,9 @@ class PlannerService(RestApi):
         self._ids = itertools.count(1)
         self.healing: list[dict] = []
         self.last_healing_at: float | None = None
+        # secured_brokers: those the last poll asked with --command-config's security
         self.sizes_state = {"enabled": opts.sizes, "interval_s": opts.sizes_interval_s, "last_poll_ms": None,
-                            "warnings": []}
+                            "warnings": [], "secured_brokers": []}
         self.server = None
         self._tasks: list[asyncio.Task] = []
 
@@ -246,8 +247,6 @@ class PlannerService(RestApi):
     # ---- sizes ----------------------------------------------------------------------------
 
     async def _poll_sizes(self) -> None:
-        from spark_jobs.logdirs import query_sizes
-
         while True:
             if self.feed.ready and self.feed.bulk_states and self.feed.connected:
                 try:
@@ -257,7 +256,7 @@ class PlannerService(RestApi):
             if self.feed.ready and self.opts.sizes:
                 endpoints = {b: (r.host, r.port) for b, r in self.model.brokers.items() if r.port >= 0}
                 try:
-                    sizes, warnings = await query_sizes(endpoints, timeout=min(10.0, self.opts.sizes_interval_s))
+                    sizes, warnings = await self._query_sizes(endpoints, min(10.0, self.opts.sizes_interval_s))
                     if self.model.set_sizes(sizes, warnings, time.time()):
                         self.changed.set()
                     self.sizes_state["last_poll_ms"] = now_ms()
@@ -265,6 +264,20 @@ class PlannerService(RestApi):
                 except Exception as e:  # noqa: BLE001 - the next poll tries again
                     self.sizes_state["warnings"] = [f"poll failed: {e}"]
             await asyncio.sleep(self.opts.sizes_interval_s)
+
+    async def _query_sizes(self, endpoints: dict[int, tuple[str, int]], timeout: float) -> tuple[dict, list[str]]:
+        """Every broker's sizes over PLAINTEXT at its registered endpoint; with --command-config
+        of another protocol, a broker registered with an endpoint of that protocol is asked there
+        with those settings instead, the executing AdminClient's (planner_service.sizes)."""
+        from planner_service.sizes import poll_sizes
+        from spark_jobs.logdirs import query_sizes
+
+        protocol = self._security_protocol()
+        if protocol == "PLAINTEXT":
+            return await query_sizes(endpoints, timeout=timeout)
+        secured = await self.feed.broker_endpoints(protocol)
+        self.sizes_state["secured_brokers"] = sorted(secured)
+        return await poll_sizes(endpoints, secured, self.opts.security, timeout)
 
     # ---- executing ------------------------------------------------------------------------
 

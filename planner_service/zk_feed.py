@@ -15,6 +15,7 @@ Usage::
     task = asyncio.create_task(feed.run())
     feed.ready                       # a full read has completed at least once
     await feed.controllers()         # every controller instance's admin listener, host:port
+    await feed.broker_endpoints("SASL_SSL")   # broker id -> its endpoint of that protocol
 """
 
 from __future__ import annotations
@@ -34,6 +35,20 @@ STATE_READ_CHUNK = 2000
 # million round trips at every resync, and a plan reads no leader or ISR (only sizes use them).
 DEFAULT_STATE_WATCH_LIMIT = 100_000
 RECONNECT_MAX_S = 5.0
+
+
+def endpoint_of(path: str, data: bytes, protocol: str) -> tuple[str, int] | None:
+    """(host, port) of a broker registration's first endpoint whose security protocol is
+    ``protocol`` (Kafka's ``endpoints``, named through ``listener_security_protocol_map``), or
+    None when it has none or the registration cannot be read."""
+    from znodes.errors import ZnodeFormatError
+    from znodes.models import BrokerRegistration
+
+    try:
+        registration = BrokerRegistration.from_bytes(path, data)
+    except ZnodeFormatError:
+        return None
+    return next(((e.host, e.port) for e in registration.parsed_endpoints() if e.security_protocol == protocol), None)
 
 
 class ZkFeed:
@@ -330,4 +345,22 @@ class ZkFeed:
             if read is not None:
                 host, port = decode_listener(paths.join(base, name), read[0])
                 out.append(f"{host}:{port}")
+        return out
+
+    async def broker_endpoints(self, protocol: str) -> dict[int, tuple[str, int]]:
+        """broker id -> (host, port) of its registered endpoint of security protocol ``protocol``,
+        for the model's brokers that have one (read now, without a watch; the model keeps only
+        each broker's PLAINTEXT endpoint)."""
+        from znodes import paths
+        from znodes.reads import get_many
+
+        if self.store is None:
+            return {}
+        ids = sorted(self.model.brokers)
+        out = {}
+        for b, read in zip(ids, await get_many(self.store, [paths.broker(b) for b in ids])):
+            if read is not None:
+                endpoint = endpoint_of(paths.broker(b), read[0], protocol)
+                if endpoint is not None:
+                    out[b] = endpoint
         return out

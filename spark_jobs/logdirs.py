@@ -45,6 +45,24 @@ async def _roundtrip(reader, writer, api_key: int, version: int, correlation_id:
     return decoded
 
 
+def sizes_from_answer(answer: dict) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> bytes from one broker's DescribeLogDirs answer (future logs and
+    offline log dirs excluded); LogDirsError when the answer carries an error code."""
+    if answer.get("error_code", 0) != 0:
+        raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
+    out: dict[tuple[str, int], int] = {}
+    for result in answer.get("results", []):
+        if result.get("error_code", 0) != 0:
+            continue  # an offline log dir holds nothing we can count
+        for topic in result.get("topics", []):
+            for part in topic.get("partitions", []):
+                if part.get("is_future_key"):
+                    continue
+                key = (topic["name"], part["partition_index"])
+                out[key] = out.get(key, 0) + max(0, int(part["partition_size"]))
+    return out
+
+
 async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tuple[str, int], int]:
     """(topic, partition) -> bytes for every replica one broker holds (future logs excluded)."""
 
@@ -68,19 +86,7 @@ async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tupl
                 await writer.wait_closed()
             except OSError:
                 pass
-        if answer.get("error_code", 0) != 0:
-            raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
-        out: dict[tuple[str, int], int] = {}
-        for result in answer.get("results", []):
-            if result.get("error_code", 0) != 0:
-                continue  # an offline log dir holds nothing we can count
-            for topic in result.get("topics", []):
-                for part in topic.get("partitions", []):
-                    if part.get("is_future_key"):
-                        continue
-                    key = (topic["name"], part["partition_index"])
-                    out[key] = out.get(key, 0) + max(0, int(part["partition_size"]))
-        return out
+        return sizes_from_answer(answer)
 
     try:
         return await asyncio.wait_for(run(), timeout)
@@ -95,12 +101,17 @@ async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tupl
 
 
 async def query_sizes(
-    endpoints: dict[int, tuple[str, int]], timeout: float = 10.0
+    endpoints: dict[int, tuple[str, int]], timeout: float = 10.0, fetch=None
 ) -> tuple[dict[int, dict[tuple[str, int], int]], list[str]]:
-    """Ask every broker in parallel. Returns (broker id -> sizes, warnings)."""
+    """Ask every broker in parallel. Returns (broker id -> sizes, warnings).
+
+    ``fetch(host, port, timeout=)`` asks one broker, raising LogDirsError when it cannot;
+    :func:`broker_sizes` (PLAINTEXT) unless given (the planner service passes one that speaks
+    TLS and SASL)."""
+    fetch = fetch or broker_sizes
     ids = sorted(endpoints)
     results = await asyncio.gather(
-        *(broker_sizes(*endpoints[b], timeout=timeout) for b in ids), return_exceptions=True
+        *(fetch(*endpoints[b], timeout=timeout) for b in ids), return_exceptions=True
     )
     sizes: dict[int, dict[tuple[str, int], int]] = {}
     warnings: list[str] = []

@@ -11,6 +11,11 @@ serve --command-config FILE`` reads Kafka's client properties with the loader ``
   broker 3 holds no replica, the controller lists no reassignment.
 - ``kafka-reassign --rebalance --planner URL`` asks the service over HTTP and reads the cluster
   through its own ``--command-config``: the service's security is not involved.
+- The sizes poll with that ``--command-config``: the simulated brokers register only a PLAINTEXT
+  endpoint, so they are asked over PLAINTEXT as before and every replica has its size. No broker
+  here has a TLS or SASL listener; the poll's secured fetch is run against the controller's
+  SASL_SSL listener instead, to show it logs in with the file's settings (past the login, the
+  controller offers no DescribeLogDirs) and that a wrong password is refused at the login.
 - A bad ``--command-config`` (missing file, bad protocol, SASL without a password, a TLS file
   that is not one) exits 2 before anything starts.
 """
@@ -18,6 +23,7 @@ serve --command-config FILE`` reads Kafka's client properties with the loader ``
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import subprocess
 import sys
@@ -25,6 +31,9 @@ import time
 
 import pytest
 
+from client.security import ClientSecurity
+from planner_service.sizes import secured_broker_sizes
+from spark_jobs.logdirs import LogDirsError
 from tests.e2e.processes import REPO, running_cluster, stop_process, wait_for
 from tests.e2e.test_security_e2e import add_user
 from tests.planner.service_http import http
@@ -122,7 +131,7 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
     planner_props = client_properties(tmp_path / "planner.properties", pki, "planner")
     svc = c.processes.spawn("planner", [
         "planner", "serve", "--zookeeper", zk_hosts, "--listen", "127.0.0.1:0", "--command-config", planner_props,
-        "--master", "local[1]", "--no-sizes", "--session-timeout", "4", "--throttle", "50000000"])
+        "--master", "local[1]", "--sizes-interval", "1", "--session-timeout", "4", "--throttle", "50000000"])
     try:
         line = svc.stdout.readline()
         assert line, c.processes.log("planner").read_text()[-3000:]
@@ -131,6 +140,13 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
         admin = http(base, "GET", "/state")[1]["admin"]
         assert admin == {"bootstrap": None, "security_protocol": "SASL_SSL", "sasl_mechanism": "SCRAM-SHA-512",
                          "sasl_username": "planner"}, admin
+        # Sizes: the brokers registered no SASL_SSL endpoint, so they are asked over PLAINTEXT.
+        sizes = wait_for(lambda: (lambda s: s if s["last_poll_ms"] and not s["warnings"] else None)(
+            http(base, "GET", "/state")[1]["model"]["sizes"]), 30, "a sizes poll without warnings")
+        assert sizes["secured_brokers"] == [], sizes
+        load = wait_for(lambda: (lambda rows: rows if all(r["bytes_unknown"] == 0 for r in rows) else None)(
+            http(base, "GET", "/load")[1]["brokers"]), 30, "every replica's size in /load")
+        assert all(r["bytes"] > 0 for r in load if r["broker"] in _holders(c)), load
         status, answer = http(base, "POST", f"/remove_broker?brokerid={DRAINED}&dryrun=false")
         assert status == 200 and answer["execution"]["state"] == "running", answer
         ex_id = answer["execution"]["id"]
@@ -152,6 +168,15 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
         assert json.loads(out.stdout)["plan"]["fair"] is True, out.stdout
     finally:
         stop_process(svc)
+
+    # The sizes poll's secured fetch with the planner's file: TLS and SCRAM succeed on the
+    # controller's SASL_SSL listener, which then offers no DescribeLogDirs (it is no broker).
+    host, port = c.listeners[101].rsplit(":", 1)
+    security = ClientSecurity.from_file(planner_props)
+    with pytest.raises(LogDirsError, match="^SASL_SSL: the peer does not offer API key 35"):
+        asyncio.run(secured_broker_sizes(host, int(port), security, timeout=20))
+    with pytest.raises(LogDirsError, match="^SASL_SSL: .*SaslAuthenticationFailed"):
+        asyncio.run(secured_broker_sizes(host, int(port), dataclasses.replace(security, password="wrong"), timeout=20))
 
 
 @pytest.mark.parametrize("text, error", [
