@@ -49,6 +49,8 @@ Per partition checked, in order:
     deleted and a running move's. A restarted broker remembers no role until it gets one: without
     this it neither follows (so never rejoins an ISR) nor leads. One that only re-registered
     holds that epoch already and answers STALE_CONTROLLER_EPOCH for it, which changes nothing.
+    One that registered while no controller was active is told at the election instead
+    (controller.core.engine step 8b).
 
 Invariant protected (docs/DESIGN.md 4.7): every partition with a live replica in its ISR has a
 live leader once the step that saw its leader go has landed, and no ISR names a dead broker

@@ -99,6 +99,22 @@ class Outbox:
         }
         self._lai_last[is_new] = (tp, state, replicas, adding, removing, entry)
 
+    def leader_and_isr_held(self, tp: TopicPartition, state: LeaderIsr, replicas) -> None:
+        """The state held, to every live broker of ``replicas`` this step has no LeaderAndIsr
+        entry of ``tp`` for yet (engine step 8b: a resend never replaces what the step decided);
+        one entry shared by them all."""
+        entry = None
+        for broker_id in replicas:
+            if broker_id not in self.brokers:
+                continue
+            entries = self._lai.setdefault(broker_id, {})
+            if tp in entries:
+                continue
+            if entry is None:
+                entry = {**_partition_state(tp, state, replicas), "adding_replicas": [], "removing_replicas": [],
+                         "is_new": False}
+            entries[tp] = entry
+
     def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int, *, wait: bool = True) -> None:
         """StopReplica(delete). ``wait``: the partition's move finishes once it was sent
         (controller.core.events.StopReplicaSent); False for deletions nothing waits for."""

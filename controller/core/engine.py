@@ -67,6 +67,24 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     partition's replicas from its topic znode. When the live broker set changes (a broker
     registered, re-registered or went), every live broker hears the new set, in an
     UpdateMetadata without partitions if the step sends none with them (onBrokerFailure too).
+ 8b. Replica states (Kafka's ``replicaStateMachine.startup``, part of ``onControllerFailover``):
+    the chunks of a (re)load's full send (``MetadataRead.leader_and_isr``) also give every
+    live replica LeaderAndIsr with the state held, leader epoch unchanged, nothing written. A
+    broker that restarted while no controller was active registered before this one read the
+    brokers: no registration (controller.core.broker_failure step 7) ever tells it its role,
+    and it would neither lead nor follow, so never rejoin an ISR. Brokers holding the epoch
+    refuse it (STALE_CONTROLLER_EPOCH for the partition: not logged, not retried). Made last
+    in the step and only where the step sent that broker nothing of its own for the
+    partition (a new epoch, 9b's ``is_new``, a start), so each replica hears one state; never
+    for a started move (Resume announces it, a REPLICATING one with a new epoch) nor a topic
+    being deleted. Brokers 1-4; 3 restarted with no controller (it holds no epoch); 4 is down:
+
+    partition  RS (AR; RR)    held: leader [ISR] epoch  LeaderAndIsr in the chunk's step
+    a          1,2,3          1 [1,2] 4                 1 [1,2] 4 to 1, 2 (refused: held) and 3
+                                                        (takes it: follows 1, rejoins the ISR)
+    b          3,1            3 [3,1] 2                 3 [3,1] 2 to 3 (leads again), 1 (refused)
+    c          2,4            2 [2] 0                   2 [2] 0 to 2 (refused); 4 is down
+    d          1,2,3 (2; 3)   1 [1,3] 5                 none: a resumed move (Resume: epoch 6)
  9. Strays (no Kafka counterpart in ZooKeeper mode). A broker that registers or re-registers,
     and every live broker when a controller is elected (some may have registered while none
     was active), is asked what it hosts: DescribeLogDirs (KIP-113), after this step's
@@ -95,8 +113,8 @@ move resumed as REPLICATING after failover (its RS may never have reached the br
 state's epoch) - carries a leader epoch one above the last one written, written to the state
 znode first (conditional on its zkVersion) in the same flush. Brokers refuse a partition state
 whose leader epoch is not newer than theirs (docs/DESIGN.md section 5), so a resend of a state
-already written - a broker registering again (on_brokers), a STOPPING or CANCELLING move
-resumed - goes as it is: brokers holding it answer STALE_CONTROLLER_EPOCH for it, harmlessly (the dispatcher
+already written - a broker registering again (on_brokers), every partition after an election
+(step 8b), a STOPPING or CANCELLING move resumed - goes as it is: brokers holding it answer STALE_CONTROLLER_EPOCH for it, harmlessly (the dispatcher
 neither retries nor fails on that), and replicas without local state (new, or restarted)
 take it. UpdateMetadata carries states as they are and bumps nothing.
 
@@ -262,6 +280,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
         s.advance_deletions()  # step 11: after the cancels and overrides of the step
     s.missing_replicas()  # step 9b
     s.schedule()
+    s.replica_states()  # step 8b: last, where the step decided nothing of its own
     return s.finish()
 
 
@@ -315,6 +334,7 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
         self.deleting = Overlay(state.deleting)  # step 11
         self.unhosted = Overlay(state.unhosted)  # step 9b
         self.hosted_answers: dict[int, frozenset[TopicPartition]] = {}  # step 9b: this step's answers
+        self.startup: list[TopicPartition] = []  # step 8b: partitions of a (re)load's chunks
         self.elections: list = []  # step 12: (token, results) per ElectionRequested
         self.topics_deleted: list[str] = []
         self.markers_dropped: list[str] = []
@@ -656,6 +676,24 @@ class _Step(CancelSteps, QueueSteps, DeletionSteps, ElectionSteps):
             if tp in self.unhosted:
                 self.tell_unhosted(tp, state, assignment)
             self.box.update_metadata(tp, state, assignment.replicas, to)
+            if event.leader_and_isr:
+                self.startup.append(tp)  # step 8b, at the end of the step
+
+    def replica_states(self) -> None:
+        """Step 8b: LeaderAndIsr with the state held to every live replica of a (re)load's
+        chunk, where this step sent that broker nothing of its own for the partition; not for
+        a started move nor a topic being deleted."""
+        if not self.startup:
+            return
+        tasks, assignments, states, box = self.tasks, self.assignments, self.states, self.box
+        deleting = set(self.deleting.keys())
+        for tp in self.startup:
+            move = tasks.get(tp)
+            if (move is not None and move.started) or tp[0] in deleting:
+                continue
+            assignment, state = assignments.get(tp), states.get(tp)
+            if assignment is not None and state is not None:
+                box.leader_and_isr_held(tp, state, assignment.replicas)
 
     @writing(CREATE)
     def create_partition(self, tp: TopicPartition, assignment: Assignment, missing_parents: frozenset[str]) -> None:

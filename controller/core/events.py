@@ -59,6 +59,9 @@ class MetadataRead:
     # Of the partitions without a state znode: which of their parents (``.../partitions``,
     # ``.../partitions/P``) are missing too (controller.core.topic_creation step 4 creates them).
     missing_parents: frozenset[str] = frozenset()
+    # A chunk of a (re)load's full send: every live replica also gets LeaderAndIsr with the
+    # state (controller.core.engine step 8b, Kafka's replicaStateMachine.startup).
+    leader_and_isr: bool = False
 
 
 @dataclass(frozen=True, slots=True)

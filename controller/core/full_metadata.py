@@ -19,7 +19,10 @@ complete. The engine itself only speaks of partitions a step touches; the shell
     other events are processed between chunks, so the loop never stalls for a whole
     100,000-partition read, and a state read in the loop is dispatched before any later one.
  4. A reload (failover recovery) starts a new generation and a full send to everyone:
-    items of older generations are dropped, the new send covers them.
+    items of older generations are dropped, the new send covers them. Its chunks also give
+    every live replica LeaderAndIsr with the state read (engine step 8b, Kafka's
+    ``replicaStateMachine.startup``): a broker that restarted while no controller was active
+    registered before this one read the brokers, so nothing else would ever tell it its role.
 
     planner = Planner()
     queue.put_nowait(planner.everyone(list(state.assignments)))      # after election
@@ -30,7 +33,7 @@ complete. The engine itself only speaks of partitions a step touches; the shell
 from __future__ import annotations
 
 import itertools
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from znodes.values import Broker, TopicPartition
 
@@ -51,6 +54,9 @@ class MetadataDue:
     partitions: tuple[TopicPartition, ...]
     brokers: tuple[int, ...] | None  # None: every live broker
     offset: int = 0
+    # A (re)load's send: the partitions' live replicas get LeaderAndIsr with the state too
+    # (engine step 8b, Kafka's replicaStateMachine.startup).
+    leader_and_isr: bool = False
 
 
 class Planner:
@@ -61,9 +67,10 @@ class Planner:
         self.sent_partitions = 0  # for logs, tests and benchmarks
 
     def everyone(self, partitions: list[TopicPartition]) -> MetadataDue:
-        """A new full send to every live broker; older sends are dropped (step 4)."""
+        """A new full send to every live broker, with LeaderAndIsr to every live replica
+        (after a (re)load); older sends are dropped (step 4)."""
         self.generation = next(_GENERATIONS)
-        return MetadataDue(self.generation, tuple(partitions), None)
+        return MetadataDue(self.generation, tuple(partitions), None, leader_and_isr=True)
 
     def brokers(self, brokers: tuple[int, ...], partitions: list[TopicPartition]) -> MetadataDue:
         """Every partition to the brokers named (they just registered)."""
@@ -81,7 +88,7 @@ class Planner:
         end = item.offset + CHUNK
         chunk = item.partitions[item.offset : end]
         self.sent_partitions += len(chunk)
-        rest = None if end >= len(item.partitions) else MetadataDue(item.generation, item.partitions, item.brokers, end)
+        rest = None if end >= len(item.partitions) else replace(item, offset=end)
         return chunk, rest
 
 

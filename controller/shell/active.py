@@ -14,7 +14,8 @@ together rewrite ``/admin/reassign_partitions`` and each topic znode once.
 
 Brokers learn every partition, not only those a move touches: after each (re)load, to a broker
 that registers and for a new topic's partitions, the shell queues a full UpdateMetadata that
-goes out chunk by chunk between the other events (controller.core.full_metadata).
+goes out chunk by chunk between the other events (controller.core.full_metadata); a (re)load's
+chunks also give every live replica its partition's LeaderAndIsr (engine step 8b).
 
 Failures: a fenced write or an expired session ends the loop (``run`` returns why: the
 controller resigns and stops writing at once). A lost connection (SUSPENDED) pauses
@@ -373,7 +374,7 @@ class ActiveController:
                 _warn(lines)
                 unborn = [tp for tp, st in states.items() if st is None]
                 parents = await missing_parents(self.store, unborn) if unborn else frozenset()
-                out.append(MetadataRead(states, item.brokers, parents))
+                out.append(MetadataRead(states, item.brokers, parents, item.leader_and_isr))
         return out
 
     def plan_metadata(self, brokers_before: dict, partitions_before: dict[str, set[int]]) -> None:

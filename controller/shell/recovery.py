@@ -59,7 +59,8 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     (setting their watches): a cancel or queue the dead controller had not finished taking is
     taken now (both znodes are deleted only in the flush that took them). Then, as Kafka's
     ``onControllerFailover`` does, every partition's state goes to every live broker in
-    UpdateMetadata (controller.core.full_metadata), after the resumed work.
+    UpdateMetadata (controller.core.full_metadata), after the resumed work, and as held to
+    every live replica of a partition no resumed move owns in LeaderAndIsr (engine step 8b).
 
 Usage::
 

@@ -2,8 +2,9 @@
 ZooKeeper with simulated brokers (`reassignd sim`) and real controller processes: a broker that
 leads partitions is killed and stays dead. The partition state znodes then show a new leader
 from the ISR with leader epoch + 1 and the ISR without the dead broker (also where it only
-followed), written by the active controller (its controller epoch); and a broker that died
-while no controller was active is handled by the next controller at its election.
+followed), written by the active controller (its controller epoch); a broker that died
+while no controller was active is handled by the next controller at its election; and one
+restarted while none was active leads and follows as the states say once the next is elected.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ import socket
 
 import pytest
 
-from tests.e2e.processes import RunningCluster, controller_name, running_cluster, wait_for
+from tests.e2e.processes import RunningCluster, controller_name, running_cluster, sim_status, wait_for
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
@@ -106,3 +107,34 @@ def test_a_broker_that_died_without_a_controller_is_handled_at_the_next_election
         after = _wait_after(c, before, victim)
         _check_after(before, after, victim, c.json("/controller_epoch"))
         assert controller_name(102) in c.processes.running
+
+
+def test_a_broker_restarted_while_no_controller_is_active_takes_its_roles_at_the_next_election(zk_hosts, tmp_path):
+    # The sidecar's pod restart: the broker comes back (remembering no role) and registers
+    # before the next controller is elected, so only the election's LeaderAndIsr to every live
+    # replica (engine step 8b, Kafka's replicaStateMachine.startup) tells it to lead or follow.
+    with running_cluster(zk_hosts, tmp_path, sim_args=SIM, controller_ids=(101,)) as c:
+        before = _settled(c)
+        victim = min(s["leader"] for (t, _), s in before.items() if t == "orders")
+        c.kill_controller(101)
+        wait_for(lambda: c.zk.exists("/controller") is None, 20, "no active controller")
+        registered = c.zk.exists(f"/brokers/ids/{victim}").czxid
+        _sim(c, f"restart {victim}")
+        wait_for(lambda: (st := c.zk.exists(f"/brokers/ids/{victim}")) is not None and st.czxid != registered or None,
+                 10, f"broker {victim} registered again")
+        replicas = sim_status(c.control_port)["brokers"][str(victim)]["replicas"]
+        assert replicas and {r["role"] for r in replicas} == {"none"}, replicas
+        c.processes.start_controller(zk_hosts, 102, tmp_path / "controller.toml")
+        wait_for(lambda: (c.json("/controller") or {}).get("brokerid") == 102, 30, "controller 102 active")
+
+        def roles_taken():
+            states = _states(c)
+            got = {(r["topic"], r["partition"]): r["role"]
+                   for r in sim_status(c.control_port)["brokers"][str(victim)]["replicas"]}
+            want = {tp: "leader" if states[tp]["leader"] == victim else "follower" for tp in got}
+            return got if got == want and all(victim in states[tp]["isr"] for tp in got) else None
+
+        roles = wait_for(roles_taken, 30, f"broker {victim} leading and following as the states say")
+        assert {"leader", "follower"} <= set(roles.values()), roles
+        # The other replicas refused the resends (they hold those epochs): expected, not logged.
+        assert "LeaderAndIsr to broker" not in c.controller_log(102).read_text()
