@@ -78,3 +78,19 @@ def test_a_target_queued_behind_a_rollback_survives_a_failover():
         lambda m: m.queue(Drawn({0}, [1, 2, 3])),
         lambda m: m.start_controller(),
     )
+
+
+def test_a_rewrite_of_the_entry_a_rollback_keeps_is_no_new_request():
+    """Random seed 2077067581, shard 37: t-0 queued to [1,2,3], every reassignment cancelled,
+    and the rollback's finishing flush cut before its topic write; then, with no controller
+    running, /admin/reassign_partitions was rewritten with t-0 -> [1,2,3] - the entry the
+    rollback keeps until it ends, byte for byte. The znode cannot tell that rewrite from the
+    rollback's own entry (an active controller ignores it too), so the next controller finishes
+    the rollback: t-0 ends at [4,2,3], an endpoint it was at. The model had expected [1,2,3]; a
+    rewrite that leaves a partition's entry as it was now asks nothing new of that partition."""
+    replay(
+        lambda m: m.cut_flush(deposing=False, point=("rollback-finish", "topic")),
+        lambda m: m.queue(Drawn({0}, [1, 2, 3])),
+        lambda m: m.cancel_all(),
+        lambda m: m.retarget(Drawn({0}, [1, 2, 3])),
+    )
