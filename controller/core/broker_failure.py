@@ -46,7 +46,7 @@ Per partition checked, in order:
  7. A broker that registered or re-registered (``OfflineCheck.registered``; Kafka's
     ``onBrokerStartup``, its replicas to OnlineReplica): LeaderAndIsr with the state held, leader
     epoch unchanged, for each of its replicas that 6 did not just tell, bar a topic being
-    deleted and a running move's. A restarted broker remembers no role until it gets one: without
+    deleted and a started move's (a move waiting for a slot has sent nothing: told too). A restarted broker remembers no role until it gets one: without
     this it neither follows (so never rejoins an ISR) nor leads. One that only re-registered
     holds that epoch already and answers STALE_CONTROLLER_EPOCH for it, which changes nothing.
     One that registered while no controller was active is told at the election instead
@@ -189,13 +189,17 @@ class BrokerFailureSteps:
 
     def tell_registered(self, registered, wanted, told) -> None:
         """Step 7: LeaderAndIsr with the state held to each broker that registered, for its
-        replicas that step 6 did not just tell; not of a topic being deleted, nor of a running
-        move (the move's own requests)."""
+        replicas that step 6 did not just tell; not of a topic being deleted, nor of a started
+        move (the move's own requests). A move still waiting for a slot has sent nothing yet:
+        its partition is told like any other."""
         live = [b for b in sorted(registered) if b in self.brokers]
         for tp in wanted:
             assignment = self.assignments.get(tp)
             state = self.states.get(tp)
-            if assignment is None or state is None or tp in told or tp in self.tasks or tp[0] in self.deleting:
+            if assignment is None or state is None or tp in told or tp[0] in self.deleting:
+                continue
+            move = self.tasks.get(tp)
+            if move is not None and move.started:
                 continue
             for b in live:
                 if b in assignment.replicas:

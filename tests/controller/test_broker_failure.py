@@ -178,6 +178,18 @@ def test_a_broker_that_registers_gets_leader_and_isr_for_its_replicas():
     assert _written(back) == {("t", 2): [(13, 1, [1], 5, 9)]}  # nothing else written
 
 
+def test_a_registering_broker_is_told_of_a_partition_whose_move_waits_for_a_slot():
+    # A pending move has sent no request of its own: the partition's state held goes out as
+    # for any other (only a started move's requests are the engine's).
+    s = _cluster()
+    s.apply(_kill(s, 1).delta)
+    s.tasks[("t", 1)] = Move(("t", 1), (2, 3, 4))  # PENDING
+    s.pending[("t", 1)] = None
+    back = engine.step(s, [BrokersRead(_cluster().brokers), offline_check(None, registered={1})],
+                       ControllerConfig(max_cluster_moves=2))
+    assert _lai(back)[("t", 1)][1] == (2, 8, [2, 1, 3], [], [], False)
+
+
 def test_a_move_whose_trs_is_in_sync_is_the_engines_to_complete_not_elected_twice():
     s = _cluster()
     s.states[("t", 4)] = LeaderIsr(1, 2, 1, (1, 2, 4), 14)  # 4 caught up; the old leader 1 dies
