@@ -251,7 +251,10 @@ def test_servers_die_with_a_killed_starter(data_dir):
             time.sleep(0.1)
         assert not pid_alive(pid)
         # No process of that server is left (checked by its data dir, not its port: on a busy
-        # machine another process may take the freed ephemeral port at once).
+        # machine another process may take the freed ephemeral port at once). The watchdog
+        # that killed the server exits just after it: give it the same deadline.
+        while processes_mentioning(str(data_dir)) and time.monotonic() < deadline:
+            time.sleep(0.1)
         assert not processes_mentioning(str(data_dir))
     finally:
         if starter.poll() is None:
