@@ -16,7 +16,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from sim.assignment import assign_replicas
+from znodes.assignment import assign_replicas
 from sim.sizes import parse_size
 from znodes import models, paths
 from znodes.api import Create, MultiOpError, NodeExistsError, NoNodeError, Store

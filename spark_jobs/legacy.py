@@ -19,75 +19,22 @@ from __future__ import annotations
 import random
 
 from spark_jobs.errors import PlanError
+from znodes.assignment import assign_replicas, random_offsets
 from spark_jobs.snapshot import validate
 
 
-def _replica_index(first: int, shift: int, j: int, n: int) -> int:
-    return (first + 1 + (shift + j) % (n - 1)) % n
-
-
-def _rack_alternated(rack_of: dict[int, str]) -> list[int]:
-    by_rack: dict[str, list[int]] = {}
-    for b in sorted(rack_of):
-        by_rack.setdefault(rack_of[b], []).append(b)
-    racks = sorted(by_rack)
-    iters = {r: iter(by_rack[r]) for r in racks}
-    out: list[int] = []
-    i = 0
-    while len(out) < len(rack_of):
-        b = next(iters[racks[i]], None)
-        if b is not None:
-            out.append(b)
-        i = (i + 1) % len(racks)
-    return out
-
-
 def assign_unaware(n_parts: int, rf: int, brokers: list[int], rng: random.Random, fixed: int = -1) -> list[list[int]]:
-    """Kafka's rack-unaware layout; ``fixed`` >= 0 plays Kafka's fixedStartIndex."""
-    n = len(brokers)
-    start = fixed if fixed >= 0 else rng.randrange(n)
-    shift = fixed if fixed >= 0 else rng.randrange(n)
-    out = []
-    for p in range(n_parts):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (p + start) % n
-        reps = [brokers[first]]
-        for j in range(rf - 1):
-            reps.append(brokers[_replica_index(first, shift, j, n)])
-        out.append(reps)
-    return out
+    """Kafka's rack-unaware layout (znodes.assignment); ``fixed`` >= 0 plays Kafka's fixedStartIndex."""
+    start, shift = random_offsets(len(brokers), rng, fixed)
+    layout = assign_replicas(brokers, n_parts, rf, start=start, shift=shift)
+    return [layout[p] for p in range(n_parts)]
 
 
 def assign_aware(n_parts: int, rf: int, rack_of: dict[int, str], rng: random.Random, fixed: int = -1) -> list[list[int]]:
-    """Kafka's rack-aware layout over the rack-alternated broker list."""
-    arranged = _rack_alternated(rack_of)
-    n = len(arranged)
-    n_racks = len(set(rack_of.values()))
-    start = fixed if fixed >= 0 else rng.randrange(n)
-    shift = fixed if fixed >= 0 else rng.randrange(n)
-    out = []
-    for p in range(n_parts):
-        if p > 0 and p % n == 0:
-            shift += 1
-        first = (p + start) % n
-        leader = arranged[first]
-        reps = [leader]
-        racks_used = {rack_of[leader]}
-        used = {leader}
-        k = 0
-        for _ in range(rf - 1):
-            while True:
-                b = arranged[_replica_index(first, shift * n_racks, k, n)]
-                k += 1
-                rack = rack_of[b]
-                if (rack not in racks_used or len(racks_used) == n_racks) and (b not in used or len(used) == n):
-                    reps.append(b)
-                    racks_used.add(rack)
-                    used.add(b)
-                    break
-        out.append(reps)
-    return out
+    """Kafka's rack-aware layout over the rack-alternated broker list (znodes.assignment)."""
+    start, shift = random_offsets(len(rack_of), rng, fixed)
+    layout = assign_replicas(sorted(rack_of), n_parts, rf, start=start, shift=shift, racks=rack_of)
+    return [layout[p] for p in range(n_parts)]
 
 
 def legacy_generate(snapshot: dict, topics: list[str], broker_ids: list[int], *, seed: int = 0, rack_aware: bool = True) -> dict:

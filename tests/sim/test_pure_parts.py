@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.assignment import AssignmentError, assign_replicas, rack_alternated
+from znodes.assignment import AssignmentError, assign_replicas, rack_alternated
 from sim.sizes import parse_size
 from sim.throttle import ThrottleConfigError, Throttles, parse_throttled_replicas
 

@@ -5,7 +5,10 @@ list; further replicas follow at a shift that grows by one every ``n`` partition
 leaders and followers spread round-robin. Rack-aware (every broker has a rack): the same walk
 over a broker list that alternates racks, skipping a broker whose rack (or itself) already
 holds a replica while some rack (or broker) holds none. ``start`` and ``shift`` are random in
-Kafka; here the caller passes them (seeded) so a simulation is reproducible.
+Kafka; here the caller passes them (seeded) so a simulation or a plan is reproducible.
+
+The one copy of this algorithm: the simulated brokers' auto-creation (sim.topics) and the
+planner's ``--generate`` (spark_jobs.legacy, with ``random_offsets``) both call it.
 
     >>> assign_replicas([1, 2, 3], partitions=3, replication_factor=2, start=0, shift=0)
     {0: [1, 2], 1: [2, 3], 2: [3, 1]}
@@ -13,9 +16,20 @@ Kafka; here the caller passes them (seeded) so a simulation is reproducible.
 
 from __future__ import annotations
 
+import random
+
 
 class AssignmentError(ValueError):
     """The topic cannot be placed on these brokers."""
+
+
+def random_offsets(n_brokers: int, rng: random.Random, fixed: int = -1) -> tuple[int, int]:
+    """Kafka's ``(startIndex, nextReplicaShift)``: random in [0, n) unless ``fixed`` >= 0
+    (Kafka's fixedStartIndex, which sets both)."""
+    if fixed >= 0:
+        return fixed, fixed
+    start = rng.randrange(n_brokers)
+    return start, rng.randrange(n_brokers)
 
 
 def assign_replicas(
