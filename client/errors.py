@@ -28,7 +28,7 @@ Usage::
 
 from __future__ import annotations
 
-from typing import ClassVar
+from protocol.errors import ErrorCode, error_name, is_retriable
 
 
 class ReassignError(Exception):
@@ -93,16 +93,9 @@ class UnsupportedVersionError(ReassignError):
 
 # ---- Kafka error codes --------------------------------------------------------------------
 
+# Names, messages and retriability come from protocol.errors, the one table of Kafka's codes;
+# this module only gives some codes an exception class of their own to catch.
 _BY_CODE: dict[int, type["KafkaApiError"]] = {}
-
-
-def _code_name(code: int) -> str:
-    try:
-        from protocol.errors import ErrorCode
-
-        return ErrorCode(code).name
-    except (ImportError, ValueError):
-        return f"ERROR_{code}"
 
 
 class KafkaApiError(ReassignError):
@@ -113,8 +106,7 @@ class KafkaApiError(ReassignError):
     when it is a per-entity error.
     """
 
-    code: int = -1
-    retriable: ClassVar[bool] = False
+    code: int = ErrorCode.UNKNOWN_SERVER_ERROR
 
     def __init__(
         self,
@@ -125,9 +117,8 @@ class KafkaApiError(ReassignError):
         partition: int | None = None,
         broker_id: int | None = None,
     ):
-        if code is not None:
-            self.code = code
-        self.name = _code_name(self.code)
+        self.code = int(self.code if code is None else code)
+        self.name = error_name(self.code)
         self.message = message
         self.topic = topic
         self.partition = partition
@@ -142,6 +133,11 @@ class KafkaApiError(ReassignError):
             text += f": {message}"
         super().__init__(text)
 
+    @property
+    def retriable(self) -> bool:
+        """Whether Kafka lets a client retry the same request (protocol.errors' table)."""
+        return is_retriable(self.code)
+
     def __init_subclass__(cls, **kw):
         super().__init_subclass__(**kw)
         if "code" in cls.__dict__:
@@ -149,58 +145,57 @@ class KafkaApiError(ReassignError):
 
 
 class UnknownTopicOrPartitionError(KafkaApiError):
-    code = 3
+    code = ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
 
 
 class ClusterAuthorizationFailedError(KafkaApiError):
-    code = 31
+    code = ErrorCode.CLUSTER_AUTHORIZATION_FAILED
 
 
 class UnsupportedVersionCodeError(KafkaApiError):
-    code = 35
+    code = ErrorCode.UNSUPPORTED_VERSION
 
 
 class InvalidTopicError(KafkaApiError):
-    code = 17
+    code = ErrorCode.INVALID_TOPIC_EXCEPTION
 
 
 class UnknownMemberIdError(KafkaApiError):
     """KIP-179 uses UNKNOWN_MEMBER_ID for a broker id the cluster does not have."""
 
-    code = 25
+    code = ErrorCode.UNKNOWN_MEMBER_ID
 
 
 class InvalidReplicaAssignmentError(KafkaApiError):
-    code = 39
+    code = ErrorCode.INVALID_REPLICA_ASSIGNMENT
 
 
 class NotControllerError(KafkaApiError):
-    code = 41
-    retriable = True
+    code = ErrorCode.NOT_CONTROLLER
 
 
 class InvalidRequestError(KafkaApiError):
-    code = 42
+    code = ErrorCode.INVALID_REQUEST
 
 
 class PolicyViolationError(KafkaApiError):
-    code = 44
+    code = ErrorCode.POLICY_VIOLATION
 
 
 class ReassignmentInProgressError(KafkaApiError):
     """Kafka's REASSIGNMENT_IN_PROGRESS; the KIPs' PARTITION_REASSIGNMENT_IN_PROGRESS."""
 
-    code = 60
+    code = ErrorCode.REASSIGNMENT_IN_PROGRESS
 
 
 class NoReassignmentInProgressError(KafkaApiError):
-    code = 85
+    code = ErrorCode.NO_REASSIGNMENT_IN_PROGRESS
 
 
 class InvalidThrottleError(KafkaApiError):
     """INVALID_THROTTLE (KIP-179, this project's code 1001): throttle <= 0."""
 
-    code = 1001
+    code = ErrorCode.INVALID_THROTTLE
 
 
 def error_for_code(
