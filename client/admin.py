@@ -49,8 +49,8 @@ from client.metadata import (
 )
 from client.results import KeyedResult
 from client.transport import NodeConnection
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 DEFAULT_PORT = 9092  # Kafka's, when a bootstrap address has none
 DEFAULT_CLIENT_ID = "kafka-reassign"

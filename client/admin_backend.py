@@ -38,8 +38,7 @@ from client.outcomes import (
     VerifyOutcome,
 )
 from client.wire import UNTHROTTLED
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 
 class AdminBackend:

@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 
 from client.errors import ClusterMismatchError
 from client.inputs import Reassignment
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 
 @dataclass

@@ -27,6 +27,7 @@ import re
 from dataclasses import dataclass
 
 from client.errors import InputError, InputFileError
+from znodes.values import TopicPartition
 
 # Kafka's only reassignment/topics JSON version.
 SUPPORTED_VERSION = 1
@@ -43,9 +44,6 @@ INT32_MAX = 2**31 - 1
 INT64_MAX = 2**63 - 1
 
 _PARTITION_KEYS = {"topic", "partition", "replicas", "log_dirs", "original_replicas"}
-
-
-TopicPartition = tuple[str, int]
 
 
 @dataclass(frozen=True)

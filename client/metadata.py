@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from client.errors import ReassignError
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 NO_CONTROLLER = -1
 

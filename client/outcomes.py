@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from client.errors import KafkaApiError
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 COMPLETE = "complete"
 IN_PROGRESS = "in_progress"

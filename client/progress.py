@@ -28,8 +28,8 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 IN_SYNC = "In sync"
 UNKNOWN_TOPIC = "Unknown topic"

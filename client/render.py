@@ -23,8 +23,7 @@ from client.outcomes import (
     VerifyOutcome,
     tp_name,
 )
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 
 def plan_doc(assignments: dict[TopicPartition, list[int]]) -> dict:

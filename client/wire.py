@@ -17,8 +17,8 @@ from client.errors import KafkaApiError, ProtocolViolationError, error_for_code
 from client.metadata import Reassignment, ReassignmentDescription
 from client.results import KeyedResult
 from znodes.throttle_keys import RATE_KEYS
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 METADATA = 3
 API_VERSIONS = 18

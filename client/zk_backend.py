@@ -50,8 +50,8 @@ from client.outcomes import (
     VerifyOutcome,
     tp_name,
 )
+from znodes.values import TopicPartition
 
-TopicPartition = tuple[str, int]
 
 DEFAULT_ZK_TIMEOUT_S = 15.0
 

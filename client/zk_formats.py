@@ -22,7 +22,6 @@ from znodes.errors import ZnodeFormatError
 
 from client.errors import ClusterDataError
 
-TopicPartition = tuple[str, int]
 
 from znodes.throttle_keys import FOLLOWER_RATE as FOLLOWER_THROTTLED_RATE
 from znodes.throttle_keys import FOLLOWER_REPLICAS as FOLLOWER_THROTTLED_REPLICAS
@@ -31,6 +30,7 @@ from znodes.throttle_keys import LEADER_REPLICAS as LEADER_THROTTLED_REPLICAS
 from znodes.throttle_keys import RATE_KEYS as THROTTLED_RATE_KEYS
 from znodes.throttle_keys import REPLICA_KEYS as THROTTLED_REPLICA_KEYS
 from znodes.throttle_keys import WILDCARD as ALL_REPLICAS
+from znodes.values import TopicPartition
 
 
 def _model(model, path: str, data: bytes):
