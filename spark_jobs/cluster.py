@@ -7,7 +7,7 @@ contiguous block ``topic_start[t]:topic_start[t+1]``. Replicas live in an int32 
 
 Usage::
 
-    c = Cluster.from_snapshot(snapshot.load("cluster.json"))
+    c = ClusterArrays.from_snapshot(snapshot.load("cluster.json"))
     c.rep[c.topic_start[0]:c.topic_start[1]]      # the first topic's assignment
 """
 
@@ -20,7 +20,7 @@ import numpy as np
 
 
 @dataclass
-class Cluster:
+class ClusterArrays:
     broker_ids: np.ndarray  # int64 (B,), increasing for snapshot brokers
     racks: list  # rack name or None, per broker index
     alive: np.ndarray  # bool (B,)
@@ -45,13 +45,13 @@ class Cluster:
     def index_of(self) -> dict[int, int]:
         return {int(b): i for i, b in enumerate(self.broker_ids)}
 
-    def with_brokers(self, extra_ids: list[int]) -> "Cluster":
+    def with_brokers(self, extra_ids: list[int]) -> "ClusterArrays":
         """A copy that also knows brokers ``extra_ids`` (no rack, not alive, no replicas)."""
         known = set(int(b) for b in self.broker_ids)
         new = [b for b in extra_ids if b not in known]
         if not new:
             return self
-        return Cluster(
+        return ClusterArrays(
             broker_ids=np.concatenate([self.broker_ids, np.array(new, dtype=np.int64)]),
             racks=list(self.racks) + [None] * len(new),
             alive=np.concatenate([self.alive, np.zeros(len(new), dtype=bool)]),
@@ -67,7 +67,7 @@ class Cluster:
         )
 
     @classmethod
-    def from_snapshot(cls, snap: dict) -> "Cluster":
+    def from_snapshot(cls, snap: dict) -> "ClusterArrays":
         """Build from a validated snapshot (see spark_jobs.snapshot.validate)."""
         brokers = snap["brokers"]
         broker_ids = np.array([b["id"] for b in brokers], dtype=np.int64)  # sorted by validate()

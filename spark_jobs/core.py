@@ -43,7 +43,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from spark_jobs import exact, leaders
-from spark_jobs.cluster import Cluster
+from spark_jobs.cluster import ClusterArrays
 from spark_jobs.errors import PlanError
 from spark_jobs.racks import RackRule
 from spark_jobs.realize import TopicTask, realize_chunk
@@ -147,7 +147,7 @@ class _Planner:
         self.req = req
         self.mapper = mapper or local_mapper
         self.warnings: list[str] = []
-        c = Cluster.from_snapshot(snap)
+        c = ClusterArrays.from_snapshot(snap)
         known = set(int(b) for b in c.broker_ids)
 
         def ids(values, what):
