@@ -204,7 +204,6 @@ async def call(addr, key: int, version: int, body: dict, correlation: int = 1) -
         writer.close()
 
 
-CREATE_TOPICS_KEY = 19
 
 
 def create_body(name: str, partitions: int, rf: int) -> dict:
@@ -221,8 +220,8 @@ async def bench_create_topics(addr, count: int, clients: int, prefix: str) -> fl
         reader, writer = await asyncio.open_connection(*addr)
         try:
             for correlation, name in enumerate(names, 1):
-                writer.write(protocol.encode_request(CREATE_TOPICS_KEY, 7, correlation, "bench", create_body(name, 12, RF)))
-                answer = protocol.decode_response(CREATE_TOPICS_KEY, 7, await read_frame(reader))[1]
+                writer.write(protocol.encode_request(protocol.ApiKey.CREATE_TOPICS, 7, correlation, "bench", create_body(name, 12, RF)))
+                answer = protocol.decode_response(protocol.ApiKey.CREATE_TOPICS, 7, await read_frame(reader))[1]
                 if answer["topics"][0]["error_code"]:
                     raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")
         finally:
@@ -235,7 +234,7 @@ async def bench_create_topics(addr, count: int, clients: int, prefix: str) -> fl
 
 async def time_create_one(addr, name: str, partitions: int) -> float:
     began = time.perf_counter()
-    answer = await call(addr, CREATE_TOPICS_KEY, 7, create_body(name, partitions, RF))
+    answer = await call(addr, protocol.ApiKey.CREATE_TOPICS, 7, create_body(name, partitions, RF))
     elapsed = time.perf_counter() - began
     if answer["topics"][0]["error_code"]:
         raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")

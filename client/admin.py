@@ -49,6 +49,7 @@ from client.metadata import (
 )
 from client.results import KeyedResult
 from client.transport import NodeConnection
+from protocol import ApiKey
 from znodes.values import TopicPartition
 
 
@@ -210,7 +211,7 @@ class AdminClient:
         return (node.host, node.port)
 
     async def _fetch_metadata(self, addr: tuple[str, int], topics: list[str] | None) -> ClusterMetadata:
-        _, body = await self._request(addr, wire.METADATA, wire.metadata_request(topics))
+        _, body = await self._request(addr, ApiKey.METADATA, wire.metadata_request(topics))
         if body.get("error_code"):  # v13+ (KIP-1102): the node could not answer; another may
             raise ConnectionFailedError(f"{addr[0]}:{addr[1]} answered Metadata with error {body['error_code']}")
         return ClusterMetadata.from_body(body)
@@ -334,7 +335,7 @@ class AdminClient:
         )
         # The version carries the semantics: v1 is the additional one.
         versions = wire.REASSIGN_V_ADDITIONAL if additional else wire.REASSIGN_V_PLAIN
-        _, answer = await self._controller_request(wire.REASSIGN_PARTITIONS, body, wire.partition_codes, versions)
+        _, answer = await self._controller_request(ApiKey.REASSIGN_PARTITIONS, body, wire.partition_codes, versions)
         return wire.partition_results(answer, list(clean))
 
     async def alter_interbroker_throttled_rates(
@@ -354,7 +355,7 @@ class AdminClient:
             clean[broker] = (_require_rate(pair[0], f"broker {broker} leader rate"),
                              _require_rate(pair[1], f"broker {broker} follower rate"))
         body = wire.throttled_rates_request(clean, auto_remove, validate_only, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.ALTER_THROTTLED_RATES, body, wire.broker_codes)
+        _, answer = await self._controller_request(ApiKey.ALTER_INTERBROKER_THROTTLED_RATES, body, wire.broker_codes)
         return wire.broker_results(answer, list(clean))
 
     async def alter_interbroker_throttled_replicas(
@@ -372,7 +373,7 @@ class AdminClient:
             for k, v in replicas.items()
         }
         body = wire.throttled_replicas_request(clean, auto_remove, validate_only, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.ALTER_THROTTLED_REPLICAS, body, wire.partition_codes)
+        _, answer = await self._controller_request(ApiKey.ALTER_INTERBROKER_THROTTLED_REPLICAS, body, wire.partition_codes)
         return wire.partition_results(answer, list(clean))
 
     # ---- KIP-236 --------------------------------------------------------------------------
@@ -385,7 +386,7 @@ class AdminClient:
         (e.g. NO_REASSIGNMENT_IN_PROGRESS, or skipped as unsafe per KIP-236)."""
         wanted = None if partitions is None else [_require_tp(k, "cancel_reassignments") for k in partitions]
         body = wire.cancel_request(wanted, validate_only, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.CANCEL_REASSIGNMENTS, body, wire.cancel_codes)
+        _, answer = await self._controller_request(ApiKey.CANCEL_REASSIGNMENTS, body, wire.cancel_codes)
         return wire.cancel_results(answer, wanted)
 
     # ---- KIP-240 --------------------------------------------------------------------------
@@ -396,7 +397,7 @@ class AdminClient:
         """The running reassignments (of ``partitions``, or all). Raises the request's error."""
         wanted = None if partitions is None else [_require_tp(k, "list_reassignments") for k in partitions]
         body = wire.list_request(wanted, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.LIST_REASSIGNMENTS, body, wire.top_codes)
+        _, answer = await self._controller_request(ApiKey.LIST_REASSIGNMENTS, body, wire.top_codes)
         return wire.list_results(answer)
 
     async def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, KafkaApiError | None]:
@@ -404,7 +405,7 @@ class AdminClient:
         replica leads now (elected, or already leading: ELECTION_NOT_NEEDED), else the error."""
         wanted = [_require_tp(k, "elect_preferred_leaders") for k in partitions]
         body = wire.elect_leaders_request(wanted, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.ELECT_LEADERS, body, wire.elect_leaders_codes, versions=(1, 2))
+        _, answer = await self._controller_request(ApiKey.ELECT_LEADERS, body, wire.elect_leaders_codes, versions=(1, 2))
         return {tp: None if code in (0, wire.ELECTION_NOT_NEEDED) else error_for_code(code, topic=tp[0], partition=tp[1])
                 for tp, code in wire.elect_leaders_results(answer).items()}
 
@@ -441,14 +442,14 @@ class AdminClient:
 
     async def _describe(self, wanted: list[Reassignment]) -> wire.DescribeMatch:
         body = wire.describe_request(wanted, self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.DESCRIBE_REASSIGNMENTS, body, wire.top_codes)
+        _, answer = await self._controller_request(ApiKey.DESCRIBE_REASSIGNMENTS, body, wire.top_codes)
         return wire.describe_results(answer, wanted)
 
     async def list_partition_reassignments(self) -> dict[TopicPartition, tuple[list[int], list[int], list[int]]]:
         """Kafka's ListPartitionReassignments (KIP-455): (replicas, adding, removing) of each
         running reassignment."""
         body = wire.list_partition_reassignments_request(self.request_timeout_ms)
-        _, answer = await self._controller_request(wire.LIST_PARTITION_REASSIGNMENTS, body, wire.top_codes)
+        _, answer = await self._controller_request(ApiKey.LIST_PARTITION_REASSIGNMENTS, body, wire.top_codes)
         return wire.list_partition_reassignments_results(answer)
 
     # ---- KIP-113 --------------------------------------------------------------------------
@@ -474,7 +475,7 @@ class AdminClient:
                 result.errors[broker] = ConnectionFailedError(f"broker {broker} is not in the cluster")
                 return
             try:
-                _, answer = await self._request(self._addr(broker), wire.DESCRIBE_LOG_DIRS, body)
+                _, answer = await self._request(self._addr(broker), ApiKey.DESCRIBE_LOG_DIRS, body)
             except UnsupportedVersionError as exc:
                 if explicit:
                     result.errors[broker] = exc
@@ -498,5 +499,5 @@ class AdminClient:
         if not ids:
             return {}
         body = wire.describe_configs_request(ids, wire.THROTTLE_RATE_KEYS)
-        _, answer = await self._controller_request(wire.DESCRIBE_CONFIGS, body, wire.describe_configs_codes)
+        _, answer = await self._controller_request(ApiKey.DESCRIBE_CONFIGS, body, wire.describe_configs_codes)
         return wire.broker_throttles(answer)

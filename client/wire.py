@@ -20,18 +20,6 @@ from znodes.throttle_keys import RATE_KEYS
 from znodes.values import TopicPartition
 
 
-METADATA = 3
-API_VERSIONS = 18
-DESCRIBE_CONFIGS = 32
-DESCRIBE_LOG_DIRS = 35
-ELECT_LEADERS = 43
-LIST_PARTITION_REASSIGNMENTS = 46
-REASSIGN_PARTITIONS = 10000
-ALTER_THROTTLED_RATES = 10001
-ALTER_THROTTLED_REPLICAS = 10002
-LIST_REASSIGNMENTS = 10003
-DESCRIBE_REASSIGNMENTS = 10004
-CANCEL_REASSIGNMENTS = 10005
 
 # ReassignPartitions: v0 is KIP-179's schema (refused with REASSIGNMENT_IN_PROGRESS while one
 # runs); v1 asks for the additional semantics (a partition already moving gets its new target).

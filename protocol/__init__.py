@@ -51,13 +51,16 @@ Errors
 What is supported
     `supported_apis() -> {api_key: (min, max)}` (APIs with both a request and a response spec:
     what an ApiVersions response lists), `api_name(key) -> "Metadata"`, `API_KEYS`
-    ({"Metadata": 3, ...}), `request_header_version(key, version)`,
+    ({"Metadata": 3, ...}) and `ApiKey` (the same as an IntEnum: `ApiKey.METADATA == 3`),
+    `request_header_version(key, version)`,
     `response_header_version(key, version)`. Error codes are in `protocol.errors`
     (`ErrorCode.NOT_CONTROLLER == 41`), the frame splitter in `protocol.framing`.
 
 How it is fast: see `protocol.codegen` (each message version is compiled once into
 straight-line Python with batched struct calls).
 """
+
+import enum
 
 from .errors import ERRORS, ErrorCode, error_info
 from .exceptions import DecodeError, EncodeError, SpecError, UnsupportedVersionError
@@ -74,9 +77,15 @@ from .messages import (
     parse_request,
     supported_apis,
 )
+from .naming import snake_case
 from .registry import REGISTRY
 
 API_KEYS: dict[str, int] = api_keys()
+
+# Every API number by name, generated from the specs (the one list: no module keeps its own
+# integers): ApiKey.DESCRIBE_LOG_DIRS == 35, ApiKey.LEADER_AND_ISR == 4.
+ApiKey = enum.IntEnum("ApiKey", {snake_case(name).upper(): key for name, key in API_KEYS.items()}, module=__name__)
+ApiKey.__doc__ = "Kafka API keys by name, from the specs: ApiKey.API_VERSIONS == 18."
 
 
 def request_header_version(api_key: int, api_version: int) -> int:
@@ -91,6 +100,7 @@ def response_header_version(api_key: int, api_version: int) -> int:
 
 __all__ = [
     "API_KEYS",
+    "ApiKey",
     "DecodeError",
     "ERRORS",
     "EncodeError",

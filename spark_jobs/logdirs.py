@@ -16,9 +16,8 @@ import asyncio
 import struct
 
 import protocol.messages as wire
+from protocol import ApiKey
 
-API_VERSIONS = 18
-DESCRIBE_LOG_DIRS = 35
 OUR_LOG_DIRS_VERSIONS = (0, 4)  # the versions of DescribeLogDirs our codec speaks
 CLIENT_ID = "reassignd-snapshot"
 # A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each): 64 MiB covers
@@ -69,17 +68,17 @@ async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tupl
     async def run():
         reader, writer = await asyncio.open_connection(host, port)
         try:
-            versions = await _roundtrip(reader, writer, API_VERSIONS, 0, 1, {})
+            versions = await _roundtrip(reader, writer, ApiKey.API_VERSIONS, 0, 1, {})
             if versions.get("error_code", 0) != 0:
                 raise LogDirsError(f"ApiVersions error code {versions['error_code']}")
             theirs = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions.get("api_keys", [])}
-            if DESCRIBE_LOG_DIRS not in theirs:
+            if ApiKey.DESCRIBE_LOG_DIRS not in theirs:
                 raise LogDirsError("broker does not support DescribeLogDirs")
-            lo, hi = theirs[DESCRIBE_LOG_DIRS]
+            lo, hi = theirs[ApiKey.DESCRIBE_LOG_DIRS]
             version = min(hi, OUR_LOG_DIRS_VERSIONS[1])
             if version < max(lo, OUR_LOG_DIRS_VERSIONS[0]):
                 raise LogDirsError(f"no common DescribeLogDirs version (broker {lo}-{hi})")
-            answer = await _roundtrip(reader, writer, DESCRIBE_LOG_DIRS, version, 2, {"topics": None})
+            answer = await _roundtrip(reader, writer, ApiKey.DESCRIBE_LOG_DIRS, version, 2, {"topics": None})
         finally:
             writer.close()
             try:

@@ -36,12 +36,12 @@ from collections import defaultdict, deque
 
 from controller.core.task import Phase
 from controller.shell.throttles import read_listed
+from protocol import ApiKey
 from znodes import paths
 from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.controller")
 
-DESCRIBE_LOG_DIRS = 35
 DESCRIBE_LOG_DIRS_VERSION = 1
 REQUEST_TIMEOUT_S = 5.0
 # Samples one run keeps (the oldest go first): 12 hours at the default 10 s interval, so a
@@ -212,7 +212,7 @@ class CopyProgress:
         body = {"topics": [{"topic": t, "partitions": ps} for t, ps in by_topic.items()]}
         try:
             async with asyncio.timeout(REQUEST_TIMEOUT_S):
-                answer = await transport.request(broker, DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, body)
+                answer = await transport.request(broker, ApiKey.DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, body)
         except (OSError, TimeoutError, ConnectionError) as e:
             log.debug("copy progress: broker %d did not answer DescribeLogDirs: %r", broker, e)
             return None
