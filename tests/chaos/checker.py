@@ -31,7 +31,8 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    The audits also list writes made outside a fenced multi (``"fenced": false``): one of a
    znode only the controller writes fenced (:data:`FENCED_PREFIXES`) is a violation by itself,
    whenever it landed - a fence bypassed on one kind of write shows here even when no
-   deposed controller happened to have such a write in flight.
+   deposed controller happened to have such a write in flight. A history with no audited
+   write at all fails: with the audits missing, no zombie and no unfenced write would show.
 4. Throttles: the workload sets only auto-removed throttles, so the final configs hold no
    throttle key and the removal lists are empty.
 5. Quiescence: after every fault, once healed, the cluster is quiescent within the bound.
@@ -325,6 +326,11 @@ def _check_zombies(epochs: list[dict], audit: list[dict], states: list[dict], re
                 f"{later[0][0]:#x}: {a['ops']}"
             )
             report.zombie_writes += 1
+
+    if report.writes_audited == 0:
+        # Every run writes (start, finish, the election's leader epochs): no audited write means
+        # the audits went missing, and "zombie_writes=0" would then vouch for nothing.
+        report.violations.append("no write was audited: the zombie and fence checks had nothing to judge")
 
 
 def controller_owned(path: str) -> bool:

@@ -210,3 +210,20 @@ def test_p99_is_nearest_rank():
     assert p99([]) == 0.0
     assert p99([3.0, 1.0, 2.0]) == 3.0
     assert p99([float(i) for i in range(1, 201)]) == 198.0
+
+
+def test_a_history_with_no_audited_write_fails():
+    """Without the audits the zombie and fence checks see nothing: zombie_writes=0 and
+    unfenced_writes=0 would hold whatever the controllers did, so the run itself fails."""
+    history = [r for r in _history() if not (r["type"] == "audit" and r["event"] == "write")]
+    report = check(history)
+    assert report.writes_audited == 0 and report.zombie_writes == 0 and report.unfenced_writes == 0
+    assert report.violations == ["no write was audited: the zombie and fence checks had nothing to judge"]
+
+
+def test_only_unguarded_unfenced_writes_count_as_nothing_audited():
+    """A write outside a fenced multi of a znode no epoch guards is not an audited write."""
+    history = [r for r in _history() if not (r["type"] == "audit" and r["event"] == "write")]
+    history.insert(-1, {"type": "audit", "event": "write", "fenced": False, "controller": 102, "epoch": 2,
+                        "epoch_zkversion": 1, "zxid": 240, "ops": [["create", "/reassignd/controllers/102"]]})
+    assert "no write was audited" in " ".join(check(history).violations)
