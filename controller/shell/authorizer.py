@@ -64,10 +64,11 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     51: (ALTER, CLUSTER),  # AlterUserScramCredentials
     43: (ALTER, CLUSTER),  # ElectLeaders (Kafka: ALTER on the cluster)
 }
-# Checked per resource in their handlers, as Kafka does (the cluster grant or the topic's):
-# CreateTopics (19) CREATE, DeleteTopics (20) DELETE, CreatePartitions (37) ALTER, AlterConfigs
-# (33) and IncrementalAlterConfigs (44) ALTER_CONFIGS (cluster for a broker resource); a
-# request-wide gate here would refuse a principal holding only the topic's grant.
+# Checked per resource in their handlers, as Kafka does: CreateTopics (19) CREATE on the cluster
+# or the topic, DeleteTopics (20) DELETE and CreatePartitions (37) ALTER on the topic alone,
+# AlterConfigs (33) and IncrementalAlterConfigs (44) ALTER_CONFIGS on the topic (the cluster for
+# a broker resource); a request-wide gate here would refuse a principal holding only the
+# topic's grant. Metadata (3) and DescribeConfigs (32) check per topic too (docs/DESIGN.md 8).
 PER_RESOURCE_APIS = (19, 20, 37, 33, 44)
 
 _TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}

@@ -117,12 +117,21 @@ class AdminContext:
         return active
 
 
-async def allows_on_topic(ctx: AdminContext, operation: int, name: str) -> bool:
-    """Kafka's rule for the topic administration APIs: ``operation`` on the topic, or on the
-    cluster (which covers every topic); always true without an authorizer."""
+async def allows(ctx: AdminContext, operation: int, resource_type: int, name: str) -> bool:
+    """Whether the request's principal may do ``operation`` on the resource (always without an
+    authorizer)."""
     authorizer = getattr(ctx, "authorizer", None)
     if authorizer is None:
         return True
-    session = SESSION.get()
-    return await authorizer.allows(session, operation, acl.TOPIC, name) or await authorizer.allows(
-        session, operation, acl.CLUSTER, acl.CLUSTER_NAME)
+    return await authorizer.allows(SESSION.get(), operation, resource_type, name)
+
+
+async def allows_on_topic(ctx: AdminContext, operation: int, name: str, *, or_cluster: bool = False) -> bool:
+    """Kafka's rule for the topic administration APIs: ``operation`` on the topic itself.
+
+    Only CreateTopics passes ``or_cluster`` (CREATE on the cluster covers every topic, Kafka's
+    ``hasClusterAuthorization``); DeleteTopics (DELETE) and CreatePartitions (ALTER) look at the
+    topic alone, as Kafka's KafkaApis does: a cluster grant must not delete or grow topics."""
+    if or_cluster and await allows(ctx, operation, acl.CLUSTER, acl.CLUSTER_NAME):
+        return True
+    return await allows(ctx, operation, acl.TOPIC, name)

@@ -4,8 +4,8 @@ controller.core.topic_creation.plan_partitions (Kafka's errors).
 
 Active controller only. Per topic, in request order:
 
- 1. A topic named twice -> INVALID_REQUEST; with ACLs enforced ALTER on the topic (or the
-    cluster), else TOPIC_AUTHORIZATION_FAILED; then ``plan_partitions``: UNKNOWN_TOPIC_OR_PARTITION,
+ 1. A topic named twice -> INVALID_REQUEST; with ACLs enforced ALTER on the topic (a cluster
+    grant does not count, as in Kafka), else TOPIC_AUTHORIZATION_FAILED; then ``plan_partitions``: UNKNOWN_TOPIC_OR_PARTITION,
     INVALID_TOPIC_EXCEPTION (queued for deletion), INVALID_PARTITIONS (not an increase),
     POLICY_VIOLATION (the new total over ``topic_policy_max_partitions``),
     REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR.

@@ -4,7 +4,9 @@ controller.core.topic_creation, whose docstring has the algorithm, the errors an
 Active controller only (a standby answers NOT_CONTROLLER on every topic). Per request:
 
  1. With ACLs enforced: CREATE on the cluster, or on the topic (Kafka's rule), else that topic
-    gets TOPIC_AUTHORIZATION_FAILED.
+    gets TOPIC_AUTHORIZATION_FAILED. v5+: without DESCRIBE_CONFIGS on the topic its answer
+    carries no configs, partition count or replication factor, and ``topic_config_error_code``
+    TOPIC_AUTHORIZATION_FAILED (Kafka's rule).
  2. The view: existing topic names and those in ``/admin/delete_topics`` (read from
     ZooKeeper: the controller's memory may lag a tool's creation), live brokers with racks, and
     every broker's replicas and preferred leaders (the controller's assignments plus topics this
@@ -30,6 +32,7 @@ from __future__ import annotations
 import asyncio
 import time
 import weakref
+from collections import Counter
 
 from controller.core import acl
 from controller.core.placement import cluster_counts
@@ -183,7 +186,10 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     requests = _requests(body)
     timeout_s = body.get("timeout_ms", 60_000) / 1000
     validate_only = version >= 1 and bool(body.get("validate_only"))
-    denied = {r.name for r in requests if not await allows_on_topic(ctx, acl.CREATE, r.name)}
+    # A name given twice is INVALID_REQUEST whoever asks (plan_topics), before authorization (Kafka).
+    named = Counter(r.name for r in requests)
+    denied = {r.name for r in requests
+              if named[r.name] == 1 and not await allows_on_topic(ctx, acl.CREATE, r.name, or_cluster=True)}
     creations = _creations(active)
     futures: dict[str, list[asyncio.Future]] = {}
     results: dict[int, dict] = {}
@@ -249,7 +255,19 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
                 f.cancel()  # nobody waits any more
                 if creations.waiting.get((name, p)) is f:
                     del creations.waiting[(name, p)]
+    if version >= 5:
+        await _hide_configs(ctx, results.values())
     return {"throttle_time_ms": 0, "topics": [results[i] for i in range(len(requests))]}
+
+
+async def _hide_configs(ctx: AdminContext, results) -> None:
+    """Kafka's rule for v5+ answers: a topic's configs, partition count and replication factor
+    are shown only to a principal with DESCRIBE_CONFIGS on the topic (the cluster's does not
+    count); otherwise ``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED."""
+    for out in results:
+        if not await allows_on_topic(ctx, acl.DESCRIBE_CONFIGS, out["name"]):
+            out.update(topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), configs=None,
+                       num_partitions=-1, replication_factor=-1)
 
 
 def create_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:

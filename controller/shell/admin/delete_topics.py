@@ -7,7 +7,7 @@ anything else (as Kafka does): TOPIC_DELETION_DISABLED, INVALID_REQUEST for v0-2
 predate that code). Otherwise per topic, in request order:
 
  1. A name given twice -> INVALID_REQUEST; v6 by id only (name null) -> UNKNOWN_TOPIC_ID (topic
-    znodes here carry no ids); with ACLs enforced, DELETE on the topic (or the cluster), else
+    znodes here carry no ids); with ACLs enforced, DELETE on the topic (a cluster grant does not count, as in Kafka), else
     TOPIC_AUTHORIZATION_FAILED; an illegal name or a topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
  2. The marker is created in a multi fenced by the controller epoch (the parent with it if
     missing); a marker already there is success (a deletion under way).
