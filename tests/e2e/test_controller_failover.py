@@ -3,8 +3,11 @@
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd controller`` x3,
 ``python -m reassignd sim`` (brokers speaking the Kafka wire protocol over TCP), and a
 third-party-style write of ``/admin/reassign_partitions`` with kazoo in Kafka's plain format
-(no ``original_replicas``). The active controller is killed with SIGKILL at a random moment;
-a standby must take over and every partition must complete.
+(no ``original_replicas``). The active controller is killed with SIGKILL at a random moment
+once its moves have started, and moves must still be in flight at the kill (their KIP-240
+records, read before any successor was elected); a standby must take over and every
+partition must complete. ``E2E_SEED`` picks the moment and the targets (default
+:data:`DEFAULT_SEED`, so a failure replays; it is printed either way).
 """
 
 from __future__ import annotations
@@ -14,6 +17,7 @@ import random
 import time
 
 import pytest
+from kazoo.exceptions import NoNodeError
 
 from tests.e2e.processes import running_cluster, wait_for
 
@@ -23,6 +27,11 @@ BROKERS = 6
 TOPICS = {"orders": 80, "clicks": 60, "logs": 60}  # 200 partitions, RF 3
 CONTROLLER_IDS = (101, 102, 103)
 COMPLETION_TIMEOUT_S = 60
+DEFAULT_SEED = 20261126
+# The kill comes this long after the first moves started (drawn from the seed): the 200
+# partitions take several seconds to move, so moves are in flight at any point of it.
+KILL_AFTER_START_S = (0.0, 1.0)
+START_TIMEOUT_S = 30
 CONTROLLER_CONFIG = {"max_incoming_per_broker": 40, "max_outgoing_per_broker": 40}
 SIM_ARGS = ["--brokers", str(BROKERS), "--topics", *(f"{name}:{n}:3:256KiB" for name, n in TOPICS.items()),
             "--bandwidth", "20MiB", "--produce-rate", "0", "--tick-ms", "50", "--replica-lag-time-max-ms", "3000"]
@@ -41,17 +50,39 @@ def _targets(assignments: dict[str, dict[str, list[int]]], rng: random.Random) -
     return out
 
 
+def _records(zk) -> list[str]:
+    """The KIP-240 records under /admin/reassignments: one per move started and not ended."""
+    out: list[str] = []
+    for t in zk.get_children("/admin/reassignments") if zk.exists("/admin/reassignments") else []:
+        try:
+            out += [f"{t}/{p}" for p in zk.get_children(f"/admin/reassignments/{t}")]
+        except NoNodeError:  # the topic's last move finished between the two reads
+            continue
+    return out
+
+
 def test_failover_mid_reassignment(zk_hosts, tmp_path):
-    rng = random.Random(int(os.environ.get("E2E_SEED", "0")) or None)
+    seed = int(os.environ.get("E2E_SEED") or DEFAULT_SEED)
+    print(f"E2E_SEED={seed}")
+    rng = random.Random(seed)
     with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS,
                          controller_config=CONTROLLER_CONFIG) as c:
         zk = c.zk
         targets = _targets(c.sim["topics"], rng)
         c.submit(targets)
-        time.sleep(rng.uniform(0.05, 1.5))
+        wait_for(lambda: _records(zk), START_TIMEOUT_S, "the first moves to start", interval=0.02)
+        time.sleep(rng.uniform(*KILL_AFTER_START_S))
         active = c.active_controller()
+        epoch = zk.get("/controller_epoch")[0]
         c.kill_controller(active)
         started = time.monotonic()
+        # What was in flight at the kill: the killed controller writes nothing more, and the
+        # epoch unchanged after the read says no successor had written yet either.
+        in_flight = _records(zk)
+        assert zk.get("/controller_epoch")[0] == epoch, "a successor was elected before the in-flight read"
+        assert in_flight, "no move was in flight when the controller was killed"
+        assert zk.exists("/admin/reassign_partitions") is not None, "every request had ended before the kill"
+        print(f"{len(in_flight)} moves in flight at the kill")
 
         wait_for(
             lambda: zk.exists("/admin/reassign_partitions") is None and not zk.get_children("/admin/reassignments"),
