@@ -8,11 +8,15 @@ with ``--log-format json``) with these fields:
 
     {"audit": "admin", "client": "10.0.0.7:51234", "principal": null,
      "api": "AlterPartitionReassignments", "api_key": 45, "api_version": 0, "validate_only": false,
-     "partitions": ["orders-0", "orders-1"], "brokers": [], "outcome": {"NONE": 2}}
+     "partitions": ["orders-0", "orders-1"], "brokers": [], "resources": [], "outcome": {"NONE": 2}}
 
 ``principal`` is the connection's authenticated principal (``User:alice``; ``User:ANONYMOUS`` on
 a PLAINTEXT listener with security configured), null on a listener without security. ``outcome`` counts the answer's
-error codes by name (a request refused as a whole has one, NOT_CONTROLLER on a standby).
+error codes by name, one per entry (a request refused as a whole counts its code for every
+entry, NOT_CONTROLLER on a standby, CLUSTER_AUTHORIZATION_FAILED without the ACL); a request
+the listener closes the connection on has ``{"connection closed": 1}``. ``resources`` names
+what else it acts on (``Topic:orders``, ``Broker:1``, an ACL binding, ``upsert User:alice
+mechanism 2``; never a credential). Every state-changing API is audited (:data:`STATE_CHANGING`).
 Read-only APIs (Metadata, Describe*, List*) are not audited. This is not the write audit of
 controller.shell.audit, which records ZooKeeper writes for the invariant checks.
 """
@@ -22,6 +26,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 
+from controller.core.acl import OPERATION_NAMES, PATTERN_NAMES, PERMISSION_NAMES, RESOURCE_NAMES
 from controller.shell.listener import CLIENT, SESSION, WrappedHandler
 from controller.shell.logs import JsonFormatter
 from protocol.errors import ErrorCode
@@ -30,13 +35,23 @@ audit_log = logging.getLogger("reassignd.audit")
 # Recorded whatever the process log level (the level of what else is logged).
 audit_log.setLevel(logging.INFO)
 
-# The admin APIs that change the cluster (key -> name).
+# Every admin API that changes the cluster or its security (key -> name): each request gets one
+# entry, refused ones included.
 STATE_CHANGING = {
     45: "AlterPartitionReassignments",
     10000: "ReassignPartitions",
     10001: "AlterInterbrokerThrottledRates",
     10002: "AlterInterbrokerThrottledReplicas",
     10005: "CancelReassignments",
+    19: "CreateTopics",
+    20: "DeleteTopics",
+    37: "CreatePartitions",
+    33: "AlterConfigs",
+    44: "IncrementalAlterConfigs",
+    43: "ElectLeaders",
+    30: "CreateAcls",
+    31: "DeleteAcls",
+    51: "AlterUserScramCredentials",
 }
 _TOPIC_KEYS = ("topic", "name")
 _PARTITION_KEYS = ("partition_id", "partition_index")
@@ -67,6 +82,7 @@ def record(key: int, version: int, body: dict, response) -> None:
         "validate_only": bool(body.get("validate_only", False)),
         "partitions": partitions,
         "brokers": brokers,
+        "resources": resources(key, body),
         "outcome": outcome,
     }
     audit_log.info(
@@ -90,6 +106,10 @@ def named(body: dict) -> tuple[list[str], list[int]]:
                 partitions.append(f"{topic}-{part}")
             for p in node.get("partition_ids") or ():
                 partitions.append(f"{topic}-{p}")
+            # ElectLeaders: {"topic": t, "partitions": [0, 1]}
+            for p in node.get("partitions") or ():
+                if isinstance(p, int) and topic is not None:
+                    partitions.append(f"{topic}-{p}")
             if isinstance(node.get("broker_id"), int) and part is None:
                 brokers.append(node["broker_id"])
             for value in node.values():
@@ -103,23 +123,68 @@ def named(body: dict) -> tuple[list[str], list[int]]:
 
 
 def codes(response) -> list[int]:
-    """Every error code in an answer (entries' codes; the top-level one when there are none)."""
+    """Every error code in an answer: one per entry, the innermost ones (the top-level code when
+    there are none). An entry answered NONE inside an answer refused as a whole (a non-zero code
+    around it) counts as that refusal: it was not done."""
     found: list[int] = []
 
-    def walk(node):
+    def walk(node, around: int):
         if isinstance(node, dict):
-            for key, value in node.items():
+            own = int(node.get("error_code") or 0)
+            here = own or around
+            for value in node.values():
                 if isinstance(value, list):
                     for item in value:
-                        walk(item)
+                        walk(item, here)
             if "error_code" in node and not found_below(node):
-                found.append(int(node["error_code"] or 0))
+                found.append(here)
 
     def found_below(node) -> bool:
         return any(isinstance(v, list) and any(isinstance(i, dict) and _has_code(i) for i in v) for v in node.values())
 
-    walk(response)
+    walk(response, 0)
     return found or [0]
+
+
+# ConfigResource type codes, and the filters' ANY codes, for the entry's resource names.
+_CONFIG_TYPES = {2: "Topic", 4: "Broker", 8: "BrokerLogger"}
+_ANY = 1  # ANY resource type, pattern, operation or permission in a DeleteAcls filter
+
+
+def resources(key: int, body: dict) -> list[str]:
+    """What a request acts on beyond partitions and brokers, by name: topics, config resources,
+    ACL bindings (filters), SCRAM users (never their salts or salted passwords)."""
+    if key in (19, 37):  # CreateTopics, CreatePartitions
+        return [f"Topic:{t.get('name')}" for t in body.get("topics") or ()]
+    if key == 20:  # DeleteTopics: names (v0-5) or name/id pairs (v6+)
+        names = list(body.get("topic_names") or ())
+        names += [t.get("name") if t.get("name") is not None else f"id={t.get('topic_id')}" for t in body.get("topics") or ()]
+        return [f"Topic:{n}" for n in names]
+    if key in (33, 44):
+        return [f"{_CONFIG_TYPES.get(r.get('resource_type'), r.get('resource_type'))}:{r.get('resource_name')}"
+                for r in body.get("resources") or ()]
+    if key == 30:
+        return [_binding(c.get("resource_type"), c.get("resource_pattern_type"), c.get("resource_name"), c.get("principal"),
+                         c.get("host"), c.get("operation"), c.get("permission_type")) for c in body.get("creations") or ()]
+    if key == 31:
+        return [_binding(f.get("resource_type_filter"), f.get("pattern_type_filter"), f.get("resource_name_filter"),
+                         f.get("principal_filter"), f.get("host_filter"), f.get("operation"), f.get("permission_type"))
+                for f in body.get("filters") or ()]
+    if key == 51:
+        return ([f"delete User:{d.get('name')} mechanism {d.get('mechanism')}" for d in body.get("deletions") or ()]
+                + [f"upsert User:{u.get('name')} mechanism {u.get('mechanism')}" for u in body.get("upsertions") or ()])
+    return []
+
+
+def _binding(rtype, pattern, name, principal, host, operation, permission) -> str:
+    """An ACL (or a filter) as one line; None or ANY is '*any*'."""
+
+    def label(code, names):
+        return "*any*" if code in (None, _ANY) else names.get(code, str(code))
+
+    return (f"{label(rtype, RESOURCE_NAMES)}:{label(pattern, PATTERN_NAMES | {2: 'MATCH'})}:"
+            f"{'*any*' if name is None else name} {label(permission, PERMISSION_NAMES)} {principal or '*any*'} "
+            f"from {host or '*any*'} to {label(operation, OPERATION_NAMES)}")
 
 
 def _has_code(node) -> bool:
