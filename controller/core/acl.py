@@ -178,3 +178,23 @@ class AclRules:
         if not acls:
             return self.allow_if_no_acl
         return matching(ALLOW, IMPLIED_BY.get(operation, {operation}))
+
+
+# KIP-430: the operations an authorised-operations field reports, per resource type (Kafka's
+# AclEntry.supportedOperations); bit ``code`` is set for each one allowed.
+SUPPORTED_OPERATIONS = {
+    TOPIC: (READ, WRITE, CREATE, DESCRIBE, DELETE, ALTER, DESCRIBE_CONFIGS, ALTER_CONFIGS),
+    CLUSTER: (CREATE, CLUSTER_ACTION, DESCRIBE_CONFIGS, ALTER_CONFIGS, IDEMPOTENT_WRITE, ALTER, DESCRIBE),
+}
+
+
+def operations_field(operations) -> int:
+    """KIP-430's 32-bit field: bit ``code`` set for each operation."""
+    return sum(1 << op for op in set(operations))
+
+
+def authorized_operations(rules: AclRules, principal: str | None, host: str, resource_type: int, name: str) -> int:
+    """The KIP-430 field of what ``principal`` may do on the resource: each supported operation
+    the rule above allows (implied ones included, as Kafka asks the authorizer op by op)."""
+    return operations_field(op for op in SUPPORTED_OPERATIONS[resource_type]
+                            if rules.allows(principal, host, op, resource_type, name))

@@ -29,10 +29,13 @@ from controller.core.acl import (
     OPERATION_NAMES,
     PATTERN_NAMES,
     RESOURCE_NAMES,
+    SUPPORTED_OPERATIONS,
     Acl,
     AclFilter,
     AclRules,
     Resource,
+    authorized_operations,
+    operations_field,
 )
 from controller.shell.security.principal import ANONYMOUS
 from znodes import acls as zacls
@@ -149,6 +152,13 @@ class Authorizer:
     async def allows_api(self, session, api_key: int) -> bool:
         need = API_OPERATIONS.get(api_key)
         return need is None or await self.allows(session, need[0], need[1], CLUSTER_NAME)
+
+    async def authorized_operations(self, session, resource_type: int, name: str) -> int:
+        """KIP-430's field for the resource: the operations the session's principal may do."""
+        principal, host = who(session)
+        if principal in self.super_users:
+            return operations_field(SUPPORTED_OPERATIONS[resource_type])
+        return authorized_operations(await self.rules(), principal, host, resource_type, name)
 
     async def describe(self, f: AclFilter) -> list[Acl]:
         return sorted(a for a in (await self.rules()).acls if f.matches(a))

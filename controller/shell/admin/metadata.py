@@ -17,7 +17,8 @@ Building the answer, step by step:
     an illegal name INVALID_TOPIC_EXCEPTION, a topic asked for by id only (v10+)
     UNKNOWN_TOPIC_ID. Nothing is auto-created. With ACLs enforced, a topic the principal may
     not DESCRIBE is left out of an all-topics answer and gets TOPIC_AUTHORIZATION_FAILED when
-    named.
+    named. KIP-430's authorised-operations fields, when asked for, are computed from the ACLs
+    (every supported operation without an authorizer, as Kafka answers).
  5. Partitions: replicas from the topic znode, leader, leader epoch and ISR from the partition
     state znode. A leader that is not a registered broker gives LEADER_NOT_AVAILABLE and
     leader -1; ``offline_replicas`` are the replicas that are not registered; v0 clients get
@@ -50,11 +51,10 @@ NO_NODE = -1
 INTERNAL_TOPICS = frozenset({"__consumer_offsets", "__transaction_state"})
 # KIP-430: "authorized operations not requested" is INT32_MIN on the wire.
 OPERATIONS_OMITTED = -(2**31)
-# No authorizer yet, so every operation is allowed. Kafka's AclOperation codes; topic: READ
-# WRITE CREATE DELETE ALTER DESCRIBE DESCRIBE_CONFIGS ALTER_CONFIGS.
-TOPIC_OPERATIONS = sum(1 << op for op in (3, 4, 5, 6, 7, 8, 10, 11))
-# Cluster: CREATE ALTER DESCRIBE CLUSTER_ACTION DESCRIBE_CONFIGS ALTER_CONFIGS IDEMPOTENT_WRITE.
-CLUSTER_OPERATIONS = sum(1 << op for op in (5, 7, 8, 9, 10, 11, 12))
+# Without an authorizer every supported operation is allowed (Kafka's answer then); with one,
+# each field is computed from the ACLs (Authorizer.authorized_operations).
+TOPIC_OPERATIONS = acl.operations_field(acl.SUPPORTED_OPERATIONS[acl.TOPIC])
+CLUSTER_OPERATIONS = acl.operations_field(acl.SUPPORTED_OPERATIONS[acl.CLUSTER])
 ZERO_UUID = uuid.UUID(int=0)
 
 log = logging.getLogger("reassignd.admin")
@@ -224,11 +224,19 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
             entries = [e for e in entries if e[0] not in denied]
     valid = [n for n, _ in entries if n is not None and _legal(n) and n not in denied]
     views = await read_topic_views(store, valid)
-    want_ops = bool(body.get("include_topic_authorized_operations"))
+    # KIP-430, as Kafka: each topic described (an unknown or illegal name included) gets the
+    # operations the principal may do on it; a refused one and one asked for by id keep
+    # "not requested"; the cluster's field (v8-10) needs DESCRIBE on the cluster, else 0.
+    ops: dict[str, int] = {}
+    if body.get("include_topic_authorized_operations"):
+        for name, _ in entries:
+            if name is not None and name not in denied and name not in ops:
+                ops[name] = TOPIC_OPERATIONS if authorizer is None else await authorizer.authorized_operations(
+                    SESSION.get(), acl.TOPIC, name)
     topics = [
         _topic_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, OPERATIONS_OMITTED)
         if name in denied
-        else _topic(version, name, topic_id, views.get(name), brokers, want_ops)
+        else _topic(version, name, topic_id, views.get(name), brokers, ops.get(name, OPERATIONS_OMITTED))
         for name, topic_id in entries
     ]
     return {
@@ -237,10 +245,19 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
         "cluster_id": cluster_id,
         "controller_id": controller_id,
         "topics": topics,
-        "cluster_authorized_operations": (
-            CLUSTER_OPERATIONS if body.get("include_cluster_authorized_operations") else OPERATIONS_OMITTED
-        ),
+        "cluster_authorized_operations": await _cluster_operations(authorizer, body),
     }
+
+
+async def _cluster_operations(authorizer, body: dict) -> int:
+    if not body.get("include_cluster_authorized_operations"):
+        return OPERATIONS_OMITTED
+    if authorizer is None:
+        return CLUSTER_OPERATIONS
+    session = SESSION.get()
+    if not await authorizer.allows(session, acl.DESCRIBE, acl.CLUSTER, acl.CLUSTER_NAME):
+        return 0
+    return await authorizer.authorized_operations(session, acl.CLUSTER, acl.CLUSTER_NAME)
 
 
 def _legal(name: str) -> bool:
@@ -251,11 +268,10 @@ def _legal(name: str) -> bool:
         return False
 
 
-def _topic(version, name, topic_id, view: TopicView | None, brokers: dict[int, Broker], want_ops: bool) -> dict:
-    ops = TOPIC_OPERATIONS if want_ops else OPERATIONS_OMITTED
+def _topic(version, name, topic_id, view: TopicView | None, brokers: dict[int, Broker], ops: int) -> dict:
     if name is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID  # asked for by id only: topic ids are not indexed here
-        return _topic_error("" if version < 12 else None, topic_id, code, ops)
+        return _topic_error("" if version < 12 else None, topic_id, code, OPERATIONS_OMITTED)
     if not _legal(name):
         return _topic_error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION, ops)
     if view is None:
