@@ -12,8 +12,11 @@ the API table).
 One connection, step by step:
 
  1. Accept. Beyond ``max_connections`` open connections, or ``max_connections_per_address``
-    from one address, the new one is closed at once (the client sees EOF and may retry
-    elsewhere); the others are untouched. With ``ssl``, TLS first; with a
+    from one address (counted in ``addresses``, which the listeners of one instance share), the
+    new one is closed at once (the client sees EOF and may retry elsewhere); the others are
+    untouched. This is before anything else, TLS included (Kafka's acceptor counts the same
+    way), so a flood of bare TCP connections holds no more than the caps. With ``ssl``, the
+    TLS handshake next, closed unless done within ``handshake_timeout_s``; with a
     ``session_factory``, the connection gets its security session (``SESSION``; see
     controller.shell.security.session): until it is authenticated, requests are read one at
     a time and bounded by its smaller limit, and an answer it marks ``closing`` is the last.
@@ -50,6 +53,7 @@ from typing import Protocol
 
 import protocol
 from protocol.errors import ErrorCode
+from controller.shell.security.quotas import AddressCounts
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
 
 log = logging.getLogger("reassignd.listener")
@@ -71,6 +75,9 @@ MAX_CONNECTIONS = 512
 IDLE_TIMEOUT_S = 600.0
 MAX_PIPELINED = 64
 MAX_PIPELINED_BYTES = 100 * 1024 * 1024
+# A TLS handshake takes milliseconds; one not done in this long is a stalled or hostile client
+# (controller.shell.security.config's ssl.handshake.timeout.ms sets it; asyncio's default is 60 s).
+HANDSHAKE_TIMEOUT_S = 5.0
 
 
 class RequestHandler(Protocol):
@@ -110,6 +117,7 @@ class ListenerLimits:
     max_pipelined_bytes: int = MAX_PIPELINED_BYTES
     # Connections from one client address (Kafka's max.connections.per.ip); None: no cap.
     max_connections_per_address: int | None = None
+    handshake_timeout_s: float = HANDSHAKE_TIMEOUT_S
 
     @classmethod
     def from_config(cls, config) -> ListenerLimits:
@@ -151,7 +159,8 @@ class _Close:
 @dataclass
 class Stats:
     accepted: int = 0
-    refused: int = 0  # over max_connections
+    refused: int = 0  # over max_connections or the per-address cap, closed at accept
+    handshake_failed: int = 0  # TLS handshakes that failed or did not finish in time
     idle_closed: int = 0
     requests: int = 0
     # Requests with bytes after their body (ignored, as Kafka ignores them; librdkafka 2.x sends
@@ -171,6 +180,7 @@ class AdminListener:
         max_request_bytes: int | None = None,
         ssl=None,
         session_factory=None,
+        addresses: AddressCounts | None = None,
     ):
         self.host = host
         self.port = port
@@ -188,7 +198,10 @@ class AdminListener:
         # session's ``authenticated`` bounds what is read, ``closing`` ends the connection
         # after the answer just written.
         self.session_factory = session_factory
-        self._per_address: dict[str, int] = {}
+        # Connections per client address: shared by the listeners of one instance (one count,
+        # as max.connections.per.ip promises), else this listener's own.
+        self.addresses = addresses if addresses is not None else AddressCounts(limits.max_connections_per_address)
+        self._open = 0  # accepted and not closed yet, TLS handshakes included
 
     @property
     def max_request_bytes(self) -> int:
@@ -196,13 +209,14 @@ class AdminListener:
 
     @property
     def connections(self) -> int:
-        return len(self._writers)
+        return self._open
 
     async def start(self) -> tuple[str, int]:
         """Bind and listen; returns the bound (host, port)."""
+        # No ssl here: asyncio would run the handshake before _serve sees the connection, so the
+        # caps could only be checked after it. _serve counts first, then starts TLS itself.
         self._server = await asyncio.start_server(
             self._serve, self.host, self.port, reuse_address=True, backlog=max(100, self.limits.max_connections),
-            ssl=self.ssl,
         )
         self.port = self._server.sockets[0].getsockname()[1]
         return self.host, self.port
@@ -225,26 +239,48 @@ class AdminListener:
     async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         peer = writer.get_extra_info("peername")
         CLIENT.set(f"{peer[0]}:{peer[1]}" if isinstance(peer, tuple) and len(peer) >= 2 else str(peer))
-        if len(self._writers) >= self.limits.max_connections:
+        # Nothing is awaited before TLS starts: a ClientHello that arrived must still be unread.
+        if self._open >= self.limits.max_connections:
             self.stats.refused += 1
-            log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, len(self._writers))
+            log.warning("refusing admin connection from %s: %d connections open (the limit)", peer, self._open)
             writer.close()
             return
         address = peer[0] if isinstance(peer, tuple) else str(peer)
-        cap = self.limits.max_connections_per_address
-        if cap is not None and self._per_address.get(address, 0) >= cap:
+        if not self.addresses.admit(address):
             self.stats.refused += 1
-            log.warning("refusing admin connection from %s: %d connections from that address (the limit)", peer, cap)
+            log.warning("refusing admin connection from %s: %d connections from that address (the limit)",
+                        peer, self.addresses.held(address))
             writer.close()
             return
-        self._per_address[address] = self._per_address.get(address, 0) + 1
+        self._open += 1
         self.stats.accepted += 1
+        task = asyncio.current_task()
+        self._tasks.add(task)
+        try:
+            if self.ssl is not None and not await self._start_tls(writer, peer):
+                return
+            await self._converse(reader, writer, peer)
+        finally:
+            self._tasks.discard(task)
+            self._open -= 1
+            self.addresses.release(address)
+            writer.close()
+
+    async def _start_tls(self, writer: asyncio.StreamWriter, peer) -> bool:
+        """The server side of the TLS handshake, bounded by ``handshake_timeout_s``."""
+        try:
+            await writer.start_tls(self.ssl, ssl_handshake_timeout=self.limits.handshake_timeout_s)
+        except (OSError, EOFError, TimeoutError) as e:  # ssl.SSLError and ConnectionError are OSErrors
+            self.stats.handshake_failed += 1
+            log.info("TLS handshake with %s failed: %s", peer, e or type(e).__name__)
+            return False
+        return True
+
+    async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer) -> None:
         session = None
         if self.session_factory is not None:
             session = self.session_factory(peer, writer.get_extra_info("peercert"))
         SESSION.set(session)  # the reader task and every request task inherit it
-        task = asyncio.current_task()
-        self._tasks.add(task)
         self._writers.add(writer)
         queue: asyncio.Queue = asyncio.Queue(self.limits.max_pipelined)
         conn = _Connection(session)
@@ -263,13 +299,6 @@ class AdminListener:
                 if isinstance(item, tuple):
                     item[0].cancel()
             self._writers.discard(writer)
-            self._tasks.discard(task)
-            left = self._per_address.get(address, 1) - 1
-            if left:
-                self._per_address[address] = left
-            else:
-                self._per_address.pop(address, None)
-            writer.close()
 
     async def _read(self, reader: asyncio.StreamReader, queue: asyncio.Queue, conn: _Connection, peer) -> None:
         """Steps 2 and 4: frames in, one task each, queued in arrival order."""

@@ -10,7 +10,9 @@
     ssl.principal.mapping.rules=RULE:^CN=(.*?),.*$/$1/,DEFAULT
     connections.max.reauth.ms=3600000       # KIP-368; 0: sessions never expire
     connection.failed.authentication.delay.ms=100
-    max.connections.per.ip=128
+    max.failed.authentication.rate.per.ip=5   # failed logins a second from one address (a burst of 2 s first)
+    max.connections.per.ip=128              # one count across all listeners, taken at accept
+    ssl.handshake.timeout.ms=5000           # a TLS handshake not done by then is closed
     authorizer.class.name=kafka.security.authorizer.AclAuthorizer
     super.users=User:admin;User:CN=ops
     allow.everyone.if.no.acl.found=false
@@ -45,11 +47,23 @@ AUTHORIZER = "kafka.security.authorizer.AclAuthorizer"
 # holding a socket long.
 FAILED_AUTH_DELAY_MS = 100
 # Kafka has no default cap per address; here one address may hold a quarter of the listener's
-# 512 connections, so one misbehaving client cannot lock every other client out.
+# 512 connections, so one misbehaving client cannot lock every other client out. One count
+# across all listeners (Kafka's ConnectionQuotas), taken at accept before any TLS handshake.
 MAX_CONNECTIONS_PER_IP = 128
+# Kafka has no such bound (its SASL runs on network threads, not beside a controller): failed
+# logins a second from one address, after a burst of two seconds' worth (quotas.LoginBudget).
+# At Kafka's most expensive credential (16384 iterations, ~10.5 ms of PBKDF2 for PLAIN) one
+# address then costs at most ~5% of a core.
+FAILED_AUTH_RATE_PER_IP = 5.0
+# Kafka has no separate bound either (a stalled handshake waits for connections.max.idle.ms);
+# asyncio's own is 60 s. A TLS handshake takes milliseconds: a few seconds is plenty even over
+# a slow link, and a connection that never starts one is closed soon.
+SSL_HANDSHAKE_TIMEOUT_MS = 5000
 DEFAULT_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 # Kafka's ``listener.name.<name>.<key>``: the settings a listener may have of its own. The rest
-# (the authorizer, super.users, the ZooKeeper keys, max.connections.per.ip) are the instance's.
+# (the authorizer, super.users, the ZooKeeper keys, max.connections.per.ip, the failed-login
+# delay and rate, the TLS handshake timeout) are the instance's: one address's counts and
+# budget are shared by every listener.
 LISTENER_PREFIX = "listener.name."
 PER_LISTENER = (
     "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "ssl.truststore.location", "ssl.client.auth",
@@ -70,6 +84,19 @@ def _int(props: dict[str, str], key: str, default: int, low: int = 0) -> int:
     return value
 
 
+def _positive(props: dict[str, str], key: str, default: float) -> float:
+    raw = props.get(key)
+    if raw is None:
+        return default
+    try:
+        value = float(raw)
+    except ValueError:
+        raise ValueError(f"{key} must be a number, not {raw!r}") from None
+    if not value > 0 or value == float("inf"):
+        raise ValueError(f"{key} must be a positive number, not {raw}")
+    return value
+
+
 @dataclass(frozen=True)
 class SecurityConfig:
     protocol_map: dict[str, str] = field(default_factory=dict)
@@ -79,6 +106,8 @@ class SecurityConfig:
     reauth_ms: int = 0
     failed_auth_delay_ms: int = FAILED_AUTH_DELAY_MS
     max_connections_per_ip: int = MAX_CONNECTIONS_PER_IP
+    failed_auth_rate_per_ip: float = FAILED_AUTH_RATE_PER_IP
+    ssl_handshake_timeout_ms: int = SSL_HANDSHAKE_TIMEOUT_MS
     authorizer: bool = False
     super_users: frozenset[str] = frozenset()
     allow_if_no_acl: bool = False
@@ -158,6 +187,8 @@ class SecurityConfig:
             reauth_ms=_int(props, "connections.max.reauth.ms", 0),
             failed_auth_delay_ms=_int(props, "connection.failed.authentication.delay.ms", FAILED_AUTH_DELAY_MS),
             max_connections_per_ip=_int(props, "max.connections.per.ip", MAX_CONNECTIONS_PER_IP, low=1),
+            failed_auth_rate_per_ip=_positive(props, "max.failed.authentication.rate.per.ip", FAILED_AUTH_RATE_PER_IP),
+            ssl_handshake_timeout_ms=_int(props, "ssl.handshake.timeout.ms", SSL_HANDSHAKE_TIMEOUT_MS, low=1),
             authorizer=bool(authorizer_name),
             super_users=super_users,
             allow_if_no_acl=allow == "true",

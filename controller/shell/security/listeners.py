@@ -10,6 +10,10 @@ Every listener serves the same admin handler; SASL listeners wrap it in a Secure
 credentials are read from the instance's current ZooKeeper session (``/config/users``). Each
 listener's TLS, mechanisms, mapping rules and re-authentication bound are its own
 ``listener.name.<name>.*`` settings over the file's (``SecurityConfig.for_listener``).
+
+What one client address may hold and spend is counted once for all of them: its connections
+(``max.connections.per.ip``, taken at accept before any TLS handshake) and its failed logins
+(``max.failed.authentication.rate.per.ip``); PLAIN's key derivations share one small pool.
 """
 
 from __future__ import annotations
@@ -20,6 +24,8 @@ from controller.core.listeners import Listener
 from controller.shell.authorizer import Authorizer
 from controller.shell.listener import AdminListener, ListenerLimits
 from controller.shell.security.config import SecurityConfig
+from controller.shell.security.kdf import KeyDerivations
+from controller.shell.security.quotas import AddressCounts, LoginBudget
 from controller.shell.security.session import SecureHandler, read_credentials, session_factory
 
 
@@ -32,7 +38,11 @@ def build_listeners(
             raise ConnectionError("no ZooKeeper session")
         return await read_credentials(store, user)
 
-    limits = replace(limits, max_connections_per_address=security.max_connections_per_ip)
+    limits = replace(limits, max_connections_per_address=security.max_connections_per_ip,
+                     handshake_timeout_s=security.ssl_handshake_timeout_ms / 1000)
+    addresses = AddressCounts(security.max_connections_per_ip)  # one count across the listeners
+    logins = LoginBudget(security.failed_auth_rate_per_ip)
+    kdf = KeyDerivations()
     ctx = getattr(handler, "ctx", None)
     if security.authorizer and ctx is not None:
         ctx.authorizer = Authorizer(role, super_users=security.super_users, allow_if_no_acl=security.allow_if_no_acl)
@@ -43,10 +53,11 @@ def build_listeners(
         listener = AdminListener(
             spec.host,
             spec.port,
-            SecureHandler(handler, protocol, own, credentials=credentials),
+            SecureHandler(handler, protocol, own, credentials=credentials, logins=logins, kdf=kdf),
             limits=limits,
             ssl=own.ssl_context(protocol),
             session_factory=session_factory(spec.name, protocol, own),
+            addresses=addresses,
         )
         listener.name, listener.protocol = spec.name, protocol
         out.append(listener)

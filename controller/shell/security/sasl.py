@@ -14,6 +14,10 @@ Kafka's error code and whether the connection must close after the answer::
 
 Mechanisms: PLAIN (RFC 4616; the password is checked against the user's SCRAM credential, so
 one credential store serves both) and SCRAM-SHA-256/512 (controller.shell.security.scram).
+PLAIN's check is a PBKDF2 derivation; a shell that must not spend it on its event loop splits
+it: ``claim = sasl.plain_claim(token, creds)``, derive elsewhere, ``sasl.plain_verdict(claim,
+matched, now_ms=...)``. An unknown user is derived against a dummy credential, so it costs
+the same as a known one.
 
 Re-authentication (KIP-368): an authenticated connection may send SaslHandshake again and run
 a new exchange; it must end as the same principal. ``session_lifetime_ms`` is
@@ -23,10 +27,14 @@ nothing but a re-authentication (:meth:`SaslServer.expired`).
 
 from __future__ import annotations
 
+import functools
+import secrets
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
 
+from controller.shell.security.scram import DEFAULT_ITERATIONS
 from controller.shell.security.scram import MECHANISMS as SCRAM_MECHANISMS
-from controller.shell.security.scram import ScramCredential, ScramError, ScramServer, password_matches
+from controller.shell.security.scram import ScramCredential, ScramError, ScramServer, make_credential, password_matches
 from protocol.errors import ErrorCode
 
 PLAIN = "PLAIN"
@@ -47,6 +55,24 @@ TRANSITIONS: dict[str, dict[str, str]] = {
 
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
 PLAIN_FAILED = "Authentication failed: Invalid username or password"
+
+
+@functools.cache
+def unknown_user_credential() -> ScramCredential:
+    """What PLAIN checks an unknown user's password against: a credential of a random password
+    nobody knows, at the default iterations, so that an unknown user costs the same key
+    derivation as a known one and the answer's timing does not tell which it was."""
+    return make_credential("SCRAM-SHA-512", secrets.token_urlsafe(32), iterations=DEFAULT_ITERATIONS)
+
+
+@dataclass(frozen=True, slots=True)
+class PlainClaim:
+    """A PLAIN token's user and password, and the credential to check them against."""
+
+    user: str
+    password: str = field(repr=False)
+    credential: ScramCredential = field(repr=False)
+    known: bool  # False: ``credential`` is the unknown-user one, the login fails whatever
 
 
 class SaslError(Exception):
@@ -88,6 +114,11 @@ class SaslServer:
         self.state = "failed"
         return SaslError(ErrorCode.SASL_AUTHENTICATION_FAILED, message, log=log)
 
+    def refuse(self, message: str, log: str) -> SaslError:
+        """A refusal the shell decides (the address's login budget is spent): the exchange
+        fails as a wrong password would, SASL_AUTHENTICATION_FAILED."""
+        return self._fail(message, log)
+
     def handshake(self, mechanism: str) -> None:
         """SaslHandshake: UNSUPPORTED_SASL_MECHANISM for one not enabled, ILLEGAL_SASL_STATE
         out of order."""
@@ -125,6 +156,21 @@ class SaslServer:
         return self._scram_step(token, creds, now_ms)
 
     def _plain(self, token: bytes, creds: Mapping[str, ScramCredential], now_ms: int) -> bytes:
+        claim = self.plain_claim(token, creds)
+        return self.plain_verdict(claim, password_matches(claim.credential, claim.password), now_ms=now_ms)
+
+    def plain_claim(self, token: bytes, creds: Mapping[str, ScramCredential]) -> PlainClaim:
+        """PLAIN's first half: who claims what, and the credential the password is checked
+        against (a dummy one for an unknown user, so that it costs the same key derivation).
+        The shell derives off the event loop, then calls :meth:`plain_verdict`. A malformed
+        token raises SaslError here, before any derivation."""
+        if self.state not in ("authenticate", "reauthenticate"):
+            self._move("token")  # raises ILLEGAL_SASL_STATE
+        if self.mechanism != PLAIN:
+            self.state = "failed"
+            raise SaslError(ErrorCode.ILLEGAL_SASL_STATE, f"A PLAIN token in a {self.mechanism} exchange")
+        if len(token) > MAX_TOKEN_BYTES:
+            raise self._fail("SASL token too large", f"token of {len(token)} bytes")
         parts = token.split(b"\0")
         if len(parts) != 3:
             raise self._fail(PLAIN_FAILED, "PLAIN token is not authzid NUL user NUL password")
@@ -138,9 +184,14 @@ class SaslServer:
             raise self._fail(PLAIN_FAILED, f"PLAIN authorization id {authzid!r} differs from user {user!r}")
         # Any of the user's SCRAM credentials verifies the password (the strongest first).
         cred = creds.get("SCRAM-SHA-512") or creds.get("SCRAM-SHA-256")
-        if cred is None or not password_matches(cred, password):
-            raise self._fail(PLAIN_FAILED, f"PLAIN: wrong password or unknown user {user!r}")
-        self._finish(user, now_ms)
+        return PlainClaim(user, password, cred or unknown_user_credential(), known=cred is not None)
+
+    def plain_verdict(self, claim: PlainClaim, matched: bool, *, now_ms: int) -> bytes:
+        """PLAIN's second half: ``matched`` is whether the claim's password derives to its
+        credential. An unknown user fails whatever it says."""
+        if not (claim.known and matched):
+            raise self._fail(PLAIN_FAILED, f"PLAIN: wrong password or unknown user {claim.user!r}")
+        self._finish(claim.user, now_ms)
         return b""
 
     def _scram_step(self, token: bytes, creds: Mapping[str, ScramCredential], now_ms: int) -> bytes:

@@ -17,7 +17,12 @@ What a request meets, in order (Kafka's SaslServerAuthenticator and SocketServer
     (:data:`MAX_UNAUTHENTICATED_REQUEST_BYTES`).
  2. A failed step (SASL_AUTHENTICATION_FAILED, UNSUPPORTED_SASL_MECHANISM, ILLEGAL_SASL_STATE)
     is answered after ``connection.failed.authentication.delay.ms`` (KIP-306), then the
-    connection closes.
+    connection closes. Each exchange's first SaslAuthenticate takes one of its address's
+    login tokens (``max.failed.authentication.rate.per.ip``, shared by the listeners); a
+    successful exchange gives it back; an address without one is refused
+    (SASL_AUTHENTICATION_FAILED) without its credentials being read or derived. PLAIN's
+    password check (PBKDF2) runs in controller.shell.security.kdf's pool, never on the loop,
+    and an unknown user costs the same derivation as a known one.
  3. A session past ``connections.max.reauth.ms`` that has not re-authenticated (KIP-368) may send
     only a new SaslHandshake; anything else closes the connection.
  4. SSL: the principal is the client certificate's subject through
@@ -36,7 +41,9 @@ from collections.abc import Awaitable, Callable
 from controller.shell.listener import SESSION
 from controller.shell.security.config import SecurityConfig
 from controller.shell.security.principal import ANONYMOUS, PrincipalError, distinguished_name, map_dn
-from controller.shell.security.sasl import SaslError, SaslServer
+from controller.shell.security.kdf import KeyDerivations
+from controller.shell.security.quotas import LoginBudget
+from controller.shell.security.sasl import PLAIN, SaslError, SaslServer
 from controller.shell.security.scram import ScramCredential
 from protocol.errors import ErrorCode
 
@@ -50,6 +57,8 @@ MAX_UNAUTHENTICATED_REQUEST_BYTES = 512 * 1024
 # hands them to SecureHandler.raw_token); v1: they come as SaslAuthenticate requests (KIP-152).
 SASL_HANDSHAKE_VERSIONS = (0, 1)
 SASL_AUTHENTICATE_VERSIONS = (0, 2)
+# The answer to an address over its failed-login rate: no password was checked.
+LOGINS_SPENT = "Authentication failed: too many failed authentications from this address, retry later"
 
 Credentials = Callable[[str], Awaitable[dict[str, ScramCredential]]]
 
@@ -71,6 +80,7 @@ class Session:
         self.protocol = protocol
         self.host = host  # the client's address, what ACL hosts match
         self.closing = False  # set: the listener closes the connection after this answer
+        self.charged = False  # this exchange has taken its address's login token
         self.raw_tokens = False  # after SaslHandshake v0: bare SASL tokens until authenticated
         self.sasl = (
             SaslServer(security.mechanisms, reauth_ms=security.reauth_ms, nonce=lambda: secrets.token_urlsafe(24))
@@ -110,11 +120,15 @@ def session_factory(listener: str, protocol: str, security: SecurityConfig):
 class SecureHandler:
     """The wrapped handler's API table plus SASL, served only to who may use it."""
 
-    def __init__(self, inner, protocol: str, security: SecurityConfig, *, credentials: Credentials):
+    def __init__(self, inner, protocol: str, security: SecurityConfig, *, credentials: Credentials,
+                 logins: LoginBudget | None = None, kdf: KeyDerivations | None = None):
         self.inner = inner
         self.protocol = protocol
         self.security = security
         self._credentials = credentials
+        # Both shared by an instance's listeners (build_listeners), else this handler's own.
+        self.logins = logins or LoginBudget(security.failed_auth_rate_per_ip)
+        self.kdf = kdf or KeyDerivations()
         self._sasl = protocol.startswith("SASL_")
 
     @property
@@ -203,6 +217,10 @@ class SecureHandler:
         sasl = session.sasl
         token = bytes(body["auth_bytes"])
         try:
+            if not session.charged:
+                if not self.logins.take(session.host, time.monotonic()):
+                    raise sasl.refuse(LOGINS_SPENT, f"over max.failed.authentication.rate.per.ip ({self.logins.rate}/s)")
+                session.charged = True
             user = sasl.user_named(token)
             creds = {}
             if user is not None:
@@ -210,12 +228,19 @@ class SecureHandler:
                     creds = await self._credentials(user)
                 except Exception as e:  # no ZooKeeper, unreadable credential: that user cannot log in
                     log.warning("credentials of %r unreadable: %r", user, e)
-            out = sasl.authenticate(token, creds, now_ms=_now_ms())
+            if sasl.mechanism == PLAIN and sasl.state in ("authenticate", "reauthenticate"):
+                claim = sasl.plain_claim(token, creds)  # a malformed token fails here, underived
+                matched = await self.kdf.password_matches(claim.credential, claim.password)
+                out = sasl.plain_verdict(claim, matched, now_ms=_now_ms())
+            else:
+                out = sasl.authenticate(token, creds, now_ms=_now_ms())
         except SaslError as e:
             await self._refuse(session, e)
             return {"error_code": int(e.code), "error_message": e.message, "auth_bytes": b"", "session_lifetime_ms": 0}
         if sasl.state == "authenticated":
             log.info("%s authenticated as %s from %s", self.protocol, sasl.principal, session.host)
+            self.logins.give_back(session.host, time.monotonic())  # only failures spend the budget
+            session.charged = False
         return {"error_code": 0, "error_message": None, "auth_bytes": out,
                 "session_lifetime_ms": sasl.session_lifetime_ms if sasl.state == "authenticated" else 0}
 
