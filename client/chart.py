@@ -3,12 +3,13 @@
 The active controller keeps the samples it takes for ``reassignd_broker_bytes_remaining``
 (every ``copy_progress_interval_s``) for the latest reassignment run and serves them at
 ``GET /progress/history`` on its operations port (controller.shell.copy_progress). This module
-fetches that document (:func:`fetch_history`), draws it as a PNG with the planner chart's canvas
-(spark_jobs.chart: zlib and a pixel font, no plotting library) and writes it as CSV
-(``--chart-data``). The controller draws nothing: its image stays free of NumPy.
+fetches that document (:func:`fetch_history`), draws it with matplotlib (the optional ``charts``
+extra, through spark_jobs.chart's helpers) as PNG or SVG, with each broker's follower throttle and
+ETA from the ``--progress`` report taken with it, and writes it as CSV (``--chart-data``). The
+controller draws nothing: its image stays free of NumPy and matplotlib.
 
     doc = fetch_history("http://127.0.0.1:9191", timeout_s=10)
-    write_chart(doc, "progress.png"); write_csv(doc, "progress.csv")
+    write_chart(doc, "progress.svg", progress=report.data); write_csv(doc, "progress.csv")
 """
 
 from __future__ import annotations
@@ -20,14 +21,11 @@ import urllib.request
 
 from client.errors import ClusterDataError, ConnectionFailedError
 from client.progress import human_bytes, human_eta
-from spark_jobs.chart import BLACK, LIGHT, Canvas
+from spark_jobs.chart import byte_unit, chart_format, figure_bytes, new_figure
 
 HISTORY_PATH = "/progress/history"
 # One colour per broker line, cycled (brokers beyond the palette share colours; the legend says which).
-PALETTE = ((40, 110, 200), (200, 60, 60), (60, 160, 80), (230, 140, 20), (140, 80, 180), (20, 160, 170),
-           (120, 120, 120), (190, 90, 140))
-WIDTH, PLOT_H = 900, 360
-LEFT, RIGHT, TOP = 110, 20, 40
+PALETTE = ("#2a6ec8", "#c83c3c", "#3ca050", "#e68c14", "#8c50b4", "#14a0aa", "#787878", "#be5a8c")
 LEGEND_MAX = 24  # brokers named in the legend; more are drawn but summed up as "+N more"
 
 
@@ -74,73 +72,69 @@ def write_csv(doc: dict, path) -> None:
             out.writerow([f"{t:.3f}", *("" if values[b][i] is None else values[b][i] for b in brokers)])
 
 
-def render(doc: dict) -> bytes:
+def broker_etas(progress: dict | None) -> dict[int, float]:
+    """Receiving broker -> seconds until its copies are done, from a ``--progress`` report's JSON
+    (the slowest of its replicas still copying; brokers with no estimate are left out)."""
+    out: dict[int, float] = {}
+    for row in (progress or {}).get("replicas", []):
+        if row.get("bytes_remaining") and row.get("eta_s") is not None:
+            out[row["broker"]] = max(out.get(row["broker"], 0.0), row["eta_s"])
+    return out
+
+
+def draw(doc: dict, progress: dict | None = None):
+    """The bytes-remaining chart as a matplotlib Figure: one line per receiving broker, its follower
+    throttle in the legend, and (while the run goes on) a dashed line from its last sample to zero
+    at its ETA, from ``progress``: the ``--progress`` report's JSON taken with the history."""
     brokers, times, values = series(doc)
     run = doc["run"]
-    legend_rows = -(-min(len(brokers), LEGEND_MAX + 1) // 4)
-    height = TOP + PLOT_H + 50 + 22 * max(legend_rows, 1) + 10
-    cv = Canvas(WIDTH, height)
-    state = "finished" if run["finished"] is not None else "running"
-    span = max(times[-1] if times else 0.0, 1e-9)
-    cv.text(LEFT, 10, f"bytes remaining per broker, run {run['number']} ({state}, {human_eta(times[-1] if times else 0)})")
-    top_v = max([v for vs in values.values() for v in vs if v is not None] or [0]) or 1
-    plot_w = WIDTH - LEFT - RIGHT
-    base = TOP + PLOT_H
-    cv.rect(LEFT - 2, TOP, LEFT - 1, base + 1, BLACK)
-    cv.rect(LEFT - 2, base, LEFT + plot_w, base + 1, BLACK)
-    for frac in (0.0, 0.5, 1.0):
-        y = base - frac * (PLOT_H - 10)
-        if frac:
-            cv.rect(LEFT, y, LEFT + plot_w, y + 1, LIGHT)
-        cv.rect(LEFT - 6, y, LEFT - 2, y + 1, BLACK)
-        cv.text(4, y - 7, human_bytes(top_v * frac).replace(" ", ""))
-    for frac in (0.0, 0.5, 1.0):
-        x = LEFT + frac * (plot_w - 1)
-        cv.rect(x, base, x + 1, base + 5, BLACK)
-        seconds = span * frac
-        label = f"{seconds:.0f}s" if span >= 10 else f"{seconds:.1f}s"
-        cv.text(x - len(label) * 12 * frac, base + 8, label)  # 12: a glyph's width on the canvas
-
-    def point(t: float, v: int) -> tuple[float, float]:
-        return LEFT + t / span * (plot_w - 1), base - v / top_v * (PLOT_H - 10)
-
+    throttles = {int(b): r for b, r in (progress or {}).get("follower_throttles", {}).items()}
+    etas = broker_etas(progress) if run["finished"] is None else {}
+    largest = max([v for vs in values.values() for v in vs if v is not None] or [0])
+    size, unit = byte_unit(largest)
+    fig = new_figure(9.0, 5.0)
+    ax = fig.subplots()
+    elapsed = times[-1] if times else 0.0
+    state = f"finished after {human_eta(elapsed)}" if run["finished"] is not None else f"running for {human_eta(elapsed)}"
+    overall = (progress or {}).get("eta_s")
+    if run["finished"] is None and overall is not None:
+        state += f", ETA {human_eta(overall)}"
+    fig.suptitle(f"bytes remaining per receiving broker, run {run['number']} ({state})", fontsize=11)
+    shown = brokers[:LEGEND_MAX]
     for i, b in enumerate(brokers):
         colour = PALETTE[i % len(PALETTE)]
-        # Brokers copying alike draw the same line: the first ones wider, so each still shows.
-        width = max(2, 6 - 2 * i)
-        last = None
-        for t, v in zip(times, values[b]):
-            if v is None:
-                last = None  # no answer: a gap, not a guess
-                continue
-            here = point(t, v)
-            if last is not None:
-                _line(cv, last, here, colour, width)
-            else:
-                cv.rect(here[0] - 1, here[1] - 1, here[0] + 2, here[1] + 2, colour)
-            last = here
-    ly = base + 30
-    for i, b in enumerate(brokers[:LEGEND_MAX]):
-        x = LEFT + (i % 4) * 190
-        y = ly + (i // 4) * 22
-        cv.rect(x, y + 5, x + 16, y + 9, PALETTE[i % len(PALETTE)])
-        cv.text(x + 22, y, f"broker {b}")
+        label = None
+        if b in shown:
+            label = f"broker {b}"
+            if b in throttles:
+                label += f", throttle {human_bytes(throttles[b])}/s"
+        # No answer is a gap in the line (NaN), not a guess.
+        ys = [float("nan") if v is None else v / size for v in values[b]]
+        ax.plot(times, ys, color=colour, linewidth=max(1.2, 3.0 - 0.6 * i), marker="." if len(times) < 40 else None,
+                label=label)
+        last = next(((t, v) for t, v in zip(reversed(times), reversed(values[b])) if v is not None), None)
+        if b in etas and last is not None and last[1] > 0:
+            ax.plot([last[0], elapsed + etas[b]], [last[1] / size, 0.0], color=colour, linestyle="--", linewidth=1)
+    if etas:
+        ax.plot([], [], color="#555555", linestyle="--", linewidth=1, label="projected to its ETA")
     if len(brokers) > LEGEND_MAX:
-        i = LEGEND_MAX
-        cv.text(LEFT + (i % 4) * 190, ly + (i // 4) * 22, f"+{len(brokers) - LEGEND_MAX} more")
-    return cv.png()
+        ax.plot([], [], linestyle="none", label=f"+{len(brokers) - LEGEND_MAX} more brokers")
+    ax.set_xlabel("seconds since the run began")
+    ax.set_ylabel(unit)
+    ax.set_xlim(left=0)
+    ax.set_ylim(bottom=0)
+    ax.grid(color="#e6e6e6")
+    if brokers:
+        ax.legend(fontsize=8, loc="upper right")
+    return fig
 
 
-def _line(cv: Canvas, a: tuple[float, float], b: tuple[float, float], colour, width: int) -> None:
-    """A line ``width`` pixels thick from a to b, one square per step along its longer axis."""
-    (x0, y0), (x1, y1) = a, b
-    steps = int(max(abs(x1 - x0), abs(y1 - y0))) + 1
-    for k in range(steps + 1):
-        f = k / steps
-        x, y = x0 + (x1 - x0) * f, y0 + (y1 - y0) * f
-        cv.rect(x - width // 2, y - width // 2, x + (width + 1) // 2, y + (width + 1) // 2, colour)
+def render(doc: dict, progress: dict | None = None, fmt: str = "png") -> bytes:
+    """The bytes-remaining chart as PNG or SVG bytes."""
+    return figure_bytes(draw(doc, progress), fmt)
 
 
-def write_chart(doc: dict, path) -> None:
+def write_chart(doc: dict, path, progress: dict | None = None) -> None:
+    fmt = chart_format(path)
     with open(path, "wb") as f:
-        f.write(render(doc))
+        f.write(render(doc, progress, fmt))

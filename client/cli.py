@@ -189,9 +189,10 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
                            f"{DEFAULT_WATCH_INTERVAL_S:g} with --watch)")
-    opts.add_argument("--chart", metavar="FILE.png",
-                      help="--progress: also draw each broker's bytes remaining over time (the active controller's "
-                           "history of the latest reassignment, running or finished; needs --ops)")
+    opts.add_argument("--chart", metavar="FILE.png|FILE.svg",
+                      help="--progress: also draw each broker's bytes remaining over time, with its throttle and ETA "
+                           "(the active controller's history of the latest reassignment, running or finished; needs "
+                           "--ops and matplotlib: pip install 'reassignd[charts]'); PNG or SVG by the suffix")
     opts.add_argument("--chart-data", metavar="FILE.csv",
                       help="--progress: also write that history as CSV (seconds, then bytes remaining per broker; needs --ops)")
     opts.add_argument("--ops", metavar="URL",
@@ -247,6 +248,13 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError("--ops is only read with --chart or --chart-data")
     if args.ops and not args.ops.startswith(("http://", "https://")):
         raise UsageError(f"--ops: expected an http:// URL, got {args.ops!r}")
+    if args.chart:
+        from spark_jobs.chart import ChartError, check_chart_path
+
+        try:
+            check_chart_path(args.chart)
+        except ChartError as e:
+            raise UsageError(f"--chart: {e}") from None
     if action == "progress" and args.zookeeper:
         raise UsageError("--progress needs --bootstrap-server: it is not supported with --zookeeper (KIP-179)")
     return action
@@ -342,7 +350,7 @@ def _write_chart(args: argparse.Namespace, timeout_ms: int, report: commands.Rep
 
     doc = chart.fetch_history(args.ops, timeout_ms / 1000)
     if args.chart:
-        chart.write_chart(doc, args.chart)
+        chart.write_chart(doc, args.chart, progress=report.data)
     if args.chart_data:
         chart.write_csv(doc, args.chart_data)
     written = [p for p in (args.chart, args.chart_data) if p]

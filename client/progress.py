@@ -108,6 +108,8 @@ class ProgressReport:
     total_remaining: int
     overall_rate: float | None
     overall_eta_s: float | None
+    # receiving broker -> its follower.replication.throttled.rate, where one is set
+    throttles: dict[int, int] = field(default_factory=dict)
 
     @property
     def done(self) -> bool:
@@ -133,6 +135,7 @@ class ProgressReport:
             "bytes_remaining": self.total_remaining,
             "bytes_per_s": None if self.overall_rate is None else round(self.overall_rate, 1),
             "eta_s": None if self.overall_eta_s is None else round(self.overall_eta_s, 1),
+            "follower_throttles": {str(b): rate for b, rate in sorted(self.throttles.items())},
             "done": self.done,
         }
 
@@ -228,7 +231,9 @@ def compute(
         overall_eta = total_remaining / overall_rate
     else:
         overall_eta = None
-    return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta)
+    receiving = {b for bs in targets.values() for b in bs}
+    throttles = {b: r for b, r in sample.follower_throttles.items() if b in receiving and r}
+    return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta, throttles)
 
 
 class RateWindow:

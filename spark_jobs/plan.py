@@ -86,7 +86,9 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--out", required=True, metavar="PLAN.json|DIR")
     p.add_argument("--batches", metavar="BATCHES.json")
     p.add_argument("--report", metavar="REPORT.json")
-    p.add_argument("--chart", metavar="CHART.png|DIR")
+    p.add_argument("--chart", metavar="CHART.png|CHART.svg|DIR",
+                   help="the before/after chart, PNG or SVG by the suffix (a directory in fleet mode: NAME.png each); "
+                        "needs matplotlib (pip install 'reassignd[charts]')")
     p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--fix-racks", action="store_true", help="also repair existing rack violations")
     p.add_argument("--max-in", type=_positive, default=batching.DEFAULT_MAX_IN, metavar="N")
@@ -151,7 +153,7 @@ def _outputs(result, args, out: Path, batches: Path | None, report: Path | None,
     if report:
         files.append((report, _json(result.report)))
     if chart_path:
-        files.append((chart_path, chart.render(result.report)))
+        files.append((chart_path, chart.render(result.report, chart.chart_format(chart_path))))
     return files
 
 
@@ -166,6 +168,11 @@ def main(argv: list[str] | None = None, *, spark=None) -> int:
     fleet = src.is_dir()
     try:
         req = _request(args)
+        if args.chart:
+            try:  # a chart that cannot be written is refused before Spark starts
+                chart.check_chart_path(Path(args.chart) / "x.png" if fleet else args.chart)
+            except chart.ChartError as e:
+                raise _UsageError(f"{PROG}: error: --chart: {e}") from None
         if fleet:
             out_dir = Path(args.out)
             if out_dir.exists() and not out_dir.is_dir():

@@ -6,11 +6,9 @@ from __future__ import annotations
 
 import csv
 import json
-import struct
 import subprocess
 import sys
 import urllib.request
-import zlib
 
 import pytest
 
@@ -50,7 +48,8 @@ def test_chart_options_are_checked():
     base = ["--bootstrap-server", "h:1", "--progress", "--reassignment-json-file", "p.json"]
     for extra, words in ((["--chart", "c.png"], "--ops"), (["--chart-data", "c.csv"], "--ops"),
                          (["--ops", "http://h:2"], "only read with"),
-                         (["--chart", "c.png", "--ops", "h:2"], "http:// URL")):
+                         (["--chart", "c.png", "--ops", "h:2"], "http:// URL"),
+                         (["--chart", "c.jpg", "--ops", "http://h:2"], ".png or .svg")):
         with pytest.raises(UsageError, match=words):
             check_options(parser.parse_args(base + extra))
     with pytest.raises(UsageError, match="cannot be used with --list"):
@@ -58,23 +57,50 @@ def test_chart_options_are_checked():
     assert check_options(parser.parse_args(base + ["--chart", "c.png", "--ops", "http://h:2"])) == "progress"
 
 
-def png_pixels(data: bytes) -> tuple[int, int, bytes]:
-    """Width, height and raw scanlines of an 8-bit RGB PNG, every chunk's CRC checked."""
-    assert data[:8] == b"\x89PNG\r\n\x1a\n"
-    pos, chunks = 8, {}
-    while pos < len(data):
-        (length,) = struct.unpack(">I", data[pos:pos + 4])
-        kind, body = data[pos + 4:pos + 8], data[pos + 8:pos + 8 + length]
-        (crc,) = struct.unpack(">I", data[pos + 8 + length:pos + 12 + length])
-        assert zlib.crc32(kind + body) & 0xFFFFFFFF == crc, kind
-        chunks[kind] = chunks.get(kind, b"") + body
-        pos += 12 + length
-    assert set(chunks) == {b"IHDR", b"IDAT", b"IEND"}
-    w, h, depth, colour = struct.unpack(">IIBB", chunks[b"IHDR"][:10])
-    assert (depth, colour) == (8, 2)
-    raw = zlib.decompress(chunks[b"IDAT"])
-    assert len(raw) == h * (1 + 3 * w)
-    return w, h, raw
+def png_colours(path) -> set[tuple[int, int, int]]:
+    """The RGB colours a PNG chart holds (read back with matplotlib's own PNG reader)."""
+    from matplotlib.image import imread
+
+    pixels = imread(path)
+    return {tuple(int(round(c * 255)) for c in px[:3]) for row in pixels for px in row}
+
+
+def rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))
+
+
+def svg_text(data: bytes) -> str:
+    import xml.etree.ElementTree as ET
+
+    return " ".join(t.strip() for t in ET.fromstring(data).itertext() if t.strip())
+
+
+def _doc(finished: float | None) -> dict:
+    samples = [{"time": 100.0 + i, "bytes_remaining": {"4": 4_194_304 - i * 1_048_576, "5": 2_097_152 - i * 524_288}}
+               for i in range(3)]
+    samples[1]["bytes_remaining"].pop("5")  # broker 5 did not answer: a gap
+    return {"version": 1, "active": True, "run": {"number": 3, "started": 100.0, "finished": finished,
+                                                   "interval_s": 1.0, "max_samples": 10, "dropped_samples": 0,
+                                                   "brokers": [4, 5], "samples": samples}}
+
+
+def test_chart_names_each_brokers_throttle_and_projects_its_eta():
+    progress = {"replicas": [{"broker": 4, "bytes_remaining": 2_097_152, "eta_s": 2.0},
+                             {"broker": 5, "bytes_remaining": 1_048_576, "eta_s": 4.0},
+                             {"broker": 5, "bytes_remaining": 0, "eta_s": 0.0}],
+                "eta_s": 4.0, "follower_throttles": {"4": 1_048_576}}
+    assert chart_module.broker_etas(progress) == {4: 2.0, 5: 4.0}
+    text = svg_text(chart_module.render(_doc(None), progress, "svg"))
+    for words in ("bytes remaining per receiving broker, run 3", "running for 0:00:02, ETA 0:00:04",
+                  "broker 4, throttle 1.0 MiB/s", "broker 5", "projected to its ETA", "MiB",
+                  "seconds since the run began"):
+        assert words in text, words
+    assert "throttle" not in text.split("broker 5", 1)[1].split("projected", 1)[0]  # 5 has none
+    # A finished run projects nothing and says how long it took.
+    done = svg_text(chart_module.render(_doc(102.0), progress, "svg"))
+    assert "finished after 0:00:02" in done and "ETA" not in done and "projected" not in done
+    # Without a --progress report (the history alone) the lines are still drawn.
+    assert "broker 4" in svg_text(chart_module.render(_doc(None), None, "svg"))
 
 
 def history(port: int) -> dict:
@@ -108,12 +134,13 @@ def test_a_reassignment_charted_from_the_controllers_history(zk_hosts, tmp_path)
         assert r.returncode == exit_codes.OK, r.stderr
         # While it runs: a chart of what is there so far.
         wait_for(lambda: (history(port)["run"] or {}).get("samples"), 20, "a first sample")
-        running = tmp_path / "running.png"
+        running = tmp_path / "running.svg"
         r = kafka_reassign("--bootstrap-server", c.listeners[61], "--progress", "--reassignment-json-file", str(plan),
                            "--interval", "0.1", "--chart", str(running), "--ops", ops, "--output", "json")
         assert r.returncode == exit_codes.OK, r.stderr
         assert json.loads(r.stdout)["chart"]["files"] == [str(running)]
-        png_pixels(running.read_bytes())
+        text = svg_text(running.read_bytes())
+        assert "run 1 (running for" in text and "broker 2" in text and "broker 3" in text, text
         wait_for(c.reassignments_done, 60, "the reassignment to complete", interval=0.2)
         wait_for(lambda: history(port)["run"]["finished"], 10, "the run to end")
 
@@ -122,11 +149,9 @@ def test_a_reassignment_charted_from_the_controllers_history(zk_hosts, tmp_path)
                            "--chart", str(chart), "--chart-data", str(data), "--ops", ops)
         assert r.returncode == exit_codes.OK, r.stderr
         assert f"written to {chart}, {data}" in r.stdout
-        w, h, raw = png_pixels(chart.read_bytes())
-        assert w == chart_module.WIDTH and h > chart_module.PLOT_H
-        plot = b"".join(raw[y * (1 + 3 * w) + 1:(y + 1) * (1 + 3 * w)] for y in range(chart_module.TOP, chart_module.TOP + chart_module.PLOT_H))
-        pixels = {plot[i:i + 3] for i in range(0, len(plot), 3)}
-        assert {bytes(chart_module.PALETTE[0]), bytes(chart_module.PALETTE[1])} <= pixels  # both brokers' lines show
+        assert chart.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        colours = png_colours(chart)
+        assert {rgb(chart_module.PALETTE[0]), rgb(chart_module.PALETTE[1])} <= colours  # both brokers' lines show
         rows = list(csv.reader(data.open()))
         assert rows[0] == ["seconds", "broker_2", "broker_3"]
         samples = [(float(t), *(int(v) for v in vs)) for t, *vs in rows[1:]]  # every broker answered

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from spark_jobs import api, legacy_generate
 from spark_jobs.batching import make_batches
-from spark_jobs.chart import render
+from spark_jobs.chart import ChartError, render, write_chart
 from spark_jobs.errors import PlanError
 from spark_jobs.legacy import assign_aware, assign_unaware
 from tests.planner.strategies import clusters
@@ -109,3 +109,36 @@ def test_chart_is_a_valid_png_for_small_and_large_clusters():
                                   "leaders_after": 1} for b in range(1050)]}
     w, h = _png_size(render(big_report))
     assert w <= 1400
+
+
+def _svg_text(data: bytes) -> str:
+    import xml.etree.ElementTree as ET
+
+    root = ET.fromstring(data)  # well-formed SVG
+    assert root.tag.endswith("svg")
+    return " ".join(t.strip() for t in root.itertext() if t.strip())
+
+
+def test_chart_shows_every_measure_with_targets_and_the_lower_bound(tmp_path):
+    report = {"mode": "rebalance", "moves": 7, "lower_bound": 6, "rack_fix_moves": 1, "replica_target": [3, 4],
+              "leader_target": [1, 2],
+              "per_broker": [{"broker": b, "rack": f"rack-{b % 2}", "replicas_before": b, "replicas_after": 3,
+                              "leaders_before": 1, "leaders_after": 1, "bytes_before": b * 2**30,
+                              "bytes_after": 2 * 2**30} for b in (11, 12, 13)]}
+    text = _svg_text(render(report, "svg"))
+    for words in ("rebalance: 7 moves, lower bound 6", "1 of them to make partitions rack-valid",
+                  "replicas per broker", "preferred leaders per broker", "bytes on disk per broker", "GiB",
+                  "R = 3", "R+1 = 4", "R = 1", "R+1 = 2", "before", "after", "rack-1", "11", "13"):
+        assert words in text, words
+    # Sizes unknown (every byte count 0): no bytes panel rather than a panel of zeros.
+    unsized = dict(report, per_broker=[dict(r, bytes_before=0, bytes_after=0) for r in report["per_broker"]])
+    assert "bytes on disk" not in _svg_text(render(unsized, "svg"))
+    # The same report draws the same SVG (no date, fixed ids): charts can be compared and committed.
+    assert render(report, "svg") == render(report, "svg")
+    write_chart(report, tmp_path / "c.svg")
+    write_chart(report, tmp_path / "c.png")
+    assert (tmp_path / "c.png").read_bytes()[:4] == b"\x89PNG"
+    with pytest.raises(ChartError, match=".png or .svg"):
+        write_chart(report, tmp_path / "c.jpg")
+    assert not (tmp_path / "c.jpg").exists()
+
