@@ -1,11 +1,13 @@
-"""The operations port: a small HTTP/1.1 server on asyncio for probes and Prometheus.
+"""The operations port: probes and Prometheus over HTTP/1.1, on aiohttp's server (the shared
+plumbing and its limits are :mod:`httpd`).
 
     ops = OpsServer("0.0.0.0", 9191, metrics, ready=daemon.readiness, max_loop_lag_s=1.0)
     host, port = await ops.start()
     ...
     await ops.close()
 
-Routes (GET or HEAD; anything else 404 or 405; one request per connection):
+Routes (GET or HEAD; anything else 404 or 405; one request per connection: every answer says
+``Connection: close``):
 
 * ``/healthz``: 200 while the process is responsive: the event loop answered this request and
   its worst lag over the last ``LAG_WINDOW_S`` (how late a ticker that should wake every
@@ -28,16 +30,23 @@ import logging
 import time
 from collections.abc import Awaitable, Callable
 
+from aiohttp import web
+
 from controller.shell.metrics import CONTENT_TYPE, Metrics
+from httpd import Limits, Site
 
 log = logging.getLogger("reassignd.ops")
 
 LAG_TICK_S = 0.25
 # /healthz judges the worst lag of this window: a stall between two probes still shows.
 LAG_WINDOW_S = 2.0
-# A request line and headers beyond this, or slower than this, are dropped (probes are tiny).
-MAX_HEAD_BYTES = 8192
-READ_TIMEOUT_S = 5.0
+# Probes and scrapes are tiny GETs: a request line or header beyond these, more headers, or any
+# body is refused; a connection silent this long is closed (a probe's whole budget is seconds).
+MAX_LINE_BYTES = 4096
+MAX_HEADERS = 32
+IDLE_TIMEOUT_S = 5.0
+LIMITS = Limits(max_line_bytes=MAX_LINE_BYTES, max_field_bytes=MAX_LINE_BYTES, max_headers=MAX_HEADERS,
+                max_body_bytes=0, idle_timeout_s=IDLE_TIMEOUT_S, keep_alive=False)
 READY_TIMEOUT_S = 3.0
 
 
@@ -63,12 +72,15 @@ class OpsServer:
         self.lag = 0.0
         self._lags: list[tuple[float, float]] = []  # (when, lag) over the last LAG_WINDOW_S
         self._last_tick = time.monotonic()
-        self._server: asyncio.base_events.Server | None = None
+        self._site = Site(self._serve, host, port, LIMITS)
         self._ticker: asyncio.Task | None = None
 
+    @property
+    def running(self) -> bool:
+        return self._site.running
+
     async def start(self) -> tuple[str, int]:
-        self._server = await asyncio.start_server(self._serve, self.host, self.port, reuse_address=True)
-        self.port = self._server.sockets[0].getsockname()[1]
+        _, self.port = await self._site.start()
         self._ticker = asyncio.create_task(self._tick(), name="ops-loop-lag")
         return self.host, self.port
 
@@ -76,10 +88,7 @@ class OpsServer:
         if self._ticker is not None:
             self._ticker.cancel()
             await asyncio.gather(self._ticker, return_exceptions=True)
-        if self._server is not None:
-            self._server.close()
-            await self._server.wait_closed()
-            self._server = None
+        await self._site.close()
 
     async def _tick(self) -> None:
         """Measure the loop's lag: how late a sleep of LAG_TICK_S wakes up."""
@@ -102,29 +111,17 @@ class OpsServer:
             return False, f"event loop lag {lag:.3f}s > {self.max_loop_lag_s}s"
         return True, f"ok (event loop lag {lag:.3f}s)"
 
-    async def _serve(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    async def _serve(self, request: web.Request) -> web.Response:
         try:
-            async with asyncio.timeout(READ_TIMEOUT_S):
-                head = await reader.readuntil(b"\r\n\r\n")
-        except (TimeoutError, asyncio.IncompleteReadError, asyncio.LimitOverrunError, ConnectionError):
-            writer.close()
-            return
-        try:
-            parts = head.split(b"\r\n", 1)[0].decode("latin-1").split()
-            method, target = (parts[0], parts[1]) if len(parts) == 3 else ("", "")
-            status, ctype, body = await self._route(method, target.split("?", 1)[0])
-            head_only = method == "HEAD"
-            writer.write(
-                f"HTTP/1.1 {status}\r\nContent-Type: {ctype}\r\nContent-Length: {len(body)}\r\nConnection: close\r\n\r\n".encode()
-                + (b"" if head_only else body)
-            )
-            await writer.drain()
-        except ConnectionError:
-            pass
+            status, ctype, body = await self._route(request.method, request.path)
         except Exception:  # a probe must never take the server down
             log.exception("ops request failed")
-        finally:
-            writer.close()
+            status, ctype, body = "500 Internal Server Error", "text/plain; charset=utf-8", b"internal error\n"
+        code, _, reason = status.partition(" ")
+        # aiohttp sends no body for HEAD and keeps Content-Length: a HEAD tells the GET's size.
+        response = web.Response(status=int(code), reason=reason, body=body)
+        response.headers["Content-Type"] = ctype
+        return response
 
     async def _route(self, method: str, path: str) -> tuple[str, str, bytes]:
         text = "text/plain; charset=utf-8"

@@ -104,7 +104,7 @@ async def test_two_daemons_probes_and_metrics(zk_hosts):
 
 async def _all_ready(daemons) -> bool:
     for d in daemons.values():
-        if d.ops is None or d.ops._server is None:
+        if d.ops is None or not d.ops.running:
             return False
         ok, _ = await d.readiness()
         if not ok:
@@ -133,7 +133,7 @@ async def test_not_ready_without_zookeeper_and_unhealthy_when_the_loop_lags():
 
 
 async def _started(d) -> bool:
-    return d.ops._server is not None
+    return d.ops.running
 
 
 def test_error_code_of_an_answer():
@@ -217,3 +217,45 @@ async def test_connection_metrics_of_every_listener():
 
 async def _true(value: bool) -> bool:
     return value
+
+
+async def test_ops_port_limits_and_one_request_per_connection():
+    """The port on aiohttp keeps its old contract: every answer closes its connection (a probe
+    reads to EOF), HEAD tells the GET's length with no body, a request line beyond the named
+    limit or a body is refused, and a connection that sends nothing is closed after the idle
+    timeout."""
+    from controller.shell import ops as ops_mod
+
+    async def ready():
+        return True, "ready"
+
+    ops = OpsServer("127.0.0.1", 0, Metrics(), ready=ready)
+    await ops.start()
+
+    async def raw(data: bytes) -> bytes:
+        reader, writer = await asyncio.open_connection("127.0.0.1", ops.port)
+        writer.write(data)
+        try:
+            return await asyncio.wait_for(reader.read(), 10)  # EOF: the server closed it
+        finally:
+            writer.close()
+
+    try:
+        get = await raw(b"GET /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert get.startswith(b"HTTP/1.1 200 OK\r\n") and b"\r\nConnection: close\r\n" in get
+        assert get.endswith(b"\r\n\r\nready\n")
+        head = await raw(b"HEAD /readyz HTTP/1.1\r\nHost: x\r\n\r\n")
+        assert head.startswith(b"HTTP/1.1 200 OK\r\n") and b"Content-Length: 6\r\n" in head and head.endswith(b"\r\n\r\n")
+        assert (await raw(b"GET /nope HTTP/1.1\r\nHost: x\r\n\r\n")).endswith(
+            b"not found: /healthz, /readyz, /metrics\n")
+        long_line = b"GET /" + b"a" * ops_mod.MAX_LINE_BYTES + b" HTTP/1.1\r\nHost: x\r\n\r\n"
+        assert (await raw(long_line)).startswith(b"HTTP/1.0 400 ")
+        many = b"GET /readyz HTTP/1.1\r\nHost: x\r\n" + b"".join(b"X-%d: 1\r\n" % i for i in range(ops_mod.MAX_HEADERS + 1))
+        assert (await raw(many + b"\r\n"))[:13] in (b"HTTP/1.0 400 ", b"HTTP/1.0 431 ")
+        assert (await raw(b"POST /metrics HTTP/1.1\r\nHost: x\r\nContent-Length: 3\r\n\r\nabc")).startswith(
+            b"HTTP/1.1 405 ")
+        began = time.monotonic()
+        assert await raw(b"") == b""  # silent: closed by the idle timeout
+        assert ops_mod.IDLE_TIMEOUT_S - 1 <= time.monotonic() - began < ops_mod.IDLE_TIMEOUT_S + 4
+    finally:
+        await ops.close()
