@@ -12,6 +12,12 @@ A properties file (``--zk-config FILE``, or the keys inside the controller's
     zookeeper.ssl.truststore.location=ca.pem     # PEM CA bundle
     zookeeper.ssl.keystore.location=client.pem   # PEM client certificate (and key)
     zookeeper.ssl.key.location=client.key        # its key, when not in the certificate file
+    zookeeper.ssl.endpoint.identification.algorithm=HTTPS   # Kafka's default: check the server's name
+
+TLS to ZooKeeper always verifies the server's certificate (against the truststore, else the
+system's CAs) and, unless ``zookeeper.ssl.endpoint.identification.algorithm`` is set empty
+(Kafka's way to turn it off, logged as a warning), that it names the host connected to: a
+session's first request carries its credentials, so an unverified server would receive them.
 
 Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (the digest identity
 ``digest:user:hash``, the SASL one ``sasl:user``, or both) may do everything, and everyone may read, except under the sensitive roots Kafka keeps unreadable
@@ -28,15 +34,22 @@ world-writable.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass
 
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
 
 from protocol.properties import parse_properties
 
+log = logging.getLogger("reassignd.zookeeper")
+
 # Kafka's ZkData.sensitiveRootPaths: never world-readable under zookeeper.set.acl.
 SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token")
 WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
+# Kafka's zookeeper.ssl.endpoint.identification.algorithm: HTTPS (its default) checks the
+# server's hostname, an empty value does not; Kafka knows no other.
+HOSTNAME_KEY = "zookeeper.ssl.endpoint.identification.algorithm"
+HOSTNAME_CHECK = "HTTPS"
 
 
 def _flag(props: dict[str, str], key: str) -> bool:
@@ -59,6 +72,7 @@ class ZkSecurity:
     ca: str | None = None
     certfile: str | None = None
     keyfile: str | None = None
+    check_hostname: bool = True
 
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> ZkSecurity:
@@ -81,11 +95,17 @@ class ZkSecurity:
             # Kafka refuses this too: secure ACLs need an identity to grant the writes to.
             raise ValueError("zookeeper.set.acl=true needs zookeeper.auth.digest or zookeeper.sasl.jaas.config "
                              "(the identity the ACLs grant)")
+        use_ssl = _flag(props, "zookeeper.ssl.client.enable")
+        algorithm = props.get(HOSTNAME_KEY, HOSTNAME_CHECK).strip()
+        if algorithm.upper() not in (HOSTNAME_CHECK, ""):
+            raise ValueError(f"{HOSTNAME_KEY} must be {HOSTNAME_CHECK} or empty (no hostname check), not {algorithm!r}")
+        check_hostname = algorithm != ""
         return cls(
             digest=digest,
             sasl=sasl,
             set_acl=set_acl,
-            use_ssl=_flag(props, "zookeeper.ssl.client.enable"),
+            check_hostname=check_hostname,
+            use_ssl=use_ssl,
             ca=props.get("zookeeper.ssl.truststore.location"),
             certfile=props.get("zookeeper.ssl.keystore.location"),
             keyfile=props.get("zookeeper.ssl.key.location"),
@@ -105,7 +125,12 @@ class ZkSecurity:
         if self.sasl is not None:
             options["sasl_options"] = {"mechanism": "DIGEST-MD5", "username": self.sasl[0], "password": self.sasl[1]}
         if self.use_ssl:
-            options.update(use_ssl=True, verify_certs=self.ca is not None, ca=self.ca,
+            if not self.check_hostname:  # said at every session: the setting is a standing risk
+                log.warning("%s is empty: the ZooKeeper server's certificate is verified but not its hostname; "
+                            "any server with a certificate from a trusted CA can receive this session's "
+                            "credentials", HOSTNAME_KEY)
+            # Always verified: without a truststore, against the system's CAs (kazoo loads them).
+            options.update(use_ssl=True, verify_certs=True, check_hostname=self.check_hostname, ca=self.ca,
                            certfile=self.certfile, keyfile=self.keyfile)
         return options
 
@@ -149,14 +174,21 @@ async def connect_secured(hosts: str, zk_config: str | None, **kwargs):
 def migrate(hosts: str, security: ZkSecurity, *, secure: bool = True, timeout: float = 10.0) -> int:
     """Set every znode's ACL under ``hosts`` (its chroot included) to Kafka's secure ACL, or to
     OPEN_ACL_UNSAFE with ``secure=False``; the number of znodes set. Parents before children,
-    so a half-done run leaves no znode unreachable."""
+    so a half-done run leaves no znode unreachable. Securing first creates each path the
+    service trusts that is missing (znodes.secure_paths.TRUSTED), so no stranger can create
+    it later with an ACL of their own."""
     from kazoo.client import KazooClient
+
+    from znodes.secure_paths import TRUSTED
 
     if secure and security.digest is None and security.sasl is None:
         raise ValueError("secure ACLs need zookeeper.auth.digest or zookeeper.sasl.jaas.config (the identity they grant)")
     client = KazooClient(hosts=hosts, timeout=timeout, **security.client_options())
     client.start(timeout=timeout)
     try:
+        if secure:
+            for path in TRUSTED:  # parents first, each with its own ACL
+                client.ensure_path(path, acl=security.acl_for(path))
         count, stack = 0, ["/"]
         while stack:
             path = stack.pop()

@@ -297,6 +297,13 @@ class KazooStore:
         stat = await self._call(path, self._client.exists_async, path, watch=self._watcher(watch))
         return None if stat is None else _stat(stat)
 
+    async def get_acls(self, path: str) -> list:
+        """The znode's ZooKeeper ACL (kazoo ``ACL`` entries); NoNodeError when it is gone. Only
+        this store has it (the security checks of znodes.secure_paths run on it)."""
+        validate_path(path)
+        acls, _ = await self._call(path, self._client.get_acls_async, path)
+        return list(acls)
+
     async def children(self, path: str, watch: bool = False) -> list[str]:
         validate_path(path)
         names = await self._call(path, self._client.get_children_async, path, watch=self._watcher(watch))

@@ -18,7 +18,9 @@ The rule, as Kafka's AclAuthorizer has it:
 Codes are Kafka's wire codes (AclOperation, ResourceType, PatternType, AclPermissionType);
 names are the ones Kafka writes in ZooKeeper (``"Alter"``, ``"Topic"``, ``"Allow"``).
 Filters (DescribeAcls, DeleteAcls) are :class:`AclFilter`; :func:`validate` says why an ACL
-cannot be created (Kafka's InvalidRequestException reasons).
+cannot be created (Kafka's InvalidRequestException reasons); the authorizer applies it to the
+ACLs it reads from ZooKeeper too, so a binding written there directly that Kafka would refuse
+(a PREFIXED Cluster resource) grants nothing.
 """
 
 from __future__ import annotations
@@ -120,9 +122,14 @@ def validate(acl: Acl) -> str | None:
     if r.pattern not in PATTERN_NAMES:
         return f"pattern type {r.pattern} is not LITERAL or PREFIXED"
     if not r.name:
-        return "resource name must not be empty"
-    if r.type == CLUSTER and (r.name != CLUSTER_NAME or r.pattern != LITERAL):
-        return f"the cluster resource is LITERAL {CLUSTER_NAME!r}"
+        return "Invalid empty resource name"
+    if "/" in r.name:  # Kafka's AclAuthorizer: the name is a znode name
+        return f"ACL binding contains invalid resource name: {r.name}"
+    if r.type == CLUSTER and r.name != CLUSTER_NAME:
+        return f"The only valid name for the CLUSTER resource is {CLUSTER_NAME}"
+    if r.type == CLUSTER and r.pattern != LITERAL:
+        # A PREFIXED 'kafka' would match kafka-cluster: the grant must name it exactly.
+        return f"the CLUSTER resource is LITERAL {CLUSTER_NAME}, not {PATTERN_NAMES[r.pattern]}"
     if r.pattern == PREFIXED and r.name == WILDCARD:
         return "a PREFIXED ACL cannot be on '*' (use LITERAL '*')"
     if acl.operation not in OPERATION_NAMES:

@@ -36,6 +36,7 @@ from controller.core.acl import (
     Resource,
     authorized_operations,
     operations_field,
+    validate,
 )
 from controller.shell.security.principal import ANONYMOUS
 from znodes import acls as zacls
@@ -90,13 +91,17 @@ def entry_acl(resource: Resource, e: dict) -> Acl | None:
 
 
 def from_znodes(znodes) -> list[Acl]:
+    """The ACLs of the resource znodes that Kafka would accept; every other one is refused and
+    logged (a binding CreateAcls refuses, e.g. a PREFIXED Cluster resource, must not take
+    effect because someone wrote it into ZooKeeper directly)."""
     out = []
     for z in znodes:
         resource = Resource(_TYPE_CODES[z.type], z.name, _PATTERN_CODES[z.pattern])
         for e in z.entries:
             acl = entry_acl(resource, e)
-            if acl is None:
-                log.warning("ACL on %s %s ignored: %r", z.type, z.name, e)
+            problem = "unknown operation or permission type" if acl is None else validate(acl)
+            if problem:
+                log.warning("ACL on %s %s %r refused: %s: %r", z.pattern, z.type, z.name, problem, e)
             else:
                 out.append(acl)
     return out

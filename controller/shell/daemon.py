@@ -59,8 +59,8 @@ from controller.shell.options import load_settings, parse_args, unknown_env
 from controller.shell.role import Role
 from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from controller.shell.transport import TcpTransport
-from znodes import paths
-from znodes.api import ConnectionLossError, NodeExistsError, NoNodeError, Store, ZkError
+from znodes import paths, secure_paths
+from znodes.api import NodeExistsError, NoNodeError, Store, ZkError
 from znodes.payloads import encode_listener
 
 log = logging.getLogger("reassignd.controller")
@@ -69,6 +69,10 @@ CONTROLLERS_PATH = "/reassignd/controllers"
 CONNECT_RETRY_S = 1.0
 # On SIGTERM, deleting /controller may take this long before the session close does it anyway.
 RESIGN_TIMEOUT_S = 2.0
+
+
+class InsecureZooKeeperError(Exception):
+    """The authorizer is on but others may change the znodes it trusts: the daemon stops."""
 
 
 def controller_path(controller_id: int) -> str:
@@ -129,11 +133,38 @@ class ControllerDaemon:
         self._audit = open_audit(audit) if audit else None
 
     async def _connect_zookeeper(self) -> Store:
-        from znodes.store import connect
-
-        return await self.security.zk.connect(
+        store = await self.security.zk.connect(
             self.zookeeper, session_timeout=self.config.zk_session_timeout_s, create_chroot=True
         )
+        try:
+            await self._check_trusted_paths(store)
+        except BaseException:
+            await _close_quietly(store)
+            raise
+        return store
+
+    async def _check_trusted_paths(self, store) -> None:
+        """With ``zookeeper.set.acl`` or the authorizer, create every path the service trusts
+        (secure ACLs under set.acl) before anyone else can; then, with the authorizer on,
+        refuse to run when anyone but the service may change one of them (ACLs written there
+        would be obeyed), else warn. Before the session is used at all: no request is
+        authorized against unchecked ACLs."""
+        zk = self.security.zk
+        if not (zk.set_acl or self.security.authorizer):
+            return
+        # Without set.acl they are created open, and refused below: missing, anyone could make them.
+        created = await secure_paths.ensure_trusted(store)
+        if created:
+            log.info("created %d trusted ZooKeeper paths%s: %s", len(created), " with secure ACLs" if zk.set_acl else "",
+                     ", ".join(created))
+        problems = await secure_paths.exposures(store, secure_paths.owners(zk))
+        if not problems:
+            return
+        message = secure_paths.refusal(problems, self.zookeeper, what=f"controller {self.controller_id}")
+        if self.security.authorizer:
+            log.error("refusing to start: %s", message)
+            raise InsecureZooKeeperError(message)
+        log.warning("%s (no authorizer is configured, so it starts)", message)
 
     async def run(self) -> None:
         """Run until cancelled."""
@@ -171,7 +202,7 @@ class ControllerDaemon:
                     store = RecordIds(MeteredStore(store, self.metrics), self.journal)
                     if self._audit is not None:
                         store = AuditedStore(store, self._audit, self.controller_id)
-                except (ConnectionLossError, OSError) as e:
+                except (ZkError, OSError) as e:  # unreachable, or the session went during the path checks
                     log.warning("cannot reach ZooKeeper at %s: %s; retrying", self.zookeeper, e)
                     await asyncio.sleep(CONNECT_RETRY_S)
                     continue

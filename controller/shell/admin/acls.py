@@ -3,7 +3,8 @@ authorizer's ZooKeeper store (controller.shell.authorizer). Served by every inst
 standby: ACLs live in ZooKeeper, not in the active controller's memory.
 
     DescribeAcls  -> the ACLs matching the filter, grouped by resource pattern
-    CreateAcls    -> one result per creation; a malformed one gets INVALID_REQUEST
+    CreateAcls    -> one result per creation; one Kafka refuses (controller.core.acl.validate)
+                     gets INVALID_REQUEST and is logged
     DeleteAcls    -> per filter, the ACLs it deleted
 
 Without an authorizer (no ``authorizer.class.name``) each answers SECURITY_DISABLED, as Kafka.
@@ -12,11 +13,14 @@ Who may call them (DESCRIBE / ALTER on the cluster) is checked before, by the ha
 
 from __future__ import annotations
 
+import logging
 from itertools import groupby
 
 from controller.core.acl import Acl, AclFilter, Resource, filter_error, validate
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from protocol.errors import ErrorCode
+
+log = logging.getLogger("reassignd.authorizer")
 
 DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 
@@ -75,6 +79,8 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
                 await authorizer.create(acl)
             except ValueError as e:  # a name ZooKeeper cannot hold
                 problem = str(e)
+        if problem:
+            log.warning("CreateAcls refused %s: %s", acl, problem)
         results.append({"error_code": int(ErrorCode.INVALID_REQUEST) if problem else 0, "error_message": problem})
     return {"throttle_time_ms": 0, "results": results}
 
