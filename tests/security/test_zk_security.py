@@ -85,38 +85,77 @@ async def test_secure_acls_refuse_another_user(secured_zk):
         owner.close()
 
 
+def reassignd(*args, **env) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "reassignd", *args], cwd=REPO, capture_output=True, text=True,
+                          timeout=60, env={**os.environ, **env})
+
+
 def test_users_command_and_secure_acls_migration(secured_zk, tmp_path):
     config = tmp_path / "zk.properties"
-    config.write_text("zookeeper.auth.digest=reassignd:service-secret\n")  # authenticated, no set.acl yet
+    config.write_text("zookeeper.auth.digest=reassignd:service-secret\n")  # authenticated, no set.acl
     hosts = secured_zk + "/sec2"
-    run = lambda *args, **env: subprocess.run(  # noqa: E731
-        [sys.executable, "-m", "reassignd", *args], cwd=REPO, capture_output=True, text=True, timeout=60,
-        env={**os.environ, **env})
-    out = run("users", "add", "--zookeeper", hosts, "--zk-config", str(config), "--user", "alice",
-              REASSIGND_USER_PASSWORD="alice-secret")
+    zk = ["--zookeeper", hosts, "--zk-config", str(config)]
+    out = reassignd("users", "add", *zk, "--user", "alice", REASSIGND_USER_PASSWORD="alice-secret")
     assert out.returncode == 0, out.stderr
-    listed = run("users", "list", "--zookeeper", hosts, "--zk-config", str(config))
+    listed = reassignd("users", "list", *zk)
     assert listed.stdout.split() == ["alice", "SCRAM-SHA-256,SCRAM-SHA-512"]
     mallory = kazoo(hosts, "mallory:guess")
+    owner = kazoo(hosts, ":".join(SERVICE))
     try:
-        assert mallory.get_acls("/config/users/alice")[0] == OPEN_ACL_UNSAFE  # written without set.acl
-        migrated = run("zk", "secure-acls", "--zookeeper", hosts, "--zk-config", str(config))
+        # Secure by default with an identity, as Kafka's tool (issue 22 item 5): only the service
+        # may read or write the credential, zookeeper.set.acl or not.
+        with pytest.raises(NoAuthError):
+            mallory.get("/config/users/alice")
+        with pytest.raises(NoAuthError):
+            mallory.set("/config/users/alice", b"{}")
+        assert [(a.id.scheme, a.perms) for a in owner.get_acls("/config/users/alice")[0]] == [("digest", 31)]
+        # Opened up (an older run, or by hand): a credential is not written there again...
+        back = reassignd("zk", "secure-acls", "--unsecure", *zk)
+        assert back.returncode == 0, back.stderr
+        mallory.set("/config/changes", b"")
+        before = owner.get("/config/users/alice")[0]
+        refused = reassignd("users", "add", *zk, "--user", "alice", REASSIGND_USER_PASSWORD="new-secret")
+        assert refused.returncode == 2
+        assert "/config/users/alice (world:anyone:cdrwa)" in refused.stderr and "secure-acls" in refused.stderr
+        assert owner.get("/config/users/alice")[0] == before
+        # ...unless forced, which says so.
+        forced = reassignd("users", "add", *zk, "--user", "alice", "--force", REASSIGND_USER_PASSWORD="new-secret")
+        assert forced.returncode == 0 and "--force" in forced.stderr
+        assert owner.get("/config/users/alice")[0] != before
+        migrated = reassignd("zk", "secure-acls", *zk)
         assert migrated.returncode == 0, migrated.stderr
         with pytest.raises(NoAuthError):
             mallory.get("/config/users/alice")
         with pytest.raises(NoAuthError):
             mallory.set("/config/changes", b"x")
         assert mallory.get("/config/changes")  # world-readable
-        back = run("zk", "secure-acls", "--unsecure", "--zookeeper", hosts, "--zk-config", str(config))
-        assert back.returncode == 0, back.stderr
-        mallory.set("/config/changes", b"")
+        again = reassignd("users", "add", *zk, "--user", "alice", REASSIGND_USER_PASSWORD="alice-secret")
+        assert again.returncode == 0, again.stderr
     finally:
-        mallory.stop()
-        mallory.close()
+        for client in (mallory, owner):
+            client.stop()
+            client.close()
     # Without the credentials the command fails cleanly.
     config.write_text("zookeeper.set.acl=true\n")
-    refused = run("users", "list", "--zookeeper", hosts, "--zk-config", str(config))
+    refused = reassignd("users", "list", *zk)
     assert refused.returncode == 2 and "zookeeper.auth.digest" in refused.stderr
+
+
+def test_users_add_without_an_identity_refuses_a_world_writable_credential(zk_hosts):
+    zk = KazooClient(hosts=zk_hosts, timeout=5)
+    zk.start(timeout=10)
+    try:
+        refused = reassignd("users", "add", "--zookeeper", zk_hosts, "--user", "bob",
+                            REASSIGND_USER_PASSWORD="bob-secret")
+        assert refused.returncode == 2 and "no identity" in refused.stderr and "--force" in refused.stderr
+        assert zk.exists("/config/users/bob") is None
+        forced = reassignd("users", "add", "--zookeeper", zk_hosts, "--user", "bob", "--force",
+                           REASSIGND_USER_PASSWORD="bob-secret")
+        assert forced.returncode == 0, forced.stderr
+        assert zk.get_acls("/config/users/bob")[0] == OPEN_ACL_UNSAFE
+    finally:
+        zk.stop()
+        zk.close()
 
 
 def test_kafka_reassign_zookeeper_path_takes_the_credentials(secured_zk, tmp_path):
