@@ -227,6 +227,33 @@ async def test_store_over_tls_with_secure_acls(tls_zk):
         await ZkSecurity.from_properties(untrusted).connect(hosts + "/tls", timeout=3)
 
 
+async def test_tls_without_a_truststore_verifies_against_the_system_cas(tls_zk):
+    # Issue 22 item 4: this was verify_certs=False, and the test CA's server got the session.
+    hosts, _ = tls_zk
+    props = {**PROPS, "zookeeper.ssl.client.enable": "true"}
+    with pytest.raises(ConnectionLossError):
+        store = await ZkSecurity.from_properties(props).connect(hosts + "/tls", timeout=3)
+        await store.close()
+
+
+async def test_tls_checks_the_hostname_unless_kafkas_setting_turns_it_off(tls_zk, caplog):
+    hosts, pki = tls_zk
+    # The certificate names 127.0.0.1 and localhost; 127.0.0.2 reaches the same server (loopback).
+    elsewhere = hosts.replace("127.0.0.1", "127.0.0.2") + "/tls"
+    props = {**PROPS, "zookeeper.ssl.client.enable": "true", "zookeeper.ssl.truststore.location": str(pki.ca)}
+    with pytest.raises(ConnectionLossError):  # a trusted CA, but not this host's certificate
+        store = await ZkSecurity.from_properties(props).connect(elsewhere, create_chroot=True, timeout=3)
+        await store.close()
+    unchecked = {**props, "zookeeper.ssl.endpoint.identification.algorithm": ""}
+    with caplog.at_level("WARNING", logger="reassignd.zookeeper"):
+        store = await ZkSecurity.from_properties(unchecked).connect(elsewhere, create_chroot=True, timeout=10)
+    try:
+        assert await store.exists("/") is not None
+    finally:
+        await store.close()
+    assert "not its hostname" in caplog.text
+
+
 # ---- SASL (DIGEST-MD5) to ZooKeeper --------------------------------------------------------------
 
 
