@@ -33,7 +33,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 from sim.clusterview import ClusterView
-from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs
+from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
@@ -204,7 +204,8 @@ class BrokerCore:
         return self.metadata.metadata(version, body, self.view)
 
     def _describe_configs(self, version: int, body: dict) -> dict:
-        return describe_configs(self.broker_id, version, body, self.view)
+        static = static_settings(self.broker_id, self.log_dir, self.config.replica_lag_time_max)
+        return describe_configs(self.broker_id, version, body, self.view, static)
 
     def _control_error(self, body: dict) -> ErrorCode | None:
         """The error a control request gets for its epochs, if any (Kafka's order)."""

@@ -1,20 +1,25 @@
-"""The dynamic topic and broker configs this project knows, and how AlterConfigs (KIP-133) and
-IncrementalAlterConfigs (KIP-339) change a resource's config map. Pure.
-
-Known configs are the throttles (KIP-73, driven by KIP-179): per topic the two
-throttled-replica lists, per broker (or the cluster default, resource name "") the two rates.
-Each has Kafka's default and type. Anything else is refused with INVALID_CONFIG: this project
-stores nothing it does not read.
+"""How AlterConfigs (KIP-133), IncrementalAlterConfigs (KIP-339) and CreateTopics change a topic's
+or a broker's dynamic config, checked against Kafka's configs (``protocol.kafka_configs``, the
+catalogue shared with the simulated brokers). Pure.
 
 Rules (Kafka's):
 
- 1. AlterConfigs replaces the resource's whole dynamic config: keys left out are removed; a
+ 1. A topic config must be one of Kafka's topic configs, else INVALID_CONFIG
+    ("Unknown topic config name: X", LogConfig.validateNames). A broker config must be one of
+    the catalogue's broker configs (INVALID_CONFIG naming it: Kafka would store a name it does
+    not know, this project refuses it) and dynamically updatable, else INVALID_CONFIG
+    ("Cannot update these configs dynamically: X", DynamicBrokerConfig.validateConfigs).
+ 2. A value must parse as the config's type and pass its validator, else INVALID_CONFIG with
+    Kafka's ConfigException wording: "Invalid value 0 for configuration min.insync.replicas:
+    Value must be at least 1". A topic's whole config must also pass Kafka's cross checks
+    (min.compaction.lag.ms <= max.compaction.lag.ms; no remote storage: no simulated broker
+    has it).
+ 3. AlterConfigs replaces the resource's whole dynamic config: keys left out are removed; a
     null value is INVALID_REQUEST.
- 2. IncrementalAlterConfigs per key: SET (0) the value, DELETE (1) the key, APPEND (2) / SUBTRACT
-    (3) list items (list configs only, else INVALID_CONFIG; "*" is a whole-list value that takes
-    no append); a key given twice is INVALID_REQUEST; an unknown operation INVALID_REQUEST.
- 3. Values are checked by type: a rate is a non-negative long; a replica list is empty, "*",
-    or partition:broker pairs.
+ 4. IncrementalAlterConfigs per key: SET (0) the value, DELETE (1) the key, APPEND (2) / SUBTRACT
+    (3) list items (LIST configs only, else INVALID_CONFIG; the list appended to is the current
+    value or, unset, the default, as Kafka's; "*" takes no APPEND); a key given twice is
+    INVALID_REQUEST; an unknown operation INVALID_REQUEST.
 
     alter_incremental({}, [("leader.replication.throttled.rate", 0, "1000")], BROKER_CONFIGS)
     # -> ({"leader.replication.throttled.rate": "1000"}, None)
@@ -24,15 +29,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from protocol.describe_configs import (
+from protocol.errors import ErrorCode
+from protocol.kafka_configs import (
     BROKER_CONFIGS,
     LIST,
     LONG,
     LONG_MAX,
     TOPIC_CONFIGS,
     ConfigDef,
+    problem,
+    topic_problems,
 )
-from protocol.errors import ErrorCode
 
 SET, DELETE, APPEND, SUBTRACT = 0, 1, 2, 3
 __all__ = [
@@ -44,69 +51,74 @@ __all__ = [
     "ConfigDef",
     "alter_incremental",
     "check",
+    "check_topic",
     "replace",
 ]
-
-
-def _replica_list(value: str) -> str | None:
-    """Kafka's ThrottledReplicaListValidator: empty, "*", or "partition:broker" pairs."""
-    text = value.strip()
-    if text in ("", "*"):
-        return None
-    for pair in text.split(","):
-        p, _, b = pair.strip().partition(":")
-        if not (p.isascii() and p.isdigit() and b.isascii() and b.isdigit()):
-            return f"{value!r} must be '*' or a list of partition:broker pairs"
-    return None
-
-
-def _rate(value: str) -> str | None:
-    text = value.strip()
-    if not (text.isascii() and text.isdigit()) or int(text) > LONG_MAX:
-        return f"{value!r} must be a non-negative long (bytes/s)"
-    return None
-
-
-# TOPIC_CONFIGS and BROKER_CONFIGS (defaults, types, docs) are protocol.describe_configs'.
-_CHECKS = {LIST: _replica_list, LONG: _rate}
 
 Problem = tuple[ErrorCode, str]
 
 
-def check(key: str, value: str, known: Mapping[str, ConfigDef]) -> Problem | None:
+def _unknown(key: str, known: Mapping[str, ConfigDef]) -> Problem | None:
     d = known.get(key)
+    if known is TOPIC_CONFIGS:
+        return None if d is not None else (ErrorCode.INVALID_CONFIG, f"Unknown topic config name: {key}")
     if d is None:
-        return ErrorCode.INVALID_CONFIG, f"unknown config {key!r} (known: {', '.join(sorted(known))})"
-    problem = _CHECKS[d.type](value)
-    return None if problem is None else (ErrorCode.INVALID_CONFIG, f"invalid value for {key}: {problem}")
+        return ErrorCode.INVALID_CONFIG, f"Unknown broker config name: {key}"
+    if not d.dynamic:
+        return ErrorCode.INVALID_CONFIG, f"Cannot update these configs dynamically: {key} (read-only)"
+    return None
+
+
+def check(key: str, value: str, known: Mapping[str, ConfigDef]) -> Problem | None:
+    """Rules 1-2 for one key (``known``: TOPIC_CONFIGS or BROKER_CONFIGS)."""
+    found = _unknown(key, known)
+    if found is not None:
+        return found
+    broken = problem(key, value, known)
+    return None if broken is None else (ErrorCode.INVALID_CONFIG, broken)
+
+
+def check_topic(config: Mapping[str, str]) -> Problem | None:
+    """Rule 2's checks across a topic's whole config (each value already valid alone)."""
+    broken = topic_problems(config)
+    return None if broken is None else (ErrorCode.INVALID_CONFIG, broken)
+
+
+def _whole(out: dict[str, str], known) -> tuple[dict[str, str], Problem | None]:
+    if known is TOPIC_CONFIGS:
+        found = check_topic({k: v for k, v in out.items() if k in known})
+        if found is not None:
+            return {}, found
+    return out, None
 
 
 def replace(configs: Iterable[tuple[str, str | None]], known: Mapping[str, ConfigDef]) -> tuple[dict[str, str], Problem | None]:
-    """Rule 1: the new whole config, or the first problem."""
+    """Rule 3: the new whole config, or the first problem."""
     out: dict[str, str] = {}
     for key, value in configs:
         if value is None:
             return {}, (ErrorCode.INVALID_REQUEST, f"null value for {key!r}")
-        problem = check(key, value, known)
-        if problem is not None:
-            return {}, problem
+        found = check(key, value, known)
+        if found is not None:
+            return {}, found
         out[key] = value
-    return out, None
+    return _whole(out, known)
 
 
 def alter_incremental(
     current: Mapping[str, str], ops: Iterable[tuple[str, int, str | None]], known: Mapping[str, ConfigDef]
 ) -> tuple[dict[str, str], Problem | None]:
-    """Rule 2 applied to ``current``: the new config, or the first problem."""
+    """Rule 4 applied to ``current``: the new config, or the first problem."""
     ops = list(ops)
     keys = [k for k, _, _ in ops]
     if len(set(keys)) != len(keys):
         return {}, (ErrorCode.INVALID_REQUEST, "a config key is given more than once")
     out = dict(current)
     for key, op, value in ops:
-        d = known.get(key)
-        if d is None:
-            return {}, (ErrorCode.INVALID_CONFIG, f"unknown config {key!r} (known: {', '.join(sorted(known))})")
+        found = _unknown(key, known)
+        if found is not None:
+            return {}, found
+        d = known[key]
         if op == DELETE:
             out.pop(key, None)
             continue
@@ -118,20 +130,21 @@ def alter_incremental(
             new = value
         else:
             if d.type != LIST:
-                return {}, (ErrorCode.INVALID_CONFIG, f"{key} is not a list: APPEND and SUBTRACT do not apply")
-            have = [x for x in out.get(key, d.default).split(",") if x.strip()]
-            items = [x for x in value.split(",") if x.strip()]
+                return {}, (ErrorCode.INVALID_CONFIG, f"Config value append or subtract is not allowed for config "
+                            f"key: {key} (not a list)")
+            have = [x.strip() for x in out.get(key, d.default or "").split(",") if x.strip()]
+            items = [x.strip() for x in value.split(",") if x.strip()]
             if "*" in have + items and op == APPEND:
                 return {}, (ErrorCode.INVALID_CONFIG, f"{key}: '*' takes no APPEND; SET it instead")
             if op == APPEND:
                 new = ",".join(have + [x for x in items if x not in have])
             else:
                 new = ",".join(x for x in have if x not in items)
-        problem = check(key, new, known)
-        if problem is not None:
-            return {}, problem
-        if new == "" and op == SUBTRACT:
-            out.pop(key, None)  # an emptied list is no config (Kafka keeps "" - same effect)
+        found = check(key, new, known)
+        if found is not None:
+            return {}, found
+        if new == "" and op == SUBTRACT and d.default == "":
+            out.pop(key, None)  # an emptied throttle list is its default: no key needed
         else:
-            out[key] = new
-    return out, None
+            out[key] = new  # an emptied cleanup.policy stays "" (no cleanup), as Kafka keeps it
+    return _whole(out, known)

@@ -20,8 +20,9 @@ Steps (docs/DESIGN.md section 4.4):
     INVALID_PARTITIONS; a replication factor < 1 or above the live brokers ->
     INVALID_REPLICATION_FACTOR; an assignment whose partitions are not 0..n-1, whose lists are
     empty, differ in length, repeat a broker or name an unregistered one ->
-    INVALID_REPLICA_ASSIGNMENT; a config key this project does not know, or a bad value ->
-    INVALID_CONFIG; last, the topic policy (controller.core.topic_policy) -> POLICY_VIOLATION.
+    INVALID_REPLICA_ASSIGNMENT; a config key that is not one of Kafka's topic configs, a bad
+    value, or values that conflict (controller.core.entity_configs) -> INVALID_CONFIG; last,
+    the topic policy (controller.core.topic_policy) -> POLICY_VIOLATION.
     -1 for the count or the factor means the default (KIP-464).
  2. Place (no assignment given): controller.core.placement over the live brokers, counting
     every replica of the cluster and of the topics accepted before it in the request.
@@ -58,7 +59,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.core import placement
-from controller.core.entity_configs import TOPIC_CONFIGS, check
+from controller.core.entity_configs import TOPIC_CONFIGS, check, check_topic
 from controller.core.topic_policy import NO_POLICY, TopicPolicy
 from protocol.errors import ErrorCode
 from znodes import models, paths
@@ -190,6 +191,9 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         if problem is not None:
             return no(*problem)
         configs[key] = value
+    problem = check_topic(configs)  # across keys: min/max compaction lag, remote storage
+    if problem is not None:
+        return no(*problem)
     # Last, as Kafka runs create.topic.policy.class.name after its own checks.
     violation = view.policy.check_new_topic(r.name, n if assignment is None else len(assignment),
                                             rf if assignment is None else len(assignment[0]))

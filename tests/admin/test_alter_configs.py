@@ -84,7 +84,7 @@ async def test_bad_input_gets_kafkas_errors_and_writes_nothing():
     try:
         before = h.server.dump()
         answer = await handle_alter(context(h), 2, {"resources": [
-            {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": "retention.ms", "value": "1"}]},
+            {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": "retention.mss", "value": "1"}]},
             {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": LEADER_REPLICAS, "value": "x"}]},
             {"resource_type": TOPIC, "resource_name": "nope", "configs": []},
             {"resource_type": TOPIC, "resource_name": "bad/name", "configs": []},
@@ -122,5 +122,90 @@ async def test_a_throttle_set_by_alter_configs_outlives_reassignments():
         h.check_invariants()
         assert config(h, paths.topic_config("t")) == {LEADER_REPLICAS: "*"}
         assert config(h, paths.broker_config(1)) == {LEADER_RATE: "100000000"}
+    finally:
+        await h.close()
+
+
+async def test_every_kafka_topic_config_with_its_rule():
+    """Issue 23 item 1: Kafka's topic configs are accepted, stored with a notification, and bad
+    values refused naming the key and the rule (nothing written)."""
+    h = await cluster()
+    try:
+        ctx = context(h)
+        answer = await handle_incremental(ctx, 1, {"resources": [incremental(
+            TOPIC, "t", ("retention.ms", SET, "3600000"), ("min.insync.replicas", SET, "2"),
+            ("cleanup.policy", APPEND, "compact"), ("max.message.bytes", SET, "2000000"))], "validate_only": False})
+        assert codes(answer) == [0]
+        assert config(h, paths.topic_config("t")) == {
+            "retention.ms": "3600000", "min.insync.replicas": "2", "cleanup.policy": "delete,compact",
+            "max.message.bytes": "2000000"}
+        assert "topics/t" in notified(h)
+        before = h.server.dump()
+        for ops, words in [
+            ((("min.insync.replicas", SET, "0"),), "Invalid value 0 for configuration min.insync.replicas: "
+                                                   "Value must be at least 1"),
+            ((("retention.ms", SET, "1h"),), "Invalid value 1h for configuration retention.ms: Not a number of type LONG"),
+            ((("cleanup.policy", SET, "erase"),), "cleanup.policy: String must be one of: compact, delete"),
+            ((("compression.type", SET, "brotli"),), "compression.type: String must be one of"),
+            ((("min.cleanable.dirty.ratio", SET, "1.5"),), "Value must be no more than 1"),
+            ((("unclean.leader.election.enable", SET, "yes"),), "Expected value to be either true or false"),
+            ((("segment.bytes", SET, "2147483648"),), "Not a number of type INT"),
+            ((("retention.mss", SET, "1"),), "Unknown topic config name: retention.mss"),
+            ((("retention.ms", APPEND, "1"),), "not a list"),
+            ((("min.compaction.lag.ms", SET, "10"), ("max.compaction.lag.ms", SET, "5")), "conflict topic config"),
+            ((("remote.storage.enable", SET, "true"),), "Tiered Storage functionality is disabled"),
+        ]:
+            for validate_only in (True, False):
+                answer = await handle_incremental(ctx, 1, {"resources": [incremental(TOPIC, "t", *ops)],
+                                                           "validate_only": validate_only})
+                [r] = answer["responses"]
+                assert r["error_code"] == ErrorCode.INVALID_CONFIG and words in r["error_message"], (ops, r)
+        assert h.server.dump() == before
+        # validate_only with a good value: answered, nothing written.
+        answer = await handle_alter(ctx, 1, {"resources": [resource(TOPIC, "t", segment_ms="60000")],
+                                             "validate_only": True})
+        assert codes(answer) == [0] and h.server.dump() == before
+        # SUBTRACT to nothing keeps "" (no cleanup), as Kafka keeps it; DELETE goes back to the default.
+        answer = await handle_incremental(ctx, 1, {"resources": [incremental(
+            TOPIC, "t", ("cleanup.policy", SUBTRACT, "delete,compact"), ("retention.ms", DELETE, None))],
+            "validate_only": False})
+        assert codes(answer) == [0]
+        assert config(h, paths.topic_config("t")) == {
+            "min.insync.replicas": "2", "cleanup.policy": "", "max.message.bytes": "2000000"}
+    finally:
+        await h.close()
+
+
+async def test_broker_configs_dynamic_ones_only():
+    """Issue 23 item 2: the dynamic broker configs are altered per broker and cluster-wide; a
+    read-only one is refused as Kafka refuses it."""
+    h = await cluster()
+    try:
+        ctx = context(h)
+        answer = await handle_incremental(ctx, 1, {"resources": [
+            incremental(BROKER, "", ("log.retention.ms", SET, "7200000"), ("min.insync.replicas", SET, "2")),
+            incremental(BROKER, "2", ("replica.alter.log.dirs.io.max.bytes.per.second", SET, "1000000"),
+                        ("log.retention.bytes", SET, "1048576"))], "validate_only": False})
+        assert codes(answer) == [0, 0]
+        assert config(h, paths.broker_config(paths.BROKER_DEFAULT_CONFIG)) == {
+            "log.retention.ms": "7200000", "min.insync.replicas": "2"}
+        assert config(h, paths.broker_config(2)) == {
+            "replica.alter.log.dirs.io.max.bytes.per.second": "1000000", "log.retention.bytes": "1048576"}
+        before = h.server.dump()
+        for name, value, words in [
+            ("log.retention.hours", "1", "Cannot update these configs dynamically: log.retention.hours"),
+            ("broker.id", "7", "Cannot update these configs dynamically: broker.id"),
+            ("password.encoder.secret", "x", "Cannot update these configs dynamically"),
+            ("log.dirs", "/tmp", "Cannot update these configs dynamically"),
+            ("no.such.config", "1", "Unknown broker config name: no.such.config"),
+            ("min.insync.replicas", "0", "Value must be at least 1"),
+            ("retention.ms", "1", "Unknown broker config name: retention.ms"),  # a topic config's name
+        ]:
+            answer = await handle_alter(ctx, 1, {"resources": [
+                {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": name, "value": value}]}],
+                "validate_only": False})
+            [r] = answer["responses"]
+            assert r["error_code"] == ErrorCode.INVALID_CONFIG and words in r["error_message"], (name, r)
+        assert h.server.dump() == before
     finally:
         await h.close()

@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from controller.core.config import ControllerConfig
+from protocol.kafka_configs import BROKER_CONFIGS, TOPIC_CONFIGS
 from tests.admin.cluster import AdminCluster
 
 pytestmark = pytest.mark.zk
@@ -34,7 +35,8 @@ async def test_topic_and_broker_configs_every_version(zk_hosts):
         c.set_json("/config/topics/orders", {"version": 1, "config": {
             "retention.ms": "1000", LEADER_REPLICAS: "0:1"}})
         c.set_json("/config/brokers/2", {"version": 1, "config": {RATE: "500"}})
-        c.set_json("/config/brokers/<default>", {"version": 1, "config": {RATE: "100", LEADER_RATE: "200"}})
+        c.set_json("/config/brokers/<default>", {"version": 1, "config": {
+            RATE: "100", LEADER_RATE: "200", "log.retention.bytes": "1048576"}})
         for cid in (active, c.standby(active)):  # standbys answer too
             for version in range(5):
                 body = await c.call(cid, 32, version, {"resources": [
@@ -44,24 +46,35 @@ async def test_topic_and_broker_configs_every_version(zk_hosts):
                 assert [r["error_code"] for r in body["results"]] == [0] * 6
                 assert (orders["resource_type"], orders["resource_name"]) == (2, "orders")
                 oc = _configs(orders)
-                # Its own keys, and the topic configs this project knows at their defaults.
-                assert {k: v["value"] for k, v in oc.items()} == {
-                    "retention.ms": "1000", LEADER_REPLICAS: "0:1", REPLICAS: ""}
+                # Its own keys, and every Kafka topic config: the broker default (the default
+                # entity's log.retention.bytes), else Kafka's default.
+                assert set(oc) == set(TOPIC_CONFIGS)
+                assert {k: oc[k]["value"] for k in ("retention.ms", LEADER_REPLICAS, REPLICAS, "retention.bytes",
+                                                    "min.insync.replicas", "segment.ms")} == {
+                    "retention.ms": "1000", LEADER_REPLICAS: "0:1", REPLICAS: "", "retention.bytes": "1048576",
+                    "min.insync.replicas": "1", "segment.ms": "604800000"}
                 assert not any(v["read_only"] or v["is_sensitive"] for v in oc.values())
                 bc = _configs(broker)
-                assert set(bc) == {RATE, LEADER_RATE} | STATIC
+                assert set(bc) == set(BROKER_CONFIGS) | STATIC
                 assert (bc[RATE]["value"], bc[LEADER_RATE]["value"]) == ("500", "200")
+                assert bc["log.retention.hours"]["value"] == "168" and bc["log.retention.ms"]["value"] is None
                 assert bc["zookeeper.session.timeout.ms"]["value"] == "4000"  # the cluster's 4 s
                 assert bc["delete.topic.enable"]["value"] == "true"
                 assert bc["create.topic.policy.class.name"]["value"] is None  # no topic policy
-                assert {k for k, v in bc.items() if v["read_only"]} == STATIC
-                assert {k: v["value"] for k, v in _configs(audit).items()} == {REPLICAS: "", LEADER_REPLICAS: ""}
+                read_only = STATIC | {k for k, d in BROKER_CONFIGS.items() if not d.dynamic}
+                assert {k for k, v in bc.items() if v["read_only"]} == read_only
+                assert {"log.retention.hours", "broker.id", "password.encoder.secret"} <= read_only
+                assert not {"log.retention.ms", "min.insync.replicas", RATE} & read_only
+                assert _configs(audit)["retention.bytes"]["value"] == "1048576"
+                assert _configs(audit)[REPLICAS]["value"] == ""
                 # The default entity: what it holds, nothing else (Kafka's rule).
-                assert {k: v["value"] for k, v in _configs(default).items()} == {RATE: "100", LEADER_RATE: "200"}
+                assert {k: v["value"] for k, v in _configs(default).items()} == {
+                    RATE: "100", LEADER_RATE: "200", "log.retention.bytes": "1048576"}
                 assert list(_configs(filtered)) == ["retention.ms"]
                 assert set(_configs(empty_keys)) == set(bc)  # an empty key list: every entry, as Kafka
                 if version >= 1:
                     assert oc["retention.ms"]["config_source"] == 1
+                    assert oc["retention.bytes"]["config_source"] == 3  # the default entity's synonym
                     assert oc[REPLICAS]["config_source"] == 5
                     assert bc[RATE]["config_source"] == 2
                     assert bc[LEADER_RATE]["config_source"] == 3
@@ -76,7 +89,7 @@ async def test_topic_and_broker_configs_every_version(zk_hosts):
                 if version >= 3:
                     assert bc[RATE]["config_type"] == 5 and oc[REPLICAS]["config_type"] == 7
                     assert bc["delete.topic.enable"]["config_type"] == 1
-                    assert oc["retention.ms"]["config_type"] == 0  # a key this project does not know
+                    assert oc["retention.ms"]["config_type"] == 5  # Kafka's LONG
                     assert bc[RATE]["documentation"] is None  # not asked
 
 
@@ -114,15 +127,23 @@ async def test_sensitive_values_are_not_returned(zk_hosts):
     async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
         await c.wait_active()
         c.set_json("/config/brokers/2", {"version": 1, "config": {
-            "listener.name.secure.ssl.key.password": "s3cret", "sasl.jaas.config": "x required;"}})
-        c.set_json("/config/brokers/<default>", {"version": 1, "config": {"ssl.keystore.password": "other"}})
+            "listener.name.secure.ssl.key.password": "s3cret", "sasl.jaas.config": "x required;",
+            "password.encoder.secret": "pe-s3cret", "delegation.token.secret.key": "dt-s3cret"}})
+        c.set_json("/config/brokers/<default>", {"version": 1, "config": {
+            "ssl.keystore.password": "other", "delegation.token.secret.key": "dt-other"}})
         body = await c.call(101, 32, 4, {"resources": [_res(4, "2"), _res(4, "")], "include_synonyms": True})
         broker, default = (_configs(r) for r in body["results"])
+        # Issue 22 item 7: every PASSWORD config, password.encoder.secret and
+        # delegation.token.secret.key among them, is sensitive: no value anywhere.
         for entries, name in ((broker, "listener.name.secure.ssl.key.password"), (broker, "sasl.jaas.config"),
-                              (broker, "ssl.keystore.password"), (default, "ssl.keystore.password")):
+                              (broker, "ssl.keystore.password"), (default, "ssl.keystore.password"),
+                              (broker, "password.encoder.secret"), (broker, "delegation.token.secret.key"),
+                              (default, "delegation.token.secret.key"), (broker, "password.encoder.old.secret")):
             assert entries[name]["is_sensitive"] is True and entries[name]["value"] is None
+            assert entries[name]["config_type"] == 9  # PASSWORD
             assert all(s["value"] is None for s in entries[name]["synonyms"])
-        assert "s3cret" not in repr(body) and "other" not in repr(body)
+        assert broker["delegation.token.secret.key"]["config_source"] == 2
+        assert not any(secret in repr(body) for secret in ("s3cret", "other", "dt-", "pe-"))
 
 
 async def test_topic_policy_is_described(zk_hosts):

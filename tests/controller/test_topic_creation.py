@@ -17,6 +17,7 @@ from controller.core.state import ClusterState
 from controller.core.topic_creation import CreationView, Planned, Refused, TopicRequest, creation_ops, plan_topics
 from controller.shell.admin.create_topics import handle_create
 from protocol.errors import ErrorCode
+from protocol.kafka_configs import TOPIC_CONFIGS
 from tests.admin.test_kip179 import context
 from tests.controller.harness import Harness
 from znodes import paths
@@ -103,7 +104,14 @@ CASES = [
     (TopicRequest("n", assignments=((0, (1, 1)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
     (TopicRequest("n", assignments=((0, (1, 9)),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
     (TopicRequest("n", assignments=((0, ()),)), ErrorCode.INVALID_REPLICA_ASSIGNMENT),
-    (TopicRequest("n", 1, 1, configs=(("retention.ms", "1000"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("retention.mss", "1000"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("retention.ms", "1h"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("min.insync.replicas", "0"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("cleanup.policy", "compact,erase"),)), ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("min.compaction.lag.ms", "10"), ("max.compaction.lag.ms", "5"))),
+     ErrorCode.INVALID_CONFIG),
+    (TopicRequest("n", 1, 1, configs=(("retention.ms", "3600000"), ("cleanup.policy", "compact,delete"),
+                                      ("min.insync.replicas", "2"), ("compression.type", "zstd"))), None),
     (TopicRequest("n", 1, 1, configs=(("follower.replication.throttled.replicas", "x:y"),)), ErrorCode.INVALID_CONFIG),
 ]
 
@@ -240,18 +248,20 @@ async def h():
 async def test_create_topics_blocks_until_every_partition_has_a_leader_and_metadata(h):
     await h.start_controller(101)
     await h.tick()
-    answer = await handle_create(context(h), 7, create_body(topic("orders", 6, 3)))
+    answer = await handle_create(context(h), 7, create_body(topic("orders", 6, 3, configs=[("retention.ms", "3600000")])))
     [result] = answer["topics"]
     assert (result["error_code"], result["num_partitions"], result["replication_factor"]) == (0, 6, 3)
-    assert {c["name"]: c["config_source"] for c in result["configs"]} == {
-        "follower.replication.throttled.replicas": 5, "leader.replication.throttled.replicas": 5,
-    }
+    # Every Kafka topic config, the one given as the topic's (1), the rest at Kafka's defaults (5).
+    given = {c["name"]: (c["value"], c["config_source"]) for c in result["configs"]}
+    assert set(given) == set(TOPIC_CONFIGS)
+    assert given["retention.ms"] == ("3600000", 1) and given["min.insync.replicas"] == ("1", 5)
+    assert given["follower.replication.throttled.replicas"] == ("", 5) and given["cleanup.policy"] == ("delete", 5)
+    assert json.loads(h.server.read(paths.topic_config("orders"))[0])["config"] == {"retention.ms": "3600000"}
     znode = assert_created(h, "orders", 6)
     # Placement: with "t" (4 x 3 on 6 brokers: 12 replicas) the cluster ends at 30 = 5 each.
     counts = collections.Counter(b for rs in h.json(paths.topic("t"))["partitions"].values() for b in rs)
     counts.update(b for rs in znode.values() for b in rs)
     assert max(counts.values()) - min(counts.values()) <= 1, counts
-    assert json.loads(h.server.read(paths.topic_config("orders"))[0])["config"] == {}
 
 
 async def test_validate_only_and_errors_write_nothing(h):
@@ -260,7 +270,7 @@ async def test_validate_only_and_errors_write_nothing(h):
     before = h.server.dump()
     answer = await handle_create(context(h), 5, create_body(
         topic("v", 3, 2), topic("t", 1, 1), topic("bad/name", 1, 1), topic("big", 1, 7),
-        topic("cfg", 1, 1, configs=[("retention.ms", "1")]), validate_only=True))
+        topic("cfg", 1, 1, configs=[("retention.ms", "-2")]), validate_only=True))
     assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [
         ("v", 0), ("t", 36), ("bad/name", 17), ("big", 38), ("cfg", 40),
     ]

@@ -14,6 +14,7 @@ import pytest
 import protocol
 from controller.shell.admin.configs import handle_describe
 from protocol.errors import ErrorCode
+from protocol.kafka_configs import TOPIC_CONFIGS
 from sim.clock import ManualClock
 from sim.cluster import Cluster, ClusterSettings
 from sim.inprocess import InProcessTransport
@@ -27,6 +28,7 @@ TOPIC, BROKER = 2, 4
 RATE = "follower.replication.throttled.rate"
 LEADER_RATE = "leader.replication.throttled.rate"
 REPLICAS = "follower.replication.throttled.replicas"
+SIM_STATIC = {"broker.id", "log.dirs", "replica.lag.time.max.ms"}
 
 
 def _versions():
@@ -87,9 +89,15 @@ async def _controller(store, version: int, resources: list[dict], synonyms: bool
 
 
 def _values(result: dict) -> dict[str, tuple[str, int]]:
-    """The entries that are set somewhere (not at their defaults: DEFAULT_CONFIG, or v0's is_default)."""
+    """The entries that are set somewhere (not at their defaults: DEFAULT_CONFIG, or v0's is_default),
+    but for a broker's own static settings (the controller lists none of a broker's)."""
     return {c["name"]: (c["value"], c.get("config_source")) for c in result["configs"]
-            if c.get("config_source") != 5 and not c.get("is_default")}
+            if c.get("config_source") != 5 and not c.get("is_default") and c["name"] not in SIM_STATIC}
+
+
+def _shared(results: list[dict]) -> list[dict]:
+    """Results without a broker's own static settings: what the controller answers too."""
+    return [r | {"configs": [c for c in r["configs"] if c["name"] not in SIM_STATIC]} for r in results]
 
 
 async def test_api_versions_advertise_describe_configs(twin):
@@ -119,7 +127,13 @@ async def test_every_version_answers_like_the_controller(twin, version):
     ]
     for synonyms in (False, True):
         ours = await _describe(tr, 2, version, resources, synonyms)
-        assert ours == await _controller(other, version, resources, synonyms)
+        theirs = await _controller(other, version, resources, synonyms)
+        # The same but for the broker's own settings (the controller has none of a broker's).
+        own = [c for c in ours[0]["configs"] if c["name"] in SIM_STATIC]
+        assert {c["name"]: c["value"] for c in own} == {
+            "broker.id": "2", "log.dirs": "/var/sim/kafka-logs-2", "replica.lag.time.max.ms": "10000"}
+        assert all(c["read_only"] for c in own)
+        assert _shared(ours) == _shared(theirs)
     by_name = {(r["resource_type"], r["resource_name"]): r for r in ours}
     assert _values(by_name[(BROKER, "2")])[RATE][0] == "1000"
     assert _values(by_name[(BROKER, "2")])[LEADER_RATE][0] == "700"  # inherited from <default>
@@ -129,8 +143,7 @@ async def test_every_version_answers_like_the_controller(twin, version):
         assert [(s["value"], s["source"]) for s in rate["synonyms"]] == [("1000", 2), ("500", 3), (str(2**63 - 1), 5)]
     # Its own list, and the other throttled-replica list at its default.
     assert _values(ours[2])[REPLICAS][0] == "0:1,1:2"
-    assert sorted(c["name"] for c in ours[2]["configs"]) == ["follower.replication.throttled.replicas",
-                                                           "leader.replication.throttled.replicas"]
+    assert sorted(c["name"] for c in ours[2]["configs"]) == sorted(TOPIC_CONFIGS)
     assert [c["name"] for c in ours[3]["configs"]] == [REPLICAS]
     assert by_name[(TOPIC, "missing")]["error_code"] == ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
     assert by_name[(TOPIC, "bad/name")]["error_code"] == ErrorCode.INVALID_TOPIC_EXCEPTION
@@ -186,7 +199,7 @@ async def test_an_unreadable_config_fails_its_resource_only(twin):
     await cluster.advance()
     resources = [_resource(TOPIC, "orders"), _resource(BROKER, "1")]
     ours = await _describe(tr, 1, 4, resources)
-    assert ours == await _controller(other, 4, resources)
+    assert _shared(ours) == _shared(await _controller(other, 4, resources))
     assert ours[0]["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR and "/config/topics/orders" in ours[0]["error_message"]
     assert ours[1]["error_code"] == 0 and _values(ours[1]) == {RATE: ("5", 2)}
     # Repaired: the next notification brings it back.
@@ -241,6 +254,6 @@ async def test_over_tcp_on_real_zookeeper(zk_hosts):
             if REPLICAS in _values(body["results"][0]):
                 break
             await asyncio.sleep(0.02)
-        assert body["results"] == await _controller(other, 4, resources, True)
+        assert _shared(body["results"]) == _shared(await _controller(other, 4, resources, True))
         assert _values(body["results"][0]) == {REPLICAS: ("0:1,0:2", 1)}
         assert body["results"][1]["error_code"] == 0

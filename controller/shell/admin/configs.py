@@ -1,15 +1,17 @@
 """DescribeConfigs (32, KIP-133): topic and broker configs as ZooKeeper holds them.
 
-Served by every instance (configs are not controller state). The controller knows only the
-dynamic configs, the ones in ``/config/topics/T`` and ``/config/brokers/N`` (and the
-cluster-wide ``/config/brokers/<default>``): that is what it describes, which is where
-throttles live (KIP-179), so they are visible to any Kafka admin client.
+Served by every instance (configs are not controller state): the dynamic configs in
+``/config/topics/T`` and ``/config/brokers/N`` (and the cluster-wide
+``/config/brokers/<default>``) over Kafka's configs and defaults (``protocol.kafka_configs``),
+so throttles (KIP-179), retention and the rest are visible to any Kafka admin client.
 
 Per resource, in request order:
 
  1. TOPIC (2): the name must be a legal topic name and the topic must exist
     (``/brokers/topics/T``), else UNKNOWN_TOPIC_OR_PARTITION (an illegal name:
-    INVALID_TOPIC_EXCEPTION). Entries from ``/config/topics/T``, source DYNAMIC_TOPIC_CONFIG.
+    INVALID_TOPIC_EXCEPTION). Every Kafka topic config: ``/config/topics/T``'s, source
+    DYNAMIC_TOPIC_CONFIG, else the default entity's broker synonym (``log.retention.ms`` for
+    ``retention.ms``), source DYNAMIC_DEFAULT_BROKER_CONFIG, else Kafka's default.
  2. BROKER (4): the name is a broker id as canonical decimal text, else INVALID_REQUEST; the
     empty name means the cluster-wide default (Kafka's rule). Entries from
     ``/config/brokers/N``, source DYNAMIC_BROKER_CONFIG, plus the default entity's keys the
@@ -193,7 +195,8 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
         else:
             message = f"resource type {rtype} is not served here (only TOPIC={TOPIC} and BROKER={BROKER})"
             plans.append(("error", (ErrorCode.INVALID_REQUEST, message)))
-    need_default = any(kind == "broker" and not detail[0] for kind, detail in plans)
+    # The default entity: inherited by every broker, and the broker defaults topic configs fall back to.
+    need_default = any(kind == "topic" or (kind == "broker" and not detail[0]) for kind, detail in plans)
     default_path = paths.broker_config(paths.BROKER_DEFAULT_CONFIG)
     configs = await read_configs(store, config_paths + ([default_path] if need_default else []))
     defaults = configs.pop() if need_default else {}
@@ -215,7 +218,7 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
                 out["error_code"] = int(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION)
                 out["error_message"] = f"topic {r['resource_name']!r} does not exist"
                 continue
-            own, inherited, source = configs[config_at], {}, DYNAMIC_TOPIC_CONFIG
+            own, inherited, source = configs[config_at], defaults, DYNAMIC_TOPIC_CONFIG
         else:
             is_default, config_at = detail
             own = configs[config_at]

@@ -20,7 +20,7 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
     REQUEST_TIMED_OUT for that topic (its creation goes on, as in Kafka).
 
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
-configs (those this project knows, with their sources); v7 a topic id, the zero UUID: topic
+configs (every Kafka topic config, with its source); v7 a topic id, the zero UUID: topic
 znodes here are version 2 (Kafka 2.4's) and carry none.
 
     # kafka-python
@@ -37,7 +37,6 @@ from collections import Counter
 from controller.core import acl
 from controller.core.placement import cluster_counts
 from controller.core.topic_creation import (
-    TOPIC_CONFIGS,
     CreationView,
     Planned,
     Refused,
@@ -47,6 +46,7 @@ from controller.core.topic_creation import (
 )
 from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
+from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
@@ -54,7 +54,6 @@ from znodes.api import MultiOpError, NodeExistsError
 from znodes.reads import children_or_empty
 
 CREATE_TOPICS = 19
-DYNAMIC_TOPIC_CONFIG, DEFAULT_CONFIG = 1, 5  # Kafka's ConfigSource codes
 
 
 class _Creations:
@@ -159,12 +158,11 @@ def _requests(body: dict) -> list[TopicRequest]:
 
 
 def _configs(configs: dict[str, str]) -> list[dict]:
-    out = []
-    for name, d in sorted(TOPIC_CONFIGS.items()):
-        given = name in configs
-        out.append({"name": name, "value": configs[name] if given else d.default, "read_only": False,
-                    "config_source": DYNAMIC_TOPIC_CONFIG if given else DEFAULT_CONFIG, "is_sensitive": False})
-    return out
+    """v5+: every topic config with its value and source, as DescribeConfigs describes the new
+    topic (protocol.describe_configs; over the catalogue's defaults, the broker default entity is
+    not read for this answer)."""
+    fields = ("name", "value", "read_only", "config_source", "is_sensitive")
+    return [{k: e[k] for k in fields} for e in config_entries(4, configs, {}, DYNAMIC_TOPIC_CONFIG, None, False)]
 
 
 def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None, plan: Planned | None = None) -> dict:
