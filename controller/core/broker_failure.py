@@ -1,6 +1,7 @@
 """Leaders and ISRs after a broker fails or comes back (Kafka's ``KafkaController.onBrokerFailure``
-and ``onBrokerStartup`` in ZooKeeper mode): the engine's part, a mixin of its working set
-(controller.core.engine), reached through step 12's event (controller.core.elections). Pure.
+and ``onBrokerStartup`` in ZooKeeper mode): the engine's part: functions of its working set
+(controller.core.working_set), reached through step 12's event (controller.core.elections), and
+the live broker set's changes (:func:`on_brokers`, the brokers' side of engine step 8). Pure.
 
 Kafka's controller, when a broker's registration goes, takes every partition that broker led to
 OfflinePartition and elects a new leader from the live ISR (``OfflinePartitionLeaderElection-
@@ -71,16 +72,18 @@ Worked state table, brokers 1, 2, 3, 4; broker 1 dies, later comes back (leader 
     1 comes back:
     c          1,2                -1 [1] 4        3: clean, 1 is in ISR     1 [1] 5
 
-    s.on_offline(OfflineCheck(None, OFFLINE, {}, unclean_topics=frozenset({"logs"})))
+    on_offline(ws, offline_check(None, unclean_topics={"logs"}))
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 
-from controller.core.events import OfflineCheck
-from controller.core.flush import BROKER_FAILURE, writing
+from controller.core import reassignment
+from controller.core.events import BrokersRead, OfflineCheck
+from controller.core.flush import BROKER_FAILURE, BROKERS, writing
 from controller.core.task import Phase
+from controller.core.working_set import WorkingSet
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
 NO_LEADER = -1
@@ -136,72 +139,106 @@ def unclean_enabled(config: Mapping[str, str] | None, default: bool = False) -> 
     return default if value is None else value.strip().lower() == "true"
 
 
-class BrokerFailureSteps:
-    """Steps 1-6 as methods of the engine's working set."""
+@writing(BROKERS)
+def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
+    old = ws.brokers
+    ws.brokers = dict(event.brokers)
+    ws.brokers_changed = True
+    if ws.outbox is not None:
+        ws.outbox.brokers = ws.brokers
+    back = {b for b, info in ws.brokers.items() if b not in old or old[b].epoch != info.epoch}
+    if back or set(old) - set(ws.brokers):
+        ws.box.live_brokers_changed()
+    for b in sorted(back):
+        ws.box.describe_log_dirs(b)  # step 9: what it hosts, for its strays
+    for move in list(ws.tasks.values()):
+        if not move.started:
+            continue
+        state = ws.states.get(move.tp)
+        if state is None:
+            continue
+        if move.phase is Phase.REPLICATING:
+            # A (re)started replica learns the move; a new leader may now be electable.
+            for b in back.intersection(move.replicas):
+                ws.box.leader_and_isr(
+                    b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
+                    is_new=b in move.adding,
+                )
+            reassignment.check_complete(ws, move)
+        elif move.phase is Phase.STOPPING:
+            for b in back.intersection(move.target):
+                ws.box.leader_and_isr(b, move.tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+        elif move.phase is Phase.CANCELLING:
+            for b in back.intersection(move.original):
+                ws.box.leader_and_isr(b, move.tp, state, replicas=move.original, adding=(), removing=(), is_new=False)
+    if back:
+        ws.schedule_needed = True
 
-    @writing(BROKER_FAILURE)
-    def on_offline(self, event: OfflineCheck) -> None:
-        live = self.brokers
-        wanted = list(self.states.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
-        counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}
-        leaderless: list[TopicPartition] = []
-        told: set[TopicPartition] = set()
-        for tp in wanted:
-            assignment = self.assignments.get(tp)
-            state = self.states.get(tp)
-            if assignment is None or state is None or tp[0] in self.deleting:
-                continue  # step 1
-            move = self.tasks.get(tp)
-            if move is not None and (move.resend or (move.started and move.phase is not Phase.REPLICATING)):
-                continue  # step 1: the move's
-            moving = move is not None and move.started
-            decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving)
-            if decision is None:
-                continue
-            leader, isr, why = decision
-            counts[why] += 1
-            if why == "unclean":
-                self.log.append(f"unclean leader election of {tp[0]}-{tp[1]}: {leader}, no live replica of the ISR "
-                                f"{list(state.isr)} (unclean.leader.election.enable)")
-            elif why == "none":
-                leaderless.append(tp)
-            new = self.new_epoch(tp, state, leader=leader, isr=isr)  # step 6: written first
-            told.add(tp)
-            if moving:
-                self.announce(move, new)  # the move's RS, AR and RR; completes it if it can
-            else:
-                for b in assignment.replicas:
-                    if b in live:
-                        self.box.leader_and_isr(b, tp, new, replicas=assignment.replicas, adding=(), removing=(),
-                                                is_new=False)
-            self.box.update_metadata(tp, new, assignment.replicas)
-        if event.registered:
-            self.tell_registered(event.registered, wanted, told)
-        if any(counts.values()):
-            self.log.append(
-                f"broker failure: {counts['clean']} partition(s) got a new leader from the ISR, "
-                f"{counts['unclean']} an unclean one, {counts['shrink']} a shrunk ISR, "
-                f"{counts['none']} no leader (no live ISR member)"
-            )
-        if leaderless:
-            names = ", ".join(f"{t}-{p}" for t, p in leaderless[:20]) + (" ..." if len(leaderless) > 20 else "")
-            self.log.append(f"offline partitions (leader -1 until an ISR member registers): {names}")
 
-    def tell_registered(self, registered, wanted, told) -> None:
-        """Step 7: LeaderAndIsr with the state held to each broker that registered, for its
-        replicas that step 6 did not just tell; not of a topic being deleted, nor of a started
-        move (the move's own requests). A move still waiting for a slot has sent nothing yet:
-        its partition is told like any other."""
-        live = [b for b in sorted(registered) if b in self.brokers]
-        for tp in wanted:
-            assignment = self.assignments.get(tp)
-            state = self.states.get(tp)
-            if assignment is None or state is None or tp in told or tp[0] in self.deleting:
-                continue
-            move = self.tasks.get(tp)
-            if move is not None and move.started:
-                continue
-            for b in live:
-                if b in assignment.replicas:
-                    self.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(),
-                                            is_new=False)
+@writing(BROKER_FAILURE)
+def on_offline(ws: WorkingSet, event: OfflineCheck) -> None:
+    live = ws.brokers
+    wanted = list(ws.states.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
+    counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}
+    leaderless: list[TopicPartition] = []
+    told: set[TopicPartition] = set()
+    for tp in wanted:
+        assignment = ws.assignments.get(tp)
+        state = ws.states.get(tp)
+        if assignment is None or state is None or tp[0] in ws.deleting:
+            continue  # step 1
+        move = ws.tasks.get(tp)
+        if move is not None and (move.resend or (move.started and move.phase is not Phase.REPLICATING)):
+            continue  # step 1: the move's
+        moving = move is not None and move.started
+        decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving)
+        if decision is None:
+            continue
+        leader, isr, why = decision
+        counts[why] += 1
+        if why == "unclean":
+            ws.log.append(f"unclean leader election of {tp[0]}-{tp[1]}: {leader}, no live replica of the ISR "
+                          f"{list(state.isr)} (unclean.leader.election.enable)")
+        elif why == "none":
+            leaderless.append(tp)
+        new = ws.new_epoch(tp, state, leader=leader, isr=isr)  # step 6: written first
+        told.add(tp)
+        if moving:
+            reassignment.announce(ws, move, new)  # the move's RS, AR and RR; completes it if it can
+        else:
+            for b in assignment.replicas:
+                if b in live:
+                    ws.box.leader_and_isr(b, tp, new, replicas=assignment.replicas, adding=(), removing=(),
+                                          is_new=False)
+        ws.box.update_metadata(tp, new, assignment.replicas)
+    if event.registered:
+        tell_registered(ws, event.registered, wanted, told)
+    if any(counts.values()):
+        ws.log.append(
+            f"broker failure: {counts['clean']} partition(s) got a new leader from the ISR, "
+            f"{counts['unclean']} an unclean one, {counts['shrink']} a shrunk ISR, "
+            f"{counts['none']} no leader (no live ISR member)"
+        )
+    if leaderless:
+        names = ", ".join(f"{t}-{p}" for t, p in leaderless[:20]) + (" ..." if len(leaderless) > 20 else "")
+        ws.log.append(f"offline partitions (leader -1 until an ISR member registers): {names}")
+
+
+def tell_registered(ws: WorkingSet, registered, wanted, told) -> None:
+    """Step 7: LeaderAndIsr with the state held to each broker that registered, for its
+    replicas that step 6 did not just tell; not of a topic being deleted, nor of a started
+    move (the move's own requests). A move still waiting for a slot has sent nothing yet:
+    its partition is told like any other."""
+    live = [b for b in sorted(registered) if b in ws.brokers]
+    for tp in wanted:
+        assignment = ws.assignments.get(tp)
+        state = ws.states.get(tp)
+        if assignment is None or state is None or tp in told or tp[0] in ws.deleting:
+            continue
+        move = ws.tasks.get(tp)
+        if move is not None and move.started:
+            continue
+        for b in live:
+            if b in assignment.replicas:
+                ws.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(),
+                                      is_new=False)

@@ -1,5 +1,5 @@
-"""KIP-236 cancellation: roll a reassignment back to its original replicas. Pure, part of the
-engine's step (controller.core.engine mixes :class:`CancelSteps` into its working set).
+"""KIP-236 cancellation: roll a reassignment back to its original replicas. Pure: functions of
+the engine's working set (controller.core.working_set), called from its step (controller.core.engine).
 
 A cancel arrives as a :class:`controller.core.events.CancelRequested` on the controller's one queue,
 whichever door it came through: creation of ``/admin/cancel_reassignment_in_progress`` (every
@@ -81,6 +81,7 @@ from dataclasses import dataclass
 from controller.core.events import CancelRequested
 from controller.core.flush import ROLLBACK, ROLLBACK_FINISH, writing
 from controller.core.task import Move, Phase
+from controller.core.working_set import WorkingSet
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.api import SetData
@@ -113,137 +114,140 @@ def _name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-class CancelSteps:
-    """The cancellation half of the engine's working set (see controller.core.engine._Step)."""
+@writing(ROLLBACK)
+def on_cancel(ws: WorkingSet, event: CancelRequested) -> None:
+    wanted = list(ws.tasks.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
+    results: dict[TopicPartition, Result] = {}
+    for tp in wanted:
+        code, message = cancel_one(ws, tp, dry_run=event.validate_only, withdraw_any=event.withdraw_any)
+        results[tp] = (code, message)
+        if code is not CANCELLED and event.source == "znode":
+            ws.log.append(f"cancel ({paths.CANCEL_REASSIGNMENT}): skipped {_name(tp)}: {message}")
+    if event.source == "znode" and not event.validate_only:
+        ws.cancel_znode_version = event.znode_version if event.znode_version is not None else -1
+        done = sum(1 for code, _ in results.values() if code is CANCELLED)
+        ws.log.append(f"cancel ({paths.CANCEL_REASSIGNMENT}): {done} of {len(results)} reassignment(s) cancelled")
+    ws.cancels.append(CancelOutcome(event.token, event.source, results))
 
-    @writing(ROLLBACK)
-    def on_cancel(self, event: CancelRequested) -> None:
-        wanted = list(self.tasks.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
-        results: dict[TopicPartition, Result] = {}
-        for tp in wanted:
-            code, message = self.cancel_one(tp, dry_run=event.validate_only, withdraw_any=event.withdraw_any)
-            results[tp] = (code, message)
-            if code is not CANCELLED and event.source == "znode":
-                self.log.append(f"cancel ({paths.CANCEL_REASSIGNMENT}): skipped {_name(tp)}: {message}")
-        if event.source == "znode" and not event.validate_only:
-            self.cancel_znode_version = event.znode_version if event.znode_version is not None else -1
-            done = sum(1 for code, _ in results.values() if code is CANCELLED)
-            self.log.append(f"cancel ({paths.CANCEL_REASSIGNMENT}): {done} of {len(results)} reassignment(s) cancelled")
-        self.cancels.append(CancelOutcome(event.token, event.source, results))
 
-    def cancel_one(self, tp: TopicPartition, *, dry_run: bool = False, withdraw_any: bool = False) -> Result:
-        """Steps 1-3 decide; steps 4-7 act (unless ``dry_run``)."""
-        move = self.tasks.get(tp)
-        if move is None:
-            if tp not in self.assignments:
-                return UNKNOWN_PARTITION, f"unknown partition {_name(tp)}"
-            return NOT_REASSIGNING, f"{_name(tp)} is not being reassigned"
-        if move.phase is Phase.CANCELLING:
-            return CANCELLED, "already being cancelled"
-        if not move.started:
-            request = self.requests.get(tp)
-            if not withdraw_any and (request is None or request.original_replicas is None):
-                return SKIP_NO_ORIGINAL, (
-                    f"{_name(tp)}: its entry in {paths.REASSIGN_PARTITIONS} has no original_replicas, so there is "
-                    "nothing to roll back to (KIP-236); it was written without them and has not started: "
-                    "remove it from the znode to withdraw it"
-                )
-            if not dry_run:
-                self.log.append(f"cancelled reassignment of {_name(tp)} to {list(move.target)} before it started")
-                self.set_task(move.to(Phase.DROPPED))
-                self.end_task(tp)
-                self.drop_request(tp)
-            return CANCELLED, None
-        if move.phase is Phase.STOPPING:
-            return SKIP_COMPLETING, (
-                f"{_name(tp)} is completing: every target replica is in sync and its original replicas "
-                f"{list(move.removing)} are being deleted, so there is nothing left to roll back to; "
-                "reassign it back once it completes"
+def cancel_one(ws: WorkingSet, tp: TopicPartition, *, dry_run: bool = False, withdraw_any: bool = False) -> Result:
+    """Steps 1-3 decide; steps 4-7 act (unless ``dry_run``)."""
+    move = ws.tasks.get(tp)
+    if move is None:
+        if tp not in ws.assignments:
+            return UNKNOWN_PARTITION, f"unknown partition {_name(tp)}"
+        return NOT_REASSIGNING, f"{_name(tp)} is not being reassigned"
+    if move.phase is Phase.CANCELLING:
+        return CANCELLED, "already being cancelled"
+    if not move.started:
+        request = ws.requests.get(tp)
+        if not withdraw_any and (request is None or request.original_replicas is None):
+            return SKIP_NO_ORIGINAL, (
+                f"{_name(tp)}: its entry in {paths.REASSIGN_PARTITIONS} has no original_replicas, so there is "
+                "nothing to roll back to (KIP-236); it was written without them and has not started: "
+                "remove it from the znode to withdraw it"
             )
-        state = self.states.get(tp)
-        if state is None:
-            return STATE_NOT_READ, f"{_name(tp)}: its partition state is being read after a failover; retry"
-        unsafe = self.rollback_unsafe(move, state)
-        if unsafe is not None:
-            return SKIP_ORIGINAL_OUT_OF_SYNC, unsafe
         if not dry_run:
-            self.begin_cancel(move, state)
+            ws.log.append(f"cancelled reassignment of {_name(tp)} to {list(move.target)} before it started")
+            ws.set_task(move.to(Phase.DROPPED))
+            ws.end_task(tp)
+            ws.drop_request(tp)
         return CANCELLED, None
-
-    def rollback_unsafe(self, move: Move, state: LeaderIsr) -> str | None:
-        """Step 3: why rolling back would take the partition offline, or None."""
-        live = self.brokers
-        if any(b in state.isr and b in live for b in move.original):
-            return None
-        online = [b for b in move.added if b in live]
-        if not online:
-            return None  # offline whatever happens: KIP-236 rolls back
-        return (
-            f"none of the original replicas {list(move.original)} of {_name(move.tp)} is alive and in the ISR "
-            f"{list(state.isr)} while new replicas {online} are online: rolling back would take it offline "
-            "(KIP-236 skip)"
+    if move.phase is Phase.STOPPING:
+        return SKIP_COMPLETING, (
+            f"{_name(tp)} is completing: every target replica is in sync and its original replicas "
+            f"{list(move.removing)} are being deleted, so there is nothing left to roll back to; "
+            "reassign it back once it completes"
         )
+    state = ws.states.get(tp)
+    if state is None:
+        return STATE_NOT_READ, f"{_name(tp)}: its partition state is being read after a failover; retry"
+    unsafe = rollback_unsafe(ws, move, state)
+    if unsafe is not None:
+        return SKIP_ORIGINAL_OUT_OF_SYNC, unsafe
+    if not dry_run:
+        begin_cancel(ws, move, state)
+    return CANCELLED, None
 
-    @writing(ROLLBACK)
-    def begin_cancel(self, move: Move, state: LeaderIsr) -> None:
-        """Step 4, then 5-7."""
-        tp = move.tp
-        move = move.to(Phase.CANCELLING)
-        self.set_task(move)
-        self.log.append(
-            f"cancelling reassignment of {_name(tp)} to {list(move.target)}: rolling back to {list(move.original)}"
-        )
-        # After the topic znode's rollback in the flush (``late``): a flag never lands for a
-        # rollback that did not, so a flagged record always means a move being rolled back.
-        self.late.append(SetData(paths.reassignment(*tp), encode_record(
-            move.target, move.original, cancelling=True, next_target=move.next_target)))
-        self.set_assignment(tp, rollback_assignment(move))
-        self.roll_back(move, state, first=True)
 
-    @writing(ROLLBACK)
-    def roll_back(self, move: Move, state: LeaderIsr | None, *, first: bool = False) -> None:
-        """Steps 5-6 (also when a failover resumes a cancel: ``first`` False writes the state
-        znode only if it is not rolled back yet)."""
-        tp = move.tp
-        if state is not None:
-            original, live = move.original, self.brokers
-            if state.leader in original and state.leader in live and state.leader in state.isr:
-                leader = state.leader
-            else:
-                leader = next((b for b in original if b in state.isr and b in live), NO_LEADER)
-            isr = tuple(b for b in state.isr if b in original)
-            if first or leader != state.leader or isr != state.isr:
-                # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
-                # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,
-                # and the reload resumes the cancel from what landed.
-                state = self.new_epoch(tp, state, leader, isr)
-            for b in original:
-                if b in live:
-                    self.box.leader_and_isr(b, tp, state, replicas=original, adding=(), removing=(), is_new=False)
-        self.stop_added(move, state)
+def rollback_unsafe(ws: WorkingSet, move: Move, state: LeaderIsr) -> str | None:
+    """Step 3: why rolling back would take the partition offline, or None."""
+    live = ws.brokers
+    if any(b in state.isr and b in live for b in move.original):
+        return None
+    online = [b for b in move.added if b in live]
+    if not online:
+        return None  # offline whatever happens: KIP-236 rolls back
+    return (
+        f"none of the original replicas {list(move.original)} of {_name(move.tp)} is alive and in the ISR "
+        f"{list(state.isr)} while new replicas {online} are online: rolling back would take it offline "
+        "(KIP-236 skip)"
+    )
 
-    def stop_added(self, move: Move, state: LeaderIsr | None) -> None:
-        """Step 6: StopReplica(delete) to the live added replicas; step 7 if there are none."""
-        if not self.stop_replicas(move.tp, move.added, state):
-            self.finish_cancel(move)
 
-    @writing(ROLLBACK_FINISH)
-    def finish_cancel(self, move: Move) -> None:
-        """Step 7."""
-        tp = move.tp
-        self.set_assignment(tp, Assignment(move.original))
-        # Deleted with the entry's drop, not before: recovery tells a rolled-back entry from a
-        # new request by this record.
-        self.delete_record(tp, with_requests=True)
-        state = self.states.get(tp)
-        if state is not None:
-            self.box.update_metadata(tp, state, move.original)
-        self.log.append(f"rolled back {_name(tp)} to {list(move.original)}")
-        self.cancelled.append(tp)
-        self.set_task(move.to(Phase.CANCELLED))
-        self.end_task(tp)
-        # A queued target (controller.core.queue) is reassigned from where the rollback ended.
-        self.follow_up(move, ended_on=move.original)
+@writing(ROLLBACK)
+def begin_cancel(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
+    """Step 4, then 5-7."""
+    tp = move.tp
+    move = move.to(Phase.CANCELLING)
+    ws.set_task(move)
+    ws.log.append(
+        f"cancelling reassignment of {_name(tp)} to {list(move.target)}: rolling back to {list(move.original)}"
+    )
+    # After the topic znode's rollback in the flush (``late``): a flag never lands for a
+    # rollback that did not, so a flagged record always means a move being rolled back.
+    ws.late.append(SetData(paths.reassignment(*tp), encode_record(
+        move.target, move.original, cancelling=True, next_target=move.next_target)))
+    ws.set_assignment(tp, rollback_assignment(move))
+    roll_back(ws, move, state, first=True)
+
+
+@writing(ROLLBACK)
+def roll_back(ws: WorkingSet, move: Move, state: LeaderIsr | None, *, first: bool = False) -> None:
+    """Steps 5-6 (also when a failover resumes a cancel: ``first`` False writes the state
+    znode only if it is not rolled back yet)."""
+    tp = move.tp
+    if state is not None:
+        original, live = move.original, ws.brokers
+        if state.leader in original and state.leader in live and state.leader in state.isr:
+            leader = state.leader
+        else:
+            leader = next((b for b in original if b in state.isr and b in live), NO_LEADER)
+        isr = tuple(b for b in state.isr if b in original)
+        if first or leader != state.leader or isr != state.isr:
+            # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
+            # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,
+            # and the reload resumes the cancel from what landed.
+            state = ws.new_epoch(tp, state, leader, isr)
+        for b in original:
+            if b in live:
+                ws.box.leader_and_isr(b, tp, state, replicas=original, adding=(), removing=(), is_new=False)
+    stop_added(ws, move, state)
+
+
+def stop_added(ws: WorkingSet, move: Move, state: LeaderIsr | None) -> None:
+    """Step 6: StopReplica(delete) to the live added replicas; step 7 if there are none."""
+    if not ws.stop_replicas(move.tp, move.added, state):
+        finish_cancel(ws, move)
+
+
+@writing(ROLLBACK_FINISH)
+def finish_cancel(ws: WorkingSet, move: Move) -> None:
+    """Step 7."""
+    tp = move.tp
+    ws.set_assignment(tp, Assignment(move.original))
+    # Deleted with the entry's drop, not before: recovery tells a rolled-back entry from a
+    # new request by this record.
+    ws.delete_record(tp, with_requests=True)
+    state = ws.states.get(tp)
+    if state is not None:
+        ws.box.update_metadata(tp, state, move.original)
+    ws.log.append(f"rolled back {_name(tp)} to {list(move.original)}")
+    ws.cancelled.append(tp)
+    ws.set_task(move.to(Phase.CANCELLED))
+    ws.end_task(tp)
+    # A queued target (controller.core.queue) is reassigned from where the rollback ended.
+    ws.follow_up(move, ended_on=move.original)
 
 
 def rollback_assignment(move: Move) -> Assignment:

@@ -1,5 +1,5 @@
-"""Leader elections asked for by ElectLeaders (KIP-460): the engine's part, a mixin of its
-working set (controller.core.engine, step 12). Pure.
+"""Leader elections asked for by ElectLeaders (KIP-460): the engine's part: functions of
+its working set (controller.core.working_set; controller.core.engine step 12). Pure.
 
 Per partition asked for (every known one when the request names none), in order:
 
@@ -18,13 +18,15 @@ Per partition asked for (every known one when the request names none), in order:
 
 States: the newer (zkVersion) of the one the shell read for the request and the one held.
 
-    s.on_election(ElectionRequested((("t", 0),), PREFERRED, {("t", 0): state}, token=future))
+    on_election(ws, ElectionRequested((("t", 0),), PREFERRED, {("t", 0): state}, token=future))
 """
 
 from __future__ import annotations
 
-from controller.core.broker_failure import BrokerFailureSteps
-from controller.core.events import OfflineCheck
+from controller.core import broker_failure
+from controller.core.events import ElectionRequested, OfflineCheck
+from controller.core.flush import ELECT, writing
+from controller.core.working_set import WorkingSet
 from protocol.errors import ErrorCode
 from znodes.values import LeaderIsr, TopicPartition
 
@@ -37,63 +39,70 @@ def _name(tp: TopicPartition) -> str:
     return f"{tp[0]}-{tp[1]}"
 
 
-class ElectionSteps(BrokerFailureSteps):
-    """Steps 1-4 as methods of the engine's working set; the controller's own election after a
-    broker failure (``OfflineCheck``) comes through the same event path, deferred like these
-    until a failover's resumed moves have their states (controller.core.broker_failure)."""
+@writing(ELECT)
+def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
+    """Step 12: steps 1-4 per partition; the controller's own election after a broker failure
+    (``OfflineCheck``, controller.core.broker_failure) comes the same way. Either waits until a
+    failover's resumed moves have their states."""
+    if ws.states_missing():
+        ws.deferred.append(event)  # just failed over: after the resumed moves' states
+    else:
+        on_election(ws, event)
 
-    def on_election(self, event) -> None:
-        if isinstance(event, OfflineCheck):
-            self.on_offline(event)
-            return
-        wanted = list(self.assignments.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
-        results: dict[TopicPartition, Result] = {}
-        for tp in wanted:
-            results[tp] = self.elect_one(tp, event.election_type, event.states.get(tp))
-        self.elections.append((event.token, results))
 
-    def elect_one(self, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:
-        assignment = self.assignments.get(tp)
-        if assignment is None or tp[0] in self.deleting:
-            return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {_name(tp)}"
-        move = self.tasks.get(tp)
-        if move is not None and move.started:
-            return ErrorCode.REASSIGNMENT_IN_PROGRESS, f"{_name(tp)} is being reassigned"
-        held = self.states.get(tp)
-        state = held if read is None or (held is not None and held.zk_version >= read.zk_version) else read
-        if state is None:
-            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{_name(tp)} has no leader state yet"
-        live, replicas = self.brokers, assignment.replicas
-        if election_type == PREFERRED:
-            preferred = replicas[0]
-            if state.leader == preferred:
-                return ErrorCode.ELECTION_NOT_NEEDED, f"{preferred} already leads {_name(tp)}"
-            if preferred not in live or preferred not in state.isr:
-                return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, (
-                    f"preferred leader {preferred} of {_name(tp)} is {'not in the ISR' if preferred in live else 'down'}")
-            leader, isr = preferred, state.isr
-        elif election_type == UNCLEAN:
-            if state.leader in live:
-                return ErrorCode.ELECTION_NOT_NEEDED, f"{_name(tp)} has a live leader ({state.leader})"
-            clean = [b for b in state.isr if b in live and b in replicas]
-            if clean:
-                leader, isr = clean[0], state.isr
-            else:
-                alive = [b for b in replicas if b in live]
-                if not alive:
-                    return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
-                leader, isr = alive[0], (alive[0],)
-                self.log.append(f"unclean leader election of {_name(tp)}: {leader}, out of the ISR {list(state.isr)}")
+def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
+    if isinstance(event, OfflineCheck):
+        broker_failure.on_offline(ws, event)
+        return
+    wanted = list(ws.assignments.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
+    results: dict[TopicPartition, Result] = {}
+    for tp in wanted:
+        results[tp] = elect_one(ws, tp, event.election_type, event.states.get(tp))
+    ws.elections.append((event.token, results))
+
+
+def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:
+    assignment = ws.assignments.get(tp)
+    if assignment is None or tp[0] in ws.deleting:
+        return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {_name(tp)}"
+    move = ws.tasks.get(tp)
+    if move is not None and move.started:
+        return ErrorCode.REASSIGNMENT_IN_PROGRESS, f"{_name(tp)} is being reassigned"
+    held = ws.states.get(tp)
+    state = held if read is None or (held is not None and held.zk_version >= read.zk_version) else read
+    if state is None:
+        return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{_name(tp)} has no leader state yet"
+    live, replicas = ws.brokers, assignment.replicas
+    if election_type == PREFERRED:
+        preferred = replicas[0]
+        if state.leader == preferred:
+            return ErrorCode.ELECTION_NOT_NEEDED, f"{preferred} already leads {_name(tp)}"
+        if preferred not in live or preferred not in state.isr:
+            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, (
+                f"preferred leader {preferred} of {_name(tp)} is {'not in the ISR' if preferred in live else 'down'}")
+        leader, isr = preferred, state.isr
+    elif election_type == UNCLEAN:
+        if state.leader in live:
+            return ErrorCode.ELECTION_NOT_NEEDED, f"{_name(tp)} has a live leader ({state.leader})"
+        clean = [b for b in state.isr if b in live and b in replicas]
+        if clean:
+            leader, isr = clean[0], state.isr
         else:
-            return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
-        if state is read and read != held:
-            self.states[tp] = read  # the conditional write below is made from this one
-        new = self.new_epoch(tp, state, leader=leader, isr=isr)
-        for b in replicas:
-            if b in live:
-                self.box.leader_and_isr(b, tp, new, replicas=replicas, adding=(), removing=(), is_new=False)
-        self.box.update_metadata(tp, new, replicas)
-        return ErrorCode.NONE, None
+            alive = [b for b in replicas if b in live]
+            if not alive:
+                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
+            leader, isr = alive[0], (alive[0],)
+            ws.log.append(f"unclean leader election of {_name(tp)}: {leader}, out of the ISR {list(state.isr)}")
+    else:
+        return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"
+    if state is read and read != held:
+        ws.states[tp] = read  # the conditional write below is made from this one
+    new = ws.new_epoch(tp, state, leader=leader, isr=isr)
+    for b in replicas:
+        if b in live:
+            ws.box.leader_and_isr(b, tp, new, replicas=replicas, adding=(), removing=(), is_new=False)
+    ws.box.update_metadata(tp, new, replicas)
+    return ErrorCode.NONE, None
 
 
 def imbalanced(assignments, states, tasks, live, percentage: int) -> list[TopicPartition]:

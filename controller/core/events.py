@@ -149,26 +149,25 @@ class ElectionRequested:
     token: object = None
 
 
-OFFLINE = 2  # not a wire ElectionType: the controller's own election after a broker failure
-
-
 @dataclass(frozen=True, slots=True)
-class OfflineCheck(ElectionRequested):
+class OfflineCheck:
     """Elect leaders of the partitions whose leader is not live and take dead brokers out of
     ISRs (controller.core.broker_failure): ``partitions`` None for every partition whose state
     the controller holds (a change of ``/brokers/ids``), else those named (a chunk of a
     full-metadata read). ``unclean_topics``: topics whose ``unclean.leader.election.enable``
     is true, of those ``broker_failure.unclean_candidates`` named. ``registered``: the brokers
     that registered or re-registered in the step (Kafka's ``onBrokerStartup``: each gets
-    LeaderAndIsr for its replicas). Built with :func:`offline_check`."""
+    LeaderAndIsr for its replicas). Built with :func:`offline_check`. The engine takes it as it
+    takes an ElectionRequested (step 12: held back while a failover's states are read)."""
 
+    partitions: tuple[TopicPartition, ...] | None
     unclean_topics: frozenset[str] = frozenset()
     registered: frozenset[int] = frozenset()
 
 
 def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=frozenset(),
                   registered=frozenset()) -> OfflineCheck:
-    return OfflineCheck(partitions, OFFLINE, {}, None, frozenset(unclean_topics), frozenset(registered))
+    return OfflineCheck(partitions, frozenset(unclean_topics), frozenset(registered))
 
 
 Event = (

@@ -6,14 +6,13 @@ Pure. Every op of ``engine.Step.writes`` carries the kinds of flush it is part o
 them: they name the crash points the stateful test cuts (a flush cut after each op of each
 kind) and what a failed flush was doing.
 
-The engine's working set has a current kind, set by the method doing the work
-(:func:`writing`, which nests: a start that completes at once writes its state znode as
-"complete"), and its op lists are :class:`Writes`, which label every op appended with it.
+The engine's working set (controller.core.working_set) has a current kind, set by the function
+doing the work (:func:`writing`, which nests: a start that completes at once writes its state
+znode as "complete"), and its op lists are :class:`Writes`, which label every op appended with it.
 
-    class _Step:
-        @writing("start")
-        def start(self, move, state):
-            self.early.append(Create(...))     # labelled "start"
+    @writing("start")
+    def start(ws, move, state):
+        ws.early.append(Create(...))     # labelled "start"
 """
 
 from __future__ import annotations
@@ -52,32 +51,40 @@ KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELEC
 
 
 def writing(kind: str):
-    """Decorate a working-set method: what it (and what it calls) writes is for ``kind``,
-    unless a method it calls says otherwise."""
+    """Decorate a function taking the working set first: what it (and what it calls) writes is
+    for ``kind``, unless a function it calls says otherwise."""
 
-    def wrap(method):
-        @functools.wraps(method)
-        def run(self, *args, **kwargs):
-            outer, self.kind = self.kind, kind
+    def wrap(function):
+        @functools.wraps(function)
+        def run(ws, *args, **kwargs):
+            outer, ws.kind = ws.kind, kind
             try:
-                return method(self, *args, **kwargs)
+                return function(ws, *args, **kwargs)
             finally:
-                self.kind = outer
+                ws.kind = outer
 
         return run
 
     return wrap
 
 
-class Writes(list):
-    """Ops of one part of a flush; ``kinds[i]`` is the kind ``self[i]`` was appended for (the
-    owner's current kind). Only ``append`` is used on these."""
+class Writes:
+    """Ops of one part of a flush; ``kinds[i]`` is the kind ``ops[i]`` was appended for (the
+    owner's current kind). Only ``append`` adds to these."""
+
+    __slots__ = ("owner", "ops", "kinds")
 
     def __init__(self, owner):
-        super().__init__()
         self.owner = owner
+        self.ops: list = []
         self.kinds: list[str] = []
 
     def append(self, op) -> None:
-        super().append(op)
+        self.ops.append(op)
         self.kinds.append(self.owner.kind)
+
+    def __len__(self) -> int:
+        return len(self.ops)
+
+    def __iter__(self):
+        return iter(self.ops)

@@ -1,6 +1,6 @@
 """KIP-236 queued reassignments: ``/admin/reassign_partitions_queue`` joins the running set.
-Pure, part of the engine's step (controller.core.engine mixes :class:`QueueSteps` into its working
-set).
+Pure: functions of the engine's working set (controller.core.working_set), called from its step
+(controller.core.engine).
 
 The queue znode has the format of ``/admin/reassign_partitions``. Its writer creates it, so a
 second batch is refused (NodeExists) while one waits - that is the writer's side
@@ -32,9 +32,11 @@ from __future__ import annotations
 
 from dataclasses import replace
 
+from controller.core import cancel
 from controller.core.events import QueueRead
 from controller.core.flush import QUEUE, writing
 from controller.core.task import Move, Phase
+from controller.core.working_set import WorkingSet
 from znodes import paths
 from znodes.api import SetData
 from znodes.payloads import encode_record
@@ -45,87 +47,86 @@ def _name(r: Request) -> str:
     return f"{r.topic}-{r.partition}"
 
 
-class QueueSteps:
-    """The queue half of the engine's working set (see controller.core.engine._Step)."""
+@writing(QUEUE)
+def on_queue(ws: WorkingSet, event: QueueRead) -> None:
+    if event.version is None:
+        return
+    if event.error is not None:
+        ws.log.append(f"leaving {paths.REASSIGN_QUEUE} alone: {event.error}")
+        return
+    for reason in event.rejected:
+        ws.log.append(reason)
+    seen: set = set()
+    for r in event.requests or ():
+        if r.tp in seen:
+            ws.log.append(f"dropping duplicate entry for {_name(r)} in {paths.REASSIGN_QUEUE}")
+            continue
+        seen.add(r.tp)
+        reason = ws.invalid_reason(r)
+        if reason is not None:
+            ws.log.append(f"dropping queued reassignment of {_name(r)} to {list(r.replicas)}: {reason}")
+            continue
+        take_queued(ws, r)
+    ws.queue_version = event.version
+    ws.touched = True
 
-    @writing(QUEUE)
-    def on_queue(self, event: QueueRead) -> None:
-        if event.version is None:
-            return
-        if event.error is not None:
-            self.log.append(f"leaving {paths.REASSIGN_QUEUE} alone: {event.error}")
-            return
-        for reason in event.rejected:
-            self.log.append(reason)
-        seen: set = set()
-        for r in event.requests or ():
-            if r.tp in seen:
-                self.log.append(f"dropping duplicate entry for {_name(r)} in {paths.REASSIGN_QUEUE}")
-                continue
-            seen.add(r.tp)
-            reason = self.invalid_reason(r)
-            if reason is not None:
-                self.log.append(f"dropping queued reassignment of {_name(r)} to {list(r.replicas)}: {reason}")
-                continue
-            self.take_queued(r)
-        self.queue_version = event.version
-        self.touched = True
 
-    def take_queued(self, r: Request) -> None:
-        """Step 2 for one entry."""
-        tp, target = r.tp, r.replicas
-        move = self.tasks.get(tp)
-        if move is None:
-            current = self.assignments[tp]
-            if current == Assignment(target):
-                self.log.append(f"queued reassignment of {_name(r)} to {list(target)}: already assigned")
-                return
-            self.put_request(replace(r, original_replicas=current.replicas))
-            self.set_task(Move(tp, target))
-            self.pending[tp] = None
-            self.schedule_needed = True
+def take_queued(ws: WorkingSet, r: Request) -> None:
+    """Step 2 for one entry."""
+    tp, target = r.tp, r.replicas
+    move = ws.tasks.get(tp)
+    if move is None:
+        current = ws.assignments[tp]
+        if current == Assignment(target):
+            ws.log.append(f"queued reassignment of {_name(r)} to {list(target)}: already assigned")
             return
-        if not move.started:
-            if move.target != target:
-                self.log.append(f"queued target {list(target)} of {_name(r)} replaces its pending one {list(move.target)}")
-                self.set_task(move.with_changes(target=target))
-            self.put_request(replace(r, original_replicas=self.assignments[tp].replicas))
-            return
-        if target == move.target and move.phase is not Phase.CANCELLING:
-            if move.next_target is not None:
-                self.set_task(move.with_changes(next_target=None))
-            self.put_request(replace(r, original_replicas=move.original))
-            return
-        self.put_request(replace(r, original_replicas=move.original))
-        # A rollback already ends at ORS; a completing move must go back there afterwards.
-        next_target = None if target == move.original and move.phase is not Phase.STOPPING else target
-        changed = next_target != move.next_target
-        move = move.with_changes(next_target=next_target)
-        self.set_task(move)
-        if move.phase is not Phase.REPLICATING:
-            what = "its rollback" if move.phase is Phase.CANCELLING else "its completion"
-            self.log.append(f"queued target {list(target)} of {_name(r)} follows {what}")
-            # Kept in the record too: equal to the target being rolled back, the entry in
-            # /admin/reassign_partitions reads like the rollback's own, and a failover would lose it.
-            # Late, as a rollback's flag is: a cancel taken earlier in this step wrote the record
-            # there without it, and the last write of a path in a flush is the one that stays.
-            if changed:
-                self.late.append(SetData(paths.reassignment(*tp), encode_record(
-                    move.target, move.original, cancelling=move.phase is Phase.CANCELLING, next_target=move.next_target)))
-            return
-        state = self.states.get(tp)
-        unsafe = "its partition state is being read after a failover" if state is None else self.rollback_unsafe(move, state)
-        if unsafe is not None:
-            self.log.append(
-                f"queued {_name(r)}: cannot cancel its move to {list(move.target)} ({unsafe}); "
-                f"the queued target {list(target)} replaces it in place instead"
-            )
-            self.overrides[tp] = None  # controller.core.engine step 4b: no in-sync replica is deleted before completion
-            return
-        self.log.append(f"queued {_name(r)}: cancelling its move to {list(move.target)}, then moving it to {list(target)}")
-        self.begin_cancel(move, state)
+        put_request(ws, replace(r, original_replicas=current.replicas))
+        ws.set_task(Move(tp, target))
+        ws.pending[tp] = None
+        ws.schedule_needed = True
+        return
+    if not move.started:
+        if move.target != target:
+            ws.log.append(f"queued target {list(target)} of {_name(r)} replaces its pending one {list(move.target)}")
+            ws.set_task(move.with_changes(target=target))
+        put_request(ws, replace(r, original_replicas=ws.assignments[tp].replicas))
+        return
+    if target == move.target and move.phase is not Phase.CANCELLING:
+        if move.next_target is not None:
+            ws.set_task(move.with_changes(next_target=None))
+        put_request(ws, replace(r, original_replicas=move.original))
+        return
+    put_request(ws, replace(r, original_replicas=move.original))
+    # A rollback already ends at ORS; a completing move must go back there afterwards.
+    next_target = None if target == move.original and move.phase is not Phase.STOPPING else target
+    changed = next_target != move.next_target
+    move = move.with_changes(next_target=next_target)
+    ws.set_task(move)
+    if move.phase is not Phase.REPLICATING:
+        what = "its rollback" if move.phase is Phase.CANCELLING else "its completion"
+        ws.log.append(f"queued target {list(target)} of {_name(r)} follows {what}")
+        # Kept in the record too: equal to the target being rolled back, the entry in
+        # /admin/reassign_partitions reads like the rollback's own, and a failover would lose it.
+        # Late, as a rollback's flag is: a cancel taken earlier in this step wrote the record
+        # there without it, and the last write of a path in a flush is the one that stays.
+        if changed:
+            ws.late.append(SetData(paths.reassignment(*tp), encode_record(
+                move.target, move.original, cancelling=move.phase is Phase.CANCELLING, next_target=move.next_target)))
+        return
+    state = ws.states.get(tp)
+    unsafe = "its partition state is being read after a failover" if state is None else cancel.rollback_unsafe(ws, move, state)
+    if unsafe is not None:
+        ws.log.append(
+            f"queued {_name(r)}: cannot cancel its move to {list(move.target)} ({unsafe}); "
+            f"the queued target {list(target)} replaces it in place instead"
+        )
+        ws.overrides[tp] = None  # controller.core.engine step 4b: no in-sync replica is deleted before completion
+        return
+    ws.log.append(f"queued {_name(r)}: cancelling its move to {list(move.target)}, then moving it to {list(target)}")
+    cancel.begin_cancel(ws, move, state)
 
-    def put_request(self, r: Request) -> None:
-        if self.requests.get(r.tp) != r:
-            self.requests[r.tp] = r
-            self.requests_dirty = True
+
+def put_request(ws: WorkingSet, r: Request) -> None:
+    if ws.requests.get(r.tp) != r:
+        ws.requests[r.tp] = r
+        ws.requests_dirty = True

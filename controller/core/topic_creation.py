@@ -6,7 +6,8 @@ do it. Pure: no I/O. Two halves, as in Kafka:
   (controller.core.placement); :func:`creation_ops` is what the admin handler writes for one
   accepted topic, in ONE fenced multi (so a topic is either wholly requested or not at all);
 * the controller half (Kafka's ``onNewPartitionCreation``, NewPartition -> OnlinePartition):
-  :func:`new_partition_state` and :func:`state_ops`, which the engine runs for every known
+  :func:`create_partition` (a function of the engine's working set, with
+  :func:`new_partition_state` and :func:`state_ops`), which the engine runs for every known
   partition that has no state znode (controller.core.engine, step 10), whoever wrote its topic
   znode and whichever controller was active then.
 
@@ -60,7 +61,9 @@ from dataclasses import dataclass, field
 
 from controller.core import placement
 from controller.core.entity_configs import TOPIC_CONFIGS, check, check_topic
+from controller.core.flush import CREATE, writing
 from controller.core.topic_policy import NO_POLICY, TopicPolicy
+from controller.core.working_set import WorkingSet
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Create, Op, SetData
@@ -253,6 +256,35 @@ def state_ops(tp: TopicPartition, state: LeaderIsr, missing_parents: frozenset[s
             ops.append(Create(path))
     ops.append(Create(paths.partition_state(*tp), encode_state(state)))
     return ops
+
+
+# ---- the engine's step 10 ---------------------------------------------------------------------
+
+
+@writing(CREATE)
+def create_partition(ws: WorkingSet, tp: TopicPartition, assignment: Assignment, missing_parents: frozenset[str]) -> None:
+    """Step 10 (controller.core.topic_creation step 4): a partition without a state znode
+    gets one - leader the first live replica, ISR the live replicas, leader epoch 0 - with
+    its missing parents; LeaderAndIsr (is_new) to the live replicas, UpdateMetadata to
+    every live broker. With no replica live it waits (asked again when one registers)."""
+    if tp[0] in ws.deleting:
+        return  # being deleted (a deletion cut short may have removed its state already)
+    state = new_partition_state(assignment.replicas, ws.brokers, ws.base.epoch)
+    if state is None:
+        ws.log.append(f"new partition {tp[0]}-{tp[1]} has no live replica in {list(assignment.replicas)}: "
+                      "it gets a leader when one registers")
+        return
+    for op in state_ops(tp, state, missing_parents - ws.parents_created):
+        ws.early.append(op)
+        if op.path != paths.partition_state(*tp):
+            ws.parents_created.add(op.path)
+    ws.states[tp] = state
+    ws.unhosted.pop(tp)  # told below with every live replica
+    ws.created.append(tp)
+    for b in assignment.replicas:
+        if b in ws.brokers:
+            ws.box.leader_and_isr(b, tp, state, replicas=assignment.replicas, adding=(), removing=(), is_new=True)
+    ws.box.update_metadata(tp, state, assignment.replicas)
 
 
 # ---- CreatePartitions (KIP-195) -------------------------------------------------------------------

@@ -1,5 +1,6 @@
 """Topic deletion (KIP-4 DeleteTopics), Kafka's ZooKeeper-mode protocol (``TopicDeletionManager``):
-the engine's part, as a mixin of its working set (controller.core.engine, step 11). Pure.
+the engine's part: functions of its working set (controller.core.working_set; controller.core.engine
+step 11). Pure.
 
 A topic is marked for deletion by ``/admin/delete_topics/T`` (DeleteTopics writes it, as
 Kafka's tools do). The controller reads the markers (children watch; after every election)
@@ -41,16 +42,16 @@ Worked table, topic "t" = p0 [1,2], broker 2 down:
     5 flush                           -                  state, partition, partitions, topic,
                                                          config, marker deleted
 
-    class _Step(..., DeletionSteps):  # engine
-        ...
-    s.on_deletions(DeletionsRead(frozenset({"t"})))
+    on_deletions(ws, frozenset({"t"}))   # engine: the DeletionsRead's topics
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
+from controller.core import cancel
 from controller.core.task import Phase
+from controller.core.working_set import WorkingSet
 from znodes import paths
 from znodes.api import Delete, Op
 from znodes.values import LeaderIsr, TopicPartition
@@ -68,105 +69,107 @@ class TopicDeletion:
     left: frozenset[tuple[int, int]] = frozenset()
 
 
-class DeletionSteps:
-    """Steps 1-5 as methods of the engine's working set (which provides ``deleting``,
-    ``tasks``, ``assignments``, ``topic_partitions``, ``states``, ``box``, ``log``, ...)."""
+def on_deletions(ws: WorkingSet, topics: frozenset[str]) -> None:
+    """The markers read (every child of /admin/delete_topics)."""
+    for name in list(ws.deleting):
+        if name not in topics:
+            ws.deleting.pop(name)  # its marker was removed by someone: not deleted
+    for name in sorted(topics):
+        if not ws.config.delete_topic_enable:
+            ws.log.append(f"topic deletion is disabled (delete_topic_enable): dropping the marker of {name!r}")
+            drop_marker(ws, name)
+        elif name not in ws.topic_partitions:
+            ws.log.append(f"dropping the deletion marker of unknown topic {name!r}")
+            drop_marker(ws, name)
+        elif name not in ws.deleting:
+            ws.deleting[name] = TopicDeletion()
+            ws.log.append(f"topic {name!r} is marked for deletion")
 
-    def on_deletions(self, topics: frozenset[str]) -> None:
-        """The markers read (every child of /admin/delete_topics)."""
-        for name in list(self.deleting):
-            if name not in topics:
-                self.deleting.pop(name)  # its marker was removed by someone: not deleted
-        for name in sorted(topics):
-            if not self.config.delete_topic_enable:
-                self.log.append(f"topic deletion is disabled (delete_topic_enable): dropping the marker of {name!r}")
-                self.drop_marker(name)
-            elif name not in self.topic_partitions:
-                self.log.append(f"dropping the deletion marker of unknown topic {name!r}")
-                self.drop_marker(name)
-            elif name not in self.deleting:
-                self.deleting[name] = TopicDeletion()
-                self.log.append(f"topic {name!r} is marked for deletion")
 
-    def drop_marker(self, name: str) -> None:
-        self.markers_dropped.append(name)
+def drop_marker(ws: WorkingSet, name: str) -> None:
+    ws.markers_dropped.append(name)
 
-    def advance_deletions(self) -> None:
-        """Step 2 then 3, for every marked topic not started (after every event of a step)."""
-        for name, deletion in list(self.deleting.items()):
-            if deletion.started:
+
+def advance_deletions(ws: WorkingSet) -> None:
+    """Step 2 then 3, for every marked topic not started (after every event of a step)."""
+    for name, deletion in list(ws.deleting.items()):
+        if deletion.started:
+            continue
+        moving = [tp for tp in ws.tasks.keys() if tp[0] == name]
+        waiting = []
+        for tp in moving:
+            move = ws.tasks[tp]
+            if move.phase is Phase.CANCELLING:
+                waiting.append(tp)
                 continue
-            moving = [tp for tp in self.tasks.keys() if tp[0] == name]
-            waiting = []
-            for tp in moving:
-                move = self.tasks[tp]
-                if move.phase is Phase.CANCELLING:
+            code, _ = cancel.cancel_one(ws, tp, withdraw_any=True)
+            if code == 0:
+                ws.log.append(f"deleting topic {name!r}: reassignment of {tp[0]}-{tp[1]} cancelled")
+                if tp in ws.tasks:
                     waiting.append(tp)
-                    continue
-                code, _ = self.cancel_one(tp, withdraw_any=True)
-                if code == 0:
-                    self.log.append(f"deleting topic {name!r}: reassignment of {tp[0]}-{tp[1]} cancelled")
-                    if tp in self.tasks:
-                        waiting.append(tp)
-                else:
-                    waiting.append(tp)  # completing, or not safe to roll back: waited for
-            if not waiting:
-                self.start_deletion(name)
+            else:
+                waiting.append(tp)  # completing, or not safe to roll back: waited for
+        if not waiting:
+            start_deletion(ws, name)
 
-    def start_deletion(self, name: str) -> None:
-        """Step 3."""
-        left = set()
-        for p in self.topic_partitions.get(name, ()):
-            tp = (name, p)
-            replicas = self.assignments[tp].replicas
-            self.metadata_gone(tp)
-            for b in replicas:
-                left.add((p, b))
-                if b in self.brokers:
-                    self.box.stop_replica(b, tp, EPOCH_DURING_DELETE, wait=False)
-        for b in sorted({b for _, b in left} & set(self.brokers)):
-            self.box.describe_log_dirs(b)
-        self.deleting[name] = TopicDeletion(True, frozenset(left))
-        self.log.append(f"deleting topic {name!r}: StopReplica(delete) to its {len(left)} replica(s)")
+
+def start_deletion(ws: WorkingSet, name: str) -> None:
+    """Step 3."""
+    left = set()
+    for p in ws.topic_partitions.get(name, ()):
+        tp = (name, p)
+        replicas = ws.assignments[tp].replicas
+        metadata_gone(ws, tp)
+        for b in replicas:
+            left.add((p, b))
+            if b in ws.brokers:
+                ws.box.stop_replica(b, tp, EPOCH_DURING_DELETE, wait=False)
+    for b in sorted({b for _, b in left} & set(ws.brokers)):
+        ws.box.describe_log_dirs(b)
+    ws.deleting[name] = TopicDeletion(True, frozenset(left))
+    ws.log.append(f"deleting topic {name!r}: StopReplica(delete) to its {len(left)} replica(s)")
+    if not left:
+        finish_deletion(ws, name)
+
+
+def metadata_gone(ws: WorkingSet, tp: TopicPartition, to: tuple[int, ...] | None = None) -> None:
+    """UpdateMetadata with leader -2: brokers drop the partition from their metadata (also
+    what a broker registering during a deletion is told of it, and everyone at step 5)."""
+    state = ws.states.get(tp) or LeaderIsr(LEADER_DURING_DELETE, EPOCH_DURING_DELETE, ws.base.epoch, (), -1)
+    gone = LeaderIsr(LEADER_DURING_DELETE, state.leader_epoch, state.controller_epoch, state.isr, state.zk_version)
+    ws.box.update_metadata(tp, gone, ws.assignments[tp].replicas, to)
+
+
+def deletion_hosted(ws: WorkingSet, broker_id: int, hosted: frozenset[TopicPartition]) -> None:
+    """Step 4: what ``broker_id`` hosts, for the deletions under way."""
+    for name, deletion in list(ws.deleting.items()):
+        if not deletion.started:
+            continue
+        mine = {(p, b) for p, b in deletion.left if b == broker_id}
+        if not mine:
+            continue
+        still = {(p, b) for p, b in mine if (name, p) in hosted}
+        for p, _ in sorted(still):
+            ws.box.stop_replica(broker_id, (name, p), EPOCH_DURING_DELETE, wait=False)
+        if still:
+            ws.box.describe_log_dirs(broker_id)
+        left = (deletion.left - mine) | still
+        ws.deleting[name] = TopicDeletion(True, frozenset(left))
         if not left:
-            self.finish_deletion(name)
+            finish_deletion(ws, name)
 
-    def metadata_gone(self, tp: TopicPartition, to: tuple[int, ...] | None = None) -> None:
-        """UpdateMetadata with leader -2: brokers drop the partition from their metadata (also
-        what a broker registering during a deletion is told of it, and everyone at step 5)."""
-        state = self.states.get(tp) or LeaderIsr(LEADER_DURING_DELETE, EPOCH_DURING_DELETE, self.base.epoch, (), -1)
-        gone = LeaderIsr(LEADER_DURING_DELETE, state.leader_epoch, state.controller_epoch, state.isr, state.zk_version)
-        self.box.update_metadata(tp, gone, self.assignments[tp].replicas, to)
 
-    def deletion_hosted(self, broker_id: int, hosted: frozenset[TopicPartition]) -> None:
-        """Step 4: what ``broker_id`` hosts, for the deletions under way."""
-        for name, deletion in list(self.deleting.items()):
-            if not deletion.started:
-                continue
-            mine = {(p, b) for p, b in deletion.left if b == broker_id}
-            if not mine:
-                continue
-            still = {(p, b) for p, b in mine if (name, p) in hosted}
-            for p, _ in sorted(still):
-                self.box.stop_replica(broker_id, (name, p), EPOCH_DURING_DELETE, wait=False)
-            if still:
-                self.box.describe_log_dirs(broker_id)
-            left = (deletion.left - mine) | still
-            self.deleting[name] = TopicDeletion(True, frozenset(left))
-            if not left:
-                self.finish_deletion(name)
-
-    def finish_deletion(self, name: str) -> None:
-        """Step 5: the topic leaves memory; the shell deletes its znodes first (``Step.topics_deleted``)."""
-        for p in self.topic_partitions.get(name, ()):
-            self.metadata_gone((name, p))  # a broker back since step 3 may have been told of it
-            self.assignments.pop((name, p))
-            self.states.pop((name, p))
-        self.topic_partitions.pop(name)
-        self.topic_versions.pop(name)
-        self.deleting.pop(name)
-        self.topics_deleted.append(name)
-        self.log.append(f"topic {name!r} deleted: every replica is gone")
+def finish_deletion(ws: WorkingSet, name: str) -> None:
+    """Step 5: the topic leaves memory; the shell deletes its znodes first (``Step.topics_deleted``)."""
+    for p in ws.topic_partitions.get(name, ()):
+        metadata_gone(ws, (name, p))  # a broker back since step 3 may have been told of it
+        ws.assignments.pop((name, p))
+        ws.states.pop((name, p))
+    ws.topic_partitions.pop(name)
+    ws.topic_versions.pop(name)
+    ws.deleting.pop(name)
+    ws.topics_deleted.append(name)
+    ws.log.append(f"topic {name!r} deleted: every replica is gone")
 
 
 def deletion_ops(name: str, partitions: list[int], present: set[str], *, whole: bool) -> list[Op]:

@@ -1,0 +1,542 @@
+"""Reassignment (Kafka 2.4's ``onPartitionReassignment``, KIP-455's override): the engine's steps
+1-6 and 4b, and failover's Resume, as functions of its working set (controller.core.working_set).
+Pure. The numbered steps, their order and the worked tables are in controller.core.engine; the
+lifecycle of a move in controller.core.task; KIP-236's cancel and queue in controller.core.cancel
+and controller.core.queue.
+
+    on_requests(ws, RequestsRead(...))   # step 1: entries become PENDING moves
+    schedule(ws)                         # step 2: they start as slots allow (step 3)
+    on_states(ws, StatesRead(...))       # step 4: ISR changes; step 5 once TRS is in sync
+    on_stop_replica_sent(ws, ...)        # step 6
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from controller.core import cancel
+from controller.core.cancel import rollback_assignment
+from controller.core.config import ControllerConfig
+from controller.core.events import RequestsRead, Resume, StatesRead, StopReplicaSent, TopicsRead
+from controller.core.flush import ACCEPT, COMPLETE, FINISH, ISR_CHANGE, OVERRIDE, RESUME, START, writing
+from controller.core.state import ClusterState
+from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas
+from controller.core.working_set import WorkingSet
+from znodes import paths
+from znodes.api import Delete, SetData
+from znodes.payloads import encode_record
+from znodes.values import Assignment, LeaderIsr, Request, TopicPartition
+
+
+def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
+    for name, read in event.topics.items():
+        if read is None:
+            for p in ws.topic_partitions.get(name, ()):
+                partition_gone(ws, (name, p))
+            ws.topic_partitions.pop(name)
+            ws.topic_versions.pop(name)
+            continue
+        version, parts = read
+        known = ws.topic_versions.get(name)
+        if known is not None and known > version:
+            continue  # an older read than what this controller wrote
+        for p in ws.topic_partitions.get(name, ()):
+            if p not in parts:
+                partition_gone(ws, (name, p))
+        for p, assignment in parts.items():
+            ws.assignments[(name, p)] = assignment
+        ws.topic_partitions[name] = tuple(parts)
+        ws.topic_versions[name] = version
+
+
+def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:
+    """A partition deleted under a move: a move not started yet is dropped."""
+    ws.assignments.pop(tp)
+    move = ws.tasks.get(tp)
+    if move is None or not move.started:
+        ws.states.pop(tp)
+    if move is not None and not move.started:
+        ws.log.append(f"dropping reassignment of {tp[0]}-{tp[1]}: the partition was deleted")
+        ws.set_task(move.to(Phase.DROPPED))
+        ws.end_task(tp)
+        ws.drop_request(tp)
+
+
+@writing(ACCEPT)
+def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
+    if event.error is not None:
+        ws.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
+        return
+    ws.requests_version = event.version
+    ws.requests_version_changed = True
+    ws.touched = True
+    for reason in event.rejected:
+        ws.log.append(reason)
+        ws.requests_dirty = True
+    entries = event.requests or ()
+    seen: dict[TopicPartition, Request] = {}
+    for r in entries:
+        tp = r.tp
+        if tp in seen:
+            ws.log.append(f"dropping duplicate entry for {r.topic}-{r.partition} in /admin/reassign_partitions")
+            ws.requests_dirty = True
+            continue
+        move = ws.tasks.get(tp)
+        reason = ws.invalid_reason(r)
+        if reason is not None and not (move is not None and move.started and r.replicas == move.target):
+            ws.log.append(f"dropping reassignment of {r.topic}-{r.partition} to {list(r.replicas)}: {reason}")
+            ws.requests_dirty = True
+            continue
+        seen[tp] = r
+    # Entries gone from the znode: a move not started yet is withdrawn; a started one runs on.
+    for tp in list(ws.requests.keys()):
+        if tp not in seen:
+            ws.requests.pop(tp)
+    for tp, move in list(ws.tasks.items()):
+        if tp in seen:
+            continue
+        if not move.started:
+            ws.log.append(f"reassignment of {tp[0]}-{tp[1]} withdrawn from /admin/reassign_partitions before it started")
+            ws.set_task(move.to(Phase.DROPPED))
+            ws.end_task(tp)
+        elif move.next_target is not None:
+            ws.set_task(move.with_changes(next_target=None))
+    for tp, r in seen.items():
+        ws.requests[tp] = r
+        move = ws.tasks.get(tp)
+        if move is None:
+            if ws.assignments[tp] == Assignment(r.replicas):
+                ws.log.append(f"reassignment of {r.topic}-{r.partition} to {list(r.replicas)}: already assigned")
+                ws.drop_request(tp)
+                continue
+            ws.set_task(Move(tp, r.replicas))
+            ws.pending[tp] = None
+            ws.schedule_needed = True
+        elif not move.started:
+            if move.target != r.replicas:
+                ws.set_task(move.with_changes(target=r.replicas))
+        elif r.replicas == move.target:
+            if r.original_replicas is None:
+                ws.record_original(move)  # a rewrite of the znode lost what was recorded
+            # A rollback keeps its entry until it ends, and a target queued behind it equal
+            # to the cancelled one (controller.core.queue) reads the same: neither drops it.
+            if move.next_target is not None and move.phase is not Phase.CANCELLING:
+                ws.set_task(move.with_changes(next_target=None))
+        elif move.phase is Phase.REPLICATING:
+            if move.next_target != r.replicas:
+                ws.set_task(move.with_changes(next_target=r.replicas))
+            ws.overrides[tp] = None  # step 4b, once every event of the step is in
+        elif move.next_target != r.replicas:
+            what = "being rolled back" if move.phase is Phase.CANCELLING else "completing"
+            ws.log.append(
+                f"{r.topic}-{r.partition} is {what}; its new target {list(r.replicas)} is queued behind that"
+            )
+            ws.set_task(move.with_changes(next_target=r.replicas))
+
+
+@writing(ISR_CHANGE)
+def on_states(ws: WorkingSet, event: StatesRead) -> None:
+    for tp, state in event.states.items():
+        move = ws.tasks.get(tp)
+        if state is None:
+            if move is not None and move.phase is Phase.LOADING:
+                ws.log.append(f"dropping reassignment of {tp[0]}-{tp[1]}: the partition has no state znode")
+                ws.set_task(move.to(Phase.DROPPED))
+                ws.end_task(tp)
+                ws.drop_request(tp)
+            elif move is not None and move.resend and move.phase is Phase.STOPPING:
+                stop_removed(ws, move.with_changes(resend=False), None)  # only cleanup was left
+            elif move is not None and move.resend and move.phase is Phase.CANCELLING:
+                cancel.stop_added(ws, move.with_changes(resend=False), None)
+            elif move is not None and move.resend:
+                ws.log.append(f"{tp[0]}-{tp[1]} is being moved but has no state znode: waiting for one")
+            continue
+        known = ws.states.get(tp)
+        if known is not None and known.zk_version > state.zk_version:
+            state = known  # this controller wrote a newer one since the read
+        assignment = ws.assignments.get(tp)
+        if assignment is not None and event.notifications and (move is None or move.phase is not Phase.LOADING):
+            ws.box.update_metadata(tp, state, assignment.replicas)
+        if (assignment is not None or move is not None) and state is not known:
+            ws.states[tp] = state
+        if move is None:
+            continue
+        if move.phase is Phase.LOADING:
+            start(ws, move, state)
+        elif move.resend:
+            announce(ws, move, state)
+        elif move.phase is Phase.REPLICATING:
+            check_complete(ws, move)
+    for path in event.notifications:
+        ws.notifications.append(Delete(path))
+
+
+def on_stop_replica_sent(ws: WorkingSet, event: StopReplicaSent) -> None:
+    for tp in event.partitions:
+        move = ws.tasks.get(tp)
+        if move is not None and move.phase is Phase.STOPPING:
+            finish_move(ws, move)
+        elif move is not None and move.phase is Phase.CANCELLING:
+            cancel.finish_cancel(ws, move)
+
+
+@writing(RESUME)
+def on_resume(ws: WorkingSet, event: Resume) -> None:
+    """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
+    for b in sorted(ws.brokers):
+        # Step 9: brokers that registered while no controller was active are asked too.
+        ws.box.describe_log_dirs(b)
+    for tp in sorted(event.stale_records):
+        # Before any create: a new move of the same partition may start in this flush.
+        ws.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")
+        ws.delete_record(tp, early=True)
+    for topic, count in list(ws.record_counts.items()):
+        if count == 0:  # a parent whose last record went in a flush cut short
+            ws.record_parents.setdefault(topic, False)
+            ws.parent_kinds.setdefault(topic, set()).add(ws.kind)
+    for move in list(ws.tasks.values()):
+        if not move.started:
+            continue
+        tp = move.tp
+        if tp in event.create_records:
+            ws.create_record(tp, move.target, move.original)
+        elif tp in event.rewrite_records or tp in event.flag_records:
+            ws.early.append(
+                SetData(paths.reassignment(*tp), encode_record(
+                    move.target, move.original, cancelling=move.cancelling, next_target=move.next_target))
+            )
+        if move.phase is Phase.CANCELLING:
+            current = ws.assignments[tp]
+            if current.moving and current != rollback_assignment(move):
+                # The cancel was marked but its topic znode write did not land.
+                ws.set_assignment(tp, rollback_assignment(move))
+        if move.phase is Phase.REPLICATING:
+            # Recorded but the topic znode not yet written: write RS now. Whether or not
+            # it was written, the brokers may never have heard of this RS at the state's
+            # leader epoch (the previous controller can have died between its topic write
+            # and its state write or its LeaderAndIsr), and a broker holding that epoch
+            # refuses it resent as is: so it goes out with a new leader epoch, as Kafka's
+            # onPartitionReassignment bumps it for every move it resumes.
+            assignment = Assignment(move.replicas, move.adding, move.removing)
+            move = move.with_changes(new_epoch=True)
+            ws.set_task(move)
+            ws.set_assignment(tp, assignment)
+            ws.record_original(move)
+        state = ws.states.get(tp)
+        if state is None:
+            ws.set_task(move.with_changes(resend=True))
+            ws.reads.add(tp)
+        else:
+            announce(ws, move, state)
+
+
+def announce(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
+    """Tell the brokers about a move again (new controller epoch) and carry on with it: the
+    state as it is, which brokers holding its leader epoch refuse harmlessly and replicas
+    without local state take; a new leader epoch when the RS is new (``new_epoch``) or
+    dropped replicas left the ISR (deleted now, as step 4b does)."""
+    if move.resend:
+        move = move.with_changes(resend=False)
+        ws.set_task(move)
+    if move.phase is Phase.REPLICATING:
+        # A dropped replica a target that came meanwhile keeps again is not deleted: the
+        # override below takes it back (deleting it first would race its LeaderAndIsr).
+        keep = move.next_target or ()
+        gone = tuple(b for b in move.dropped if b not in state.isr and b not in keep)
+        if move.new_epoch or gone:
+            move = move.shed(gone).with_changes(new_epoch=False)
+            ws.set_task(move)
+            ws.set_assignment(move.tp, Assignment(move.replicas, move.adding, move.removing))
+            state = ws.new_epoch(move.tp, state)
+            delete_dropped(ws, move.tp, gone, state)
+        for b in move.replicas:
+            if b in ws.brokers:
+                ws.box.leader_and_isr(
+                    b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
+                    is_new=b in move.adding,
+                )
+        if move.next_target is not None:
+            override(ws, move, move.next_target)  # a new target came while its state was read
+        else:
+            check_complete(ws, move)
+    elif move.phase is Phase.CANCELLING:  # leader and ISR into ORS if not yet; delete AR again
+        cancel.roll_back(ws, move, state)
+    else:  # STOPPING: RS = TRS already written; delete RR again and finish
+        stop_removed(ws, move, state)
+
+
+def schedule(ws: WorkingSet) -> None:
+    """Step 2: start pending moves while they fit the caps (no batch barrier); overrides
+    waiting for a slot (step 4b) go first, their moves being under way."""
+    if not ws.schedule_needed:
+        return
+    take_waiting_overrides(ws)
+    if len(ws.pending) == 0:
+        return
+    cfg = ws.config
+    running = 0
+    incoming: dict[int, int] = {}
+    outgoing: dict[int, int] = {}
+    for move in ws.tasks.values():
+        if not move.holds_slot:
+            continue
+        running += 1
+        adding, removing = slot_brokers(ws, move)
+        for b in adding:
+            incoming[b] = incoming.get(b, 0) + 1
+        for b in removing:
+            outgoing[b] = outgoing.get(b, 0) + 1
+    if running >= cfg.max_cluster_moves:
+        return
+    for tp in list(ws.pending.keys()):
+        move = ws.tasks[tp]
+        adding, removing = slot_brokers(ws, move)
+        if any(incoming.get(b, 0) >= cfg.max_incoming_per_broker for b in adding):
+            continue
+        if any(outgoing.get(b, 0) >= cfg.max_outgoing_per_broker for b in removing):
+            continue
+        for b in adding:
+            incoming[b] = incoming.get(b, 0) + 1
+        for b in removing:
+            outgoing[b] = outgoing.get(b, 0) + 1
+        ws.pending.pop(tp)
+        move = move.to(Phase.LOADING)
+        ws.set_task(move)
+        state = ws.states.get(tp)
+        if state is None or tp in ws.ended:
+            # Unknown, or a move of it ended in this step: its record's delete lands late
+            # in this flush, after which the read lets the new move create its own.
+            ws.reads.add(tp)
+        else:
+            start(ws, move, state)  # known from the election's read or kept fresh since
+        running += 1
+        if running >= cfg.max_cluster_moves:
+            break
+
+
+def slot_brokers(ws: WorkingSet, move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    if move.started:
+        return move.adding, move.removing
+    current = ws.assignments[move.tp].replicas
+    return (
+        tuple(b for b in move.target if b not in current),
+        tuple(b for b in current if b not in move.target),
+    )
+
+
+@writing(START)
+def start(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
+    """Step 3."""
+    tp = move.tp
+    assignment = ws.assignments[tp]
+    original = tuple(b for b in assignment.replicas if b not in assignment.adding)
+    if move.target == original:
+        ws.log.append(f"reassignment of {tp[0]}-{tp[1]} to {list(move.target)}: already assigned")
+        ws.set_task(move.to(Phase.DONE))
+        ws.end_task(tp)
+        ws.drop_request(tp)
+        return
+    replicas, adding, removing = reassigning_replicas(move.target, original)
+    move = move.to(Phase.REPLICATING, original=original)
+    ws.set_task(move)
+    ws.create_record(tp, move.target, original)
+    ws.set_assignment(tp, Assignment(replicas, adding, removing))
+    ws.record_original(move)
+    state = ws.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
+    for b in replicas:
+        if b in ws.brokers:
+            ws.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding)
+    ws.box.update_metadata(tp, state, replicas)
+    check_complete(ws, move)
+
+
+@writing(OVERRIDE)
+def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage | None = None, *, retry: bool = False) -> None:
+    """Step 4b (KIP-455): a new target for a replicating move replaces the old one in place."""
+    tp, name = move.tp, f"{move.tp[0]}-{move.tp[1]}"
+    state = ws.states.get(tp)
+    if state is None:  # just failed over: made once its state is read (announce)
+        ws.set_task(move.with_changes(next_target=target))
+        return
+    if target == move.original:
+        unsafe = cancel.rollback_unsafe(ws, move, state)
+        if unsafe is not None:
+            ws.log.append(f"{name}: cannot go back to {list(target)} now ({unsafe}); it will once its move ends")
+            ws.set_task(move.with_changes(next_target=target))
+            return
+        ws.log.append(f"{name}: its new target is its original replicas: cancelling its move to {list(move.target)}")
+        cancel.begin_cancel(ws, move.with_changes(next_target=None), state)
+        return
+    dropped = dropped_replicas(move.replicas, target, move.original)  # recovery's rule too
+    # Kafka deletes them at once. One in the ISR holds an in-sync copy: it stays, at the
+    # end of RR, until the new target is in sync (invariant 4); the others hold none.
+    kept = tuple(b for b in dropped if b in state.isr)
+    gone = tuple(b for b in dropped if b not in state.isr)
+    new = move.to(Phase.REPLICATING, target=tuple(target), dropped=kept, next_target=None)
+    usage = usage if usage is not None else slots_in_use(ws)
+    full = usage.blocked(move, new, ws.config)
+    if full:
+        # The caps hold for an override's new copies as for a start: it waits for a slot
+        # (schedule), or follows the move if that completes first (follow_up).
+        if not retry:
+            ws.log.append(
+                f"{name}: new target {list(target)} waits for a free slot on broker(s) {full} (concurrency caps)"
+            )
+        ws.set_task(move.with_changes(next_target=tuple(target)))
+        return
+    usage.replace(move, new)
+    ws.set_task(new)
+    ws.log.append(
+        f"{name}: target {list(move.target)} replaced by {list(target)}"
+        + (f"; {list(gone)} deleted now" if gone else "")
+        + (f"; {list(kept)} (in sync) go when it completes" if kept else "")
+    )
+    ws.early.append(SetData(paths.reassignment(*tp), encode_record(new.target, new.original)))
+    ws.set_assignment(tp, Assignment(new.replicas, new.adding, new.removing))
+    state = ws.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
+    for b in new.replicas:
+        if b in ws.brokers:
+            ws.box.leader_and_isr(
+                b, tp, state, replicas=new.replicas, adding=new.adding, removing=new.removing,
+                is_new=b not in move.replicas,
+            )
+    delete_dropped(ws, tp, gone, state)
+    ws.box.update_metadata(tp, state, new.replicas)
+    check_complete(ws, new)
+
+
+def take_overrides(ws: WorkingSet) -> None:
+    usage = None  # slots in use, counted once for all of them
+    for tp in ws.overrides:
+        move = ws.tasks.get(tp)
+        if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None and not move.resend:
+            usage = usage if usage is not None else slots_in_use(ws)
+            override(ws, move, move.next_target, usage)
+
+
+def take_waiting_overrides(ws: WorkingSet) -> None:
+    """Overrides that waited for a slot (step 4b's caps), now that one may have freed."""
+    usage = None
+    for move in list(ws.tasks.values()):
+        if (
+            move.phase is Phase.REPLICATING
+            and move.next_target is not None
+            and move.next_target != move.original
+            and not move.resend
+            and move.tp in ws.states
+        ):
+            usage = usage if usage is not None else slots_in_use(ws)
+            override(ws, move, move.next_target, usage, retry=True)
+
+
+def delete_dropped(ws: WorkingSet, tp: TopicPartition, replicas, state: LeaderIsr) -> None:
+    """StopReplica(delete) to dropped replicas outside the ISR (step 4b). No move waits
+    for it; a broker that is down gets it as a stray when it registers (step 9)."""
+    for b in replicas:
+        if b in ws.brokers:
+            ws.box.stop_replica(b, tp, state.leader_epoch, wait=False)
+
+
+def slots_in_use(ws: WorkingSet) -> _Usage:
+    usage = _Usage()
+    for move in ws.tasks.values():
+        if move.holds_slot:
+            usage.add(*slot_brokers(ws, move), 1)
+    return usage
+
+
+@writing(COMPLETE)
+def check_complete(ws: WorkingSet, move: Move) -> None:
+    """Step 5, if TRS is inside the ISR and a TRS leader can be had."""
+    state = ws.states.get(move.tp)
+    if state is None or not set(move.target).issubset(state.isr):
+        return
+    live = ws.brokers
+    if state.leader in move.target and state.leader in live:
+        leader = state.leader
+    else:
+        leader = next((b for b in move.target if b in state.isr and b in live), None)
+        if leader is None:
+            return  # no live TRS replica to lead: wait for a broker to come back
+    isr = tuple(b for b in state.isr if b in move.target)
+    # Always a new leader epoch (RS = TRS, and Kafka's completion always bumps it);
+    # conditional on the zkVersion: the write only lands if the ISR still held TRS.
+    state = ws.new_epoch(move.tp, state, leader, isr)
+    move = move.to(Phase.STOPPING)
+    ws.set_task(move)
+    stop_removed(ws, move, state)
+
+
+def stop_removed(ws: WorkingSet, move: Move, state: LeaderIsr | None) -> None:
+    """LeaderAndIsr with RS = TRS to TRS, StopReplica(delete) to RR; finish if nothing to stop."""
+    tp = move.tp
+    if state is not None:
+        for b in move.target:
+            if b in ws.brokers:
+                ws.box.leader_and_isr(b, tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+    if not ws.stop_replicas(tp, move.removing, state):
+        finish_move(ws, move)
+
+
+@writing(FINISH)
+def finish_move(ws: WorkingSet, move: Move) -> None:
+    """Step 6."""
+    tp = move.tp
+    ws.set_assignment(tp, Assignment(move.target))
+    ws.delete_record(tp)
+    state = ws.states.get(tp)
+    if state is not None:
+        ws.box.update_metadata(tp, state, move.target)
+    ws.completed.append(tp)
+    ws.set_task(move.to(Phase.DONE))
+    ws.end_task(tp)
+    ws.follow_up(move, ended_on=move.target)
+
+
+def slot_usage(state: ClusterState) -> tuple[int, dict[int, int], dict[int, int]]:
+    """(moves holding a slot, incoming per broker, outgoing per broker) - for tests and metrics."""
+    running, incoming, outgoing = 0, {}, {}
+    for move in state.tasks.values():
+        if not move.holds_slot:
+            continue
+        running += 1
+        adding, removing = (move.adding, move.removing) if move.started else _estimate(state, move)
+        for b in adding:
+            incoming[b] = incoming.get(b, 0) + 1
+        for b in removing:
+            outgoing[b] = outgoing.get(b, 0) + 1
+    return running, incoming, outgoing
+
+
+def _estimate(state: ClusterState, move: Move) -> tuple[Iterable[int], Iterable[int]]:
+    current = state.assignments[move.tp].replicas
+    return [b for b in move.target if b not in current], [b for b in current if b not in move.target]
+
+
+class _Usage:
+    """Concurrency slots in use per broker: incoming (adding a replica) and outgoing (removing
+    one), as step 2 counts them; step 4b checks an override's new copies against the caps."""
+
+    def __init__(self):
+        self.incoming: dict[int, int] = {}
+        self.outgoing: dict[int, int] = {}
+
+    def add(self, adding, removing, n: int) -> None:
+        for b in adding:
+            self.incoming[b] = self.incoming.get(b, 0) + n
+        for b in removing:
+            self.outgoing[b] = self.outgoing.get(b, 0) + n
+
+    def blocked(self, old: Move, new: Move, config: ControllerConfig) -> list[int]:
+        """Brokers the override ``old`` -> ``new`` adds a copy to (or an original replica
+        leaving from) that are at their cap."""
+        into = [b for b in new.adding if b not in old.adding]
+        out_of = [b for b in new.removing if b not in old.removing and b in (old.original or ())]
+        return sorted(
+            {b for b in into if self.incoming.get(b, 0) >= config.max_incoming_per_broker}
+            | {b for b in out_of if self.outgoing.get(b, 0) >= config.max_outgoing_per_broker}
+        )
+
+    def replace(self, old: Move, new: Move) -> None:
+        self.add(old.adding, old.removing, -1)
+        self.add(new.adding, new.removing, 1)

@@ -1,0 +1,248 @@
+"""The working set of one engine step: every field a step reads or writes, declared. Pure.
+
+``controller.core.engine.step`` opens one over the state (:meth:`WorkingSet.open`), hands it to
+the functions of each concern with the event they handle - controller.core.reassignment (steps
+1-6, 4b, failover's Resume), controller.core.cancel and controller.core.queue (KIP-236),
+controller.core.broker_failure and controller.core.elections (leaders and ISRs),
+controller.core.replica_sync (steps 8-9b), controller.core.topic_creation (step 10),
+controller.core.topic_deletion (step 11) - and turns it into a ``Step`` at the end.
+
+The maps are :class:`controller.core.state.Overlay`\\ s over the state (the state itself is never
+modified); the op lists are :class:`controller.core.flush.Writes`, which label each op with the
+set's current ``kind``. The methods here are the primitives every concern shares, each touching
+only the set's own fields: a task set or ended, an entry dropped, a topic znode or a KIP-240
+record written, a state znode given a new leader epoch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from controller.core.commands import Outbox
+from controller.core.config import ControllerConfig
+from controller.core.flush import OTHER, Writes
+from controller.core.state import ClusterState, Overlay
+from controller.core.task import Move
+from controller.core.validation import replicas_problem
+from znodes import paths
+from znodes.api import Create, Delete, Op, SetData
+from znodes.payloads import encode_record, encode_state
+from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+
+
+@dataclass(eq=False, slots=True)
+class WorkingSet:
+    """One step's overlays over the state plus its effects so far."""
+
+    base: ClusterState
+    config: ControllerConfig
+    # ---- the state, through overlays (their changes become the step's Delta) -----------------
+    brokers: dict[int, Broker]
+    assignments: Overlay
+    topic_versions: Overlay
+    topic_partitions: Overlay
+    states: Overlay
+    requests: Overlay
+    requests_version: int | None
+    tasks: Overlay
+    pending: Overlay
+    record_counts: Overlay  # records under each /admin/reassignments/T parent; a key: it exists
+    deleting: Overlay  # step 11 (controller.core.topic_deletion)
+    unhosted: Overlay  # step 9b
+    deferred: list  # cancels, queued batches and elections waiting for a failover's states
+    kind: str = OTHER  # what the writes are for now (controller.core.flush.writing)
+    brokers_changed: bool = False
+    requests_version_changed: bool = False
+    # ---- what the flush will write -----------------------------------------------------------
+    record_parents: dict[str, bool] = field(default_factory=dict)  # topic -> a record was created this step
+    dirty_topics: dict[str, set[str]] = field(default_factory=dict)  # topic -> kinds of flush rewriting it
+    parent_kinds: dict[str, set[str]] = field(default_factory=dict)  # topic -> kinds creating/deleting records
+    requests_kinds: set[str] = field(default_factory=set)  # kinds rewriting /admin/reassign_partitions
+    early: Writes = None  # record creates, state writes (Writes need their owner: set in open)
+    late: Writes = None  # record deletes
+    # Record deletes that must not land before /admin/reassign_partitions drops the entry
+    # (a rollback's: without its record, the entry would look like a new request).
+    with_requests: Writes = None
+    notifications: Writes = None
+    cancel_znode_version: int | None = None  # delete the cancel znode (this version)
+    queue_version: int | None = None  # delete the queue znode (this version)
+    parents_created: set[str] = field(default_factory=set)  # step 10: partition parents this step creates
+    # ---- what the shell will send, read and answer -----------------------------------------
+    outbox: Outbox | None = None
+    reads: set[TopicPartition] = field(default_factory=set)
+    log: list[str] = field(default_factory=list)
+    completed: list[TopicPartition] = field(default_factory=list)
+    cancelled: list[TopicPartition] = field(default_factory=list)
+    cancels: list = field(default_factory=list)  # a controller.core.cancel.CancelOutcome per CancelRequested
+    created: list[TopicPartition] = field(default_factory=list)  # partitions given their first state (step 10)
+    elections: list = field(default_factory=list)  # step 12: (token, results) per ElectionRequested
+    topics_deleted: list[str] = field(default_factory=list)
+    markers_dropped: list[str] = field(default_factory=list)
+    # ---- decisions the step takes after every event is in ---------------------------------
+    schedule_needed: bool = False
+    touched: bool = False  # a move ended or the znode changed: check for "finished"
+    ended: set[TopicPartition] = field(default_factory=set)  # moves ended in this step (records still to delete)
+    # Replicating moves given a new target in this step (step 4b, made after every event:
+    # a failover's Resume must have created or rewritten the records first).
+    overrides: dict[TopicPartition, None] = field(default_factory=dict)
+    hosted_answers: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)  # step 9b: this step's answers
+    startup: list[TopicPartition] = field(default_factory=list)  # step 8b: partitions of a (re)load's chunks
+    missing_key: tuple[int, int] | None = None  # states_missing's memo
+    missing: bool = False
+
+    @classmethod
+    def open(cls, state: ClusterState, config: ControllerConfig) -> WorkingSet:
+        ws = cls(
+            base=state,
+            config=config,
+            brokers=state.brokers,
+            assignments=Overlay(state.assignments),
+            topic_versions=Overlay(state.topic_versions),
+            topic_partitions=Overlay(state.topic_partitions),
+            states=Overlay(state.states),
+            requests=Overlay(state.requests),
+            requests_version=state.requests_version,
+            tasks=Overlay(state.tasks),
+            pending=Overlay(state.pending),
+            record_counts=Overlay(state.record_counts),
+            deleting=Overlay(state.deleting),
+            unhosted=Overlay(state.unhosted),
+            deferred=list(state.deferred),
+        )
+        ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)
+        return ws
+
+    # ---- primitives ------------------------------------------------------------------------
+
+    @property
+    def requests_dirty(self) -> bool:
+        """/admin/reassign_partitions must be rewritten (setting it records the current kind)."""
+        return bool(self.requests_kinds)
+
+    @requests_dirty.setter
+    def requests_dirty(self, dirty: bool) -> None:
+        if dirty:
+            self.requests_kinds.add(self.kind)
+        else:
+            self.requests_kinds.clear()
+
+    @property
+    def box(self) -> Outbox:
+        if self.outbox is None:
+            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers)
+        return self.outbox
+
+    def set_task(self, move: Move) -> None:
+        self.tasks[move.tp] = move
+
+    def end_task(self, tp: TopicPartition) -> None:
+        # The partition's state stays: it is as fresh as this controller's writes and the ISR
+        # notifications keep it, and a later move of the partition starts from it.
+        self.tasks.pop(tp)
+        self.pending.pop(tp)
+        self.ended.add(tp)
+        self.schedule_needed = True
+        self.touched = True
+
+    def drop_request(self, tp: TopicPartition) -> None:
+        if tp in self.requests:
+            self.requests.pop(tp)
+            self.requests_dirty = True
+
+    def record_original(self, move: Move) -> None:
+        """``original_replicas`` into the move's entry when its writer left them out (KIP-236)."""
+        request = self.requests.get(move.tp)
+        if request is not None and request.original_replicas is None:
+            self.requests[move.tp] = replace(request, original_replicas=move.original)
+            self.requests_dirty = True
+
+    def create_record(self, tp: TopicPartition, target, original) -> None:
+        self.early.append(Create(paths.reassignment(*tp), encode_record(target, original)))
+        self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) + 1
+        self.record_parents[tp[0]] = True
+        self.parent_kinds.setdefault(tp[0], set()).add(self.kind)
+
+    def delete_record(self, tp: TopicPartition, *, early: bool = False, with_requests: bool = False) -> None:
+        where = self.early if early else self.with_requests if with_requests else self.late
+        where.append(Delete(paths.reassignment(*tp)))
+        self.record_counts[tp[0]] = self.record_counts.get(tp[0], 0) - 1
+        self.record_parents.setdefault(tp[0], False)
+        self.parent_kinds.setdefault(tp[0], set()).add(self.kind)
+
+    def parent_ops(self) -> tuple[list[Op], list[Op]]:
+        """/admin/reassignments/T parents: created before a topic's first record, deleted
+        after its last (ZooKeeper's multi does not create parents)."""
+        before: list[Op] = []
+        after: list[Op] = []
+        for topic, created in self.record_parents.items():
+            existed = topic in self.base.record_counts
+            if created and not existed:
+                before.append(Create(paths.reassignment_topic(topic)))
+            if (existed or created) and self.record_counts.get(topic, 0) <= 0:
+                after.append(Delete(paths.reassignment_topic(topic)))
+                self.record_counts.pop(topic)
+        return before, after
+
+    def set_assignment(self, tp: TopicPartition, assignment: Assignment) -> None:
+        if self.assignments.get(tp) != assignment:
+            self.assignments[tp] = assignment
+            self.dirty_topics.setdefault(tp[0], set()).add(self.kind)
+
+    def new_epoch(self, tp: TopicPartition, state: LeaderIsr, leader: int | None = None, isr=None) -> LeaderIsr:
+        """Write the state znode with leader epoch + 1 (and the leader and ISR given), as
+        Kafka's updateLeaderEpoch does before every LeaderAndIsr with a new replica set or
+        leader; conditional on its zkVersion, so it lands only on exactly the state this
+        decision was made from (a stale cached state costs a failed write and a reload)."""
+        new = LeaderIsr(
+            state.leader if leader is None else leader,
+            state.leader_epoch + 1,
+            self.base.epoch,
+            state.isr if isr is None else tuple(isr),
+            state.zk_version + 1,
+        )
+        self.early.append(SetData(paths.partition_state(*tp), encode_state(new), state.zk_version))
+        self.states[tp] = new
+        return new
+
+    def stop_replicas(self, tp: TopicPartition, replicas, state: LeaderIsr | None) -> bool:
+        """StopReplica(delete) to the live brokers of ``replicas``; False if none is live."""
+        to_stop = [b for b in replicas if b in self.brokers]
+        epoch = state.leader_epoch if state is not None else -1
+        for b in to_stop:
+            self.box.stop_replica(b, tp, epoch)
+        return bool(to_stop)
+
+    def follow_up(self, move: Move, ended_on: tuple[int, ...]) -> None:
+        """After ``move`` ended with the partition on ``ended_on`` (completed, or rolled back):
+        a newer target the znode holds for the partition starts from there; otherwise its
+        entry is dropped."""
+        tp, next_target = move.tp, move.next_target
+        if next_target is not None and next_target != ended_on:
+            request = self.requests.get(tp)
+            if request is not None:
+                self.requests[tp] = replace(request, replicas=next_target, original_replicas=ended_on)
+                self.requests_dirty = True
+                self.set_task(Move(tp, next_target))
+                self.pending[tp] = None
+                return
+        self.drop_request(tp)
+
+    def invalid_reason(self, r: Request) -> str | None:
+        """Why an entry of /admin/reassign_partitions or the queue cannot be taken, or None."""
+        if r.topic not in self.topic_partitions:
+            return f"unknown topic {r.topic!r}"
+        if r.topic in self.deleting:
+            return f"topic {r.topic!r} is being deleted"
+        if (r.topic, r.partition) not in self.assignments:
+            return f"unknown partition {r.partition} of topic {r.topic!r}"
+        return replicas_problem(r.replicas, self.brokers)
+
+    def states_missing(self) -> bool:
+        """A started move whose partition state is not known yet (just failed over). Asked for
+        every election, cancel and queue event: one scan of the moves per change of the moves
+        or the states, not one per event (10,000 moves and an election check every step)."""
+        key = (self.tasks.writes, self.states.writes)
+        if key != self.missing_key:
+            self.missing_key = key
+            self.missing = any(move.started and move.tp not in self.states for move in self.tasks.values())
+        return self.missing
