@@ -1,0 +1,237 @@
+// The planner service's dashboard: a static page over the service's own REST API (no build step,
+// nothing loaded from elsewhere). It polls GET /state, refetches /load and /proposals when the
+// model or the proposal changes, and sends the actions as the API's POSTs, behind a confirmation
+// for anything that moves data. Every number shown is the API's, never computed twice here.
+"use strict";
+
+const POLL_MS = 2000;  // how often /state is read: an execution's progress moves at this pace
+const $ = (id) => document.getElementById(id);
+let lastModel = null, lastProposal = null, proposal = null, load = null, state = null;
+
+function bytes(n) {
+  if (n === null || n === undefined) return "unknown";
+  const units = ["B", "KiB", "MiB", "GiB", "TiB", "PiB"];
+  let v = n, i = 0;
+  while (Math.abs(v) >= 1024 && i < units.length - 1) { v /= 1024; i++; }
+  return i === 0 ? `${v} B` : `${v.toFixed(1)} ${units[i]}`;
+}
+
+function duration(s) {
+  if (s === null || s === undefined) return "unknown";
+  s = Math.round(s);
+  const h = Math.floor(s / 3600), m = Math.floor((s % 3600) / 60), r = s % 60;
+  return `${h}:${String(m).padStart(2, "0")}:${String(r).padStart(2, "0")}`;
+}
+
+function when(ms) { return ms ? new Date(ms).toLocaleString() : ""; }
+
+async function api(method, path) {
+  const answer = await fetch(path, {method, credentials: "same-origin", headers: {"Accept": "application/json"}});
+  let body = null;
+  try { body = await answer.json(); } catch (e) { body = null; }
+  if (!answer.ok) {
+    const message = body && body.error ? body.error.message : `HTTP ${answer.status}`;
+    const err = new Error(`${method} ${path}: ${answer.status} ${message}`);
+    err.status = answer.status;
+    throw err;
+  }
+  return body;
+}
+
+function showError(text) {
+  const e = $("error");
+  e.textContent = text || "";
+  e.hidden = !text;
+}
+
+function cell(row, text, cls) {
+  const td = row.insertCell();
+  td.textContent = text;
+  if (cls) td.className = cls;
+  return td;
+}
+
+// A cell with the value now and after the proposal, each with a bar scaled to `top`.
+function barCell(row, now, after, top, fmt) {
+  const td = row.insertCell();
+  td.className = "bars";
+  for (const [value, cls] of [[now, "now"], [after, "after"]]) {
+    if (value === null || value === undefined) continue;
+    const line = document.createElement("div");
+    line.className = `bar-line ${cls}`;
+    const track = document.createElement("span");
+    track.className = "track";
+    const bar = document.createElement("span");
+    bar.className = "bar";
+    bar.style.width = `${top > 0 ? Math.max(0, (100 * value) / top) : 0}%`;
+    track.append(bar);
+    const label = document.createElement("span");
+    label.className = "bar-label";
+    label.textContent = fmt(value);
+    line.append(track, label);
+    td.append(line);
+  }
+  return td;
+}
+
+function renderBrokers() {
+  const body = $("brokers").tBodies[0];
+  body.replaceChildren();
+  if (!load) return;
+  const after = new Map();
+  if (proposal && proposal.report) for (const b of proposal.report.per_broker) after.set(b.broker, b);
+  const rows = [...load.brokers].sort((a, b) => a.broker - b.broker);
+  const top = (key, akey) => Math.max(1, ...rows.map((r) => r[key]), ...[...after.values()].map((b) => b[akey] || 0));
+  const topR = top("replicas", "replicas_after"), topL = top("leaders", "leaders_after"), topB = top("bytes", "bytes_after");
+  for (const r of rows) {
+    const row = body.insertRow();
+    row.dataset.broker = r.broker;
+    const a = after.get(r.broker);
+    cell(row, `${r.broker}${r.alive ? "" : " (gone)"}`, r.alive ? "" : "gone");
+    cell(row, r.rack || "");
+    barCell(row, r.replicas, a ? a.replicas_after : null, topR, String);
+    barCell(row, r.leaders, a ? a.leaders_after : null, topL, String);
+    barCell(row, r.bytes, a ? a.bytes_after : null, topB, bytes);
+  }
+}
+
+function renderProposal() {
+  if (!proposal) return;
+  const r = proposal.report;
+  $("proposal-id").textContent = proposal.proposal_id;
+  $("proposal-moves").textContent = r.moves;
+  $("proposal-lower-bound").textContent = r.lower_bound;
+  $("proposal-fair").textContent = r.fair ? "yes (R/R+1)" : "no";
+  $("proposal-bytes").textContent = bytes(r.bytes_to_move);
+  $("proposal-waves").textContent = proposal.waves.length;
+  $("proposal-note").textContent = r.moves === r.lower_bound
+    ? "The fewest moves possible (KIP-6's lower bound)."
+    : `${r.moves - r.lower_bound} moves above the lower bound` + (r.rack_fix_moves ? ` (${r.rack_fix_moves} to make partitions rack-valid).` : ".");
+}
+
+function renderExecution() {
+  const ex = state.execution;
+  const running = ex && ex.state === "running";
+  $("exec-none").hidden = !!ex;
+  $("exec-running").hidden = !ex;
+  if (ex) {
+    $("exec-id").textContent = `${ex.id} (${ex.mode}, by ${ex.started_by})`;
+    $("exec-state").textContent = ex.state + (ex.stop ? ` (stop: ${ex.stop})` : "");
+    $("exec-waves").textContent = `${ex.waves_done} of ${ex.waves_total}`;
+    $("exec-partitions").textContent = `${ex.partitions_done} of ${ex.partitions_total}`;
+    $("exec-bytes-remaining").textContent = bytes(ex.bytes_remaining);
+    $("exec-eta").textContent = running ? duration(ex.eta_s) : "";
+    const progress = $("exec-progress");
+    progress.max = Math.max(1, ex.partitions_total);
+    progress.value = ex.partitions_done;
+    const moving = (ex.running_wave || []).map((p) => `${p.topic}-${p.partition} -> [${p.target}]`).join(", ");
+    $("exec-detail").textContent = (ex.error ? `error: ${ex.error}. ` : "") + (moving ? `moving now: ${moving}` : "");
+  }
+  $("act-stop").disabled = !running;
+  const body = $("executions").tBodies[0];
+  body.replaceChildren();
+  for (const e of state.executions || []) {
+    const row = body.insertRow();
+    for (const v of [e.id, e.mode, e.state, e.started_by, `${e.partitions_done}/${e.partitions_total}`, when(e.finished_ms)]) cell(row, String(v ?? ""));
+  }
+}
+
+function renderHealing() {
+  const h = state.self_healing;
+  $("healing-enabled").textContent = h.enabled.length
+    ? `On for: ${h.enabled.join(", ")} (broker failure after ${h.broker_failure_grace_s} s, at most one action every ${h.min_interval_s} s).`
+    : "Off (reassignd planner serve --self-healing turns it on).";
+  const body = $("healing").tBodies[0];
+  body.replaceChildren();
+  for (const a of h.actions) {
+    const row = body.insertRow();
+    cell(row, when(a.at_ms));
+    cell(row, a.kind);
+    cell(row, a.reason);
+    cell(row, a.execution ? `execution ${a.execution}` : (a.error || ""));
+  }
+}
+
+function renderSummary() {
+  const m = state.model;
+  $("summary").textContent = m.ready
+    ? `${m.brokers.length} brokers, ${m.topics} topics, ${m.partitions} partitions; model version ${m.version}` +
+      (m.reassignment_running ? "; a reassignment is running" : "") + (m.counts_fair ? "; counts are fair" : "; counts are not R/R+1")
+    : `model not ready${m.last_error ? ": " + m.last_error : ""}`;
+}
+
+async function refresh() {
+  try {
+    state = await api("GET", "/state");
+    renderSummary();
+    renderExecution();
+    renderHealing();
+    if (state.model.ready && state.model.version !== lastModel) {
+      load = await api("GET", "/load");
+      lastModel = state.model.version;
+      renderBrokers();
+    }
+    const p = state.proposal;
+    const key = p ? `${p.model_version}/${p.computed_ms}` : null;
+    if (state.model.ready && p && p.current && key !== lastProposal) {
+      proposal = await api("GET", "/proposals");
+      lastProposal = key;
+      renderProposal();
+      renderBrokers();
+    }
+    showError(null);
+  } catch (e) {
+    showError(e.message);
+  }
+}
+
+function confirmed(text, withForce) {
+  return new Promise((resolve) => {
+    const dialog = $("confirm");
+    $("confirm-text").textContent = text;
+    $("confirm-force-label").hidden = !withForce;
+    $("confirm-force").checked = false;
+    dialog.addEventListener("close", () => resolve(dialog.returnValue === "ok" ? {force: $("confirm-force").checked} : null), {once: true});
+    dialog.showModal();
+  });
+}
+
+async function act(method, path, label) {
+  const out = $("action-result");
+  out.textContent = `${label}...`;
+  try {
+    const answer = await api(method, path);
+    const r = answer.report;
+    out.textContent = r
+      ? `${label}: ${r.moves} moves (lower bound ${r.lower_bound}), fair ${r.fair}` +
+        (answer.execution ? `; execution ${answer.execution.id} ${answer.execution.state}` : "; nothing executed (dry run)")
+      : `${label}: ${answer.message || JSON.stringify(answer)}`;
+  } catch (e) {
+    out.textContent = `${label} refused: ${e.message}` + (e.status === 401 || e.status === 403 ? " (this needs a higher role)" : "");
+  }
+  refresh();
+}
+
+function wire() {
+  $("act-rebalance").addEventListener("click", () => act("POST", "/rebalance?dryrun=true", "dry-run rebalance"));
+  $("act-execute").addEventListener("click", async () => {
+    if (!proposal) return;
+    const ok = await confirmed(`Execute proposal ${proposal.proposal_id}: ${proposal.report.moves} moves in ${proposal.waves.length} waves? ` +
+      "It runs exactly as reviewed, or is refused if the cluster changed since.", false);
+    if (ok) act("POST", `/rebalance?dryrun=false&proposal_id=${proposal.proposal_id}`, `execute proposal ${proposal.proposal_id}`);
+  });
+  $("act-broker").addEventListener("submit", (event) => {
+    event.preventDefault();
+    const ids = $("broker-ids").value.trim();
+    const endpoint = event.submitter ? event.submitter.value : "add_broker";
+    act("POST", `/${endpoint}?brokerid=${encodeURIComponent(ids)}&dryrun=true`, `${endpoint.replace("_", " ")} ${ids} (dry run)`);
+  });
+  $("act-stop").addEventListener("click", async () => {
+    const ok = await confirmed("Stop the running execution? By default the running wave finishes and no more start.", true);
+    if (ok) act("POST", `/stop_proposal_execution?force_stop=${ok.force}`, "stop");
+  });
+}
+
+wire();
+refresh();
+setInterval(refresh, POLL_MS);
