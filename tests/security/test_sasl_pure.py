@@ -64,8 +64,11 @@ def test_wrong_password_is_sasl_authentication_failed():
 def test_unknown_user_fails_like_a_wrong_password():
     sasl = server()
     sasl.handshake("SCRAM-SHA-256")
+    client = ScramClient("mallory", "x", "SCRAM-SHA-256")
+    # challenged like a known user (RFC 5802 5.1; tests/security/test_sasl_hardening.py), refused at the proof
+    client.process_server_first_message(sasl.authenticate(client.first_message(), {}, now_ms=0))
     with pytest.raises(S.SaslError) as e:
-        sasl.authenticate(ScramClient("mallory", "x", "SCRAM-SHA-256").first_message(), {}, now_ms=0)
+        sasl.authenticate(client.final_message(), {}, now_ms=0)
     assert e.value.code == ErrorCode.SASL_AUTHENTICATION_FAILED
     assert e.value.message == S.SCRAM_FAILED.format("SCRAM-SHA-256")  # same words: no user probing
 

@@ -20,7 +20,10 @@ matched, now_ms=...)``. An unknown user is derived against a dummy credential, s
 the same as a known one.
 
 Re-authentication (KIP-368): an authenticated connection may send SaslHandshake again and run
-a new exchange; it must end as the same principal. ``session_lifetime_ms`` is
+a new exchange; it must use the mechanism the session was authenticated with and end as the
+same principal (Kafka's SaslServerAuthenticator: a handshake naming another enabled mechanism
+is answered, then the exchange fails at its first token - SCRAM to PLAIN would trade a
+challenge-response login for a password one). ``session_lifetime_ms`` is
 ``connections.max.reauth.ms`` (0: sessions never expire); a session past its expiry may send
 nothing but a re-authentication (:meth:`SaslServer.expired`).
 """
@@ -34,6 +37,7 @@ from dataclasses import dataclass, field
 
 from controller.shell.security.scram import DEFAULT_ITERATIONS
 from controller.shell.security.scram import MECHANISMS as SCRAM_MECHANISMS
+from controller.shell.security.scram import decoy_credential
 from controller.shell.security.scram import ScramCredential, ScramError, ScramServer, make_credential, password_matches
 from protocol.errors import ErrorCode
 
@@ -51,6 +55,8 @@ TRANSITIONS: dict[str, dict[str, str]] = {
     "authenticated": {"handshake": "reauthenticate"},
     "reauthenticate": {"token": "reauthenticate", "done": "authenticated"},
     "failed": {},
+    # A re-authentication handshake that named another mechanism: its first token fails.
+    "reauth_bad_mechanism": {},
 }
 
 SCRAM_FAILED = "Authentication failed during authentication due to invalid credentials with SASL mechanism {}"
@@ -99,6 +105,8 @@ class SaslServer:
         self.session_lifetime_ms = 0
         self.expires_at_ms: int | None = None
         self._scram: ScramServer | None = None
+        self._bad_mechanism = ""
+        self._unknown_user: str | None = None  # SCRAM: the client-first named no known user
 
     # ---- transitions -------------------------------------------------------------------------
 
@@ -107,6 +115,8 @@ class SaslServer:
         if nxt is None:
             state = self.state
             self.state = "failed"
+            if state == "reauth_bad_mechanism":
+                raise SaslError(ErrorCode.SASL_AUTHENTICATION_FAILED, self._bad_mechanism)
             raise SaslError(ErrorCode.ILLEGAL_SASL_STATE, f"Unexpected SASL request in state {state}")
         self.state = nxt
 
@@ -126,6 +136,12 @@ class SaslServer:
         if mechanism not in self.mechanisms:
             self.state = "failed"
             raise SaslError(ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"Unsupported SASL mechanism {mechanism}")
+        if self.state == "reauthenticate" and mechanism != self.mechanism:
+            # As Kafka: the handshake is answered, the exchange fails at its first token.
+            self.state = "reauth_bad_mechanism"
+            self._bad_mechanism = (f"SASL mechanism '{mechanism}' requested by client is not supported for "
+                                   f"re-authentication of mechanism '{self.mechanism}'")
+            return
         self.mechanism = mechanism
         self._scram = ScramServer(mechanism, self._nonce()) if mechanism in SCRAM_MECHANISMS else None
 
@@ -203,10 +219,16 @@ class SaslServer:
                 user = scram.client_first(token)
                 cred = creds.get(self.mechanism)
                 if cred is None:
-                    raise self._fail(failed, f"{self.mechanism}: no credential for user {user!r}")
+                    # RFC 5802 5.1: challenge an unknown user like a known one (a salt made from
+                    # the name and the server's secret); the proof fails at client-final with the
+                    # same words as a wrong password, so user names cannot be probed.
+                    self._unknown_user = user
+                    cred = decoy_credential(self.mechanism, user)
                 self._move("token")
                 return scram.server_first(cred)
             out = scram.client_final(token)
+            if self._unknown_user is not None:  # unreachable but for a hash preimage: never a login
+                raise ScramError(f"no credential for user {self._unknown_user!r}")
         except ScramError as e:
             raise self._fail(failed, f"{self.mechanism}: {e}") from None
         self._finish(scram.username, now_ms)

@@ -33,6 +33,11 @@ DEFAULT_ITERATIONS = 4096
 # Kafka's ScramFormatter upper bound: more rounds than this is a denial of service on login.
 MAX_ITERATIONS = 16384
 SALT_BYTES = 32  # what Kafka's ScramFormatter.secureRandomBytes draws
+# RFC 5802 section 5.1: an unknown user is answered with a server-first like a known one's, its
+# salt derived from the name and a secret of this server, so the same name gets the same salt
+# on every attempt and nothing tells it from a real user's until the proof fails. Drawn once per
+# process.
+SERVER_SECRET = os.urandom(32)
 
 
 class ScramError(Exception):
@@ -89,6 +94,20 @@ def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iteration
         raise ScramError("salted password or salt of the wrong size")
     client_key = _hmac(mechanism, salted, b"Client Key")
     return ScramCredential(mechanism, salt, _h(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
+
+
+def decoy_credential(mechanism: str, username: str, secret: bytes = SERVER_SECRET) -> ScramCredential:
+    """The made-up credential an unknown user is challenged with (RFC 5802 5.1): salt and keys
+    are HMACs of the name under ``secret``, at the default iterations. No password matches it:
+    a proof would need a preimage of its stored key."""
+    digest = _hash(mechanism)
+
+    def derive(label: bytes) -> bytes:
+        return hmac.new(secret, label + b"\0" + mechanism.encode() + b"\0" + username.encode("utf-8"), digest).digest()
+
+    # Every SCRAM hash gives at least SALT_BYTES (SHA-256: 32), the length of our own salts.
+    return ScramCredential(mechanism, derive(b"salt")[:SALT_BYTES], derive(b"stored_key"), derive(b"server_key"),
+                           DEFAULT_ITERATIONS)
 
 
 def password_matches(cred: ScramCredential, password: str) -> bool:
