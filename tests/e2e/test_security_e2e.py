@@ -2,6 +2,9 @@
 (SCRAM-SHA-512, certificates made at test time) with the ACL authorizer on, simulated brokers,
 real ZooKeeper; kafka-python's ``KafkaAdminClient`` and ``kcat`` as the clients, unchanged.
 
+- ZooKeeper is secured as the authorizer requires (the controller refuses to start over paths
+  anyone may change): the service's digest identity and ``zookeeper.set.acl`` for the
+  controllers, the simulated brokers and ``reassignd users add``.
 - Users are made with ``reassignd users add`` (Kafka's /config/users format).
 - The super user creates ACLs with CreateAcls; DescribeAcls reads them back, also after the
   active controller is killed and the other takes over.
@@ -37,18 +40,30 @@ SIM_ARGS = ["--brokers", "3", "--topics", "orders:2:2:64MiB", "--bandwidth", "1K
 PASSWORDS = {"admin": "admin-secret", "alice": "alice-secret", "bob": "bob-secret"}
 
 
-def add_user(zk_hosts: str, user: str, password: str) -> None:
-    out = subprocess.run([sys.executable, "-m", "reassignd", "users", "add", "--zookeeper", zk_hosts, "--user", user,
-                          "--mechanism", "SCRAM-SHA-512"], cwd=REPO, capture_output=True, text=True, timeout=60,
+# The service's ZooKeeper identity, with secure ACLs: the controller refuses to run the
+# authorizer over ZooKeeper paths anyone may change (issue 22), and the simulated brokers share
+# the controller's identity, as Kafka's brokers and controller do.
+SERVICE_DIGEST = "reassignd:service-secret"
+ZK_KEYS = f"zookeeper.auth.digest={SERVICE_DIGEST}\nzookeeper.set.acl=true\n"
+
+
+def add_user(zk_hosts: str, zk_config, user: str, password: str) -> None:
+    out = subprocess.run([sys.executable, "-m", "reassignd", "users", "add", "--zookeeper", zk_hosts, "--zk-config",
+                          str(zk_config), "--user", user, "--mechanism", "SCRAM-SHA-512"], cwd=REPO,
+                         capture_output=True, text=True, timeout=60,
                          env={**os.environ, "REASSIGND_USER_PASSWORD": password})
     assert out.returncode == 0, out.stderr
 
 
 @pytest.fixture
 def secured(zk_hosts, tmp_path):
+    from znodes.security import ZkSecurity, migrate
+
     pki = make_pki(tmp_path / "pki")
+    zk_props = tmp_path / "zk.properties"
+    zk_props.write_text(ZK_KEYS)
     for user, password in PASSWORDS.items():
-        add_user(zk_hosts, user, password)
+        add_user(zk_hosts, zk_props, user, password)
     props = tmp_path / "server.properties"
     props.write_text(
         "listener.security.protocol.map=SECURE:SASL_SSL\n"
@@ -57,10 +72,15 @@ def secured(zk_hosts, tmp_path):
         "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
         "super.users=User:admin\n"
         "connection.failed.authentication.delay.ms=100\n"
+        + ZK_KEYS
     )
-    with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=CONTROLLER_IDS,
-                         controller_config={"security_config": str(props)}, listen="SECURE://127.0.0.1:0") as c:
-        yield c, pki
+    try:
+        with running_cluster(zk_hosts, tmp_path, sim_args=[*SIM_ARGS, "--zk-config", str(zk_props)],
+                             controller_ids=CONTROLLER_IDS, controller_config={"security_config": str(props)},
+                             listen="SECURE://127.0.0.1:0", zk_auth=SERVICE_DIGEST) as c:  # reads /config/brokers
+            yield c, pki
+    finally:  # opened again, so the chroot fixture's unauthenticated session can delete the tree
+        migrate(zk_hosts, ZkSecurity.from_properties({"zookeeper.auth.digest": SERVICE_DIGEST}), secure=False)
 
 
 def admin_client(c, pki, user, password=None, **overrides):
