@@ -214,7 +214,7 @@ class Service:
         with open(self.log, "wb") as log:
             self.proc = subprocess.Popen(
                 [sys.executable, "-m", "reassignd", "planner", "serve", "--zookeeper", hosts, "--listen",
-                 "127.0.0.1:0", "--master", "local[2]", "--no-sizes", "--sizes-interval", "600"],
+                 "127.0.0.1:0", "--master", "local[2]", "--no-sizes", "--sizes-interval", "600", "--insecure-no-auth"],
                 cwd=ROOT, stdout=subprocess.PIPE, stderr=log, env={**os.environ, "PYTHONUNBUFFERED": "1"})
         line = self.proc.stdout.readline()
         if not line:

@@ -2,16 +2,29 @@
 
 Usage::
 
-    reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 --master local[2]
+    reassignd planner hash-password --user alice --role ADMIN >> users.txt    # password on stdin
+    reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 --master local[2] \
+        --api-tls-cert server.pem --api-credentials users.txt
+    reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 --insecure-no-auth
     reassignd planner serve --zookeeper 127.0.0.1:2181 --listen 127.0.0.1:9300 \\
         --self-healing broker-failure,goal-violation --broker-failure-grace 300 --throttle 10485760
     reassignd planner serve --zookeeper 127.0.0.1:2181 --zk-config zk.properties --listen 127.0.0.1:9300
     reassignd planner serve --zookeeper 127.0.0.1:2181 --command-config client.properties --listen 127.0.0.1:9300
 
-    curl 127.0.0.1:9300/state                       # model freshness, last proposal, execution
-    curl 127.0.0.1:9300/load                        # per broker: replicas, leaders, bytes, rack
-    curl 127.0.0.1:9300/proposals                   # the cached rebalance proposal
-    curl -X POST '127.0.0.1:9300/remove_broker?brokerid=3&dryrun=false'
+    curl --cacert ca.pem -u bob https://127.0.0.1:9300/state    # model freshness, last proposal, execution
+    curl --cacert ca.pem -u bob https://127.0.0.1:9300/load     # per broker: replicas, leaders, bytes, rack
+    curl --cacert ca.pem -u bob https://127.0.0.1:9300/proposals    # the cached rebalance proposal
+    curl --cacert ca.pem -u alice -X POST 'https://127.0.0.1:9300/remove_broker?brokerid=3&dryrun=false'
+
+The REST API's security (:mod:`planner_service.api_auth` has the roles and the files):
+``--api-tls-cert FILE`` (PEM: the certificate chain, and the key unless ``--api-tls-key FILE``
+gives it) serves HTTPS; ``--api-credentials FILE`` (``USER:ROLE:HASH`` lines, made by
+``reassignd planner hash-password``) takes HTTP Basic; ``--api-tls-client-ca FILE`` with
+``--api-cert-roles FILE`` (``CN:ROLE`` lines) takes client certificates. Authentication needs
+TLS (Basic would send the password in clear). Without any authentication the service refuses
+to start unless ``--insecure-no-auth`` says so, and then warns: anyone who reaches the port may
+execute plans with the service's own admin credentials. Every request that needs ADMIN (each
+execution) logs one line to ``reassignd.planner.audit`` with its principal.
 
 ``--zk-config FILE`` gives the ZooKeeper identity and security, the keys the controller's
 ``--security-config``, ``reassignd users`` and ``reassignd sim`` read (``znodes.security``):
@@ -33,7 +46,8 @@ PLAINTEXT at a broker that registered none (:mod:`planner_service.sizes`).
 
 On start the service prints one JSON line, ``{"event": "ready", "listen": "HOST:PORT"}``.
 
-Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad arguments.
+Exit codes: 0 stopped by SIGTERM/SIGINT, 2 bad arguments (a bad credentials, roles or TLS file
+among them).
 """
 
 from __future__ import annotations
@@ -45,6 +59,8 @@ import logging
 import signal
 import sys
 
+from planner_service.api_auth import ROLES, ApiAuth, AuthConfigError, credential_line, password_from
+from planner_service.http_server import ApiSecurity
 from planner_service.service import DEFAULT_SPARK_MIN_PARTITIONS, HEALING_KINDS, Options, PlannerService
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT
 from spark_jobs import batching
@@ -126,6 +142,17 @@ def parser() -> argparse.ArgumentParser:
                         "(security.protocol, sasl.mechanism, sasl.jaas.config or sasl.username/sasl.password, "
                         "ssl.truststore.location or ssl.ca.location, ssl.keystore.location, ssl.key.location), "
                         "as kafka-reassign --command-config")
+    api = p.add_argument_group("REST API security (one of the ways to authenticate, or --insecure-no-auth)")
+    api.add_argument("--api-tls-cert", metavar="FILE", help="serve HTTPS: PEM certificate chain (and key)")
+    api.add_argument("--api-tls-key", metavar="FILE", help="PEM private key, if not in --api-tls-cert")
+    api.add_argument("--api-credentials", metavar="FILE",
+                     help="HTTP Basic users: USER:ROLE:HASH lines (reassignd planner hash-password); needs TLS")
+    api.add_argument("--api-tls-client-ca", metavar="FILE", help="CA (PEM) client certificates are verified against")
+    api.add_argument("--api-cert-roles", metavar="FILE",
+                     help="client certificates: CN:ROLE lines (roles " + ", ".join(ROLES) + "); needs "
+                          "--api-tls-client-ca")
+    api.add_argument("--insecure-no-auth", action="store_true",
+                     help="serve the API with no authentication: anyone who reaches it may execute plans")
     p.add_argument("--max-in", type=_pos_int, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_pos_int, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--session-timeout", type=_pos_float, default=10.0, metavar="S")
@@ -136,7 +163,7 @@ def parser() -> argparse.ArgumentParser:
 async def _serve(opts: Options) -> int:
     service = PlannerService(opts)
     await service.start()
-    print(json.dumps({"event": "ready", "listen": service.address}), flush=True)
+    print(json.dumps({"event": "ready", "listen": service.address, "scheme": service.server.scheme}), flush=True)
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGTERM, signal.SIGINT):
@@ -146,10 +173,55 @@ async def _serve(opts: Options) -> int:
     return 0
 
 
+def api_security(args, p) -> ApiSecurity | None:
+    """The REST API's TLS and authentication from the options; a usage error for a combination
+    that would not protect it or a file that cannot be read."""
+    authenticates = bool(args.api_credentials or args.api_cert_roles)
+    if args.insecure_no_auth and authenticates:
+        p.error("--insecure-no-auth with --api-credentials/--api-cert-roles: choose one")
+    if not authenticates and not args.insecure_no_auth:
+        p.error("the REST API needs authentication: --api-credentials FILE and/or --api-cert-roles FILE "
+                "(with --api-tls-cert), or --insecure-no-auth to serve it open")
+    if args.api_tls_cert is None and (authenticates or args.api_tls_key or args.api_tls_client_ca):
+        p.error("--api-credentials, --api-cert-roles, --api-tls-key and --api-tls-client-ca need --api-tls-cert "
+                "(Basic credentials over plain HTTP are readable by anyone on the path)")
+    if bool(args.api_cert_roles) != bool(args.api_tls_client_ca):
+        p.error("--api-cert-roles and --api-tls-client-ca go together")
+    if args.api_tls_cert is None:
+        return None
+    try:
+        ctx = ApiSecurity.tls(args.api_tls_cert, args.api_tls_key, args.api_tls_client_ca)
+    except (OSError, ValueError) as e:  # ssl.SSLError is an OSError
+        p.error(f"--api-tls-cert/--api-tls-key/--api-tls-client-ca: {e}")
+    try:
+        auth = ApiAuth.from_files(args.api_credentials, args.api_cert_roles) if authenticates else None
+    except AuthConfigError as e:
+        p.error(str(e))
+    return ApiSecurity(auth, ctx)
+
+
+def hash_password_main(argv: list[str]) -> int:
+    """``reassignd planner hash-password --user U --role R``: one credentials-file line on stdout,
+    the password from REASSIGND_PLANNER_PASSWORD or stdin's first line."""
+    p = argparse.ArgumentParser(prog="reassignd planner hash-password")
+    p.add_argument("--user", required=True)
+    p.add_argument("--role", required=True, choices=ROLES)
+    args = p.parse_args(argv)
+    try:
+        print(credential_line(args.user, args.role, password_from(stdin=sys.stdin)))
+    except AuthConfigError as e:
+        print(f"{p.prog}: error: {e}", file=sys.stderr)
+        return 2
+    return 0
+
+
 def main(argv: list[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
+    if argv[:1] == ["hash-password"]:
+        return hash_password_main(argv[1:])
     if not argv or argv[0] != "serve":
-        print("usage: reassignd planner serve --zookeeper HOST:PORT --listen HOST:PORT [options]", file=sys.stderr)
+        print("usage: reassignd planner serve --zookeeper HOST:PORT --listen HOST:PORT [options]\n"
+              "       reassignd planner hash-password --user USER --role VIEWER|USER|ADMIN", file=sys.stderr)
         return 0 if argv[:1] in (["-h"], ["--help"]) else 2
     from client.errors import InputError
     from client.security import ClientSecurity
@@ -169,6 +241,7 @@ def main(argv: list[str] | None = None) -> int:
                 security.ssl_context()  # the TLS files are read now: a bad one is a usage error too
             except InputError as e:
                 p.error(str(e))
+        api_sec = api_security(args, p)
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
@@ -184,6 +257,7 @@ def main(argv: list[str] | None = None) -> int:
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
         max_in=args.max_in, max_out=args.max_out, session_timeout_s=args.session_timeout,
         state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
+        api_security=api_sec,
     )
     return asyncio.run(_serve(opts))
 

@@ -1,10 +1,11 @@
-"""A small HTTP/1.1 JSON server on asyncio streams, for the planner service's REST API
-(:mod:`planner_service.endpoints`).
+"""The planner service's REST API on the wire (:mod:`planner_service.endpoints` holds its routes),
+on aiohttp's server through :mod:`httpd`: JSON answers, keep-alive, the limits below, TLS and
+authentication (:mod:`planner_service.api_auth`) when configured, and an audit line for every
+request that needs ADMIN (executions among them).
 
-Only what the API needs: GET and POST, a query string, no request bodies beyond a bounded
-one that is read and ignored, JSON answers, keep-alive. A handler raises :class:`HttpError`
-for an error answer; anything else it raises is a 500 with the exception's text, never a
-dead server.
+A handler raises :class:`HttpError` for an error answer; anything else it raises is a 500 with
+the exception's text, never a dead server. Every error is ``{"error": {"status", "message"}}``:
+401 no or bad credentials (with ``WWW-Authenticate: Basic``), 403 a role too low for the request.
 
 Usage::
 
@@ -13,25 +14,38 @@ Usage::
             raise HttpError(404, "no such endpoint")
         return 200, {"ok": True}
 
-    server = await serve(handler, "127.0.0.1", 0)
-    port = server.sockets[0].getsockname()[1]
+    server = ApiServer(handler, "127.0.0.1", 0, security=ApiSecurity(auth, ssl_context))  # or None: open
+    await server.start()
+    server.address                                # host:port
+    await server.close()
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 import logging
-from urllib.parse import parse_qsl, urlsplit
+import ssl
+from dataclasses import dataclass
+from urllib.parse import parse_qsl
+
+from aiohttp import web
+
+from httpd import Limits, Site, peer_certificate
+from planner_service.api_auth import ApiAuth, allows, required_role
 
 log = logging.getLogger(__name__)
+audit = logging.getLogger("reassignd.planner.audit")
 
-MAX_LINE = 8192
+# Request line (path and query string) and each header: a broker list or a topic list fits.
+MAX_LINE = 8190
 MAX_HEADERS = 100
+# No endpoint reads a body: one up to this size is read and ignored, a larger one is 413.
 MAX_BODY = 1 << 20
+# A client silent this long between requests (or before its first) is disconnected.
 IDLE_TIMEOUT_S = 60.0
-REASONS = {200: "OK", 202: "Accepted", 400: "Bad Request", 404: "Not Found", 405: "Method Not Allowed",
-           409: "Conflict", 413: "Payload Too Large", 500: "Internal Server Error", 503: "Service Unavailable"}
+LIMITS = Limits(max_line_bytes=MAX_LINE, max_field_bytes=MAX_LINE, max_headers=MAX_HEADERS,
+                max_body_bytes=MAX_BODY, idle_timeout_s=IDLE_TIMEOUT_S)
+REALM = "reassignd planner"
 
 
 class HttpError(Exception):
@@ -44,78 +58,98 @@ class HttpError(Exception):
         return {"error": {"status": self.status, "message": str(self), **self.extra}}
 
 
-def _encode(status: int, body: dict, keep_alive: bool) -> bytes:
+@dataclass
+class ApiSecurity:
+    """TLS and who may call: ``auth`` None (with TLS) is an encrypted but open API."""
+
+    auth: ApiAuth | None
+    ssl_context: ssl.SSLContext | None
+
+    @staticmethod
+    def tls(cert: str, key: str | None = None, client_ca: str | None = None) -> ssl.SSLContext:
+        """The server's TLS: its certificate chain and key (PEM; the key may be in the cert file),
+        and the CA client certificates are verified against (asked for, not required: a Basic
+        client brings none)."""
+        ctx = ssl.create_default_context(ssl.Purpose.CLIENT_AUTH)
+        ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+        ctx.load_cert_chain(cert, key)
+        if client_ca:
+            ctx.load_verify_locations(client_ca)
+            ctx.verify_mode = ssl.CERT_OPTIONAL
+        return ctx
+
+
+def _json(status: int, body: dict, headers: dict | None = None) -> web.Response:
     data = (json.dumps(body, sort_keys=True) + "\n").encode()
-    head = (
-        f"HTTP/1.1 {status} {REASONS.get(status, 'Status')}\r\n"
-        "Content-Type: application/json\r\n"
-        f"Content-Length: {len(data)}\r\n"
-        f"Connection: {'keep-alive' if keep_alive else 'close'}\r\n\r\n"
-    )
-    return head.encode("latin-1") + data
+    return web.Response(status=status, body=data, content_type="application/json", headers=headers)
 
 
-async def _read_request(reader: asyncio.StreamReader):
-    """(method, target, headers) or None at a clean end of the connection."""
-    line = await asyncio.wait_for(reader.readline(), IDLE_TIMEOUT_S)
-    if not line:
-        return None
-    parts = line.decode("latin-1").rstrip("\r\n").split(" ")
-    if len(parts) != 3 or not parts[2].startswith("HTTP/1."):
-        raise HttpError(400, "malformed request line")
-    headers: dict[str, str] = {}
-    for _ in range(MAX_HEADERS + 1):
-        h = await reader.readline()
-        if h in (b"\r\n", b"\n", b""):
-            break
-        name, sep, value = h.decode("latin-1").partition(":")
-        if not sep:
-            raise HttpError(400, "malformed header line")
-        headers[name.strip().lower()] = value.strip()
-    else:
-        raise HttpError(400, "too many headers")
-    length = headers.get("content-length", "0")
-    if not length.isdigit():
-        raise HttpError(400, "bad Content-Length")
-    if int(length) > MAX_BODY:
-        raise HttpError(413, "request body too large")
-    if int(length):
-        await reader.readexactly(int(length))
-    return parts[0], parts[1], parts[2], headers
+class ApiServer:
+    def __init__(self, handler, host: str, port: int, *, security: ApiSecurity | None = None):
+        self.handler = handler
+        self.security = security
+        self.auth = security.auth if security is not None else None
+        self._site = Site(self._serve, host, port, LIMITS,
+                          ssl_context=security.ssl_context if security is not None else None)
 
+    @property
+    def scheme(self) -> str:
+        return "https" if self._site.ssl_context is not None else "http"
 
-async def serve(handler, host: str, port: int) -> asyncio.base_events.Server:
-    async def connection(reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+    @property
+    def address(self) -> str:
+        return f"{self._site.host}:{self._site.port}"
+
+    async def start(self) -> None:
+        await self._site.start()
+
+    async def close(self) -> None:
+        await self._site.close()
+        if self.auth is not None:
+            self.auth.close()
+
+    async def _serve(self, request: web.Request) -> web.Response:
+        method, path, principal, needed = request.method, request.path, None, None
         try:
-            while True:
-                keep_alive = False
-                try:
-                    req = await _read_request(reader)
-                    if req is None:
-                        break
-                    method, target, version, headers = req
-                    keep_alive = version == "HTTP/1.1" and headers.get("connection", "").lower() != "close"
-                    url = urlsplit(target)
-                    try:
-                        query = dict(parse_qsl(url.query, keep_blank_values=True, strict_parsing=bool(url.query)))
-                    except ValueError:
-                        raise HttpError(400, f"malformed query string {url.query!r}") from None
-                    status, body = await handler(method, url.path, query)
-                except HttpError as e:
-                    status, body = e.status, e.body()
-                except (asyncio.IncompleteReadError, asyncio.TimeoutError, ConnectionError, ValueError,
-                        asyncio.LimitOverrunError):
-                    break
-                except Exception as e:  # a handler bug: answer 500, keep serving
-                    log.exception("request failed")
-                    status, body = 500, {"error": {"status": 500, "message": f"{type(e).__name__}: {e}"}}
-                writer.write(_encode(status, body, keep_alive))
-                await writer.drain()
-                if not keep_alive:
-                    break
-        except ConnectionError:
-            pass
-        finally:
-            writer.close()
+            qs = request.query_string
+            try:
+                query = dict(parse_qsl(qs, keep_blank_values=True, strict_parsing=bool(qs)))
+            except ValueError:
+                raise HttpError(400, f"malformed query string {qs!r}") from None
+            if request.content_length is not None and request.content_length > MAX_BODY:
+                raise HttpError(413, "request body too large")
+            try:
+                await request.read()  # read and ignored (chunked bodies are bounded by the Site's limit)
+            except web.HTTPRequestEntityTooLarge:
+                raise HttpError(413, "request body too large") from None
+            needed = required_role(method, path, query)
+            if self.auth is not None:
+                principal = await self.auth.authenticate(request.headers.get("Authorization"),
+                                                         peer_certificate(request))
+                if principal is None:
+                    raise HttpError(401, "authentication required: HTTP Basic credentials or a client "
+                                         "certificate the service maps to a role")
+                if not allows(principal.role, needed):
+                    raise HttpError(403, f"{principal.name} has role {principal.role}; {method} {path}"
+                                         f"{'?' + qs if qs else ''} needs {needed}")
+            status, body = await self.handler(method, path, query)
+        except HttpError as e:
+            status, body = e.status, e.body()
+        except Exception as e:  # a handler bug: answer 500, keep serving
+            log.exception("request failed")
+            status, body = 500, {"error": {"status": 500, "message": f"{type(e).__name__}: {e}"}}
+        if needed == "ADMIN":
+            self._audit(request, principal, status, body)
+        challenge = {"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'} if status == 401 else None
+        return _json(status, body, challenge)
 
-    return await asyncio.start_server(connection, host, port, limit=MAX_LINE, reuse_address=True)
+    def _audit(self, request: web.Request, principal, status: int, body: dict) -> None:
+        """One line per request that needs ADMIN: who, what, and what came of it."""
+        ex = body.get("execution") if status == 200 else None
+        outcome = (f"execution {ex['id']} ({ex.get('state')})" if isinstance(ex, dict) and "id" in ex
+                   else body.get("error", {}).get("message", "done") if status != 200 else "done")
+        who = principal.name if principal is not None else ("ANONYMOUS (authentication off)" if self.auth is None
+                                                           else "unauthenticated")
+        audit.info("principal=%s role=%s peer=%s request=%s status=%d outcome=%s", who,
+                   principal.role if principal is not None else "-", request.remote,
+                   f"{request.method} {request.path_qs}", status, outcome)

@@ -20,10 +20,16 @@ may run, they share nothing but what they read. The REST API is :mod:`planner_se
 
 Usage::
 
-    service = PlannerService(Options(zookeeper="127.0.0.1:2181", port=0, master="local[2]"))
+    service = PlannerService(Options(zookeeper="127.0.0.1:2181", port=0, master="local[2]",
+                                     api_security=ApiSecurity(ApiAuth.from_files("users.txt", None),
+                                                              ApiSecurity.tls("server.pem"))))
     await service.start()            # the HTTP server, the feed, proposals, sizes, Spark
     service.address                  # host:port of the REST API
     await service.stop()
+
+``api_security`` None serves the API open (plain HTTP, no authentication: every caller is an
+ADMIN), with a warning at start; ``reassignd planner serve`` allows that only with
+``--insecure-no-auth``.
 """
 
 from __future__ import annotations
@@ -35,11 +41,10 @@ import logging
 import time
 from dataclasses import dataclass
 
-from planner_service import http_server
 from planner_service.clock import now_ms
 from planner_service.endpoints import RestApi
 from planner_service.execution import Execution, run_waves
-from planner_service.http_server import HttpError
+from planner_service.http_server import ApiServer, HttpError
 from planner_service.model import ClusterModel
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
 from spark_jobs import api, batching
@@ -79,6 +84,8 @@ class Options:
     zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated
     security: object | None = None  # client.security.ClientSecurity (--command-config); None: PLAINTEXT
     admin_timeout_ms: int = 30_000  # the AdminClient's request timeout for executions
+    # planner_service.http_server.ApiSecurity: the REST API's TLS and authentication; None: open
+    api_security: object | None = None
 
 
 class PlannerService(RestApi):
@@ -110,7 +117,16 @@ class PlannerService(RestApi):
     # ---- lifecycle ------------------------------------------------------------------------
 
     async def start(self) -> None:
-        self.server = await http_server.serve(self.handle, self.opts.host, self.opts.port)
+        self.server = ApiServer(self.handle, self.opts.host, self.opts.port, security=self.opts.api_security)
+        await self.server.start()
+        sec = self.opts.api_security
+        if sec is None or sec.auth is None:
+            log.warning("the REST API at %s://%s is OPEN: no authentication, anyone who reaches the port may "
+                        "execute plans%s", self.server.scheme, self.server.address,
+                        "" if sec is not None else " and nothing is encrypted")
+        else:
+            log.info("the REST API at %s://%s authenticates by %s", self.server.scheme, self.server.address,
+                     sec.auth.describe())
         loop = asyncio.get_running_loop()
         self._tasks = [loop.create_task(self.feed.run(), name="zk-feed"),
                        loop.create_task(self._proposals(), name="proposals")]
@@ -122,12 +138,11 @@ class PlannerService(RestApi):
 
     @property
     def address(self) -> str:
-        host, port = self.server.sockets[0].getsockname()[:2]
-        return f"{host}:{port}"
+        return self.server.address
 
     async def stop(self) -> None:
         if self.server is not None:
-            self.server.close()
+            await self.server.close()
         for t in self._tasks:
             t.cancel()
         await asyncio.gather(*self._tasks, return_exceptions=True)

@@ -130,7 +130,8 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
     # With --command-config: the service logs in as planner (a super user) and the drain completes.
     planner_props = client_properties(tmp_path / "planner.properties", pki, "planner")
     svc = c.processes.spawn("planner", [
-        "planner", "serve", "--zookeeper", zk_hosts, "--listen", "127.0.0.1:0", "--command-config", planner_props,
+        "planner", "serve", "--zookeeper", zk_hosts, "--listen", "127.0.0.1:0", "--insecure-no-auth",
+        "--command-config", planner_props,
         "--master", "local[1]", "--sizes-interval", "1", "--session-timeout", "4", "--throttle", "50000000"])
     try:
         line = svc.stdout.readline()

@@ -1,11 +1,14 @@
 """What the planner-service tests say to the service and to ``reassignd sim``: one HTTP call
-(status and JSON body, error statuses included), one line on the sim's control port, and the
-assignment they check proposals against (read from ZooKeeper)."""
+(status and JSON body, error statuses included; optionally over TLS with Basic credentials),
+the same from a test running the service in its own event loop (``ahttp``), one line on the
+sim's control port, and the assignment they check proposals against (read from ZooKeeper)."""
 
 from __future__ import annotations
 
+import base64
 import json
 import socket
+import ssl
 import urllib.error
 import urllib.request
 
@@ -13,13 +16,30 @@ import urllib.request
 HTTP_TIMEOUT_S = 120
 
 
-def http(base: str, method: str, path: str) -> tuple[int, dict]:
-    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None)
+def basic(user: str, password: str) -> dict:
+    return {"Authorization": "Basic " + base64.b64encode(f"{user}:{password}".encode()).decode()}
+
+
+def http(base: str, method: str, path: str, *, auth: tuple[str, str] | None = None,
+         tls: ssl.SSLContext | None = None) -> tuple[int, dict]:
+    req = urllib.request.Request(base + path, method=method, data=b"" if method == "POST" else None,
+                                 headers=basic(*auth) if auth else {})
     try:
-        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S) as r:
+        with urllib.request.urlopen(req, timeout=HTTP_TIMEOUT_S, context=tls) as r:
             return r.status, json.loads(r.read())
     except urllib.error.HTTPError as e:
         return e.code, json.loads(e.read())
+
+
+async def ahttp(base: str, method: str, path: str, *, auth: tuple[str, str] | None = None,
+                tls: ssl.SSLContext | None = None) -> tuple[int, dict, dict]:
+    """http() without blocking the event loop: (status, JSON body, headers)."""
+    import aiohttp
+
+    async with aiohttp.ClientSession(timeout=aiohttp.ClientTimeout(total=HTTP_TIMEOUT_S)) as session:
+        async with session.request(method, base + path, headers=basic(*auth) if auth else {},
+                                   ssl=tls if tls is not None else True) as r:
+            return r.status, json.loads(await r.read()), dict(r.headers)
 
 
 def sim_command(control: str, line: str) -> str:

@@ -90,7 +90,7 @@ def test_service_survives_a_lost_executor(chroot_hosts, tmp_path):
     with Processes(tmp_path) as procs, kazoo_client(chroot_hosts) as zk:
         sim = procs.start_sim(chroot_hosts, SIM)
         svc = procs.spawn("planner", [
-            "planner", "serve", "--zookeeper", chroot_hosts, "--listen", "127.0.0.1:0", "--master", MASTER,
+            "planner", "serve", "--zookeeper", chroot_hosts, "--listen", "127.0.0.1:0", "--insecure-no-auth", "--master", MASTER,
             "--spark-min-partitions", "0", "--no-sizes", "--session-timeout", "10",
         ])
         line = svc.stdout.readline()

@@ -47,6 +47,7 @@ def cluster(zk_server, _zk_admin, tmp_path_factory):
             wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
             svc = procs.spawn("planner", [
                 "planner", "serve", "--zookeeper", hosts, "--listen", "127.0.0.1:0", "--master", "local[1]",
+                "--insecure-no-auth",  # kafka-reassign --planner speaks plain HTTP without credentials
                 "--spark-min-partitions", "0", "--sizes-interval", "1", "--self-healing", "broker-failure",
                 "--broker-failure-grace", str(GRACE_S), "--healing-min-interval", "5", "--throttle", "50000000",
                 "--session-timeout", "4",
