@@ -38,7 +38,9 @@ class Limits:
     max_line_bytes: int = 8190  # the request line (path and query string included)
     max_field_bytes: int = 8190  # one header line
     max_headers: int = 100
-    max_body_bytes: int = 1 << 20  # larger: 413 before the body is read
+    # The most request.read() accepts (aiohttp answers 413 beyond it); 0 for a user that never
+    # reads a body (aiohttp's 0 is "no limit", so such a user must not call read()).
+    max_body_bytes: int = 1 << 20
     # A connection that sends no request for this long is closed: before its first request as
     # after an answer (aiohttp's keep-alive timer starts when the connection is accepted).
     idle_timeout_s: float = 60.0
