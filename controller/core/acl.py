@@ -203,5 +203,9 @@ def operations_field(operations) -> int:
 def authorized_operations(rules: AclRules, principal: str | None, host: str, resource_type: int, name: str) -> int:
     """The KIP-430 field of what ``principal`` may do on the resource: each supported operation
     the rule above allows (implied ones included, as Kafka asks the authorizer op by op)."""
+    # The resource's ACLs are looked up once, not once per operation: Metadata asks this for
+    # every topic of the cluster.
+    own = AclRules(rules.applying(resource_type, name), super_users=rules.super_users,
+                   allow_if_no_acl=rules.allow_if_no_acl)
     return operations_field(op for op in SUPPORTED_OPERATIONS[resource_type]
-                            if rules.allows(principal, host, op, resource_type, name))
+                            if own.allows(principal, host, op, resource_type, name))

@@ -58,3 +58,24 @@ async def test_a_super_user_and_no_authorizer_get_every_supported_operation(h):
     answer = await handle_metadata(ctx, 10, {**body("t", cluster=False), "include_topic_authorized_operations": False})
     assert (answer["topics"][0]["topic_authorized_operations"], answer["cluster_authorized_operations"]) == (
         OPERATIONS_OMITTED, OPERATIONS_OMITTED)
+
+
+def test_the_field_is_the_rule_asked_op_by_op():
+    """acl.authorized_operations looks the resource's ACLs up once; it must answer as the rule
+    asked operation by operation, across LITERAL, wildcard and PREFIXED ACLs, DENY and ALL."""
+    import itertools
+    import random
+
+    rng = random.Random(22)
+    resources = [topic("t"), topic("*"), Resource(acl.TOPIC, "t", acl.PREFIXED), Resource(acl.TOPIC, "x", LITERAL),
+                 CLUSTER]
+    principals, hosts = [PRINCIPAL, "User:*", "User:other"], ["*", "10.0.0.9", "10.0.0.1"]
+    operations = [acl.ALL, *acl.SUPPORTED_OPERATIONS[acl.TOPIC], *acl.SUPPORTED_OPERATIONS[acl.CLUSTER]]
+    for _ in range(300):
+        acls = [Acl(rng.choice(resources), rng.choice(principals), rng.choice(hosts), rng.choice(operations),
+                    rng.choice((acl.ALLOW, DENY))) for _ in range(rng.randint(0, 6))]
+        rules = acl.AclRules(acls, allow_if_no_acl=rng.random() < 0.3)
+        for rtype, name in itertools.product((acl.TOPIC, acl.CLUSTER), ("t", "tx", acl.CLUSTER_NAME)):
+            expected = bits(*(op for op in acl.SUPPORTED_OPERATIONS[rtype]
+                              if rules.allows(PRINCIPAL, "10.0.0.9", op, rtype, name)))
+            assert acl.authorized_operations(rules, PRINCIPAL, "10.0.0.9", rtype, name) == expected, acls
