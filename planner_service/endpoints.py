@@ -2,9 +2,14 @@
 section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 
 Endpoints: GET /state, GET /load, GET /proposals, POST /rebalance, POST /remove_broker?brokerid=,
-POST /add_broker?brokerid=, POST /fix_rack_violations. POSTs are dry runs unless
-``dryrun=false``. Errors are JSON: 400 bad parameter, 404 unknown path, 405 wrong method,
-409 a reassignment is running, 503 the model is not ready.
+POST /add_broker?brokerid=, POST /fix_rack_violations, POST /stop_proposal_execution. POSTs are
+dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
+``excluded_topics`` (regex) and ``excluded_brokers_for_replica_move``; the POSTs also
+``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
+``replication_throttle`` (or ``throttle``) and ``deadline_s``, and ``proposal_id=N`` executes the
+reviewed proposal N as planned (Strimzi's approve). Errors are JSON: 400 bad parameter, 404
+unknown path, 405 wrong method, 409 a reassignment is running or the cluster changed since the
+reviewed proposal, 503 the model is not ready.
 
 :class:`RestApi` is mixed into :class:`planner_service.service.PlannerService`: it reads the
 service's model, feed, proposal, executions, self-healing actions, Spark state and options, and
@@ -13,7 +18,19 @@ plans and executes through the service's ``plan``, ``current_proposal`` and ``ex
 
 from __future__ import annotations
 
+import re
+
 from planner_service.http_server import HttpError
+from planner_service.scope import Scope
+
+# Cruise Control's names. Scope: what a plan may move (every planning endpoint); wave shaping:
+# how the plan is cut and run (the POSTs); the reviewed proposal's own parameters cannot be
+# given again with proposal_id.
+SCOPE_PARAMS = {"excluded_topics", "excluded_brokers_for_replica_move"}
+EXECUTION_PARAMS = {"concurrent_partition_movements_per_broker", "max_partition_movements_in_cluster",
+                    "replication_throttle", "throttle", "deadline_s", "proposal_id"}
+# Cruise Control's force_stop default: the running wave finishes, nothing more starts.
+DEFAULT_FORCE_STOP = False
 
 
 class RestApi:
@@ -59,18 +76,21 @@ class RestApi:
     @staticmethod
     def _proposal_view(p: dict) -> dict:
         r = p["result"]
-        return {"mode": p["mode"], "model_version": p["model_version"], "computed_ms": p["computed_ms"],
+        return {"proposal_id": p["proposal_id"], "mode": p["mode"], "model_version": p["model_version"],
+                "layout_version": p["layout_version"], "computed_ms": p["computed_ms"],
                 "seconds": p["seconds"], "tasks_ran": p["tasks_ran"], "reassignment": r.reassignment,
                 "report": r.report, "waves": [{"wave": w["wave"], "kind": w["kind"], "moves": w["moves"],
                                                "bytes": w["bytes"], "partitions": len(w["partitions"])}
                                               for w in r.batches["waves"]]}
 
     async def handle(self, method: str, path: str, query: dict) -> tuple[int, dict]:
-        routes = {"/state": ("GET", set()), "/load": ("GET", set()), "/proposals": ("GET", set()),
-                  "/rebalance": ("POST", {"dryrun", "throttle", "brokerid", "topics"}),
-                  "/remove_broker": ("POST", {"brokerid", "dryrun", "throttle"}),
-                  "/add_broker": ("POST", {"brokerid", "dryrun", "throttle"}),
-                  "/fix_rack_violations": ("POST", {"dryrun", "throttle"})}
+        posts = SCOPE_PARAMS | EXECUTION_PARAMS | {"dryrun"}
+        routes = {"/state": ("GET", set()), "/load": ("GET", set()), "/proposals": ("GET", SCOPE_PARAMS),
+                  "/rebalance": ("POST", posts | {"brokerid", "topics"}),
+                  "/remove_broker": ("POST", posts | {"brokerid"}),
+                  "/add_broker": ("POST", posts | {"brokerid"}),
+                  "/fix_rack_violations": ("POST", posts),
+                  "/stop_proposal_execution": ("POST", {"force_stop"})}
         if path not in routes:
             raise HttpError(404, f"no endpoint {path} (endpoints: {', '.join(sorted(routes))})")
         want, allowed = routes[path]
@@ -82,13 +102,36 @@ class RestApi:
                             f" (allowed: {', '.join(sorted(allowed)) or 'none'})")
         if path == "/state":
             return 200, self.state_view()
+        if path == "/stop_proposal_execution":
+            force = _bool(query.get("force_stop", str(DEFAULT_FORCE_STOP)), "force_stop")
+            ex = self.stop_execution(force)
+            return 200, {"force_stop": force, "execution": ex.view() if ex is not None else None,
+                         "message": "no execution is running" if ex is None else
+                         (f"execution {ex.id}: the running wave is being rolled back (KIP-236), no more waves start"
+                          if force else f"execution {ex.id}: the running wave finishes, no more waves start")}
         self._require_ready()
         if path == "/load":
             return 200, {"model_version": self.model.version, "brokers": self.model.load()}
+        scope = _scope(query)
         if path == "/proposals":
-            return 200, self._proposal_view(await self.current_proposal())
+            if scope is None:
+                return 200, self._proposal_view(await self.current_proposal())
+            return 200, self._proposal_view(await self.plan(
+                "rebalance", scope=scope, request={"path": "/rebalance", "params": dict(query)}))
         dryrun = _bool(query.get("dryrun", "true"), "dryrun")
-        throttle = _positive(query["throttle"], "throttle") if "throttle" in query else self.opts.throttle
+        deadline_s = _positive(query["deadline_s"], "deadline_s") if "deadline_s" in query else None
+        if "proposal_id" in query:
+            return await self._reviewed(path, query, dryrun, deadline_s)
+        if "throttle" in query and "replication_throttle" in query:
+            raise HttpError(400, "give replication_throttle or throttle (the same setting), not both")
+        throttle_text = query.get("replication_throttle", query.get("throttle"))
+        name = "replication_throttle" if "replication_throttle" in query else "throttle"
+        throttle = _positive(throttle_text, name) if throttle_text is not None else self.opts.throttle
+        per_broker = (_positive(query["concurrent_partition_movements_per_broker"],
+                                "concurrent_partition_movements_per_broker")
+                      if "concurrent_partition_movements_per_broker" in query else None)
+        cluster_cap = (_positive(query["max_partition_movements_in_cluster"], "max_partition_movements_in_cluster")
+                       if "max_partition_movements_in_cluster" in query else None)
         if path == "/rebalance":
             mode, kwargs = "rebalance", {}
             if "brokerid" in query:  # the broker set to balance over (default: every broker)
@@ -109,13 +152,40 @@ class RestApi:
             why = self._conflict()  # before planning: a refused request costs no plan
             if why:
                 raise HttpError(409, why)
-        if path == "/rebalance" and not kwargs and throttle == self.opts.throttle:
+        if per_broker is not None:  # each wave: at most N moves into and N out of any broker
+            kwargs["max_in"] = kwargs["max_out"] = per_broker
+        execution = {"throttle": throttle, "cluster_cap": cluster_cap}
+        if path == "/rebalance" and not kwargs and throttle == self.opts.throttle and scope is None:
             planned = await self.current_proposal()
         else:
-            planned = await self.plan(mode, throttle=throttle, **kwargs)
+            request = {"path": path, "params": {k: v for k, v in query.items() if k not in ("dryrun", "deadline_s")},
+                       **execution}
+            planned = await self.plan(mode, scope=scope, request=request, throttle=throttle, **kwargs)
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if not dryrun:
-            body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle)).view()
+            body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle, cluster_cap,
+                                                    deadline_s)).view()
+        return 200, body
+
+    async def _reviewed(self, path: str, query: dict, dryrun: bool, deadline_s: int | None) -> tuple[int, dict]:
+        """``proposal_id=N``: the reviewed proposal N, executed as planned (with ``dryrun=false``)
+        or shown again; 409 when the cluster changed since it was planned."""
+        given = sorted(set(query) - {"proposal_id", "dryrun", "deadline_s"})
+        if given:
+            raise HttpError(400, f"proposal_id executes the reviewed proposal as it was planned: {given[0]!r} "
+                                 "is part of it and cannot be given again")
+        pid = _positive(query["proposal_id"], "proposal_id")
+        if not dryrun:
+            why = self._conflict()
+            if why:
+                raise HttpError(409, why)
+        planned = self.reviewed(pid, path)
+        body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
+        if not dryrun:
+            req = planned["request"]
+            throttle = req.get("throttle", self.opts.throttle)
+            body["execution"] = (await self.execute(planned, f"POST {path}?proposal_id={pid}", "api", throttle,
+                                                    req.get("cluster_cap"), deadline_s)).view()
         return 200, body
 
 
@@ -134,13 +204,33 @@ def _positive(text: str, name: str) -> int:
     return int(text)
 
 
-def _ids(text: str) -> list[int]:
+def _scope(query: dict) -> Scope | None:
+    """excluded_topics (a regular expression over whole topic names) and
+    excluded_brokers_for_replica_move (broker ids); None when neither is given."""
+    pattern = None
+    if "excluded_topics" in query:
+        text = query["excluded_topics"]
+        if not text:
+            raise HttpError(400, "excluded_topics must be a regular expression, got an empty one")
+        try:
+            pattern = re.compile(text)
+        except re.error as e:
+            raise HttpError(400, f"excluded_topics is not a regular expression: {e}") from None
+    brokers = frozenset()
+    if "excluded_brokers_for_replica_move" in query:
+        brokers = frozenset(_ids(query["excluded_brokers_for_replica_move"], "excluded_brokers_for_replica_move"))
+    if pattern is None and not brokers:
+        return None
+    return Scope(pattern, brokers)
+
+
+def _ids(text: str, name: str = "brokerid") -> list[int]:
     out = []
     for x in text.split(","):
         x = x.strip()
         if not x.isdigit():
-            raise HttpError(400, f"brokerid must be comma-separated non-negative integers, got {text!r}")
+            raise HttpError(400, f"{name} must be comma-separated non-negative integers, got {text!r}")
         if int(x) in out:
-            raise HttpError(400, f"brokerid lists broker {x} twice")
+            raise HttpError(400, f"{name} lists broker {x} twice")
         out.append(int(x))
     return out

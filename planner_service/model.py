@@ -42,6 +42,12 @@ class ClusterModel:
         # the broker is gone, for self-healing's grace period
         self.departed: dict[int, float] = {}
         self.version = 0
+        # Bumped only when the brokers or a topic's replicas change (not sizes, not leaders):
+        # a reviewed proposal executes only while this is what it was planned at.
+        self.layout_version = 0
+        # topic -> how many times its znode changed (or it went): an execution tells from it
+        # that something happened to a wave's partitions between two of its polls.
+        self.topic_changes: dict[str, int] = {}
         self.changed_at: float | None = None
         self.source: str | None = None
         self._entries: dict[str, dict] = {}  # topic -> its cached snapshot entry
@@ -70,6 +76,7 @@ class ClusterModel:
         for b in brokers:
             self.departed.pop(b, None)
         self.brokers = dict(sorted(brokers.items()))
+        self.layout_version += 1
         self._bump(now)
         return True
 
@@ -82,6 +89,8 @@ class ClusterModel:
             del self.topics[name]
             self.states.pop(name, None)
             self._entries.pop(name, None)
+            self.layout_version += 1
+            self.topic_changes[name] = self.topic_changes.get(name, 0) + 1
             self._bump(now)
             return True
         if self.topics.get(name) == assignments:
@@ -95,6 +104,8 @@ class ClusterModel:
             for p in [p for p in states if p not in assignments]:
                 del states[p]
         self._entries.pop(name, None)
+        self.layout_version += 1
+        self.topic_changes[name] = self.topic_changes.get(name, 0) + 1
         self._bump(now)
         return True
 
@@ -185,6 +196,12 @@ class ClusterModel:
             if a is None or a.moving or list(a.replicas) != list(want):
                 return False
         return True
+
+    def replicas_of(self, tp: tuple[str, int]) -> tuple[list[int] | None, bool]:
+        """A partition's replicas as its topic znode lists them (None: no such partition) and
+        whether it is moving (adding or removing replicas)."""
+        a = self.topics.get(tp[0], {}).get(tp[1])
+        return (None, False) if a is None else (list(a.replicas), a.moving)
 
     def gone_holders(self) -> list[int]:
         """Brokers that hold replicas but are not registered."""

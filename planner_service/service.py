@@ -43,9 +43,10 @@ from dataclasses import dataclass
 
 from planner_service.clock import now_ms
 from planner_service.endpoints import RestApi
-from planner_service.execution import Execution, run_waves
+from planner_service.execution import Execution, cap_waves, run_waves
 from planner_service.http_server import ApiServer, HttpError
 from planner_service.model import ClusterModel
+from planner_service.scope import Scope, ScopeError, restore, restrict
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
 from spark_jobs import api, batching
 from spark_jobs.errors import PlanError, SnapshotError
@@ -60,6 +61,12 @@ DEFAULT_SPARK_MIN_PARTITIONS = 20_000
 # one model change: the cached proposal is recomputed once the burst has settled this long.
 PROPOSAL_DEBOUNCE_S = 0.2
 HISTORY = 20
+# Planned proposals kept for ``dryrun=false&proposal_id=N`` (each holds its whole plan: a
+# million-partition plan is tens of MB, so a handful).
+PROPOSALS_KEPT = 10
+# An execution's deadline unless the request gives one (deadline_s): past it the execution
+# ends and lists what is still moving. Six hours covers a large drain at a modest throttle.
+DEFAULT_EXECUTION_DEADLINE_S = 6 * 3600
 
 
 @dataclass
@@ -79,6 +86,7 @@ class Options:
     max_in: int = batching.DEFAULT_MAX_IN
     max_out: int = batching.DEFAULT_MAX_OUT
     wave_poll_s: float = 1.0
+    execution_deadline_s: float = DEFAULT_EXECUTION_DEADLINE_S
     session_timeout_s: float = 10.0
     state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
     zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated
@@ -106,6 +114,8 @@ class PlannerService(RestApi):
         self.execution: Execution | None = None
         self.executions: list[dict] = []
         self._ids = itertools.count(1)
+        self.proposals: dict[int, dict] = {}  # proposal id -> planned (the last PROPOSALS_KEPT)
+        self._proposal_ids = itertools.count(1)
         self.healing: list[dict] = []
         self.last_healing_at: float | None = None
         # secured_brokers: those the last poll asked with --command-config's security
@@ -170,8 +180,19 @@ class PlannerService(RestApi):
 
     # ---- planning -------------------------------------------------------------------------
 
-    def _plan_sync(self, snap: dict, kwargs: dict) -> tuple[api.PlanResult, str]:
-        """Runs on the planner thread. Returns the result and where its tasks ran."""
+    def _plan_sync(self, snap: dict, kwargs: dict, scope: Scope | None = None) -> tuple[api.PlanResult, str]:
+        """Runs on the planner thread. Returns the result and where its tasks ran. With a
+        ``scope``, the planner sees what it may move (planner_service.scope) and the plan is put
+        back together over the whole cluster."""
+        if scope is None or scope.empty:
+            return self._plan_snapshot(snap, kwargs)
+        r = restrict(snap, scope, kwargs["mode"], kwargs.get("brokers"), kwargs.get("broker_list"), kwargs.get("topics"))
+        inner = dict(kwargs, broker_list=r.broker_list, topics=r.topics)
+        result, where = self._plan_snapshot(r.snapshot, inner)
+        return restore(result, r, max_in=kwargs["max_in"], max_out=kwargs["max_out"],
+                       throttle=kwargs["throttle"]), where
+
+    def _plan_snapshot(self, snap: dict, kwargs: dict) -> tuple[api.PlanResult, str]:
         n = sum(len(t["partitions"]) for t in snap["topics"])
         spark = self.spark if self.spark_state["ready"] and n >= self.opts.spark_min_partitions else None
         if spark is not None:
@@ -216,21 +237,46 @@ class PlannerService(RestApi):
             self.spark_state["ready"] = False
             self.spark_state["last_error"] = f"restart: {type(e).__name__}: {e}"
 
-    async def plan(self, mode: str, **kwargs) -> dict:
-        """Plan from the model as it is now; the result with its model version and timing."""
+    async def plan(self, mode: str, scope: Scope | None = None, request: dict | None = None, **kwargs) -> dict:
+        """Plan from the model as it is now; the result with its model version and timing, kept
+        under a new proposal id (with the layout version it was planned at and ``request``, the
+        endpoint and parameters that asked for it)."""
         self._require_ready()
-        version = self.model.version
+        version, layout = self.model.version, self.model.layout_version
         snap = self.model.snapshot(now_ms())
         kwargs = {"max_in": self.opts.max_in, "max_out": self.opts.max_out,
                   "throttle": self.opts.throttle, **kwargs}
         t0 = time.perf_counter()
         try:
             result, where = await asyncio.get_running_loop().run_in_executor(
-                self.executor, self._plan_sync, snap, {"mode": mode, **kwargs})
-        except (PlanError, SnapshotError) as e:
+                self.executor, self._plan_sync, snap, {"mode": mode, **kwargs}, scope)
+        except (PlanError, SnapshotError, ScopeError) as e:
             raise HttpError(400, str(e)) from None
-        return {"mode": mode, "model_version": version, "computed_ms": now_ms(),
-                "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": where, "result": result}
+        planned = {"mode": mode, "model_version": version, "computed_ms": now_ms(),
+                   "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": where, "result": result,
+                   "proposal_id": next(self._proposal_ids), "layout_version": layout,
+                   "request": request or {"path": "/rebalance", "params": {}}}
+        self.proposals[planned["proposal_id"]] = planned
+        for old in sorted(self.proposals)[:-PROPOSALS_KEPT]:
+            del self.proposals[old]
+        return planned
+
+    def reviewed(self, proposal_id: int, path: str) -> dict:
+        """The proposal ``proposal_id`` to execute as reviewed: 400 if it is unknown (or no
+        longer kept) or was planned by another endpoint, 409 if the brokers or any replica list
+        changed since it was planned."""
+        planned = self.proposals.get(proposal_id)
+        if planned is None:
+            kept = sorted(self.proposals)
+            raise HttpError(400, f"no proposal {proposal_id} (the service keeps the last {PROPOSALS_KEPT}: "
+                                 f"{', '.join(map(str, kept)) or 'none'}); plan it again")
+        if planned["request"]["path"] != path:
+            raise HttpError(400, f"proposal {proposal_id} was planned by {planned['request']['path']}, not {path}")
+        if planned["layout_version"] != self.model.layout_version:
+            raise HttpError(409, f"the cluster changed since proposal {proposal_id} was planned (brokers or replicas: "
+                                 f"layout version {planned['layout_version']}, now {self.model.layout_version}); "
+                                 "review a new proposal", proposal_id=proposal_id)
+        return planned
 
     async def current_proposal(self) -> dict:
         """The rebalance proposal for the model's current version (computed if stale)."""
@@ -305,13 +351,20 @@ class PlannerService(RestApi):
                     f"{', /admin/reassign_partitions pending' if self.model.request_pending else ''})")
         return None
 
-    async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None) -> Execution:
+    async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None,
+                      cluster_cap: int | None = None, deadline_s: float | None = None) -> Execution:
+        """Start executing ``planned``: its waves, cut to at most ``cluster_cap`` partitions
+        each, until the deadline (``deadline_s``, default --execution-deadline)."""
         why = self._conflict()
         if why:
             raise HttpError(409, why)
         result = planned["result"]
-        waves = [w for w in result.batches["waves"] if w["partitions"]]
-        ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle)
+        waves = cap_waves([w for w in result.batches["waves"] if w["partitions"]], cluster_cap)
+        deadline = now_ms() + int(1000 * (deadline_s if deadline_s is not None else self.opts.execution_deadline_s))
+        caps = {"per_broker_in": result.batches["max_in"], "per_broker_out": result.batches["max_out"],
+                "cluster": cluster_cap}
+        ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle, deadline_ms=deadline,
+                       proposal_id=planned.get("proposal_id"), caps=caps)
         if not waves:
             ex.state, ex.finished_ms = "done", now_ms()
         else:
@@ -320,6 +373,18 @@ class PlannerService(RestApi):
         self.executions = ([ex.view()] + self.executions)[:HISTORY]
         log.info("execution %d (%s, %s): %d partitions in %d waves: %s", ex.id, ex.mode, started_by,
                  ex.partitions_total, len(waves), reason)
+        return ex
+
+    def stop_execution(self, force: bool) -> Execution | None:
+        """Cruise Control's stop_proposal_execution: the running execution starts no more
+        waves; with ``force`` its running wave is also cancelled at the controller (KIP-236
+        rollback). None when nothing runs."""
+        ex = self.execution
+        if ex is None or ex.state != "running":
+            return None
+        ex.request_stop(force)
+        log.warning("execution %d: stop asked (%s)", ex.id, "force: rolling the running wave back" if force
+                    else "the running wave finishes, no more start")
         return ex
 
     def _security_protocol(self) -> str:
@@ -331,19 +396,19 @@ class PlannerService(RestApi):
             bootstrap = self.opts.bootstrap or ",".join(await self.feed.controllers())
             if not bootstrap:
                 raise RuntimeError("no controller admin listener registered under /reassignd/controllers")
-            await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model.reached, self.opts.admin_timeout_ms,
+            await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model, self.opts.admin_timeout_ms,
                             self.opts.security)
-            ex.state = "done"
         except asyncio.CancelledError:
             ex.state, ex.error = "failed", "service stopped"
             raise
         except Exception as e:  # noqa: BLE001 - reported in /state
             ex.state, ex.error = "failed", self._execution_error(e, bootstrap)
-            log.error("execution %d failed: %s", ex.id, ex.error)
+            log.error("execution %d failed: %s", ex.id, ex.error, exc_info=True)
         finally:
             ex.finished_ms = now_ms()
             self.executions = [ex.view() if v["id"] == ex.id else v for v in self.executions]
-            log.info("execution %d %s (%d/%d waves)", ex.id, ex.state, ex.waves_done, len(ex.waves))
+            log.info("execution %d %s (%d/%d waves, %d partitions unmoved)", ex.id, ex.state, ex.waves_done,
+                     len(ex.waves), len(ex.unmoved))
 
     def _execution_error(self, e: Exception, bootstrap: str | None) -> str:
         """The error an execution failed with, as /state shows it; a connection that failed or

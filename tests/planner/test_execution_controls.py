@@ -1,0 +1,182 @@
+"""Issue 24: the planner service's executions end, stop and keep to their scope. The service runs
+in-process (no Spark: plans in-process), its REST API driven with a real HTTP client, against a
+real ZooKeeper, simulated brokers (`reassignd sim`, slow replication so moves last) and a
+controller process; cancels come from kafka-reassign --cancel (KIP-236), as an operator's would.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import json
+import time
+
+import pytest
+
+from planner_service.execution import REASON_CANCELLED, REASON_FORCE_STOPPED, REASON_NOT_STARTED
+from planner_service.service import Options, PlannerService
+from tests.e2e.processes import Processes, kazoo_client, wait_for
+from tests.planner.service_http import assignment, http
+
+pytestmark = [pytest.mark.zk, pytest.mark.e2e]
+
+# 8 MiB partitions copied at 1 MiB/s: a move lasts ~8 s, long enough to cancel or stop it.
+SLOW = ["--brokers", "5", "--topics", "orders:8:2:8MiB", "--topic-brokers", "1,2,3,4",
+        "--bandwidth", "1MiB", "--produce-rate", "0"]
+
+
+async def _until(predicate, timeout: float, what: str):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        await asyncio.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+def _moving(zk) -> set:
+    out = set()
+    for t in zk.get_children("/brokers/topics"):
+        doc = json.loads(zk.get(f"/brokers/topics/{t}")[0])
+        for p in list(doc.get("adding_replicas", {})) + list(doc.get("removing_replicas", {})):
+            out.add((t, int(p)))
+    return out
+
+
+@contextlib.asynccontextmanager
+async def _cluster(zk_hosts, tmp_path, sim_args=SLOW, **opts):
+    config = tmp_path / "controller.toml"
+    config.write_text("zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n")
+    with Processes(tmp_path) as procs, kazoo_client(zk_hosts) as zk:
+        sim = procs.start_sim(zk_hosts, sim_args)
+        procs.start_controller(zk_hosts, 101, config)
+        wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
+        ctl = json.loads(zk.get("/reassignd/controllers/101")[0])
+        svc = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False, wave_poll_s=0.2, **opts))
+        await svc.start()
+        try:
+            await _until(lambda: svc.feed.ready and svc.model.n_partitions > 0, 30, "the service's model")
+            base = f"http://{svc.address}"
+
+            async def call(method: str, path: str):
+                return await asyncio.to_thread(http, base, method, path)
+
+            call.svc = svc
+            yield {"svc": svc, "call": call, "zk": zk, "sim": sim, "bootstrap": f"{ctl['host']}:{ctl['port']}"}
+        finally:
+            await svc.stop()
+
+
+async def _ended(call, ex_id: int, timeout: float) -> dict:
+    async def state():
+        return (await call("GET", "/state"))[1]["execution"]
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        ex = await state()
+        if ex["id"] == ex_id and ex["state"] != "running":
+            return ex
+        await asyncio.sleep(0.3)
+    m = call.svc.model
+    raise AssertionError(f"execution {ex_id} still running after {timeout}s: {await state()}; the model: request "
+                         f"pending {m.request_pending}, records {m.records}, moving {m.moving_partitions()}")
+
+
+async def _kafka_reassign(*args: str) -> int:
+    from client import cli
+
+    return await asyncio.to_thread(cli.main, list(args))
+
+
+async def test_a_wave_cancelled_at_the_controller_ends_the_execution_and_blocks_nothing(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path) as c:
+        call, zk, svc = c["call"], c["zk"], c["svc"]
+        before = assignment(zk)
+        code, body = await call("POST", "/remove_broker?brokerid=4&dryrun=false")
+        assert code == 200 and body["execution"]["state"] == "running", body
+        ex_id = body["execution"]["id"]
+        await _until(lambda: _moving(zk), 30, "the first wave moving")
+        # An operator cancels every running reassignment: KIP-236 rolls the wave back.
+        assert await _kafka_reassign("--bootstrap-server", c["bootstrap"], "--cancel") == 0
+        ex = await _ended(call, ex_id, 30)
+        assert ex["state"] == "stopped" and ex["stop"] is None, ex
+        cancelled = [u for u in ex["unmoved"] if u["reason"] == REASON_CANCELLED]
+        assert cancelled and ex["unmoved_count"] == ex["partitions_total"] - ex["partitions_done"]
+        for u in cancelled:  # rolled back: the replicas it had before, not its target
+            assert u["replicas"] == before[(u["topic"], u["partition"])] != u["target"], u
+        assert all(u["reason"] == REASON_NOT_STARTED for u in ex["unmoved"] if u not in cancelled)
+        assert (await call("GET", "/state"))[1]["executions"][0]["state"] == "stopped"
+        # The next execution is accepted once the rollback is over (never 409 for ever).
+        await _until(lambda: not svc.model.reassignment_running(), 30, "the rollback to finish")
+        code, again = await call("POST", "/remove_broker?brokerid=4&dryrun=false")
+        assert code == 200 and again["execution"]["state"] == "running", again
+        # ... and POST /stop_proposal_execution?force_stop=true rolls its running wave back.
+        await _until(lambda: _moving(zk), 30, "the second execution's first wave moving")
+        code, stop = await call("POST", "/stop_proposal_execution?force_stop=true")
+        assert code == 200 and stop["force_stop"] is True and stop["execution"]["stop"] == "force", stop
+        ex = await _ended(call, again["execution"]["id"], 30)
+        assert ex["state"] == "stopped" and ex["stop"] == "force", ex
+        forced = [u for u in ex["unmoved"] if u["reason"] == REASON_FORCE_STOPPED]
+        assert forced, ex
+        await _until(lambda: not _moving(zk) and not zk.exists("/admin/reassign_partitions"), 30, "a quiet cluster")
+        after = assignment(zk)
+        for u in forced:
+            assert after[(u["topic"], u["partition"])] == before[(u["topic"], u["partition"])]
+        # Nothing runs: a stop is answered, and changes nothing.
+        code, idle = await call("POST", "/stop_proposal_execution")
+        assert code == 200 and idle["execution"] is None and idle["force_stop"] is False
+
+
+async def test_a_graceful_stop_finishes_the_running_wave_and_starts_no_more(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path) as c:
+        call, zk = c["call"], c["zk"]
+        before = assignment(zk)
+        # One move into and out of each broker per wave, at most two partitions per piece,
+        # and this request's own throttle.
+        code, body = await call("POST", "/rebalance?dryrun=false&concurrent_partition_movements_per_broker=1"
+                                        "&max_partition_movements_in_cluster=2&replication_throttle=3000000")
+        assert code == 200, body
+        ex = body["execution"]
+        assert ex["throttle"] == 3_000_000 and ex["caps"] == {"per_broker_in": 1, "per_broker_out": 1, "cluster": 2}
+        assert ex["waves_total"] >= 2 and 0 < len(ex["running_wave"]) <= 2, ex
+        current = {(t, int(p)): r for (t, p), r in before.items()}
+        for w in c["svc"].execution.waves:  # what the service sends, wave by wave
+            assert len(w["partitions"]) <= 2, w
+            ins = [b for p in w["partitions"] for b in p["replicas"] if b not in current[(p["topic"], p["partition"])]]
+            outs = [b for p in w["partitions"] for b in current[(p["topic"], p["partition"])] if b not in p["replicas"]]
+            assert len(ins) == len(set(ins)) and len(outs) == len(set(outs)), w
+        # The throttle reached the brokers the controller throttles (KIP-179 rates).
+        rates = await _until(lambda: [json.loads(zk.get(f"/config/brokers/{b}")[0])["config"].get(
+            "leader.replication.throttled.rate") for b in zk.get_children("/config/brokers")
+            if b != "<default>"] or None, 30, "throttle rates")
+        assert "3000000" in rates, rates
+        first = {(p["topic"], p["partition"]): p["target"] for p in ex["running_wave"]}
+        assert 0 < len(first) <= 2
+        code, stop = await call("POST", "/stop_proposal_execution")  # Cruise Control's default: not forced
+        assert code == 200 and stop["force_stop"] is False and stop["execution"]["stop"] == "graceful", stop
+        ex = await _ended(call, ex["id"], 60)
+        assert ex["state"] == "stopped" and ex["stop"] == "graceful", ex
+        assert ex["waves_done"] == 1 and ex["partitions_done"] == len(first), ex
+        assert all(u["reason"] == REASON_NOT_STARTED for u in ex["unmoved"]) and ex["unmoved_count"] > 0
+        after = assignment(zk)
+        for tp, target in first.items():
+            assert after[tp] == target  # the running wave finished
+        for u in ex["unmoved"]:
+            assert after[(u["topic"], u["partition"])] == before[(u["topic"], u["partition"])]
+
+
+async def test_an_execution_past_its_deadline_reports_what_still_moves(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path) as c:
+        call, zk = c["call"], c["zk"]
+        code, body = await call("POST", "/remove_broker?brokerid=4&dryrun=false&deadline_s=2")
+        assert code == 200, body
+        ex = await _ended(call, body["execution"]["id"], 30)
+        assert ex["state"] == "failed" and "deadline" in ex["error"], ex
+        assert ex["still_moving_count"] > 0 and all(m["running_at_controller"] or m["replicas"] != m["target"]
+                                                    for m in ex["still_moving"]), ex
+        assert ex["deadline_ms"] - ex["started_ms"] == 2000
+        # The moves go on at the controller: a new execution is refused while they run.
+        code, busy = await call("POST", "/rebalance?dryrun=false")
+        assert code == 409 and "reassignment is running" in busy["error"]["message"], busy
+        assert await _kafka_reassign("--bootstrap-server", c["bootstrap"], "--cancel") == 0
