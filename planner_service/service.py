@@ -369,7 +369,8 @@ class PlannerService(RestApi):
             ex.state, ex.finished_ms = "done", now_ms()
         else:
             self.execution = ex
-            asyncio.get_running_loop().create_task(self._run_execution(ex), name=f"execution-{ex.id}")
+            # One of the service's tasks: stop() cancels it (the execution ends "service stopped").
+            self._tasks.append(asyncio.get_running_loop().create_task(self._run_execution(ex), name=f"execution-{ex.id}"))
         self.executions = ([ex.view()] + self.executions)[:HISTORY]
         log.info("execution %d (%s, %s): %d partitions in %d waves: %s", ex.id, ex.mode, started_by,
                  ex.partitions_total, len(waves), reason)

@@ -56,6 +56,7 @@ Worked table, topic "t" with 2 partitions, RF 2, live brokers 1, 2, 3 (broker 3 
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
@@ -232,11 +233,18 @@ def _explicit(given, view: CreationView) -> tuple[dict[int, tuple[int, ...]], st
 
 def creation_ops(plan: Planned, config_exists: bool = False) -> list[Op]:
     """Step 3: what the admin handler writes for an accepted topic (one multi, fenced). A
-    leftover ``/config/topics/T`` (a topic deleted before, its config kept) is rewritten."""
+    leftover ``/config/topics/T`` (a topic deleted before, its config kept) is rewritten; a
+    topic with configs gets their ``/config/changes`` notification."""
     config = models.EntityConfig(config=dict(plan.configs)).to_bytes()
     parts = {p: Assignment(rs) for p, rs in sorted(plan.assignment.items())}
     first = SetData(paths.topic_config(plan.name), config) if config_exists else Create(paths.topic_config(plan.name), config)
-    return [first, Create(paths.topic(plan.name), encode_topic(parts))]
+    ops = [first, Create(paths.topic(plan.name), encode_topic(parts))]
+    if plan.configs:
+        # The config's change notification, as every config write here: brokers (the simulated
+        # ones too) learn topic configs from /config/changes.
+        note = json.dumps({"version": 2, "entity_path": f"topics/{plan.name}"}, separators=(",", ":")).encode()
+        ops.append(Create(paths.config_change_prefix(), note, sequential=True))
+    return ops
 
 
 def new_partition_state(replicas: tuple[int, ...], live, controller_epoch: int) -> LeaderIsr | None:

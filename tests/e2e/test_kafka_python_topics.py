@@ -67,7 +67,7 @@ def test_kafka_python_create_topics_from_the_standby_and_kcat_lists_them(zk_host
             assert error_of({"x": {"num_partitions": 1, "replication_factor": 5}}) == ErrorCode.INVALID_REPLICATION_FACTOR
             assert error_of({"x": {"assignments": {0: [1, 9]}}}) == ErrorCode.INVALID_REPLICA_ASSIGNMENT
             assert error_of({"x": {"num_partitions": 1, "replication_factor": 1,
-                                   "configs": {"retention.ms": "1"}}}) == ErrorCode.INVALID_CONFIG
+                                   "configs": {"retention.ms": "1h"}}}) == ErrorCode.INVALID_CONFIG
             assert error_of({"x": {"num_partitions": 1, "assignments": {0: [1]}}}) == ErrorCode.INVALID_REQUEST
             assert error_of({"v": {"num_partitions": 2, "replication_factor": 2}}, validate_only=True) == ErrorCode.NONE
             assert not c.zk.exists("/brokers/topics/x") and not c.zk.exists("/brokers/topics/v")
