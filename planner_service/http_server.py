@@ -150,6 +150,11 @@ class ApiServer:
                    else body.get("error", {}).get("message", "done") if status != 200 else "done")
         who = principal.name if principal is not None else ("ANONYMOUS (authentication off)" if self.auth is None
                                                            else "unauthenticated")
-        audit.info("principal=%s role=%s peer=%s request=%s status=%d outcome=%s", who,
-                   principal.role if principal is not None else "-", request.remote,
+        audit_line(who, principal.role if principal is not None else "-", request.remote,
                    f"{request.method} {request.path_qs}", status, outcome)
+
+
+def audit_line(principal: str, role: str, peer: str | None, request: str, status: int, outcome: str) -> None:
+    """One line of the audit log (the API's requests and the service's own self-healing)."""
+    audit.info("principal=%s role=%s peer=%s request=%s status=%d outcome=%s", principal, role, peer, request,
+               status, outcome)

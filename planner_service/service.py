@@ -44,7 +44,7 @@ from dataclasses import dataclass
 from planner_service.clock import now_ms
 from planner_service.endpoints import RestApi
 from planner_service.execution import Execution, cap_waves, run_waves
-from planner_service.http_server import ApiServer, HttpError
+from planner_service.http_server import ApiServer, HttpError, audit_line
 from planner_service.model import ClusterModel
 from planner_service.scope import Scope, ScopeError, restore, restrict
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
@@ -464,4 +464,7 @@ class PlannerService(RestApi):
                 entry["error"] = str(e)
             log.warning("self-healing %s: %s -> %s", kind, reason,
                         f"execution {entry['execution']}" if entry["execution"] else entry["error"])
+            # the service's own decision, audited like an API request (its principal: itself)
+            audit_line("self-healing", "-", None, f"{kind}: {reason}", 200 if entry["execution"] else 409,
+                       f"execution {entry['execution']}" if entry["execution"] else entry["error"] or "nothing")
             self.healing = ([entry] + self.healing)[:HISTORY]

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import logging
 import time
 
 import pytest
@@ -48,8 +49,9 @@ async def _until(predicate, timeout: float, what: str):
     raise AssertionError(f"timed out after {timeout}s waiting for {what}")
 
 
-async def test_self_healing_drain_of_a_dead_leader_finishes(zk_hosts, tmp_path):
+async def test_self_healing_drain_of_a_dead_leader_finishes(zk_hosts, tmp_path, caplog):
     loop = asyncio.get_running_loop()
+    caplog.set_level(logging.INFO, logger="reassignd.planner.audit")
     config = tmp_path / "controller.toml"
     config.write_text("zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n")
     with Processes(tmp_path) as procs, kazoo_client(zk_hosts) as zk:
@@ -88,6 +90,10 @@ async def test_self_healing_drain_of_a_dead_leader_finishes(zk_hosts, tmp_path):
 
             action = await _until(lambda: (svc.healing or [None])[0], 60, "a self-healing action")
             assert action["kind"] == "broker-failure" and action["execution"] and action["moves"] == len(held), action
+            # audited like an API execution, the service itself its principal
+            audits = [r.getMessage() for r in caplog.records if r.name == "reassignd.planner.audit"]
+            assert len(audits) == 1 and audits[0].startswith("principal=self-healing ") and \
+                audits[0].endswith(f"status=200 outcome=execution {action['execution']}"), audits
 
             def drained():
                 c = _cluster(zk)
