@@ -180,3 +180,63 @@ async def test_an_execution_past_its_deadline_reports_what_still_moves(zk_hosts,
         code, busy = await call("POST", "/rebalance?dryrun=false")
         assert code == 409 and "reassignment is running" in busy["error"]["message"], busy
         assert await _kafka_reassign("--bootstrap-server", c["bootstrap"], "--cancel") == 0
+
+
+FAST = ["--brokers", "5", "--topics", "orders:8:2:256KiB", "audit:4:2:256KiB", "--topic-brokers", "1,2,3,4",
+        "--bandwidth", "16MiB", "--produce-rate", "0"]
+
+
+async def test_a_reviewed_proposal_executes_as_reviewed_or_409_when_the_cluster_changed(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path, FAST) as c:
+        call, zk, svc = c["call"], c["zk"], c["svc"]
+        before = assignment(zk)
+        # Scope on a dry run: audit stays, nothing lands on broker 3, broker 4 is drained.
+        code, dry = await call("POST", "/remove_broker?brokerid=4&excluded_topics=aud.*"
+                                       "&excluded_brokers_for_replica_move=3")
+        assert code == 200 and dry["dryrun"] is True, dry
+        prop = dry["proposal"]
+        pid = prop["proposal_id"]
+        planned = {(e["topic"], e["partition"]): e["replicas"] for e in prop["reassignment"]["partitions"]}
+        assert prop["report"]["scope"]["topics_excluded"] == ["audit"]
+        for tp, r in planned.items():
+            assert 4 not in r and (3 in r) == (3 in before[tp]), (tp, before[tp], r)
+            assert tp[0] == "audit" and 4 in before[tp] or tp[0] == "orders", tp
+        # The same scope on GET /proposals.
+        code, view = await call("GET", "/proposals?excluded_brokers_for_replica_move=5")
+        assert code == 200 and view["report"]["scope"]["excluded_brokers_for_replica_move"] == [5]
+        assert not any(5 in e["replicas"] for e in view["reassignment"]["partitions"])
+        # Refusals: unknown id, another endpoint's proposal, planning parameters given again.
+        for path in ["/remove_broker?dryrun=false&proposal_id=999", f"/rebalance?dryrun=false&proposal_id={pid}",
+                     f"/remove_broker?dryrun=false&proposal_id={pid}&brokerid=4",
+                     f"/remove_broker?dryrun=false&proposal_id={pid}&excluded_topics=x",
+                     "/rebalance?excluded_topics=(", "/rebalance?excluded_brokers_for_replica_move=a",
+                     "/remove_broker?brokerid=4&excluded_brokers_for_replica_move=4",
+                     "/rebalance?concurrent_partition_movements_per_broker=0",
+                     "/rebalance?throttle=5&replication_throttle=5"]:
+            code, body = await call("POST", path)
+            assert code == 400, (path, body)
+        assert assignment(zk) == before
+        # Approved: exactly the reviewed proposal runs.
+        code, run = await call("POST", f"/remove_broker?dryrun=false&proposal_id={pid}")
+        assert code == 200 and run["execution"]["proposal_id"] == pid, run
+        assert run["proposal"]["reassignment"] == prop["reassignment"]
+        ex = await _ended(call, run["execution"]["id"], 60)
+        assert ex["state"] == "done", ex
+        await _until(lambda: not svc.model.reassignment_running(), 30, "a quiet cluster")
+        wanted = dict(before)
+        wanted.update(planned)
+        assert assignment(zk) == wanted
+        # A proposal reviewed before the cluster changed is refused with 409, and nothing runs.
+        code, dry = await call("POST", "/rebalance")
+        stale = dry["proposal"]["proposal_id"]
+        layout = svc.model.layout_version
+        zk.create("/brokers/topics/fresh", json.dumps({"version": 2, "partitions": {"0": [1, 2]},
+                                                        "adding_replicas": {}, "removing_replicas": {}}).encode())
+        await _until(lambda: svc.model.layout_version > layout, 10, "the new topic in the model")
+        code, refused = await call("POST", f"/rebalance?dryrun=false&proposal_id={stale}")
+        assert code == 409 and "changed since" in refused["error"]["message"], refused
+        assert (await call("GET", "/state"))[1]["execution"]["id"] == ex["id"]
+        # Sizes and leaders are not the layout: a fresh proposal executes by its id.
+        code, dry = await call("POST", "/rebalance")
+        code, run = await call("POST", f"/rebalance?dryrun=false&proposal_id={dry['proposal']['proposal_id']}")
+        assert code == 200, run
