@@ -269,6 +269,10 @@ async def test_roles_certificates_and_the_audit_of_an_execution(zk_hosts, files,
         lines = [r.getMessage() for r in caplog.records if r.name == "reassignd.planner.audit"]
         assert status == 200 and len(lines) == 1 and lines[0].startswith("principal=User:CN=ops-admin role=ADMIN")
         assert f"outcome=execution {body['execution']['id']}" in lines[0]
+        # stopping an execution is ADMIN's (endpoints.py's POST /stop_proposal_execution)
+        assert (await call("POST", "/stop_proposal_execution", "bob"))[0] == 403
+        status, body, _ = await call("POST", "/stop_proposal_execution", "alice")
+        assert status == 200 and "force_stop" in body, body
         # a VIEWER's attempt at an execution is audited as refused
         caplog.clear()
         assert (await call("POST", "/add_broker?brokerid=9&dryrun=false", "carol"))[0] == 403
