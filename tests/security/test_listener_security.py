@@ -250,10 +250,16 @@ async def test_untrusted_server_certificate_is_refused_by_the_client(served, pki
 # ---- KIP-368 and SaslHandshake v0 -------------------------------------------------------------
 
 
+# KIP-368's session lifetime for the test below: long enough that a loaded machine's delays
+# (a login or a request taking a few hundred ms) stay well inside each margin it checks.
+REAUTH_LIFETIME_MS = 3000
+
+
 async def test_reauthentication_within_the_session_lifetime_then_expiry(served, pki):
     role = Role(102)
     role.store = served.store
-    config = security(pki, **{"connections.max.reauth.ms": "600"})
+    lifetime = REAUTH_LIFETIME_MS / 1000
+    config = security(pki, **{"connections.max.reauth.ms": str(REAUTH_LIFETIME_MS)})
     handler = AdminHandler(AdminContext(role, ControllerConfig()))
     (listener,) = build_listeners([Listener("SASL_PLAINTEXT", "127.0.0.1", 0)], handler, ListenerLimits(), config, role)
     await listener.start()
@@ -264,14 +270,21 @@ async def test_reauthentication_within_the_session_lifetime_then_expiry(served, 
             assert (await call(reader, writer, 17, 1, {"mechanism": "PLAIN"}, correlation))["error_code"] == 0
             return await call(reader, writer, 36, 1, {"auth_bytes": f"\0{user}\0{password}".encode()}, correlation + 1)
 
+        async def sleep_until(t: float) -> None:
+            await asyncio.sleep(max(0.0, t - time.monotonic()))
+
         first = await login(1)
-        assert first["error_code"] == 0 and first["session_lifetime_ms"] == 600
-        await asyncio.sleep(0.3)
+        first_done = time.monotonic()  # the first session ends by first_done + lifetime
+        assert first["error_code"] == 0 and first["session_lifetime_ms"] == REAUTH_LIFETIME_MS
+        await sleep_until(first_done + 0.5 * lifetime)
+        second_sent = time.monotonic()  # the second session ends no sooner than second_sent + lifetime
         again = await login(3)  # KIP-368: a new exchange on the same connection, same principal
-        assert again["error_code"] == 0 and again["session_lifetime_ms"] == 600
-        await asyncio.sleep(0.4)  # 0.7 s after the first login, 0.4 s after the second: still valid
+        assert again["error_code"] == 0 and again["session_lifetime_ms"] == REAUTH_LIFETIME_MS
+        # Past the first session's end, well before the second's: still valid.
+        await sleep_until(first_done + 1.2 * lifetime)
         assert (await call(reader, writer, 18, 0, {}, 5))["error_code"] == 0
-        await asyncio.sleep(0.7)  # now past the second session's end
+        assert time.monotonic() < second_sent + lifetime, "the request came after the second session ended"
+        await sleep_until(time.monotonic() + lifetime)  # now past the second session's end
         writer.write(protocol.encode_request(18, 0, 6, "raw", {}))
         await writer.drain()
         assert await closed(reader)
