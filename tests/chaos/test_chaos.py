@@ -1,11 +1,16 @@
-"""CI's chaos run: 5 minutes of faults against real processes, a fixed seed, every check held.
+"""``make test``'s chaos run: 90 s of faults against real processes, a fixed seed, every check held.
 
 Everything is real: a three-server ZooKeeper ensemble started by ``reassignd zk start --ensemble
 3``, ``reassignd sim`` (6 brokers), three ``reassignd controller`` processes behind fault
 proxies, and the nemesis of tests/chaos/nemesis.py. The figures are recorded for the run's last
 lines (tests/figures.py). ``CHAOS_DURATION`` and ``CHAOS_SEED`` change the schedule;
-``make chaos`` runs any length outside pytest. On failure the work directory (history,
-audits, every process's log) is kept and named with the seed.
+``make chaos`` runs any length outside pytest (5 minutes by default). On failure the work
+directory (history, audits, every process's log) is kept and named with the seed.
+
+The default seed's first faults are, in order, a ZooKeeper quorum loss, a forced controller
+move, a zombie, a SIGKILL of the active controller, a cut link and a broker restart (the
+nemesis's draws do not depend on the cluster, so the seed fixes them): the first four fall
+within 90 s on a loaded machine, and the two the epoch fence exists for among them.
 """
 
 from __future__ import annotations
@@ -20,8 +25,13 @@ import pytest
 from tests import figures
 from tests.chaos.run import QUIESCE_BOUND_S, run_chaos
 
-DURATION_S = float(os.environ.get("CHAOS_DURATION", "300"))
-SEED = int(os.environ.get("CHAOS_SEED", "20261125"))
+DEFAULT_SEED = 142
+DURATION_S = float(os.environ.get("CHAOS_DURATION", "90"))
+SEED = int(os.environ.get("CHAOS_SEED", str(DEFAULT_SEED)))
+# The default seed's first four faults (see above): a run that did not reach them judged less
+# than it claims.
+DEFAULT_SEED_FAULTS = {"zk_no_quorum", "controller_moved", "zombie", "kill_active"}
+MIN_FAULTS = 4
 # The schedule, plus the last quiescence bound, start-up and stop, with room to spare.
 TIMEOUT_S = int(DURATION_S + QUIESCE_BOUND_S + 300)
 
@@ -38,5 +48,7 @@ def test_chaos_schedule_holds_every_invariant():
         f"chaos seed={SEED}: {len(report.violations)} violation(s); history {result.history_path} "
         f"(work directory kept: {workdir}):\n" + "\n".join(report.violations[:40])
     )
-    assert report.faults_injected >= 5 and report.requests >= 20, "the schedule exercised too little"
+    assert report.faults_injected >= MIN_FAULTS and report.requests >= 20, "the schedule exercised too little"
+    if SEED == DEFAULT_SEED:
+        assert DEFAULT_SEED_FAULTS <= set(result.faults), f"faults reached: {result.faults}"
     shutil.rmtree(workdir, ignore_errors=True)

@@ -1,0 +1,44 @@
+"""The zombie check's self-test on real processes, in every ``make test``: the chaos cluster
+with controllers that write WITHOUT the ``/controller_epoch`` check (tests/chaos/nofence) and a
+nemesis that only forces controller moves, so a deposed controller's slowed writes land after
+the next epoch began. The checker must find them; a checker that stopped seeing zombie writes
+(a broken epoch timeline, audits read wrongly) would pass every real chaos run and fails here.
+
+``make break-fence`` runs the same outside pytest (``python -m tests.chaos --break-fence``).
+``BREAK_FENCE_DURATION`` and ``BREAK_FENCE_SEED`` change the schedule.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+
+from tests.chaos.run import QUIESCE_BOUND_S, run_chaos
+
+# Three or four forced controller moves: each one whose old controller had a write on its
+# slowed links yields zombie writes (two to a few dozen each in the runs measured).
+DURATION_S = float(os.environ.get("BREAK_FENCE_DURATION", "30"))
+SEED = int(os.environ.get("BREAK_FENCE_SEED", "20261125"))
+TIMEOUT_S = int(DURATION_S + QUIESCE_BOUND_S + 300)
+
+pytestmark = [pytest.mark.e2e, pytest.mark.timeout(TIMEOUT_S)]
+
+
+def test_the_checker_catches_writes_without_the_fence():
+    workdir = Path(tempfile.mkdtemp(prefix=f"break-fence-{SEED}-"))
+    result = run_chaos(DURATION_S, SEED, workdir, break_fence=True)
+    report = result.report
+    print(f"break-fence: faults {result.faults}, zombie_writes={report.zombie_writes}, "
+          f"writes_audited={report.writes_audited}")
+    assert set(result.faults) == {"controller_moved"} and report.faults_injected >= 2, result.faults
+    assert report.writes_audited > 0, "no write was audited"
+    assert report.zombie_writes > 0, (
+        f"break-fence seed={SEED}: controllers wrote without the epoch fence through "
+        f"{report.faults_injected} controller moves and the checker found no zombie write "
+        f"(work directory kept: {workdir}):\n" + "\n".join(report.violations[:20])
+    )
+    shutil.rmtree(workdir, ignore_errors=True)
