@@ -1,0 +1,168 @@
+"""Scripted schedules that cut every crash point, run with every stateful run.
+
+Random schedules cut the common crash points hundreds of times in a couple of thousand
+schedules, but a few points come only from rare combinations (a rollback's write to
+``/admin/reassign_partitions`` needs entries withdrawn before they started; a queue's record
+write needs a queued target behind a rollback), and about 1,000 random schedules left one of
+the 30 uncut. So every point of :data:`crashpoints.POINTS` also gets a scripted schedule here,
+run twice - the controller crashed there, and deposed there - which makes the coverage of a
+run independent of its seed and of its schedule count.
+
+A script is a list of the state machine's own rules (tests/controller/test_stateful.py), each
+applied only where its precondition holds (a step Hypothesis could draw), with every invariant
+after every step and the teardown's quiescent checks at the end: :func:`replay`. The cut is
+armed first (``cut_flush``), so it lands on the first flush of its kind that writes its op;
+:data:`REVIVE` starts a controller when the cut left none. A script that no longer cuts its
+point fails the run: the flush shapes or the rules changed, and the script must follow.
+
+    failures, coverage = run_all()     # [] and the points written and cut, every one cut
+"""
+
+from __future__ import annotations
+
+import traceback
+
+from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER
+
+from controller.core import flush
+from tests.controller.crashpoints import POINTS, Coverage, Points
+
+REVIVE = ("revive",)  # start a controller if none is alive (a cut just killed the active one)
+COUNT = 2 * len(POINTS)  # scripted schedules per run: each point crashing, then deposing
+
+
+class Drawn:
+    """Stands in for Hypothesis's ``data``: hands out the values the script draws, in order."""
+
+    def __init__(self, *values):
+        self.values = list(values)
+
+    def draw(self, _strategy):
+        return self.values.pop(0)
+
+
+def submit(rule: str, targets: dict[int, list[int]]) -> tuple:
+    """A step of a rule drawing a batch (submit, submit_throttled, retarget, queue): partition
+    -> target of topic t."""
+    return (rule, {"data": Drawn(set(targets), *(targets[p] for p in sorted(targets)))})
+
+
+def rule(name: str, **kwargs) -> tuple:
+    return (name, kwargs)
+
+
+# Built per schedule (a Drawn hands its values out once). Every flush kind in turn, a controller revived after each step that may have cut it. The
+# initial assignment is t-0 [4,2,3], t-1 [5,3,4], t-2 [6,4,5], t-3 [1,5,6], t-4 [2,6,1],
+# t-5 [3,1,2] (the harness's topic t:6:3); copies finish within a tick or two.
+def _common() -> list[tuple]:
+    return [
+        # start (records parent, record create, state, topic, requests) with auto-removable throttles
+        submit("submit_throttled", {0: [1, 2, 3], 1: [2, 3, 4], 2: [3, 4, 1], 3: [4, 1, 2]}), REVIVE,
+        # override: t-0 retargeted while it copies (no tick has passed)
+        submit("retarget", {0: [2, 3, 4]}), REVIVE,
+        # queue: t-1 queued to a new target while it moves
+        submit("queue", {1: [1, 2, 3]}), REVIVE,
+        # complete, finish, then the throttle removal once no move runs
+        rule("tick", n=4), REVIVE, rule("tick", n=8), REVIVE, rule("tick", n=8), REVIVE,
+        # rollback and rollback-finish: moves cancelled while they copy
+        submit("submit", {4: [1, 2, 3], 5: [2, 3, 4]}), REVIVE,
+        rule("cancel_all"), REVIVE,
+        rule("tick", n=8), REVIVE,
+    ]
+
+
+# The rare ones, after the common steps (the armed cut waits for its op). After them t-2 is
+# at [3,4,1] and t-3 at [4,1,2].
+def _rare() -> dict[tuple[str, str], list[tuple]]:
+    return {
+        # A queued target behind a rollback: with no controller running, t-3 is cancelled and then
+        # queued elsewhere; the next controller takes both in one step, the record keeping the
+        # queued target (next_replicas) in the queue's flush.
+        (flush.QUEUE, "record write"): [
+            submit("submit", {3: [1, 2, 3]}), rule("expire_active"), rule("cancel_all"),
+            submit("queue", {3: [2, 3, 4]}), REVIVE, rule("tick", n=8), REVIVE,
+        ],
+        # An entry withdrawn before it started: a queued target lands in /admin/reassign_partitions
+        # with its original replicas and its start is cut before anything of it landed; a cancel
+        # then finds it pending, and the next controller drops it from the znode in the rollback's
+        # flush (KIP-236 step 1).
+        (flush.ROLLBACK, "requests"): [
+            rule("cut_flush", point=(flush.START, "records parent"), deposing=False), rule("expire_active"),
+            submit("queue", {2: [1, 2, 3]}), rule("start_controller"), rule("cancel_all"), REVIVE,
+            rule("tick", n=8), REVIVE,
+        ],
+    }
+
+
+def script(point: tuple[str, str]) -> list[tuple]:
+    return _common() + _rare().get(point, [])
+
+
+def _holds(m, name: str) -> bool:
+    return all(pre(m) for pre in getattr(getattr(type(m), name), RULE_MARKER).preconditions)
+
+
+def _check(m) -> None:
+    for name in dir(type(m)):
+        if getattr(getattr(type(m), name, None), INVARIANT_MARKER, None) is not None:
+            getattr(m, name)()
+
+
+def replay(steps: list[tuple], machine=None) -> Points:
+    """Run ``steps`` on a fresh ControllerMachine after its initial step, every invariant after
+    each, then its teardown (the quiescent checks); return the crash points written and cut."""
+    from tests.controller.test_stateful import ControllerMachine
+
+    m = (machine or ControllerMachine)()
+    try:
+        m.start()
+        _check(m)
+        for step in steps:
+            if step == REVIVE:
+                if m.alive():
+                    continue
+                step = ("start_controller", {})
+            name, kwargs = step
+            assert _holds(m, name), f"{name}: its precondition does not hold here (Hypothesis would never draw it)"
+            getattr(m, name)(**kwargs)
+            _check(m)
+    except BaseException:
+        m.run(m.h.close())
+        m.loop.close()
+        raise
+    m.teardown()
+    return m.h.points
+
+
+def run_one(point: tuple[str, str], deposing: bool) -> tuple[Points | None, str | None]:
+    """The scripted schedule of ``point``: its points, or the failure's report."""
+    where = f"scripted schedule cutting {point[0]} before its {point[1]} ({'deposing' if deposing else 'crashing'})"
+    try:
+        points = replay([rule("cut_flush", point=point, deposing=deposing), *script(point)])
+    except BaseException as e:  # noqa: BLE001 (any failure is reported with its traceback)
+        if isinstance(e, KeyboardInterrupt):
+            raise
+        return None, f"{where} failed:\n" + "".join(traceback.format_exception(e))
+    if point not in points.cuts:
+        return points, f"{where} never cut it: the script no longer reaches that op (tests/controller/crash_schedules.py)"
+    return points, None
+
+
+def run_all() -> tuple[list[str], Coverage]:
+    """Every point's scripted schedules, crashing and deposing: the failures and the coverage."""
+    import logging
+
+    logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here
+    failures: list[str] = []
+    coverage = Coverage()
+    for point in POINTS:
+        for deposing in (False, True):
+            points, failure = run_one(point, deposing)
+            if points is not None:
+                coverage.add(points)
+            if failure is not None:
+                failures.append(failure)
+    return failures, coverage
+
+
+assert {k for k, _ in POINTS} == set(flush.FLUSH_KINDS), "a flush kind without crash points in crashpoints.SHAPES"
