@@ -282,3 +282,54 @@ async def test_roles_certificates_and_the_audit_of_an_execution(zk_hosts, files,
         await svc.stop()
         zk.stop()
         zk.close()
+
+
+# ---- the wire: limits and error shape, on aiohttp -------------------------------------------------
+
+async def test_the_api_server_keeps_its_error_shape_and_limits():
+    import asyncio
+
+    from planner_service import http_server
+    from planner_service.http_server import ApiServer, HttpError
+
+    async def handler(method, path, query):
+        if path == "/boom":
+            raise RuntimeError("a handler bug")
+        if path == "/missing":
+            raise HttpError(404, "no such endpoint")
+        return 200, {"method": method, "query": query}
+
+    server = ApiServer(handler, "127.0.0.1", 0)
+    await server.start()
+    base = f"http://{server.address}"
+    try:
+        assert (await ahttp(base, "GET", "/x?a=1&b="))[:2] == (200, {"method": "GET", "query": {"a": "1", "b": ""}})
+        assert (await ahttp(base, "GET", "/missing"))[:2] == (404, {"error": {"status": 404, "message": "no such endpoint"}})
+        status, body, _ = await ahttp(base, "GET", "/boom")
+        assert status == 500 and body == {"error": {"status": 500, "message": "RuntimeError: a handler bug"}}
+        status, body, _ = await ahttp(base, "GET", "/x?a=1&&b")
+        assert status == 400 and "malformed query string" in body["error"]["message"]
+        # keep-alive: two requests on one connection; a body over the limit is 413 before it is read
+        host, port = server.address.rsplit(":", 1)
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            for _ in range(2):
+                writer.write(b"GET /x HTTP/1.1\r\nHost: x\r\n\r\n")
+                head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+                assert head.startswith(b"HTTP/1.1 200 ") and b"application/json" in head
+                length = int(next(h for h in head.split(b"\r\n") if h.lower().startswith(b"content-length")).split(b":")[1])
+                await reader.readexactly(length)
+            writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: %d\r\n\r\n" % (http_server.MAX_BODY + 1))
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith(b"HTTP/1.1 413 ")
+        finally:
+            writer.close()
+        # a request line over the limit: aiohttp's own 400 (text), and the connection closed
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(b"GET /" + b"a" * http_server.MAX_LINE + b" HTTP/1.1\r\nHost: x\r\n\r\n")
+            assert (await asyncio.wait_for(reader.read(), 10)).startswith(b"HTTP/1.0 400 ")
+        finally:
+            writer.close()
+    finally:
+        await server.close()
