@@ -147,19 +147,21 @@ async def test_strangers_cannot_create_or_change_acl_or_user_znodes(request, tmp
         client = kazoo(hosts, stranger)
         try:
             # The report's injection: a PREFIXED Cluster ACL for everyone, and its notification.
-            assert_refused(client, client.create, "/kafka-acl-extended/prefixed/Cluster/kafka", EVERYTHING)
+            # (makepath: what the stranger did while the service left the paths to whoever came first)
+            assert_refused(client, client.create, "/kafka-acl-extended/prefixed/Cluster/kafka", EVERYTHING,
+                           makepath=True)
             assert_refused(client, client.create, "/kafka-acl-extended-changes/acl_changes_",
                            b'{"version":1,"resourceType":"CLUSTER","name":"kafka","patternType":"PREFIXED"}',
-                           sequence=True)
-            assert_refused(client, client.create, "/kafka-acl/Cluster/kafka-cluster", EVERYTHING)
+                           sequence=True, makepath=True)
+            assert_refused(client, client.create, "/kafka-acl/Cluster/kafka-cluster", EVERYTHING, makepath=True)
             assert_refused(client, client.create, "/kafka-acl-changes/acl_changes_", b"Cluster:kafka-cluster",
-                           sequence=True)
+                           sequence=True, makepath=True)
             # An existing ACL: not changed, deleted nor re-ACLed.
             assert_refused(client, client.set, "/kafka-acl/Topic/orders", EVERYTHING)
             assert_refused(client, client.delete, "/kafka-acl/Topic/orders")
             assert_refused(client, client.set_acls, "/kafka-acl/Topic/orders", OPEN_ACL_UNSAFE)
             # SCRAM users: none made, the admin's neither read nor overwritten.
-            assert_refused(client, client.create, "/config/users/mallory", CREDENTIAL)
+            assert_refused(client, client.create, "/config/users/mallory", CREDENTIAL, makepath=True)
             assert_refused(client, client.get, "/config/users/admin")
             assert_refused(client, client.set, "/config/users/admin", CREDENTIAL)
             assert_refused(client, client.create, "/config/changes/config_change_", b"{}", sequence=True)
