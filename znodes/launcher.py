@@ -606,7 +606,8 @@ def _parser() -> argparse.ArgumentParser:
     start.add_argument("--foreground", action="store_true", help="stay attached; stop on SIGINT/SIGTERM")
     start.add_argument("--require-auth", action="store_true",
                        help="sessions must authenticate (digest) before doing anything (ZooKeeper's enforce.auth)")
-    acls = sub.add_parser("secure-acls", help="set Kafka's secure ACLs on every znode (zookeeper-security-migration)")
+    acls = sub.add_parser("secure-acls", help="create the paths the service trusts and set Kafka's secure ACLs on "
+                                              "every znode (zookeeper-security-migration)")
     acls.add_argument("--zookeeper", required=True, help="connect string HOST:PORT[/chroot]")
     acls.add_argument("--zk-config", required=True, metavar="FILE",
                       help="properties with zookeeper.auth.digest (the identity the ACLs grant) and TLS keys")

@@ -28,8 +28,8 @@ Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (the digest identi
     migrate("127.0.0.1:2181/kafka", zk)          # `reassignd zk secure-acls`: every znode's ACL set
 
 ``migrate`` is Kafka's ``zookeeper-security-migration`` (``--zookeeper.acl secure|unsecure``): it
-walks the tree (``/zookeeper`` excepted) and sets each znode's ACL to the secure one, or back to
-world-writable.
+creates the paths the service trusts that are missing (znodes.secure_paths), then walks the tree
+(``/zookeeper`` excepted) and sets each znode's ACL to the secure one, or back to world-writable.
 """
 
 from __future__ import annotations
