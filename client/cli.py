@@ -35,6 +35,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import json
+import re
 import sys
 
 from client import commands, exit_codes
@@ -77,10 +78,20 @@ ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "verify_queue": ("--verify-queue", {"reassignment_json_file"}, {"reassignment_json_file"}),
     "generate_queue": ("--generate-queue", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
                        {"topics_to_move_json_file", "broker_list"}),
-    "rebalance": ("--rebalance", {"topics_to_move_json_file", "broker_list", "spark_master", "planner"}, set()),
-    "decommission_broker": ("--decommission-broker", {"throttle", "additional", "dry_run", "spark_master", "planner"},
+    "rebalance": ("--rebalance", {"topics_to_move_json_file", "broker_list", "spark_master", "planner",
+                                  "excluded_topics", "excluded_brokers_for_replica_move",
+                                  "concurrent_partition_movements_per_broker", "max_partition_movements_in_cluster"},
+                  set()),
+    "decommission_broker": ("--decommission-broker", {"throttle", "additional", "dry_run", "spark_master", "planner",
+                                                      "excluded_topics", "excluded_brokers_for_replica_move",
+                                                      "concurrent_partition_movements_per_broker",
+                                                      "max_partition_movements_in_cluster"},
                             set()),
 }
+
+# Cruise Control's request options, which only the planner service (--planner) takes.
+SERVICE_OPTIONS = ("excluded_topics", "excluded_brokers_for_replica_move", "concurrent_partition_movements_per_broker",
+                   "max_partition_movements_in_cluster")
 
 OPTION_FLAGS = {
     "reassignment_json_file": "--reassignment-json-file",
@@ -95,6 +106,10 @@ OPTION_FLAGS = {
     "disable_rack_aware": "--disable-rack-aware",
     "spark_master": "--spark-master",
     "planner": "--planner",
+    "excluded_topics": "--excluded-topics",
+    "excluded_brokers_for_replica_move": "--excluded-brokers-for-replica-move",
+    "concurrent_partition_movements_per_broker": "--concurrent-partition-movements-per-broker",
+    "max_partition_movements_in_cluster": "--max-partition-movements-in-cluster",
     "chart": "--chart",
     "chart_data": "--chart-data",
     "ops": "--ops",
@@ -204,6 +219,17 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--planner", metavar="URL",
                       help="--rebalance/--decommission-broker: ask a running planner service "
                            "(reassignd planner serve, e.g. http://127.0.0.1:9300) instead of planning here")
+    opts.add_argument("--excluded-topics", metavar="REGEX",
+                      help="--planner: topics (whole names matching REGEX) whose replicas stay where they are, "
+                           "except off a broker being removed")
+    opts.add_argument("--excluded-brokers-for-replica-move", metavar="ID[,ID...]",
+                      help="--planner: brokers no replica moves onto (their own replicas stay)")
+    opts.add_argument("--concurrent-partition-movements-per-broker", metavar="N",
+                      help="--planner: at most N moves into and N out of any broker at once; with "
+                           "--decommission-broker the service executes the reviewed plan in waves that keep it")
+    opts.add_argument("--max-partition-movements-in-cluster", metavar="N",
+                      help="--planner: at most N partitions moving in the cluster at once (executed by the service, "
+                           "as above)")
     opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
                       help=f"request / ZooKeeper timeout in ms (default {DEFAULT_TIMEOUT_MS})")
@@ -241,6 +267,9 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError("--planner and --spark-master both choose where to plan: give one")
     if args.planner and not args.planner.startswith(("http://", "https://")):
         raise UsageError(f"--planner: expected an http:// URL, got {args.planner!r}")
+    given = [OPTION_FLAGS[d] for d in SERVICE_OPTIONS if getattr(args, d) is not None]
+    if given and not args.planner:
+        raise UsageError(f"{given[0]} is an option of the planner service: give --planner URL")
     if (args.chart or args.chart_data) and not args.ops:
         raise UsageError("--chart and --chart-data read the controller's history: give --ops URL "
                          "(the active controller's operations port, --ops-listen)")
@@ -286,7 +315,33 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
         path = args.topics_to_move_json_file
         inputs.topics = parse_topics_to_move(read_json_file(path), path)
         inputs.topics_source = path
+    if any(getattr(args, d) is not None for d in SERVICE_OPTIONS):
+        inputs.service_options = _service_options(args)
     return inputs
+
+
+def _service_options(args: argparse.Namespace):
+    from client.planner import ServiceOptions
+
+    pattern = args.excluded_topics
+    if pattern is not None:
+        try:
+            re.compile(pattern)
+        except re.error as e:
+            raise UsageError(f"--excluded-topics: not a regular expression: {e}") from None
+        if not pattern:
+            raise UsageError("--excluded-topics: an empty regular expression")
+    excluded = args.excluded_brokers_for_replica_move
+    per_broker, cluster = args.concurrent_partition_movements_per_broker, args.max_partition_movements_in_cluster
+    return ServiceOptions(
+        excluded_topics=pattern,
+        excluded_brokers=(parse_broker_list(excluded, "--excluded-brokers-for-replica-move")
+                          if excluded is not None else None),
+        per_broker=None if per_broker is None else int(_positive_number(
+            per_broker, "--concurrent-partition-movements-per-broker", integer=True)),
+        cluster_cap=None if cluster is None else int(_positive_number(
+            cluster, "--max-partition-movements-in-cluster", integer=True)),
+    )
 
 
 async def _open_backend(args: argparse.Namespace, timeout_ms: int):

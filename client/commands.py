@@ -45,6 +45,8 @@ class Inputs:
     brokers: list[int] | None = None
     throttle: int | None = None
     broker_to_remove: int | None = None
+    # --planner's Cruise Control options (scope and concurrency caps); None: none given
+    service_options: planner.ServiceOptions | None = None
 
 
 # ---- --execute, --execute-queue ---------------------------------------------------------------
@@ -302,10 +304,12 @@ def _plan_json(result) -> dict:
     return {k: result.report.get(k) for k in keys}
 
 
-async def _plan(backend, mode: str, timeout_ms: int, spark_master: str | None, planner_url: str | None, **kw):
+async def _plan(backend, mode: str, timeout_ms: int, spark_master: str | None, planner_url: str | None,
+                options: planner.ServiceOptions | None = None, **kw):
     """The planner service's plan when ``planner_url`` is given, else the one-shot planner's."""
     if planner_url:
-        return await planner.plan_from_service(planner_url, mode, timeout_s=max(timeout_ms / 1000, 120.0), **kw)
+        return await planner.plan_from_service(planner_url, mode, timeout_s=max(timeout_ms / 1000, 120.0),
+                                               options=options, **kw)
     return planner.make_plan(await _snapshot(backend, timeout_ms), mode, spark_master=spark_master, **kw)
 
 
@@ -317,8 +321,8 @@ async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: s
         check_topics(inputs.topics, state, inputs.topics_source)
     if inputs.brokers is not None:
         check_brokers(inputs.brokers, state, "--broker-list")
-    result = await _plan(backend, "rebalance", timeout_ms, spark_master, planner_url, broker_list=inputs.brokers,
-                         topics=inputs.topics)
+    result = await _plan(backend, "rebalance", timeout_ms, spark_master, planner_url, inputs.service_options,
+                         broker_list=inputs.brokers, topics=inputs.topics)
     proposed = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     current = {tp: r for tp, r in _flatten({t: state.topics[t] for t in state.topics}).items() if tp in proposed}
     text = render.generate_text(current, proposed) + "\n" + _plan_summary(result.report)
@@ -335,11 +339,20 @@ async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master
         raise ClusterMismatchError(f"--decommission-broker: broker {broker} is not in the cluster and holds no replicas")
     if not hosts_replicas:
         return Report(f"Broker {broker} holds no replicas: nothing to move.", {"started": [], "plan": None})
-    result = await _plan(backend, "decommission", timeout_ms, spark_master, planner_url, brokers=[broker],
+    options = inputs.service_options
+    result = await _plan(backend, "decommission", timeout_ms, spark_master, planner_url, options, brokers=[broker],
                          throttle=inputs.throttle)
     assignments = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     plan = Reassignment(assignments, f"--decommission-broker {broker}")
     check_plan(plan, state)
+    if options is not None and options.caps and not dry_run:
+        # The caps hold only in the service's own waves: it executes the proposal just
+        # reviewed (dryrun=false&proposal_id=N), or refuses (409) if the cluster changed since.
+        ex = await planner.execute_on_service(planner_url, result, timeout_s=max(timeout_ms / 1000, 120.0))
+        text = (_plan_summary(result.report) + f"\nExecuting on the planner service as execution {ex['id']} "
+                f"(proposal {ex['proposal_id']}): {ex['partitions_total']} partition(s) in {ex['waves_total']} wave(s), "
+                f"caps {ex['caps']}; follow it with GET {planner_url.rstrip('/')}/state")
+        return Report(text, {"plan": _plan_json(result), "executed_by": "planner service", "execution": ex})
     outcome = await backend.execute(assignments, state, throttle=inputs.throttle, additional=additional,
                                     dry_run=dry_run)
     text = _plan_summary(result.report) + "\n" + render.execute_text(outcome, backend.name)

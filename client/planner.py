@@ -12,14 +12,19 @@ With ``--planner URL`` the plan comes from a running planner service (``reassign
 serve``, the package planner_service, asked over HTTP: nothing of it is imported) instead: no
 snapshot is read and no Spark job started; its answer has the same reassignment and report as
 the one-shot planner's. An unreachable service is ConnectionFailedError, a 400
-PlanRefusedError, a 503 ClusterDataError.
+PlanRefusedError, a 409 ConflictError, a 503 ClusterDataError. :class:`ServiceOptions` carries
+Cruise Control's request options the service takes (excluded topics and brokers, the
+concurrency caps); with a cap, the reviewed proposal is executed by the service
+(:func:`execute_on_service`, ``dryrun=false&proposal_id=N``), which runs it in waves that keep it.
 
 Usage::
 
     snap = await snapshot_from_admin(admin)
     result = make_plan(snap, "decommission", brokers=[3])
     result.reassignment["partitions"]      # Kafka's reassignment JSON entries
-    result = await plan_from_service("http://127.0.0.1:9300", "decommission", brokers=[3])
+    result = await plan_from_service("http://127.0.0.1:9300", "decommission", brokers=[3],
+                                     options=ServiceOptions(excluded_topics="__.*", per_broker=1))
+    execution = await execute_on_service("http://127.0.0.1:9300", result)   # the service's /state view
 """
 
 from __future__ import annotations
@@ -151,10 +156,42 @@ def make_plan(snapshot: dict, mode: str, *, brokers=None, broker_list=None, topi
 
 @dataclass
 class ServicePlan:
-    """A planner service's dry-run answer, shaped like spark_jobs.api.PlanResult."""
+    """A planner service's dry-run answer, shaped like spark_jobs.api.PlanResult, with the
+    proposal's id and the endpoint that planned it (to approve it by)."""
 
     reassignment: dict
     report: dict
+    proposal_id: int | None = None
+    path: str | None = None
+
+
+@dataclass
+class ServiceOptions:
+    """Cruise Control's request options for the planner service (kafka-reassign's
+    --excluded-topics, --excluded-brokers-for-replica-move,
+    --concurrent-partition-movements-per-broker, --max-partition-movements-in-cluster)."""
+
+    excluded_topics: str | None = None  # a regular expression over whole topic names
+    excluded_brokers: list[int] | None = None
+    per_broker: int | None = None
+    cluster_cap: int | None = None
+
+    @property
+    def caps(self) -> bool:
+        """Whether a cap is asked for: only the service's own execution keeps it."""
+        return self.per_broker is not None or self.cluster_cap is not None
+
+    def query(self) -> dict[str, str]:
+        out = {}
+        if self.excluded_topics is not None:
+            out["excluded_topics"] = self.excluded_topics
+        if self.excluded_brokers is not None:
+            out["excluded_brokers_for_replica_move"] = ",".join(map(str, self.excluded_brokers))
+        if self.per_broker is not None:
+            out["concurrent_partition_movements_per_broker"] = str(self.per_broker)
+        if self.cluster_cap is not None:
+            out["max_partition_movements_in_cluster"] = str(self.cluster_cap)
+        return out
 
 
 def _service_request(url: str, timeout_s: float) -> dict:
@@ -177,7 +214,8 @@ def _service_request(url: str, timeout_s: float) -> dict:
 
 
 async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_list=None, topics=None,
-                            throttle: int | None = None, timeout_s: float = 120.0) -> ServicePlan:
+                            throttle: int | None = None, timeout_s: float = 120.0,
+                            options: ServiceOptions | None = None) -> ServicePlan:
     """A dry-run plan from ``reassignd planner serve`` at ``base_url`` (nothing is executed)."""
     query: dict[str, str] = {"dryrun": "true"}
     if mode == "rebalance":
@@ -191,11 +229,27 @@ async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_li
     else:
         raise ValueError(f"no planner service endpoint for mode {mode!r}")
     if throttle is not None:
-        query["throttle"] = str(throttle)
+        query["replication_throttle"] = str(throttle)
+    if options is not None:
+        query.update(options.query())
     url = base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(query)
     body = await asyncio.to_thread(_service_request, url, timeout_s)
     try:
         proposal = body["proposal"]
-        return ServicePlan(proposal["reassignment"], proposal["report"])
+        return ServicePlan(proposal["reassignment"], proposal["report"], proposal.get("proposal_id"), path)
     except (KeyError, TypeError):
         raise ClusterDataError(f"planner service answered without a proposal: {str(body)[:200]}") from None
+
+
+async def execute_on_service(base_url: str, plan: ServicePlan, timeout_s: float = 120.0) -> dict:
+    """Approve a reviewed proposal: the service executes exactly ``plan`` (its proposal id), or
+    ConflictError when the cluster changed since it was planned or a reassignment runs. The
+    execution as the service's /state shows it."""
+    if plan.proposal_id is None or plan.path is None:
+        raise ClusterDataError("the planner service's proposal carries no proposal_id: it cannot be approved")
+    query = urllib.parse.urlencode({"dryrun": "false", "proposal_id": str(plan.proposal_id)})
+    body = await asyncio.to_thread(_service_request, base_url.rstrip("/") + plan.path + "?" + query, timeout_s)
+    try:
+        return body["execution"]
+    except (KeyError, TypeError):
+        raise ClusterDataError(f"planner service answered without an execution: {str(body)[:200]}") from None

@@ -240,3 +240,32 @@ async def test_a_reviewed_proposal_executes_as_reviewed_or_409_when_the_cluster_
         code, dry = await call("POST", "/rebalance")
         code, run = await call("POST", f"/rebalance?dryrun=false&proposal_id={dry['proposal']['proposal_id']}")
         assert code == 200, run
+
+
+async def test_kafka_reassign_passes_the_options_and_the_service_executes_with_its_caps(zk_hosts, tmp_path, capsys):
+    async with _cluster(zk_hosts, tmp_path, FAST) as c:
+        call, zk, svc = c["call"], c["zk"], c["svc"]
+        base = f"http://{svc.address}"
+        capsys.readouterr()
+        code = await _kafka_reassign("--bootstrap-server", c["bootstrap"], "--rebalance", "--planner", base,
+                                     "--excluded-topics", "aud.*", "--excluded-brokers-for-replica-move", "5",
+                                     "--output", "json")
+        out = json.loads(capsys.readouterr().out)
+        assert code == 0, out
+        # Broker 5 is empty and excluded, audit is excluded: only orders moves, among 1-4.
+        assert all(p["topic"] == "orders" and 5 not in p["replicas"] for p in out["proposed"]["partitions"]), out
+        before = assignment(zk)
+        code = await _kafka_reassign("--bootstrap-server", c["bootstrap"], "--decommission-broker", "4",
+                                     "--planner", base, "--concurrent-partition-movements-per-broker", "1",
+                                     "--max-partition-movements-in-cluster", "2", "--throttle", "20000000",
+                                     "--output", "json")
+        out = json.loads(capsys.readouterr().out)
+        assert code == 0 and out["executed_by"] == "planner service", out
+        ex = out["execution"]
+        assert ex["caps"] == {"per_broker_in": 1, "per_broker_out": 1, "cluster": 2} and ex["throttle"] == 20_000_000
+        held = sum(1 for r in before.values() if 4 in r)
+        assert ex["partitions_total"] == held and ex["waves_total"] >= -(-held // 2), ex
+        done = await _ended(call, ex["id"], 90)
+        assert done["state"] == "done", done
+        await _until(lambda: not svc.model.reassignment_running(), 30, "a quiet cluster")
+        assert not any(4 in r for r in assignment(zk).values())
