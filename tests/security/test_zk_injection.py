@@ -8,7 +8,7 @@ trusts itself.
 
 And a controller with the authorizer on refuses to start while a stranger may change what it
 trusts (the old layout, or a stranger who came first), naming the path and the fix; after
-``reassignd zk secure-acls`` it starts.
+``reassignd zk secure-acls`` it starts; ``reassignd controller`` exits 1 saying so.
 """
 
 from __future__ import annotations
@@ -211,3 +211,21 @@ async def test_controller_refuses_world_writable_authorizer_paths_until_secured(
     assert fixed.returncode == 0, fixed.stderr
     async with controller(hosts) as daemon:
         assert daemon.role.active is not None
+
+
+def test_reassignd_controller_exits_naming_the_path_and_the_fix(open_zk, tmp_path):
+    hosts = open_zk + "/cli"
+    old = kazoo(open_zk, None)
+    try:
+        old.create("/cli/config/users/admin", CREDENTIAL, makepath=True)  # world-readable and -writable
+    finally:
+        old.stop()
+        old.close()
+    props = tmp_path / "server.properties"
+    props.write_text("".join(f"{k}={v}\n" for k, v in SERVER_PROPS.items()))
+    out = subprocess.run([sys.executable, "-m", "reassignd", "controller", "--zookeeper", hosts, "--id", "101",
+                          "--listen", "127.0.0.1:0", "--security-config", str(props)],
+                         cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert out.returncode == 1, out.stderr[-2000:]
+    assert "refusing to start" in out.stderr and "/config/users/admin (world:anyone:cdrwa)" in out.stderr
+    assert f"reassignd zk secure-acls --zookeeper {hosts}" in out.stderr
