@@ -35,7 +35,7 @@ from client.security import ClientSecurity
 from planner_service.sizes import secured_broker_sizes
 from spark_jobs.logdirs import LogDirsError
 from tests.e2e.processes import REPO, running_cluster, stop_process, wait_for
-from tests.e2e.test_security_e2e import add_user
+from tests.e2e.test_security_e2e import SERVICE_DIGEST, ZK_KEYS, add_user, opened_after, write_zk_config
 from tests.planner.service_http import http
 from tests.security.certs import make_pki
 
@@ -58,20 +58,25 @@ def client_properties(path, pki, user: str) -> str:
 @pytest.fixture
 def secured(zk_hosts, tmp_path):
     pki = make_pki(tmp_path / "pki")
-    for user, password in PASSWORDS.items():
-        add_user(zk_hosts, user, password)
-    props = tmp_path / "server.properties"
-    props.write_text(
-        "listener.security.protocol.map=SECURE:SASL_SSL\n"
-        "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
-        f"ssl.keystore.location={pki.server}\n"
-        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
-        "super.users=User:planner;User:alice\n"
-        "connection.failed.authentication.delay.ms=100\n"
-    )
-    with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=(101,),
-                         controller_config={"security_config": str(props)}, listen="SECURE://127.0.0.1:0") as c:
-        yield c, pki, zk_hosts
+    # ZooKeeper secured as the authorizer requires (test_security_e2e): the service's identity.
+    zk_props = write_zk_config(tmp_path)
+    with opened_after(zk_hosts):
+        for user, password in PASSWORDS.items():
+            add_user(zk_hosts, user, password, zk_props)
+        props = tmp_path / "server.properties"
+        props.write_text(
+            "listener.security.protocol.map=SECURE:SASL_SSL\n"
+            "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
+            f"ssl.keystore.location={pki.server}\n"
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
+            "super.users=User:planner;User:alice\n"
+            "connection.failed.authentication.delay.ms=100\n"
+            + ZK_KEYS
+        )
+        with running_cluster(zk_hosts, tmp_path, sim_args=[*SIM_ARGS, "--zk-config", str(zk_props)],
+                             controller_ids=(101,), controller_config={"security_config": str(props)},
+                             listen="SECURE://127.0.0.1:0", zk_auth=SERVICE_DIGEST) as c:
+            yield c, pki, zk_hosts
 
 
 def _holders(c) -> set[int]:

@@ -27,6 +27,7 @@ import json
 import os
 import subprocess
 import sys
+from contextlib import contextmanager
 
 import pytest
 
@@ -47,7 +48,26 @@ SERVICE_DIGEST = "reassignd:service-secret"
 ZK_KEYS = f"zookeeper.auth.digest={SERVICE_DIGEST}\nzookeeper.set.acl=true\n"
 
 
-def add_user(zk_hosts: str, zk_config, user: str, password: str) -> None:
+def write_zk_config(tmp_path):
+    """The service's ZooKeeper keys in a file (``--zk-config``)."""
+    path = tmp_path / "zk.properties"
+    path.write_text(ZK_KEYS)
+    return path
+
+
+@contextmanager
+def opened_after(zk_hosts: str):
+    """On exit the tree is opened again (secure-acls --unsecure), so the chroot fixture's
+    unauthenticated session can delete it."""
+    from znodes.security import ZkSecurity, migrate
+
+    try:
+        yield
+    finally:
+        migrate(zk_hosts, ZkSecurity.from_properties({"zookeeper.auth.digest": SERVICE_DIGEST}), secure=False)
+
+
+def add_user(zk_hosts: str, user: str, password: str, zk_config) -> None:
     out = subprocess.run([sys.executable, "-m", "reassignd", "users", "add", "--zookeeper", zk_hosts, "--zk-config",
                           str(zk_config), "--user", user, "--mechanism", "SCRAM-SHA-512"], cwd=REPO,
                          capture_output=True, text=True, timeout=60,
@@ -57,30 +77,25 @@ def add_user(zk_hosts: str, zk_config, user: str, password: str) -> None:
 
 @pytest.fixture
 def secured(zk_hosts, tmp_path):
-    from znodes.security import ZkSecurity, migrate
-
     pki = make_pki(tmp_path / "pki")
-    zk_props = tmp_path / "zk.properties"
-    zk_props.write_text(ZK_KEYS)
-    for user, password in PASSWORDS.items():
-        add_user(zk_hosts, zk_props, user, password)
-    props = tmp_path / "server.properties"
-    props.write_text(
-        "listener.security.protocol.map=SECURE:SASL_SSL\n"
-        "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
-        f"ssl.keystore.location={pki.server}\n"
-        "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
-        "super.users=User:admin\n"
-        "connection.failed.authentication.delay.ms=100\n"
-        + ZK_KEYS
-    )
-    try:
+    zk_props = write_zk_config(tmp_path)
+    with opened_after(zk_hosts):
+        for user, password in PASSWORDS.items():
+            add_user(zk_hosts, user, password, zk_props)
+        props = tmp_path / "server.properties"
+        props.write_text(
+            "listener.security.protocol.map=SECURE:SASL_SSL\n"
+            "sasl.enabled.mechanisms=SCRAM-SHA-512\n"
+            f"ssl.keystore.location={pki.server}\n"
+            "authorizer.class.name=kafka.security.authorizer.AclAuthorizer\n"
+            "super.users=User:admin\n"
+            "connection.failed.authentication.delay.ms=100\n"
+            + ZK_KEYS
+        )
         with running_cluster(zk_hosts, tmp_path, sim_args=[*SIM_ARGS, "--zk-config", str(zk_props)],
                              controller_ids=CONTROLLER_IDS, controller_config={"security_config": str(props)},
                              listen="SECURE://127.0.0.1:0", zk_auth=SERVICE_DIGEST) as c:  # reads /config/brokers
             yield c, pki
-    finally:  # opened again, so the chroot fixture's unauthenticated session can delete the tree
-        migrate(zk_hosts, ZkSecurity.from_properties({"zookeeper.auth.digest": SERVICE_DIGEST}), secure=False)
 
 
 def admin_client(c, pki, user, password=None, **overrides):
