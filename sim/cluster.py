@@ -185,7 +185,7 @@ class Cluster:
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 self.brokers[broker_id] = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
                 self.model.offline.add(broker_id)
-            self._watcher = ConfigWatcher(self.admin, self.throttles, self.view)
+            self._watcher = ConfigWatcher(self.admin, self.throttles, self.view, self.model.log_configs)
             await self._watcher.load_all()
             self._view_watcher = ClusterWatcher(self.admin, self.view)
             await self._view_watcher.load_all()
@@ -427,7 +427,7 @@ class Cluster:
         store = None
         try:
             store = await self._new_store()
-            watcher = ConfigWatcher(store, self.throttles, self.view)
+            watcher = ConfigWatcher(store, self.throttles, self.view, self.model.log_configs)
             await watcher.load_all()
             view_watcher = ClusterWatcher(store, self.view)
             await view_watcher.load_all()
@@ -496,6 +496,9 @@ class Cluster:
                             "log_end_offset": r.log_end_offset,
                             "lag": self.model.lag(r),
                             "isr": list(r.isr),
+                            # A leader's ISR under its topic's min.insync.replicas (acks=all writes would fail).
+                            "under_min_isr": r.role.value == "leader"
+                            and len(r.isr) < self.model.log_configs.min_insync_replicas(r.topic, b.id),
                         }
                         for r in b.core.replicas()
                     ],

@@ -1,4 +1,4 @@
-"""Brokers learn throttle configs the way Kafka brokers do: from config change notifications.
+"""Brokers learn dynamic configs the way Kafka brokers do: from config change notifications.
 
 At start every ``/config/topics/*`` and ``/config/brokers/*`` is read. Then the children of
 ``/config/changes`` are watched; each new ``config_change_<seq>`` names an entity
@@ -6,14 +6,16 @@ At start every ``/config/topics/*`` and ``/config/brokers/*`` is read. Then the 
 ``entity_type``/``entity_name`` is read too) whose config is re-read and applied to the shared
 :class:`sim.throttle.Throttles`. Notifications are never deleted here (Kafka leaves that to
 whoever purges old ones). A malformed notification or config is logged and skipped; the
-throttles in force stay as they were.
+throttles in force stay as they were. With a :class:`sim.logconfig.LogConfigs` (the
+replication model's), every config read also goes there: the topic configs the brokers apply
+(retention, segments, min.insync.replicas), from the topic's own and the broker defaults.
 
 With a :class:`sim.clusterview.ClusterView`, every config read is also kept there, whole, for
 DescribeConfigs (Kafka brokers describe the dynamic configs they learned the same way): a
 config znode that cannot be parsed is kept as :class:`sim.clusterview.ConfigUnreadable`, one
 that is gone is dropped, one that could not be read (a session error) keeps its last value.
 
-    watcher = ConfigWatcher(store, throttles, view)   # view: optional
+    watcher = ConfigWatcher(store, throttles, view, model.log_configs)   # view, log_configs: optional
     await watcher.load_all()                 # also arms the watch on /config/changes
     ...
     await watcher.on_event(event)            # feed it the store's WatchEvents
@@ -24,6 +26,7 @@ from __future__ import annotations
 import logging
 
 from sim.clusterview import ClusterView, ConfigUnreadable
+from sim.logconfig import LogConfigs
 from sim.throttle import ThrottleConfigError, Throttles
 from znodes import models, paths
 from znodes.api import EventType, NoNodeError, SessionEvent, SessionState, Store, WatchEvent, ZkError
@@ -49,10 +52,12 @@ def parse_change(path: str, data: bytes) -> tuple[str, str]:
 
 
 class ConfigWatcher:
-    def __init__(self, store: Store, throttles: Throttles, view: ClusterView | None = None):
+    def __init__(self, store: Store, throttles: Throttles, view: ClusterView | None = None,
+                 log_configs: LogConfigs | None = None):
         self.store = store
         self.throttles = throttles
         self.view = view
+        self.log_configs = log_configs
         self._last_seq = -1
 
     async def load_all(self) -> None:
@@ -128,6 +133,11 @@ class ConfigWatcher:
                 self.view.configs.pop((kind, name), None)
             else:
                 self.view.configs[(kind, name)] = dict(config)
+        if self.log_configs is not None:
+            if kind == "topics":
+                self.log_configs.update_topic(name, config)
+            else:
+                self.log_configs.update_broker(name, config)
         try:
             if kind == "topics":
                 self.throttles.update_topic(name, config)

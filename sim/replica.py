@@ -7,7 +7,9 @@ API between simulated brokers).
 
 Per step, in this order:
 
-1. every online leader replica grows by the produce rate (bytes/s and messages/s);
+1. every online leader replica grows by the produce rate (bytes/s and messages/s), then
+   deletes the whole segments past its topic's retention (:mod:`sim.logconfig`; its followers
+   drop the same prefix);
 2. every online follower whose leader replica is online and leading wants the bytes it lacks;
    the wants are granted max-min fairly within these shared pools (:mod:`sim.fairshare`):
    the follower broker's ``bandwidth`` (all its copies), its follower throttle rate (its
@@ -34,6 +36,7 @@ import enum
 from dataclasses import dataclass, field
 
 from sim.fairshare import EPSILON, allocate
+from sim.logconfig import LogConfigs
 from sim.throttle import Throttles
 
 # Simulated time advances in steps no longer than this (seconds): short enough that a
@@ -149,9 +152,12 @@ class CopySettings:
 class ReplicationModel:
     """Every replica of one simulation, and the clock-free copy model over them."""
 
-    def __init__(self, settings: CopySettings | None = None, throttles: Throttles | None = None, now: float = 0.0):
+    def __init__(self, settings: CopySettings | None = None, throttles: Throttles | None = None, now: float = 0.0,
+                 log_configs: LogConfigs | None = None):
         self.settings = settings or CopySettings()
         self.throttles = throttles if throttles is not None else Throttles()
+        # Topic configs (retention, segments) as the config watcher learns them (sim.logconfig).
+        self.log_configs = log_configs if log_configs is not None else LogConfigs()
         self.now = now
         self.offline: set[int] = set()  # brokers that are stopped: they neither copy nor serve
         self._replicas: dict[tuple[str, int], dict[int, Replica]] = {}
@@ -230,6 +236,18 @@ class ReplicationModel:
             self._step(end - self.now, end)
             self.now = end
 
+    def _retain(self, leader: Replica, hosts: dict[int, Replica], now: float) -> None:
+        """Step 1b: the leader deletes the segments past its topic's retention; its followers
+        drop the same prefix (Kafka's log start offset moves on every replica)."""
+        cut = self.log_configs.retention(leader.topic, leader.broker).deletable(
+            leader.size, self.settings.produce_bytes, now)
+        if cut <= 0:
+            return
+        leader.size -= cut
+        for replica in hosts.values():
+            if replica.role is Role.FOLLOWER and replica.leader == leader.broker and self.online(replica.broker):
+                replica.size = max(0.0, replica.size - cut)
+
     def _step(self, dt: float, end: float) -> None:
         settings = self.settings
         followers: list[tuple[Replica, Replica]] = []
@@ -240,6 +258,7 @@ class ReplicationModel:
                 if replica.role is Role.LEADER:
                     replica.size += settings.produce_bytes * dt
                     replica.leo += settings.produce_messages * dt
+                    self._retain(replica, hosts, end)
         for hosts in self._replicas.values():
             for replica in hosts.values():
                 if self.online(replica.broker):
