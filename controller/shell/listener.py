@@ -260,6 +260,10 @@ class AdminListener:
             if self.ssl is not None and not await self._start_tls(writer, peer):
                 return
             await self._converse(reader, writer, peer)
+        except asyncio.CancelledError:
+            # close() ends the connection: the task's end. (Python 3.11's stream server reports a
+            # cancelled connection task as an unhandled error; 3.12 no longer does.)
+            pass
         finally:
             self._tasks.discard(task)
             self._open -= 1
