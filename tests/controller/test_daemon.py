@@ -132,10 +132,15 @@ async def test_listener_answers_api_versions_and_survives_garbage():
 # ---- the process ------------------------------------------------------------------------------
 
 
+SHUTDOWN_TIMEOUT_S = 3.0
+# The process's own exit after its bounded shutdown (interpreter teardown) on a loaded machine.
+EXIT_SLACK_S = 5.0
+
+
 @pytest.mark.zk
 def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, tmp_path):
     config = tmp_path / "c.toml"
-    config.write_text(to_toml({"zk_session_timeout_s": 2.0, "shutdown_timeout_s": 3.0}))
+    config.write_text(to_toml({"zk_session_timeout_s": 2.0, "shutdown_timeout_s": SHUTDOWN_TIMEOUT_S}))
     procs = []
     zk = KazooClient(hosts=zk_hosts, timeout=10)
     zk.start(timeout=30)
@@ -162,9 +167,11 @@ def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, 
         proc = procs[[7, 8].index(active)]
         started = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        assert proc.wait(10) == 0
-        assert time.monotonic() - started < 5.0
-        deadline = time.monotonic() + 5
+        assert proc.wait(30) == 0
+        assert time.monotonic() - started < SHUTDOWN_TIMEOUT_S + EXIT_SLACK_S
+        # Its session closed on the way out, not left to expire: its ephemerals are gone already.
+        assert zk.exists(f"/reassignd/controllers/{active}") is None
+        deadline = time.monotonic() + 30
         while time.monotonic() < deadline:
             data = zk.exists("/controller") and zk.get("/controller")[0]
             if data and json.loads(data)["brokerid"] != active:
