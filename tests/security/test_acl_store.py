@@ -69,3 +69,29 @@ async def test_acls_written_elsewhere_apply_within_the_refresh_bound(store, monk
     await store.create("/kafka-acl-changes/acl_changes_", b"Cluster:kafka-cluster", sequential=True, makepath=True)
     await asyncio.sleep(0.3)
     assert await auth.allows(Who("User:carol"), ALTER, CLUSTER, CLUSTER_NAME)
+
+
+async def test_a_binding_kafka_refuses_grants_nothing_when_written_directly(store, monkeypatch, caplog):
+    """The reported injection's ACL (PREFIXED Cluster 'kafka', User:* ALLOW ALL) and its change
+    notification, written straight into ZooKeeper: it applied within a second; now the
+    authorizer refuses and logs it, while a valid ACL written the same way applies."""
+    monkeypatch.setattr(A, "REFRESH_S", 0.2)
+    role = Role(1)
+    role.store = store
+    auth = A.Authorizer(role)
+    assert not await auth.allows(Who("User:mallory"), ALTER, CLUSTER, CLUSTER_NAME)
+    everyone = {"principal": "User:*", "permissionType": "Allow", "operation": "All", "host": "*"}
+    await store.create("/kafka-acl-extended/prefixed/Cluster/kafka", json.dumps(
+        {"version": 1, "acls": [everyone]}).encode(), makepath=True)
+    await store.create("/kafka-acl/Topic/orders", json.dumps({"version": 1, "acls": [everyone]}).encode(),
+                       makepath=True)
+    await store.create("/kafka-acl-extended-changes/acl_changes_", json.dumps(
+        {"version": 1, "resourceType": "CLUSTER", "name": "kafka", "patternType": "PREFIXED"}).encode(),
+        sequential=True, makepath=True)
+    await asyncio.sleep(0.3)
+    with caplog.at_level("WARNING", logger="reassignd.authorizer"):
+        assert not await auth.allows(Who("User:mallory"), ALTER, CLUSTER, CLUSTER_NAME)
+        assert not await auth.allows(Who("User:ANONYMOUS"), ALTER, CLUSTER, CLUSTER_NAME)
+    assert await auth.allows(Who("User:mallory"), READ, TOPIC, "orders")  # the valid one applies
+    assert "PREFIXED Cluster 'kafka' refused" in caplog.text
+    assert [a.resource.name for a in await auth.describe(AclFilter())] == ["orders"]
