@@ -229,3 +229,24 @@ def test_reassignd_controller_exits_naming_the_path_and_the_fix(open_zk, tmp_pat
     assert out.returncode == 1, out.stderr[-2000:]
     assert "refusing to start" in out.stderr and "/config/users/admin (world:anyone:cdrwa)" in out.stderr
     assert f"reassignd zk secure-acls --zookeeper {hosts}" in out.stderr
+
+
+async def test_secure_acls_creates_the_missing_trusted_paths(open_zk):
+    from znodes.security import migrate
+
+    hosts = open_zk + "/fresh"
+    maker = kazoo(open_zk, None)
+    try:
+        maker.create("/fresh/brokers/topics/orders", b"{}", makepath=True)  # an unsecured cluster's tree
+    finally:
+        maker.stop()
+        maker.close()
+    security = ZkSecurity.from_properties(ZK_PROPS)
+    await asyncio.to_thread(migrate, hosts, security)
+    store = await security.connect(hosts)
+    try:
+        for path in secure_paths.TRUSTED:
+            assert await store.exists(path) is not None, path
+        assert await secure_paths.exposures(store, secure_paths.owners(security)) == []
+    finally:
+        await store.close()
