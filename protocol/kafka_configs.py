@@ -362,7 +362,8 @@ def topic_problems(config: Mapping[str, str]) -> str | None:
         return f"conflict topic config setting min.compaction.lag.ms ({lo}) > max.compaction.lag.ms ({hi})"
     if value("remote.storage.enable"):
         # No simulated broker has tiered storage (remote.log.storage.system.enable is false).
-        return "Tiered Storage functionality is disabled in the broker. Topic cannot be configured with remote log storage."
+        return ("Tiered Storage functionality is disabled in the broker. "
+                "Topic cannot be configured with remote log storage.")
     return None
 
 
@@ -374,16 +375,6 @@ def converted(value: str, factor: int) -> str:
     if broken is not None:
         return value
     return str(parsed * factor) if parsed >= 0 else "-1"
-
-
-def broker_value(name: str, layers: Sequence[Mapping[str, str]]) -> str | None:
-    """A broker config's value over ``layers`` (per-broker dynamic, cluster default, static, in
-    that order), else its default."""
-    for layer in layers:
-        if name in layer:
-            return layer[name]
-    d = BROKER_CONFIGS.get(name)
-    return d.default if d is not None else None
 
 
 def topic_value(name: str, topic_config: Mapping[str, str], layers: Sequence[Mapping[str, str]]) -> str | None:

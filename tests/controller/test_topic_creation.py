@@ -248,13 +248,17 @@ async def h():
 async def test_create_topics_blocks_until_every_partition_has_a_leader_and_metadata(h):
     await h.start_controller(101)
     await h.tick()
+    await h.admin.create(paths.broker_config(paths.BROKER_DEFAULT_CONFIG), json.dumps(
+        {"version": 1, "config": {"min.insync.replicas": "2"}}).encode(), makepath=True)
     answer = await handle_create(context(h), 7, create_body(topic("orders", 6, 3, configs=[("retention.ms", "3600000")])))
     [result] = answer["topics"]
     assert (result["error_code"], result["num_partitions"], result["replication_factor"]) == (0, 6, 3)
-    # Every Kafka topic config, the one given as the topic's (1), the rest at Kafka's defaults (5).
+    # Every Kafka topic config: the one given as the topic's (1), min.insync.replicas the broker
+    # default entity's (3), the rest at Kafka's defaults (5).
     given = {c["name"]: (c["value"], c["config_source"]) for c in result["configs"]}
     assert set(given) == set(TOPIC_CONFIGS)
-    assert given["retention.ms"] == ("3600000", 1) and given["min.insync.replicas"] == ("1", 5)
+    assert given["retention.ms"] == ("3600000", 1) and given["min.insync.replicas"] == ("2", 3)
+    assert given["segment.bytes"] == ("1073741824", 5)
     assert given["follower.replication.throttled.replicas"] == ("", 5) and given["cleanup.policy"] == ("delete", 5)
     assert json.loads(h.server.read(paths.topic_config("orders"))[0])["config"] == {"retention.ms": "3600000"}
     znode = assert_created(h, "orders", 6)

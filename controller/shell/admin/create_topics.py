@@ -46,6 +46,7 @@ from controller.core.topic_creation import (
 )
 from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
+from controller.shell.admin.configs import read_configs
 from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
@@ -157,15 +158,22 @@ def _requests(body: dict) -> list[TopicRequest]:
     ]
 
 
-def _configs(configs: dict[str, str]) -> list[dict]:
+def _configs(configs: dict[str, str], defaults: dict[str, str]) -> list[dict]:
     """v5+: every topic config with its value and source, as DescribeConfigs describes the new
-    topic (protocol.describe_configs; over the catalogue's defaults, the broker default entity is
-    not read for this answer)."""
+    topic (protocol.describe_configs): its own, else the broker default entity's, else Kafka's."""
     fields = ("name", "value", "read_only", "config_source", "is_sensitive")
-    return [{k: e[k] for k in fields} for e in config_entries(4, configs, {}, DYNAMIC_TOPIC_CONFIG, None, False)]
+    entries = config_entries(4, configs, defaults, DYNAMIC_TOPIC_CONFIG, None, False)
+    return [{k: e[k] for k in fields} for e in entries]
 
 
-def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None, plan: Planned | None = None) -> dict:
+async def _broker_defaults(store) -> dict[str, str]:
+    """``/config/brokers/<default>``'s map ({} when absent or unreadable)."""
+    [found] = await read_configs(store, [paths.broker_config(paths.BROKER_DEFAULT_CONFIG)])
+    return found if isinstance(found, dict) else {}
+
+
+def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None, plan: Planned | None = None,
+            defaults: dict[str, str] | None = None) -> dict:
     return {
         "name": name,
         "topic_id": ZERO_UUID,
@@ -174,7 +182,7 @@ def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
         "topic_config_error_code": 0,
         "num_partitions": len(plan.assignment) if plan is not None else -1,
         "replication_factor": plan.replication_factor if plan is not None else -1,
-        "configs": _configs(plan.configs) if plan is not None else None,
+        "configs": _configs(plan.configs, defaults or {}) if plan is not None else None,
     }
 
 
@@ -191,6 +199,8 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     creations = _creations(active)
     futures: dict[str, list[asyncio.Future]] = {}
     results: dict[int, dict] = {}
+    # The broker defaults the new topics' configs fall back to (shown in v5+ answers).
+    defaults = await _broker_defaults(store) if version >= 5 else {}
     async with creations.lock:
         names = await children_or_empty(store, paths.TOPICS)
         deleting = await children_or_empty(store, paths.DELETE_TOPICS)
@@ -215,7 +225,7 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
                 results[i] = _result(r.name, plan.code, plan.message)
                 continue
             if validate_only:
-                results[i] = _result(r.name, plan=plan)
+                results[i] = _result(r.name, plan=plan, defaults=defaults)
                 continue
             config_exists = await store.exists(paths.topic_config(r.name)) is not None
             waits = [asyncio.get_running_loop().create_future() for _ in plan.assignment]
@@ -232,7 +242,7 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
                 raise
             creations.written[r.name] = tuple(plan.assignment[p] for p in sorted(plan.assignment))
             futures[r.name] = waits
-            results[i] = _result(r.name, plan=plan)
+            results[i] = _result(r.name, plan=plan, defaults=defaults)
     if futures and timeout_s > 0:
         deadline = time.monotonic() + timeout_s
         for name, waits in futures.items():
