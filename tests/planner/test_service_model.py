@@ -76,6 +76,15 @@ def _service(**opts) -> PlannerService:
     return svc
 
 
+async def _until(predicate, what: str, timeout: float = 60.0) -> None:
+    """Poll ``predicate`` until it holds; fail with ``what`` after ``timeout`` (a loaded
+    machine's margin: the loop passes once a second)."""
+    deadline = asyncio.get_running_loop().time() + timeout
+    while not predicate():
+        assert asyncio.get_running_loop().time() < deadline, f"timed out waiting for {what}"
+        await asyncio.sleep(0.05)
+
+
 async def test_broker_failure_waits_out_the_grace_period():
     svc = _service(self_healing=("broker-failure", "goal-violation"), broker_failure_grace_s=30)
     svc.model = _model()
@@ -104,16 +113,28 @@ async def test_self_healing_never_starts_over_someone_elses_reassignment_and_is_
         return Ex()
 
     svc.execute = fake_execute
+    # Each pass of the loop that found something to heal asks whether a reassignment runs:
+    # the test waits for those passes themselves, not for fixed times.
+    conflicts: list[bool] = []
+    conflict = svc._conflict
+
+    def counted():
+        why = conflict()
+        conflicts.append(why is not None)
+        return why
+
+    svc._conflict = counted
     svc.model.set_request_pending(True)  # another tool's reassignment
     task = asyncio.get_running_loop().create_task(svc._self_heal())
     try:
-        await asyncio.sleep(2.5)
+        await _until(lambda: conflicts.count(True) >= 2, "two passes that saw the other reassignment")
         assert started == [] and svc.healing == []
         svc.model.set_request_pending(False)
-        await asyncio.sleep(2.5)
+        await _until(lambda: svc.healing, "the healing to start")
         assert started == [("rebalance", "self-healing")]
         assert svc.healing[0]["kind"] == "goal-violation" and svc.healing[0]["moves"] > 0
-        await asyncio.sleep(2.5)
+        passes = conflicts.count(False)
+        await _until(lambda: conflicts.count(False) >= passes + 2, "two more passes")
         assert len(started) == 1  # the cluster is still unfair, but the rate limit holds
     finally:
         task.cancel()
