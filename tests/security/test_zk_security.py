@@ -109,6 +109,8 @@ def test_users_command_and_secure_acls_migration(secured_zk, tmp_path):
         with pytest.raises(NoAuthError):
             mallory.set("/config/users/alice", b"{}")
         assert [(a.id.scheme, a.perms) for a in owner.get_acls("/config/users/alice")[0]] == [("digest", 31)]
+        assert [(a.id.scheme, a.perms) for a in owner.get_acls("/config/users")[0]] == [("digest", 31)]
+        assert [(a.id.scheme, a.perms) for a in owner.get_acls("/config")[0]] == [("digest", 31), ("world", 1)]
         # Opened up (an older run, or by hand): a credential is not written there again...
         back = reassignd("zk", "secure-acls", "--unsecure", *zk)
         assert back.returncode == 0, back.stderr

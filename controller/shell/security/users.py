@@ -115,6 +115,8 @@ async def _run(args) -> int:
                 print(f"reassignd users: --force: writing anyway, though {problem}", file=sys.stderr)
             mechanisms = args.mechanism or sorted(MECHANISMS)
             creds = {m: format_credential(make_credential(m, password, iterations=args.iterations)) for m in mechanisms}
+            for parent in (paths.CONFIG, zusers.CONFIG_USERS):  # each with its own ACL, not the credential's
+                await store.ensure_path(parent)
             await zusers.write_credentials(store, args.user, creds)
             print(f"user {args.user}: {', '.join(mechanisms)} set")
         elif args.action == "remove":
