@@ -69,6 +69,10 @@ class Retention:
 
 
 NO_RETENTION = Retention(None, None, 1, False)
+# The configs that can make a log lose bytes before Kafka's default retention.ms passes.
+_RETENTION_KEYS = {"retention.bytes", "retention.ms"} | {
+    name for key in ("retention.bytes", "retention.ms") for name, _ in TOPIC_CONFIGS[key].synonyms}
+_DEFAULT_RETENTION_MS = int(TOPIC_CONFIGS["retention.ms"].default)
 
 
 class LogConfigs:
@@ -79,6 +83,7 @@ class LogConfigs:
         self._brokers: dict[str, dict[str, str]] = {}
         self._cache: dict[tuple[str, int], tuple[Retention, int]] = {}
         self._warned: set[tuple[str, str, str]] = set()
+        self._configured = False  # some config sets a retention (topic or broker level)
 
     def update_topic(self, name: str, config: Mapping[str, str] | None) -> None:
         self._set(self._topics, name, config)
@@ -92,6 +97,13 @@ class LogConfigs:
         else:
             where.pop(name, None)
         self._cache.clear()
+        self._configured = any(k in _RETENTION_KEYS for maps in (self._topics, self._brokers)
+                               for config in maps.values() for k in config)
+
+    def may_delete(self, now_s: float) -> bool:
+        """False when no log can lose a byte at ``now_s``: no retention is configured anywhere
+        and Kafka's default retention.ms has not passed (the copy model's fast path)."""
+        return self._configured or now_s * 1000 >= _DEFAULT_RETENTION_MS
 
     def value(self, topic: str, broker: int, name: str):
         """A topic config's value on ``broker``, parsed. A bad value is skipped for the next

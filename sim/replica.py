@@ -251,6 +251,7 @@ class ReplicationModel:
     def _step(self, dt: float, end: float) -> None:
         settings = self.settings
         followers: list[tuple[Replica, Replica]] = []
+        retain = self.log_configs.may_delete(end)
         for hosts in self._replicas.values():
             for replica in hosts.values():
                 if not self.online(replica.broker):
@@ -258,7 +259,8 @@ class ReplicationModel:
                 if replica.role is Role.LEADER:
                     replica.size += settings.produce_bytes * dt
                     replica.leo += settings.produce_messages * dt
-                    self._retain(replica, hosts, end)
+                    if retain:
+                        self._retain(replica, hosts, end)
         for hosts in self._replicas.values():
             for replica in hosts.values():
                 if self.online(replica.broker):

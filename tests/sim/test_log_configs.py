@@ -32,6 +32,13 @@ def test_retention_by_time_counts_the_bytes_of_the_window():
 
 def test_topic_values_fall_back_to_the_broker_defaults():
     c = LogConfigs()
+    # The copy model's fast path: nothing to delete until a retention is set or 7 days passed.
+    assert not c.may_delete(604_799.9) and c.may_delete(604_800.0)
+    c.update_topic("other", {"segment.bytes": "100"})
+    assert not c.may_delete(0)
+    c.update_broker("3", {"log.retention.minutes": "1"})
+    assert c.may_delete(0)
+    c.update_broker("3", None)
     assert c.retention("t", 1) == Retention(None, 604_800_000, 1_073_741_824, True)  # Kafka's defaults
     assert c.min_insync_replicas("t", 1) == 1
     c.update_broker("<default>", {"log.retention.hours": "2", "min.insync.replicas": "2"})
