@@ -153,8 +153,8 @@ one partition, in flush order (optional ops in brackets):
                      /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
 
-A step doing several of these for several partitions writes each znode once, in the order of
-docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal
+Writes are coalesced: a step doing several of these for several partitions writes each znode
+once, in the order of docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal
 (controller.shell.throttles) is the shell's own flush.
 """
 

@@ -99,7 +99,7 @@ class Move:
     dropped: tuple[int, ...] = ()
     # Resumed by failover with an RS no broker may have heard of (recovery wrote it, or the
     # move was adopted from the topic znode): announced with a new leader epoch, not resent
-    # as is (controller.core.engine, "Leader epochs").
+    # as is (docs/DESIGN.md 4, "Leader epochs").
     new_epoch: bool = False
 
     def to(self, phase: Phase, **changes) -> Move:
