@@ -1,7 +1,9 @@
 """AlterConfigs (33, KIP-133, v0-2) and IncrementalAlterConfigs (44, KIP-339, v0-1): topic and
 broker configs written where Kafka keeps them, so standard tools (kafka-configs.sh,
-kafka-python's ``alter_configs``) set the throttles too. The rules and the known configs are
-controller.core.entity_configs.
+kafka-python's ``alter_configs``) set every Kafka topic config (retention, cleanup,
+min.insync.replicas, the throttled replicas, ...) and the dynamic broker configs (the throttle
+rates, the log defaults). The rules are controller.core.entity_configs, the configs
+protocol.kafka_configs.
 
 Served by every instance, as every Kafka broker serves them in ZooKeeper mode (configs are not
 controller state): the write is conditional on the config znode's version read (a conflict is
@@ -13,7 +15,8 @@ fenced by the controller epoch. Per resource, in request order:
     default (Kafka's ``<default>`` entity), else INVALID_REQUEST; other types INVALID_REQUEST.
     With ACLs enforced: ALTER_CONFIGS on the topic, or on the cluster for a broker.
  2. The new config (entity_configs.replace / alter_incremental): INVALID_CONFIG for an unknown
-    key or bad value, INVALID_REQUEST for a null value, a repeated key or operation.
+    key, a read-only broker config, a bad value (Kafka's wording: key and rule) or conflicting
+    topic values; INVALID_REQUEST for a null value, a repeated key or operation.
  3. ``validate_only``: answer now; else write the config and its change notification.
 
 Throttles written this way are the operator's: KIP-179 removes only what its removal znodes
