@@ -11,7 +11,8 @@ The maps are :class:`controller.core.state.Overlay`\\ s over the state (the stat
 modified); the op lists are :class:`controller.core.flush.Writes`, which label each op with the
 set's current ``kind``. The methods here are the primitives every concern shares, each touching
 only the set's own fields: a task set or ended, an entry dropped, a topic znode or a KIP-240
-record written, a state znode given a new leader epoch.
+record written, a state znode given a new leader epoch. The class has slots: a function cannot
+set a field that is not declared here.
 """
 
 from __future__ import annotations

@@ -174,6 +174,21 @@ def test_mixin_check_refuses_a_mixin():
     assert allowed_base(Settings, pydantic.BaseModel)
 
 
+def test_the_working_set_declares_every_field():
+    from controller.core.config import ControllerConfig
+    from controller.core.state import ClusterState
+    from controller.core.working_set import WorkingSet
+
+    ws = WorkingSet.open(ClusterState(controller_id=101, epoch=1), ControllerConfig())
+    assert not hasattr(ws, "__dict__")  # slots: only the declared fields exist
+    try:
+        ws.undeclared = 1
+    except AttributeError:
+        pass
+    else:
+        raise AssertionError("a working set took a field it does not declare")
+
+
 def test_engine_keeps_to_its_pipeline():
     lines = len((CORE / "engine.py").read_text().splitlines())
     assert lines < ENGINE_MAX_LINES, f"controller/core/engine.py has {lines} lines"
