@@ -8,12 +8,15 @@ STAMP := $(VENV)/.installed
 .PHONY: demo test soak system-deps venv bench chaos break-fence clean
 
 # Debian packages: ZooKeeper (Debian's server, run by znodes.launcher), a Java 17 runtime for it
-# and for Spark, and kcat (a standard Kafka client the tests point at the admin listener).
+# and for Spark, kcat (a standard Kafka client the tests point at the admin listener), and
+# Chromium with its driver (the planner dashboard's browser test, tests/browser/chromium.py).
 system-deps:
 	@missing=""; \
 	[ -x /usr/share/zookeeper/bin/zkServer.sh ] || missing="$$missing zookeeper"; \
 	command -v java >/dev/null 2>&1 || missing="$$missing openjdk-17-jre-headless"; \
 	command -v kcat >/dev/null 2>&1 || missing="$$missing kcat"; \
+	[ -x /usr/bin/chromium ] || missing="$$missing chromium"; \
+	[ -x /usr/bin/chromedriver ] || missing="$$missing chromium-driver"; \
 	if [ -n "$$missing" ]; then \
 	  echo "installing Debian packages:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 
+from planner_service.clock import now_ms
 from planner_service.http_server import HttpError
 from planner_service.scope import Scope
 
@@ -47,6 +48,11 @@ class RestApi:
                         "moves": r["moves"], "lower_bound": r["lower_bound"], "fair": r["fair"],
                         "partitions_changed": r["partitions_changed"], "waves": r["waves"]}
         ex = self.execution.view() if self.execution is not None else None
+        if ex is not None:
+            # What is left to copy, as the model's sizes see it (the dashboard's progress and ETA).
+            left = self.model.bytes_to_copy(self.execution.remaining_targets())
+            ex["bytes_remaining"] = left
+            ex["eta_s"] = self.execution.note_copy(now_ms(), left) if ex["state"] == "running" else None
         return {
             "model": {
                 "ready": f.ready, "connected": f.connected, "version": m.version,

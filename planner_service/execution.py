@@ -77,6 +77,8 @@ class Execution:
     unmoved: list = field(default_factory=list)  # partitions that ended short of their targets, and why
     still_moving: list = field(default_factory=list)  # at the deadline: what the controller still moves
     _force: asyncio.Event = field(default_factory=asyncio.Event, repr=False)
+    _copy_first: tuple[int, int] | None = field(default=None, repr=False)  # (ms, bytes left) the ETA's rate starts at
+    _copy_last: int = field(default=0, repr=False)  # bytes left at the last measure
 
     def __post_init__(self) -> None:
         if self.waves and not self.current:  # what /state shows as running until the first wave is sent
@@ -85,6 +87,33 @@ class Execution:
     @property
     def partitions_total(self) -> int:
         return sum(len(w["partitions"]) for w in self.waves)
+
+    def remaining_targets(self) -> dict:
+        """Partition -> target of what is left to do: the running wave and every wave after it."""
+        if self.state != "running":
+            return {}
+        out = dict(self.current)
+        for w in self.waves[self.waves_done + 1:]:
+            out.update({(p["topic"], p["partition"]): list(p["replicas"]) for p in w["partitions"]})
+        return out
+
+    def note_copy(self, at_ms: int, remaining: int | None) -> float | None:
+        """Record the bytes left to copy (the model's measure, at ``at_ms``) and return the ETA in
+        seconds at the average rate since the first measure (a new window whenever the bytes left
+        grow: a size poll saw more to copy): None until bytes have moved."""
+        if remaining is None:
+            return None
+        if self._copy_first is None or remaining > self._copy_last:  # more work appeared: a new window
+            self._copy_first = (at_ms, remaining)
+        self._copy_last = remaining
+        first_ms, first_left = self._copy_first
+        elapsed_s = (at_ms - first_ms) / 1000
+        done = first_left - remaining
+        if remaining == 0:
+            return 0.0
+        if done <= 0 or elapsed_s <= 0:
+            return None
+        return remaining / (done / elapsed_s)
 
     def request_stop(self, force: bool) -> None:
         """Start no more waves; with ``force`` also roll the running wave back (KIP-236)."""

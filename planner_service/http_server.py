@@ -1,4 +1,5 @@
-"""The planner service's REST API on the wire (:mod:`planner_service.endpoints` holds its routes),
+"""The planner service's REST API on the wire (:mod:`planner_service.endpoints` holds its routes,
+:mod:`planner_service.static` the dashboard's files at ``/``),
 on aiohttp's server through :mod:`httpd`: JSON answers, keep-alive, the limits below, TLS and
 authentication (:mod:`planner_service.api_auth`) when configured, and an audit line for every
 request that needs ADMIN (executions among them).
@@ -31,6 +32,7 @@ from urllib.parse import parse_qsl
 from aiohttp import web
 
 from httpd import Limits, Site, peer_certificate
+from planner_service import static
 from planner_service.api_auth import ApiAuth, allows, required_role
 
 log = logging.getLogger(__name__)
@@ -132,6 +134,9 @@ class ApiServer:
                 if not allows(principal.role, needed):
                     raise HttpError(403, f"{principal.name} has role {principal.role}; {method} {path}"
                                          f"{'?' + qs if qs else ''} needs {needed}")
+            if method in ("GET", "HEAD") and (file := static.page(path)) is not None:
+                return web.Response(status=200, body=file.body, content_type=file.content_type,
+                                    charset="utf-8", headers=static.HEADERS)
             status, body = await self.handler(method, path, query)
         except HttpError as e:
             status, body = e.status, e.body()

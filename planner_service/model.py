@@ -203,6 +203,27 @@ class ClusterModel:
         a = self.topics.get(tp[0], {}).get(tp[1])
         return (None, False) if a is None else (list(a.replicas), a.moving)
 
+    def bytes_to_copy(self, targets: dict) -> int | None:
+        """Bytes the brokers still have to copy to put each partition on its target: for every
+        replica a target adds, the leader's size less what that replica holds already (a copy
+        under way counts what is left of it). None while a size it needs is unknown (sizes come
+        from the DescribeLogDirs poll)."""
+        total = 0
+        for (t, p), want in targets.items():
+            a = self.topics.get(t, {}).get(p)
+            sizes = self.sizes.get(t, {}).get(p, {})
+            st = self.states.get(t, {}).get(p)
+            if a is None or st is None:
+                return None
+            adding = [b for b in want if b not in a.replicas or a.moving]
+            if not adding:
+                continue
+            full = sizes.get(st.leader)
+            if full is None:
+                return None
+            total += sum(max(0, full - sizes.get(b, 0)) for b in adding)
+        return total
+
     def gone_holders(self) -> list[int]:
         """Brokers that hold replicas but are not registered."""
         return sorted(self._holders() - set(self.brokers))

@@ -23,8 +23,8 @@ from __future__ import annotations
 import asyncio
 import functools
 
+from protocol import ApiKey
 from spark_jobs.logdirs import (
-    DESCRIBE_LOG_DIRS,
     OUR_LOG_DIRS_VERSIONS,
     LogDirsError,
     query_sizes,
@@ -44,7 +44,7 @@ async def secured_broker_sizes(host: str, port: int, security, timeout: float = 
         conn = await NodeConnection.open(host, port, client_id=CLIENT_ID, request_timeout_ms=int(timeout * 1000),
                                          security=security)
         try:
-            _, answer = await conn.request(DESCRIBE_LOG_DIRS, {"topics": None}, OUR_LOG_DIRS_VERSIONS)
+            _, answer = await conn.request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None}, OUR_LOG_DIRS_VERSIONS)
         finally:
             await conn.close()
         return sizes_from_answer(answer)

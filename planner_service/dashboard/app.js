@@ -130,7 +130,7 @@ function renderExecution() {
   $("act-stop").disabled = !running;
   const body = $("executions").tBodies[0];
   body.replaceChildren();
-  for (const e of state.executions || []) {
+  for (const e of (state.executions || []).filter((e) => !ex || e.id !== ex.id)) {  // the current one is above
     const row = body.insertRow();
     for (const v of [e.id, e.mode, e.state, e.started_by, `${e.partitions_done}/${e.partitions_total}`, when(e.finished_ms)]) cell(row, String(v ?? ""));
   }

@@ -1,0 +1,147 @@
+"""The planner dashboard in a real browser: headless Chromium (Debian's) through selenium loads
+``/`` from a real `reassignd planner serve` on simulated brokers, with a controller to execute,
+and checks what a person would check: the brokers listed, the proposal's move count the one
+``/proposals`` answers, an execution started from the page (behind its confirmation) whose
+progress advances while it runs, and a phone-sized window with nothing cut off. Screenshots are
+kept as test artifacts (``artifacts/dashboard-*.png`` at the repository's root; README shows one).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from pathlib import Path
+
+import pytest
+
+from tests.browser.chromium import chromium
+from tests.e2e.processes import REPO, Processes, kazoo_client, wait_for
+from tests.fixtures.zk import _delete_tree
+from tests.planner.service_http import http
+
+pytestmark = [pytest.mark.zk, pytest.mark.e2e]
+
+ARTIFACTS = REPO / "artifacts"
+# Brokers 1-3 hold two topics, broker 4 is new and empty: the proposal moves a third of the
+# replicas onto it, each 4 MiB copied at 1 MiB/s into broker 4, so the execution runs for
+# seconds and its progress can be watched.
+SIM = ["--brokers", "4", "--topics", "orders:9:2:4MiB", "audit:3:2:1MiB", "--topic-brokers", "1,2,3",
+       "--bandwidth", "1MiB", "--produce-rate", "0"]
+
+
+@pytest.fixture(scope="module")
+def service(zk_server, _zk_admin, tmp_path_factory):
+    chroot = f"/dash_{uuid.uuid4().hex[:10]}"
+    _zk_admin.create(chroot)
+    hosts = f"{zk_server.connect_string}{chroot}"
+    work: Path = tmp_path_factory.mktemp("dashboard")
+    config = work / "controller.toml"
+    config.write_text('zk_session_timeout_s = 4.0\nrequest_timeout_s = 5.0\n')
+    try:
+        with Processes(work) as procs, kazoo_client(hosts) as zk:
+            procs.start_sim(hosts, SIM)
+            procs.start_controller(hosts, 101, config)
+            wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
+            svc = procs.spawn("planner", [
+                "planner", "serve", "--zookeeper", hosts, "--listen", "127.0.0.1:0", "--master", "local[1]",
+                "--insecure-no-auth", "--sizes-interval", "1", "--session-timeout", "4",
+            ])
+            line = svc.stdout.readline()
+            assert line, procs.log("planner").read_text()[-3000:]
+            base = "http://" + json.loads(line)["listen"]
+            wait_for(lambda: http(base, "GET", "/state")[1]["spark"]["ready"], 120, "the service's Spark session")
+            wait_for(lambda: http(base, "GET", "/state")[1]["model"]["ready"], 30, "the service's model")
+            try:
+                wait_for(lambda: all(b["bytes"] > 0 for b in http(base, "GET", "/load")[1]["brokers"][:3]), 30,
+                         "replica sizes in /load")
+            except AssertionError:
+                raise AssertionError(f"no sizes: {http(base, 'GET', '/state')[1]['model']['sizes']}, "
+                                     f"{http(base, 'GET', '/load')[1]}") from None
+            yield {"base": base, "work": work}
+    finally:
+        _delete_tree(_zk_admin, chroot)
+
+
+def _text(browser, element_id: str) -> str:
+    return browser.find_element("id", element_id).text.strip()
+
+
+def _shot(browser, name: str) -> Path:
+    """The whole page, from its top, as ``artifacts/dashboard-NAME.png``."""
+    ARTIFACTS.mkdir(exist_ok=True)
+    path = ARTIFACTS / f"dashboard-{name}.png"
+    size = browser.get_window_size()
+    browser.execute_script("window.scrollTo(0, 0)")
+    browser.set_window_size(size["width"], browser.execute_script("return document.body.scrollHeight") + 140)
+    browser.save_screenshot(str(path))
+    browser.set_window_size(size["width"], size["height"])
+    return path
+
+
+@pytest.mark.timeout(300)
+def test_dashboard_shows_the_cluster_the_proposal_and_a_live_execution(service):
+    base, work = service["base"], service["work"]
+    state = http(base, "GET", "/state")[1]
+    with chromium(work, width=1280, height=1000) as browser:
+        browser.get(base + "/")
+        # The brokers, as /state lists them.
+        rows = wait_for(lambda: browser.find_elements("css selector", "#brokers tbody tr") or None, 30,
+                        "the brokers table")
+        assert [int(r.get_attribute("data-broker")) for r in rows] == state["model"]["brokers"] == [1, 2, 3, 4]
+        # The proposal's moves: the number /proposals gives, against its lower bound.
+        wait_for(lambda: _text(browser, "proposal-moves").isdigit() or None, 60, "the proposal on the page")
+        proposal = http(base, "GET", "/proposals")[1]
+        report = proposal["report"]
+        assert report["moves"] > 0
+        assert int(_text(browser, "proposal-moves")) == report["moves"]
+        assert int(_text(browser, "proposal-lower-bound")) == report["lower_bound"]
+        assert int(_text(browser, "proposal-id")) == proposal["proposal_id"]
+        assert "(gone)" not in rows[3].text and rows[3].find_elements("css selector", ".bar-line.after")
+        # Nothing is loaded from anywhere but the service.
+        origins = browser.execute_script(
+            "return performance.getEntriesByType('resource').map(e => new URL(e.name).origin)")
+        assert set(origins) <= {base}, origins
+
+        # Execute the reviewed proposal from the page: a confirmation first, then it runs.
+        browser.find_element("id", "act-execute").click()
+        dialog = wait_for(lambda: browser.find_element("id", "confirm") if browser.execute_script(
+            "return document.getElementById('confirm').open") else None, 10, "the confirmation")
+        assert f"Execute proposal {proposal['proposal_id']}" in dialog.text
+        browser.find_element("id", "confirm-ok").click()
+        wait_for(lambda: _text(browser, "exec-state").startswith("running") or None, 30, "the execution running")
+        seen = []  # (partitions done, bytes remaining) as the page shows them while it runs
+        shot = None
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            status = _text(browser, "exec-state")
+            done = int(_text(browser, "exec-partitions").split(" of ")[0])
+            left = _text(browser, "exec-bytes-remaining")
+            if status.startswith("running"):
+                seen.append((done, left))
+                if shot is None and left not in ("", "unknown") and done > 0:
+                    shot = _shot(browser, "execution")
+            else:
+                break
+            time.sleep(0.5)
+        assert _text(browser, "exec-state") == "done", _text(browser, "exec-state")
+        assert http(base, "GET", "/state")[1]["execution"]["state"] == "done"
+        # Progress advanced on the page while it ran: more partitions done, or fewer bytes left.
+        dones = [d for d, _ in seen]
+        lefts = [b for _, b in seen]
+        assert len(set(dones)) > 1 or len(set(lefts)) > 1, seen
+        if shot is None:
+            shot = _shot(browser, "execution")
+        assert shot.stat().st_size > 0
+        # The finished execution is listed with its partitions.
+        wait_for(lambda: "done" in _text(browser, "executions") or None, 10, "the execution in the history")
+
+    # A phone-sized window: the page is one column, nothing wider than the screen (tables scroll
+    # inside their own box).
+    with chromium(work, width=390, height=844) as phone:
+        phone.get(base + "/")
+        wait_for(lambda: _text(phone, "proposal-moves") not in ("", "–") or None, 30, "the page on a phone")
+        overflow = phone.execute_script(
+            "return document.documentElement.scrollWidth - document.documentElement.clientWidth")
+        assert overflow <= 1, overflow
+        _shot(phone, "phone")
