@@ -40,8 +40,9 @@ log = logging.getLogger("reassignd.ops")
 LAG_TICK_S = 0.25
 # /healthz judges the worst lag of this window: a stall between two probes still shows.
 LAG_WINDOW_S = 2.0
-# Probes and scrapes are tiny GETs: a request line or header beyond these, more headers, or any
-# body is refused; a connection silent this long is closed (a probe's whole budget is seconds).
+# Probes and scrapes are tiny GETs: a request line or header beyond these or more headers are
+# refused (400/431), a body is never read (no route takes one), and a connection silent this
+# long is closed (a probe's whole budget is seconds).
 MAX_LINE_BYTES = 4096
 MAX_HEADERS = 32
 IDLE_TIMEOUT_S = 5.0
