@@ -110,6 +110,12 @@ def _pos_int(text: str) -> int:
     return int(text)
 
 
+def _http_url(text: str) -> str:
+    if not text.startswith(("http://", "https://")):
+        raise argparse.ArgumentTypeError(f"expected an http:// URL, got {text!r}")
+    return text
+
+
 def parser() -> argparse.ArgumentParser:
     p = _Parser(prog=PROG, description="Serve KIP-6 proposals from a live cluster model (REST, JSON).")
     p.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
@@ -153,6 +159,9 @@ def parser() -> argparse.ArgumentParser:
                           "--api-tls-client-ca")
     api.add_argument("--insecure-no-auth", action="store_true",
                      help="serve the API with no authentication: anyone who reaches it may execute plans")
+    p.add_argument("--controller-ops", type=_http_url, metavar="URL",
+                   help="the active controller's operations port (its --ops-listen, e.g. http://127.0.0.1:9191): "
+                        "a request's concurrent_partition_movements_per_broker is clamped to its per-broker caps")
     p.add_argument("--max-in", type=_pos_int, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_pos_int, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--session-timeout", type=_pos_float, default=10.0, metavar="S")
@@ -255,7 +264,7 @@ def main(argv: list[str] | None = None) -> int:
         spark_min_partitions=args.spark_min_partitions, sizes=not args.no_sizes, sizes_interval_s=args.sizes_interval,
         self_healing=args.self_healing, broker_failure_grace_s=args.broker_failure_grace,
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
-        max_in=args.max_in, max_out=args.max_out, session_timeout_s=args.session_timeout,
+        max_in=args.max_in, max_out=args.max_out, controller_ops=args.controller_ops, session_timeout_s=args.session_timeout,
         state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
         api_security=api_sec,
     )

@@ -21,6 +21,7 @@ from __future__ import annotations
 import re
 
 from planner_service.clock import now_ms
+from planner_service.controller_caps import clamp, read_caps
 from planner_service.http_server import HttpError
 from planner_service.scope import Scope
 
@@ -158,7 +159,10 @@ class RestApi:
             why = self._conflict()  # before planning: a refused request costs no plan
             if why:
                 raise HttpError(409, why)
+        concurrency = None
         if per_broker is not None:  # each wave: at most N moves into and N out of any broker
+            # ... and never more than the active controller's own per-broker caps, when readable
+            per_broker, concurrency = clamp(per_broker, await read_caps(self.opts.controller_ops))
             kwargs["max_in"] = kwargs["max_out"] = per_broker
         execution = {"throttle": throttle, "cluster_cap": cluster_cap}
         if path == "/rebalance" and not kwargs and throttle == self.opts.throttle and scope is None:
@@ -168,6 +172,8 @@ class RestApi:
                        **execution}
             planned = await self.plan(mode, scope=scope, request=request, throttle=throttle, **kwargs)
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
+        if concurrency is not None:
+            body["concurrency"] = concurrency
         if not dryrun:
             body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle, cluster_cap,
                                                     deadline_s)).view()

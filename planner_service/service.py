@@ -87,6 +87,9 @@ class Options:
     max_out: int = batching.DEFAULT_MAX_OUT
     wave_poll_s: float = 1.0
     execution_deadline_s: float = DEFAULT_EXECUTION_DEADLINE_S
+    # the active controller's operations port (--ops-listen): its per-broker move caps clamp a
+    # request's concurrent_partition_movements_per_broker; None: not read
+    controller_ops: str | None = None
     session_timeout_s: float = 10.0
     state_watch_limit: int = DEFAULT_STATE_WATCH_LIMIT
     zk_security: object | None = None  # znodes.security.ZkSecurity (--zk-config); None: unauthenticated

@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
+import socket
 import time
 
 import pytest
@@ -44,13 +45,25 @@ def _moving(zk) -> set:
     return out
 
 
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
 @contextlib.asynccontextmanager
-async def _cluster(zk_hosts, tmp_path, sim_args=SLOW, **opts):
+async def _cluster(zk_hosts, tmp_path, sim_args=SLOW, controller_config: str = "", ops: bool = False, **opts):
     config = tmp_path / "controller.toml"
-    config.write_text("zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n")
+    config.write_text("zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n" + controller_config)
     with Processes(tmp_path) as procs, kazoo_client(zk_hosts) as zk:
         sim = procs.start_sim(zk_hosts, sim_args)
-        procs.start_controller(zk_hosts, 101, config)
+        if ops:  # the controller's operations port, read by the service for its move caps
+            port = _free_port()
+            procs.spawn("controller-101", ["controller", "--zookeeper", zk_hosts, "--id", "101", "--listen",
+                                           "127.0.0.1:0", "--config", str(config), "--ops-listen", f"127.0.0.1:{port}"])
+            opts["controller_ops"] = f"http://127.0.0.1:{port}"
+        else:
+            procs.start_controller(zk_hosts, 101, config)
         wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
         ctl = json.loads(zk.get("/reassignd/controllers/101")[0])
         svc = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False, wave_poll_s=0.2, **opts))
@@ -269,3 +282,27 @@ async def test_kafka_reassign_passes_the_options_and_the_service_executes_with_i
         assert done["state"] == "done", done
         await _until(lambda: not svc.model.reassignment_running(), 30, "a quiet cluster")
         assert not any(4 in r for r in assignment(zk).values())
+
+
+async def test_the_per_broker_cap_is_clamped_to_the_active_controllers(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path, FAST, controller_config="max_incoming_per_broker = 1\n", ops=True) as c:
+        call = c["call"]
+        body = await _until_answer(call, "/rebalance?concurrent_partition_movements_per_broker=3")
+        assert body["concurrency"]["asked"] == 3 and body["concurrency"]["used"] == 1, body
+        assert body["concurrency"]["controller"]["incoming"] == 1 and body["concurrency"]["controller"]["outgoing"] == 10
+        code, run = await call("POST", f"/rebalance?dryrun=false&proposal_id={body['proposal']['proposal_id']}")
+        assert code == 200 and run["execution"]["caps"]["per_broker_in"] == 1, run
+        # Under the controller's caps the request's own value is used.
+        code, low = await call("POST", "/rebalance?concurrent_partition_movements_per_broker=1")
+        assert code == 200 and low["concurrency"]["used"] == 1
+
+
+async def _until_answer(call, path: str) -> dict:
+    """The dry run's answer once the controller is active (its /metrics carry the caps then)."""
+    deadline = time.monotonic() + 30
+    while True:
+        code, body = await call("POST", path)
+        assert code == 200, body
+        if "error" not in body["concurrency"]["controller"] or time.monotonic() > deadline:
+            return body
+        await asyncio.sleep(0.5)

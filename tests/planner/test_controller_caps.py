@@ -1,0 +1,29 @@
+"""planner_service.controller_caps: the active controller's per-broker caps read from its
+/metrics page, and a request's concurrency clamped to them."""
+
+from __future__ import annotations
+
+import asyncio
+
+from planner_service.controller_caps import clamp, parse_caps, read_caps
+
+PAGE = """# HELP reassignd_broker_move_slots per-broker cap on concurrent moves, by direction
+# TYPE reassignd_broker_move_slots gauge
+reassignd_broker_move_slots{direction="incoming"} 4.0
+reassignd_broker_move_slots{direction="outgoing"} 6.0
+reassignd_broker_move_slots_in_use{broker="1",direction="incoming"} 2.0
+"""
+
+
+def test_parse_and_clamp():
+    caps = parse_caps(PAGE)
+    assert caps == {"incoming": 4, "outgoing": 6}
+    assert clamp(10, caps) == (4, {"asked": 10, "used": 4, "controller": caps})
+    assert clamp(3, caps)[0] == 3
+    assert parse_caps("# a standby: no gauges\n") == {}
+    assert clamp(5, {"error": "not read"})[0] == 5  # unknown caps clamp nothing
+
+
+def test_unreadable_caps_say_why():
+    assert "no --controller-ops" in asyncio.run(read_caps(None))["error"]
+    assert "did not answer" in asyncio.run(read_caps("http://127.0.0.1:1"))["error"]
