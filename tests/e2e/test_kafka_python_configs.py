@@ -5,7 +5,8 @@ the topic's and every other topic config at Kafka's default or at the broker def
 operator set (``log.retention.bytes`` in ``/config/brokers/<default>``); ``alter_configs``
 (IncrementalAlterConfigs: SET, SUBTRACT, DELETE) changes them, ``validate_only`` writes nothing,
 and a bad value is refused with Kafka's error naming the key and the rule, nothing written. A
-simulated broker, told by the change notification, describes the same values.
+simulated broker, told by the change notification, describes the same values. Then the same
+through confluent-kafka (librdkafka).
 
 Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim`` brokers, two
 ``python -m reassignd controller`` processes (tests/e2e/processes.py).
@@ -53,7 +54,10 @@ def test_kafka_python_topic_configs_create_describe_alter(zk_hosts, tmp_path):
                                               config_filter=config_filter)
                 return got["topic"]["logs"]
 
-            topic = described()
+            # kafka-python asks any node: a simulated broker knows the topic and its configs once
+            # its watches have told it.
+            topic = wait_for(lambda: (got := described()).get("retention.ms", {}).get("value") == "3600000" and got,
+                             20, "the topic's configs to be described")
             assert {k: (topic[k]["value"], topic[k]["config_source"]) for k in CONFIGS} == {
                 k: (v, "DYNAMIC_TOPIC_CONFIG") for k, v in CONFIGS.items()}
             assert (topic["retention.bytes"]["value"], topic["retention.bytes"]["config_source"]) == (
@@ -84,13 +88,49 @@ def test_kafka_python_topic_configs_create_describe_alter(zk_hosts, tmp_path):
                           "max.message.bytes": (AlterConfigOp.DELETE, None)}) == "OK"
             expected = {"retention.ms": "7200000", "cleanup.policy": "delete", "min.insync.replicas": "2"}
             assert c.json("/config/topics/logs")["config"] == expected
-            assert described()["max.message.bytes"]["value"] == "1048588"  # back to Kafka's default
+            wait_for(lambda: described().get("max.message.bytes", {}).get("value") == "1048588", 20,
+                     "max.message.bytes back at Kafka's default")
             # Bad values: Kafka's error naming the key and the rule; nothing written.
             refused = alter({"min.insync.replicas": (AlterConfigOp.SET, "0")})
             assert "InvalidConfig" in refused and "min.insync.replicas" in refused and "at least 1" in refused
             refused = alter({"compression.type": (AlterConfigOp.SET, "brotli")})
             assert "InvalidConfig" in refused and "String must be one of" in refused
             assert c.json("/config/topics/logs")["config"] == expected
+            confluent_kafka_topic_configs(c)
         finally:
             for a in admins:
                 a.close()
+
+
+def confluent_kafka_topic_configs(c) -> None:
+    """The same through confluent-kafka (librdkafka): create with configs, describe, alter
+    incrementally, a bad value refused with INVALID_CONFIG and nothing written."""
+    from confluent_kafka import KafkaError, KafkaException
+    from confluent_kafka.admin import AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource, NewTopic
+
+    client = AdminClient({"bootstrap.servers": c.listeners[c.active_controller()]})
+    [future] = client.create_topics([NewTopic("clogs", num_partitions=1, replication_factor=2,
+                                              config={"retention.bytes": "65536", "segment.bytes": "16384"})],
+                                    request_timeout=20).values()
+    future.result(timeout=30)
+    assert c.json("/config/topics/clogs")["config"] == {"retention.bytes": "65536", "segment.bytes": "16384"}
+    [future] = client.describe_configs([ConfigResource("topic", "clogs")], request_timeout=20).values()
+    entries = future.result(timeout=30)
+    assert entries["retention.bytes"].value == "65536"
+    assert entries["retention.bytes"].source == ConfigSource.DYNAMIC_TOPIC_CONFIG.value
+    assert entries["min.insync.replicas"].value == "1" and entries["min.insync.replicas"].is_default
+
+    def alter(name, value):
+        entry = ConfigEntry(name, value, incremental_operation=AlterConfigOpType.SET)
+        [f] = client.incremental_alter_configs([ConfigResource("topic", "clogs", incremental_configs=[entry])],
+                                               request_timeout=20).values()
+        return f.result(timeout=30)
+
+    alter("min.insync.replicas", "2")
+    assert c.json("/config/topics/clogs")["config"]["min.insync.replicas"] == "2"
+    with pytest.raises(KafkaException) as refused:
+        alter("segment.bytes", "ten")
+    assert refused.value.args[0].code() == KafkaError.INVALID_CONFIG
+    assert "segment.bytes" in refused.value.args[0].str() and "Not a number of type INT" in refused.value.args[0].str()
+    assert c.json("/config/topics/clogs")["config"] == {
+        "retention.bytes": "65536", "segment.bytes": "16384", "min.insync.replicas": "2"}
