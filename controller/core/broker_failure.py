@@ -141,6 +141,10 @@ def unclean_enabled(config: Mapping[str, str] | None, default: bool = False) -> 
 
 @writing(BROKERS)
 def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
+    """``/brokers/ids`` read: the live set every broker hears of (engine step 8), a
+    DescribeLogDirs to each broker that (re)registered (step 9), and the started moves' own
+    LeaderAndIsr to their replicas among those; a replicating move may complete now (step 5).
+    Leaders and ISRs of the other partitions: :func:`on_offline`, in the same step."""
     old = ws.brokers
     ws.brokers = dict(event.brokers)
     ws.brokers_changed = True
@@ -177,6 +181,7 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
 
 @writing(BROKER_FAILURE)
 def on_offline(ws: WorkingSet, event: OfflineCheck) -> None:
+    """Steps 1-7 for the partitions the check names (every one held when it names none)."""
     live = ws.brokers
     wanted = list(ws.states.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
     counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}

@@ -116,6 +116,7 @@ def _name(tp: TopicPartition) -> str:
 
 @writing(ROLLBACK)
 def on_cancel(ws: WorkingSet, event: CancelRequested) -> None:
+    """One CancelRequested, any door: steps 1-7 per partition; its results go in ``cancels``."""
     wanted = list(ws.tasks.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
     results: dict[TopicPartition, Result] = {}
     for tp in wanted:

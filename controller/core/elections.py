@@ -51,6 +51,7 @@ def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
 
 
 def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
+    """Steps 1-4 per partition asked for; an OfflineCheck goes to controller.core.broker_failure."""
     if isinstance(event, OfflineCheck):
         broker_failure.on_offline(ws, event)
         return
@@ -62,6 +63,7 @@ def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None
 
 
 def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:
+    """Steps 1-4 for one partition: its result, the writes and requests made."""
     assignment = ws.assignments.get(tp)
     if assignment is None or tp[0] in ws.deleting:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {_name(tp)}"

@@ -49,6 +49,7 @@ def _name(r: Request) -> str:
 
 @writing(QUEUE)
 def on_queue(ws: WorkingSet, event: QueueRead) -> None:
+    """The queue znode read: step 1 checks, step 2 per entry; the znode is deleted in the flush."""
     if event.version is None:
         return
     if event.error is not None:
@@ -127,6 +128,7 @@ def take_queued(ws: WorkingSet, r: Request) -> None:
 
 
 def put_request(ws: WorkingSet, r: Request) -> None:
+    """The entry into ``/admin/reassign_partitions`` (rewritten only if it changed)."""
     if ws.requests.get(r.tp) != r:
         ws.requests[r.tp] = r
         ws.requests_dirty = True

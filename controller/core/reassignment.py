@@ -29,6 +29,8 @@ from znodes.values import Assignment, LeaderIsr, Request, TopicPartition
 
 
 def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
+    """Topic znodes read: assignments and partitions as written (a read older than what this
+    controller wrote is ignored; a partition gone drops its move if not started)."""
     for name, read in event.topics.items():
         if read is None:
             for p in ws.topic_partitions.get(name, ()):
@@ -64,6 +66,7 @@ def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:
 
 @writing(ACCEPT)
 def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
+    """Step 1: ``/admin/reassign_partitions`` read; its entries become, change or withdraw moves."""
     if event.error is not None:
         ws.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
         return
@@ -136,6 +139,7 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
 
 @writing(ISR_CHANGE)
 def on_states(ws: WorkingSet, event: StatesRead) -> None:
+    """Step 4: partition states read (ISR changes, a LOADING move's state): start, resume or complete."""
     for tp, state in event.states.items():
         move = ws.tasks.get(tp)
         if state is None:
@@ -172,6 +176,7 @@ def on_states(ws: WorkingSet, event: StatesRead) -> None:
 
 
 def on_stop_replica_sent(ws: WorkingSet, event: StopReplicaSent) -> None:
+    """Step 6 (and cancel step 7) once a move's StopReplica requests were sent."""
     for tp in event.partitions:
         move = ws.tasks.get(tp)
         if move is not None and move.phase is Phase.STOPPING:
@@ -315,6 +320,7 @@ def schedule(ws: WorkingSet) -> None:
 
 
 def slot_brokers(ws: WorkingSet, move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The brokers ``move`` takes an incoming and an outgoing slot on (step 2)."""
     if move.started:
         return move.adding, move.removing
     current = ws.assignments[move.tp].replicas
@@ -406,6 +412,7 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
 
 
 def take_overrides(ws: WorkingSet) -> None:
+    """Step 4b for the moves given a new target in this step, once every event is in."""
     usage = None  # slots in use, counted once for all of them
     for tp in ws.overrides:
         move = ws.tasks.get(tp)
@@ -438,6 +445,7 @@ def delete_dropped(ws: WorkingSet, tp: TopicPartition, replicas, state: LeaderIs
 
 
 def slots_in_use(ws: WorkingSet) -> _Usage:
+    """Slots the moves holding one use now, per broker (step 4b's caps)."""
     usage = _Usage()
     for move in ws.tasks.values():
         if move.holds_slot:

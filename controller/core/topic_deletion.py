@@ -87,6 +87,7 @@ def on_deletions(ws: WorkingSet, topics: frozenset[str]) -> None:
 
 
 def drop_marker(ws: WorkingSet, name: str) -> None:
+    """Step 1: the marker goes (the shell deletes it: ``Step.markers_dropped``)."""
     ws.markers_dropped.append(name)
 
 
