@@ -58,6 +58,7 @@ async def test_topic_and_broker_configs_every_version(zk_hosts):
                 assert set(bc) == set(BROKER_CONFIGS) | STATIC
                 assert (bc[RATE]["value"], bc[LEADER_RATE]["value"]) == ("500", "200")
                 assert bc["log.retention.hours"]["value"] == "168" and bc["log.retention.ms"]["value"] is None
+                assert bc["broker.id"]["value"] == "2" and bc["broker.id"]["read_only"]
                 assert bc["zookeeper.session.timeout.ms"]["value"] == "4000"  # the cluster's 4 s
                 assert bc["delete.topic.enable"]["value"] == "true"
                 assert bc["create.topic.policy.class.name"]["value"] is None  # no topic policy

@@ -39,6 +39,7 @@ from controller.shell.listener import SESSION
 from protocol.describe_configs import (
     BOOLEAN,
     BROKER,
+    BROKER_CONFIGS,
     CLASS,
     DESCRIBE_CONFIGS,
     DYNAMIC_BROKER_CONFIG,
@@ -227,7 +228,11 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
         if isinstance(own, UnreadableConfig):
             out["error_code"], out["error_message"] = int(ErrorCode.UNKNOWN_SERVER_ERROR), f"unreadable config: {own}"
             continue
-        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms, static=static,
+        mine = static
+        if kind == "broker" and source == DYNAMIC_BROKER_CONFIG:
+            # The broker described is the one the resource names (Kafka: each broker itself).
+            mine = static | {"broker.id": Static(r["resource_name"], BROKER_CONFIGS["broker.id"])}
+        out["configs"] = config_entries(version, own, inherited, source, keys, synonyms, static=mine,
                                         documentation=documentation)
     return {"throttle_time_ms": 0, "results": results}
 
