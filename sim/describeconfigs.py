@@ -1,7 +1,8 @@
 """DescribeConfigs (32) on a simulated broker: its own BROKER resource and TOPIC resources.
 
 Answers what the controller's listener answers (``controller.shell.admin.configs``: same fields,
-sources, synonyms and error codes; its pure entry builder is reused), from the dynamic configs
+sources, synonyms and error codes; its pure entry builder is reused) but for what is the
+broker's own (its settings; its per-broker config under a topic's), from the dynamic configs
 the simulation learned through config change notifications (:mod:`sim.configwatch`, kept in a
 :class:`sim.clusterview.ClusterView`) instead of a read at request time. Pure.
 
