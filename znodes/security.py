@@ -96,6 +96,10 @@ class ZkSecurity:
             raise ValueError("zookeeper.set.acl=true needs zookeeper.auth.digest or zookeeper.sasl.jaas.config "
                              "(the identity the ACLs grant)")
         use_ssl = _flag(props, "zookeeper.ssl.client.enable")
+        for key in props:  # a near miss must not leave the check on while its writer believes it off, or the reverse
+            if key.startswith("zookeeper.ssl.endpoint.identification.") and key != HOSTNAME_KEY:
+                raise ValueError(f"{key} is not a Kafka setting: {HOSTNAME_KEY} is ({HOSTNAME_CHECK}, the default, "
+                                 f"checks the ZooKeeper server's hostname; empty does not)")
         algorithm = props.get(HOSTNAME_KEY, HOSTNAME_CHECK).strip()
         if algorithm.upper() not in (HOSTNAME_CHECK, ""):
             raise ValueError(f"{HOSTNAME_KEY} must be {HOSTNAME_CHECK} or empty (no hostname check), not {algorithm!r}")

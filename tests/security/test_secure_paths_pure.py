@@ -101,3 +101,5 @@ def test_hostname_check_off_only_by_kafkas_setting_with_a_warning(caplog):
     assert on.client_options()["check_hostname"] is True
     with pytest.raises(ValueError, match="HTTPS or empty"):
         ZkSecurity.from_properties({"zookeeper.ssl.endpoint.identification.algorithm": "none"})
+    with pytest.raises(ValueError, match="not a Kafka setting"):
+        ZkSecurity.from_properties({"zookeeper.ssl.endpoint.identification.enable": "false"})
