@@ -135,7 +135,8 @@ class ZkSecurity:
                             "credentials", HOSTNAME_KEY)
             # Always verified: without a truststore, against the system's CAs (kazoo loads them).
             options.update(use_ssl=True, verify_certs=True, check_hostname=self.check_hostname, ca=self.ca,
-                           certfile=self.certfile, keyfile=self.keyfile)
+                           # kazoo loads a client certificate only given both; a PEM keystore holds both
+                           certfile=self.certfile, keyfile=self.keyfile or self.certfile)
         return options
 
     def acl_for(self, path: str) -> list[ACL]:

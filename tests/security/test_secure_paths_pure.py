@@ -103,3 +103,12 @@ def test_hostname_check_off_only_by_kafkas_setting_with_a_warning(caplog):
         ZkSecurity.from_properties({"zookeeper.ssl.endpoint.identification.algorithm": "none"})
     with pytest.raises(ValueError, match="not a Kafka setting"):
         ZkSecurity.from_properties({"zookeeper.ssl.endpoint.identification.enable": "false"})
+
+
+def test_a_pem_keystore_holding_the_key_is_given_as_both_files():
+    one = ZkSecurity.from_properties({"zookeeper.ssl.client.enable": "true",
+                                      "zookeeper.ssl.keystore.location": "client.pem"}).client_options()
+    assert (one["certfile"], one["keyfile"]) == ("client.pem", "client.pem")
+    two = ZkSecurity.from_properties({"zookeeper.ssl.client.enable": "true", "zookeeper.ssl.keystore.location": "c.pem",
+                                      "zookeeper.ssl.key.location": "c.key"}).client_options()
+    assert (two["certfile"], two["keyfile"]) == ("c.pem", "c.key")
