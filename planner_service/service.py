@@ -459,7 +459,9 @@ class PlannerService(RestApi):
             entry = {"kind": kind, "reason": reason, "at_ms": now_ms(), "execution": None, "moves": None,
                      "error": None}
             try:
-                planned = await self.plan(args.pop("mode"), **args)
+                # kept under a path no endpoint has: a self-healing plan cannot be approved by id
+                planned = await self.plan(args.pop("mode"), request={"path": f"self-healing {kind}", "params": {}},
+                                          **args)
                 entry["moves"] = planned["result"].report["moves"]
                 ex = await self.execute(planned, f"self-healing {kind}: {reason}", "self-healing", self.opts.throttle)
                 entry["execution"] = ex.id
