@@ -27,3 +27,14 @@ def test_parse_and_clamp():
 def test_unreadable_caps_say_why():
     assert "no --controller-ops" in asyncio.run(read_caps(None))["error"]
     assert "did not answer" in asyncio.run(read_caps("http://127.0.0.1:1"))["error"]
+
+
+def test_the_service_takes_the_url_and_refuses_another_scheme(capsys):
+    from planner_service import cli
+
+    assert cli.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
+                     "--controller-ops", "127.0.0.1:9191"]) == 2
+    assert "expected an http:// URL" in capsys.readouterr().err
+    args = cli.parser().parse_args(["--zookeeper", "z", "--listen", "127.0.0.1:0", "--controller-ops",
+                                    "http://127.0.0.1:9191"])
+    assert args.controller_ops == "http://127.0.0.1:9191"
