@@ -1,6 +1,7 @@
 """How AlterConfigs (KIP-133), IncrementalAlterConfigs (KIP-339) and CreateTopics change a topic's
-or a broker's dynamic config, checked against Kafka's configs (``protocol.kafka_configs``, the
-catalogue shared with the simulated brokers). Pure.
+or a broker's dynamic config, checked against Kafka's configs (``protocol.kafka_configs``). Pure;
+below both servers of the project, as every Kafka broker serves AlterConfigs: the controller's
+listener (controller.shell.admin.alter_configs) and the simulated brokers (sim.alterconfigs).
 
 Rules (Kafka's):
 
@@ -50,6 +51,7 @@ __all__ = [
     "TOPIC_CONFIGS",
     "ConfigDef",
     "alter_incremental",
+    "apply_request",
     "check",
     "check_topic",
     "replace",
@@ -148,3 +150,18 @@ def alter_incremental(
         else:
             out[key] = new  # an emptied cleanup.policy stays "" (no cleanup), as Kafka keeps it
     return _whole(out, known)
+
+
+def apply_request(current: Mapping[str, str], entries: Iterable[dict], known: Mapping[str, ConfigDef],
+                  incremental: bool) -> tuple[dict[str, str], Problem | None]:
+    """One resource of an AlterConfigs (``incremental`` False) or IncrementalAlterConfigs request
+    (its ``configs`` entries, the codec's dicts) applied to ``current``: the new config, or the
+    first problem. AlterConfigs keeps keys Kafka does not know as they were: replacing the known
+    ones must not wipe what another tool stored beside them."""
+    if incremental:
+        return alter_incremental(current, [(c["name"], c.get("config_operation", SET), c.get("value"))
+                                           for c in entries], known)
+    new, problem = replace([(c["name"], c.get("value")) for c in entries], known)
+    if problem is not None:
+        return {}, problem
+    return {k: v for k, v in current.items() if k not in known} | new, None

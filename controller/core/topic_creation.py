@@ -22,7 +22,7 @@ Steps (docs/DESIGN.md section 4.4):
     INVALID_REPLICATION_FACTOR; an assignment whose partitions are not 0..n-1, whose lists are
     empty, differ in length, repeat a broker or name an unregistered one ->
     INVALID_REPLICA_ASSIGNMENT; a config key that is not one of Kafka's topic configs, a bad
-    value, or values that conflict (controller.core.entity_configs) -> INVALID_CONFIG; last,
+    value, or values that conflict (protocol.config_changes) -> INVALID_CONFIG; last,
     the topic policy (controller.core.topic_policy) -> POLICY_VIOLATION.
     -1 for the count or the factor means the default (KIP-464).
  2. Place (no assignment given): controller.core.placement over the live brokers, counting
@@ -61,7 +61,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.core import placement
-from controller.core.entity_configs import TOPIC_CONFIGS, check, check_topic
+from protocol.config_changes import TOPIC_CONFIGS, check, check_topic
 from controller.core.flush import CREATE, writing
 from controller.core.topic_policy import NO_POLICY, TopicPolicy
 from controller.core.working_set import WorkingSet
@@ -191,7 +191,7 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         assignment = None  # placed once every check passed
     configs: dict[str, str] = {}
     for key, value in r.configs:
-        problem = check(key, value, TOPIC_CONFIGS)  # controller.core.entity_configs
+        problem = check(key, value, TOPIC_CONFIGS)  # protocol.config_changes
         if problem is not None:
             return no(*problem)
         configs[key] = value

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import json
 
-from controller.core.entity_configs import APPEND, DELETE, SET, SUBTRACT
+from protocol.config_changes import APPEND, DELETE, SET, SUBTRACT
 from controller.shell.admin.alter_configs import handle_alter, handle_incremental
 from controller.shell.admin.kip455_alter import handle_alter as handle_reassign
 from protocol.errors import ErrorCode

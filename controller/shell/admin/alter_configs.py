@@ -2,7 +2,7 @@
 broker configs written where Kafka keeps them, so standard tools (kafka-configs.sh,
 kafka-python's ``alter_configs``) set every Kafka topic config (retention, cleanup,
 min.insync.replicas, the throttled replicas, ...) and the dynamic broker configs (the throttle
-rates, the log defaults). The rules are controller.core.entity_configs, the configs
+rates, the log defaults). The rules are protocol.config_changes, the configs
 protocol.kafka_configs.
 
 Served by every instance, as every Kafka broker serves them in ZooKeeper mode (configs are not
@@ -14,7 +14,7 @@ fenced by the controller epoch. Per resource, in request order:
     (INVALID_TOPIC_EXCEPTION for an illegal name); BROKER (4): a broker id, or "" for the cluster
     default (Kafka's ``<default>`` entity), else INVALID_REQUEST; other types INVALID_REQUEST.
     With ACLs enforced: ALTER_CONFIGS on the topic, or on the cluster for a broker.
- 2. The new config (entity_configs.replace / alter_incremental): INVALID_CONFIG for an unknown
+ 2. The new config (config_changes.replace / alter_incremental): INVALID_CONFIG for an unknown
     key, a read-only broker config, a bad value (Kafka's wording: key and rule) or conflicting
     topic values; INVALID_REQUEST for a null value, a repeated key or operation.
  3. ``validate_only``: answer now; else write the config and its change notification.
@@ -31,7 +31,7 @@ for removal by a KIP-179 request.
 from __future__ import annotations
 
 from controller.core import acl
-from controller.core.entity_configs import BROKER_CONFIGS, TOPIC_CONFIGS, alter_incremental, replace
+from protocol.config_changes import BROKER_CONFIGS, TOPIC_CONFIGS, apply_request
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import SESSION
@@ -86,14 +86,7 @@ async def _alter(ctx: AdminContext, body: dict, incremental: bool) -> dict:
         problem_seen: list = []
 
         def update(current: dict[str, str]) -> dict[str, str]:
-            if incremental:
-                new, problem = alter_incremental(
-                    current, [(c["name"], c.get("config_operation", 0), c.get("value")) for c in configs], known)
-            else:
-                new, problem = replace([(c["name"], c.get("value")) for c in configs], known)
-                # Keys this project does not know stay as they were: replacing the known ones
-                # must not wipe what another tool stored beside them.
-                new = {k: v for k, v in current.items() if k not in known} | new
+            new, problem = apply_request(current, configs, known, incremental)
             if problem is not None:
                 problem_seen.append(problem)
                 return current
