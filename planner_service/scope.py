@@ -57,6 +57,7 @@ class Restricted:
     # partition -> (its replicas, its leader) where replicas were hidden from the planner
     hidden: dict = field(default_factory=dict)
     report: dict = field(default_factory=dict)
+    racks: dict = field(default_factory=dict)  # broker -> rack, where brokers have racks
 
 
 def restrict(snap: dict, scope: Scope, mode: str, mode_brokers: list | None, broker_list: list | None,
@@ -126,7 +127,8 @@ def restrict(snap: dict, scope: Scope, mode: str, mode_brokers: list | None, bro
     restricted = dict(snap, topics=out_topics)
     report = scope.view() | {"topics_excluded": matched, "partitions_left_in_place": kept_partitions,
                              "replicas_hidden": hidden_replicas}
-    return Restricted(restricted, base if base is not None else broker_list, topics, hidden, report)
+    racks = {b["id"]: b["rack"] for b in snap["brokers"] if b.get("rack") is not None}
+    return Restricted(restricted, base if base is not None else broker_list, topics, hidden, report, racks)
 
 
 def _put_back(new: list[int], original: list[int], hidden: set) -> list[int]:
@@ -136,6 +138,11 @@ def _put_back(new: list[int], original: list[int], hidden: set) -> list[int]:
         if b in hidden:
             out.insert(min(i, len(out)), b)
     return out
+
+
+def _rack_repeats(replicas: list[int], racks: dict) -> bool:
+    seen = [racks[b] for b in replicas if b in racks]
+    return len(seen) != len(set(seen))
 
 
 def restore(result: PlanResult, r: Restricted, *, max_in: int, max_out: int, throttle: int | None) -> PlanResult:
@@ -155,6 +162,16 @@ def restore(result: PlanResult, r: Restricted, *, max_in: int, max_out: int, thr
         kept = {b for b in original if b not in m["old"]}
         moves.append(dict(m, old=list(original), new=_put_back(m["new"], original, kept),
                           leader=leader if leader in original else m["leader"]))
+    # The planner placed replicas without seeing the hidden ones, so a hidden replica's rack can
+    # repeat a placed one's: such partitions are named (a warning), not silently planned.
+    conflicts = [f"{m['topic']}-{m['partition']}" for m in moves
+                 if (m["topic"], m["partition"]) in r.hidden and _rack_repeats(m["new"], r.racks)
+                 and not _rack_repeats(m["old"], r.racks)]
+    if conflicts:
+        report["scope"] = dict(r.report, rack_conflicts=conflicts)
+        report["warnings"] = list(report.get("warnings") or []) + [
+            f"{len(conflicts)} partitions put a replica in the rack of one kept on an excluded broker: "
+            f"{', '.join(conflicts[:10])}"]
     full = {(m["topic"], m["partition"]): m["new"] for m in moves}
     entries = [dict(e, replicas=full.get((e["topic"], e["partition"]), e["replicas"]))
                for e in result.reassignment["partitions"]]

@@ -122,3 +122,24 @@ def test_contradictions_are_refused(service):
 def test_no_scope_is_the_plain_plan(service):
     snap = _snap([1, 2, 3, 4, 5], {"orders": ROTATION})
     assert _plan(service, snap, None, "rebalance").reassignment == api.plan(snap, "rebalance").reassignment
+
+
+def test_a_rack_repeated_with_a_hidden_replica_is_named():
+    snap = snapshots.validate({
+        "version": 1,
+        "brokers": [{"id": b, "host": None, "port": None, "rack": rack, "alive": True}
+                    for b, rack in ((1, "r1"), (2, "r2"), (3, "r1"), (4, "r2"))],
+        "topics": [{"name": "t", "partitions": [{"partition": i, "replicas": [1, 2], "leader": 1, "isr": [1, 2],
+                                                 "reassigning": False, "sizes": None} for i in range(4)]}],
+    })
+    svc = PlannerService(Options(zookeeper="127.0.0.1:1", sizes=False))
+    try:
+        result = _plan(svc, snap, Scope(None, frozenset({1})), "decommission", brokers=[2])
+    finally:
+        svc.executor.shutdown(wait=False)
+    after = _after(snap, result)
+    rack = {1: "r1", 2: "r2", 3: "r1", 4: "r2"}
+    repeated = sorted(f"t-{p}" for (_, p), r in after.items() if len({rack[b] for b in r}) < len(r))
+    assert all(r[0] == 1 and 2 not in r for r in after.values())
+    assert repeated and result.report["scope"]["rack_conflicts"] == repeated
+    assert any("rack of one kept on an excluded broker" in w for w in result.report["warnings"])
