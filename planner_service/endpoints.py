@@ -165,7 +165,9 @@ class RestApi:
             per_broker, concurrency = clamp(per_broker, await read_caps(self.opts.controller_ops))
             kwargs["max_in"] = kwargs["max_out"] = per_broker
         execution = {"throttle": throttle, "cluster_cap": cluster_cap}
-        if path == "/rebalance" and not kwargs and throttle == self.opts.throttle and scope is None:
+        # The cached proposal answers a plain rebalance only: a cap is part of what is reviewed.
+        if path == "/rebalance" and not kwargs and throttle == self.opts.throttle and scope is None \
+                and cluster_cap is None:
             planned = await self.current_proposal()
         else:
             request = {"path": path, "params": {k: v for k, v in query.items() if k not in ("dryrun", "deadline_s")},

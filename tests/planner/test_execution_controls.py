@@ -306,3 +306,14 @@ async def _until_answer(call, path: str) -> dict:
         if "error" not in body["concurrency"]["controller"] or time.monotonic() > deadline:
             return body
         await asyncio.sleep(0.5)
+
+
+async def test_an_approved_proposal_keeps_the_cluster_cap_it_was_reviewed_with(zk_hosts, tmp_path):
+    async with _cluster(zk_hosts, tmp_path, FAST) as c:
+        call = c["call"]
+        code, dry = await call("POST", "/rebalance?max_partition_movements_in_cluster=1")
+        assert code == 200, dry
+        pid = dry["proposal"]["proposal_id"]
+        code, run = await call("POST", f"/rebalance?dryrun=false&proposal_id={pid}")
+        assert code == 200 and run["execution"]["caps"]["cluster"] == 1, run
+        assert run["execution"]["waves_total"] == run["execution"]["partitions_total"]  # one partition at a time
