@@ -174,8 +174,8 @@ def test_snapshot_and_planner_read_the_secured_cluster_with_zk_config(secured_zk
         # The planner service with the same identity: its model is the cluster. It does not wait
         # for its Spark session (the model is read without it), and stops before it matters.
         planner = c.processes.spawn("planner", [
-            "planner", "serve", "--zookeeper", secured_zk, "--zk-config", str(zk_props), "--listen", "127.0.0.1:0", "--insecure-no-auth",
-            "--master", "local[1]", "--no-sizes"])
+            "planner", "serve", "--zookeeper", secured_zk, "--zk-config", str(zk_props), "--listen", "127.0.0.1:0",
+            "--insecure-no-auth", "--master", "local[1]", "--no-sizes"])
         line = planner.stdout.readline()
         assert line, c.processes.log("planner").read_text()[-3000:]
         base = "http://" + json.loads(line)["listen"]
