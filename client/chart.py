@@ -56,7 +56,7 @@ def series(doc: dict) -> tuple[list[int], list[float], dict[int, list[int | None
     run = doc["run"]
     brokers = [int(b) for b in run["brokers"]]
     began = run["started"]
-    times = [s["time"] - began for s in run["samples"]]
+    times = [max(0.0, s["time"] - began) for s in run["samples"]]  # the samples' times are rounded to ms
     values = {b: [s["bytes_remaining"].get(str(b)) for s in run["samples"]] for b in brokers}
     return brokers, times, values
 
@@ -110,7 +110,7 @@ def draw(doc: dict, progress: dict | None = None):
                 label += f", throttle {human_bytes(throttles[b])}/s"
         # No answer is a gap in the line (NaN), not a guess.
         ys = [float("nan") if v is None else v / size for v in values[b]]
-        ax.plot(times, ys, color=colour, linewidth=max(1.2, 3.0 - 0.6 * i), marker="." if len(times) < 40 else None,
+        ax.plot(times, ys, color=colour, linewidth=max(1.2, 4.5 - 1.5 * i), marker="." if len(times) < 40 else None,
                 label=label)
         last = next(((t, v) for t, v in zip(reversed(times), reversed(values[b])) if v is not None), None)
         if b in etas and last is not None and last[1] > 0:
@@ -121,7 +121,7 @@ def draw(doc: dict, progress: dict | None = None):
         ax.plot([], [], linestyle="none", label=f"+{len(brokers) - LEGEND_MAX} more brokers")
     ax.set_xlabel("seconds since the run began")
     ax.set_ylabel(unit)
-    ax.set_xlim(left=0)
+    ax.set_xlim(0, max(elapsed + max(etas.values(), default=0.0), run.get("interval_s") or 1.0))
     ax.set_ylim(bottom=0)
     ax.grid(color="#e6e6e6")
     if brokers:

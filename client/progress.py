@@ -28,6 +28,8 @@ from __future__ import annotations
 
 import collections
 from dataclasses import dataclass, field
+
+from client.wire import UNTHROTTLED
 from znodes.values import TopicPartition
 
 
@@ -174,6 +176,8 @@ def compute(
     measured_total = 0.0
     measured_any = False
     throttle_by_broker: dict[int, int] = {}
+    # KIP-179's Long.MAX_VALUE means "not throttled": no rate to estimate from, none to show.
+    throttled = {b: r for b, r in sample.follower_throttles.items() if r and r < UNTHROTTLED}
     dt = (sample.time - previous.time) if previous is not None else 0.0
     for tp in sorted(targets):
         leader_size = _leader_size(tp, sample)
@@ -203,16 +207,16 @@ def compute(
                 eta = 0.0
             elif remaining is not None and rate:
                 eta = remaining / rate
-            elif remaining is not None and sample.follower_throttles.get(broker):
-                eta = remaining / sample.follower_throttles[broker]
+            elif remaining is not None and throttled.get(broker):
+                eta = remaining / throttled[broker]
                 from_throttle = True
             if remaining:
                 total_remaining += remaining
                 if rate:
                     measured_total += rate
                     measured_any = True
-                elif broker in sample.follower_throttles:
-                    throttle_by_broker[broker] = sample.follower_throttles[broker]
+                elif broker in throttled:
+                    throttle_by_broker[broker] = throttled[broker]
             rows.append(
                 Row(tp[0], tp[1], broker, status, None if log is None else log.offset_lag,
                     remaining, rate, eta, from_throttle)
@@ -232,7 +236,7 @@ def compute(
     else:
         overall_eta = None
     receiving = {b for bs in targets.values() for b in bs}
-    throttles = {b: r for b, r in sample.follower_throttles.items() if b in receiving and r}
+    throttles = {b: r for b, r in throttled.items() if b in receiving}
     return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta, throttles)
 
 

@@ -144,7 +144,7 @@ class Demo:
                       reassignd("snapshot", "--zookeeper", self.cluster.hosts, "--out", "cluster.json"),
                       timeout=SNAPSHOT_TIMEOUT_S)
         args = ["--snapshot", "cluster.json", "--rebalance", "--out", "plan.json", "--report", "report.json",
-                "--throttle", str(THROTTLE)]
+                "--chart", "chart.png", "--throttle", str(THROTTLE)]
         self.run_tool("plan", ["python", "-m", "spark_jobs.plan", *args],
                       [sys.executable, "-m", "spark_jobs.plan", *args], timeout=PLAN_TIMEOUT_S)
         report = json.loads((self.workdir / "report.json").read_text())
@@ -162,6 +162,7 @@ class Demo:
         after = _counts(current | targets)
         c.say("  replicas per broker: " + ", ".join(
             f"{b}: {_counts(current).get(b, 0)}->{after.get(b, 0)}" for b in sorted(after)))
+        c.say(f"  the before/after chart: {self.workdir / 'chart.png'}")
         if not moved or not onto_new:
             raise DemoError("the planner moved nothing onto the new brokers")
         return targets
@@ -207,6 +208,11 @@ class Demo:
         except DemoError:
             raise DemoError(f"throttles left after the reassignment: {json.dumps(cluster.throttle_configs())}") from None
         c.say("Throttles left: none; the controller removed them (KIP-179)")
+        # The active controller's bytes-remaining history of its term, charted (--progress --chart).
+        active = cluster.controllers[cluster.active_controller()]
+        out = self.kafka_reassign("--progress", "--reassignment-json-file", "plan.json", "--chart", "progress.png",
+                                  "--ops", f"http://{active.host}:{active.ops_port}")
+        self.show(out.stdout, keep=lambda line: line.startswith("Chart"))
 
     def kill_active_part_way(self, moving: set[tuple[str, int]]) -> None:
         c, cluster, o = self.console, self.cluster, self.outcome

@@ -130,7 +130,7 @@ function renderExecution() {
   $("act-stop").disabled = !running;
   const body = $("executions").tBodies[0];
   body.replaceChildren();
-  for (const e of (state.executions || []).filter((e) => !ex || e.id !== ex.id)) {  // the current one is above
+  for (const e of (state.executions || []).filter((e) => !(running && e.id === ex.id))) {  // a running one is above
     const row = body.insertRow();
     for (const v of [e.id, e.mode, e.state, e.started_by, `${e.partitions_done}/${e.partitions_total}`, when(e.finished_ms)]) cell(row, String(v ?? ""));
   }
@@ -201,7 +201,7 @@ async function act(method, path, label) {
   out.textContent = `${label}...`;
   try {
     const answer = await api(method, path);
-    const r = answer.report;
+    const r = answer.report || (answer.proposal && answer.proposal.report);  // a dry run, or an execution's plan
     out.textContent = r
       ? `${label}: ${r.moves} moves (lower bound ${r.lower_bound}), fair ${r.fair}` +
         (answer.execution ? `; execution ${answer.execution.id} ${answer.execution.state}` : "; nothing executed (dry run)")

@@ -149,6 +149,17 @@ def test_progress_rates_and_etas():
     assert bar.startswith("[###############...............]  50% 0/1 partitions, 400 B left, ETA 0:00:02")
 
 
+def test_progress_ignores_kip179s_not_throttled_value():
+    # Long.MAX_VALUE is "not throttled": no ETA from it (it made every ETA 0), none in the JSON.
+    targets = {("t", 0): [1, 3]}
+    report = progress.compute(targets, _sample(0.0, 200, 80, {3: 2**63 - 1}))
+    follower = report.rows[1]
+    assert (follower.eta_s, follower.eta_from_throttle, report.overall_eta_s) == (None, False, None)
+    assert report.as_json()["follower_throttles"] == {}
+    throttled = progress.compute(targets, _sample(0.0, 200, 80, {3: 400, 2: 500}))
+    assert throttled.as_json()["follower_throttles"] == {"3": 400}  # broker 2 receives nothing
+
+
 def test_progress_done_needs_the_assignment_too():
     targets = {("t", 0): [1, 2, 3]}
     report = progress.compute(targets, _sample(0.0, 1000, 0))
