@@ -138,6 +138,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--base-port", type=_port, default=0, metavar="PORT")
     p.add_argument("--control-port", type=_port, default=0, metavar="PORT")
     p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=10_000, metavar="MS")
+    p.add_argument("--disk-bytes", type=_rate, default=BrokerConfig().disk_bytes, metavar="BYTES",
+                   help="each broker's log dir size, DescribeLogDirs v4 total_bytes (default 1 TiB)")
     p.add_argument("--tick-ms", type=_positive_int, default=100, metavar="MS",
                    help="how often simulated time advances")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="replica assignment seed")
@@ -191,7 +193,7 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
             produce_bytes=float(args.produce_rate),
             produce_messages=args.produce_rate / args.message_bytes,
         ),
-        broker=BrokerConfig(replica_lag_time_max=args.replica_lag_time_max_ms / 1000.0),
+        broker=BrokerConfig(replica_lag_time_max=args.replica_lag_time_max_ms / 1000.0, disk_bytes=args.disk_bytes),
         message_bytes=args.message_bytes,
         tick=args.tick_ms / 1000.0,
         seed=args.seed,
