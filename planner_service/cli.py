@@ -61,7 +61,13 @@ import sys
 
 from planner_service.api_auth import ROLES, ApiAuth, AuthConfigError, credential_line, password_from
 from planner_service.http_server import ApiSecurity
-from planner_service.service import DEFAULT_SPARK_MIN_PARTITIONS, HEALING_KINDS, Options, PlannerService
+from planner_service.service import (
+    DEFAULT_EXECUTION_DEADLINE_S,
+    DEFAULT_SPARK_MIN_PARTITIONS,
+    HEALING_KINDS,
+    Options,
+    PlannerService,
+)
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT
 from spark_jobs import batching
 
@@ -159,6 +165,9 @@ def parser() -> argparse.ArgumentParser:
                           "--api-tls-client-ca")
     api.add_argument("--insecure-no-auth", action="store_true",
                      help="serve the API with no authentication: anyone who reaches it may execute plans")
+    p.add_argument("--execution-deadline", type=_pos_float, default=DEFAULT_EXECUTION_DEADLINE_S, metavar="S",
+                   help="an execution still running this long after it started ends, listing what still moves "
+                        f"(default {DEFAULT_EXECUTION_DEADLINE_S:g}; a request's deadline_s overrides it)")
     p.add_argument("--controller-ops", type=_http_url, metavar="URL",
                    help="the active controller's operations port (its --ops-listen, e.g. http://127.0.0.1:9191): "
                         "a request's concurrent_partition_movements_per_broker is clamped to its per-broker caps")
@@ -264,7 +273,8 @@ def main(argv: list[str] | None = None) -> int:
         spark_min_partitions=args.spark_min_partitions, sizes=not args.no_sizes, sizes_interval_s=args.sizes_interval,
         self_healing=args.self_healing, broker_failure_grace_s=args.broker_failure_grace,
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
-        max_in=args.max_in, max_out=args.max_out, controller_ops=args.controller_ops, session_timeout_s=args.session_timeout,
+        max_in=args.max_in, max_out=args.max_out, controller_ops=args.controller_ops,
+        execution_deadline_s=args.execution_deadline, session_timeout_s=args.session_timeout,
         state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
         api_security=api_sec,
     )

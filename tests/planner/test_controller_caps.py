@@ -38,3 +38,13 @@ def test_the_service_takes_the_url_and_refuses_another_scheme(capsys):
     args = cli.parser().parse_args(["--zookeeper", "z", "--listen", "127.0.0.1:0", "--controller-ops",
                                     "http://127.0.0.1:9191"])
     assert args.controller_ops == "http://127.0.0.1:9191"
+
+
+def test_the_service_takes_an_execution_deadline():
+    from planner_service import cli
+    from planner_service.service import DEFAULT_EXECUTION_DEADLINE_S
+
+    base = ["--zookeeper", "z", "--listen", "127.0.0.1:0"]
+    assert cli.parser().parse_args(base).execution_deadline == DEFAULT_EXECUTION_DEADLINE_S
+    assert cli.parser().parse_args(base + ["--execution-deadline", "90"]).execution_deadline == 90.0
+    assert cli.main(["serve", *base, "--execution-deadline", "0"]) == 2
