@@ -37,11 +37,12 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from sim.alterconfigs import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, alter_configs
 from sim.clock import loop_clock
 from sim.clusterview import ClusterView
 from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
-from sim.core import BrokerConfig, BrokerCore
+from sim.core import BrokerConfig, BrokerCore, UnsupportedRequest
 from sim.effects import IsrChangeNotification, IsrWrite
 from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
@@ -219,6 +220,19 @@ class Cluster:
         async with self._lock:  # never in the middle of an advance
             await self._start_broker(self._broker(broker_id))
 
+    def _handler(self, broker: SimBroker):
+        """A broker's request handler: its core's, but AlterConfigs and IncrementalAlterConfigs,
+        which write ZooKeeper on the broker's own session (sim.alterconfigs) as Kafka's do."""
+        def handle(api_key: int, api_version: int, body: dict):
+            if api_key in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+                lo, hi = broker.core.api_versions.get(api_key, (0, -1))
+                if broker.store is None or not lo <= api_version <= hi:
+                    raise UnsupportedRequest(f"broker {broker.id} does not serve api {api_key} v{api_version}")
+                return alter_configs(broker.store, api_key, api_version, body)
+            return broker.core.handle(api_key, api_version, body)
+
+        return handle
+
     async def _start_broker(self, broker: SimBroker) -> None:
         broker_id = broker.id
         if broker.running:
@@ -233,7 +247,7 @@ class Cluster:
                 from sim.server import BrokerServer  # the codec loads only when brokers listen
 
                 server = BrokerServer(
-                    broker.core.handle,
+                    self._handler(broker),
                     lambda: broker.core.handle(18, 0, {})["api_keys"],
                     name=f"broker {broker_id}",
                 )

@@ -61,6 +61,9 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     UPDATE_METADATA: (0, 8),
     DESCRIBE_LOG_DIRS: (0, 5),
     DESCRIBE_CONFIGS: (0, 4),
+    # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
+    33: (0, 2),  # AlterConfigs
+    44: (0, 1),  # IncrementalAlterConfigs
 }
 
 UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch

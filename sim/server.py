@@ -15,6 +15,7 @@ gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and the supported ra
 from __future__ import annotations
 
 import asyncio
+import inspect
 import logging
 import struct
 from collections.abc import Callable
@@ -84,7 +85,10 @@ class BrokerServer:
                 # Checked before reading (and allocating) the frame.
                 if not MIN_FRAME_SIZE <= size <= self._max_frame_size:
                     raise DecodeError(f"frame size {size} outside [{MIN_FRAME_SIZE}, {self._max_frame_size}]")
-                writer.write(self.respond(head + await reader.readexactly(size)))
+                answer = self.respond(head + await reader.readexactly(size))
+                if inspect.isawaitable(answer):  # a request answered after I/O (AlterConfigs)
+                    answer = await answer
+                writer.write(answer)
                 await writer.drain()
         except (DecodeError, UnsupportedRequest, EncodeError) as exc:
             log.warning("%s: closing connection: %s", self._name, exc)
@@ -97,8 +101,9 @@ class BrokerServer:
             self._tasks.discard(task)
             writer.close()
 
-    def respond(self, frame: bytes) -> bytes:
-        """The response frame for one request frame; raises on anything that ends the connection."""
+    def respond(self, frame: bytes):
+        """The response frame for one request frame (an awaitable of it when the handler's answer
+        is one); raises on anything that ends the connection."""
         try:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as exc:
@@ -112,4 +117,10 @@ class BrokerServer:
             self.left_over_bytes += left_over
             log.debug("%s: API %d v%d: %d bytes after the body ignored", self._name, api_key, api_version, left_over)
         response = self._handle(api_key, api_version, body)
+        if inspect.isawaitable(response):
+            return self._encoded_later(api_key, api_version, header["correlation_id"], response)
         return protocol.encode_response(api_key, api_version, header["correlation_id"], response)
+
+    @staticmethod
+    async def _encoded_later(api_key: int, api_version: int, correlation_id: int, response) -> bytes:
+        return protocol.encode_response(api_key, api_version, correlation_id, await response)

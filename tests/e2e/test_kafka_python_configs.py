@@ -64,7 +64,8 @@ def test_kafka_python_topic_configs_create_describe_alter(zk_hosts, tmp_path):
                 "1048576", "DYNAMIC_DEFAULT_BROKER_CONFIG")
             assert (topic["segment.bytes"]["value"], topic["segment.bytes"]["config_source"]) == (
                 "1073741824", "DEFAULT_CONFIG")
-            assert set(described(config_filter="modified")) == set(CONFIGS)  # the topic's own
+            wait_for(lambda: set(described(config_filter="modified")) == set(CONFIGS), 20,
+                     "every node to describe the topic's own configs as modified")
 
             # A simulated broker, bootstrapped on its own, learns the configs from the notification.
             broker = KafkaAdminClient(bootstrap_servers=c.brokers[1], client_id="kafka-python-configs-sim",
