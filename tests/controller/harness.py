@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 import json
 
-from controller.core.commands import STOP_REPLICA
+from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA
 from controller.core.flush import THROTTLE_REMOVAL
 from controller.core.config import ControllerConfig
 from controller.shell.active import ActiveController
@@ -29,7 +29,7 @@ from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
 from tests.controller.crashpoints import Points, role
 from znodes import paths
-from znodes.api import SessionExpiredError
+from znodes.api import Create, SessionExpiredError, SetData
 from znodes.twin import TwinServer
 
 MB = 1_000_000
@@ -69,12 +69,16 @@ class CrashingStore:
         # crash points written and cut are recorded.
         self.labels = lambda op: frozenset({"unlabelled"})
         self.points = Points()
+        self.on_landed = None  # called with the ops of each write that landed
 
-    def _landed(self) -> None:
-        """Invariant 5: a controller write only lands while that controller holds /controller."""
+    def _landed(self, ops) -> None:
+        """Invariant 5: a controller write only lands while that controller holds /controller.
+        Then ``on_landed`` sees what landed."""
         holder = self._server.exists(paths.CONTROLLER)
         if holder is None or holder.ephemeral_owner != self._inner.session_id:
             self.violations.append(f"invariant 5: session {self._inner.session_id:#x} wrote while not the controller")
+        if self.on_landed is not None:
+            self.on_landed(ops)
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -102,14 +106,14 @@ class CrashingStore:
             for op in ops:
                 await self.before_op(op)
                 results += await inner([op], epoch_zkversion)
-                self._landed()
+                self._landed([op])
                 self.ops_applied += 1
             return results
         if self.depose_after is not None:
             return await self._deposing_multi(inner, ops, epoch_zkversion)
         if self.remaining is None:
             results = await inner(ops, epoch_zkversion)
-            self._landed()
+            self._landed(ops)
             self.ops_applied += len(ops)
             return results
         results = []
@@ -120,7 +124,7 @@ class CrashingStore:
                 self._server.expire_session(self._inner.session_id)
                 raise SessionExpiredError("crashed by the test")
             results += await inner([op], epoch_zkversion)
-            self._landed()
+            self._landed([op])
             self.remaining -= 1
             self.ops_applied += 1
         return results
@@ -134,7 +138,7 @@ class CrashingStore:
                 self.depose_after = None
                 await depose(self._server)
             results += await inner([op], epoch_zkversion)
-            self._landed()
+            self._landed([op])
             self.ops_applied += 1
             if self.depose_after is not None:
                 self.depose_after -= 1
@@ -154,7 +158,7 @@ class CrashingStore:
                     raise SessionExpiredError("crashed by the test")
                 await depose(self._server)
             results += await inner([op], epoch_zkversion)
-            self._landed()
+            self._landed([op])
             self.ops_applied += 1
         return results
 
@@ -182,6 +186,10 @@ class WatchingTransport:
 
     async def request(self, broker_id, api_key, api_version, body):
         self.harness.sent.append((broker_id, api_key, body))
+        if api_key == LEADER_AND_ISR and self.harness.check_leader_epochs:
+            for topic in body["topic_states"]:
+                for entry in topic["partition_states"]:
+                    self.harness.check_leader_epoch(body["controller_epoch"], broker_id, topic["topic_name"], entry)
         if api_key == STOP_REPLICA:
             for topic in body["topic_states"]:
                 for entry in topic["partition_states"]:
@@ -290,12 +298,26 @@ class Harness:
         # Cuts armed for whichever controller writes next (CrashingStore.cut_at): a cut waiting
         # for a kind of flush outlives the controller that was active when it was armed.
         self.cut_at: dict[str, tuple[str, bool]] = {}
+        # Leader epochs checked on every LeaderAndIsr sent (check_leader_epoch; the stateful
+        # suite turns it on): per partition, the (leader, replicas) last sent and the highest
+        # leader epoch sent, from the state the topics were created with.
+        self.check_leader_epochs = False
+        # (broker, partition) -> (leader, replicas) last sent to that broker, highest epoch sent it.
+        self.lai_sent: dict[tuple[int, tuple[str, int]], tuple[int, tuple[int, ...], int]] = {}
+        self.lai_initial: dict[tuple[str, int], tuple[int, tuple[int, ...], int]] = {}
+        # Per partition, every leader epoch its state znode was written with (by a controller's
+        # landed write, or at creation); brokers' ISR changes keep the leader epoch.
+        self.state_epochs: dict[tuple[str, int], set[int]] = {}
 
     async def start(self):
         await self.cluster.start()
         created = await self.cluster.create_topics(self.topic_specs)
         self.assignments = {(t, p): list(r) for t, parts in created.items() for p, r in parts.items()}
         self.admin = self.server.connect()
+        for tp, replicas in self.assignments.items():
+            state = self.json(paths.partition_state(*tp))
+            self.lai_initial[tp] = (state["leader"], tuple(replicas), state["leader_epoch"])
+            self.state_epochs[tp] = {state["leader_epoch"]}
 
     async def close(self):
         for c in self.controllers:
@@ -308,6 +330,7 @@ class Harness:
         store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
         store.points = self.points
         store.cut_at = self.cut_at
+        store.on_landed = self._state_epochs_landed
         handle = ControllerHandle(self, controller_id, store, on_finished, on_moves_ended)
         self.controllers.append(handle)
         await self.settle()
@@ -389,6 +412,41 @@ class Harness:
             self.violations.append(
                 f"invariant 4: replica {topic}-{partition} on {broker_id} removed with ISR {state['isr']}, target {target}"
             )
+
+    def _state_epochs_landed(self, ops) -> None:
+        for op in ops:
+            if isinstance(op, (Create, SetData)) and op.data:
+                match = paths.classify(op.path)
+                if match is not None and match.kind is paths.ZnodeKind.PARTITION_STATE:
+                    tp = (match.topic, match.partition)
+                    self.state_epochs.setdefault(tp, set()).add(json.loads(op.data)["leader_epoch"])
+
+    def check_leader_epoch(self, controller_epoch: int, broker_id: int, topic: str, entry: dict) -> None:
+        """A LeaderAndIsr partition state that changes the partition's leader or replicas (from
+        what that broker was last sent for it) carries a leader epoch above every one sent to
+        that broker for it before, and one its state znode was written with: a broker takes a
+        new leader or replica set only with a new epoch, and that epoch is ZooKeeper's. (Per
+        broker: each broker's requests go out in order, while one broker's may trail another's
+        by a step - by then the znode may hold the next epoch already.) A deposed controller's
+        requests (a controller epoch below the current one) are left out: brokers refuse them."""
+        if controller_epoch < int(self.server.read(paths.CONTROLLER_EPOCH)[0]):
+            return
+        tp = (topic, entry["partition_index"])
+        leader, replicas, epoch = entry["leader"], tuple(entry["replicas"]), entry["leader_epoch"]
+        last = self.lai_sent.get((broker_id, tp), self.lai_initial.get(tp))
+        if last is not None and (leader, replicas) != last[:2]:
+            if epoch <= last[2]:
+                self.violations.append(
+                    f"leader epoch: LeaderAndIsr to {broker_id} for {topic}-{tp[1]} changes leader/replicas "
+                    f"{last[:2]} -> {(leader, replicas)} with leader epoch {epoch}, not above {last[2]} sent before"
+                )
+            if epoch not in self.state_epochs.get(tp, ()):
+                self.violations.append(
+                    f"leader epoch: LeaderAndIsr to {broker_id} for {topic}-{tp[1]} (leader {leader}, replicas "
+                    f"{list(replicas)}) carries leader epoch {epoch}, never written to its state znode "
+                    f"({sorted(self.state_epochs.get(tp, ()))})"
+                )
+        self.lai_sent[(broker_id, tp)] = (leader, replicas, max(epoch, last[2]) if last is not None else epoch)
 
     def current(self) -> dict[tuple[str, int], list[int]]:
         out = {}

@@ -67,6 +67,7 @@ class ControllerMachine(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",))
+        self.h.check_leader_epochs = True  # on every LeaderAndIsr sent (harness.check_leader_epoch)
         self.next_id = 101
         # Per partition: every replica list it started from or was sent to (see the docstring).
         self.endpoints: dict[tuple[str, int], list[list[int]]] = {}
@@ -395,6 +396,23 @@ class ControllerMachine(RuleBasedStateMachine):
                     assert self.h.server.exists(paths.reassignment("t", int(p))) is not None, p
 
     @invariant()
+    def leaders(self):
+        """A partition's leader is in its ISR or is -1; once a step settled with a controller
+        active and loaded, a partition with a live ISR member has a live leader (the controller
+        elected one when the last leader's broker went)."""
+        if not hasattr(self.h, "admin"):
+            return
+        registered = {int(b) for b in self.h.server.children(paths.BROKER_IDS)}
+        live = {b for b, broker in self.h.cluster.brokers.items() if broker.running} & registered
+        settled = any(c.active is not None and c.active.state is not None for c in self.alive())
+        for p in range(PARTITIONS):
+            state = self.h.json(paths.partition_state("t", p))
+            leader, isr = state["leader"], state["isr"]
+            assert leader == -1 or leader in isr, ("leader outside the ISR", p, state)
+            if settled and set(isr) & live:
+                assert leader in live, ("no live leader with a live ISR member", p, state, sorted(live))
+
+    @invariant()
     def removal_and_fencing(self):
         """4 and 5, recorded as they happen by the harness."""
         assert not self.h.violations, self.h.violations
@@ -435,3 +453,66 @@ def test_schedules():
     assert result.scripted == crash_schedules.COUNT, result
     problems = soak.problems(result)
     assert not problems, "\n".join(problems)
+
+
+# ---- the checks themselves: each fails on what it exists to catch --------------------------
+
+
+def test_the_leader_epoch_check_flags_a_change_without_a_new_written_epoch():
+    """harness.check_leader_epoch on hand-made LeaderAndIsr entries: a new leader or replica
+    set needs an epoch above the last one that broker was sent and one the state znode was
+    written with; a resend of the same leader and replicas needs neither; a deposed
+    controller's requests are not judged."""
+    m = ControllerMachine()
+    try:
+        m.start()
+        h = m.h
+        h.violations.clear()
+        state = h.json(paths.partition_state("t", 0))
+        epoch, current = state["leader_epoch"], int(h.server.read(paths.CONTROLLER_EPOCH)[0])
+        replicas = h.assignments[("t", 0)]
+
+        def entry(leader, reps, leader_epoch):
+            return {"partition_index": 0, "leader": leader, "leader_epoch": leader_epoch, "replicas": reps}
+
+        h.check_leader_epoch(current, 1, "t", entry(state["leader"], replicas, epoch))  # the state held
+        assert h.violations == []
+        h.check_leader_epoch(current, 1, "t", entry(replicas[1], replicas, epoch))  # new leader, same epoch
+        assert len(h.violations) == 1 and "not above" in h.violations[0]
+        h.violations.clear()
+        h.check_leader_epoch(current, 2, "t", entry(replicas[1], replicas, epoch + 7))  # an epoch never written
+        assert len(h.violations) == 1 and "never written" in h.violations[0]
+        h.violations.clear()
+        h.check_leader_epoch(current - 1, 3, "t", entry(replicas[2], replicas, 0))  # a deposed controller's
+        assert h.violations == []
+    finally:
+        m.run(m.h.close())
+        m.loop.close()
+
+
+def test_the_leaders_invariant_flags_a_leader_outside_its_isr_and_a_dead_leader():
+    m = ControllerMachine()
+    try:
+        m.start()
+        path = paths.partition_state("t", 0)
+        state, stat = m.h.server.read(path)
+        state = json.loads(state)
+        m.leaders()  # as the controller left it
+        outside = {**state, "leader": next(b for b in ALL_BROKERS if b not in state["isr"])}
+        m.run(m.h.admin.set(path, json.dumps(outside).encode(), stat.version))
+        with pytest.raises(AssertionError, match="leader outside the ISR"):
+            m.leaders()
+        # A leader on a stopped broker while other ISR members live, a controller active and
+        # loaded: broker 5 leads and is then seen as stopped (nothing told the controller).
+        dead = {**state, "leader": 5, "isr": [5, *[b for b in state["isr"] if b != 5]]}
+        m.run(m.h.admin.set(path, json.dumps(dead).encode(), stat.version + 1))
+        m.leaders()  # broker 5 lives: fine
+        m.h.cluster.brokers[5].running = False
+        try:
+            with pytest.raises(AssertionError, match="no live leader"):
+                m.leaders()
+        finally:
+            m.h.cluster.brokers[5].running = True
+    finally:
+        m.run(m.h.close())
+        m.loop.close()
