@@ -35,6 +35,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from spark_jobs import batching, core, snapshot as snapshots
+from spark_jobs import capacity as capacities
 
 
 # ``local-cluster[N,cores,memMB]``: N standalone workers in the driver's JVM, each running its
@@ -114,6 +115,8 @@ def plan(
     topics=None,
     replication_factor=None,
     fix_racks: bool = False,
+    capacity: capacities.CapacitySpec | None = None,
+    disk_threshold: float = capacities.DEFAULT_THRESHOLD,
     spark=None,
     max_in: int = batching.DEFAULT_MAX_IN,
     max_out: int = batching.DEFAULT_MAX_OUT,
@@ -122,7 +125,9 @@ def plan(
 ) -> PlanResult:
     """Plan one cluster. SnapshotError for a bad snapshot, PlanError for an impossible request.
 
-    ``assume_valid`` skips re-validating a snapshot that came from ``snapshot.load`` or
+    ``capacity`` (:func:`spark_jobs.capacity.load_file`) gives disk capacities; with it, or
+    with capacities the snapshot reports, no target broker ends above ``disk_threshold`` of its
+    disk (PlanError saying why when no plan can). ``assume_valid`` skips re-validating a snapshot that came from ``snapshot.load`` or
     ``snapshot.validate`` (seconds saved on millions of partitions).
     """
     snap = snapshot if assume_valid else snapshots.validate(snapshot)
@@ -133,6 +138,8 @@ def plan(
         topics=list(topics) if topics is not None else None,
         replication_factor=replication_factor,
         fix_racks=fix_racks,
+        capacity=capacity,
+        disk_threshold=disk_threshold,
     )
     mapper = spark_mapper(spark) if spark is not None else None
     out = core.plan_cluster(snap, req, mapper)

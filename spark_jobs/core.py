@@ -42,6 +42,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from spark_jobs import capacity as capacities
 from spark_jobs import exact, leaders
 from spark_jobs.cluster import ClusterArrays
 from spark_jobs.errors import PlanError
@@ -71,6 +72,8 @@ class PlanRequest:
     topics: list | None = None
     replication_factor: int | None = None
     fix_racks: bool = False
+    capacity: capacities.CapacitySpec | None = None  # disk capacities (else only what the snapshot reports)
+    disk_threshold: float = capacities.DEFAULT_THRESHOLD
 
 
 @dataclass
@@ -195,6 +198,18 @@ class _Planner:
                 "give every target broker a rack, or none"
             )
         self.rule = RackRule.build(c.racks, self.target)
+        # Disk capacity per broker index (-1 unknown) and the limit the capacity goal holds.
+        try:
+            threshold = capacities.check_threshold(req.disk_threshold)
+        except capacities.CapacityError as e:
+            raise PlanError(str(e)) from None
+        reported = {int(b["id"]): b.get("disk_bytes") for b in snap["brokers"]}
+        self.disk_caps, self.disk_sources = capacities.resolve(c.broker_ids, reported, req.capacity)
+        self.disk_threshold = threshold
+        known_cap = self.disk_caps > 0
+        self.limits = np.where(known_cap & self.target, np.floor(self.disk_caps * threshold), np.inf)
+        self.capacity_on = bool((known_cap & self.target).any())
+        self.capacity_steps: list = []
 
         # Scope: the partitions the plan may touch.
         if req.topics is not None:
@@ -689,7 +704,11 @@ class _Planner:
             return 0
         bb = self.broker_bytes()
         tgt = self.target
-        mean = bb[tgt].sum() / int(tgt.sum())
+        # Each target broker's fair bytes: the mean, or its capacity's share when every
+        # target broker's capacity is known (DiskUsageDistributionGoal: even utilisation).
+        goal = np.full(self.B, bb[tgt].sum() / int(tgt.sum()))
+        if self.capacity_on and (self.disk_caps[tgt] > 0).all():
+            goal = np.where(tgt, bb[tgt].sum() * self.disk_caps / self.disk_caps[tgt].sum(), goal)
         w = max(self.rep.shape[1], fixed.shape[1])
         now, was = _pad(self.rep[rows_idx], w), _pad(fixed[rows_idx], w)
         in_now = (now[:, :, None] == was[:, None, :]).any(axis=2)
@@ -707,7 +726,7 @@ class _Planner:
         starts = self.c.topic_start
         swaps = 0
         for r, d, u in moves[:BYTES_SWAP_BUDGET]:
-            ideal = ((bb[d] - mean) - (bb[u] - mean)) / 2  # bytes more to send from d to u
+            ideal = ((bb[d] - goal[d]) - (bb[u] - goal[u])) / 2  # bytes more to send from d to u
             if abs(ideal) < 1:
                 continue
             t = int(self.c.part_topic[r])
@@ -845,6 +864,13 @@ class _Planner:
                         self.recount()
                         exact_used = True
         self.bytes_swaps = self.even_bytes(fixed)
+        self.count_plan_bytes = self.broker_bytes()
+        self.count_plan_moves = _moves(fixed[self.rows_idx], self.rep[self.rows_idx])
+        if self.capacity_on:
+            # The hard capacity goal, checked before anything is emitted: PlanError when unmet.
+            self.capacity_steps = capacities.enforce(self, self.limits)
+            if self.capacity_steps:
+                self._parts_of = None
         after = self.rep[self.rows_idx]
         moved = _set_changed(before_rows, after)
         leaders.balance_leaders(after, self.target, prefer=moved)
@@ -914,11 +940,18 @@ class _Planner:
         sized = bool((c.size[rows_idx] >= 0).any())
         bb_b, bb_a = self.broker_bytes(self.original), self.broker_bytes(self.rep)  # all partitions, scoped or not
         per_broker = []
+        caps = self.disk_caps
         for i in range(self.B):
             if not self.target[i] and rc_b[i] == 0 and rc_a[i] == 0:
                 continue
+            cap = int(caps[i]) if caps[i] > 0 else None
             per_broker.append(
                 {
+                    "disk_capacity": cap,
+                    "disk_capacity_source": self.disk_sources[i],
+                    "disk_limit": int(self.limits[i]) if np.isfinite(self.limits[i]) else None,
+                    "disk_use_before": round(float(bb_b[i]) / cap, 4) if cap else None,
+                    "disk_use_after": round(float(bb_a[i]) / cap, 4) if cap else None,
                     "broker": int(ids[i]),
                     "rack": c.racks[i],
                     "target": bool(self.target[i]),
@@ -971,9 +1004,52 @@ class _Planner:
             },
             "topic_evenness": self._evenness(before, after),
             "per_broker": per_broker,
+            "capacity": self._capacity_report(bb_b, bb_a, moves, fair, lower_bound),
             "warnings": self.warnings,
         }
         return Outcome(reassignment, report, move_list)
+
+    def _capacity_report(self, bb_b, bb_a, moves, fair, lower_bound) -> dict | None:
+        """The disk goals: before, after the count plan, after the capacity goal (None when no
+        target broker's capacity is known)."""
+        if not self.capacity_on:
+            return None
+        tgt = self.target
+        lim = self.limits
+        known = tgt & (self.disk_caps > 0)
+        caps = np.where(known, self.disk_caps, 1)
+
+        def over(bb):
+            return [int(self.c.broker_ids[i]) for i in np.nonzero(tgt & (bb > lim))[0]]
+
+        def peak(bb):
+            return round(float((bb[known] / caps[known]).max()), 4)
+
+        def band(bb):
+            b = capacities.band(bb, self.disk_caps, tgt)
+            return {"low": round(b[0], 4), "high": round(b[1], 4), "brokers_outside": b[2]}
+
+        extra = moves - self.count_plan_moves
+        relaxed = any("count_relaxed" in s["reason"] for s in self.capacity_steps)
+        if relaxed:
+            self.warnings.append("disk capacity goal: some replica counts leave R/R+1 to keep every broker under its threshold")
+        return {
+            "threshold": self.disk_threshold,
+            "brokers_with_capacity": int(known.sum()),
+            "target_brokers_without_capacity": [int(self.c.broker_ids[i]) for i in np.nonzero(tgt & ~known)[0]],
+            "over_threshold_before": over(bb_b),
+            "over_threshold_count_plan": over(self.count_plan_bytes),
+            "over_threshold_after": over(bb_a),
+            "peak_use_before": peak(bb_b),
+            "peak_use_count_plan": peak(self.count_plan_bytes),
+            "peak_use_after": peak(bb_a),
+            "band_before": band(bb_b),
+            "band_after": band(bb_a),
+            "count_plan_moves": self.count_plan_moves,
+            "extra_moves": extra,
+            "count_goal_kept": bool(fair),
+            "steps": self.capacity_steps,
+        }
 
     def _evenness(self, before, after) -> dict:
         """Per topic, max - min replicas over target brokers; how many topics are uneven."""

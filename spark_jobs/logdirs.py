@@ -44,21 +44,33 @@ async def _roundtrip(reader, writer, api_key: int, version: int, correlation_id:
     return decoded
 
 
-def sizes_from_answer(answer: dict) -> dict[tuple[str, int], int]:
+class BrokerLogDirs(dict):
+    """(topic, partition) -> bytes of one broker's replicas, and ``disk_bytes``: the broker's
+    disk, total_bytes summed over its online log dirs (DescribeLogDirs v4+, KIP-827); None when
+    the answer is older or any online dir reports -1 (unknown)."""
+
+    disk_bytes: int | None = None
+
+
+def sizes_from_answer(answer: dict) -> BrokerLogDirs:
     """(topic, partition) -> bytes from one broker's DescribeLogDirs answer (future logs and
     offline log dirs excluded); LogDirsError when the answer carries an error code."""
     if answer.get("error_code", 0) != 0:
         raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
-    out: dict[tuple[str, int], int] = {}
+    out = BrokerLogDirs()
+    totals = []
     for result in answer.get("results", []):
         if result.get("error_code", 0) != 0:
             continue  # an offline log dir holds nothing we can count
+        totals.append(result.get("total_bytes", -1))
         for topic in result.get("topics", []):
             for part in topic.get("partitions", []):
                 if part.get("is_future_key"):
                     continue
                 key = (topic["name"], part["partition_index"])
                 out[key] = out.get(key, 0) + max(0, int(part["partition_size"]))
+    if totals and all(isinstance(t, int) and t > 0 for t in totals):
+        out.disk_bytes = sum(totals)
     return out
 
 

@@ -7,6 +7,7 @@ Usage::
     python -m spark_jobs.plan --snapshot cluster.msgpack --decommission-broker 3,4 --out plan.json
     python -m spark_jobs.plan --snapshot cluster.json --add-brokers 7,8 --out plan.json
     python -m spark_jobs.plan --snapshot cluster.json --replication-factor 3 --topics orders --out plan.json
+    python -m spark_jobs.plan --snapshot cluster.json --rebalance --capacity capacity.json --disk-threshold 0.8 --out plan.json
     python -m spark_jobs.plan --snapshot clusters/ --rebalance --out plans/      # fleet mode
     spark-submit spark_jobs/plan.py --snapshot cluster.json --rebalance --out plan.json --master local[2]
 
@@ -30,7 +31,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit spark_jobs/plan.py: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_jobs import api, batching, chart  # noqa: E402
+from spark_jobs import api, batching, capacity, chart  # noqa: E402
 from spark_jobs import snapshot as snapshots  # noqa: E402
 from spark_jobs.errors import PlanError, SnapshotError  # noqa: E402
 
@@ -66,6 +67,13 @@ def _positive(text: str) -> int:
     return v
 
 
+def _fraction(text: str) -> float:
+    try:
+        return capacity.check_threshold(float(text))
+    except (ValueError, capacity.CapacityError):
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}") from None
+
+
 def _topics(text: str) -> list[str]:
     out = [t.strip() for t in text.split(",") if t.strip()]
     if not out:
@@ -91,6 +99,10 @@ def parser() -> argparse.ArgumentParser:
                         "needs matplotlib (pip install 'reassignd[charts]')")
     p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
     p.add_argument("--fix-racks", action="store_true", help="also repair existing rack violations")
+    p.add_argument("--capacity", metavar="CAPACITY.json",
+                   help="disk capacities, Cruise Control's capacity file (DISK in MiB, brokerId -1 the default)")
+    p.add_argument("--disk-threshold", type=_fraction, default=capacity.DEFAULT_THRESHOLD, metavar="F",
+                   help=f"no broker's disk above this share of its capacity (default {capacity.DEFAULT_THRESHOLD})")
     p.add_argument("--max-in", type=_positive, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_positive, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--throttle", type=_positive, metavar="BYTES_PER_S")
@@ -140,6 +152,8 @@ def _request(args) -> dict:
         "topics": args.topics,
         "replication_factor": args.replication_factor,
         "fix_racks": args.fix_racks,
+        "capacity": capacity.load_file(args.capacity) if args.capacity else None,
+        "disk_threshold": args.disk_threshold,
         "max_in": args.max_in,
         "max_out": args.max_out,
         "throttle": args.throttle,
@@ -187,7 +201,7 @@ def main(argv: list[str] | None = None, *, spark=None) -> int:
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
-    except SnapshotError as e:
+    except (SnapshotError, capacity.CapacityError) as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     owned = spark is None
@@ -220,6 +234,13 @@ def main(argv: list[str] | None = None, *, spark=None) -> int:
             f"(lower bound {r['lower_bound']}), fair={r['fair']} leaders_fair={r['leaders_fair']}, "
             f"{len(result.batches['waves'])} waves -> {args.out}"
         )
+        cap = r.get("capacity")
+        if cap:
+            print(
+                f"disk: peak use {cap['peak_use_before']:.1%} before, {cap['peak_use_count_plan']:.1%} with counts only, "
+                f"{cap['peak_use_after']:.1%} planned (threshold {cap['threshold']:.0%}); "
+                f"{cap['extra_moves']} moves for the capacity goal"
+            )
         return 0
     finally:
         if owned:

@@ -31,7 +31,8 @@ Schema, version 1::
       },
       "brokers": [
         {"id": 1, "host": "10.0.0.1" | null, "port": 9092 | null, "rack": "r1" | null,
-         "alive": true}                  # alive: registered in /brokers/ids right now
+         "alive": true,                  # alive: registered in /brokers/ids right now
+         "disk_bytes": 1099511627776}    # optional: the broker's disk (DescribeLogDirs v4 total_bytes)
       ],
       "topics": [
         {"name": "orders", "partitions": [
@@ -230,6 +231,11 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
         if not isinstance(alive, bool):
             fail(f"{at}.alive", f"must be a boolean, got {_type(alive)}")
         brokers[bid] = {"id": bid, "host": host, "port": port, "rack": rack, "alive": alive}
+        disk = b.get("disk_bytes")
+        if disk is not None:
+            if not _is_int(disk) or disk <= 0:
+                fail(f"{at}.disk_bytes", f"must be a positive int or null, got {disk!r}")
+            brokers[bid]["disk_bytes"] = disk  # only when known: snapshots without it stay as they were
 
     topics: dict[str, dict] = {}
     known_set = set(brokers)
@@ -402,6 +408,10 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
         log_sizes, size_warnings = await query_sizes(endpoints, timeout=timeout)
         warnings.extend(size_warnings)
 
+    for b, found in log_sizes.items():
+        disk = getattr(found, "disk_bytes", None)
+        if disk is not None and b in brokers:
+            brokers[b]["disk_bytes"] = disk
     topics_out: dict[str, list[dict]] = {t: [] for t in assignments}
     for (t, p), path, data in zip(keys, state_paths, state_data):
         leader, isr = -1, None
