@@ -136,6 +136,12 @@ class ControllerMachine(RuleBasedStateMachine):
         for tp, r in self.final.items():
             if r is None:
                 assert now[tp] in self.endpoints[tp], (tp, now[tp], self.endpoints[tp])
+        # Every broker (all running now) hosts exactly the replicas assigned to it: a finished
+        # move's or rollback's removed replicas are deleted, strays included, none missing.
+        for b, broker in self.h.cluster.brokers.items():
+            hosted = {(r.topic, r.partition) for r in broker.core.replicas()}
+            assigned = {tp for tp, replicas in now.items() if b in replicas}
+            assert hosted == assigned, ("broker hosts other than its replicas", b, sorted(hosted ^ assigned))
         if self.throttled:  # invariant 3: no reassignment runs, so the auto-removable went
             assert self.h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
             assert self.h.server.exists(paths.THROTTLED_RATES_REMOVAL) is None
