@@ -87,16 +87,17 @@ async def snapshot_from_zookeeper(hosts: str, timeout_s: float) -> dict:
         raise ClusterDataError(str(exc)) from None
 
 
-async def snapshot_from_admin(admin) -> dict:
-    """Metadata (brokers, racks, assignment, leaders, ISR) plus DescribeLogDirs sizes."""
+async def snapshot_from_admin(admin, sizes: bool = True) -> dict:
+    """Metadata (brokers, racks, assignment, leaders, ISR) plus DescribeLogDirs sizes (none
+    asked with ``sizes`` False: a demotion reads no sizes)."""
     meta = await admin.describe_cluster(None)
     brokers = {n: (node.host, node.port, node.rack) for n, node in meta.nodes.items() if n != meta.controller_id}
     try:
         moving = await admin.list_partition_reassignments()
     except UnsupportedVersionError:
         moving = {}
-    logs = await admin.describe_log_dirs()
-    warnings = [f"broker {b}: DescribeLogDirs failed: {e}" for b, e in sorted(logs.errors.items())]
+    logs = await admin.describe_log_dirs() if sizes else None
+    warnings = [f"broker {b}: DescribeLogDirs failed: {e}" for b, e in sorted(logs.errors.items())] if logs is not None else []
     on: set[int] = set()
     topics = []
     for name in sorted(meta.topics):
@@ -105,14 +106,14 @@ async def snapshot_from_admin(admin) -> dict:
             _, _, removing = moving.get((name, p), ([], [], []))
             target = [b for b in m.replicas if b not in removing]
             on.update(m.replicas)
-            sizes = [logs.replicas.get(b, {}).get((name, p)) for b in target]
+            found = [logs.replicas.get(b, {}).get((name, p)) for b in target] if logs is not None else None
             parts.append({
                 "partition": p,
                 "replicas": target,
                 "leader": m.leader if m.leader in target else -1,
                 "isr": list(m.isr),
                 "reassigning": (name, p) in moving or target != m.replicas,
-                "sizes": [None if s is None else s.size for s in sizes],
+                "sizes": None if found is None else [None if s is None else s.size for s in found],
             })
         topics.append({"name": name, "partitions": parts})
     return {
@@ -226,6 +227,8 @@ async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_li
             query["topics"] = ",".join(topics)
     elif mode == "decommission":
         path, query["brokerid"] = "/remove_broker", ",".join(map(str, brokers))
+    elif mode == "demote":  # the service's spark_jobs.demote: its report names what to elect
+        path, query["brokerid"] = "/demote_broker", ",".join(map(str, brokers))
     else:
         raise ValueError(f"no planner service endpoint for mode {mode!r}")
     if throttle is not None:
