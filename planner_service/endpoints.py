@@ -2,8 +2,8 @@
 section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 
 Endpoints: GET /state, GET /load, GET /proposals, POST /rebalance, POST /remove_broker?brokerid=,
-POST /add_broker?brokerid=, POST /fix_rack_violations, POST /stop_proposal_execution. POSTs are
-dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
+POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?brokerid=, POST
+/stop_proposal_execution. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
 ``excluded_topics`` (regex) and ``excluded_brokers_for_replica_move``; the POSTs also
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
 ``replication_throttle`` (or ``throttle``) and ``deadline_s``, and ``proposal_id=N`` executes the
@@ -97,6 +97,8 @@ class RestApi:
                   "/remove_broker": ("POST", posts | {"brokerid"}),
                   "/add_broker": ("POST", posts | {"brokerid"}),
                   "/fix_rack_violations": ("POST", posts),
+                  # Cruise Control's demote_broker: reorders and elections, nothing to scope or throttle
+                  "/demote_broker": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
                   "/stop_proposal_execution": ("POST", {"force_stop"})}
         if path not in routes:
             raise HttpError(404, f"no endpoint {path} (endpoints: {', '.join(sorted(routes))})")
@@ -129,6 +131,8 @@ class RestApi:
         deadline_s = _positive(query["deadline_s"], "deadline_s") if "deadline_s" in query else None
         if "proposal_id" in query:
             return await self._reviewed(path, query, dryrun, deadline_s)
+        if path == "/demote_broker":
+            return await self._demote(query, dryrun, deadline_s)
         if "throttle" in query and "replication_throttle" in query:
             raise HttpError(400, "give replication_throttle or throttle (the same setting), not both")
         throttle_text = query.get("replication_throttle", query.get("throttle"))
@@ -178,6 +182,23 @@ class RestApi:
             body["concurrency"] = concurrency
         if not dryrun:
             body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle, cluster_cap,
+                                                    deadline_s)).view()
+        return 200, body
+
+    async def _demote(self, query: dict, dryrun: bool, deadline_s: int | None) -> tuple[int, dict]:
+        """POST /demote_broker?brokerid=ID[,ID...]: every leadership off those brokers, no data
+        moved (spark_jobs.demote); executed, the reorders go as one wave, then the elections."""
+        if "brokerid" not in query:
+            raise HttpError(400, "/demote_broker needs brokerid=ID[,ID...]")
+        ids = _ids(query["brokerid"])
+        if not dryrun:
+            why = self._conflict()
+            if why:
+                raise HttpError(409, why)
+        planned = self.demote(ids, {"path": "/demote_broker", "params": {"brokerid": query["brokerid"]}})
+        body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
+        if not dryrun:
+            body["execution"] = (await self.execute(planned, "POST /demote_broker", "api", None, None,
                                                     deadline_s)).view()
         return 200, body
 

@@ -9,7 +9,9 @@ of the service, or a cancel at the controller) or ``failed`` (refused partitions
 partitions with their reasons in ``unmoved``. Every execution has a deadline: past it the
 execution ends ``failed`` and lists what the controller is still moving (``still_moving``)
 instead of waiting silently; those moves go on at the controller, where a later execution
-sees them as a running reassignment (409).
+sees them as a running reassignment (409). An execution with partitions to ``elect`` (a
+demotion's, spark_jobs.demote) sends ElectLeaders (preferred) for them once every wave is done:
+an election that fails ends it ``failed``, listed in ``elections``.
 
 Usage::
 
@@ -44,6 +46,9 @@ LISTED_MAX = 200
 REASON_CANCELLED = "ended at the controller without reaching its target: cancelled or rolled back (KIP-236)"
 REASON_FORCE_STOPPED = "rolled back by POST /stop_proposal_execution?force_stop=true (KIP-236)"
 REASON_NOT_STARTED = "not started: the execution stopped before its wave"
+# A demotion's preferred elections: a reorder stops being listed a moment before the controller
+# lets go of its partition, so REASSIGNMENT_IN_PROGRESS is asked again, this often, this far apart.
+ELECTION_RETRIES, ELECTION_RETRY_S = 50, 0.2
 
 
 class ClusterView(Protocol):
@@ -66,6 +71,9 @@ class Execution:
     deadline_ms: int | None = None
     proposal_id: int | None = None
     caps: dict = field(default_factory=dict)  # what the waves were sized to: per broker, in the cluster
+    # partitions whose preferred leader is elected once every wave is done (a demotion's)
+    elect: list = field(default_factory=list)
+    elections: dict | None = None  # {"elected": [...], "failed": [...]} once they ran
     started_ms: int = field(default_factory=now_ms)
     finished_ms: int | None = None
     state: str = "running"  # running, done, stopped, failed
@@ -136,6 +144,7 @@ class Execution:
             "running_wave": _listed(self.current) if self.state == "running" else [],
             "unmoved_count": len(self.unmoved), "unmoved": self.unmoved[:LISTED_MAX],
             "still_moving_count": len(self.still_moving), "still_moving": self.still_moving[:LISTED_MAX],
+            "elect_total": len(self.elect), "elections": self.elections,
         }
 
 
@@ -258,7 +267,37 @@ async def run_waves(bootstrap: str, ex: Execution, poll_s: float, view: ClusterV
                     ex.state = "stopped"
                 return
         ex.current = {}
+        if ex.elect and ex.stop is not None:  # stopped after its last wave: no election either
+            ex.state = "stopped"
+            return
+        if ex.elect:
+            await _elect(admin, ex)
+            if ex.elections["failed"]:
+                ex.state = "failed"
+                ex.error = f"the preferred election failed for {len(ex.elections['failed'])} partitions"
+                return
         ex.state = "done"
+
+
+async def _elect(admin, ex: Execution) -> None:
+    """ElectLeaders (preferred) for ``ex.elect``, each partition's first replica now: elected,
+    or already leading (ELECTION_NOT_NEEDED), is success; REASSIGNMENT_IN_PROGRESS is asked
+    again (its reorder's last step still owns the partition); any other error fails it."""
+    from client.errors import ReassignmentInProgressError
+
+    results = await admin.elect_preferred_leaders(ex.elect)
+    for _ in range(ELECTION_RETRIES):
+        busy = [tp for tp, e in results.items() if isinstance(e, ReassignmentInProgressError)]
+        if not busy:
+            break
+        await asyncio.sleep(ELECTION_RETRY_S)
+        results.update(await admin.elect_preferred_leaders(busy))
+    ex.elections = {
+        "elected_count": sum(1 for e in results.values() if e is None),
+        "elected": [{"topic": t, "partition": p} for (t, p), e in sorted(results.items()) if e is None][:LISTED_MAX],
+        "failed": [{"topic": t, "partition": p, "error": str(e)} for (t, p), e in sorted(results.items())
+                   if e is not None],
+    }
 
 
 async def _wait_wave(admin, ex: Execution, watch: WaveWatch, poll_s: float, view: ClusterView) -> str:

@@ -48,7 +48,7 @@ from planner_service.http_server import ApiServer, HttpError, audit_line
 from planner_service.model import ClusterModel
 from planner_service.scope import Scope, ScopeError, restore, restrict
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
-from spark_jobs import api, batching
+from spark_jobs import api, batching, demote
 from spark_jobs.errors import PlanError, SnapshotError
 
 log = logging.getLogger("reassignd.planner")
@@ -257,12 +257,32 @@ class PlannerService(RestApi):
             raise HttpError(400, str(e)) from None
         planned = {"mode": mode, "model_version": version, "computed_ms": now_ms(),
                    "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": where, "result": result,
-                   "proposal_id": next(self._proposal_ids), "layout_version": layout,
-                   "request": request or {"path": "/rebalance", "params": {}}}
+                   "layout_version": layout, "request": request or {"path": "/rebalance", "params": {}}}
+        return self._keep(planned)
+
+    def _keep(self, planned: dict) -> dict:
+        """Keep ``planned`` under a new proposal id (the last PROPOSALS_KEPT are kept)."""
+        planned["proposal_id"] = next(self._proposal_ids)
         self.proposals[planned["proposal_id"]] = planned
         for old in sorted(self.proposals)[:-PROPOSALS_KEPT]:
             del self.proposals[old]
         return planned
+
+    def demote(self, brokers: list[int], request: dict) -> dict:
+        """A demotion of ``brokers`` from the model as it is now (spark_jobs.demote: replica
+        lists reordered, then preferred elections; no Spark, nothing copied), kept like a plan;
+        its ``elect`` is what the execution elects once the reorders are done."""
+        self._require_ready()
+        version, layout = self.model.version, self.model.layout_version
+        t0 = time.perf_counter()
+        try:
+            d = demote.plan_demotion(self.model.snapshot(now_ms()), brokers)
+        except PlanError as e:
+            raise HttpError(400, str(e)) from None
+        result = api.PlanResult(d.reassignment(), d.report(), d.batches(), d.moves())
+        return self._keep({"mode": "demote", "model_version": version, "computed_ms": now_ms(),
+                           "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": "in-process",
+                           "result": result, "layout_version": layout, "request": request, "elect": list(d.elect)})
 
     def reviewed(self, proposal_id: int, path: str) -> dict:
         """The proposal ``proposal_id`` to execute as reviewed: 400 if it is unknown (or no
@@ -367,8 +387,8 @@ class PlannerService(RestApi):
         caps = {"per_broker_in": result.batches["max_in"], "per_broker_out": result.batches["max_out"],
                 "cluster": cluster_cap}
         ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle, deadline_ms=deadline,
-                       proposal_id=planned.get("proposal_id"), caps=caps)
-        if not waves:
+                       proposal_id=planned.get("proposal_id"), caps=caps, elect=list(planned.get("elect", ())))
+        if not waves and not ex.elect:
             ex.state, ex.finished_ms = "done", now_ms()
         else:
             self.execution = ex
