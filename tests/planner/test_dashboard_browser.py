@@ -8,17 +8,14 @@ kept as test artifacts (``artifacts/dashboard-*.png`` at the repository's root; 
 
 from __future__ import annotations
 
-import json
 import time
-import uuid
 from pathlib import Path
 
 import pytest
 
 from tests.browser.chromium import chromium
-from tests.e2e.processes import REPO, Processes, kazoo_client, wait_for
-from tests.fixtures.zk import _delete_tree
-from tests.planner.service_http import http
+from tests.e2e.processes import REPO, wait_for
+from tests.planner.service_http import http, served_cluster
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
@@ -32,35 +29,14 @@ SIM = ["--brokers", "4", "--topics", "orders:9:2:4MiB", "audit:3:2:1MiB", "--top
 
 @pytest.fixture(scope="module")
 def service(zk_server, _zk_admin, tmp_path_factory):
-    chroot = f"/dash_{uuid.uuid4().hex[:10]}"
-    _zk_admin.create(chroot)
-    hosts = f"{zk_server.connect_string}{chroot}"
     work: Path = tmp_path_factory.mktemp("dashboard")
-    config = work / "controller.toml"
-    config.write_text('zk_session_timeout_s = 4.0\nrequest_timeout_s = 5.0\n')
-    try:
-        with Processes(work) as procs, kazoo_client(hosts) as zk:
-            procs.start_sim(hosts, SIM)
-            procs.start_controller(hosts, 101, config)
-            wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
-            svc = procs.spawn("planner", [
-                "planner", "serve", "--zookeeper", hosts, "--listen", "127.0.0.1:0", "--master", "local[1]",
-                "--insecure-no-auth", "--sizes-interval", "1", "--session-timeout", "4",
-            ])
-            line = svc.stdout.readline()
-            assert line, procs.log("planner").read_text()[-3000:]
-            base = "http://" + json.loads(line)["listen"]
-            wait_for(lambda: http(base, "GET", "/state")[1]["spark"]["ready"], 120, "the service's Spark session")
-            wait_for(lambda: http(base, "GET", "/state")[1]["model"]["ready"], 30, "the service's model")
-            try:
-                wait_for(lambda: all(b["bytes"] > 0 for b in http(base, "GET", "/load")[1]["brokers"][:3]), 30,
-                         "replica sizes in /load")
-            except AssertionError:
-                raise AssertionError(f"no sizes: {http(base, 'GET', '/state')[1]['model']['sizes']}, "
-                                     f"{http(base, 'GET', '/load')[1]}") from None
-            yield {"base": base, "work": work}
-    finally:
-        _delete_tree(_zk_admin, chroot)
+    with served_cluster(zk_server, _zk_admin, work, SIM,
+                        ["--insecure-no-auth", "--sizes-interval", "1", "--session-timeout", "4"], prefix="dash",
+                        controller_config='zk_session_timeout_s = 4.0\nrequest_timeout_s = 5.0\n') as c:
+        base = c["base"]
+        wait_for(lambda: all(b["bytes"] > 0 for b in http(base, "GET", "/load")[1]["brokers"][:3]), 30,
+                 "replica sizes in /load")
+        yield {"base": base, "work": work}
 
 
 def _text(browser, element_id: str) -> str:

@@ -13,17 +13,14 @@ import contextlib
 import json
 import socket
 import time
-import uuid
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from kazoo.exceptions import NodeExistsError
 
 from spark_jobs import api
-from tests.e2e.processes import Processes, kazoo_client, wait_for
-from tests.fixtures.zk import _delete_tree
-from tests.planner.service_http import assignment, http, sim_command
+from tests.e2e.processes import wait_for
+from tests.planner.service_http import assignment, http, served_cluster, sim_command
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
@@ -34,32 +31,13 @@ GRACE_S = 6.0
 
 @pytest.fixture(scope="module")
 def cluster(zk_server, _zk_admin, tmp_path_factory):
-    chroot = f"/svc_{uuid.uuid4().hex[:10]}"
-    _zk_admin.create(chroot)
-    hosts = f"{zk_server.connect_string}{chroot}"
-    work: Path = tmp_path_factory.mktemp("planner-service")
-    config = work / "controller.toml"
-    config.write_text('zk_session_timeout_s = 2.0\nrequest_timeout_s = 5.0\n')
-    try:
-        with Processes(work) as procs, kazoo_client(hosts) as zk:
-            sim = procs.start_sim(hosts, SIM)
-            procs.start_controller(hosts, 101, config)
-            wait_for(lambda: zk.exists("/reassignd/controllers/101"), 30, "the controller's registration")
-            svc = procs.spawn("planner", [
-                "planner", "serve", "--zookeeper", hosts, "--listen", "127.0.0.1:0", "--master", "local[1]",
-                "--insecure-no-auth",  # kafka-reassign --planner speaks plain HTTP without credentials
-                "--spark-min-partitions", "0", "--sizes-interval", "1", "--self-healing", "broker-failure",
-                "--broker-failure-grace", str(GRACE_S), "--healing-min-interval", "5", "--throttle", "50000000",
-                "--session-timeout", "4",
-            ])
-            line = svc.stdout.readline()
-            assert line, procs.log("planner").read_text()[-3000:]
-            base = "http://" + json.loads(line)["listen"]
-            wait_for(lambda: http(base, "GET", "/state")[1]["spark"]["ready"], 120, "the service's Spark session")
-            wait_for(lambda: http(base, "GET", "/state")[1]["model"]["ready"], 30, "the service's model")
-            yield {"base": base, "zk": zk, "sim": sim, "hosts": hosts, "procs": procs}
-    finally:
-        _delete_tree(_zk_admin, chroot)
+    with served_cluster(zk_server, _zk_admin, tmp_path_factory.mktemp("planner-service"), SIM, [
+        "--insecure-no-auth",  # kafka-reassign --planner speaks plain HTTP without credentials
+        "--spark-min-partitions", "0", "--sizes-interval", "1", "--self-healing", "broker-failure",
+        "--broker-failure-grace", str(GRACE_S), "--healing-min-interval", "5", "--throttle", "50000000",
+        "--session-timeout", "4",
+    ], prefix="svc") as c:
+        yield c
 
 
 def test_state_and_load_describe_the_cluster(cluster):
