@@ -32,6 +32,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
+from protocol.no_groups import DESCRIBE_GROUPS, LIST_GROUPS, describe_groups, list_groups
 from sim.clusterview import ClusterView
 from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
@@ -64,6 +65,10 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
     33: (0, 2),  # AlterConfigs
     44: (0, 1),  # IncrementalAlterConfigs
+    # Clients send ListGroups to every node; the simulation coordinates no group
+    # (protocol.no_groups: no groups listed, every group described NOT_COORDINATOR).
+    LIST_GROUPS: (0, 5),
+    DESCRIBE_GROUPS: (0, 6),
 }
 
 UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch
@@ -122,6 +127,8 @@ class BrokerCore:
             UPDATE_METADATA: self._update_metadata,
             DESCRIBE_LOG_DIRS: self._describe_log_dirs,
             DESCRIBE_CONFIGS: self._describe_configs,
+            LIST_GROUPS: list_groups,
+            DESCRIBE_GROUPS: describe_groups,
         }
         self._reset(clock())
 

@@ -67,13 +67,16 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     50: (DESCRIBE, CLUSTER),  # DescribeUserScramCredentials
     51: (ALTER, CLUSTER),  # AlterUserScramCredentials
     43: (ALTER, CLUSTER),  # ElectLeaders (Kafka: ALTER on the cluster)
+    35: (DESCRIBE, CLUSTER),  # DescribeLogDirs (Kafka: refused whole, no directories)
 }
 # Checked per resource in their handlers, as Kafka does: CreateTopics (19) CREATE on the cluster
 # or the topic, DeleteTopics (20) DELETE and CreatePartitions (37) ALTER on the topic alone,
 # AlterConfigs (33) and IncrementalAlterConfigs (44) ALTER_CONFIGS on the topic (the cluster for
 # a broker resource); a request-wide gate here would refuse a principal holding only the
 # topic's grant. Metadata (3) and DescribeConfigs (32) check per topic too (docs/DESIGN.md 8).
-PER_RESOURCE_APIS = (19, 20, 37, 33, 44)
+# DescribeGroups (15) needs DESCRIBE on each group; ListGroups (16) lists only the groups the
+# principal may DESCRIBE (all of them with DESCRIBE on the cluster).
+PER_RESOURCE_APIS = (19, 20, 37, 33, 44, 15, 16)
 
 _TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}
 _OPERATION_CODES = {name.lower(): code for code, name in OPERATION_NAMES.items()}

@@ -26,6 +26,8 @@ KAFKA_RELEASE = {
     4: (0, 7),  # LeaderAndIsr (3.9)
     5: (0, 4),  # StopReplica (3.9)
     6: (0, 8),  # UpdateMetadata (3.9)
+    15: (0, 6),  # DescribeGroups (v6: KIP-1043)
+    16: (0, 5),  # ListGroups (v5: KIP-848)
     17: (0, 1),  # SaslHandshake (SASL listeners)
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics (Kafka 4.0 dropped v0-1; the spec keeps them)

@@ -27,6 +27,10 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.create_partitions",
     "controller.shell.admin.alter_configs",
     "controller.shell.admin.elect_leaders",
+    # What every node Metadata lists answers (docs/DESIGN.md section 5.5).
+    "controller.shell.admin.describe_log_dirs",
+    "controller.shell.admin.list_groups",
+    "controller.shell.admin.describe_groups",
 )
 
 
