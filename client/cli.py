@@ -19,6 +19,8 @@ Examples::
         --chart progress.png --chart-data progress.csv --ops http://127.0.0.1:9191
     # drain broker 3 (KIP-6: planned with the fewest moves and started at once)
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --decommission-broker 3 --throttle 10000000
+    # move every leadership off broker 3, no data moved (Cruise Control's demote_broker)
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --demote-broker 3
     # the same against ZooKeeper directly (deprecated; --verify removes the throttle)
     kafka-reassign --zookeeper 127.0.0.1:2181/kafka --execute --reassignment-json-file plan.json
     kafka-reassign --zookeeper 127.0.0.1:2181/kafka --verify --reassignment-json-file plan.json
@@ -87,6 +89,7 @@ ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
                                                       "concurrent_partition_movements_per_broker",
                                                       "max_partition_movements_in_cluster"},
                             set()),
+    "demote_broker": ("--demote-broker", {"dry_run", "planner"}, set()),
 }
 
 # Cruise Control's request options, which only the planner service (--planner) takes.
@@ -187,6 +190,10 @@ def build_parser() -> argparse.ArgumentParser:
                            "default every topic; over --broker-list, default every broker)")
     acts.add_argument("--decommission-broker", metavar="ID",
                       help="KIP-6: move every replica off broker ID, fairly and with the fewest moves; executes at once")
+    acts.add_argument("--demote-broker", metavar="ID[,ID...]",
+                      help="move every leadership off these brokers without moving data (their replicas go last "
+                           "in each replica list, then a preferred election); executes at once; --bootstrap-server "
+                           "only; prints the rollback for --execute --elect-preferred")
     ins = p.add_argument_group("inputs")
     ins.add_argument("--reassignment-json-file", metavar="FILE")
     ins.add_argument("--topics-to-move-json-file", metavar="FILE")
@@ -217,7 +224,7 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--spark-master", metavar="URL",
                       help="--rebalance/--decommission-broker: plan on this Spark master (default: in-process, same plan)")
     opts.add_argument("--planner", metavar="URL",
-                      help="--rebalance/--decommission-broker: ask a running planner service "
+                      help="--rebalance/--decommission-broker/--demote-broker: ask a running planner service "
                            "(reassignd planner serve, e.g. http://127.0.0.1:9300) instead of planning here")
     opts.add_argument("--excluded-topics", metavar="REGEX",
                       help="--planner: topics (whole names matching REGEX) whose replicas stay where they are, "
@@ -247,7 +254,8 @@ def check_options(args: argparse.Namespace) -> str:
         flags = ", ".join(ACTIONS[n][0] for n in chosen) if chosen else "none"
         raise UsageError(
             "exactly one action is required (--execute, --verify, --progress, --cancel, --list, --describe, "
-            "--generate, --rebalance, --decommission-broker, --execute-queue, --verify-queue, --generate-queue); "
+            "--generate, --rebalance, --decommission-broker, --demote-broker, --execute-queue, --verify-queue, "
+            "--generate-queue); "
             f"got {flags}"
         )
     action = chosen[0]
@@ -259,6 +267,8 @@ def check_options(args: argparse.Namespace) -> str:
     for dest in sorted(required):
         if getattr(args, dest) in (None, False):
             raise UsageError(f"{flag} needs {OPTION_FLAGS[dest]}")
+    if args.demote_broker is not None and args.zookeeper:
+        raise UsageError("--demote-broker elects through the controller's ElectLeaders: give --bootstrap-server")
     if args.elect_preferred and args.zookeeper:
         raise UsageError("--elect-preferred elects through the controller's ElectLeaders: give --bootstrap-server")
     if args.elect_preferred and args.dry_run:
@@ -311,6 +321,8 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
         inputs.plan = parse_reassignment(read_json_file(path), path, require_replicas=action != "cancel")
     if args.decommission_broker is not None:
         inputs.broker_to_remove = parse_broker_id(args.decommission_broker, "--decommission-broker")
+    if args.demote_broker is not None:
+        inputs.brokers_to_demote = parse_broker_list(args.demote_broker, "--demote-broker")
     if args.topics_to_move_json_file is not None:
         path = args.topics_to_move_json_file
         inputs.topics = parse_topics_to_move(read_json_file(path), path)
@@ -385,6 +397,10 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
             return await commands.decommission(backend, inputs, timeout_ms=timeout_ms, spark_master=args.spark_master,
                                                additional=args.additional, dry_run=args.dry_run,
                                                planner_url=args.planner)
+        if action == "demote_broker":
+            from client.demotion import demote
+
+            return await demote(backend, inputs, timeout_ms=timeout_ms, dry_run=args.dry_run, planner_url=args.planner)
         if action == "progress":
             if interval is None:
                 interval = DEFAULT_WATCH_INTERVAL_S if args.watch else DEFAULT_SAMPLE_INTERVAL_S

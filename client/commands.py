@@ -45,6 +45,7 @@ class Inputs:
     brokers: list[int] | None = None
     throttle: int | None = None
     broker_to_remove: int | None = None
+    brokers_to_demote: list[int] | None = None  # --demote-broker (client.demotion)
     # --planner's Cruise Control options (scope and concurrency caps); None: none given
     service_options: planner.ServiceOptions | None = None
 
