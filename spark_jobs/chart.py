@@ -3,8 +3,9 @@ chart (here) and ``kafka-reassign --progress --chart`` (client/chart.py, which u
 below).
 
 The planner's chart has one panel per measure, one bar pair per broker, before (grey) and after
-(blue): replicas and preferred leaders with the fair targets R and R+1 (dashed), and bytes on disk
-when the snapshot knows sizes. Its title gives the move count against KIP-6's lower bound (and the
+(blue): replicas and preferred leaders with the fair targets R and R+1 (dashed), bytes on disk
+when the snapshot knows sizes, and disk use against each broker's capacity with the capacity
+goal's threshold (dashed) when capacities are known. Its title gives the move count against KIP-6's lower bound (and the
 extra moves a rack fix needed). Clusters with more than ``MAX_BARS`` brokers are drawn with
 several brokers per bar (the bar shows their mean), so a bar never gets thinner than a pixel.
 
@@ -112,6 +113,10 @@ def draw(report: dict):
     ]
     if sized:
         panels.append(("bytes on disk per broker", "bytes_before", "bytes_after", None))
+    capacity = report.get("capacity")
+    if capacity and any(r.get("disk_use_before") is not None for r in rows):
+        # Disk use against each broker's capacity, with the capacity goal's threshold (hard).
+        panels.append(("disk use, % of capacity", "disk_use_before", "disk_use_after", capacity["threshold"]))
     n = max(len(rows), 1)
     group = -(-n // MAX_BARS)
     bars = -(-n // group)
@@ -122,12 +127,25 @@ def draw(report: dict):
     xs = list(range(bars))
     half = 0.4
     for ax, (name, kb, ka, target) in zip(axes, panels):
-        before = _grouped([float(r[kb]) for r in rows] or [0.0], group)
-        after = _grouped([float(r[ka]) for r in rows] or [0.0], group)
+        before = _grouped([float(r.get(kb) or 0.0) for r in rows] or [0.0], group)
+        after = _grouped([float(r.get(ka) or 0.0) for r in rows] or [0.0], group)
         if target is None:  # bytes, in the unit of the largest bar
             size, unit = byte_unit(max(before + after))
             before, after = [v / size for v in before], [v / size for v in after]
             ax.set_ylabel(unit)
+        if isinstance(target, float):  # disk use: a fraction of capacity, drawn in %
+            before, after = [100 * v for v in before], [100 * v for v in after]
+            ax.bar([x - half / 2 for x in xs], before, width=half, color=BEFORE)
+            ax.bar([x + half / 2 for x in xs], after, width=half, color=AFTER)
+            ax.axhline(100 * target, color=TARGET, linestyle="--", linewidth=1)
+            ax.annotate(f"threshold {100 * target:.0f}%", xy=(1.0, 100 * target), xycoords=("axes fraction", "data"),
+                        xytext=(3, 0), textcoords="offset points", va="center", fontsize=8, color=TARGET)
+            ax.set_ylabel("%")
+            ax.set_title(name if group == 1 else f"{name} ({group} brokers per bar, their mean)", fontsize=10,
+                         loc="left")
+            ax.grid(axis="y", color="#e6e6e6")
+            ax.set_axisbelow(True)
+            continue
         ax.bar([x - half / 2 for x in xs], before, width=half, color=BEFORE, label="before")
         ax.bar([x + half / 2 for x in xs], after, width=half, color=AFTER, label="after")
         if target is not None:

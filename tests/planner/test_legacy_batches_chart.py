@@ -130,6 +130,13 @@ def test_chart_shows_every_measure_with_targets_and_the_lower_bound(tmp_path):
                   "replicas per broker", "preferred leaders per broker", "bytes on disk per broker", "GiB",
                   "R = 3", "R+1 = 4", "R = 1", "R+1 = 2", "before", "after", "rack-1", "11", "13"):
         assert words in text, words
+    assert "disk use" not in text  # no capacities known
+    # With capacities, disk use against them and the capacity goal's threshold.
+    with_caps = dict(report, capacity={"threshold": 0.8}, per_broker=[
+        dict(r, disk_capacity=4 * 2**30, disk_use_before=r["bytes_before"] / (4 * 2**30),
+             disk_use_after=r["bytes_after"] / (4 * 2**30)) for r in report["per_broker"]])
+    caps_text = _svg_text(render(with_caps, "svg"))
+    assert "disk use, % of capacity" in caps_text and "threshold 80%" in caps_text
     # Sizes unknown (every byte count 0): no bytes panel rather than a panel of zeros.
     unsized = dict(report, per_broker=[dict(r, bytes_before=0, bytes_after=0) for r in report["per_broker"]])
     assert "bytes on disk" not in _svg_text(render(unsized, "svg"))
