@@ -27,7 +27,15 @@ partitions, loaded into ZooKeeper as broker registrations and topic znodes (no p
 znodes: a million of them would take longer to write than the whole benchmark runs; the plan
 reads no leader or ISR); ``model_refresh_seconds`` the time from one more broker registering
 on that cluster until ``GET /state`` lists it (``proposal_refresh_seconds``: until
-``GET /proposals`` includes it). The last lines are the figures, ``name=value``.
+``GET /proposals`` includes it).
+
+Then disk capacity on a skewed cluster (a few topics of ~40 GiB partitions among many of ~1 GiB,
+two brokers just added, a disk per broker at which the mean broker sits at 75%): peak disk use
+before, with our count-only plan, with our capacity-aware plan (threshold 80%), and with
+kafka-cluster-manager's plans on the same cluster in ZooKeeper - its default partition-count
+balancer, and its genetic balancer given the partition sizes through a partition measurer.
+``--skewed-only`` runs this section alone. The last lines are the figures, ``name=value``, the
+skewed section's last.
 """
 
 from __future__ import annotations
@@ -304,11 +312,164 @@ def register_broker(hosts: str, broker_id: int) -> float:
         zk.close()
 
 
+# ---- the skewed cluster: disk capacity ---------------------------------------------------------
+
+# The peer's partition measurer, written next to the run: kafka-cluster-manager's genetic
+# balancer weighs and sizes partitions through one (its default gives every partition 1).
+SIZES_MEASURER = """
+import argparse, json
+from kafka_utils.kafka_cluster_manager.cluster_info.partition_measurer import PartitionMeasurer
+
+
+class SizesMeasurer(PartitionMeasurer):
+    def parse_args(self, measurer_args):
+        p = argparse.ArgumentParser()
+        p.add_argument("--sizes", required=True)
+        with open(p.parse_args(measurer_args).sizes) as f:
+            self.sizes = {(t, int(n)): float(v) for t, parts in json.load(f).items() for n, v in parts.items()}
+
+    def get_weight(self, partition_name):
+        return self.sizes.get(partition_name, 1.0)
+
+    def get_size(self, partition_name):
+        return self.sizes.get(partition_name, 1.0)
+"""
+# Its genetic balancer needs every broker in a named replication group (the default parser
+# leaves them unnamed, which it cannot index): one group, as the cluster has no racks.
+ONE_GROUP_PARSER = """
+from kafka_utils.kafka_cluster_manager.cluster_info.replication_group_parser import ReplicationGroupParser
+
+
+class OneGroupParser(ReplicationGroupParser):
+    def get_replication_group(self, broker):
+        return "all"
+"""
+SKEW_MEAN_USE = 0.75  # the capacity given: the mean broker would sit at 75% of its disk
+GIB = 2**30
+
+
+def skewed_cluster(n_brokers: int, used: int, big: int, small: int, parts: int, seed: int) -> dict:
+    """Kafka's round-robin over the first ``used`` brokers (the rest just added); ``big`` topics
+    hold ~40 GiB per partition, the ``small`` ones ~1 GiB (sizes drawn +-50%)."""
+    rng = random.Random(seed)
+    topics = [(f"big-{t:02d}", parts) for t in range(big)] + [(f"small-{t:03d}", parts) for t in range(small)]
+    snap = kafka_like(n_brokers, topics, 3, seed=seed, used=used)
+    for t in snap["topics"]:
+        mean = 40 * GIB if t["name"].startswith("big") else GIB
+        for p in t["partitions"]:
+            size = int(mean * rng.uniform(0.5, 1.5))
+            p["sizes"] = [size] * len(p["replicas"])
+    return snapshot.validate(snap)
+
+
+def disk_use(snap: dict, plan: dict | None, capacity_bytes: int) -> tuple[float, int, int]:
+    """(peak use, moves, bytes moved) of ``plan`` applied to ``snap`` (None: as it is)."""
+    rows = {(t["name"], p["partition"]): (p["replicas"], p["sizes"][0]) for t in snap["topics"] for p in t["partitions"]}
+    used = {b["id"]: 0 for b in snap["brokers"]}
+    moves = moved = 0
+    new = {(e["topic"], e["partition"]): e["replicas"] for e in (plan or {}).get("partitions", [])}
+    for key, (reps, size) in rows.items():
+        after = new.get(key, reps)
+        added = len(set(after) - set(reps))
+        moves += added
+        moved += added * size
+        for b in after:
+            used[b] += size
+    return max(used.values()) / capacity_bytes, moves, moved
+
+
+def skewed_section(zk_connect: str, work: Path, quick: bool, ku_missing: str | None, notes: list) -> dict:
+    """Peak disk use on a skewed cluster: before, our count-only plan, our capacity-aware plan,
+    kafka-cluster-manager's partition-count balancer and its genetic balancer given the sizes."""
+    from spark_jobs.capacity import MIB, CapacitySpec
+
+    nb, used, big, small, parts = (12, 10, 3, 40, 12) if quick else (48, 45, 6, 300, 24)
+    snap = skewed_cluster(nb, used, big, small, parts, seed=7)
+    total = sum(p["sizes"][0] * len(p["replicas"]) for t in snap["topics"] for p in t["partitions"])
+    cap = int(total / nb / SKEW_MEAN_USE) // MIB * MIB
+    hosts = f"{zk_connect}/skewed"
+    ensure_chroot(zk_connect, "/skewed")
+    load_into_zookeeper(hosts, snap)
+    print(f"skewed cluster: {nb} brokers ({nb - used} just added), {big} topics of ~40 GiB partitions and {small} of "
+          f"~1 GiB, {parts} partitions each, RF 3; {total / 2**40:.1f} TiB; disk {cap / 2**40:.2f} TiB per broker "
+          f"(mean use {SKEW_MEAN_USE:.0%}), threshold 80%")
+    out: dict[str, object] = {}
+    before, _, _ = disk_use(snap, None, cap)
+    out["skewed_peak_use_before"] = round(before, 4)
+    print(f"  before:                    peak use {before:7.1%}")
+    t0 = time.time()
+    count_only = api.plan(snap, "rebalance", assume_valid=True)
+    count_s = time.time() - t0
+    peak, moves, moved = disk_use(snap, count_only.reassignment, cap)
+    print(f"  ours, counts only:         peak use {peak:7.1%}  moves={moves} bytes={moved / GIB:.0f} GiB  {count_s:.2f}s")
+    out["skewed_count_plan_peak_use"] = round(peak, 4)
+    out["skewed_count_plan_moves"] = moves
+    t0 = time.time()
+    aware = api.plan(snap, "rebalance", assume_valid=True, capacity=CapacitySpec(default=cap))
+    aware_s = time.time() - t0
+    peak, moves, moved = disk_use(snap, aware.reassignment, cap)
+    c = aware.report["capacity"]
+    print(f"  ours, capacity-aware:      peak use {peak:7.1%}  moves={moves} bytes={moved / GIB:.0f} GiB  {aware_s:.2f}s  "
+          f"(lower bound {aware.report['lower_bound']}, {c['extra_moves']} for the capacity goal, fair={aware.report['fair']})")
+    assert c["over_threshold_after"] == [] and peak <= 0.8, "the capacity goal let a broker above its threshold"
+    out["skewed_capacity_plan_peak_use"] = round(peak, 4)
+    out["skewed_capacity_plan_moves"] = moves
+    out["skewed_capacity_extra_moves"] = c["extra_moves"]
+    out["skewed_capacity_plan_seconds"] = round(aware_s, 3)
+    if ku_missing:
+        out["skewed_kafka_utils_peak_use"] = "unavailable"
+        out["skewed_kafka_utils_genetic_peak_use"] = "unavailable"
+        return out
+    runs = [("partition-count balancer", "skewed_kafka_utils", [])]
+    sizes_file = work / "skewed-sizes.json"
+    sizes_file.write_text(json.dumps({t["name"]: {str(p["partition"]): p["sizes"][0] for p in t["partitions"]}
+                                      for t in snap["topics"]}))
+    (work / "ku_sizes_measurer.py").write_text(SIZES_MEASURER)
+    (work / "ku_one_group.py").write_text(ONE_GROUP_PARSER)
+    runs.append(("genetic balancer, sizes", "skewed_kafka_utils_genetic",
+                 ["--partition-measurer", f"{work}:ku_sizes_measurer", "--measurer-args", f"--sizes {sizes_file}",
+                  "--group-parser", f"{work}:ku_one_group", "--genetic-balancer"]))
+    for label, key, extra in runs:
+        target = work / f"{key}.json"
+        ku_s, err = theirs(hosts, [*extra, "rebalance", "--brokers", "--leaders", "--max-partition-movements", NO_CAP,
+                                   "--max-leader-changes", NO_CAP], target, work)
+        if err:
+            notes.append(f"kafka-utils {label} on the skewed cluster failed: {err}")
+            out[f"{key}_peak_use"] = "unavailable"
+            continue
+        peak, moves, moved = disk_use(snap, json.loads(target.read_text()), cap)
+        print(f"  kafka-utils, {label + ':':25s} peak use {peak:7.1%}  moves={moves} bytes={moved / GIB:.0f} GiB  {ku_s:.2f}s")
+        out[f"{key}_peak_use"] = round(peak, 4)
+        out[f"{key}_moves"] = moves
+    return out
+
+
+def skewed_only(quick: bool) -> int:
+    """Only the skewed-cluster section, on a ZooKeeper of its own; its figures last."""
+    notes: list[str] = []
+    work = Path(tempfile.mkdtemp(prefix="bench-planner-skewed-"))
+    zk = LocalZooKeeper(port=0, data_dir=work / "zk", fsync=False, stop_with_parent=True)
+    zk.start(timeout=90)
+    try:
+        figures = skewed_section(zk.connect_string, work, quick, kafka_utils_ready(), notes)
+    finally:
+        zk.stop()
+    for n in notes:
+        print(f"note: {n}")
+    shutil.rmtree(work, ignore_errors=True)
+    for k, v in figures.items():
+        print(f"{k}={v}")
+    return 0
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--quick", action="store_true", help="small clusters (harness check)")
+    ap.add_argument("--skewed-only", action="store_true", help="only the skewed-cluster disk capacity section")
     args = ap.parse_args()
     quick = args.quick
+    if args.skewed_only:
+        return skewed_only(quick)
     figures: dict[str, object] = {}
     notes: list[str] = []
     work = Path(tempfile.mkdtemp(prefix="bench-planner-"))
@@ -422,6 +583,9 @@ def main() -> int:
             svc.stop()
         figures["service_model_build_seconds"] = round(build_s, 3)
         figures["proposal_refresh_seconds"] = round(proposal_refresh_s, 3)
+
+        # 5. Disk capacity on a skewed cluster; its figures print last.
+        skewed = skewed_section(zk.connect_string, work, quick, why, notes)
     finally:
         zk.stop()
 
@@ -474,6 +638,8 @@ def main() -> int:
     print(f"warm_expand_speedup_vs_kafka_utils={'%.1f' % (ku_e / warm_e) if ku_e else 'unavailable'}")
     print(f"warm_proposal_seconds={warm_l:.2f}")
     print(f"model_refresh_seconds={refresh_s:.3f}")
+    for k, v in skewed.items():
+        print(f"{k}={v}")
     return 0
 
 
