@@ -155,6 +155,7 @@ _TABLE: tuple[tuple[int, str, bool, str], ...] = (
     (125, "INVALID_VOTER_KEY", F, "The voter key does not match the replica's."),
     (126, "DUPLICATE_VOTER", F, "The voter is already in the voter set."),
     (127, "VOTER_NOT_FOUND", F, "The voter is not in the voter set."),
+    (128, "INVALID_REGULAR_EXPRESSION", F, "The regular expression is not valid."),
     # This project's own (docs/DESIGN.md section 5), above Kafka's range so they never collide.
     (1001, "INVALID_THROTTLE", F, "The throttle must be greater than zero."),
 )

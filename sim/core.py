@@ -33,6 +33,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 from protocol.no_groups import DESCRIBE_GROUPS, LIST_GROUPS, describe_groups, list_groups
+from protocol.no_transactions import LIST_TRANSACTIONS, list_transactions
 from sim.clusterview import ClusterView
 from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
@@ -65,10 +66,11 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
     33: (0, 2),  # AlterConfigs
     44: (0, 1),  # IncrementalAlterConfigs
-    # Clients send ListGroups to every node; the simulation coordinates no group
-    # (protocol.no_groups: no groups listed, every group described NOT_COORDINATOR).
+    # Clients send ListGroups and ListTransactions to every node; the simulation coordinates no
+    # group and no transaction (protocol.no_groups, protocol.no_transactions).
     LIST_GROUPS: (0, 5),
     DESCRIBE_GROUPS: (0, 6),
+    LIST_TRANSACTIONS: (0, 2),
 }
 
 UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch
@@ -129,6 +131,7 @@ class BrokerCore:
             DESCRIBE_CONFIGS: self._describe_configs,
             LIST_GROUPS: list_groups,
             DESCRIBE_GROUPS: describe_groups,
+            LIST_TRANSACTIONS: list_transactions,
         }
         self._reset(clock())
 

@@ -75,8 +75,9 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
 # a broker resource); a request-wide gate here would refuse a principal holding only the
 # topic's grant. Metadata (3) and DescribeConfigs (32) check per topic too (docs/DESIGN.md 8).
 # DescribeGroups (15) needs DESCRIBE on each group; ListGroups (16) lists only the groups the
-# principal may DESCRIBE (all of them with DESCRIBE on the cluster).
-PER_RESOURCE_APIS = (19, 20, 37, 33, 44, 15, 16)
+# principal may DESCRIBE (all of them with DESCRIBE on the cluster); ListTransactions (66) only
+# the transactions whose transactional id it may DESCRIBE.
+PER_RESOURCE_APIS = (19, 20, 37, 33, 44, 15, 16, 66)
 
 _TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}
 _OPERATION_CODES = {name.lower(): code for code, name in OPERATION_NAMES.items()}

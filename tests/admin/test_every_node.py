@@ -4,7 +4,8 @@ Metadata lists every controller instance as a node (that is how clients find ``c
 so a client that sends a broker request to every node, or to any node, reaches them. These
 tests hold that a controller instance, active or standby, serves every API a simulated broker
 serves to clients, at the same versions, and answers as a Kafka node that holds nothing:
-DescribeLogDirs no directories, ListGroups no groups, DescribeGroups NOT_COORDINATOR,
+DescribeLogDirs no directories, ListGroups and ListTransactions nothing, DescribeGroups
+NOT_COORDINATOR,
 DescribeConfigs for its own id its own configs; and that each is authorised as Kafka does.
 The answers go through the handler and the codec at every version a client may send.
 """
@@ -35,9 +36,10 @@ CONTROLLER_TO_BROKER = {4, 5, 6}
 # The requests the client matrix's clients send to every node or to any node, by key:
 # ApiVersions and Metadata (all of them, to each node they connect to), DescribeLogDirs
 # (kafka-python's describe_log_dirs), ListGroups (list_groups / list_consumer_groups of
-# kafka-python, aiokafka and confluent-kafka), DescribeGroups (to a group's coordinator),
-# DescribeConfigs for a BROKER resource (to that broker's id).
-FAN_OUT = {18, 3, 35, 16, 15, 32}
+# kafka-python, aiokafka and confluent-kafka), ListTransactions (kafka-python's
+# list_transactions), DescribeGroups (to a group's coordinator), DescribeConfigs for a BROKER
+# resource (to that broker's id).
+FAN_OUT = {18, 3, 35, 16, 66, 15, 32}
 CLUSTER = Resource(acl.CLUSTER, acl.CLUSTER_NAME, LITERAL)
 
 
@@ -93,6 +95,22 @@ async def test_describe_groups_not_coordinator_as_a_simulated_broker_answers(ver
         ("orders-app", ErrorCode.NOT_COORDINATOR, "", []), ("audit", ErrorCode.NOT_COORDINATOR, "", [])]
     assert answer == protocol.decode_body(15, version, "response", protocol.encode_body(
         15, version, "response", lone_broker().handle(15, version, body)))
+
+
+@pytest.mark.parametrize("version", range(0, 3))
+async def test_list_transactions_none_as_a_simulated_broker_answers(version):
+    body = {"state_filters": ["Ongoing", "Sleeping"], "producer_id_filters": [7], "duration_filter": 1000,
+            "transactional_id_pattern": "orders-.*"}
+    body = {k: v for k, v in body.items() if version >= {"duration_filter": 1, "transactional_id_pattern": 2}.get(k, 0)}
+    answer = await ask(standby(), 66, version, body)
+    assert (answer["error_code"], answer["unknown_state_filters"], answer["transaction_states"]) == (0, ["Sleeping"], [])
+    assert answer == lone_broker().handle(66, version, body)
+
+
+async def test_list_transactions_refuses_a_pattern_that_does_not_compile():
+    answer = await ask(standby(), 66, 2, {"state_filters": [], "producer_id_filters": [], "duration_filter": -1,
+                                          "transactional_id_pattern": "orders-("})
+    assert (answer["error_code"], answer["transaction_states"]) == (ErrorCode.INVALID_REGULAR_EXPRESSION, [])
 
 
 async def test_describe_configs_for_its_own_id_is_its_own():

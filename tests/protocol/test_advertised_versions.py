@@ -28,6 +28,7 @@ KAFKA_RELEASE = {
     6: (0, 8),  # UpdateMetadata (3.9)
     15: (0, 6),  # DescribeGroups (v6: KIP-1043)
     16: (0, 5),  # ListGroups (v5: KIP-848)
+    66: (0, 2),  # ListTransactions (KIP-664; v2: KIP-1152)
     17: (0, 1),  # SaslHandshake (SASL listeners)
     18: (0, 4),  # ApiVersions
     19: (2, 7),  # CreateTopics (Kafka 4.0 dropped v0-1; the spec keeps them)

@@ -31,6 +31,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.describe_log_dirs",
     "controller.shell.admin.list_groups",
     "controller.shell.admin.describe_groups",
+    "controller.shell.admin.list_transactions",
 )
 
 
