@@ -1,10 +1,5 @@
-"""Cluster snapshots: what the planner reads. `reassignd snapshot` writes them from ZooKeeper.
-
-Usage::
-
-    reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --out cluster.json
-    reassignd snapshot --zookeeper 127.0.0.1:2181 --out cluster.msgpack --no-sizes
-    reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --zk-config zk.properties --out cluster.json
+"""Cluster snapshots: what the planner reads. `reassignd snapshot` (:mod:`reassignd.snapshot`)
+writes them from ZooKeeper with :func:`read_cluster` and :func:`dump`.
 
     from spark_jobs import snapshot
     snap = snapshot.load("cluster.json")          # validated; SnapshotError says what is wrong
@@ -56,11 +51,8 @@ replicas but are not registered (down) appear with ``alive: false`` and no host.
 
 from __future__ import annotations
 
-import argparse
-import asyncio
 import json
 import os
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -447,64 +439,3 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
         "topics": [{"name": t, "partitions": ps} for t, ps in topics_out.items()],
     }
     return validate(snap, hosts)
-
-
-# ---- command line -----------------------------------------------------------------------------
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # exit code 2 with the usage, as argparse does, but catchable
-        raise _UsageError(f"{self.format_usage()}reassignd snapshot: error: {message}")
-
-
-class _UsageError(Exception):
-    pass
-
-
-def _parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="reassignd snapshot", description="Write a cluster snapshot for the planner.")
-    p.add_argument("--zookeeper", required=True, metavar="HOST:PORT[/chroot]")
-    p.add_argument("--zk-config", metavar="FILE",
-                   help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
-                        "zookeeper.ssl.*), as the controller's, `reassignd users`' and `reassignd sim`'")
-    p.add_argument("--out", required=True, metavar="FILE", help=".json, .msgpack or .mpk")
-    p.add_argument("--no-sizes", action="store_true", help="do not ask brokers for replica sizes")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds for ZooKeeper and brokers (default 10)")
-    return p
-
-
-def main(argv: list[str] | None = None) -> int:
-    from znodes.api import ZkError
-    from znodes.security import ZkSecurity
-
-    try:
-        parser = _parser()
-        args = parser.parse_args(argv)
-        format_for(args.out)
-        if args.timeout <= 0:
-            raise _UsageError("reassignd snapshot: error: --timeout must be positive")
-        try:
-            security = ZkSecurity.from_file(args.zk_config)
-        except (ValueError, OSError) as e:
-            parser.error(f"--zk-config: {e}")
-    except _UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
-    except SnapshotError as e:
-        print(f"reassignd snapshot: {e}", file=sys.stderr)
-        return 2
-    try:
-        snap = asyncio.run(read_cluster(args.zookeeper, sizes=not args.no_sizes, timeout=args.timeout,
-                                        security=security))
-        dump(snap, args.out)
-    except SnapshotError as e:
-        print(f"reassignd snapshot: {e}", file=sys.stderr)
-        return 1
-    except (OSError, ValueError, ZkError) as e:
-        print(f"reassignd snapshot: cannot read {args.zookeeper}: {e}", file=sys.stderr)
-        return 1
-    for w in snap["cluster"]["warnings"]:
-        print(f"reassignd snapshot: warning: {w}", file=sys.stderr)
-    n_parts = sum(len(t["partitions"]) for t in snap["topics"])
-    print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n_parts} partitions")
-    return 0

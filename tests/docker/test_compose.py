@@ -13,6 +13,7 @@ when a standby would have taken over had the instance just died.
 
 from __future__ import annotations
 
+import ast
 import json
 import os
 import re
@@ -34,7 +35,7 @@ from prometheus_client.parser import text_string_to_metric_families
 import protocol
 from controller.shell.options import load_settings, parse_args
 from reassignd.cli import SUBCOMMANDS
-from sim.main import parse_args as sim_parse_args
+from reassignd.sim import parse_args as sim_parse_args
 from tests import figures
 from tests.e2e.processes import LOG_TAIL_CHARS, STARTUP_TIMEOUT_S, kazoo_client, stop_process, wait_for
 
@@ -138,7 +139,7 @@ def test_the_dockerfile_keeps_the_controller_image_free_of_java_and_spark():
     assert set(wanted) <= set(pyproject)
     names = {re.split(r"[<>=]", w)[0] for w in wanted}
     assert not names & {"pyspark", "numpy"}
-    code = ("import sys, importlib.metadata as md; import controller.shell.daemon, sim.main, sim.server, reassignd.cli;"
+    code = ("import sys, importlib.metadata as md; import controller.shell.daemon, reassignd.sim, sim.server, reassignd.cli;"
             "tops = {m.split('.')[0] for m in sys.modules};"
             "dists = {d for top in tops for d in md.packages_distributions().get(top, [])};"
             "print(' '.join(sorted(dists)))")
@@ -182,9 +183,15 @@ def test_the_build_stage_copies_every_package_pyproject_installs():
     assert {(p, p) for p in packages} == copied
     for package in packages:
         assert (REPO / package / "__init__.py").is_file(), package
-    # every `reassignd` subcommand (`planner serve` included) lives in an installed package
-    for module, _ in SUBCOMMANDS.values():
-        assert module.split(".")[0] in packages, module
+    # every `reassignd` subcommand (`planner serve` included) and each library it imports (at the
+    # top or when it runs) live in installed packages
+    for command, _ in SUBCOMMANDS.values():
+        module = sys.modules[command.__module__]
+        assert module.__name__.split(".")[0] in packages, module.__name__
+        for node in ast.walk(ast.parse(Path(module.__file__).read_text())):
+            if isinstance(node, ast.ImportFrom) and node.module and not node.level:
+                top = node.module.split(".")[0]
+                assert top in packages or top in sys.stdlib_module_names or top == "__future__", (module.__name__, top)
 
 
 def test_the_kubernetes_sidecar_example():

@@ -118,10 +118,11 @@ def test_zk_config_errors_are_usage_errors(tmp_path, capsys, command):
     """``--zk-config`` is read by znodes.security.ZkSecurity, as ``reassignd sim``'s: a missing or
     invalid file exits 2 naming the option, before anything connects."""
     from planner_service import cli
+    from reassignd import snapshot as snapshot_command
 
     def run(config) -> int:
         if command == "snapshot":
-            return snapshot.main(["--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "c.json"),
+            return snapshot_command.main(["--zookeeper", "127.0.0.1:1", "--out", str(tmp_path / "c.json"),
                                   "--zk-config", str(config)])
         return cli.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
                          "--zk-config", str(config)])

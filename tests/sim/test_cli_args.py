@@ -2,7 +2,7 @@
 
 import pytest
 
-from sim.main import main, parse_args, settings_from
+from reassignd.sim import main, parse_args, settings_from
 
 ZK = "127.0.0.1:2181/sim"
 

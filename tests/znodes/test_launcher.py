@@ -14,6 +14,7 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
+from reassignd import zk as zk_command
 from znodes import launcher
 from znodes.launcher import LocalZooKeeper, free_port, pid_alive
 
@@ -109,13 +110,13 @@ def test_cli_start_on_busy_port_fails_clearly(data_dir):
     ],
 )
 def test_cli_bad_arguments_exit_2(args, capsys):
-    assert launcher.main(args) == 2
+    assert zk_command.main(args) == 2
     assert "reassignd zk" in capsys.readouterr().err
 
 
 def test_missing_zookeeper_says_how_to_install(tmp_path, monkeypatch, capsys):
     monkeypatch.setattr(launcher, "ZOOKEEPER_JAR", tmp_path / "absent" / "zookeeper.jar")
-    assert launcher.main(["start", "--port", "0", "--data-dir", str(tmp_path / "zk")]) == 1
+    assert zk_command.main(["start", "--port", "0", "--data-dir", str(tmp_path / "zk")]) == 1
     err = capsys.readouterr().err
     assert "apt-get install zookeeper" in err and "make test" in err
 
@@ -129,7 +130,7 @@ def test_missing_java_says_how_to_install(tmp_path):
 def test_corrupt_state_file_is_reported(data_dir, capsys):
     data_dir.mkdir(parents=True)
     (data_dir / "state.json").write_text('{"version": 1, "servers": "nope"}')
-    assert launcher.main(["status", "--data-dir", str(data_dir)]) == 1
+    assert zk_command.main(["status", "--data-dir", str(data_dir)]) == 1
     assert "state.json is unreadable" in capsys.readouterr().err
     assert (data_dir / "state.json").exists()  # left for the operator to look at
 
@@ -146,7 +147,7 @@ def test_stop_leaves_a_foreign_process_alone(data_dir):
             "servers": [{"id": 1, "client_port": free_port(), "peer_port": 0, "election_port": 0, "pid": sleeper.pid}],
         }
         (data_dir / "state.json").write_text(json.dumps(state))
-        assert launcher.main(["stop", "--data-dir", str(data_dir)]) == 0
+        assert zk_command.main(["stop", "--data-dir", str(data_dir)]) == 0
         assert sleeper.poll() is None
     finally:
         sleeper.kill()

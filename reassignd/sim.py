@@ -1,4 +1,5 @@
-"""``reassignd sim``: simulated Kafka brokers on a ZooKeeper, until SIGTERM or SIGINT.
+"""``reassignd sim``: simulated Kafka brokers on a ZooKeeper, until SIGTERM or SIGINT
+(:func:`sim.serve.serve` runs them).
 
     reassignd sim --zookeeper 127.0.0.1:2181/kafka --brokers 6 --racks 3 \\
         --topics orders:12:3:10MiB clicks:6:2 --bandwidth 50MiB --produce-rate 4KiB
@@ -35,36 +36,21 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import json
 import logging
-import signal
 import sys
 
-from sim.cluster import BrokerRegistrationError, Cluster, ClusterSettings
-from sim.control import ControlServer
+from reassignd.args import USAGE_EXIT, Parser, UsageError
+from sim.cluster import ClusterSettings
 from sim.core import BrokerConfig
 from sim.replica import CopySettings
+from sim.serve import serve
 from sim.sizes import parse_size
-from sim.topics import TopicExistsError, TopicSpecError, parse_topic_spec
+from sim.topics import TopicSpecError, parse_topic_spec
 from znodes import paths
-from znodes.api import ZkError
-from znodes.errors import ZnodeFormatError
 from znodes.security import ZkSecurity
-
-log = logging.getLogger("reassignd.sim")
 
 MAX_BROKERS = 200  # one process: each broker holds a port and a ZooKeeper session (kazoo threads)
 MAX_BROKER_ID = 2**31 - 1
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message: str):  # exit 2 with usage, as argparse does, but catchable
-        self.print_usage(sys.stderr)
-        raise _UsageError(f"{self.prog}: error: {message}")
-
-
-class _UsageError(Exception):
-    pass
 
 
 def _positive_int(text: str) -> int:
@@ -116,7 +102,7 @@ def _topic(text: str):
 
 
 def build_parser() -> argparse.ArgumentParser:
-    p = _Parser(prog="reassignd sim", description="Run simulated Kafka brokers on a ZooKeeper.")
+    p = Parser(prog="reassignd sim", description="Run simulated Kafka brokers on a ZooKeeper.")
     p.add_argument("--zookeeper", required=True, type=_connect_string, metavar="HOST:PORT[/CHROOT]")
     p.add_argument("--zk-config", metavar="FILE",
                    help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
@@ -148,7 +134,7 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def parse_args(argv: list[str]) -> argparse.Namespace:
-    """Parsed and cross-checked arguments; raises _UsageError with the message."""
+    """Parsed and cross-checked arguments; raises UsageError with the message."""
     parser = build_parser()
     args = parser.parse_args(argv)
     if args.racks > args.brokers:
@@ -201,58 +187,16 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
     )
 
 
-async def run(args: argparse.Namespace) -> int:
-    stop = asyncio.Event()
-    # Every broker's session (and the cluster's own) with the --zk-config identity; under
-    # zookeeper.set.acl the znodes they create get Kafka's secure ACLs.
-    cluster = Cluster(lambda: args.zk_security.connect(args.zookeeper, create_chroot=True), settings_from(args))
-    try:
-        assignments = await cluster.start(args.topics)
-    except (ZkError, OSError) as exc:
-        print(f"reassignd sim: cannot start: {exc!r} (ZooKeeper {args.zookeeper})", file=sys.stderr)
-        return 1
-    except (TopicExistsError, TopicSpecError, BrokerRegistrationError, ZnodeFormatError) as exc:
-        print(f"reassignd sim: {exc}", file=sys.stderr)
-        return 1
-    control = ControlServer(cluster, stop.set)
-    try:
-        control_port = await control.start(args.host, args.control_port)
-    except OSError as exc:
-        await cluster.close()
-        print(f"reassignd sim: cannot open the control port: {exc}", file=sys.stderr)
-        return 1
-    loop = asyncio.get_running_loop()
-    for sig in (signal.SIGTERM, signal.SIGINT):
-        loop.add_signal_handler(sig, stop.set)
-    cluster.start_ticker()
-    ready = {
-        "event": "ready",
-        "control": f"{args.host}:{control_port}",
-        "brokers": {str(b.id): f"{args.host}:{b.port}" for b in cluster.brokers.values()},
-        "topics": {t: {str(p): r for p, r in a.items()} for t, a in assignments.items()},
-    }
-    print(json.dumps(ready), flush=True)
-    try:
-        await stop.wait()
-    finally:
-        for sig in (signal.SIGTERM, signal.SIGINT):
-            loop.remove_signal_handler(sig)
-        await control.close()
-        await cluster.close()
-    log.info("all brokers deregistered")
-    return 0
-
-
 def main(argv: list[str]) -> int:
     try:
         args = parse_args(list(argv))
-    except _UsageError as exc:
+    except UsageError as exc:
         print(exc, file=sys.stderr)
-        return 2
+        return USAGE_EXIT
     except SystemExit as exc:  # --help
         return int(exc.code or 0)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.log_level != "DEBUG":
         # One ZooKeeper session per broker: kazoo's connection chatter would drown the sim's own log.
         logging.getLogger("kazoo").setLevel(logging.WARNING)
-    return asyncio.run(run(args))
+    return asyncio.run(serve(args.zookeeper, args.zk_security, settings_from(args), args.topics, args.control_port))
