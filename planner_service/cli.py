@@ -69,7 +69,7 @@ from planner_service.service import (
     PlannerService,
 )
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT
-from spark_jobs import batching
+from spark_jobs import batching, capacity
 
 log = logging.getLogger("reassignd.planner")
 
@@ -98,6 +98,13 @@ def _healing(text: str) -> tuple:
     if bad or not kinds:
         raise argparse.ArgumentTypeError(f"expected some of {','.join(HEALING_KINDS)}, got {text!r}")
     return kinds
+
+
+def _threshold(text: str) -> float:
+    try:
+        return capacity.check_threshold(float(text))
+    except (ValueError, capacity.CapacityError):
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}") from None
 
 
 def _pos_float(text: str) -> float:
@@ -171,6 +178,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("--controller-ops", type=_http_url, metavar="URL",
                    help="the active controller's operations port (its --ops-listen, e.g. http://127.0.0.1:9191): "
                         "a request's concurrent_partition_movements_per_broker is clamped to its per-broker caps")
+    p.add_argument("--capacity", metavar="CAPACITY.json",
+                   help="disk capacities, Cruise Control's capacity file (DISK in MiB, brokerId -1 the default); "
+                        "brokers reporting DescribeLogDirs total_bytes count without it")
+    p.add_argument("--disk-threshold", type=_threshold, default=capacity.DEFAULT_THRESHOLD, metavar="F",
+                   help=f"no plan fills a broker's disk past this share (default {capacity.DEFAULT_THRESHOLD})")
     p.add_argument("--max-in", type=_pos_int, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_pos_int, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--session-timeout", type=_pos_float, default=10.0, metavar="S")
@@ -260,6 +272,12 @@ def main(argv: list[str] | None = None) -> int:
             except InputError as e:
                 p.error(str(e))
         api_sec = api_security(args, p)
+        disk_capacity = None
+        if args.capacity is not None:
+            try:
+                disk_capacity = capacity.load_file(args.capacity)
+            except capacity.CapacityError as e:
+                p.error(f"--capacity: {e}")
     except _UsageError as e:
         print(e, file=sys.stderr)
         return 2
@@ -276,7 +294,7 @@ def main(argv: list[str] | None = None) -> int:
         max_in=args.max_in, max_out=args.max_out, controller_ops=args.controller_ops,
         execution_deadline_s=args.execution_deadline, session_timeout_s=args.session_timeout,
         state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
-        api_security=api_sec,
+        api_security=api_sec, capacity=disk_capacity, disk_threshold=args.disk_threshold,
     )
     return asyncio.run(_serve(opts))
 

@@ -14,7 +14,7 @@ Usage::
     m.set_state("orders", 0, LeaderIsr(1, 0, 1, (1, 2), 0))
     m.set_sizes({1: {("orders", 0): 1024}})
     snap = m.snapshot()          # plan with spark_jobs.api.plan(snap, ..., assume_valid=True)
-    m.load()                     # per broker: replicas, leaders, bytes, rack
+    m.load()                     # per broker: replicas, leaders, bytes, rack, disk use
 
 A snapshot is assembled from per-topic entries cached until that topic, one of its partition
 states or one of its replica sizes changes, so a warm model with a million partitions costs
@@ -23,6 +23,7 @@ list building, not a million dicts, per proposal.
 
 from __future__ import annotations
 
+from spark_jobs import capacity as capacities
 from znodes.values import Assignment, Broker, LeaderIsr
 
 SNAPSHOT_VERSION = 1
@@ -36,6 +37,13 @@ class ClusterModel:
         # topic -> partition -> broker -> bytes, from the last DescribeLogDirs poll
         self.sizes: dict[str, dict[int, dict[int, int]]] = {}
         self.size_warnings: list[str] = []
+        # broker -> its disk, DescribeLogDirs v4 total_bytes (KIP-827), from the last poll
+        self.disk_bytes: dict[int, int] = {}
+        # the capacity file (--capacity) and threshold plans are held to, and what the last
+        # proposal leaves on each broker (bytes), for /load's before and after
+        self.capacity: capacities.CapacitySpec | None = None
+        self.disk_threshold = capacities.DEFAULT_THRESHOLD
+        self.planned_bytes: dict[int, int] = {}
         self.request_pending = False  # /admin/reassign_partitions exists
         self.records = 0  # KIP-240 records under /admin/reassignments
         # broker id -> when it left /brokers/ids (the clock the caller passes); kept while
@@ -148,12 +156,15 @@ class ClusterModel:
         """One DescribeLogDirs poll: broker -> (topic, partition) -> bytes. Brokers missing from
         it keep no sizes (an unreachable broker's replicas become size-unknown)."""
         new: dict[str, dict[int, dict[int, int]]] = {}
+        disks = {b: d for b in by_broker if (d := getattr(by_broker[b], "disk_bytes", None)) is not None}
+        disks_changed = disks != self.disk_bytes
+        self.disk_bytes = disks
         for b in sorted(by_broker):
             for (t, p), size in by_broker[b].items():
                 new.setdefault(t, {}).setdefault(p, {})[b] = size
         self.size_warnings = list(warnings or [])
         changed = [t for t in set(new) | set(self.sizes) if new.get(t) != self.sizes.get(t)]
-        if not changed:
+        if not changed and not disks_changed:
             return False
         self.sizes = new
         for t in changed:
@@ -262,6 +273,9 @@ class ClusterModel:
         for r in self._holders():
             if r not in brokers:
                 brokers[r] = {"id": r, "host": None, "port": None, "rack": None, "alive": False}
+        for b, disk in self.disk_bytes.items():
+            if b in brokers:
+                brokers[b]["disk_bytes"] = disk
         return {
             "version": SNAPSHOT_VERSION,
             "cluster": {"source": self.source, "taken_at_ms": taken_at_ms, "warnings": list(self.size_warnings)},
@@ -269,8 +283,14 @@ class ClusterModel:
             "topics": topics,
         }
 
+    def set_planned(self, per_broker: list[dict]) -> None:
+        """A proposal's report.per_broker: what it leaves on each broker (bytes_after)."""
+        self.planned_bytes = {int(b["broker"]): int(b["bytes_after"]) for b in per_broker}
+
     def load(self) -> list[dict]:
-        """Per broker (registered, or holding replicas): replicas, leaders, bytes, rack."""
+        """Per broker (registered, or holding replicas): replicas, leaders, bytes, rack; its disk
+        capacity (capacity file entry, else DescribeLogDirs total_bytes, else the file's default),
+        the threshold's limit, use now and after the last proposal (None where unknown)."""
         rows: dict[int, dict] = {}
 
         def row(b: int) -> dict:
@@ -298,7 +318,19 @@ class ClusterModel:
                         x["bytes"] += size
                 if st is not None and st.leader >= 0 and st.leader in a.replicas:
                     row(st.leader)["leaders"] += 1
-        return [rows[b] for b in sorted(rows)]
+        ids = sorted(rows)
+        caps, sources = capacities.resolve(ids, self.disk_bytes, self.capacity)
+        for b, cap, source in zip(ids, caps.tolist(), sources):
+            x = rows[b]
+            planned = self.planned_bytes.get(b)
+            known = cap > 0
+            x["disk_capacity"] = cap if known else None
+            x["disk_capacity_source"] = source
+            x["disk_limit"] = int(cap * self.disk_threshold) if known else None
+            x["disk_use"] = round(x["bytes"] / cap, 4) if known else None
+            x["bytes_planned"] = planned
+            x["disk_use_planned"] = round(planned / cap, 4) if known and planned is not None else None
+        return [rows[b] for b in ids]
 
     def counts_fair(self) -> bool:
         """Every registered broker holds R or R+1 replicas and no unregistered one holds any

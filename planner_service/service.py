@@ -49,6 +49,7 @@ from planner_service.model import ClusterModel
 from planner_service.scope import Scope, ScopeError, restore, restrict
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
 from spark_jobs import api, batching, demote
+from spark_jobs.capacity import DEFAULT_THRESHOLD
 from spark_jobs.errors import PlanError, SnapshotError
 
 log = logging.getLogger("reassignd.planner")
@@ -97,6 +98,10 @@ class Options:
     admin_timeout_ms: int = 30_000  # the AdminClient's request timeout for executions
     # planner_service.http_server.ApiSecurity: the REST API's TLS and authentication; None: open
     api_security: object | None = None
+    # disk capacities (spark_jobs.capacity.CapacitySpec, --capacity) and the share of a disk no
+    # plan may fill past (--disk-threshold); brokers reporting total_bytes count without a file
+    capacity: object | None = None
+    disk_threshold: float = DEFAULT_THRESHOLD
 
 
 class PlannerService(RestApi):
@@ -104,6 +109,8 @@ class PlannerService(RestApi):
         self.opts = opts
         self.model = ClusterModel()
         self.model.source = opts.zookeeper
+        self.model.capacity = opts.capacity
+        self.model.disk_threshold = opts.disk_threshold
         self.changed = asyncio.Event()
         self.feed = ZkFeed(opts.zookeeper, self.model, self.changed.set, opts.session_timeout_s,
                            opts.state_watch_limit, opts.zk_security)
@@ -247,14 +254,15 @@ class PlannerService(RestApi):
         self._require_ready()
         version, layout = self.model.version, self.model.layout_version
         snap = self.model.snapshot(now_ms())
-        kwargs = {"max_in": self.opts.max_in, "max_out": self.opts.max_out,
-                  "throttle": self.opts.throttle, **kwargs}
+        kwargs = {"max_in": self.opts.max_in, "max_out": self.opts.max_out, "throttle": self.opts.throttle,
+                  "capacity": self.opts.capacity, "disk_threshold": self.opts.disk_threshold, **kwargs}
         t0 = time.perf_counter()
         try:
             result, where = await asyncio.get_running_loop().run_in_executor(
                 self.executor, self._plan_sync, snap, {"mode": mode, **kwargs}, scope)
         except (PlanError, SnapshotError, ScopeError) as e:
             raise HttpError(400, str(e)) from None
+        self.model.set_planned(result.report.get("per_broker", []))
         planned = {"mode": mode, "model_version": version, "computed_ms": now_ms(),
                    "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": where, "result": result,
                    "layout_version": layout, "request": request or {"path": "/rebalance", "params": {}}}

@@ -56,7 +56,8 @@ def test_load_counts_replicas_leaders_and_bytes_per_broker():
     m.set_sizes({1: {("orders", 0): 10, ("orders", 3): 30}, 2: {("orders", 0): 10}})
     load = {x["broker"]: x for x in m.load()}
     assert load[1] == {"broker": 1, "alive": True, "rack": None, "replicas": 3, "leaders": 2, "bytes": 40,
-                       "bytes_unknown": 1}
+                       "bytes_unknown": 1, "disk_capacity": None, "disk_capacity_source": None, "disk_limit": None,
+                       "disk_use": None, "bytes_planned": None, "disk_use_planned": None}
     assert load[4]["replicas"] == 0 and load[2]["bytes_unknown"] == 2
 
 

@@ -52,8 +52,14 @@ def test_state_and_load_describe_the_cluster(cluster):
         *http(base, "GET", "/load")), 20, "replica sizes in /load")
     counts = Counter(b for r in assignment(zk).values() for b in r)
     assert {x["broker"]: x["replicas"] for x in load["brokers"]} == {b: counts.get(b, 0) for b in range(1, 6)}
+    # the simulated brokers report a 1 TiB disk (DescribeLogDirs total_bytes); bytes_planned and
+    # disk_use_planned follow whichever proposal was made last
+    planned = {k: load["brokers"][4].pop(k) for k in ("bytes_planned", "disk_use_planned")}
     assert load["brokers"][4] == {"broker": 5, "alive": True, "rack": None, "replicas": 0, "leaders": 0,
-                                  "bytes": 0, "bytes_unknown": 0}
+                                  "bytes": 0, "bytes_unknown": 0, "disk_capacity": 2**40,
+                                  "disk_capacity_source": "describe_log_dirs", "disk_limit": int(2**40 * 0.8),
+                                  "disk_use": 0.0}
+    assert planned["bytes_planned"] is None or planned["disk_use_planned"] == round(planned["bytes_planned"] / 2**40, 4)
     leaders = Counter(json.loads(zk.get(f"/brokers/topics/{t}/partitions/{p}/state")[0])["leader"]
                       for t, p in assignment(zk))
     assert {x["broker"]: x["leaders"] for x in load["brokers"]} == {b: leaders.get(b, 0) for b in range(1, 6)}
