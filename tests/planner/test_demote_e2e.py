@@ -85,6 +85,17 @@ async def _kr(*args: str) -> tuple[int, dict]:
     return await asyncio.to_thread(run)
 
 
+async def _ended(base: str, ex_id: int, timeout: float = 60) -> dict:
+    """The service's execution ``ex_id`` once it is no longer running."""
+    deadline = time.monotonic() + timeout
+    while True:
+        ex = (await asyncio.to_thread(http, base, "GET", "/state"))[1]["execution"]
+        if ex["id"] == ex_id and ex["state"] != "running":
+            return ex
+        assert time.monotonic() < deadline, ex
+        await asyncio.sleep(0.3)
+
+
 def _same_sets(before: dict, after: dict) -> bool:
     return before.keys() == after.keys() and all(sorted(before[tp]) == sorted(after[tp]) for tp in before)
 
@@ -143,14 +154,7 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
         # ... and executed, brokers 3 and 4 lead nothing, holding the same replicas.
         status, body = await asyncio.to_thread(http, base, "POST", "/demote_broker?brokerid=3,4&dryrun=false")
         assert status == 200 and body["execution"]["elect_total"] == len(led34 - stays), body
-        ex_id = body["execution"]["id"]
-        deadline = time.monotonic() + 60
-        while True:
-            ex = (await asyncio.to_thread(http, base, "GET", "/state"))[1]["execution"]
-            if ex["id"] == ex_id and ex["state"] != "running":
-                break
-            assert time.monotonic() < deadline, ex
-            await asyncio.sleep(0.3)
+        ex = await _ended(base, body["execution"]["id"])
         assert ex["state"] == "done" and ex["elections"]["failed"] == [], ex
         assert ex["elections"]["elected_count"] == len(led34 - stays)
         assert {tp for tp, b in _leaders(zk).items() if b in (3, 4)} == stays
@@ -161,6 +165,16 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
                                "--reassignment-json-file", str(rollback))
         assert code == 0 and assignment(zk) == before, undo
         assert {tp for tp, b in _leaders(zk).items() if b in (3, 4)} == led34
+
+        # A reviewed demotion is approved by its proposal_id (Strimzi's approve), as any plan is.
+        status, body = await asyncio.to_thread(http, base, "POST", "/demote_broker?brokerid=1")
+        assert status == 200, body
+        pid = body["proposal"]["proposal_id"]
+        status, body = await asyncio.to_thread(http, base, "POST", f"/demote_broker?dryrun=false&proposal_id={pid}")
+        assert status == 200 and body["execution"]["proposal_id"] == pid, body
+        ex = await _ended(base, body["execution"]["id"])
+        assert ex["state"] == "done" and ex["elections"]["failed"] == [], ex
+        assert 1 not in _leaders(zk).values() and _same_sets(before, assignment(zk))
 
 
 async def test_demote_refuses_bad_brokers_and_changes_nothing(zk_hosts, tmp_path):
