@@ -285,3 +285,40 @@ def test_plan_command_refuses_a_bad_capacity_file_or_threshold_and_writes_nothin
     rc = plan.main(["--snapshot", str(src), "--rebalance", "--capacity", str(tight), "--out", str(out)], spark=spark)
     assert rc == 1 and not out.exists()
     assert "disk capacity goal" in capsys.readouterr().err
+
+
+# ---- properties ------------------------------------------------------------------------------------
+
+from hypothesis import given, strategies as st  # noqa: E402
+
+from tests.planner.strategies import clusters, requests  # noqa: E402
+
+
+@given(st.data(), st.booleans(), st.floats(0.3, 3.0))
+def test_capacity_plans_meet_every_limit_or_are_refused_and_never_bind_needlessly(data, racks, factor):
+    raw, rack_of = data.draw(clusters(racks=racks))
+    snap = snapshot.validate(raw)
+    mode, kwargs = data.draw(requests(snap, rack_of))
+    count_only = api.plan(snap, mode, **kwargs)
+    per = count_only.report["per_broker"]
+    targets = [b for b in per if b["target"]]
+    peak = max(b["bytes_after"] for b in targets)
+    # a capacity at which the count plan's fullest broker sits at factor x the threshold
+    cap = max(1, int(peak / 0.8 / factor)) if peak else 1
+    try:
+        result = api.plan(snap, mode, capacity=CapacitySpec(default=cap), **kwargs)
+    except PlanError as e:
+        assert "disk capacity goal" in str(e) and peak > int(cap * 0.8)  # a disk the count plan fits never refuses
+        return
+    after = {b["broker"]: b for b in result.report["per_broker"]}
+    limit = int(cap * 0.8)
+    assert all(b["bytes_after"] <= limit for b in after.values() if b["target"])
+    for e in result.reassignment["partitions"]:
+        assert len(set(e["replicas"])) == len(e["replicas"])
+    assert all(b["replicas_after"] == 0 for b in after.values() if not b["target"])
+    assert result.report["racks"]["invalid_partitions_after"] <= count_only.report["racks"]["invalid_partitions_after"]
+    c = result.report["capacity"]
+    if peak <= limit:  # not binding: the count plan itself, with its guarantees
+        assert result.reassignment == count_only.reassignment and c["steps"] == [] and c["extra_moves"] == 0
+    else:
+        assert c["over_threshold_count_plan"] and c["steps"]
