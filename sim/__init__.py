@@ -5,9 +5,9 @@ Modules: ``replica`` (the copy model), ``fairshare`` (rate sharing), ``throttle`
 throttle configs), ``core`` (a broker's state machine), ``metadata`` (its metadata cache),
 ``effects`` (the ZooKeeper writes a broker asks for), ``assignment`` (Kafka's replica
 assignment), ``topics`` (topic creation), ``configwatch`` (config change notifications),
-``clusterview`` / ``clusterwatch`` (what brokers read from ZooKeeper themselves: controller
+``zookeeper_view`` / ``clusterwatch`` (what brokers read from ZooKeeper themselves: controller
 instances, registrations, topics, configs), ``describeconfigs`` (DescribeConfigs),
 ``server`` (the TCP listener), ``cluster`` (N brokers in one process), ``inprocess`` (a
-socket-free transport to the brokers), ``control`` (the control channel), ``main`` (the
-``reassignd sim`` command).
+socket-free transport to the brokers), ``control`` (the control channel), ``serve`` (what the
+``reassignd sim`` command runs).
 """

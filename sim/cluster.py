@@ -5,17 +5,17 @@ with it), its own TCP listener (unless ``serve=False``) and a :class:`sim.core.B
 All brokers share one :class:`sim.replica.ReplicationModel` and one view of the throttle
 configs, kept current by a :class:`sim.configwatch.ConfigWatcher` on the cluster's own
 session. On that session too a :class:`sim.clusterwatch.ClusterWatcher` keeps the brokers'
-shared :class:`sim.clusterview.ClusterView` (active controller, controller instances'
+shared :class:`sim.zookeeper_view.ZooKeeperView` (active controller, controller instances'
 listeners, registrations, topics, dynamic configs): what lets a client that asks a broker
 find the controller, and the brokers serve DescribeConfigs.
 
-Time: :meth:`Cluster.advance` handles the session events that came in (config changes,
+Time: :meth:`SimulatedCluster.advance` handles the session events that came in (config changes,
 expired sessions), moves the copy model to ``clock()`` and lets every running broker do its
 leader duties, carrying out the ISR writes and notifications they ask for.
 ``reassignd sim`` calls it every ``tick`` seconds (:meth:`start_ticker`); deterministic tests
 pass a :class:`sim.clock.ManualClock` and call it themselves.
 
-    cluster = Cluster(lambda: znodes.store.connect("127.0.0.1:2181/kafka"), ClusterSettings(brokers=3))
+    cluster = SimulatedCluster(lambda: znodes.store.connect("127.0.0.1:2181/kafka"), ClusterSettings(brokers=3))
     await cluster.start([parse_topic_spec("orders:6:3:10MiB")])   # or create_topics() later
     cluster.start_ticker()
     await cluster.stop_broker(2)        # its session ends: /brokers/ids/2 goes, others keep running
@@ -39,7 +39,6 @@ from typing import TYPE_CHECKING
 
 from sim.alterconfigs import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, alter_configs
 from sim.clock import loop_clock
-from sim.clusterview import ClusterView
 from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
 from sim.core import BrokerConfig, BrokerCore, UnsupportedRequest
@@ -48,6 +47,7 @@ from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
 from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
+from sim.zookeeper_view import ZooKeeperView
 from znodes import models, paths
 from znodes.api import (
     BadVersionError,
@@ -131,7 +131,7 @@ class SimBroker:
         self.lost_session = False
 
 
-class Cluster:
+class SimulatedCluster:
     def __init__(
         self,
         connect: Callable[[], Awaitable[Store] | Store],
@@ -153,7 +153,7 @@ class Cluster:
         self._lock = asyncio.Lock()
         self._ticker: asyncio.Task | None = None
         self._watcher: ConfigWatcher | None = None
-        self.view = ClusterView()
+        self.view = ZooKeeperView()
         self._view_watcher: ClusterWatcher | None = None
         self._admin_lost = False
 

@@ -1,4 +1,4 @@
-"""Keeps a :class:`sim.clusterview.ClusterView` current from ZooKeeper watches.
+"""Keeps a :class:`sim.zookeeper_view.ZooKeeperView` current from ZooKeeper watches.
 
 Watched on the simulation's own session (the one :mod:`sim.configwatch` uses), each with a
 one-shot watch re-armed on every read:
@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 
-from sim.clusterview import NO_CONTROLLER, ClusterView, RegisteredBroker
+from sim.zookeeper_view import NO_CONTROLLER, ZooKeeperView, RegisteredBroker
 from znodes import paths
 from znodes.api import NoNodeError, SessionEvent, SessionState, Store, WatchEvent
 from znodes.errors import ZnodeFormatError
@@ -36,7 +36,7 @@ CONTROLLERS_PATH = "/reassignd/controllers"  # where controller.shell.daemon reg
 
 
 class ClusterWatcher:
-    def __init__(self, store: Store, view: ClusterView):
+    def __init__(self, store: Store, view: ZooKeeperView):
         self.store = store
         self.view = view
         self._reloads = {

@@ -10,9 +10,9 @@ throttles in force stay as they were. With a :class:`sim.logconfig.LogConfigs` (
 replication model's), every config read also goes there: the topic configs the brokers apply
 (retention, segments, min.insync.replicas), from the topic's own and the broker defaults.
 
-With a :class:`sim.clusterview.ClusterView`, every config read is also kept there, whole, for
+With a :class:`sim.zookeeper_view.ZooKeeperView`, every config read is also kept there, whole, for
 DescribeConfigs (Kafka brokers describe the dynamic configs they learned the same way): a
-config znode that cannot be parsed is kept as :class:`sim.clusterview.ConfigUnreadable`, one
+config znode that cannot be parsed is kept as :class:`sim.zookeeper_view.ConfigUnreadable`, one
 that is gone is dropped, one that could not be read (a session error) keeps its last value.
 
     watcher = ConfigWatcher(store, throttles, view, model.log_configs)   # view, log_configs: optional
@@ -25,9 +25,9 @@ from __future__ import annotations
 
 import logging
 
-from sim.clusterview import ClusterView, ConfigUnreadable
 from sim.logconfig import LogConfigs
 from sim.throttle import ThrottleConfigError, Throttles
+from sim.zookeeper_view import ConfigUnreadable, ZooKeeperView
 from znodes import models, paths
 from znodes.api import EventType, NoNodeError, SessionEvent, SessionState, Store, WatchEvent, ZkError
 from znodes.errors import ZnodeFormatError
@@ -52,7 +52,7 @@ def parse_change(path: str, data: bytes) -> tuple[str, str]:
 
 
 class ConfigWatcher:
-    def __init__(self, store: Store, throttles: Throttles, view: ClusterView | None = None,
+    def __init__(self, store: Store, throttles: Throttles, view: ZooKeeperView | None = None,
                  log_configs: LogConfigs | None = None):
         self.store = store
         self.throttles = throttles

@@ -26,7 +26,7 @@ import json
 import logging
 from collections.abc import Callable
 
-from sim.cluster import BrokerRegistrationError, Cluster
+from sim.cluster import BrokerRegistrationError, SimulatedCluster
 from znodes.api import ZkError
 
 log = logging.getLogger(__name__)
@@ -37,7 +37,7 @@ HELP = "commands: status | stop N | start N | restart N | shutdown | help"
 
 
 class ControlServer:
-    def __init__(self, cluster: Cluster, on_shutdown: Callable[[], None]):
+    def __init__(self, cluster: SimulatedCluster, on_shutdown: Callable[[], None]):
         self.cluster = cluster
         self.on_shutdown = on_shutdown
         self._server: asyncio.base_events.Server | None = None

@@ -34,11 +34,11 @@ from dataclasses import dataclass
 from protocol.errors import ErrorCode
 from protocol.no_groups import DESCRIBE_GROUPS, LIST_GROUPS, describe_groups, list_groups
 from protocol.no_transactions import LIST_TRANSACTIONS, list_transactions
-from sim.clusterview import ClusterView
 from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
+from sim.zookeeper_view import ZooKeeperView
 from znodes import paths
 
 API_VERSIONS = 18
@@ -109,7 +109,7 @@ class BrokerCore:
         *,
         cluster_id: str | None = None,
         api_versions: dict[int, tuple[int, int]] | None = None,
-        view: ClusterView | None = None,
+        view: ZooKeeperView | None = None,
     ):
         self.broker_id = broker_id
         self.model = model
@@ -120,7 +120,7 @@ class BrokerCore:
         self.broker_epoch = UNKNOWN_BROKER_EPOCH  # czxid of the registration, set by the shell
         # What the simulation reads from ZooKeeper (controllers, registrations, configs);
         # shared by every broker of a cluster, empty and unwatched for a core on its own.
-        self.view = view if view is not None else ClusterView()
+        self.view = view if view is not None else ZooKeeperView()
         self._handlers = {
             API_VERSIONS: self._api_versions,
             METADATA: self._metadata,

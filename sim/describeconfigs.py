@@ -4,7 +4,7 @@ Answers what the controller's listener answers (``controller.shell.admin.configs
 sources, synonyms and error codes; its pure entry builder is reused) but for what is the
 broker's own (its settings; its per-broker config under a topic's), from the dynamic configs
 the simulation learned through config change notifications (:mod:`sim.configwatch`, kept in a
-:class:`sim.clusterview.ClusterView`) instead of a read at request time. Pure.
+:class:`sim.zookeeper_view.ZooKeeperView`) instead of a read at request time. Pure.
 
 Per resource, in request order:
 
@@ -44,7 +44,7 @@ from protocol.describe_configs import (
     config_entries,
 )
 from protocol.errors import ErrorCode
-from sim.clusterview import ClusterView, ConfigUnreadable
+from sim.zookeeper_view import ConfigUnreadable, ZooKeeperView
 from znodes import paths
 
 DESCRIBE_CONFIGS = 32
@@ -58,7 +58,7 @@ def static_settings(broker_id: int, log_dir: str, replica_lag_time_max_s: float)
     return {name: Static(value, BROKER_CONFIGS[name]) for name, value in values.items()}
 
 
-def describe_configs(broker_id: int, version: int, body: dict, view: ClusterView,
+def describe_configs(broker_id: int, version: int, body: dict, view: ZooKeeperView,
                      static: dict[str, Static] | None = None) -> dict:
     synonyms = version >= 1 and bool(body.get("include_synonyms"))
     documentation = version >= 3 and bool(body.get("include_documentation"))
@@ -83,7 +83,7 @@ def describe_configs(broker_id: int, version: int, body: dict, view: ClusterView
     return {"throttle_time_ms": 0, "results": results}
 
 
-def _resource_config(broker_id: int, rtype, name, view: ClusterView, defaults: dict):
+def _resource_config(broker_id: int, rtype, name, view: ZooKeeperView, defaults: dict):
     """(own config, inherited defaults, source) of one resource, or (error code, message)."""
     if rtype == TOPIC:
         try:

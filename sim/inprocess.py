@@ -16,14 +16,14 @@ import asyncio
 import itertools
 
 import protocol
-from sim.cluster import Cluster
+from sim.cluster import SimulatedCluster
 from sim.core import UnsupportedRequest
 
 CLIENT_ID = "inprocess"
 
 
 class InProcessTransport:
-    def __init__(self, cluster: Cluster, *, roundtrip: bool = True):
+    def __init__(self, cluster: SimulatedCluster, *, roundtrip: bool = True):
         self.cluster = cluster
         self.roundtrip = roundtrip
         self._correlation = itertools.count(1)

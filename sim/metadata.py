@@ -4,7 +4,7 @@ Pure. Bodies are the codec's dicts (snake_case fields of Kafka's specs); both th
 ungrouped layout (UpdateMetadata v0-4) and the per-topic one (v5+) are read.
 
 Kafka clients find the controller through any node's Metadata. The reassignd controller
-instances are not brokers, so with a watched :class:`sim.clusterview.ClusterView` a Metadata
+instances are not brokers, so with a watched :class:`sim.zookeeper_view.ZooKeeperView` a Metadata
 answer is merged as the controller's own listener builds it (controller.shell.admin.metadata):
 
  1. Brokers: the live brokers of the last UpdateMetadata (Kafka's semantics: the controller
@@ -33,7 +33,7 @@ import re
 from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
-from sim.clusterview import NO_CONTROLLER, ClusterView
+from sim.zookeeper_view import NO_CONTROLLER, ZooKeeperView
 
 LISTENER = "PLAINTEXT"
 LEADER_DURING_DELETE = -2  # Kafka's marker in UpdateMetadata for a topic being deleted
@@ -99,7 +99,7 @@ class MetadataCache:
                 offline=tuple(state.get("offline_replicas") or ()),
             )
 
-    def metadata(self, version: int, body: dict, view: ClusterView | None = None) -> dict:
+    def metadata(self, version: int, body: dict, view: ZooKeeperView | None = None) -> dict:
         """The Metadata response body for ``body`` (topics: null = all; v0: [] = all too),
         merged with ``view`` when it is watched (steps 1-4 of the module docstring)."""
         requested = body.get("topics")
@@ -122,7 +122,7 @@ class MetadataCache:
             "cluster_authorized_operations": CLUSTER_OPERATIONS if want_cluster_ops else OPERATIONS_OMITTED,
         }
 
-    def _nodes(self, view: ClusterView | None) -> tuple[dict[int, dict], int]:
+    def _nodes(self, view: ZooKeeperView | None) -> tuple[dict[int, dict], int]:
         """Steps 1-3: node id -> Metadata broker entry, and the controller id."""
         brokers = list(self.brokers.values())
         if view is None or not view.watched:

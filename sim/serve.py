@@ -22,7 +22,7 @@ import logging
 import signal
 import sys
 
-from sim.cluster import BrokerRegistrationError, Cluster, ClusterSettings
+from sim.cluster import BrokerRegistrationError, ClusterSettings, SimulatedCluster
 from sim.control import ControlServer
 from sim.topics import TopicExistsError, TopicSpec, TopicSpecError
 from znodes.api import ZkError
@@ -39,7 +39,7 @@ async def serve(zookeeper: str, security: ZkSecurity, settings: ClusterSettings,
     stop = asyncio.Event()
     # Every broker's session (and the cluster's own) with the --zk-config identity; under
     # zookeeper.set.acl the znodes they create get Kafka's secure ACLs.
-    cluster = Cluster(lambda: security.connect(zookeeper, create_chroot=True), settings)
+    cluster = SimulatedCluster(lambda: security.connect(zookeeper, create_chroot=True), settings)
     try:
         assignments = await cluster.start(topics)
     except (ZkError, OSError) as exc:

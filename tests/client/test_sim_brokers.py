@@ -12,7 +12,7 @@ from client import commands, progress
 from client.admin import AdminClient
 from client.inputs import parse_reassignment
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
 from tests.client.cluster_zk import plan
@@ -29,7 +29,7 @@ async def sim():
     server = TwinServer()
     clock = ManualClock()
     settings = ClusterSettings(brokers=3, copy=CopySettings(bandwidth=MB, produce_bytes=0, produce_messages=0))
-    cluster = Cluster(server.connect, settings, clock=clock, serve=True)
+    cluster = SimulatedCluster(server.connect, settings, clock=clock, serve=True)
     await cluster.start([parse_topic_spec("t:1:1:4MB")])
     ports = {b: cluster.broker(b).port for b in (1, 2, 3)}
     (replicas,) = json.loads(server.read("/brokers/topics/t")[0])["partitions"].values()

@@ -22,7 +22,7 @@ from controller.shell.active import ActiveController
 from controller.shell.election import campaign
 from controller.shell.inbox import Inbox
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.core import BrokerConfig
 from sim.inprocess import InProcessTransport
 from sim.replica import CopySettings
@@ -286,7 +286,7 @@ class Harness:
             copy=CopySettings(bandwidth=2 * MB, produce_bytes=0, produce_messages=0),
             broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.25, isr_notification_max_delay=1.0),
         )
-        self.cluster = Cluster(self.server.connect, settings, clock=self.clock, serve=False)
+        self.cluster = SimulatedCluster(self.server.connect, settings, clock=self.clock, serve=False)
         self.topic_specs = [parse_topic_spec(t) for t in topics]
         self.config = config or ControllerConfig(retry_backoff_s=0.0, request_retries=0)
         self.controllers: list[ControllerHandle] = []

@@ -5,7 +5,7 @@ import json
 import pytest
 
 from sim.clock import ManualClock
-from sim.cluster import BrokerRegistrationError, Cluster, ClusterSettings
+from sim.cluster import BrokerRegistrationError, ClusterSettings, SimulatedCluster
 from sim.core import BrokerConfig
 from sim.replica import CopySettings, Role
 from sim.topics import TopicExistsError, parse_topic_spec
@@ -29,7 +29,7 @@ def _settings(**kw):
 async def twin_cluster():
     server = TwinServer()
     clock = ManualClock()
-    cluster = Cluster(server.connect, _settings(), clock=clock, serve=False)
+    cluster = SimulatedCluster(server.connect, _settings(), clock=clock, serve=False)
     await cluster.start()
     yield server, cluster, clock
     await cluster.close()
@@ -172,9 +172,9 @@ async def test_stop_and_restart_remove_and_recreate_the_ephemeral(twin_cluster):
 
 async def test_duplicate_broker_id_is_refused_and_leaves_nothing():
     server = TwinServer()
-    first = Cluster(server.connect, _settings(brokers=2), clock=ManualClock(), serve=False)
+    first = SimulatedCluster(server.connect, _settings(brokers=2), clock=ManualClock(), serve=False)
     await first.start()
-    second = Cluster(server.connect, _settings(brokers=3, first_id=2), clock=ManualClock(), serve=False)
+    second = SimulatedCluster(server.connect, _settings(brokers=3, first_id=2), clock=ManualClock(), serve=False)
     with pytest.raises(BrokerRegistrationError):
         await second.start()
     assert server.children("/brokers/ids") == ["1", "2"]
@@ -208,7 +208,7 @@ async def test_config_changes_reach_the_throttles(twin_cluster):
 
 async def test_racks_are_registered_and_used():
     server = TwinServer()
-    cluster = Cluster(server.connect, _settings(brokers=4, racks=2), clock=ManualClock(), serve=False)
+    cluster = SimulatedCluster(server.connect, _settings(brokers=4, racks=2), clock=ManualClock(), serve=False)
     await cluster.start()
     try:
         assert _json(server, "/brokers/ids/1")["rack"] == "rack-0"
@@ -248,7 +248,7 @@ async def _move_seconds(throttle: bool) -> float:
     server = TwinServer()
     clock = ManualClock()
     settings = _settings(brokers=2, copy=CopySettings(bandwidth=50 * MB, produce_bytes=0, produce_messages=0))
-    cluster = Cluster(server.connect, settings, clock=clock, serve=False)
+    cluster = SimulatedCluster(server.connect, settings, clock=clock, serve=False)
     await cluster.start([parse_topic_spec("big:1:1:10MB")])
     try:
         (leader,) = _json(server, "/brokers/topics/big")["partitions"]["0"]

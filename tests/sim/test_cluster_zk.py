@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.core import BrokerConfig
 from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
@@ -26,7 +26,7 @@ async def zk_cluster(zk_hosts):
         copy=CopySettings(bandwidth=MB, produce_bytes=0, produce_messages=0),
         broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.5),
     )
-    cluster = Cluster(lambda: zstore.connect(zk_hosts), settings, clock=clock, serve=False)
+    cluster = SimulatedCluster(lambda: zstore.connect(zk_hosts), settings, clock=clock, serve=False)
     await cluster.start()
     reader = await zstore.connect(zk_hosts)
     yield cluster, clock, reader

@@ -6,7 +6,7 @@ import json
 import pytest
 
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.control import ControlServer
 from sim.topics import parse_topic_spec
 from znodes.twin import TwinServer
@@ -15,7 +15,7 @@ from znodes.twin import TwinServer
 @pytest.fixture
 async def control():
     server = TwinServer()
-    cluster = Cluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
+    cluster = SimulatedCluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
     await cluster.start([parse_topic_spec("t:2:2:1KiB")])
     shutdown = asyncio.Event()
     channel = ControlServer(cluster, shutdown.set)

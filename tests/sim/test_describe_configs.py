@@ -16,7 +16,7 @@ from controller.shell.admin.configs import handle_describe
 from protocol.errors import ErrorCode
 from protocol.kafka_configs import TOPIC_CONFIGS
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.inprocess import InProcessTransport
 from sim.topics import parse_topic_spec
 from sim.versions import served_versions
@@ -223,7 +223,7 @@ async def test_no_resources_and_configs_loaded_at_start(zk_hosts):
     setup = await zstore.connect(zk_hosts)
     try:
         await _set_config(setup, "brokers/1", {RATE: "42"}, notify=False)
-        cluster = Cluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=1), clock=ManualClock(), serve=False)
+        cluster = SimulatedCluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=1), clock=ManualClock(), serve=False)
         await cluster.start()
         try:
             tr = InProcessTransport(cluster)

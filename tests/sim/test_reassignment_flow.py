@@ -4,7 +4,7 @@ brokers through the in-process transport on the ZooKeeper twin, with a manual cl
 import json
 
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.core import BrokerConfig
 from sim.inprocess import InProcessTransport
 from sim.replica import CopySettings, Role
@@ -24,7 +24,7 @@ async def test_move_partition_from_1_2_to_2_3():
         copy=CopySettings(bandwidth=2 * MB, produce_bytes=10_000, produce_messages=10),
         broker=BrokerConfig(replica_lag_time_max=5.0, isr_notification_quiet=0.5),
     )
-    cluster = Cluster(server.connect, settings, clock=clock, serve=False)
+    cluster = SimulatedCluster(server.connect, settings, clock=clock, serve=False)
     await cluster.start()
     controller = server.connect()
     transport = InProcessTransport(cluster)

@@ -9,7 +9,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.replica import CopySettings
 from sim.server import MAX_FRAME_SIZE
 from sim.topics import parse_topic_spec
@@ -25,7 +25,7 @@ async def tcp_cluster():
     server = TwinServer()
     clock = ManualClock()
     settings = ClusterSettings(brokers=3, copy=CopySettings(bandwidth=MB, produce_bytes=0, produce_messages=0))
-    cluster = Cluster(server.connect, settings, clock=clock, serve=True)
+    cluster = SimulatedCluster(server.connect, settings, clock=clock, serve=True)
     await cluster.start([parse_topic_spec("t:1:1:4MB")])
     yield server, cluster, clock
     await cluster.close()

@@ -10,7 +10,7 @@ import pytest
 
 from protocol.errors import ErrorCode
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.inprocess import InProcessTransport
 from sim.topics import parse_topic_spec
 from sim.versions import served_versions
@@ -20,7 +20,7 @@ from znodes.twin import TwinServer
 @pytest.fixture
 async def transport():
     server = TwinServer()
-    cluster = Cluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
+    cluster = SimulatedCluster(server.connect, ClusterSettings(brokers=3), clock=ManualClock(), serve=False)
     await cluster.start([parse_topic_spec("t:2:3:4KiB")])
     yield InProcessTransport(cluster), cluster
     await cluster.close()

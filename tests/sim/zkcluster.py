@@ -20,7 +20,7 @@ from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
 from sim.clock import ManualClock
-from sim.cluster import Cluster, ClusterSettings
+from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.inprocess import InProcessTransport
 from sim.topics import parse_topic_spec
 from znodes import store as zstore
@@ -33,7 +33,7 @@ TWIN_BROKERS = 3
 async def twin_cluster(*topic_specs: str, brokers: int = TWIN_BROKERS) -> AsyncIterator[tuple]:
     """(in-process transport, started cluster, another twin session) on a fresh twin server."""
     server = TwinServer()
-    cluster = Cluster(server.connect, ClusterSettings(brokers=brokers), clock=ManualClock(), serve=False)
+    cluster = SimulatedCluster(server.connect, ClusterSettings(brokers=brokers), clock=ManualClock(), serve=False)
     await cluster.start([parse_topic_spec(spec) for spec in topic_specs])
     other = server.connect()
     try:
@@ -48,7 +48,7 @@ async def real_zk_cluster(zk_hosts: str, *topic_specs: str, brokers: int, clock:
                           serve: bool = False) -> AsyncIterator[tuple]:
     """(started cluster, another session) on a real ZooKeeper; ``serve`` opens the brokers'
     TCP listeners."""
-    cluster = Cluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=brokers), clock=clock or ManualClock(),
+    cluster = SimulatedCluster(lambda: zstore.connect(zk_hosts), ClusterSettings(brokers=brokers), clock=clock or ManualClock(),
                       serve=serve)
     await cluster.start([parse_topic_spec(spec) for spec in topic_specs])
     try:

@@ -1,4 +1,5 @@
-"""What simulated brokers know from ZooKeeper itself, beyond what the controller tells them.
+"""What simulated brokers know from ZooKeeper itself, beyond what the controller tells them
+(their metadata cache, :class:`sim.metadata.MetadataCache`, holds what the controller sends).
 
 A Kafka broker learns the cluster from UpdateMetadata. In reassignd the controller instances
 are not brokers, so a client that bootstraps from a broker must still be able to find them;
@@ -7,7 +8,7 @@ few znodes the controller's admin listener answers Metadata from, and the dynami
 DescribeConfigs shows (filled by :mod:`sim.configwatch` as change notifications arrive).
 One view is shared by every broker of a simulation. Pure data: no I/O here.
 
-    view = ClusterView()
+    view = ZooKeeperView()
     view.active_controller, view.controllers = 101, {101: ("127.0.0.1", 9901)}
     view.config("brokers", "1")        # {} when unset; ConfigUnreadable if the znode is broken
 """
@@ -40,7 +41,7 @@ class ConfigUnreadable:
 
 
 @dataclass(slots=True)
-class ClusterView:
+class ZooKeeperView:
     # False until a watcher has read ZooKeeper once: a broker core on its own (unit tests)
     # then answers Metadata from UpdateMetadata alone, as a Kafka broker does.
     watched: bool = False
