@@ -49,6 +49,12 @@ TEST_SCHEDULES = 2_000
 STEPS = 40  # steps per schedule after the initial one
 SHARD_SIZE = 250  # schedules per shard: ~30 s of CPU, small enough to balance two workers
 CI_SEED = 16  # the seed under CI=true: every CI run runs the same schedules
+# One shard in STATEFUL_TIGHT_CAPS_EVERY at move caps of 1-2 (test_stateful.TIGHT_CAPS); 0, the
+# default, runs none yet: at 4, seed 16's shard 3 fails three ways (the cluster cap and a
+# broker's incoming cap exceeded after failovers as ZooKeeper shows the moves, and a schedule
+# whose pending entries never start), which are not triaged yet. Replay:
+#   STATEFUL_TIGHT_CAPS_EVERY=4 python -m tests.controller.soak --seed 16 --schedules 2000 --shard 3
+TIGHT_CAPS_EVERY = int(os.environ.get("STATEFUL_TIGHT_CAPS_EVERY", "0"))
 
 
 def default_seed() -> int:
@@ -62,6 +68,12 @@ def default_seed() -> int:
 
 def shard_seed(seed: int, shard: int) -> int:
     return int.from_bytes(hashlib.sha256(f"reassignd-stateful:{seed}:{shard}".encode()).digest()[:8], "big")
+
+
+def tight_caps(shard: int) -> bool:
+    """Every TIGHT_CAPS_EVERY-th shard runs at test_stateful.TIGHT_CAPS (move caps of 1-2 that
+    bind), the others at the defaults (all of them while TIGHT_CAPS_EVERY is 0)."""
+    return TIGHT_CAPS_EVERY > 0 and shard % TIGHT_CAPS_EVERY == TIGHT_CAPS_EVERY - 1
 
 
 def shard_counts(schedules: int) -> list[int]:
@@ -107,6 +119,7 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
     logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here, and cost
     stats = test_stateful.STATS
     stats.update(schedules=0, steps=0, coverage=Coverage(), digest=hashlib.sha256())
+    test_stateful.CAPS = test_stateful.TIGHT_CAPS if tight_caps(shard) else None
 
     @forced_seed(shard_seed(seed, shard))
     def machine():
@@ -200,8 +213,9 @@ def _run_shard(args) -> ShardResult:
 
 def run_scripted() -> tuple[list[str], dict, int, float]:
     """tests/controller/crash_schedules.py in this process: failures, coverage, count, CPU seconds."""
-    from tests.controller import crash_schedules
+    from tests.controller import crash_schedules, test_stateful
 
+    test_stateful.CAPS = None  # the scripts' schedules assume the default caps (a worker may have run a tight shard)
     cpu = time.process_time()
     failures, coverage = crash_schedules.run_all()
     return failures, coverage.to_json(), crash_schedules.COUNT, time.process_time() - cpu

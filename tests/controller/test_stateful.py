@@ -36,6 +36,7 @@ import pytest
 from hypothesis import strategies as st
 from hypothesis.stateful import RuleBasedStateMachine, initialize, invariant, precondition, rule
 
+from controller.core.config import ControllerConfig
 from controller.core.flush import THROTTLE_REMOVAL
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, ApiError
@@ -60,13 +61,20 @@ ALL_BROKERS = (*TARGET_BROKERS, *FLAKY_BROKERS)
 # What this process's schedules did, summed by their teardowns (read by tests/controller/soak.py):
 # complete schedules, their steps after the initial one, crash points, a digest of how each ended.
 STATS = {"schedules": 0, "steps": 0, "coverage": Coverage(), "digest": hashlib.sha256()}
+# The move caps the controller runs with (tests/controller/soak.py sets them per shard): None is
+# the defaults (10 per broker, 1,000 in all: they never bind on 6 partitions, so the caps
+# invariant can only fail in shards run at TIGHT_CAPS, where moves wait for slots - opt-in for
+# now, soak.TIGHT_CAPS_EVERY).
+CAPS: dict | None = None
+TIGHT_CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 2, "max_cluster_moves": 2}
 
 
 class ControllerMachine(RuleBasedStateMachine):
     def __init__(self):
         super().__init__()
         self.loop = asyncio.new_event_loop()
-        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",))
+        config = ControllerConfig(retry_backoff_s=0.0, request_retries=0, **(CAPS or {}))
+        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",), config=config)
         self.h.check_leader_epochs = True  # on every LeaderAndIsr sent (harness.check_leader_epoch)
         self.next_id = 101
         # Per partition: every replica list it started from or was sent to (see the docstring).
@@ -417,6 +425,23 @@ class ControllerMachine(RuleBasedStateMachine):
             assert leader == -1 or leader in isr, ("leader outside the ISR", p, state)
             if settled and set(isr) & live:
                 assert leader in live, ("no live leader with a live ISR member", p, state, sorted(live))
+
+    @invariant()
+    def caps(self):
+        """The move caps as ZooKeeper shows the moves: partitions adding a replica to a broker
+        (incoming), removing one from it (outgoing), moving at all (the cluster cap)."""
+        if not hasattr(self.h, "admin"):
+            return
+        cfg = self.h.config
+        znode = self.h.json(paths.topic("t"))
+        adding, removing = znode.get("adding_replicas", {}), znode.get("removing_replicas", {})
+        moving = {p for p in (*adding, *removing) if adding.get(p) or removing.get(p)}
+        assert len(moving) <= cfg.max_cluster_moves, ("cluster cap", sorted(moving), cfg.max_cluster_moves)
+        for b in ALL_BROKERS:
+            incoming = sorted(p for p, a in adding.items() if b in a)
+            outgoing = sorted(p for p, r in removing.items() if b in r)
+            assert len(incoming) <= cfg.max_incoming_per_broker, ("incoming cap", b, incoming, znode)
+            assert len(outgoing) <= cfg.max_outgoing_per_broker, ("outgoing cap", b, outgoing, znode)
 
     @invariant()
     def removal_and_fencing(self):
