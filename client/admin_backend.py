@@ -25,7 +25,7 @@ import asyncio
 from collections.abc import Iterable
 
 from client.admin import AdminClient
-from client.cluster import ClusterState
+from client.cluster import ClusterAssignment
 from client.errors import ConflictError, UnsupportedVersionError
 from client.outcomes import (
     COMPLETE,
@@ -56,13 +56,13 @@ class AdminBackend:
     async def close(self) -> None:
         await self.admin.close()
 
-    async def cluster_state(self, topics: Iterable[str] | None = None) -> ClusterState:
+    async def cluster_state(self, topics: Iterable[str] | None = None) -> ClusterAssignment:
         meta = await self.admin.describe_cluster(None if topics is None else sorted(set(topics)))
         # Metadata lists brokers and controller instances in one id space; the active
         # controller hosts no replicas, so it is no target for one.
         brokers = {n: node.rack for n, node in meta.nodes.items() if n != meta.controller_id}
         running = await self.admin.list_reassignments()
-        return ClusterState(
+        return ClusterAssignment(
             brokers=brokers,
             topics=meta.assignment(),
             in_flight={tp: [] for tp in running},
@@ -72,7 +72,7 @@ class AdminBackend:
     async def execute(
         self,
         requested: dict[TopicPartition, list[int]],
-        state: ClusterState,
+        state: ClusterAssignment,
         *,
         throttle: int | None = None,
         additional: bool = False,
@@ -125,7 +125,7 @@ class AdminBackend:
         return await self.execute(requested, state, dry_run=dry_run, queued=True)
 
     async def verify(
-        self, requested: dict[TopicPartition, list[int]], state: ClusterState, *, dry_run: bool = False
+        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False
     ) -> VerifyOutcome:
         running = await self.admin.list_reassignments(sorted(k for k in requested if k[0] in state.topics))
         statuses: dict[TopicPartition, str] = {}

@@ -1,13 +1,14 @@
 """What the CLI knows about the cluster, whichever way it was read, and the checks of a plan
 against it. Pure.
 
-:class:`ClusterState` is filled either from ZooKeeper (``--zookeeper``) or from the controller's
-Metadata answer (``--bootstrap-server``). :func:`check_plan` refuses a plan that names a topic,
-partition or broker the cluster does not have, naming the file and the entry.
+:class:`ClusterAssignment` (the brokers and their racks, each partition's replicas, the moves in
+flight and the leaders) is filled either from ZooKeeper (``--zookeeper``) or from the
+controller's Metadata answer (``--bootstrap-server``). :func:`check_plan` refuses a plan that
+names a topic, partition or broker the cluster does not have, naming the file and the entry.
 
 Usage::
 
-    state = ClusterState(brokers={1: None, 2: None}, topics={"t": {0: [1, 2]}})
+    state = ClusterAssignment(brokers={1: None, 2: None}, topics={"t": {0: [1, 2]}})
     check_plan(plan, state)          # raises ClusterMismatchError
     state.current(plan.assignments)  # {("t", 0): [1, 2]}
 """
@@ -22,7 +23,7 @@ from znodes.values import TopicPartition
 
 
 @dataclass
-class ClusterState:
+class ClusterAssignment:
     # broker id -> rack (None when the broker has none)
     brokers: dict[int, str | None]
     # topic -> partition -> current replicas (Kafka's "AR": during a move, TRS then ORS - TRS)
@@ -57,7 +58,7 @@ def _ranges(ids: list[int]) -> str:
     return ",".join(out) or "none"
 
 
-def check_plan(plan: Reassignment, state: ClusterState, *, check_brokers: bool = True) -> None:
+def check_plan(plan: Reassignment, state: ClusterAssignment, *, check_brokers: bool = True) -> None:
     """Every topic, partition and (unless ``check_brokers`` is False) broker the plan names
     must exist. The first problem found is raised, naming the entry."""
     problems: list[str] = []
@@ -86,13 +87,13 @@ def check_plan(plan: Reassignment, state: ClusterState, *, check_brokers: bool =
         raise ClusterMismatchError(text)
 
 
-def check_topics(topics: list[str], state: ClusterState, source: str) -> None:
+def check_topics(topics: list[str], state: ClusterAssignment, source: str) -> None:
     missing = [t for t in topics if t not in state.topics]
     if missing:
         raise ClusterMismatchError(f"{source}: topic(s) {missing} do not exist")
 
 
-def check_brokers(brokers: list[int], state: ClusterState, source: str) -> None:
+def check_brokers(brokers: list[int], state: ClusterAssignment, source: str) -> None:
     unknown = [b for b in brokers if b not in state.brokers]
     if unknown:
         raise ClusterMismatchError(

@@ -16,7 +16,7 @@ import time
 from dataclasses import dataclass, field
 
 from client import exit_codes, planner, progress, render
-from client.cluster import ClusterState, check_brokers, check_plan, check_topics
+from client.cluster import ClusterAssignment, check_brokers, check_plan, check_topics
 from client.errors import (
     ClusterMismatchError,
     ConflictError,
@@ -26,8 +26,7 @@ from client.errors import (
 )
 from client.inputs import Reassignment
 from client.outcomes import FAILED, IN_PROGRESS, QUEUED, ExecuteOutcome
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 
 @dataclass
@@ -206,7 +205,7 @@ async def generate(backend, inputs: Inputs, *, rack_aware: bool, queue: bool = F
             if t in base and p in base[t] and target:
                 base[t][p] = list(target)
         note = "(based on the assignment the running reassignments will leave)"
-    queued_state = ClusterState(state.brokers, base, state.in_flight, state.leaders)
+    queued_state = ClusterAssignment(state.brokers, base, state.in_flight, state.leaders)
     proposed = planner.legacy_generate(queued_state, inputs.topics, inputs.brokers, rack_aware)
     current = _flatten(base)
     racks_used = rack_aware and bool(state.racks(inputs.brokers))

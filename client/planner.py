@@ -37,7 +37,7 @@ import urllib.parse
 import urllib.request
 from dataclasses import dataclass
 
-from client.cluster import ClusterState
+from client.cluster import ClusterAssignment
 from client.errors import (
     ClusterDataError,
     ConflictError,
@@ -45,8 +45,7 @@ from client.errors import (
     PlanRefusedError,
     UnsupportedVersionError,
 )
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 SNAPSHOT_VERSION = 1
 
@@ -58,7 +57,7 @@ def _broker_entries(alive: dict[int, tuple[str | None, int | None, str | None]],
     return out
 
 
-def snapshot_from_state(state: ClusterState, topics: list[str] | None = None, source: str | None = None) -> dict:
+def snapshot_from_state(state: ClusterAssignment, topics: list[str] | None = None, source: str | None = None) -> dict:
     """A size-less snapshot of ``topics`` (default all) from what the CLI already read."""
     names = sorted(state.topics) if topics is None else list(dict.fromkeys(topics))
     on = {b for t in names for r in state.topics.get(t, {}).values() for b in r}
@@ -124,7 +123,7 @@ async def snapshot_from_admin(admin, sizes: bool = True) -> dict:
     }
 
 
-def legacy_generate(state: ClusterState, topics: list[str], brokers: list[int], rack_aware: bool) -> dict[TopicPartition, list[int]]:
+def legacy_generate(state: ClusterAssignment, topics: list[str], brokers: list[int], rack_aware: bool) -> dict[TopicPartition, list[int]]:
     """Kafka's old --generate (spark_jobs.legacy_generate), with a fixed seed so the same
     cluster and input always give the same proposal."""
     from spark_jobs import legacy_generate as generate

@@ -31,7 +31,7 @@ from znodes.api import (
 )
 
 from client import zk_formats as fmt
-from client.cluster import ClusterState
+from client.cluster import ClusterAssignment
 from client.errors import (
     ConflictError,
     ConnectionFailedError,
@@ -145,11 +145,11 @@ class ZkBackend:
             return None, None
         return fmt.parse_reassign_partitions(path, got[0]), got[1]
 
-    async def cluster_state(self, topics: Iterable[str] | None = None) -> ClusterState:
+    async def cluster_state(self, topics: Iterable[str] | None = None) -> ClusterAssignment:
         brokers = await self.brokers()
         znodes = await self.topics(topics)
         entries, _ = await self.reassign_entries()
-        return ClusterState(
+        return ClusterAssignment(
             brokers={b: r.rack for b, r in brokers.items()},
             topics={t: dict(z.partitions) for t, z in znodes.items()},
             in_flight={tp: e.replicas for tp, e in (entries or {}).items()},
@@ -251,7 +251,7 @@ class ZkBackend:
     async def execute(
         self,
         requested: dict[TopicPartition, list[int]],
-        state: ClusterState,
+        state: ClusterAssignment,
         *,
         throttle: int | None = None,
         additional: bool = False,
@@ -318,7 +318,7 @@ class ZkBackend:
         return writes
 
     async def verify(
-        self, requested: dict[TopicPartition, list[int]], state: ClusterState, *, dry_run: bool = False
+        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False
     ) -> VerifyOutcome:
         """Each partition: in progress (still in /admin/reassign_partitions), complete
         (current == requested) or failed. When none is in progress, remove the throttles as
@@ -398,7 +398,7 @@ class ZkBackend:
         return outcome
 
     async def queue(
-        self, requested: dict[TopicPartition, list[int]], state: ClusterState, *, dry_run: bool = False
+        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False
     ) -> ExecuteOutcome:
         """KIP-236: write the batch to /admin/reassign_partitions_queue; refused while a queued
         batch is still waiting. The controller adds original_replicas when it takes an entry
@@ -418,7 +418,7 @@ class ZkBackend:
             outcome.started = sorted(requested)
         return outcome
 
-    async def verify_queue(self, requested: dict[TopicPartition, list[int]], state: ClusterState) -> VerifyOutcome:
+    async def verify_queue(self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment) -> VerifyOutcome:
         queued, _ = await self.reassign_entries(paths.REASSIGN_QUEUE)
         outcome = await self.verify(requested, state, dry_run=True)
         outcome.throttle_removed = None

@@ -21,7 +21,7 @@ Usage::
     ex.request_stop(force=False)   # finish the running wave, start no more
     ex.view()        # what /state shows: state, waves and partitions done, unmoved, the error
 
-``view`` is a :class:`ClusterView` over the service's model; ``security`` is the listener's
+``view`` is a :class:`ReassignmentProgress` over the service's model; ``security`` is the listener's
 :class:`client.security.ClientSecurity` (``--command-config``); None is PLAINTEXT.
 """
 
@@ -32,8 +32,7 @@ from dataclasses import dataclass, field
 from typing import Protocol
 
 from planner_service.clock import now_ms
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 # A partition judged ended (not running, not pending, not at its target) must look so on this
 # many polls in a row: the model's watches and the controller's answers arrive separately, and
@@ -51,8 +50,9 @@ REASON_NOT_STARTED = "not started: the execution stopped before its wave"
 ELECTION_RETRIES, ELECTION_RETRY_S = 50, 0.2
 
 
-class ClusterView(Protocol):
-    """What the wave loop reads of the service's model (planner_service.model.ClusterModel)."""
+class ReassignmentProgress(Protocol):
+    """What the wave loop reads of the service's model (planner_service.model.ClusterModel): a
+    pending request, each topic's change count, each partition's replicas and whether it moves."""
 
     request_pending: bool  # /admin/reassign_partitions exists
     topic_changes: dict  # topic -> how many times its znode changed
@@ -227,7 +227,7 @@ def unmoved_entry(tp: TopicPartition, target: list[int], now: list[int] | None, 
 # ---- the I/O shell --------------------------------------------------------------------------
 
 
-async def run_waves(bootstrap: str, ex: Execution, poll_s: float, view: ClusterView, timeout_ms: int = 30_000,
+async def run_waves(bootstrap: str, ex: Execution, poll_s: float, view: ReassignmentProgress, timeout_ms: int = 30_000,
                     security=None) -> None:
     """Send each wave to the controller and wait until it is over (:class:`WaveWatch`); set
     ``ex.state`` to how the execution ended. ``security``: the listener's
@@ -300,7 +300,7 @@ async def _elect(admin, ex: Execution) -> None:
     }
 
 
-async def _wait_wave(admin, ex: Execution, watch: WaveWatch, poll_s: float, view: ClusterView) -> str:
+async def _wait_wave(admin, ex: Execution, watch: WaveWatch, poll_s: float, view: ReassignmentProgress) -> str:
     """Poll until the wave is over ("over") or the deadline passes ("deadline"); a force stop
     cancels the wave's partitions at the controller (KIP-236) and goes on polling."""
     forced = False

@@ -10,7 +10,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from client import exit_codes, progress
-from client.cluster import ClusterState, check_plan
+from client.cluster import ClusterAssignment, check_plan
 from client.errors import (
     ClusterMismatchError,
     ConflictError,
@@ -201,7 +201,7 @@ def test_human_units():
 
 
 def test_check_plan_lists_every_problem():
-    state = ClusterState(brokers={1: None, 2: None}, topics={"t": {0: [1], 1: [2]}})
+    state = ClusterAssignment(brokers={1: None, 2: None}, topics={"t": {0: [1], 1: [2]}})
     plan = parse_reassignment({"version": 1, "partitions": [
         {"topic": "t", "partition": 0, "replicas": [1, 7]}, {"topic": "x", "partition": 0, "replicas": [1]},
         {"topic": "t", "partition": 5, "replicas": [1]}]}, "p.json")
