@@ -460,8 +460,9 @@ class AdminClient:
         partitions: Iterable[TopicPartition] | None = None,
     ) -> LogDirsResult:
         """Each broker's replicas: size and offset lag. With ``broker_ids=None`` every node
-        that serves DescribeLogDirs is asked (controller instances do not, and are skipped);
-        listed brokers that cannot answer appear in ``errors``."""
+        is asked (controller instances answer with no log directory, so hold nothing here; a
+        node that does not serve DescribeLogDirs is skipped); listed brokers that cannot answer
+        appear in ``errors``."""
         self._check_started()
         meta = await self.refresh_metadata()
         explicit = broker_ids is not None
