@@ -271,7 +271,11 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 record(r, h, c, "swap", why)
                 record(q, c, h, "swap", why)
                 done = True
-        # 3. a single move that gives up R/R+1
+        # 3. a chain: r goes h -> c once c has passed one of its replicas q on to d (counts:
+        #    h -1, d +1), first where that keeps R/R+1, then anywhere
+        if not done:
+            done = _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why)
+        # 4. a single move that gives up R/R+1
         if not done:
             for r in rows.tolist():
                 s = sizes[r]
@@ -287,12 +291,49 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 if done:
                     break
         if not done:
+            done = _chain(p, h, rows, recv, room, bb, sizes, in_scope, None, record, why)
+        if not done:
             largest = int(rows[0])
             raise PlanError(
                 f"disk capacity goal: {why}, and none of its replicas (largest {name(largest)}, "
                 f"{int(sizes[largest]):,} bytes) fits on another broker under its threshold, "
-                "by a move or a swap, within the rack rule"
+                "by a move, a swap or a two-step chain, within the rack rule"
             )
+
+
+def _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why) -> bool:
+    """r: h -> c, made room for by q: c -> d. With ``low`` only where h holds R+1 and d R (the
+    counts stay R/R+1); with None anywhere (reason count_relaxed). True when one was made."""
+    if low is not None and p.cnt[h] != low + 1:
+        return False
+    for r in rows.tolist():
+        s = sizes[r]
+        row = p.rep[r]
+        for c in recv.tolist():
+            if c in row or not p.rule.allowed(row.tolist(), h, c):
+                continue
+            need = s - room[c]  # what q must take off c
+            if need <= 0:
+                continue  # a plain move would have done
+            qs = np.array([q for q in p.parts_of(c) if in_scope[q] and q != r and sizes[q] >= need], dtype=np.int64)
+            for q in qs[np.lexsort((qs, sizes[qs]))].tolist():
+                sq = sizes[q]
+                qrow = p.rep[q]
+                for d in recv.tolist():
+                    if d == c or d in qrow or room[d] < sq or (low is not None and p.cnt[d] != low):
+                        continue
+                    if not p.rule.allowed(qrow.tolist(), c, d):
+                        continue
+                    p.move(q, c, d)
+                    p.move(r, h, c)
+                    bb[c] += s - sq
+                    bb[d] += sq
+                    bb[h] -= s
+                    tail = "" if low is not None else "; no move, swap or chain within R/R+1 fits (count_relaxed)"
+                    record(q, c, d, "chain", why + tail)
+                    record(r, h, c, "chain", why + tail)
+                    return True
+    return False
 
 
 # ---- the report ---------------------------------------------------------------------------------

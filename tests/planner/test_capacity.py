@@ -204,6 +204,22 @@ def test_counts_leave_r_r1_only_when_no_move_or_swap_within_them_fits_and_it_is_
     assert any("leave R/R+1" in w for w in result.report["warnings"])
 
 
+def test_a_replica_that_fits_nowhere_yet_goes_where_another_makes_room_for_it():
+    # The count plan puts a0 on broker 0 (limit 5 bytes). a0 (8 bytes) fits only on broker 1,
+    # once broker 1's own 8-byte a1 has gone on to broker 2: a two-step chain, no move or swap.
+    snap = snapshot.validate({"version": 1, "brokers": [{"id": b} for b in range(3)], "topics": [
+        {"name": "a", "partitions": [{"partition": 0, "replicas": [2, 1], "sizes": [8, 8]},
+                                     {"partition": 1, "replicas": [1], "sizes": [8]}]}]})
+    spec = CapacitySpec(brokers={0: 7, 1: 17, 2: 37})  # limits 5, 13, 29
+    assert 0 in api.plan(snap, "rebalance").reassignment["partitions"][0]["replicas"]
+    result = api.plan(snap, "rebalance", capacity=spec)
+    c = result.report["capacity"]
+    assert [(s["partition"], s["from"], s["to"], s["kind"]) for s in c["steps"]] == [(1, 1, 2, "chain"), (0, 0, 1, "chain")]
+    after = bytes_after(snap, result)
+    assert after[0] <= 5 and after[1] <= 13 and after[2] <= 29
+    assert c["over_threshold_after"] == [] and not c["count_goal_kept"]
+
+
 def test_capacity_moves_keep_the_rack_rule():
     racks = {b: f"r{b % 3}" for b in range(6)}
     snap = skewed(racks=racks, seed=2)
