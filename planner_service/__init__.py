@@ -16,5 +16,5 @@ Modules, the pure ones first:
 - :mod:`planner_service.endpoints`: the REST API's routes and views.
 - :mod:`planner_service.service`: the service (Spark session, proposals, sizes, executions,
   self-healing).
-- :mod:`planner_service.cli`: the command line.
+- the command line, `reassignd planner`, is :mod:`reassignd.planner`.
 """

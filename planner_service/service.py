@@ -1,5 +1,5 @@
 """The planner service: the KIP-6 planner as a long-running Spark driver over a live cluster
-model (``reassignd planner serve``, :mod:`planner_service.cli`).
+model (``reassignd planner serve``, :mod:`reassignd.planner`).
 
 One process is one Spark driver holding ONE SparkSession for its lifetime. The cluster model
 (:mod:`planner_service.model`) is read from ZooKeeper once and kept current from watches

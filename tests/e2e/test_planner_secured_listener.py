@@ -193,7 +193,7 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
     ("security.protocol=SSL\nssl.truststore.location={tmp}/not-a-ca.pem\n", "TLS files"),
 ])
 def test_a_bad_command_config_is_a_usage_error(tmp_path, capsys, text, error):
-    from planner_service import cli
+    from reassignd import planner as cli
 
     path = tmp_path / "client.properties"
     if text is not None:

@@ -15,10 +15,11 @@ from pathlib import Path
 import pytest
 from kazoo.client import KazooClient
 
-from planner_service import api_auth, cli
+from planner_service import api_auth
 from planner_service.api_auth import ApiAuth, AuthConfigError, StoredHash, required_role
 from planner_service.http_server import ApiSecurity
 from planner_service.service import Options, PlannerService
+from reassignd import planner as cli
 from tests.e2e.processes import REPO, stop_process
 from tests.planner.service_http import ahttp, http
 from tests.planner.test_service_zk import _until, _write_cluster

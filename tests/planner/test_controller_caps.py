@@ -30,21 +30,21 @@ def test_unreadable_caps_say_why():
 
 
 def test_the_service_takes_the_url_and_refuses_another_scheme(capsys):
-    from planner_service import cli
+    from reassignd import planner as cli
 
     assert cli.main(["serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0",
                      "--controller-ops", "127.0.0.1:9191"]) == 2
     assert "expected an http:// URL" in capsys.readouterr().err
-    args = cli.parser().parse_args(["--zookeeper", "z", "--listen", "127.0.0.1:0", "--controller-ops",
+    args = cli.build_parser().parse_args(["--zookeeper", "z", "--listen", "127.0.0.1:0", "--controller-ops",
                                     "http://127.0.0.1:9191"])
     assert args.controller_ops == "http://127.0.0.1:9191"
 
 
 def test_the_service_takes_an_execution_deadline():
-    from planner_service import cli
+    from reassignd import planner as cli
     from planner_service.service import DEFAULT_EXECUTION_DEADLINE_S
 
     base = ["--zookeeper", "z", "--listen", "127.0.0.1:0"]
-    assert cli.parser().parse_args(base).execution_deadline == DEFAULT_EXECUTION_DEADLINE_S
-    assert cli.parser().parse_args(base + ["--execution-deadline", "90"]).execution_deadline == 90.0
+    assert cli.build_parser().parse_args(base).execution_deadline == DEFAULT_EXECUTION_DEADLINE_S
+    assert cli.build_parser().parse_args(base + ["--execution-deadline", "90"]).execution_deadline == 90.0
     assert cli.main(["serve", *base, "--execution-deadline", "0"]) == 2

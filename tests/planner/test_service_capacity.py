@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from planner_service import cli
 from planner_service.model import ClusterModel
+from reassignd import planner as cli
 from spark_jobs import api
 from spark_jobs.capacity import CapacitySpec
 from spark_jobs.logdirs import BrokerLogDirs
@@ -78,10 +78,10 @@ def test_load_shows_the_capacity_file_and_the_last_proposal():
 def test_serve_reads_the_capacity_file_and_threshold(tmp_path, capsys):
     good = tmp_path / "capacity.json"
     good.write_text(json.dumps({"brokerCapacities": [{"brokerId": "-1", "capacity": {"DISK": "1024"}}]}))
-    args = cli.parser().parse_args(["--zookeeper", "h:1", "--listen", "127.0.0.1:0", "--capacity", str(good),
+    args = cli.build_parser().parse_args(["--zookeeper", "h:1", "--listen", "127.0.0.1:0", "--capacity", str(good),
                                     "--disk-threshold", "0.7"])
     assert args.capacity == str(good) and args.disk_threshold == 0.7
-    assert cli.parser().parse_args(["--zookeeper", "h:1", "--listen", "127.0.0.1:0"]).disk_threshold == 0.8
+    assert cli.build_parser().parse_args(["--zookeeper", "h:1", "--listen", "127.0.0.1:0"]).disk_threshold == 0.8
     bad = tmp_path / "bad.json"
     bad.write_text('{"brokerCapacities": [{"brokerId": "1", "capacity": {"DISK": "none"}}]}')
     assert cli.main(["serve", "--zookeeper", "h:1", "--listen", "127.0.0.1:0", "--insecure-no-auth",

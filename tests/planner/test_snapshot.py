@@ -117,7 +117,7 @@ def test_validate_never_modifies_its_input():
 def test_zk_config_errors_are_usage_errors(tmp_path, capsys, command):
     """``--zk-config`` is read by znodes.security.ZkSecurity, as ``reassignd sim``'s: a missing or
     invalid file exits 2 naming the option, before anything connects."""
-    from planner_service import cli
+    from reassignd import planner as cli
     from reassignd import snapshot as snapshot_command
 
     def run(config) -> int:
