@@ -81,7 +81,8 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _secure_acls(args) -> int:
-    from znodes.security import ZkSecurity, migrate
+    from znodes.secure_paths import migrate
+    from znodes.security import ZkSecurity
 
     try:
         count = migrate(args.zookeeper, ZkSecurity.from_file(args.zk_config), secure=not args.unsecure)

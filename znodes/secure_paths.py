@@ -23,7 +23,7 @@ from __future__ import annotations
 import asyncio
 from dataclasses import dataclass
 
-from kazoo.security import ACL, Id, Permissions, make_digest_acl_credential
+from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
 from znodes import acls as zacls
 from znodes import paths
@@ -171,3 +171,36 @@ def refusal(problems: list[Exposure], hosts: str, *, what: str) -> str:
             f"its identity (zookeeper.auth.digest or zookeeper.sasl.jaas.config) with zookeeper.set.acl=true, and "
             f"run `reassignd zk secure-acls --zookeeper {hosts} --zk-config FILE` with that identity (Kafka's "
             f"zookeeper-security-migration), which creates the missing paths and sets the secure ACL on every znode")
+
+
+def migrate(hosts: str, security: ZkSecurity, *, secure: bool = True, timeout: float = 10.0) -> int:
+    """Set every znode's ACL under ``hosts`` (its chroot included) to Kafka's secure ACL, or to
+    OPEN_ACL_UNSAFE with ``secure=False``; the number of znodes set. Parents before children,
+    so a half-done run leaves no znode unreachable. Securing first creates each path the
+    service trusts that is missing (:data:`TRUSTED`), so no stranger can create it later with
+    an ACL of their own. ``reassignd zk secure-acls`` runs it (Kafka's
+    zookeeper-security-migration)."""
+    from kazoo.client import KazooClient
+
+    if secure and security.digest is None and security.sasl is None:
+        raise ValueError("secure ACLs need zookeeper.auth.digest or zookeeper.sasl.jaas.config (the identity they grant)")
+    client = KazooClient(hosts=hosts, timeout=timeout, **security.client_options())
+    client.start(timeout=timeout)
+    try:
+        if secure:
+            for path in TRUSTED:  # parents first, each with its own ACL
+                client.ensure_path(path, acl=security.acl_for(path))
+        count, stack = 0, ["/"]
+        while stack:
+            path = stack.pop()
+            if path == "/zookeeper":  # ZooKeeper's own quota tree
+                continue
+            # The root itself only when it is our chroot: the server's root is not ours to lock.
+            if path != "/" or client.chroot:
+                client.set_acls(path, security.acl_for(path) if secure else OPEN_ACL_UNSAFE)
+                count += 1
+            stack.extend(("" if path == "/" else path) + "/" + child for child in client.get_children(path))
+        return count
+    finally:
+        client.stop()
+        client.close()

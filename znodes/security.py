@@ -25,11 +25,11 @@ Secure ACLs are Kafka's (``ZkData.defaultAcls``): the creator (the digest identi
 
     zk = ZkSecurity.from_properties(props)
     store = await zk.connect("127.0.0.1:2181/kafka", create_chroot=True)
-    migrate("127.0.0.1:2181/kafka", zk)          # `reassignd zk secure-acls`: every znode's ACL set
 
-``migrate`` is Kafka's ``zookeeper-security-migration`` (``--zookeeper.acl secure|unsecure``): it
-creates the paths the service trusts that are missing (znodes.secure_paths), then walks the tree
-(``/zookeeper`` excepted) and sets each znode's ACL to the secure one, or back to world-writable.
+``znodes.secure_paths.migrate`` is Kafka's ``zookeeper-security-migration`` (``--zookeeper.acl
+secure|unsecure``, run by ``reassignd zk secure-acls``): it creates the paths the service trusts
+that are missing, then walks the tree (``/zookeeper`` excepted) and sets each znode's ACL to the
+secure one, or back to world-writable.
 """
 
 from __future__ import annotations
@@ -37,7 +37,7 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl
+from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
 from protocol.properties import parse_properties
 
@@ -174,37 +174,3 @@ def auth_hint(error: BaseException, security: ZkSecurity) -> str:
 async def connect_secured(hosts: str, zk_config: str | None, **kwargs):
     """A store on ``hosts`` with the ZooKeeper security of the ``zk_config`` properties file."""
     return await ZkSecurity.from_file(zk_config).connect(hosts, **kwargs)
-
-
-def migrate(hosts: str, security: ZkSecurity, *, secure: bool = True, timeout: float = 10.0) -> int:
-    """Set every znode's ACL under ``hosts`` (its chroot included) to Kafka's secure ACL, or to
-    OPEN_ACL_UNSAFE with ``secure=False``; the number of znodes set. Parents before children,
-    so a half-done run leaves no znode unreachable. Securing first creates each path the
-    service trusts that is missing (znodes.secure_paths.TRUSTED), so no stranger can create
-    it later with an ACL of their own."""
-    from kazoo.client import KazooClient
-
-    from znodes.secure_paths import TRUSTED
-
-    if secure and security.digest is None and security.sasl is None:
-        raise ValueError("secure ACLs need zookeeper.auth.digest or zookeeper.sasl.jaas.config (the identity they grant)")
-    client = KazooClient(hosts=hosts, timeout=timeout, **security.client_options())
-    client.start(timeout=timeout)
-    try:
-        if secure:
-            for path in TRUSTED:  # parents first, each with its own ACL
-                client.ensure_path(path, acl=security.acl_for(path))
-        count, stack = 0, ["/"]
-        while stack:
-            path = stack.pop()
-            if path == "/zookeeper":  # ZooKeeper's own quota tree
-                continue
-            # The root itself only when it is our chroot: the server's root is not ours to lock.
-            if path != "/" or client.chroot:
-                client.set_acls(path, security.acl_for(path) if secure else OPEN_ACL_UNSAFE)
-                count += 1
-            stack.extend(("" if path == "/" else path) + "/" + child for child in client.get_children(path))
-        return count
-    finally:
-        client.stop()
-        client.close()

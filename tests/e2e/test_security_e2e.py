@@ -59,7 +59,8 @@ def write_zk_config(tmp_path):
 def opened_after(zk_hosts: str):
     """On exit the tree is opened again (secure-acls --unsecure), so the chroot fixture's
     unauthenticated session can delete it."""
-    from znodes.security import ZkSecurity, migrate
+    from znodes.secure_paths import migrate
+    from znodes.security import ZkSecurity
 
     try:
         yield

@@ -232,7 +232,7 @@ def test_reassignd_controller_exits_naming_the_path_and_the_fix(open_zk, tmp_pat
 
 
 async def test_secure_acls_creates_the_missing_trusted_paths(open_zk):
-    from znodes.security import migrate
+    from znodes.secure_paths import migrate
 
     hosts = open_zk + "/fresh"
     maker = kazoo(open_zk, None)
