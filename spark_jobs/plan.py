@@ -1,28 +1,12 @@
-"""`python -m spark_jobs.plan`: plan a reassignment from a snapshot on Spark.
+"""A plan's output files (Kafka's reassignment JSON, batches, report, chart), written all or
+none; ``python -m spark_jobs.plan`` is the planner's command, :mod:`reassignd.plan`.
 
-Usage::
-
-    python -m spark_jobs.plan --snapshot cluster.json --rebalance --out plan.json \\
-        --report report.json --batches batches.json --chart chart.png --throttle 10485760
-    python -m spark_jobs.plan --snapshot cluster.msgpack --decommission-broker 3,4 --out plan.json
-    python -m spark_jobs.plan --snapshot cluster.json --add-brokers 7,8 --out plan.json
-    python -m spark_jobs.plan --snapshot cluster.json --replication-factor 3 --topics orders --out plan.json
-    python -m spark_jobs.plan --snapshot cluster.json --rebalance --capacity capacity.json --disk-threshold 0.8 --out plan.json
-    python -m spark_jobs.plan --snapshot clusters/ --rebalance --out plans/      # fleet mode
-    spark-submit spark_jobs/plan.py --snapshot cluster.json --rebalance --out plan.json --master local[2]
-
-PLAN.json is Kafka's reassignment JSON and lists only partitions whose replica list changes
-(order included). Fleet mode (``--snapshot DIR``) plans every .json/.msgpack/.mpk snapshot in
-the directory in one Spark job and writes ``NAME.plan.json``, ``NAME.report.json`` and
-``NAME.batches.json`` (and ``NAME.png`` with ``--chart DIR``) into ``--out DIR``.
-
-Exit codes: 0 done, 1 bad snapshot or impossible plan, 2 bad arguments. Nothing is written
-unless the whole plan succeeds.
+    files = output_files(result, Path("plan.json"), Path("batches.json"), report=None, chart_path=None)
+    write_all(files)        # every file or none (temp files first, then the renames)
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
@@ -31,82 +15,7 @@ from pathlib import Path
 if __package__ in (None, ""):  # spark-submit spark_jobs/plan.py: make the package importable
     sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from spark_jobs import api, batching, capacity, chart  # noqa: E402
-from spark_jobs import snapshot as snapshots  # noqa: E402
-from spark_jobs.errors import PlanError, SnapshotError  # noqa: E402
-
-PROG = "python -m spark_jobs.plan"
-
-
-class _UsageError(Exception):
-    pass
-
-
-class _Parser(argparse.ArgumentParser):
-    def error(self, message):
-        raise _UsageError(f"{self.format_usage()}{PROG}: error: {message}")
-
-
-def _ids(text: str) -> list[int]:
-    try:
-        out = [int(x) for x in text.split(",") if x.strip() != ""]
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected comma-separated broker ids, got {text!r}") from None
-    if not out or any(x < 0 for x in out):
-        raise argparse.ArgumentTypeError(f"expected comma-separated non-negative broker ids, got {text!r}")
-    return out
-
-
-def _positive(text: str) -> int:
-    try:
-        v = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}") from None
-    if v < 1:
-        raise argparse.ArgumentTypeError(f"expected a positive integer, got {text!r}")
-    return v
-
-
-def _fraction(text: str) -> float:
-    try:
-        return capacity.check_threshold(float(text))
-    except (ValueError, capacity.CapacityError):
-        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}") from None
-
-
-def _topics(text: str) -> list[str]:
-    out = [t.strip() for t in text.split(",") if t.strip()]
-    if not out:
-        raise argparse.ArgumentTypeError("expected comma-separated topic names")
-    return out
-
-
-def parser() -> argparse.ArgumentParser:
-    p = _Parser(prog=PROG, description="Plan a KIP-6 reassignment (fair counts, fewest moves) on Spark.")
-    p.add_argument("--snapshot", required=True, metavar="FILE|DIR")
-    mode = p.add_mutually_exclusive_group(required=True)
-    mode.add_argument("--rebalance", action="store_true")
-    mode.add_argument("--decommission-broker", type=_ids, metavar="IDS")
-    mode.add_argument("--add-brokers", type=_ids, metavar="IDS")
-    mode.add_argument("--replication-factor", type=_positive, metavar="N")
-    p.add_argument("--topics", type=_topics, metavar="T,...", help="only these topics (default: all)")
-    p.add_argument("--broker-list", type=_ids, metavar="IDS", help="the broker set (default: every broker in the snapshot)")
-    p.add_argument("--out", required=True, metavar="PLAN.json|DIR")
-    p.add_argument("--batches", metavar="BATCHES.json")
-    p.add_argument("--report", metavar="REPORT.json")
-    p.add_argument("--chart", metavar="CHART.png|CHART.svg|DIR",
-                   help="the before/after chart, PNG or SVG by the suffix (a directory in fleet mode: NAME.png each); "
-                        "needs matplotlib (pip install 'reassignd[charts]')")
-    p.add_argument("--master", default="local[*]", metavar="URL", help="Spark master (default local[*])")
-    p.add_argument("--fix-racks", action="store_true", help="also repair existing rack violations")
-    p.add_argument("--capacity", metavar="CAPACITY.json",
-                   help="disk capacities, Cruise Control's capacity file (DISK in MiB, brokerId -1 the default)")
-    p.add_argument("--disk-threshold", type=_fraction, default=capacity.DEFAULT_THRESHOLD, metavar="F",
-                   help=f"no broker's disk above this share of its capacity (default {capacity.DEFAULT_THRESHOLD})")
-    p.add_argument("--max-in", type=_positive, default=batching.DEFAULT_MAX_IN, metavar="N")
-    p.add_argument("--max-out", type=_positive, default=batching.DEFAULT_MAX_OUT, metavar="N")
-    p.add_argument("--throttle", type=_positive, metavar="BYTES_PER_S")
-    return p
+from spark_jobs import chart  # noqa: E402
 
 
 def plan_json(reassignment: dict) -> bytes:
@@ -116,11 +25,12 @@ def plan_json(reassignment: dict) -> bytes:
     return f'{{"version":{reassignment["version"]},"partitions":[\n{body}\n]}}\n'.encode()
 
 
-def _json(obj) -> bytes:
+def json_bytes(obj) -> bytes:
+    """A report or batches file: indented, keys sorted (the same result, the same bytes)."""
     return (json.dumps(obj, indent=1, sort_keys=True) + "\n").encode()
 
 
-def _write_all(files: list[tuple[Path, bytes]]) -> None:
+def write_all(files: list[tuple[Path, bytes]]) -> None:
     """Write every output or none: all temp files first, then the renames."""
     temps = []
     try:
@@ -136,149 +46,19 @@ def _write_all(files: list[tuple[Path, bytes]]) -> None:
         os.replace(tmp, path)
 
 
-def _request(args) -> dict:
-    if args.rebalance:
-        mode, brokers = "rebalance", None
-    elif args.decommission_broker:
-        mode, brokers = "decommission", args.decommission_broker
-    elif args.add_brokers:
-        mode, brokers = "add-brokers", args.add_brokers
-    else:
-        mode, brokers = "replication-factor", None
-    return {
-        "mode": mode,
-        "brokers": brokers,
-        "broker_list": args.broker_list,
-        "topics": args.topics,
-        "replication_factor": args.replication_factor,
-        "fix_racks": args.fix_racks,
-        "capacity": capacity.load_file(args.capacity) if args.capacity else None,
-        "disk_threshold": args.disk_threshold,
-        "max_in": args.max_in,
-        "max_out": args.max_out,
-        "throttle": args.throttle,
-    }
-
-
-def _outputs(result, args, out: Path, batches: Path | None, report: Path | None, chart_path: Path | None) -> list:
+def output_files(result, out: Path, batches: Path | None, report: Path | None, chart_path: Path | None) -> list:
+    """(path, bytes) for each output of ``result`` (an api.plan result) that has a path."""
     files = [(out, plan_json(result.reassignment))]
     if batches:
-        files.append((batches, _json(result.batches)))
+        files.append((batches, json_bytes(result.batches)))
     if report:
-        files.append((report, _json(result.report)))
+        files.append((report, json_bytes(result.report)))
     if chart_path:
         files.append((chart_path, chart.render(result.report, chart.chart_format(chart_path))))
     return files
 
 
-def main(argv: list[str] | None = None, *, spark=None) -> int:
-    """Run the command; ``spark`` reuses a session (left running) instead of starting one."""
-    try:
-        args = parser().parse_args(argv)
-    except _UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
-    src = Path(args.snapshot)
-    fleet = src.is_dir()
-    try:
-        req = _request(args)
-        if args.chart:
-            try:  # a chart that cannot be written is refused before Spark starts
-                chart.check_chart_path(Path(args.chart) / "x.png" if fleet else args.chart)
-            except chart.ChartError as e:
-                raise _UsageError(f"{PROG}: error: --chart: {e}") from None
-        if fleet:
-            out_dir = Path(args.out)
-            if out_dir.exists() and not out_dir.is_dir():
-                raise _UsageError(f"{PROG}: error: --snapshot is a directory, so --out must be one too")
-            if args.batches or args.report:
-                raise _UsageError(f"{PROG}: error: in fleet mode batches and reports go to --out DIR")
-            files = sorted(f for f in src.iterdir() if f.is_file() and f.suffix.lower() in (".json", ".msgpack", ".mpk"))
-            if not files:
-                raise SnapshotError(str(src), "no .json, .msgpack or .mpk snapshots in this directory")
-        else:
-            snap = snapshots.load(src)
-    except _UsageError as e:
-        print(e, file=sys.stderr)
-        return 2
-    except (SnapshotError, capacity.CapacityError) as e:
-        print(f"{PROG}: {e}", file=sys.stderr)
-        return 1
-    owned = spark is None
-    if owned:
-        spark = api.get_spark(args.master)
-    try:
-        if fleet:
-            return _fleet(spark, files, req, args)
-        try:
-            result = api.plan(snap, spark=spark, assume_valid=True, **req)
-        except (PlanError, SnapshotError, ValueError) as e:
-            print(f"{PROG}: {e}", file=sys.stderr)
-            return 1
-        outs = _outputs(
-            result,
-            args,
-            Path(args.out),
-            Path(args.batches) if args.batches else None,
-            Path(args.report) if args.report else None,
-            Path(args.chart) if args.chart else None,
-        )
-        try:
-            _write_all(outs)
-        except OSError as e:
-            print(f"{PROG}: cannot write output: {e}", file=sys.stderr)
-            return 1
-        r = result.report
-        print(
-            f"{r['mode']}: {r['partitions_changed']} partitions change, {r['moves']} moves "
-            f"(lower bound {r['lower_bound']}), fair={r['fair']} leaders_fair={r['leaders_fair']}, "
-            f"{len(result.batches['waves'])} waves -> {args.out}"
-        )
-        cap = r.get("capacity")
-        if cap:
-            print(
-                f"disk: peak use {cap['peak_use_before']:.1%} before, {cap['peak_use_count_plan']:.1%} with counts only, "
-                f"{cap['peak_use_after']:.1%} planned (threshold {cap['threshold']:.0%}); "
-                f"{cap['extra_moves']} moves for the capacity goal"
-            )
-        return 0
-    finally:
-        if owned:
-            spark.stop()
+if __name__ == "__main__":  # python -m spark_jobs.plan, spark-submit spark_jobs/plan.py: the command
+    from reassignd.plan import main
 
-
-def _fleet(spark, files, req, args) -> int:
-    results = api.plan_fleet(files, spark=spark, **req)
-    out_dir = Path(args.out)
-    chart_dir = Path(args.chart) if args.chart else None
-    outs = []
-    summary = []
-    failed = 0
-    for name, result, error in results:
-        stem = Path(name).stem
-        if error is not None:
-            failed += 1
-            summary.append({"snapshot": name, "error": error})
-            print(f"{PROG}: {error}", file=sys.stderr)
-            continue
-        outs += _outputs(
-            result,
-            args,
-            out_dir / f"{stem}.plan.json",
-            out_dir / f"{stem}.batches.json",
-            out_dir / f"{stem}.report.json",
-            chart_dir / f"{stem}.png" if chart_dir else None,
-        )
-        r = result.report
-        summary.append({"snapshot": name, "moves": r["moves"], "lower_bound": r["lower_bound"], "fair": r["fair"]})
-    out_dir.mkdir(parents=True, exist_ok=True)
-    if chart_dir:
-        chart_dir.mkdir(parents=True, exist_ok=True)
-    outs.append((out_dir / "fleet.json", _json({"version": 1, "clusters": summary})))
-    _write_all(outs)
-    print(f"fleet: {len(results) - failed} planned, {failed} failed -> {out_dir}")
-    return 1 if failed else 0
-
-
-if __name__ == "__main__":
     sys.exit(main())

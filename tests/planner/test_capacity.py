@@ -11,7 +11,8 @@ from collections import Counter
 
 import pytest
 
-from spark_jobs import api, capacity, logdirs, plan, snapshot
+from reassignd import plan as plan_command
+from spark_jobs import api, capacity, logdirs, snapshot
 from spark_jobs.capacity import MIB, CapacityError, CapacitySpec
 from spark_jobs.errors import PlanError, SnapshotError
 
@@ -278,7 +279,7 @@ def test_plan_command_reads_the_capacity_file(spark, tmp_path):
     capfile = tmp_path / "capacity.json"
     capfile.write_text(json.dumps({"brokerCapacities": [{"brokerId": "-1", "capacity": {"DISK": str(cap / MIB)}}]}))
     out, report = tmp_path / "plan.json", tmp_path / "report.json"
-    rc = plan.main(["--snapshot", str(src), "--rebalance", "--capacity", str(capfile), "--out", str(out),
+    rc = plan_command.main(["--snapshot", str(src), "--rebalance", "--capacity", str(capfile), "--out", str(out),
                     "--report", str(report)], spark=spark)
     assert rc == 0
     r = json.loads(report.read_text())
@@ -291,14 +292,14 @@ def test_plan_command_refuses_a_bad_capacity_file_or_threshold_and_writes_nothin
     capfile = tmp_path / "capacity.json"
     capfile.write_text('{"brokerCapacities": [{"brokerId": "1", "capacity": {"DISK": "-1"}}]}')
     out = tmp_path / "plan.json"
-    rc = plan.main(["--snapshot", str(src), "--rebalance", "--capacity", str(capfile), "--out", str(out)], spark=spark)
+    rc = plan_command.main(["--snapshot", str(src), "--rebalance", "--capacity", str(capfile), "--out", str(out)], spark=spark)
     assert rc == 1 and not out.exists()
     assert "brokerCapacities[0].capacity.DISK" in capsys.readouterr().err
-    rc = plan.main(["--snapshot", str(src), "--rebalance", "--disk-threshold", "1.5", "--out", str(out)], spark=spark)
+    rc = plan_command.main(["--snapshot", str(src), "--rebalance", "--disk-threshold", "1.5", "--out", str(out)], spark=spark)
     assert rc == 2 and not out.exists()
     tight = tmp_path / "tight.json"
     tight.write_text(json.dumps({"brokerCapacities": [{"brokerId": "-1", "capacity": {"DISK": "0.01"}}]}))
-    rc = plan.main(["--snapshot", str(src), "--rebalance", "--capacity", str(tight), "--out", str(out)], spark=spark)
+    rc = plan_command.main(["--snapshot", str(src), "--rebalance", "--capacity", str(tight), "--out", str(out)], spark=spark)
     assert rc == 1 and not out.exists()
     assert "disk capacity goal" in capsys.readouterr().err
 

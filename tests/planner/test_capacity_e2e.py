@@ -16,7 +16,8 @@ from collections import Counter
 
 import pytest
 
-from spark_jobs import api, plan, snapshot
+from reassignd import plan as plan_command
+from spark_jobs import api, snapshot
 from tests import figures
 from tests.e2e.processes import REPO, running_cluster, wait_for
 
@@ -65,7 +66,7 @@ def test_count_plan_breaks_the_disk_threshold_the_capacity_plan_keeps_every_brok
 
         # the capacity-aware plan, through the planner command, from the brokers' own disk sizes
         out, report_path = tmp_path / "plan.json", tmp_path / "report.json"
-        assert plan.main(["--snapshot", str(tmp_path / "before.json"), "--rebalance", "--out", str(out),
+        assert plan_command.main(["--snapshot", str(tmp_path / "before.json"), "--rebalance", "--out", str(out),
                           "--report", str(report_path)], spark=spark) == 0
         report = json.loads(report_path.read_text())
         cap = report["capacity"]

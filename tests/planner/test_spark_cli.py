@@ -11,6 +11,7 @@ from pathlib import Path
 import msgpack
 import pytest
 
+from reassignd import plan as plan_command
 from spark_jobs import api, plan, snapshot
 
 pytestmark = pytest.mark.spark
@@ -47,7 +48,7 @@ def test_command_writes_plan_report_batches_chart(spark, tmp_path):
     src = tmp_path / "cluster.msgpack"
     snapshot.dump(make_cluster(8, 6, 10, 2, 6), src)
     out, rep, bat, png = (tmp_path / n for n in ("plan.json", "report.json", "batches.json", "chart.png"))
-    code = plan.main(
+    code = plan_command.main(
         ["--snapshot", str(src), "--rebalance", "--out", str(out), "--report", str(rep), "--batches", str(bat),
          "--chart", str(png), "--max-in", "1", "--max-out", "1", "--throttle", "1000000"],
         spark=spark,
@@ -64,7 +65,7 @@ def test_command_writes_plan_report_batches_chart(spark, tmp_path):
     assert png.read_bytes()[:4] == b"\x89PNG"
     # Same input, same bytes.
     again = tmp_path / "again.json"
-    assert plan.main(["--snapshot", str(src), "--rebalance", "--out", str(again)], spark=spark) == 0
+    assert plan_command.main(["--snapshot", str(src), "--rebalance", "--out", str(again)], spark=spark) == 0
     assert again.read_bytes() == out.read_bytes()
 
 
@@ -72,7 +73,7 @@ def test_impossible_plan_writes_nothing(spark, tmp_path):
     src = tmp_path / "c.json"
     snapshot.dump(make_cluster(3, 2, 4, 3, 3), src)
     out = tmp_path / "plan.json"
-    assert plan.main(["--snapshot", str(src), "--decommission-broker", "0", "--out", str(out)], spark=spark) == 1
+    assert plan_command.main(["--snapshot", str(src), "--decommission-broker", "0", "--out", str(out)], spark=spark) == 1
     assert not out.exists()
 
 
@@ -85,7 +86,7 @@ def test_fleet_mode_plans_every_cluster_in_one_job(spark, tmp_path):
     (fleet / "notes.txt").write_text("ignored")
     out = tmp_path / "plans"
     charts = tmp_path / "charts"
-    code = plan.main(["--snapshot", str(fleet), "--rebalance", "--out", str(out), "--chart", str(charts)], spark=spark)
+    code = plan_command.main(["--snapshot", str(fleet), "--rebalance", "--out", str(out), "--chart", str(charts)], spark=spark)
     assert code == 1  # one cluster failed; the others are still planned
     names = sorted(p.name for p in out.iterdir())
     assert names == ["east.batches.json", "east.plan.json", "east.report.json", "fleet.json",
@@ -150,7 +151,7 @@ def test_unwritable_output_leaves_nothing_behind(spark, tmp_path):
     src = tmp_path / "c.json"
     snapshot.dump(make_cluster(4, 2, 4, 2, 3), src)
     out = tmp_path / "plan.json"
-    code = plan.main(["--snapshot", str(src), "--rebalance", "--out", str(out),
+    code = plan_command.main(["--snapshot", str(src), "--rebalance", "--out", str(out),
                       "--report", str(tmp_path / "missing-dir" / "report.json")], spark=spark)
     assert code == 1
     assert sorted(p.name for p in tmp_path.iterdir()) == ["c.json"]
