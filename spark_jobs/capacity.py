@@ -188,8 +188,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
             )
     n_t = int(tgt.sum())
     low = int(p.new_rf[p.rows_idx].sum()) // n_t
-    in_scope = np.zeros(len(p.rep), dtype=bool)
-    in_scope[p.rows_idx] = True
+    held = _Held(p)
     steps: list[dict] = []
 
     def name(r):
@@ -209,7 +208,8 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                             f"{MAX_CAPACITY_MOVES} capacity moves")
         h = int(over[np.argmax(bb[over] - limits[over])])
         why = f"broker {int(ids[h])} at {int(bb[h]):,} bytes is over its limit {int(limits[h]):,}"
-        rows = np.array([r for r in p.parts_of(h) if in_scope[r] and sizes[r] > 0], dtype=np.int64)
+        rows = held.rows[h]
+        rows = rows[sizes[rows] > 0]
         if len(rows) == 0:
             raise PlanError(f"disk capacity goal: {why} and holds no replica the plan may move")
         rows = rows[np.lexsort((rows, -sizes[rows]))][:CANDIDATES]
@@ -225,7 +225,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 row = p.rep[r]
                 for c in recv.tolist():
                     if p.cnt[c] == low and room[c] >= s and c not in row and p.rule.allowed(row.tolist(), h, c):
-                        p.move(r, h, c)
+                        held.move(r, h, c)
                         bb[h] -= s
                         bb[c] += s
                         record(r, h, c, "move", why)
@@ -233,6 +233,17 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                         break
                 if done:
                     break
+        others: dict = {}
+
+        def on(c):
+            """c's in-scope replicas of partitions h does not hold, by size: (rows, sizes)."""
+            if c not in others:
+                qs = held.rows[c]
+                qs = qs[~(p.rep[qs] == h).any(axis=1)]
+                qs = qs[np.lexsort((qs, sizes[qs]))]
+                others[c] = (qs, sizes[qs])
+            return others[c]
+
         # 2. a swap: r goes h -> c, a smaller q comes c -> h
         if not done:
             best = None  # (reduction, r, c, q)
@@ -242,20 +253,15 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 for c in recv.tolist():
                     if c in row or not p.rule.allowed(row.tolist(), h, c):
                         continue
-                    qs = np.array([q for q in p.parts_of(c) if in_scope[q] and q != r], dtype=np.int64)
-                    if len(qs) == 0:
-                        continue
-                    qs = qs[~(p.rep[qs] == h).any(axis=1)]
-                    sq = sizes[qs]
+                    qs, sq = on(c)
                     # c ends at bb[c] + s - sq <= limit: sq >= s - room[c]; and sq < s for h to gain
-                    ok = (sq >= s - room[c]) & (sq < s)
-                    if not ok.any():
-                        continue
-                    cand = qs[ok]
-                    for k in np.lexsort((cand, sizes[cand])).tolist():
-                        q = int(cand[k])
+                    k = int(np.searchsorted(sq, s - room[c], "left"))
+                    for k in range(k, min(len(qs), k + CANDIDATES)):
+                        if sq[k] >= s:
+                            break
+                        q = int(qs[k])
                         if p.rule.allowed(p.rep[q].tolist(), c, h):
-                            gain = s - sizes[q]
+                            gain = s - sq[k]
                             if best is None or gain > best[0]:
                                 best = (gain, r, c, q)
                             break
@@ -263,8 +269,8 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                     break  # this swap alone brings h under: largest-first, stop looking
             if best is not None:
                 _, r, c, q = best
-                p.move(r, h, c)
-                p.move(q, c, h)
+                held.move(r, h, c)
+                held.move(q, c, h)
                 d = float(sizes[r] - sizes[q])
                 bb[h] -= d
                 bb[c] += d
@@ -274,7 +280,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
         # 3. a chain: r goes h -> c once c has passed one of its replicas q on to d (counts:
         #    h -1, d +1), first where that keeps R/R+1, then anywhere
         if not done:
-            done = _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why)
+            done = _chain(p, held, h, rows, recv, room, bb, sizes, on, low, record, why)
         # 4. a single move that gives up R/R+1
         if not done:
             for r in rows.tolist():
@@ -282,7 +288,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 row = p.rep[r]
                 for c in recv.tolist():
                     if room[c] >= s and c not in row and p.rule.allowed(row.tolist(), h, c):
-                        p.move(r, h, c)
+                        held.move(r, h, c)
                         bb[h] -= s
                         bb[c] += s
                         record(r, h, c, "move", why + "; no move or swap within R/R+1 fits (count_relaxed)")
@@ -291,7 +297,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
                 if done:
                     break
         if not done:
-            done = _chain(p, h, rows, recv, room, bb, sizes, in_scope, None, record, why)
+            done = _chain(p, held, h, rows, recv, room, bb, sizes, on, None, record, why)
         if not done:
             largest = int(rows[0])
             raise PlanError(
@@ -301,7 +307,29 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
             )
 
 
-def _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why) -> bool:
+class _Held:
+    """The in-scope rows each broker holds, kept current through ``move`` (the planner's own
+    index re-checks every row on each read, which a search of many brokers cannot afford)."""
+
+    def __init__(self, p):
+        self.p = p
+        sub = p.rep[p.rows_idx]
+        flat = sub.ravel()
+        owners = np.repeat(p.rows_idx, sub.shape[1])
+        ok = flat >= 0
+        flat, owners = flat[ok], owners[ok]
+        order = np.argsort(flat, kind="stable")
+        flat, owners = flat[order], owners[order].astype(np.int64)
+        bounds = np.searchsorted(flat, np.arange(p.B + 1))
+        self.rows = [owners[bounds[b] : bounds[b + 1]] for b in range(p.B)]
+
+    def move(self, r: int, src: int, dst: int) -> None:
+        self.p.move(r, src, dst)
+        self.rows[src] = self.rows[src][self.rows[src] != r]
+        self.rows[dst] = np.append(self.rows[dst], r)
+
+
+def _chain(p, held, h, rows, recv, room, bb, sizes, on, low, record, why) -> bool:
     """r: h -> c, made room for by q: c -> d. With ``low`` only where h holds R+1 and d R (the
     counts stay R/R+1); with None anywhere (reason count_relaxed). True when one was made."""
     if low is not None and p.cnt[h] != low + 1:
@@ -315,8 +343,9 @@ def _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why) -> boo
             need = s - room[c]  # what q must take off c
             if need <= 0:
                 continue  # a plain move would have done
-            qs = np.array([q for q in p.parts_of(c) if in_scope[q] and q != r and sizes[q] >= need], dtype=np.int64)
-            for q in qs[np.lexsort((qs, sizes[qs]))].tolist():
+            qs, sizes_q = on(c)
+            first = int(np.searchsorted(sizes_q, need, "left"))
+            for q in qs[first : first + CANDIDATES].tolist():
                 sq = sizes[q]
                 qrow = p.rep[q]
                 for d in recv.tolist():
@@ -324,8 +353,8 @@ def _chain(p, h, rows, recv, room, bb, sizes, in_scope, low, record, why) -> boo
                         continue
                     if not p.rule.allowed(qrow.tolist(), c, d):
                         continue
-                    p.move(q, c, d)
-                    p.move(r, h, c)
+                    held.move(q, c, d)
+                    held.move(r, h, c)
                     bb[c] += s - sq
                     bb[d] += sq
                     bb[h] -= s
