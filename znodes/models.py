@@ -32,6 +32,7 @@ from pydantic import (
     BaseModel,
     ConfigDict,
     Field,
+    StrictBool,
     StrictInt,
     StrictStr,
     ValidationError,
@@ -559,6 +560,8 @@ class ReassignEntry(BaseModel):
     replicas: Replicas
     original_replicas: Replicas | None = None
     log_dirs: list[Annotated[StrictStr, AfterValidator(_log_dir)]] | None = None
+    # reassignd's own key (controller.core.isr_health): start even at the ISR's floor.
+    skip_isr_check: StrictBool = False
 
     @model_validator(mode="after")
     def _dirs_match(self) -> ReassignEntry:

@@ -151,6 +151,7 @@ def decode_requests(path: str, data: bytes) -> tuple[list[Request], list[str]]:
                 tuple(e.replicas),
                 tuple(e.original_replicas) if e.original_replicas is not None else None,
                 tuple(e.log_dirs) if e.log_dirs is not None else None,
+                e.skip_isr_check,
             )
         )
     return good, bad
@@ -164,6 +165,8 @@ def encode_requests(requests: Iterable[Request]) -> bytes:
             entry["original_replicas"] = list(r.original_replicas)
         if r.log_dirs is not None:
             entry["log_dirs"] = list(r.log_dirs)
+        if r.skip_isr_check:
+            entry["skip_isr_check"] = True
         entries.append(entry)
     return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
 

@@ -59,6 +59,9 @@ class Request:
     replicas: Replicas
     original_replicas: Replicas | None = None
     log_dirs: tuple[str, ...] | None = None  # Kafka's optional per-replica log dirs, kept as is
+    # reassignd's own: start the move even if its partition's ISR is at its floor
+    # (controller.core.isr_health); Kafka's readers ignore the key.
+    skip_isr_check: bool = False
 
     @property
     def tp(self) -> TopicPartition:

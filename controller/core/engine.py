@@ -13,6 +13,7 @@ functions of its concern, runs the decisions taken once every event is in, in th
 and turns the set into a :class:`Step`. The algorithms are in one module per concern:
 
     steps 1-6, 4b, Resume    controller.core.reassignment
+    steps 2a-2c              controller.core.isr_health (called from step 2)
     step 7                   controller.core.cancel, controller.core.queue (KIP-236)
     steps 8, 8b, 9, 9b       controller.core.replica_sync (and broker_failure.on_brokers: 8's
                              live set)
@@ -33,6 +34,13 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     taking a slot starts at once from the partition state the controller holds (read at
     its election for the full metadata, kept fresh by the ISR notifications and its own
     writes, as Kafka's controller cache is); without one it is LOADING while the state is read.
+2a. ISR health (controller.core.isr_health, with its worked table): a pending move whose
+    partition has every replica live, a short ISR and len(ISR) <= min.insync.replicas waits,
+    holding no slot, with its reason, until an ISR change lets it start (unless its entry says
+    ``skip_isr_check`` or ``isr_aware_moves`` is off); also when the state read for a LOADING
+    move shows it (LOADING -> PENDING). 2b. While any partition is under its min ISR, the
+    per-broker caps are at most ``isr_throttled_concurrency``. 2c. Pending moves are tried in
+    ``replica_movement_strategy``'s order (``given``: the znode's; ``urp_last``).
  3. Start (state known). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
     ORS, write the state znode with leader epoch + 1 (conditional on its zkVersion), write the
     topic znode with RS, AR and RR, record ``original_replicas`` in
@@ -189,6 +197,7 @@ from controller.core.events import (
     Resume,
     StatesRead,
     StopReplicaSent,
+    TopicConfigsRead,
     TopicsRead,
 )
 from controller.core.flush import OTHER, QUEUE, ROLLBACK
@@ -267,6 +276,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         broker_failure.on_brokers(ws, event)
     elif isinstance(event, TopicsRead):
         reassignment.on_topics(ws, event)
+    elif isinstance(event, TopicConfigsRead):
+        reassignment.on_topic_configs(ws, event)
     elif isinstance(event, Resume):
         reassignment.on_resume(ws, event)
     elif isinstance(event, MetadataRead):
@@ -350,6 +361,7 @@ def finish(ws: WorkingSet) -> Step:
         record_counts=ws.record_counts.changes,
         deleting=ws.deleting.changes,
         unhosted=ws.unhosted.changes,
+        min_isr=ws.min_isr.changes,
     )
     if tuple(ws.deferred) != ws.base.deferred:
         delta.deferred = tuple(ws.deferred)

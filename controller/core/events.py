@@ -170,7 +170,16 @@ def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=
     return OfflineCheck(partitions, frozenset(unclean_topics), frozenset(registered))
 
 
+@dataclass(frozen=True, slots=True)
+class TopicConfigsRead:
+    """Topics' ``min.insync.replicas`` read from ``/config/topics/T`` (None: no override, the
+    cluster default applies), for the topics entries of ``/admin/reassign_partitions`` or its
+    queue name: step 2a (controller.core.isr_health) judges their moves' ISR against it."""
+
+    min_isr: dict[str, int | None]
+
+
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
-    | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck
+    | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
 )

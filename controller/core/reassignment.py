@@ -14,10 +14,10 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.core import cancel
+from controller.core import cancel, isr_health
 from controller.core.cancel import rollback_assignment
 from controller.core.config import ControllerConfig
-from controller.core.events import RequestsRead, Resume, StatesRead, StopReplicaSent, TopicsRead
+from controller.core.events import RequestsRead, Resume, StatesRead, StopReplicaSent, TopicConfigsRead, TopicsRead
 from controller.core.flush import ACCEPT, COMPLETE, FINISH, ISR_CHANGE, OVERRIDE, RESUME, START, writing
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas
@@ -137,6 +137,13 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
             ws.set_task(move.with_changes(next_target=r.replicas))
 
 
+def isr_floor_crossed(ws: WorkingSet, tp: TopicPartition, before: LeaderIsr | None, after: LeaderIsr) -> bool:
+    """The partition went under its min ISR or came back (step 2b's caps change)."""
+    floor = isr_health.min_isr_of(tp[0], ws.min_isr, ws.config.min_insync_replicas)
+    was = before is not None and len(before.isr) < floor
+    return was != (len(after.isr) < floor)
+
+
 @writing(ISR_CHANGE)
 def on_states(ws: WorkingSet, event: StatesRead) -> None:
     """Step 4: partition states read (ISR changes, a LOADING move's state): start, resume or complete."""
@@ -163,10 +170,19 @@ def on_states(ws: WorkingSet, event: StatesRead) -> None:
             ws.box.update_metadata(tp, state, assignment.replicas)
         if (assignment is not None or move is not None) and state is not known:
             ws.states[tp] = state
+            if tp in ws.pending or (len(ws.pending) and isr_floor_crossed(ws, tp, known, state)):
+                ws.schedule_needed = True  # step 2a/2b: a waiting move may start, the caps change
         if move is None:
             continue
         if move.phase is Phase.LOADING:
-            start(ws, move, state)
+            reason = isr_wait(ws, move)  # step 2a on the state just read
+            if reason is not None:
+                ws.log.append(f"reassignment of {tp[0]}-{tp[1]} waits: {reason}")
+                ws.set_task(move.to(Phase.PENDING, waiting=reason))
+                ws.pending[tp] = None
+                ws.schedule_needed = True
+            else:
+                start(ws, move, state)
         elif move.resend:
             announce(ws, move, state)
         elif move.phase is Phase.REPLICATING:
@@ -293,12 +309,27 @@ def schedule(ws: WorkingSet) -> None:
             outgoing[b] = outgoing.get(b, 0) + 1
     if running >= cfg.max_cluster_moves:
         return
-    for tp in list(ws.pending.keys()):
+    max_in, max_out = cfg.max_incoming_per_broker, cfg.max_outgoing_per_broker
+    order = ws.pending.keys()
+    if cfg.isr_aware_moves:
+        if min(max_in, max_out) > cfg.isr_throttled_concurrency:  # step 2b: only when it can bind
+            under = isr_health.under_min_isr(ws.states, ws.min_isr, cfg.min_insync_replicas)
+            max_in, max_out = isr_health.broker_caps(max_in, max_out, cfg.isr_throttled_concurrency, under)
+        order = isr_health.ordered(order, cfg.replica_movement_strategy, lambda t: ws.assignments[t].replicas, ws.states)
+    for tp in list(order):
         move = ws.tasks[tp]
-        adding, removing = slot_brokers(ws, move)
-        if any(incoming.get(b, 0) >= cfg.max_incoming_per_broker for b in adding):
+        reason = isr_wait(ws, move)  # step 2a
+        if reason != move.waiting:
+            if reason is not None:
+                ws.log.append(f"reassignment of {tp[0]}-{tp[1]} waits: {reason}")
+            move = move.with_changes(waiting=reason)
+            ws.set_task(move)
+        if reason is not None:
             continue
-        if any(outgoing.get(b, 0) >= cfg.max_outgoing_per_broker for b in removing):
+        adding, removing = slot_brokers(ws, move)
+        if any(incoming.get(b, 0) >= max_in for b in adding):
+            continue
+        if any(outgoing.get(b, 0) >= max_out for b in removing):
             continue
         for b in adding:
             incoming[b] = incoming.get(b, 0) + 1
@@ -317,6 +348,34 @@ def schedule(ws: WorkingSet) -> None:
         running += 1
         if running >= cfg.max_cluster_moves:
             break
+
+
+def isr_wait(ws: WorkingSet, move: Move) -> str | None:
+    """Step 2a (controller.core.isr_health) for a move about to start: why it waits, or None."""
+    cfg = ws.config
+    if not cfg.isr_aware_moves:
+        return None
+    request = ws.requests.get(move.tp)
+    if request is not None and request.skip_isr_check:
+        return None
+    assignment = ws.assignments.get(move.tp)
+    if assignment is None:
+        return None
+    floor = isr_health.min_isr_of(move.tp[0], ws.min_isr, cfg.min_insync_replicas)
+    return isr_health.waiting_reason(
+        assignment.replicas, ws.states.get(move.tp), ws.brokers, floor, wait_offline=cfg.isr_wait_offline_replicas
+    )
+
+
+def on_topic_configs(ws: WorkingSet, event: TopicConfigsRead) -> None:
+    """Topics' min.insync.replicas overrides (step 2a's floor) read with the entries naming them."""
+    for topic, value in event.min_isr.items():
+        if value is None:
+            ws.min_isr.pop(topic)
+        elif ws.min_isr.get(topic) != value:
+            ws.min_isr[topic] = value
+    if len(ws.pending):
+        ws.schedule_needed = True
 
 
 def slot_brokers(ws: WorkingSet, move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:

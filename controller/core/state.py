@@ -131,6 +131,7 @@ class Delta:
     deferred: object = _MISSING  # tuple of events, when it changed
     deleting: dict = field(default_factory=dict)
     unhosted: dict = field(default_factory=dict)
+    min_isr: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -167,6 +168,9 @@ class ClusterState:
     # Replicas a broker's DescribeLogDirs answer lacked while their partition's state was not
     # read yet: told (LeaderAndIsr) once it is (engine step 9b).
     unhosted: dict = field(default_factory=dict)
+    # Topics' ``min.insync.replicas`` overrides (``/config/topics/T``, read with the entries
+    # naming the topic): step 2a (controller.core.isr_health). Absent: the cluster default.
+    min_isr: dict[str, int] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -187,6 +191,7 @@ class ClusterState:
             self.deferred = delta.deferred
         apply_changes(self.deleting, delta.deleting)
         apply_changes(self.unhosted, delta.unhosted)
+        apply_changes(self.min_isr, delta.min_isr)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

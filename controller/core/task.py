@@ -12,6 +12,9 @@ fails loudly instead of corrupting a reassignment.
        │           │  └──────────────────────────────────^ (target == current: nothing to move)
        └───────────┴──> DROPPED (invalid, or withdrawn/cancelled before it started)
 
+LOADING -> PENDING: the state read for a move that took a slot shows its partition's ISR at its
+floor (controller.core.isr_health, step 2a): it gives the slot back and waits.
+
 REPLICATING -> REPLICATING is KIP-455's override: a new target replaces the running one in
 place (controller.core.engine step 4b). ORS stays; replicas the old target added that the new one
 does not keep are deleted at once if they are outside the ISR (as Kafka does; they hold no
@@ -56,7 +59,8 @@ class Phase(enum.Enum):
 
 TRANSITIONS: dict[Phase, frozenset[Phase]] = {
     Phase.PENDING: frozenset({Phase.LOADING, Phase.DROPPED}),
-    Phase.LOADING: frozenset({Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
+    # LOADING -> PENDING: the state read shows an ISR at its floor (step 2a): it waits again.
+    Phase.LOADING: frozenset({Phase.PENDING, Phase.REPLICATING, Phase.DONE, Phase.DROPPED}),
     Phase.REPLICATING: frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING}),
     Phase.STOPPING: frozenset({Phase.DONE}),
     Phase.CANCELLING: frozenset({Phase.CANCELLED}),
@@ -73,7 +77,7 @@ HOLDS_SLOT = frozenset({Phase.LOADING, Phase.REPLICATING, Phase.STOPPING, Phase.
 STARTED = frozenset({Phase.REPLICATING, Phase.STOPPING, Phase.CANCELLING})
 
 
-_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped", "new_epoch"})  # what _copy may change
+_COPIED_FIELDS = frozenset({"target", "original", "next_target", "resend", "dropped", "new_epoch", "waiting"})  # what _copy may change
 
 
 class IllegalTransition(RuntimeError):
@@ -101,6 +105,9 @@ class Move:
     # move was adopted from the topic znode): announced with a new leader epoch, not resent
     # as is (docs/DESIGN.md 4, "Leader epochs").
     new_epoch: bool = False
+    # Step 2a (controller.core.isr_health): why this pending move may not start yet (its
+    # partition's ISR is at its floor); None once it may.
+    waiting: str | None = None
 
     def to(self, phase: Phase, **changes) -> Move:
         if phase not in TRANSITIONS[self.phase]:
@@ -134,6 +141,7 @@ class Move:
             get("resend", self.resend),
             get("dropped", self.dropped),
             get("new_epoch", self.new_epoch),
+            get("waiting", self.waiting) if phase is Phase.PENDING else None,
         )
 
     def shed(self, replicas) -> Move:

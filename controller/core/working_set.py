@@ -50,6 +50,7 @@ class WorkingSet:
     record_counts: Overlay  # records under each /admin/reassignments/T parent; a key: it exists
     deleting: Overlay  # step 11 (controller.core.topic_deletion)
     unhosted: Overlay  # step 9b
+    min_isr: Overlay  # step 2a: topics' min.insync.replicas overrides
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     kind: str = OTHER  # what the writes are for now (controller.core.flush.writing)
     brokers_changed: bool = False
@@ -108,6 +109,7 @@ class WorkingSet:
             record_counts=Overlay(state.record_counts),
             deleting=Overlay(state.deleting),
             unhosted=Overlay(state.unhosted),
+            min_isr=Overlay(state.min_isr),
             deferred=list(state.deferred),
         )
         ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)

@@ -37,7 +37,7 @@ import time
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
-from controller.core import engine, full_metadata
+from controller.core import engine, full_metadata, isr_health
 from controller.core.config import ControllerConfig
 from controller.core.events import (
     BrokersRead,
@@ -47,6 +47,7 @@ from controller.core.events import (
     Event,
     MetadataRead,
     StatesRead,
+    TopicConfigsRead,
     TopicsRead,
     offline_check,
 )
@@ -275,7 +276,8 @@ class ActiveController:
             self.epoch,
             recovery.running_summary(self.state) or "nothing running",
         )
-        await self.execute(recovered.events)
+        # The floors of the topics the recovered entries name (step 2a), before they schedule.
+        await self.execute(await self._read_min_isr(self.state.requests.values()) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
         await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes"}))
@@ -402,6 +404,22 @@ class ActiveController:
             topic_reads.update({n: r for n, r in reads.items() if r is not None})
             _warn(lines)
 
+    async def _read_min_isr(self, entries) -> list[Event]:
+        """The ``min.insync.replicas`` of the topics ``entries`` name, from ``/config/topics/T``
+        (engine step 2a's floor, controller.core.isr_health): read with the entries, so a move
+        is judged by the topic's config as it was when the move was asked for."""
+        names = sorted({r.topic for r in entries or ()})
+        if not names:
+            return []
+        found: dict[str, int | None] = {}
+        for name, got in zip(names, await get_many(self.store, [paths.topic_config(n) for n in names])):
+            try:
+                config = json.loads(got[0]).get("config") if got is not None else None
+            except (ValueError, AttributeError):
+                config = None
+            found[name] = isr_health.parse_min_isr(config if isinstance(config, dict) else None)
+        return [TopicConfigsRead(found)]
+
     async def read_changes(self, kinds: set[str]) -> list[Event]:
         """Re-read (and re-watch) what the watches said changed."""
         state = self.state
@@ -431,6 +449,7 @@ class ActiveController:
             ):
                 requests = await read_requests(self.store)
                 await self._read_named_topics(requests.requests, topic_reads)
+                out += await self._read_min_isr(requests.requests)
                 out.append(requests)
         if "cancel" in kinds:
             stat = await self.store.exists(paths.CANCEL_REASSIGNMENT, watch=True)
@@ -441,6 +460,7 @@ class ActiveController:
             queue = await read_queue(self.store)
             await self._read_named_topics(queue.requests, topic_reads)
             if queue.version is not None:
+                out += await self._read_min_isr(queue.requests)
                 out.append(queue)
         if "deletes" in kinds:
             # Exists-watch for the parent's creation, children watch once it is there.

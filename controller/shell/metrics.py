@@ -171,6 +171,11 @@ class _LiveCollector:
             labels=["broker", "direction"],
         )
         caps = GaugeMetricFamily("reassignd_broker_move_slots", "per-broker cap on concurrent moves, by direction", labels=["direction"])
+        isr_waits = GaugeMetricFamily(
+            "reassignd_moves_waiting_for_isr",
+            "pending moves held back because their partition's ISR is at or under its min.insync.replicas "
+            "(or a replica is offline, with isr_wait_offline_replicas): controller.core.isr_health",
+        )
         active = self.role.active if self.role is not None else None
         state = active.state if active is not None else None
         if state is not None:
@@ -184,6 +189,7 @@ class _LiveCollector:
                     incoming.update(move.adding)
                     outgoing.update(move.removing)
             waiting = Tally(door(tp) for tp in state.pending)
+            isr_waits.add_metric([], sum(1 for tp in state.pending if state.tasks[tp].waiting is not None))
             for d in DOORS:
                 pending.add_metric([d], waiting[d])
                 running.add_metric([d], held[d])
@@ -196,7 +202,8 @@ class _LiveCollector:
             for d in DOORS:
                 pending.add_metric([d], 0)
                 running.add_metric([d], 0)
-        yield from (pending, running, slots, caps)
+            isr_waits.add_metric([], 0)
+        yield from (pending, running, slots, caps, isr_waits)
         if self.listeners:
             # One sample per listener (--listen may name several), labelled by its name.
             families = (
