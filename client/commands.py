@@ -220,8 +220,9 @@ async def generate(backend, inputs: Inputs, *, rack_aware: bool, queue: bool = F
 
 async def _sample(admin, plan: Reassignment) -> progress.Sample:
     meta = await admin.describe_cluster(plan.topics)
-    brokers = {n for n in meta.nodes if n != meta.controller_id}
     logs = await admin.describe_log_dirs(broker_ids=None, partitions=list(plan.assignments))
+    # Every Metadata node but the active controller and the standby ones (no log directory).
+    brokers = {n for n in meta.nodes if n != meta.controller_id and not logs.hosts_nothing(n)}
     throttles: dict[int, int] = {}
     try:
         rates = await admin.describe_broker_throttles(sorted(brokers))

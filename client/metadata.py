@@ -104,8 +104,16 @@ class LogDirsResult:
     replicas: dict[int, dict[TopicPartition, ReplicaLogDir]] = field(default_factory=dict)
     future: dict[int, dict[TopicPartition, ReplicaLogDir]] = field(default_factory=dict)
     errors: dict[int, ReassignError] = field(default_factory=dict)
+    # node -> how many log directories it reported. A controller instance answers with none
+    # (it is listed in Metadata but hosts nothing); every broker has at least one.
+    log_dirs: dict[int, int] = field(default_factory=dict)
+
+    def hosts_nothing(self, node: int) -> bool:
+        """The node answered and has no log directory: a controller instance, not a broker."""
+        return self.log_dirs.get(node) == 0
 
     def add_body(self, broker: int, body: dict) -> None:
+        self.log_dirs[broker] = len(body.get("results") or [])
         current = self.replicas.setdefault(broker, {})
         future = self.future.setdefault(broker, {})
         for result in body.get("results") or []:

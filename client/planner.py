@@ -96,6 +96,8 @@ async def snapshot_from_admin(admin, sizes: bool = True) -> dict:
     except UnsupportedVersionError:
         moving = {}
     logs = await admin.describe_log_dirs() if sizes else None
+    if logs is not None:  # a standby controller is a Metadata node too, but no broker
+        brokers = {n: v for n, v in brokers.items() if not logs.hosts_nothing(n)}
     warnings = [f"broker {b}: DescribeLogDirs failed: {e}" for b, e in sorted(logs.errors.items())] if logs is not None else []
     on: set[int] = set()
     topics = []
