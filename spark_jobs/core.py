@@ -1030,6 +1030,11 @@ class _Planner:
             return {"low": round(b[0], 4), "high": round(b[1], 4), "brokers_outside": b[2]}
 
         extra = moves - self.count_plan_moves
+        unsized = int((self.c.size < 0).sum())
+        if unsized:
+            # every replica counts at its partition's size: one with none counts 0, so the
+            # limits can hold on paper and not on disk
+            self.warnings.append(f"disk capacity goal: {unsized} partitions have no known size and count 0 bytes")
         relaxed = any("count_relaxed" in s["reason"] for s in self.capacity_steps)
         if relaxed:
             self.warnings.append("disk capacity goal: some replica counts leave R/R+1 to keep every broker under its threshold")
@@ -1048,6 +1053,7 @@ class _Planner:
             "count_plan_moves": self.count_plan_moves,
             "extra_moves": extra,
             "count_goal_kept": bool(fair),
+            "partitions_without_size": unsized,
             "steps": self.capacity_steps,
         }
 

@@ -234,6 +234,15 @@ def test_capacity_moves_keep_the_rack_rule():
     assert max(bytes_after(snap, result).values()) <= tight_capacity(snap, slack=1.05) * 0.8
 
 
+def test_partitions_without_a_size_are_named_as_counting_nothing():
+    snap = skewed()
+    snap["topics"][3]["partitions"][0]["sizes"] = None
+    result = api.plan(snapshot.validate(snap), "rebalance", capacity=CapacitySpec(default=10**9))
+    assert result.report["capacity"]["partitions_without_size"] == 1
+    assert "1 partitions have no known size and count 0 bytes" in " ".join(result.report["warnings"])
+    assert api.plan(skewed(), "rebalance", capacity=CapacitySpec(default=10**9)).report["capacity"]["partitions_without_size"] == 0
+
+
 def test_the_threshold_is_configurable_and_checked():
     snap = skewed()
     cap = tight_capacity(snap, slack=1.3)
