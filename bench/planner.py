@@ -33,7 +33,8 @@ Then disk capacity on a skewed cluster (a few topics of ~40 GiB partitions among
 two brokers just added, a disk per broker at which the mean broker sits at 75%): peak disk use
 before, with our count-only plan, with our capacity-aware plan (threshold 80%), and with
 kafka-cluster-manager's plans on the same cluster in ZooKeeper - its default partition-count
-balancer, and its genetic balancer given the partition sizes through a partition measurer.
+balancer, and its genetic balancer given the partition sizes through a partition measurer (its
+defaults: 100 generations, at most one partition moved per generation).
 ``--skewed-only`` runs this section alone. The last lines are the figures, ``name=value``, the
 skewed section's last.
 """
