@@ -178,3 +178,27 @@ def test_settings():
                        "replica_movement_strategy": "largest_first"})
     with pytest.raises(ConfigError, match="isr_throttled_concurrency"):
         resolve(flags={"zookeeper": "zk:2181", "id": "1", "listen": "127.0.0.1:0", "isr_throttled_concurrency": "0"})
+
+
+def test_the_waiting_gauge_counts_moves_held_for_isr():
+    from types import SimpleNamespace
+
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from controller.shell.metrics import Metrics
+    from controller.shell.role import Role
+
+    s = _two_moves((1,))
+    run(s, RequestsRead(0, (req("a", 0, (1, 2, 4)), req("b", 0, (1, 2, 4)))))
+    metrics, role = Metrics(), Role(101)
+    metrics.watch(role=role, listener=None)
+
+    def gauge():
+        return next(sample.value for f in text_string_to_metric_families(metrics.scrape().decode())
+                    for sample in f.samples if sample.name == "reassignd_moves_waiting_for_isr")
+
+    assert gauge() == 0  # standing by
+    role.active = SimpleNamespace(state=s, config=CFG)  # what the collector reads of the active controller
+    assert gauge() == 1
+    run(s, StatesRead({("a", 0): state(1, (1, 2, 3), zk_version=1)}))
+    assert gauge() == 0
