@@ -314,13 +314,17 @@ class AdminClient:
         auto_remove_throttle: bool = True,
         validate_only: bool = False,
         additional: bool = False,
+        skip_isr_check: bool = False,
     ) -> KeyedResult:
         """Start moving each partition to its new replica list (first = preferred leader).
 
         ``throttle`` (bytes/s) throttles the moving replicas' leaders and followers; with
         ``auto_remove_throttle`` the controller removes it when the reassignment completes.
         ``validate_only`` checks without starting. ``additional`` adds to reassignments already
-        running instead of being refused with REASSIGNMENT_IN_PROGRESS.
+        running instead of being refused with REASSIGNMENT_IN_PROGRESS. ``skip_isr_check``: the
+        moves start even while their partition's ISR is at or under its min.insync.replicas
+        (reassignd's controller holds them otherwise); it is a tagged field of v1, so it is sent
+        as v1, with v1's additional semantics (callers that want v0's refusal check first).
         """
         if not assignments:
             raise InputError("reassign_partitions: no assignments given")
@@ -331,10 +335,10 @@ class AdminClient:
         if throttle is not None:
             _require_rate(throttle, "reassign_partitions")
         body = wire.reassign_partitions_request(
-            clean, throttle, auto_remove_throttle, validate_only, self.request_timeout_ms
+            clean, throttle, auto_remove_throttle, validate_only, self.request_timeout_ms, skip_isr_check
         )
-        # The version carries the semantics: v1 is the additional one.
-        versions = wire.REASSIGN_V_ADDITIONAL if additional else wire.REASSIGN_V_PLAIN
+        # The version carries the semantics: v1 is the additional one (and carries the tag).
+        versions = wire.REASSIGN_V_ADDITIONAL if additional or skip_isr_check else wire.REASSIGN_V_PLAIN
         _, answer = await self._controller_request(ApiKey.REASSIGN_PARTITIONS, body, wire.partition_codes, versions)
         return wire.partition_results(answer, list(clean))
 

@@ -78,6 +78,7 @@ class AdminBackend:
         additional: bool = False,
         dry_run: bool = False,
         queued: bool = False,
+        skip_isr_check: bool = False,
     ) -> ExecuteOutcome:
         current = state.current(requested)
         outcome = ExecuteOutcome(
@@ -92,7 +93,7 @@ class AdminBackend:
             )
         result = await self.admin.reassign_partitions(
             requested, throttle=throttle, auto_remove_throttle=True,
-            validate_only=dry_run, additional=additional or queued,
+            validate_only=dry_run, additional=additional or queued, skip_isr_check=skip_isr_check,
         )
         outcome.failed = result.errors
         if not dry_run:

@@ -66,7 +66,8 @@ DEPRECATION_WARNING = (
 
 # action dest -> (its flag, options it accepts, options it requires)
 ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
-    "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred"},
+    "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred",
+                              "skip_isr_check"},
                 {"reassignment_json_file"}),
     "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
     "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
@@ -104,6 +105,7 @@ OPTION_FLAGS = {
     "additional": "--additional",
     "dry_run": "--dry-run",
     "elect_preferred": "--elect-preferred",
+    "skip_isr_check": "--skip-isr-check",
     "watch": "--watch",
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
@@ -207,6 +209,9 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--elect-preferred", action="store_true",
                       help="--execute: wait until the reassignment finishes, then elect the moved partitions' "
                            "preferred leaders (ElectLeaders; --bootstrap-server only)")
+    opts.add_argument("--skip-isr-check", action="store_true",
+                      help="--execute: start the moves even while a partition's ISR is at or under its "
+                           "min.insync.replicas (reassignd's controller holds them until it recovers)")
     opts.add_argument("--watch", action="store_true", help="--progress: redraw until the reassignment is done")
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
@@ -374,7 +379,7 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
     try:
         if action == "execute":
             return await commands.execute(backend, inputs, additional=args.additional, dry_run=args.dry_run,
-                                          elect_preferred=args.elect_preferred)
+                                          elect_preferred=args.elect_preferred, skip_isr_check=args.skip_isr_check)
         if action == "execute_queue":
             return await commands.execute_queue(backend, inputs, dry_run=args.dry_run)
         if action == "verify":

@@ -60,8 +60,10 @@ def _execute_code(o: ExecuteOutcome) -> int:
     return exit_codes.REJECTED
 
 
-async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool, elect_preferred: bool = False) -> Report:
-    report, started = await _execute(backend, inputs, additional=additional, dry_run=dry_run)
+async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool, elect_preferred: bool = False,
+                  skip_isr_check: bool = False) -> Report:
+    report, started = await _execute(backend, inputs, additional=additional, dry_run=dry_run,
+                                     skip_isr_check=skip_isr_check)
     if not elect_preferred or dry_run or report.code != exit_codes.OK or not started:
         return report
     return await _elect_preferred(backend, report, started)
@@ -98,7 +100,8 @@ async def _elect_preferred(backend, report: Report, moved: list[TopicPartition])
     return report
 
 
-async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) -> tuple[Report, list[TopicPartition]]:
+async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
+                   skip_isr_check: bool = False) -> tuple[Report, list[TopicPartition]]:
     """The report, and the partitions whose moves started (a target equal to the current
     replicas moves nothing)."""
     plan = inputs.plan
@@ -106,7 +109,8 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool) 
     check_plan(plan, state)
     try:
         outcome = await backend.execute(
-            plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run
+            plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run,
+            skip_isr_check=skip_isr_check,
         )
     except ConflictError as exc:
         if inputs.throttle is None or backend.name != "zookeeper" or additional:

@@ -106,6 +106,7 @@ def reassign_partitions_request(
     auto_remove: bool,
     validate_only: bool,
     timeout_ms: int,
+    skip_isr_check: bool = False,
 ) -> dict:
     by_topic: dict[str, list[dict]] = {}
     for (topic, partition), replicas in assignments.items():
@@ -118,6 +119,7 @@ def reassign_partitions_request(
         "validate_only": validate_only,
         "throttle": UNTHROTTLED if throttle is None else throttle,
         "remove_throttle": auto_remove,
+        "skip_isr_check": skip_isr_check,  # tagged, v1 only
     }
 
 

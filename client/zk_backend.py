@@ -256,13 +256,15 @@ class ZkBackend:
         throttle: int | None = None,
         additional: bool = False,
         dry_run: bool = False,
+        skip_isr_check: bool = False,
     ) -> ExecuteOutcome:
         """Write /admin/reassign_partitions with original_replicas (KIP-236), and the throttle
-        configs when ``throttle`` is given, in one multi-op."""
+        configs when ``throttle`` is given, in one multi-op. ``skip_isr_check``: each entry says
+        so (reassignd's controller then starts it even at its ISR's floor)."""
         current = state.current(requested)
         outcome = ExecuteOutcome(dict(requested), current, throttle=throttle, dry_run=dry_run)
         entries, stat = await self.reassign_entries()
-        new_entries = {tp: fmt.Entry(list(r), list(current[tp])) for tp, r in requested.items()}
+        new_entries = {tp: fmt.Entry(list(r), list(current[tp]), skip_isr_check) for tp, r in requested.items()}
         ops: list = []
         if entries is not None:
             if not additional:

@@ -88,13 +88,14 @@ def parse_partition_leader(path: str, data: bytes) -> int:
 class Entry:
     replicas: list[int]
     original_replicas: list[int] | None = None
+    skip_isr_check: bool = False  # reassignd's key: start even at the ISR's floor
 
 
 def parse_reassign_partitions(path: str, data: bytes) -> dict[TopicPartition, Entry]:
     doc = _model(models.ReassignPartitions, path, data)
     return {
         (e.topic, e.partition): Entry(
-            list(e.replicas), None if e.original_replicas is None else list(e.original_replicas)
+            list(e.replicas), None if e.original_replicas is None else list(e.original_replicas), e.skip_isr_check
         )
         for e in doc.partitions
     }
@@ -107,6 +108,7 @@ def encode_reassign_partitions(entries: dict[TopicPartition, Entry]) -> bytes:
             models.ReassignEntry(
                 topic=t, partition=p, replicas=list(entries[(t, p)].replicas),
                 original_replicas=entries[(t, p)].original_replicas,
+                skip_isr_check=entries[(t, p)].skip_isr_check,
             )
             for (t, p) in sorted(entries)
         ]

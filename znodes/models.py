@@ -577,6 +577,8 @@ class ReassignEntry(BaseModel):
             out["original_replicas"] = list(self.original_replicas)
         if self.log_dirs is not None:
             out["log_dirs"] = list(self.log_dirs)
+        if self.skip_isr_check:
+            out["skip_isr_check"] = True
         return out
 
 

@@ -118,6 +118,8 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
         elif not move.started:
             if move.target != r.replicas:
                 ws.set_task(move.with_changes(target=r.replicas))
+            if move.waiting is not None:
+                ws.schedule_needed = True  # step 2a again: the entry may now say skip_isr_check
         elif r.replicas == move.target:
             if r.original_replicas is None:
                 ws.record_original(move)  # a rewrite of the znode lost what was recorded

@@ -202,3 +202,11 @@ def test_the_waiting_gauge_counts_moves_held_for_isr():
     assert gauge() == 1
     run(s, StatesRead({("a", 0): state(1, (1, 2, 3), zk_version=1)}))
     assert gauge() == 0
+
+
+def test_an_entry_rewritten_with_skip_isr_check_starts_its_waiting_move():
+    s = _two_moves((1,))
+    run(s, RequestsRead(0, (req("a", 0, (1, 2, 4)),)))
+    assert s.tasks[("a", 0)].waiting is not None
+    run(s, RequestsRead(1, (Request("a", 0, (1, 2, 4), skip_isr_check=True),)))
+    assert s.tasks[("a", 0)].phase is Phase.REPLICATING

@@ -227,7 +227,8 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                         await update_both_listed(store, active.epoch_zkversion, topics_drop=topics, brokers_drop=brokers)
                 outcome = await write_noted(
                     active, REASSIGN_PARTITIONS_DOOR, targets,
-                    lambda: add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0),
+                    lambda: add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0,
+                                        skip_isr_check=bool(body.get("skip_isr_check"))),
                 )
                 started = any(r[0] == ErrorCode.NONE for r in outcome.values())
                 results.update(outcome)

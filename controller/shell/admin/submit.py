@@ -206,6 +206,7 @@ async def add_entries(
     view: ClusterView,
     *,
     create_only: bool,
+    skip_isr_check: bool = False,
 ) -> dict[TopicPartition, Result]:
     """Write the targets into ``/admin/reassign_partitions`` with their ``original_replicas``.
 
@@ -217,7 +218,8 @@ async def add_entries(
     it replicates, else after its move). Returns a result per partition.
     """
     topics = view.topics
-    entries = [Request(t, p, r, original_replicas(topics[t][p])) for (t, p), r in targets.items()]
+    entries = [Request(t, p, r, original_replicas(topics[t][p]), skip_isr_check=skip_isr_check)
+               for (t, p), r in targets.items()]
     if not entries:
         return {}
     if create_only:
@@ -245,8 +247,9 @@ async def add_entries(
             if old is None:
                 merged[e.tp] = e
                 changed = True
-            elif old.replicas != e.replicas:
-                merged[e.tp] = Request(e.topic, e.partition, e.replicas, old.original_replicas or e.original_replicas)
+            elif old.replicas != e.replicas or old.skip_isr_check != e.skip_isr_check:
+                merged[e.tp] = Request(e.topic, e.partition, e.replicas, old.original_replicas or e.original_replicas,
+                                       skip_isr_check=e.skip_isr_check)
                 changed = True
         if not changed:
             return []
