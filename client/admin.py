@@ -404,6 +404,15 @@ class AdminClient:
         _, answer = await self._controller_request(ApiKey.LIST_REASSIGNMENTS, body, wire.top_codes)
         return wire.list_results(answer)
 
+    async def waiting_reassignments(self, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition, str]:
+        """Accepted moves (of ``partitions``, or all) the controller holds back, and why
+        (reassignd's ISR-aware execution; ListReassignments v1's tagged Waiting). An older
+        controller sends none: {}."""
+        wanted = None if partitions is None else [_require_tp(k, "waiting_reassignments") for k in partitions]
+        body = wire.list_request(wanted, self.request_timeout_ms)
+        _, answer = await self._controller_request(ApiKey.LIST_REASSIGNMENTS, body, wire.top_codes, versions=(1, 1))
+        return wire.list_waiting(answer)
+
     async def elect_preferred_leaders(self, partitions: Iterable[TopicPartition]) -> dict[TopicPartition, KafkaApiError | None]:
         """ElectLeaders (43, KIP-460, v1+), preferred: per partition None when its preferred
         replica leads now (elected, or already leading: ELECTION_NOT_NEEDED), else the error."""

@@ -233,6 +233,10 @@ async def _sample(admin, plan: Reassignment) -> progress.Sample:
         throttles = {b: f for b, (_, f) in rates.items() if f}
     except (UnsupportedVersionError, KafkaApiError):
         pass  # no throttle information: ETAs come from measured rates only
+    try:
+        waiting = await admin.waiting_reassignments(list(plan.assignments))
+    except (UnsupportedVersionError, KafkaApiError):
+        waiting = {}  # a controller without ISR-aware execution holds nothing back
     return progress.Sample(
         time=time.monotonic(),
         brokers=brokers,
@@ -243,6 +247,7 @@ async def _sample(admin, plan: Reassignment) -> progress.Sample:
             if b not in logs.errors
         },
         follower_throttles=throttles,
+        waiting=waiting,
     )
 
 

@@ -49,6 +49,11 @@ def behind(lag: int) -> str:
     return f"Behind: {lag} messages behind"
 
 
+def waiting(reason: str) -> str:
+    """A replica of a partition whose move the controller holds back (ISR-aware execution)."""
+    return f"Waiting: {reason}"
+
+
 @dataclass(frozen=True)
 class ReplicaLog:
     size: int
@@ -66,6 +71,8 @@ class Sample:
     logs: dict[int, dict[TopicPartition, ReplicaLog]]
     # broker -> follower.replication.throttled.rate, where known
     follower_throttles: dict[int, int] = field(default_factory=dict)
+    # partition -> why the controller holds its move back (ISR-aware execution), where known
+    waiting: dict[TopicPartition, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -101,6 +108,7 @@ class PartitionState:
     done: bool  # current replicas == target and every target replica in sync
     remaining: int | None
     eta_s: float | None
+    waiting: str | None = None  # why the controller has not started its move yet
 
 
 @dataclass(frozen=True)
@@ -131,6 +139,7 @@ class ProgressReport:
                     "done": p.done,
                     "bytes_remaining": p.remaining,
                     "eta_s": None if p.eta_s is None else round(p.eta_s, 1),
+                    "waiting": p.waiting,
                 }
                 for p in self.partitions
             ],
@@ -184,10 +193,13 @@ def compute(
         p_remaining: int | None = 0
         p_eta: float | None = 0.0
         all_in_sync = True
+        held = sample.waiting.get(tp)
         for broker in targets[tp]:
             status, log = _replica_status(tp, broker, sample)
             if status != IN_SYNC:
                 all_in_sync = False
+                if held is not None and status not in HOPELESS:
+                    status = waiting(held)
             if status in HOPELESS:
                 rows.append(Row(tp[0], tp[1], broker, status))
                 p_remaining = p_eta = None
@@ -225,7 +237,7 @@ def compute(
             p_eta = None if (p_eta is None or eta is None) else max(p_eta, eta)
         current = sample.topics.get(tp[0], {}).get(tp[1], (-1, None))[1]
         done = all_in_sync and current == targets[tp]
-        parts.append(PartitionState(tp[0], tp[1], done, p_remaining, 0.0 if done else p_eta))
+        parts.append(PartitionState(tp[0], tp[1], done, p_remaining, 0.0 if done else p_eta, held))
     overall_rate: float | None = None
     if measured_any or throttle_by_broker:
         overall_rate = measured_total + sum(throttle_by_broker.values())

@@ -259,6 +259,12 @@ def list_results(answer: dict) -> dict[TopicPartition, Reassignment]:
     return dict(sorted(out.items()))
 
 
+def list_waiting(answer: dict) -> dict[TopicPartition, str]:
+    """ListReassignments v1's tagged Waiting: partition -> why its move has not started."""
+    raise_top_level(answer)
+    return {(w.get("topic"), w.get("partition_id")): w.get("reason") or "" for w in answer.get("waiting") or []}
+
+
 def describe_request(reassignments: list[Reassignment], timeout_ms: int) -> dict:
     return {
         "topic_reassignment": [

@@ -92,6 +92,7 @@ async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict:
     state = ctx.require_active().state
     requested = body.get("topic_partition")
     if requested is None:
+        looked = None
         tps = [tp for tp, move in state.tasks.items() if move.started]
     else:
         asked = [(t.get("topic"), p) for t in requested for p in t.get("partition_id") or ()]
@@ -99,14 +100,21 @@ async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict:
         if unknown:
             names = ", ".join(f"{t}-{p}" for t, p in unknown[:10]) + (" ..." if len(unknown) > 10 else "")
             raise ApiError(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"no such partition: {names}")
-        tps = [tp for tp in dict.fromkeys(asked) if tp in state.tasks and state.tasks[tp].started]
+        looked = list(dict.fromkeys(asked))
+        tps = [tp for tp in looked if tp in state.tasks and state.tasks[tp].started]
     ids = await running_ids(ctx, sorted(tps))
     topics: list[dict] = []
     for (topic, partition), rid in ids.items():
         if not topics or topics[-1]["topic"] != topic:
             topics.append({"topic": topic, "topic_reassignments": []})
         topics[-1]["topic_reassignments"].append({"partition_id": partition, "reassignment_id": rid})
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "reassignment": topics}
+    # v1's tagged Waiting: moves held back by ISR-aware execution (controller.core.isr_health).
+    held = state.pending if looked is None else [tp for tp in looked if tp in state.pending]
+    waiting = [
+        {"topic": tp[0], "partition_id": tp[1], "reason": move.waiting}
+        for tp in held if (move := state.tasks.get(tp)) is not None and move.waiting is not None
+    ]
+    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "reassignment": topics, "waiting": waiting}
 
 
 def _valid(topic, partition) -> bool:
