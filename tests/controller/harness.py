@@ -302,9 +302,11 @@ class Harness:
         # suite turns it on): per partition, the (leader, replicas) last sent and the highest
         # leader epoch sent, from the state the topics were created with.
         self.check_leader_epochs = False
-        # (broker, partition) -> (leader, replicas) last sent to that broker, highest epoch sent it.
-        self.lai_sent: dict[tuple[int, tuple[str, int]], tuple[int, tuple[int, ...], int]] = {}
-        self.lai_initial: dict[tuple[str, int], tuple[int, tuple[int, ...], int]] = {}
+        # (broker, partition) -> (leader, replicas) last sent to that broker, the highest epoch
+        # sent it, and the czxid of the state znode then (a partition deleted and created again
+        # starts over at epoch 0).
+        self.lai_sent: dict[tuple[int, tuple[str, int]], tuple[int, tuple[int, ...], int, int]] = {}
+        self.lai_initial: dict[tuple[str, int], tuple[int, tuple[int, ...], int, int]] = {}
         # Per partition, every leader epoch its state znode was written with (by a controller's
         # landed write, or at creation); brokers' ISR changes keep the leader epoch.
         self.state_epochs: dict[tuple[str, int], set[int]] = {}
@@ -315,8 +317,9 @@ class Harness:
         self.assignments = {(t, p): list(r) for t, parts in created.items() for p, r in parts.items()}
         self.admin = self.server.connect()
         for tp, replicas in self.assignments.items():
-            state = self.json(paths.partition_state(*tp))
-            self.lai_initial[tp] = (state["leader"], tuple(replicas), state["leader_epoch"])
+            data, stat = self.server.read(paths.partition_state(*tp))
+            state = json.loads(data)
+            self.lai_initial[tp] = (state["leader"], tuple(replicas), state["leader_epoch"], stat.czxid)
             self.state_epochs[tp] = {state["leader_epoch"]}
 
     async def close(self):
@@ -419,7 +422,11 @@ class Harness:
                 match = paths.classify(op.path)
                 if match is not None and match.kind is paths.ZnodeKind.PARTITION_STATE:
                     tp = (match.topic, match.partition)
-                    self.state_epochs.setdefault(tp, set()).add(json.loads(op.data)["leader_epoch"])
+                    epoch = json.loads(op.data)["leader_epoch"]
+                    if isinstance(op, Create):  # a new partition (or one created again): its own epochs
+                        self.state_epochs[tp] = {epoch}
+                    else:
+                        self.state_epochs.setdefault(tp, set()).add(epoch)
 
     def check_leader_epoch(self, controller_epoch: int, broker_id: int, topic: str, entry: dict) -> None:
         """A LeaderAndIsr partition state that changes the partition's leader or replicas (from
@@ -433,7 +440,12 @@ class Harness:
             return
         tp = (topic, entry["partition_index"])
         leader, replicas, epoch = entry["leader"], tuple(entry["replicas"]), entry["leader_epoch"]
-        last = self.lai_sent.get((broker_id, tp), self.lai_initial.get(tp))
+        stat = self.server.exists(paths.partition_state(*tp))
+        incarnation = stat.czxid if stat is not None else None
+        # What this broker was last sent of this incarnation of the partition, else its state at
+        # start; nothing for a partition created since (its first request is its first epoch).
+        last = next((c for c in (self.lai_sent.get((broker_id, tp)), self.lai_initial.get(tp))
+                     if c is not None and c[3] == incarnation), None)
         if last is not None and (leader, replicas) != last[:2]:
             if epoch <= last[2]:
                 self.violations.append(
@@ -446,7 +458,8 @@ class Harness:
                     f"{list(replicas)}) carries leader epoch {epoch}, never written to its state znode "
                     f"({sorted(self.state_epochs.get(tp, ()))})"
                 )
-        self.lai_sent[(broker_id, tp)] = (leader, replicas, max(epoch, last[2]) if last is not None else epoch)
+        if incarnation is not None:
+            self.lai_sent[(broker_id, tp)] = (leader, replicas, max(epoch, last[2]) if last is not None else epoch, incarnation)
 
     def current(self) -> dict[tuple[str, int], list[int]]:
         out = {}
