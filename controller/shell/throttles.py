@@ -1,5 +1,6 @@
-"""KIP-179 automatic throttle removal: when no reassignment is left, and (going past the KIP)
-as soon as no running move involves a throttled broker or topic any more.
+"""KIP-179 automatic throttle removal, the shell's half: the reads the rule asks for and its
+write. The rule - which listed throttles go, and the guard making the write conditional on what
+it read - is controller.core.throttle_removal (pure, with its steps and worked table).
 
 Which throttles are auto-removable is written in ZooKeeper, never kept in memory:
 ``/admin/throttled_replicas_removal`` (``{"version":1,"topics":[...]}``) lists the topics whose
@@ -9,27 +10,25 @@ admin APIs (controller.shell.admin.kip179) write those znodes BEFORE the configs
 crash anywhere leaves every auto-removable throttle listed. Throttles the operator set without
 auto-removal are not listed and stay (docs/DESIGN.md section 7, invariant 3).
 
-Removal (KIP-179 "Throttle removal"), :func:`remove_throttles`, run by the active controller
-on completion and on failover with ``/admin/reassign_partitions`` absent:
+:func:`remove_throttles` (mode ALL: on completion and on failover) and
+:func:`remove_idle_throttles` (mode IDLE: after each engine step that ended moves, restricted to
+the listed topics and brokers no move involves any more - a move of the running set, an accepted
+entry not yet started, or an entry of ``/admin/reassign_partitions`` the controller has not read
+yet) each:
 
- 1. Under the throttle lock (:func:`lock`: the admin write APIs hold it for their whole
-    sequence, so a removal never interleaves with a request that is setting throttles), check
-    ``/admin/reassign_partitions`` is still absent: a request accepted meanwhile has throttles
-    its own completion removes.
- 2. For each topic listed, remove both throttled-replicas properties from ``/config/topics/T``;
-    for each broker listed, both rates from ``/config/brokers/N``; a change notification per
-    config written.
- 3. Delete the removal znodes (conditional on the version read).
+ 1. read the removal znodes and ``/admin/reassign_partitions`` (its version and what its entries
+    involve) into a Snapshot, and the configs of what the rule strips;
+ 2. write, in one fenced multi: the guard (``/admin/reassign_partitions`` still as read), the
+    stripped configs with a change notification each, the removal znodes (conditional on the
+    versions read);
+ 3. on a conflict (a tool wrote one of them meanwhile) read and decide again; repeat while the
+    rule leaves listed entities for a next write (ENTITIES_PER_WRITE).
 
-Steps 2-3 are one batched, fenced write with the znodes last: a deposed controller removes
-nothing, a crash before it landed leaves the removal znodes for the next controller, and a
-flush cut short is finished by the next run (stripping an already stripped config is a no-op).
-
-Early removal, :func:`remove_idle_throttles`, run after each engine step that ended moves:
-the same, restricted to the listed topics and brokers that no move involves any more (a move
-of the running set, an accepted entry not yet started, or an entry of
-``/admin/reassign_partitions`` the controller has not read yet); the removal znodes are
-rewritten with what is left (deleted when empty).
+A deposed controller removes nothing (the epoch check), a crash before the multi landed leaves
+the removal znodes for the next controller, and stripping an already stripped config is a no-op.
+The throttle lock (:func:`lock`) still serialises this with the admin write APIs, which write
+throttle configs themselves (controller.shell.admin.kip179, submit); the guard, not the lock,
+is what keeps out writers outside this process.
 
 A removal znode or config that does not parse is reported and left alone.
 
@@ -42,12 +41,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import weakref
-from dataclasses import dataclass
 
+from controller.core import throttle_removal as rule
 from controller.core.state import ClusterState
+from controller.core.throttle_removal import Decision, Listed, Mode, Snapshot, listed_bytes  # noqa: F401 (listed_bytes re-exported)
 from controller.shell import throttle_configs as tc
 from znodes import models, paths
-from znodes.api import Delete, Op, SetData, Store
+from znodes.api import Op, Store
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_requests
 from znodes.reads import get_or_none
@@ -71,14 +71,6 @@ def lock(store: Store) -> asyncio.Lock:
     return found
 
 
-@dataclass
-class Listed:
-    """A removal znode as read: its members and version (None: absent or unreadable)."""
-
-    members: frozenset
-    version: int | None
-
-
 async def read_listed(store: Store, path: str) -> Listed:
     read = await get_or_none(store, path)
     if read is None:
@@ -94,55 +86,62 @@ async def read_listed(store: Store, path: str) -> Listed:
     return Listed(members, read[1].version)
 
 
-def listed_bytes(path: str, members) -> bytes:
-    if path == paths.THROTTLED_REPLICAS_REMOVAL:
-        return models.ThrottledReplicasRemoval(version=1, topics=sorted(members)).to_bytes()
-    return models.ThrottledRatesRemoval(version=1, brokers=sorted(members)).to_bytes()
+async def snapshot(store: Store, state: ClusterState | None = None) -> Snapshot:
+    """Step 1's reads. ``/admin/reassign_partitions`` first: a tool writes its removal list
+    before its reassignment, so a list read after an absent reassignment znode is at least as
+    new as that read (and the guard checks both anyway)."""
+    version, topics, brokers = await busy_in_znode(store, state)
+    return Snapshot(
+        replicas=await read_listed(store, paths.THROTTLED_REPLICAS_REMOVAL),
+        rates=await read_listed(store, paths.THROTTLED_RATES_REMOVAL),
+        requests_version=version,
+        requests_topics=frozenset(topics),
+        requests_brokers=frozenset(brokers),
+    )
 
 
-async def _strip(store: Store, kind: str, name, keys: tuple[str, ...]) -> list[Op]:
-    try:
-        return await tc.config_ops(store, kind, name, tc.drop_keys(keys))
-    except ZnodeFormatError as e:
-        log.warning("throttle removal: leaving %s alone: %s", tc.config_path(kind, name), e)
-        return []
-
-
-async def removal_ops(store: Store, busy_topics=frozenset(), busy_brokers=frozenset()) -> list[Op]:
-    """Ops removing the listed throttles of every topic and broker not busy, then rewriting
-    (or deleting) the removal znodes with the busy ones that stay listed."""
+async def _strip_ops(store: Store, decision: Decision) -> list[Op]:
     ops: list[Op] = []
-    tail: list[Op] = []
-    for path, kind, keys, busy in (
-        (paths.THROTTLED_REPLICAS_REMOVAL, "topics", REPLICA_KEYS, busy_topics),
-        (paths.THROTTLED_RATES_REMOVAL, "brokers", RATE_KEYS, busy_brokers),
-    ):
-        listed = await read_listed(store, path)
-        if listed.version is None:
-            continue
-        idle = sorted(listed.members - set(busy))
-        if not idle and listed.members:
-            continue
-        for name in idle:
-            ops += await _strip(store, kind, name, keys)
-        left = listed.members - set(idle)
-        tail.append(SetData(path, listed_bytes(path, left), listed.version) if left else Delete(path, listed.version))
-    return ops + tail
+    for kind, names, keys in (("topics", decision.topics, REPLICA_KEYS), ("brokers", decision.brokers, RATE_KEYS)):
+        for name in names:
+            try:
+                ops += await tc.config_ops(store, kind, name, tc.drop_keys(keys))
+            except ZnodeFormatError as e:
+                log.warning("throttle removal: leaving %s alone: %s", tc.config_path(kind, name), e)
+    return ops
 
 
-async def _write(store: Store, epoch_zkversion: int, build) -> int:
-    written = await tc.write_with_retry(store, epoch_zkversion, build)
-    if written:
-        log.info("removed auto-removable throttles (%d znode writes)", written)
-    return written
+async def _remove(store: Store, epoch_zkversion: int, decide_now) -> int:
+    """Steps 1-3: ``decide_now()`` reads and decides; written until nothing is left to write."""
+    total = 0
+    decision: Decision | None = None
+
+    async def build() -> list[Op]:
+        nonlocal decision
+        decision = await decide_now()
+        if decision.empty:
+            return []
+        return decision.guard + await _strip_ops(store, decision) + decision.tail
+
+    while True:
+        written = await tc.write_with_retry(store, epoch_zkversion, build)
+        total += written
+        # More to do only when the rule held entities back for a next write.
+        if not written or decision is None or len(decision.topics) + len(decision.brokers) < rule.ENTITIES_PER_WRITE:
+            break
+    if total:
+        log.info("removed auto-removable throttles (%d znode writes)", total)
+    return total
 
 
 async def remove_throttles(store: Store, epoch_zkversion: int) -> int:
-    """Steps 1-3 (no reassignment left); returns the number of ops written."""
+    """Mode ALL (no reassignment left); returns the number of ops written."""
     async with lock(store):
-        if await store.exists(paths.REASSIGN_PARTITIONS) is not None:
-            return 0  # accepted meanwhile: its completion removes them
-        return await _write(store, epoch_zkversion, lambda: removal_ops(store))
+
+        async def decide_now() -> Decision:
+            return rule.decide(await snapshot(store), Mode.ALL)
+
+        return await _remove(store, epoch_zkversion, decide_now)
 
 
 def busy_in_state(state: ClusterState) -> tuple[set[str], set[int]]:
@@ -168,16 +167,17 @@ def busy_in_state(state: ClusterState) -> tuple[set[str], set[int]]:
     return topics, brokers
 
 
-async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[set[str], set[int]]:
-    """Topics and brokers of ``/admin/reassign_partitions`` as it is now (entries the controller
-    may not have read yet), with each partition's current replicas."""
+async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[int | None, set[str], set[int]]:
+    """``/admin/reassign_partitions`` as it is now: its version (None: absent) and the topics
+    and brokers of its entries (the controller may not have read them yet), with each
+    partition's current replicas."""
     read = await get_or_none(store, paths.REASSIGN_PARTITIONS)
     if read is None:
-        return set(), set()
+        return None, set(), set()
     data, stat = read
     cached = _znode_cache.get(store)
     if cached is not None and cached[0] == stat.mzxid:
-        return set(cached[1]), set(cached[2])
+        return stat.version, set(cached[1]), set(cached[2])
     try:
         entries, _ = decode_requests(paths.REASSIGN_PARTITIONS, data)
     except ZnodeFormatError:
@@ -192,18 +192,17 @@ async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[set[s
         if assignment is not None:
             brokers.update(assignment.replicas)
     _znode_cache[store] = (stat.mzxid, frozenset(topics), frozenset(brokers))
-    return topics, brokers
+    return stat.version, topics, brokers
 
 
 async def remove_idle_unlocked(store: Store, epoch_zkversion: int, state: ClusterState | None) -> int:
-    """Early removal; the caller holds :func:`lock`."""
+    """Mode IDLE; the caller holds :func:`lock`."""
 
-    async def build() -> list[Op]:
+    async def decide_now() -> Decision:
         topics, brokers = busy_in_state(state) if state is not None else (set(), set())
-        more_topics, more_brokers = await busy_in_znode(store, state)
-        return await removal_ops(store, topics | more_topics, brokers | more_brokers)
+        return rule.decide(await snapshot(store, state), Mode.IDLE, topics, brokers)
 
-    return await _write(store, epoch_zkversion, build)
+    return await _remove(store, epoch_zkversion, decide_now)
 
 
 async def remove_idle_throttles(active) -> int:
