@@ -45,8 +45,9 @@ from znodes import models, paths
 from znodes.api import Check, Create, Delete, Op, SetData
 
 # Entities stripped per write: each costs two ops (its config and a change notification), so
-# with the guard and the removal znodes one write stays far below ZooKeeper's 1,000 ops and
-# 1 MiB per multi (znodes.batch) and is sent as ONE multi - the guard covers all of it.
+# with the guard and the removal znodes one write stays below ZooKeeper's 1,000 ops per multi
+# (znodes.batch) and is sent as ONE multi - the guard covers all of it. Large configs can
+# still pass 1 MiB: the shell halves the limit until the write fits one multi.
 ENTITIES_PER_WRITE = 200
 # What the guard creates (and deletes in the same multi): an empty list, in case a reader
 # sees it through a watch fired by the create.
@@ -86,6 +87,7 @@ class Decision:
 
     topics: list[str] = field(default_factory=list)
     brokers: list[int] = field(default_factory=list)
+    held_back: bool = False  # idle entities left listed for a next write (the limit)
     guard: list[Op] = field(default_factory=list)
     tail: list[Op] = field(default_factory=list)
 
@@ -107,8 +109,11 @@ def guard_ops(requests_version: int | None) -> list[Op]:
     return [Create(paths.REASSIGN_PARTITIONS, GUARD_DATA), Delete(paths.REASSIGN_PARTITIONS, 0)]
 
 
-def decide(snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=frozenset()) -> Decision:
-    """Steps 1-3."""
+def decide(
+    snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=frozenset(), limit: int = ENTITIES_PER_WRITE
+) -> Decision:
+    """Steps 1-3; at most ``limit`` entities stripped (the shell lowers it when the configs
+    are too large for one multi)."""
     out = Decision()
     if mode is Mode.ALL:
         if snap.requests_version is not None:
@@ -117,7 +122,7 @@ def decide(snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=fro
     else:
         busy_topics = frozenset(busy_topics) | snap.requests_topics
         busy_brokers = frozenset(busy_brokers) | snap.requests_brokers
-    budget = ENTITIES_PER_WRITE
+    budget = limit
     for path, listed, busy, strips in (
         (paths.THROTTLED_REPLICAS_REMOVAL, snap.replicas, busy_topics, out.topics),
         (paths.THROTTLED_RATES_REMOVAL, snap.rates, busy_brokers, out.brokers),
@@ -129,6 +134,7 @@ def decide(snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=fro
             continue  # every member still needed: nothing to write
         stripped = idle[:budget]
         budget -= len(stripped)
+        out.held_back = out.held_back or len(stripped) < len(idle)
         if not stripped and listed.members:
             continue  # out of budget: the next write takes them
         strips.extend(stripped)

@@ -48,6 +48,7 @@ from controller.core.throttle_removal import Decision, Listed, Mode, Snapshot, l
 from controller.shell import throttle_configs as tc
 from znodes import models, paths
 from znodes.api import Op, Store
+from znodes.batch import plan_chunks
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_requests
 from znodes.reads import get_or_none
@@ -112,22 +113,28 @@ async def _strip_ops(store: Store, decision: Decision) -> list[Op]:
 
 
 async def _remove(store: Store, epoch_zkversion: int, decide_now) -> int:
-    """Steps 1-3: ``decide_now()`` reads and decides; written until nothing is left to write."""
+    """Steps 1-3: ``decide_now(limit)`` reads and decides; written until nothing is held back."""
     total = 0
     decision: Decision | None = None
+    chroot = getattr(store, "chroot", "") or ""
 
     async def build() -> list[Op]:
         nonlocal decision
-        decision = await decide_now()
-        if decision.empty:
-            return []
-        return decision.guard + await _strip_ops(store, decision) + decision.tail
+        limit = rule.ENTITIES_PER_WRITE
+        while True:
+            decision = await decide_now(limit)
+            if decision.empty:
+                return []
+            ops = decision.guard + await _strip_ops(store, decision) + decision.tail
+            # One multi, or the guard would cover only the first chunk of the write.
+            if limit == 1 or len(plan_chunks(ops, chroot=chroot, fenced=True)) == 1:
+                return ops
+            limit //= 2
 
     while True:
         written = await tc.write_with_retry(store, epoch_zkversion, build)
         total += written
-        # More to do only when the rule held entities back for a next write.
-        if not written or decision is None or len(decision.topics) + len(decision.brokers) < rule.ENTITIES_PER_WRITE:
+        if not written or decision is None or not decision.held_back:
             break
     if total:
         log.info("removed auto-removable throttles (%d znode writes)", total)
@@ -138,8 +145,8 @@ async def remove_throttles(store: Store, epoch_zkversion: int) -> int:
     """Mode ALL (no reassignment left); returns the number of ops written."""
     async with lock(store):
 
-        async def decide_now() -> Decision:
-            return rule.decide(await snapshot(store), Mode.ALL)
+        async def decide_now(limit: int) -> Decision:
+            return rule.decide(await snapshot(store), Mode.ALL, limit=limit)
 
         return await _remove(store, epoch_zkversion, decide_now)
 
@@ -198,9 +205,9 @@ async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[int |
 async def remove_idle_unlocked(store: Store, epoch_zkversion: int, state: ClusterState | None) -> int:
     """Mode IDLE; the caller holds :func:`lock`."""
 
-    async def decide_now() -> Decision:
+    async def decide_now(limit: int) -> Decision:
         topics, brokers = busy_in_state(state) if state is not None else (set(), set())
-        return rule.decide(await snapshot(store, state), Mode.IDLE, topics, brokers)
+        return rule.decide(await snapshot(store, state), Mode.IDLE, topics, brokers, limit)
 
     return await _remove(store, epoch_zkversion, decide_now)
 

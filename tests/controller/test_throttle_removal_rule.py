@@ -1,0 +1,64 @@
+"""controller.core.throttle_removal: its worked table, the limit per write, the guard."""
+
+from __future__ import annotations
+
+import pytest
+
+from controller.core import throttle_removal as rule
+from controller.core.throttle_removal import Listed, Mode, Snapshot
+from znodes import paths
+from znodes.api import Check, Create, Delete, SetData
+
+TOPICS = Listed(frozenset({"t", "u"}), 3)
+BROKERS = Listed(frozenset({1, 2}), 5)
+REQUESTS = dict(requests_version=4, requests_topics=frozenset({"t"}), requests_brokers=frozenset({1, 2}))
+
+
+R, B = paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL
+
+
+# The module docstring's worked table, row by row. ``tail``: per removal znode written, the
+# members left listed (None: deleted).
+@pytest.mark.parametrize(
+    "mode, requests, busy, topics, brokers, tail, guard",
+    [
+        (Mode.ALL, {}, ((), ()), ["t", "u"], [1, 2], [(R, None), (B, None)], "create+delete"),
+        (Mode.ALL, REQUESTS, ((), ()), [], [], [], "none"),
+        (Mode.IDLE, {}, (("u",), (2,)), ["t"], [1], [(R, ["u"]), (B, [2])], "create+delete"),
+        (Mode.IDLE, REQUESTS, ((), ()), ["u"], [], [(R, ["t"])], "check 4"),
+        (Mode.IDLE, REQUESTS, (("u",), ()), [], [], [], "none"),
+    ],
+)
+def test_worked_table(mode, requests, busy, topics, brokers, tail, guard):
+    snap = Snapshot(TOPICS, BROKERS, **({"requests_version": None} | requests))
+    d = rule.decide(snap, mode, frozenset(busy[0]), frozenset(busy[1]))
+    assert (d.topics, d.brokers) == (topics, brokers)
+    expected = [
+        Delete(path, 3 if path == R else 5) if left is None else SetData(path, rule.listed_bytes(path, left), 3 if path == R else 5)
+        for path, left in tail
+    ]
+    assert d.tail == expected  # conditional on the versions read
+    if guard == "none":
+        assert d.guard == [] and d.empty
+    elif guard == "check 4":
+        assert d.guard == [Check(paths.REASSIGN_PARTITIONS, 4)]
+    else:
+        assert d.guard == [Create(paths.REASSIGN_PARTITIONS, rule.GUARD_DATA), Delete(paths.REASSIGN_PARTITIONS, 0)]
+
+
+def test_absent_or_unreadable_removal_znodes_are_left_alone():
+    d = rule.decide(Snapshot(Listed(), Listed(), None), Mode.ALL)
+    assert d.empty and d.guard == []
+    # An empty list is deleted (nothing to strip, but the znode goes).
+    d = rule.decide(Snapshot(Listed(frozenset(), 0), Listed(), None), Mode.ALL)
+    assert [type(op) for op in d.tail] == [Delete] and d.topics == [] and not d.held_back
+
+
+def test_the_limit_holds_entities_back_and_keeps_them_listed():
+    snap = Snapshot(Listed(frozenset({"a", "b", "c"}), 1), Listed(frozenset({7, 8}), 2), None)
+    d = rule.decide(snap, Mode.ALL, limit=4)
+    assert d.topics == ["a", "b", "c"] and d.brokers == [7] and d.held_back
+    assert isinstance(d.tail[0], Delete) and d.tail[1] == SetData(paths.THROTTLED_RATES_REMOVAL, rule.listed_bytes(paths.THROTTLED_RATES_REMOVAL, [8]), 2)
+    d = rule.decide(snap, Mode.ALL, limit=3)
+    assert d.brokers == [] and d.held_back and len(d.tail) == 1  # the rates znode is not written
+    assert not rule.decide(snap, Mode.ALL).held_back
