@@ -42,7 +42,8 @@ SHAPES: dict[str, tuple[str, ...]] = {
     flush.ROLLBACK: ("state", "topic", "record write", "requests", "cancel znode"),
     flush.ROLLBACK_FINISH: ("topic", "requests", "record delete", "records parent"),
     flush.QUEUE: ("record write", "requests", "queue znode"),
-    flush.THROTTLE_REMOVAL: ("topic config", "config change", "broker config", "replicas removal", "rates removal"),
+    # The guard first (controller.core.throttle_removal step 3: /admin/reassign_partitions as read).
+    flush.THROTTLE_REMOVAL: ("requests", "topic config", "config change", "broker config", "replicas removal", "rates removal"),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)
 
