@@ -163,7 +163,9 @@ one partition, in flush order (optional ops in brackets):
 
 Writes are coalesced: a step doing several of these for several partitions writes each znode
 once, in the order of docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal
-(controller.shell.throttles) is the shell's own flush.
+is the shell's own flush (controller.shell.throttles, after ``Step.finished`` and steps that
+ended moves); which throttles it removes is controller.core.throttle_removal's pure rule, and its
+multi opens with a guard on /admin/reassign_partitions as the rule read it (docs/DESIGN.md 4.10).
 """
 
 from __future__ import annotations

@@ -28,7 +28,7 @@ FINISH = "finish"  # step 6
 ROLLBACK = "rollback"  # controller.core.cancel steps 4-6 (and the cancel znode's delete)
 ROLLBACK_FINISH = "rollback-finish"  # controller.core.cancel step 7
 QUEUE = "queue"  # controller.core.queue
-THROTTLE_REMOVAL = "throttle-removal"  # controller.shell.throttles (the shell's own flush)
+THROTTLE_REMOVAL = "throttle-removal"  # controller.core.throttle_removal's rule, the shell's own flush
 # Bookkeeping around those: entries dropped or completed on reading /admin/reassign_partitions,
 # recovery's record fixes, processed ISR change notifications, a broker set change.
 ACCEPT = "accept"
