@@ -3,7 +3,8 @@
 A tool that writes KIP-179 throttles itself, one znode at a time - the removal list naming its
 topic, the topic's throttle config, then ``/admin/reassign_partitions`` - must not lose them to
 a controller whose removal decided "no reassignment runs" just before the tool's reassignment
-znode appeared. Deterministic, on the in-memory ZooKeeper twin: the tool's three writes land
+znode appeared. Deterministic, on the in-memory ZooKeeper twin and on a real ZooKeeper (the
+guard's create-then-delete in one multi is ZooKeeper's own behaviour): the tool's writes land
 right after the controller's removal has read ``/admin/reassign_partitions`` as absent, before
 its write. Before the fix the removal checked once and then deleted what it listed (the tool's
 topic included); now its multi fails unless the znode is still as the decision read it
@@ -14,9 +15,13 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from controller.shell import throttle_configs as tc
 from controller.shell.throttles import remove_idle_unlocked, remove_throttles
 from znodes import paths
+from znodes.reads import get_or_none
+from znodes.store import connect
 from znodes.twin import TwinServer
 
 REPLICAS = {tc.LEADER_REPLICAS: "0:1", tc.FOLLOWER_REPLICAS: "0:2"}
@@ -57,14 +62,34 @@ class ToolInTheWindow:
             await self._after(path)
 
 
-async def _cluster(leftover: bool):
+@pytest.fixture(params=["twin", "zookeeper"])
+async def sessions(request):
+    """A factory of sessions on one ZooKeeper: the twin, or a real server (a fresh chroot)."""
+    opened = []
+    if request.param == "twin":
+        server = TwinServer()
+
+        async def open_session():
+            return server.connect()
+    else:
+        hosts = request.getfixturevalue("zk_hosts")
+
+        async def open_session():
+            opened.append(await connect(hosts))
+            return opened[-1]
+
+    yield open_session
+    for store in opened:
+        await store.close()
+
+
+async def _cluster(open_session, leftover: bool):
     """Topic t's throttles and broker 1's rate listed for removal (a finished reassignment's
     leftovers) when ``leftover``; the tool's topic v and broker 2 not throttled yet."""
-    server = TwinServer()
-    store = server.connect()
-    await store.create(paths.CONTROLLER_EPOCH, b"1", makepath=True)
+    store = await open_session()
     for path in paths.PERSISTENT_PATHS:
         await store.ensure_path(path)
+    await store.create(paths.CONTROLLER_EPOCH, b"1", makepath=True)
     epoch = (await store.exists(paths.CONTROLLER_EPOCH)).version
     await store.create(paths.topic_config("t"), _json({"version": 1, "config": REPLICAS}), makepath=True)
     await store.create(paths.topic_config("v"), _json({"version": 1, "config": {}}), makepath=True)
@@ -73,64 +98,64 @@ async def _cluster(leftover: bool):
     if leftover:
         await store.create(paths.THROTTLED_REPLICAS_REMOVAL, _json({"version": 1, "topics": ["t"]}))
         await store.create(paths.THROTTLED_RATES_REMOVAL, _json({"version": 1, "brokers": [1]}))
-    tool = server.connect()
+    tool = await open_session()
 
     async def tool_writes():
         """The tool: removal lists first (merged), then the configs, then the reassignment."""
         for path, key, add in ((paths.THROTTLED_REPLICAS_REMOVAL, "topics", "v"), (paths.THROTTLED_RATES_REMOVAL, "brokers", 2)):
-            read = server.read(path) if server.exists(path) is not None else None
+            read = await get_or_none(tool, path)
             if read is None:
                 await tool.create(path, _json({"version": 1, key: [add]}))
             else:
                 members = json.loads(read[0])[key]
-                await tool.set(path, _json({"version": 1, key: sorted(set(members) | {add})}))
+                await tool.set(path, _json({"version": 1, key: sorted(set(members) | {add})}), read[1].version)
         await tool.set(paths.topic_config("v"), _json({"version": 1, "config": REPLICAS}))
         await tool.set(paths.broker_config(2), _json({"version": 1, "config": RATES}))
         await tool.create(paths.REASSIGN_PARTITIONS, _json(TOOL_REQUEST))
 
-    return server, ToolInTheWindow(store, tool_writes), epoch
+    return tool, ToolInTheWindow(store, tool_writes), epoch
 
 
-def _config(server, path):
-    return json.loads(server.read(path)[0])["config"]
+async def _config(reader, path):
+    return json.loads((await reader.get(path))[0])["config"]
 
 
-def _listed(server, path, key):
-    return json.loads(server.read(path)[0])[key]
+async def _listed(reader, path, key):
+    return json.loads((await reader.get(path))[0])[key]
 
 
-async def test_removal_on_completion_spares_throttles_a_tool_wrote_in_the_window():
-    server, store, epoch = await _cluster(leftover=True)
+async def test_removal_on_completion_spares_throttles_a_tool_wrote_in_the_window(sessions):
+    reader, store, epoch = await _cluster(sessions, leftover=True)
     await remove_throttles(store, epoch)
     assert store.fired
     # The tool's throttles stay, listed, for its reassignment's completion to remove.
-    assert _config(server, paths.topic_config("v")) == REPLICAS
-    assert _config(server, paths.broker_config(2)) == RATES
-    assert "v" in _listed(server, paths.THROTTLED_REPLICAS_REMOVAL, "topics")
-    assert 2 in _listed(server, paths.THROTTLED_RATES_REMOVAL, "brokers")
-    assert server.exists(paths.REASSIGN_PARTITIONS) is not None
+    assert await _config(reader, paths.topic_config("v")) == REPLICAS
+    assert await _config(reader, paths.broker_config(2)) == RATES
+    assert "v" in await _listed(reader, paths.THROTTLED_REPLICAS_REMOVAL, "topics")
+    assert 2 in await _listed(reader, paths.THROTTLED_RATES_REMOVAL, "brokers")
+    assert await reader.exists(paths.REASSIGN_PARTITIONS) is not None
 
 
-async def test_early_removal_spares_throttles_a_tool_wrote_in_the_window():
+async def test_early_removal_spares_throttles_a_tool_wrote_in_the_window(sessions):
     # No moves in memory (a controller just elected): everything listed is idle by its state.
-    server, store, epoch = await _cluster(leftover=True)
+    reader, store, epoch = await _cluster(sessions, leftover=True)
     await remove_idle_unlocked(store, epoch, None)
     assert store.fired
-    assert _config(server, paths.topic_config("v")) == REPLICAS
-    assert _config(server, paths.broker_config(2)) == RATES
-    assert "v" in _listed(server, paths.THROTTLED_REPLICAS_REMOVAL, "topics")
-    assert 2 in _listed(server, paths.THROTTLED_RATES_REMOVAL, "brokers")
+    assert await _config(reader, paths.topic_config("v")) == REPLICAS
+    assert await _config(reader, paths.broker_config(2)) == RATES
+    assert "v" in await _listed(reader, paths.THROTTLED_REPLICAS_REMOVAL, "topics")
+    assert 2 in await _listed(reader, paths.THROTTLED_RATES_REMOVAL, "brokers")
     # What the tool's reassignment does not involve still goes at once.
-    assert _config(server, paths.topic_config("t")) == {}
-    assert _config(server, paths.broker_config(1)) == {}
+    assert await _config(reader, paths.topic_config("t")) == {}
+    assert await _config(reader, paths.broker_config(1)) == {}
 
 
-async def test_without_a_tool_the_leftovers_go():
-    server, store, epoch = await _cluster(leftover=True)
+async def test_without_a_tool_the_leftovers_go(sessions):
+    reader, store, epoch = await _cluster(sessions, leftover=True)
     store.fired = True  # the tool never writes
     assert await remove_throttles(store, epoch) > 0
-    assert _config(server, paths.topic_config("t")) == {} and _config(server, paths.broker_config(1)) == {}
-    assert server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
-    assert server.exists(paths.THROTTLED_RATES_REMOVAL) is None
+    assert await _config(reader, paths.topic_config("t")) == {} and await _config(reader, paths.broker_config(1)) == {}
+    assert await reader.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+    assert await reader.exists(paths.THROTTLED_RATES_REMOVAL) is None
     # The guard left no /admin/reassign_partitions behind.
-    assert server.exists(paths.REASSIGN_PARTITIONS) is None
+    assert await reader.exists(paths.REASSIGN_PARTITIONS) is None
