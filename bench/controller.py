@@ -80,6 +80,17 @@ Figures (printed last, one per line):
   ``metrics_timed_calls_per_partition`` is how many ZooKeeper calls the metrics timed (about
   2 us each) per partition: the store is called per batch, not per partition.
 
+* ``controller_fraction_of_zk_limit``: ``partitions_per_second`` over the ceiling ZooKeeper
+  allows at the measured ``zk_ops_per_partition``. The ceiling is measured in the same run on
+  the same ZooKeeper (bench/zk_writes.py's ``multi_ceiling``: 20,000 partition-state-sized
+  creates in multi-ops of the BatchedWriter's size, all in flight at once):
+  ``zk_multi_op_ceiling_ops_per_second``, and ``zk_limit_partitions_per_second`` is that over
+  the ops per partition. The controller's ops are creates, conditional sets, deletes and checks
+  of about that size, so the ceiling is approximate, and it holds for instant brokers only: with
+  real brokers, copying data is the limit long before ZooKeeper is.
+
+All figures go to bench/results.json through bench.results.
+
 A run that completes no partition for STALL_S seconds prints where the controller, the
 instant brokers and every task stand and fails, rather than hanging. Completed partitions are
 counted as a set: those of the killed controller's last step, whose writes may have landed
@@ -103,6 +114,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 import protocol  # noqa: E402
+from bench import results as bench_results  # noqa: E402
+from bench.zk_writes import multi_ceiling, workload  # noqa: E402
 from controller.core.commands import LEADER_AND_ISR  # noqa: E402
 from controller.core.config import ControllerConfig  # noqa: E402
 from controller.core.events import StatesRead, StopReplicaSent  # noqa: E402
@@ -602,6 +615,10 @@ async def scrape_forever(registry: Metrics) -> None:
         registry.scrape()
 
 
+# ZooKeeper ops the ceiling measurement writes: 20 multi-ops of 1,000, as bench/zk_writes.py.
+CEILING_OPS = 20_000
+
+
 async def main_async(args) -> dict:
     results = {}
     with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
@@ -631,6 +648,10 @@ async def main_async(args) -> dict:
                 results["peer"] = await run(
                     zk.connect_string + "/peer", args.peer_partitions, coalesce=False, failover=False
                 )
+            # The limit, on the same ZooKeeper in the same run: partition-state-sized creates in
+            # multi-ops of the controller's size (BatchedWriter), every multi-op in flight at once.
+            ceiling_s, _ = await multi_ceiling(zk.connect_string, "/ceiling", workload("/ceiling", CEILING_OPS))
+            results["ceiling_ops_per_second"] = CEILING_OPS / ceiling_s
         finally:
             zk.stop()
     return results
@@ -650,6 +671,7 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.debug:
         logging.getLogger("reassignd.controller").setLevel(logging.DEBUG)
+    started = bench_results.begin()
     results = asyncio.run(main_async(args))
     runs = results["ours"]
     ours = runs[0]  # operation counts: the same in every round
@@ -673,29 +695,45 @@ def main() -> int:
     print("zk_ops_per_partition counts every op inside a multi (the epoch check too) and every read the "
           "reassignment causes; zk_election_reads_per_partition the full-metadata reads each election makes "
           "of every partition, reassigned or not; zk_all_ops_per_partition both")
-    print(f"partitions_per_second={rate:.0f}")
+    figures: dict = {"partitions_per_second": round(rate)}
     if "ours_metrics_off" in results:
         offs = results["ours_metrics_off"]
         off_rate = statistics.median(r["partitions"] / r["elapsed"] for r in offs)
-        print(f"partitions_per_second_metrics_off={off_rate:.0f}")
-        print(f"metrics_on_off_ratio={rate / off_rate:.3f}")
-        print(f"metrics_cost_percent={(off_rate - rate) / off_rate * 100:.1f}")
+        figures["partitions_per_second_metrics_off"] = round(off_rate)
+        figures["metrics_on_off_ratio"] = round(rate / off_rate, 3)
+        figures["metrics_cost_percent"] = round((off_rate - rate) / off_rate * 100, 1)
         # This process's CPU seconds (controller, instant brokers, feeder): what the metrics
         # add, with little of the wall clock's noise from other work on the machine.
         cpu_on, cpu_off = statistics.median(r["cpu"] for r in runs), statistics.median(r["cpu"] for r in offs)
-        print(f"metrics_cpu_cost_percent={(cpu_on - cpu_off) / cpu_off * 100:.1f}")
-        print(f"metrics_timed_calls_per_partition={ours['timed_calls'] / n:.4f}")
-        if len(runs) > 1:
-            print(f"metrics_rounds={len(runs)}")
-    print(f"zk_ops_per_partition={(writes + reads) / n:.2f}")
-    print(f"zk_writes_per_partition={writes / n:.2f}")
-    print(f"zk_reads_per_partition={reads / n:.2f}")
-    print(f"zk_election_reads_per_partition={metadata_reads / n:.2f}")
-    print(f"zk_all_ops_per_partition={(writes + reads + metadata_reads) / n:.2f}")
-    print(f"in_flight_at_failover={ours['in_flight_at_failover']}")
-    print(f"failover_resume_seconds={ours['failover']:.2f}")
+        figures["metrics_cpu_cost_percent"] = round((cpu_on - cpu_off) / cpu_off * 100, 1)
+        figures["metrics_timed_calls_per_partition"] = round(ours["timed_calls"] / n, 4)
+        figures["metrics_rounds"] = len(runs)
+    ops_per_partition = (writes + reads) / n
+    figures["zk_ops_per_partition"] = round(ops_per_partition, 2)
+    figures["zk_writes_per_partition"] = round(writes / n, 2)
+    figures["zk_reads_per_partition"] = round(reads / n, 2)
+    figures["zk_election_reads_per_partition"] = round(metadata_reads / n, 2)
+    figures["zk_all_ops_per_partition"] = round((writes + reads + metadata_reads) / n, 2)
+    # The ceiling ZooKeeper allows at the measured ops per partition: its multi-op rate over
+    # the ops each partition costs. The ceiling is measured with creates; the controller's ops
+    # are creates, conditional sets, deletes and checks of similar size.
+    limit = results["ceiling_ops_per_second"] / ops_per_partition
+    figures["zk_multi_op_ceiling_ops_per_second"] = round(results["ceiling_ops_per_second"])
+    figures["zk_limit_partitions_per_second"] = round(limit)
+    figures["controller_fraction_of_zk_limit"] = round(rate / limit, 2)
+    figures["in_flight_at_failover"] = ours["in_flight_at_failover"]
+    figures["failover_resume_seconds"] = round(ours["failover"], 2)
     if ratio is not None:
-        print(f"speedup_vs_uncoalesced={ratio:.1f}")
+        figures["speedup_vs_uncoalesced"] = round(ratio, 1)
+    bench_results.finish(
+        "controller", figures,
+        peer="this controller with coalescing off (one engine step and one flush per partition change), "
+             "on --peer-partitions; both sides with instant brokers",
+        sizes={"partitions": args.partitions, "peer_partitions": args.peer_partitions, "rounds": args.rounds,
+               "brokers": "instant (in-process)"},
+        notes=["instant brokers: an in-process stand-in whose replicas catch up the moment a LeaderAndIsr names them "
+               "(requests still encoded and framed); no sockets, no copying"],
+        started=started)
     return 0
 
 

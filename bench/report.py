@@ -47,6 +47,12 @@ def figure_index(results: dict) -> dict[str, str]:
     return index
 
 
+def _cell(text: str) -> str:
+    """Free text (a note, possibly a peer's error output) made safe inside a table cell; a
+    name=value inside it is not a figure mention."""
+    return " ".join(str(text).split()).replace("|", "\\|").replace("`", "'")
+
+
 def _load(values: list[float]) -> str:
     return "/".join(f"{v:g}" for v in values)
 
@@ -65,8 +71,8 @@ def render(results: dict) -> str:
         rec = results[bench]
         sizes = ", ".join(f"{k}={v}" for k, v in rec["sizes"].items()) or "-"
         figures = ", ".join(f"`{k}={format_value(v)}`" for k, v in rec["figures"].items())
-        notes = "".join(f"<br>{n}" for n in rec.get("notes", []))
-        lines.append(f"| `bench/{bench}.py` | {rec['peer']} | {sizes} | {figures}{notes} | {conditions(rec['conditions'])} |")
+        notes = "".join(f"<br>{_cell(n)}" for n in rec.get("notes", []))
+        lines.append(f"| `bench/{bench}.py` | {_cell(rec['peer'])} | {_cell(sizes)} | {figures}{notes} | {conditions(rec['conditions'])} |")
     return "\n".join(lines)
 
 
