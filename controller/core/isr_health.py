@@ -37,7 +37,8 @@ partition states' ISR, the live brokers, each topic's ``min.insync.replicas``).
 
  2b. Concurrency adjuster (Cruise Control's): while any partition the engine holds a state of
      is under its min ISR (len(ISR) < m), the per-broker caps are at most
-     ``isr_throttled_concurrency``; they come back once none is.
+     ``isr_throttled_concurrency``; they come back once none is. The count scans every state
+     (~25 ms at 100,000 partitions), so step 2 takes it only when a move would exceed that cap.
  2c. Order (Cruise Control's replica_movement_strategies), ``replica_movement_strategy``:
      ``given`` the znode's order; ``urp_last`` partitions whose ISR is full first, the
      under-replicated after them, each group in the znode's order.
@@ -93,13 +94,6 @@ def under_min_isr(states: Mapping[TopicPartition, LeaderIsr], overrides: Mapping
         # Fast path: under a floor of 1 means an empty ISR.
         return sum(1 for s in states.values() if not s.isr)
     return sum(1 for tp, s in states.items() if len(s.isr) < overrides.get(tp[0], default))
-
-
-def broker_caps(incoming: int, outgoing: int, throttled: int, under: int) -> tuple[int, int]:
-    """Step 2b: the per-broker caps to schedule with."""
-    if under:
-        return min(incoming, throttled), min(outgoing, throttled)
-    return incoming, outgoing
 
 
 def ordered(pending: Iterable[TopicPartition], strategy: str, replicas_of, states: Mapping) -> list[TopicPartition]:

@@ -313,10 +313,11 @@ def schedule(ws: WorkingSet) -> None:
         return
     max_in, max_out = cfg.max_incoming_per_broker, cfg.max_outgoing_per_broker
     order = ws.pending.keys()
+    throttled = None  # step 2b's cap, when it is below the caps
+    under = None  # partitions under their min ISR: counted (a scan of every state) only if the cap would bind
     if cfg.isr_aware_moves:
-        if min(max_in, max_out) > cfg.isr_throttled_concurrency:  # step 2b: only when it can bind
-            under = isr_health.under_min_isr(ws.states, ws.min_isr, cfg.min_insync_replicas)
-            max_in, max_out = isr_health.broker_caps(max_in, max_out, cfg.isr_throttled_concurrency, under)
+        if min(max_in, max_out) > cfg.isr_throttled_concurrency:
+            throttled = cfg.isr_throttled_concurrency
         order = isr_health.ordered(order, cfg.replica_movement_strategy, lambda t: ws.assignments[t].replicas, ws.states)
     for tp in list(order):
         move = ws.tasks[tp]
@@ -333,6 +334,13 @@ def schedule(ws: WorkingSet) -> None:
             continue
         if any(outgoing.get(b, 0) >= max_out for b in removing):
             continue
+        if throttled is not None and (
+            any(incoming.get(b, 0) >= throttled for b in adding) or any(outgoing.get(b, 0) >= throttled for b in removing)
+        ):
+            if under is None:
+                under = isr_health.under_min_isr(ws.states, ws.min_isr, cfg.min_insync_replicas)
+            if under:
+                continue  # step 2b: the caps are isr_throttled_concurrency while any is under
         for b in adding:
             incoming[b] = incoming.get(b, 0) + 1
         for b in removing:
