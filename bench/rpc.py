@@ -507,6 +507,10 @@ def list_while_moving(zk_connect: str, tmp: Path, partitions: int, clients: int,
             return answer if any(t["partitions"] for t in answer["topics"]) else None
 
         wait_for(listed, 60, "the controller to start the moves")
+        # The first moves take a while to copy (they share the brokers' bandwidth): the window
+        # opens once completions have begun, so it measures moves progressing, not starting.
+        total = sum(len(parts) for parts in layout_now.values())
+        wait_for(lambda: pending_entries(hosts) < total, 120, "the first moves to complete")
         before = pending_entries(hosts)
         rps = run_load(addr, clients, seconds)
         after = pending_entries(hosts)
