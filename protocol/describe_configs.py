@@ -42,6 +42,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
+from protocol import ApiKey
 from protocol.kafka_configs import (
     BOOLEAN,
     BROKER_CONFIGS,
@@ -63,13 +64,12 @@ from protocol.kafka_configs import (
 )
 
 __all__ = [
-    "BOOLEAN", "BROKER", "BROKER_CONFIGS", "CLASS", "CONFIG_TYPES", "DEFAULT_CONFIG", "DESCRIBE_CONFIGS", "DOUBLE",
+    "BOOLEAN", "BROKER", "BROKER_CONFIGS", "CLASS", "CONFIG_TYPES", "DEFAULT_CONFIG", "DOUBLE",
     "DYNAMIC_BROKER_CONFIG", "DYNAMIC_DEFAULT_BROKER_CONFIG", "DYNAMIC_TOPIC_CONFIG", "INT", "LIST", "LONG",
     "LONG_MAX", "PASSWORD", "SHORT", "STATIC_BROKER_CONFIG", "STRING", "TOPIC", "TOPIC_CONFIGS", "UNKNOWN",
     "ConfigDef", "Static", "config_entries", "sensitive",
 ]
 
-DESCRIBE_CONFIGS = 32
 TOPIC = 2
 BROKER = 4
 # Kafka's ConfigSource codes (DescribeConfigs v1+).

@@ -19,10 +19,9 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
-DESCRIBE_GROUPS = 15
-LIST_GROUPS = 16
 # KIP-430: "authorised operations not requested" is INT32_MIN on the wire.
 OPERATIONS_OMITTED = -(2**31)
 NOT_COORDINATOR_MESSAGE = "this node coordinates no consumer group"

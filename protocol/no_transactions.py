@@ -21,9 +21,9 @@ from __future__ import annotations
 
 import re
 
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
-LIST_TRANSACTIONS = 66
 # Kafka's TransactionState names, the values a state filter may take.
 TRANSACTION_STATES = frozenset({
     "Empty", "Ongoing", "PrepareCommit", "PrepareAbort", "CompleteCommit", "CompleteAbort", "Dead",

@@ -17,8 +17,9 @@ SPEC_DIR = Path(__file__).with_name("specs")
 REQUEST_HEADER = "RequestHeader"
 RESPONSE_HEADER = "ResponseHeader"
 # ApiVersions responses always use response header v0, so a client that asked with any version
-# can read the header (and the error code) of the answer (KIP-511).
-API_VERSIONS_KEY = 18
+# can read the header (and the error code) of the answer (KIP-511). Known by its spec's name:
+# protocol.ApiKey is built from this registry, so it cannot be imported here.
+API_VERSIONS_RESPONSE = "ApiVersionsResponse"
 
 
 class Registry:
@@ -107,9 +108,9 @@ class Registry:
         return 2 if spec.is_flexible(version) else 1
 
     def response_header_version(self, api_key: int, version: int) -> int:
-        if api_key == API_VERSIONS_KEY:
-            return 0
         spec = self.responses[api_key]
+        if spec.name == API_VERSIONS_RESPONSE:
+            return 0
         return 1 if spec.is_flexible(version) else 0
 
 

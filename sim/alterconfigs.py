@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import json
 
+from protocol import ApiKey
 from protocol.config_changes import BROKER_CONFIGS, TOPIC_CONFIGS, apply_request
 from protocol.errors import ErrorCode
 from znodes import models, paths
@@ -34,8 +35,6 @@ from znodes.api import BadVersionError, Create, MultiOpError, NodeExistsError, S
 from znodes.errors import ZnodeFormatError
 from znodes.reads import get_or_none
 
-ALTER_CONFIGS = 33
-INCREMENTAL_ALTER_CONFIGS = 44
 TOPIC, BROKER = 2, 4
 # A write that loses the race for the config znode this many times in a row gives up: others
 # are changing it as fast as it can be read.
@@ -101,7 +100,7 @@ async def _alter_one(store: Store, r: dict, incremental: bool, validate_only: bo
 
 async def alter_configs(store: Store, api_key: int, version: int, body: dict) -> dict:
     """The response body of one AlterConfigs or IncrementalAlterConfigs request."""
-    incremental = api_key == INCREMENTAL_ALTER_CONFIGS
+    incremental = api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
     validate_only = bool(body.get("validate_only"))
     results = [await _alter_one(store, r, incremental, validate_only) for r in body.get("resources") or []]
     return {"throttle_time_ms": 0, "responses": results}

@@ -37,7 +37,8 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
-from sim.alterconfigs import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, alter_configs
+from protocol import ApiKey
+from sim.alterconfigs import alter_configs
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
@@ -224,7 +225,7 @@ class SimulatedCluster:
         """A broker's request handler: its core's, but AlterConfigs and IncrementalAlterConfigs,
         which write ZooKeeper on the broker's own session (sim.alterconfigs) as Kafka's do."""
         def handle(api_key: int, api_version: int, body: dict):
-            if api_key in (ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS):
+            if api_key in (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS):
                 lo, hi = broker.core.api_versions.get(api_key, (0, -1))
                 if broker.store is None or not lo <= api_version <= hi:
                     raise UnsupportedRequest(f"broker {broker.id} does not serve api {api_key} v{api_version}")

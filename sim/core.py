@@ -31,46 +31,41 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from protocol import ApiKey
 from protocol.errors import ErrorCode
-from protocol.no_groups import DESCRIBE_GROUPS, LIST_GROUPS, describe_groups, list_groups
-from protocol.no_transactions import LIST_TRANSACTIONS, list_transactions
-from sim.describeconfigs import DESCRIBE_CONFIGS, describe_configs, static_settings
+from protocol.no_groups import describe_groups, list_groups
+from protocol.no_transactions import list_transactions
+from sim.describeconfigs import describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
 from sim.zookeeper_view import ZooKeeperView
 from znodes import paths
 
-API_VERSIONS = 18
-METADATA = 3
-LEADER_AND_ISR = 4
-STOP_REPLICA = 5
-UPDATE_METADATA = 6
-DESCRIBE_LOG_DIRS = 35
 
 # What a simulated broker can answer, (min, max) per API key. ApiVersions advertises the part
 # of this the codec also supports (sim.versions).
 SERVED_VERSIONS: dict[int, tuple[int, int]] = {
-    API_VERSIONS: (0, 4),
-    METADATA: (0, 13),
+    ApiKey.API_VERSIONS: (0, 4),
+    ApiKey.METADATA: (0, 13),
     # Kafka 3.9's ranges, the last release with these ZooKeeper-mode APIs. Topic ids (LeaderAndIsr
     # v5+, UpdateMetadata v7+) are not kept: a LeaderAndIsr answer names each topic by the id its
     # request gave. KIP-866's IsKRaftController and Type, and v6's LeaderRecoveryState, come only
     # from a KRaft controller migrating a cluster (or an unclean election there); they are read
     # and ignored, as reassignd's controller never sends them.
-    LEADER_AND_ISR: (0, 7),
-    STOP_REPLICA: (0, 4),
-    UPDATE_METADATA: (0, 8),
-    DESCRIBE_LOG_DIRS: (0, 5),
-    DESCRIBE_CONFIGS: (0, 4),
+    ApiKey.LEADER_AND_ISR: (0, 7),
+    ApiKey.STOP_REPLICA: (0, 4),
+    ApiKey.UPDATE_METADATA: (0, 8),
+    ApiKey.DESCRIBE_LOG_DIRS: (0, 5),
+    ApiKey.DESCRIBE_CONFIGS: (0, 4),
     # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
-    33: (0, 2),  # AlterConfigs
-    44: (0, 1),  # IncrementalAlterConfigs
+    ApiKey.ALTER_CONFIGS: (0, 2),
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
     # Clients send ListGroups and ListTransactions to every node; the simulation coordinates no
     # group and no transaction (protocol.no_groups, protocol.no_transactions).
-    LIST_GROUPS: (0, 5),
-    DESCRIBE_GROUPS: (0, 6),
-    LIST_TRANSACTIONS: (0, 2),
+    ApiKey.LIST_GROUPS: (0, 5),
+    ApiKey.DESCRIBE_GROUPS: (0, 6),
+    ApiKey.LIST_TRANSACTIONS: (0, 2),
 }
 
 UNKNOWN_BROKER_EPOCH = -1  # a control request that does not name the broker epoch
@@ -122,16 +117,16 @@ class BrokerCore:
         # shared by every broker of a cluster, empty and unwatched for a core on its own.
         self.view = view if view is not None else ZooKeeperView()
         self._handlers = {
-            API_VERSIONS: self._api_versions,
-            METADATA: self._metadata,
-            LEADER_AND_ISR: self._leader_and_isr,
-            STOP_REPLICA: self._stop_replica,
-            UPDATE_METADATA: self._update_metadata,
-            DESCRIBE_LOG_DIRS: self._describe_log_dirs,
-            DESCRIBE_CONFIGS: self._describe_configs,
-            LIST_GROUPS: list_groups,
-            DESCRIBE_GROUPS: describe_groups,
-            LIST_TRANSACTIONS: list_transactions,
+            ApiKey.API_VERSIONS: self._api_versions,
+            ApiKey.METADATA: self._metadata,
+            ApiKey.LEADER_AND_ISR: self._leader_and_isr,
+            ApiKey.STOP_REPLICA: self._stop_replica,
+            ApiKey.UPDATE_METADATA: self._update_metadata,
+            ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+            ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
+            ApiKey.LIST_GROUPS: list_groups,
+            ApiKey.DESCRIBE_GROUPS: describe_groups,
+            ApiKey.LIST_TRANSACTIONS: list_transactions,
         }
         self._reset(clock())
 

@@ -33,6 +33,7 @@ default entity contributes nothing to a broker's configs.
 
 from __future__ import annotations
 
+from protocol import ApiKey
 from protocol.describe_configs import (
     BROKER,
     BROKER_CONFIGS,
@@ -47,7 +48,6 @@ from protocol.errors import ErrorCode
 from sim.zookeeper_view import ConfigUnreadable, ZooKeeperView
 from znodes import paths
 
-DESCRIBE_CONFIGS = 32
 
 
 def static_settings(broker_id: int, log_dir: str, replica_lag_time_max_s: float) -> dict[str, Static]:

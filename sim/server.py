@@ -21,9 +21,10 @@ import struct
 from collections.abc import Callable
 
 import protocol
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
-from sim.core import API_VERSIONS, UnsupportedRequest
+from sim.core import UnsupportedRequest
 
 log = logging.getLogger(__name__)
 
@@ -107,9 +108,9 @@ class BrokerServer:
         try:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as exc:
-            if exc.api_key == API_VERSIONS and exc.correlation_id is not None:
+            if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self._api_keys()}
-                return protocol.encode_response(API_VERSIONS, 0, exc.correlation_id, answer)
+                return protocol.encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, answer)
             raise
         api_key, api_version = header["request_api_key"], header["request_api_version"]
         if left_over:

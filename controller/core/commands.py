@@ -17,12 +17,11 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from controller.core.shared_body import per_broker_bodies
+from protocol import ApiKey
 from znodes.values import Broker, LeaderIsr, TopicPartition
 
-LEADER_AND_ISR = 4
-STOP_REPLICA = 5
-UPDATE_METADATA = 6
-DESCRIBE_LOG_DIRS = 35
+# bench/controller.py imports this name from here.
+LEADER_AND_ISR = ApiKey.LEADER_AND_ISR
 # The versions the controller <-> broker contract fixes.
 LEADER_AND_ISR_VERSION = 4
 STOP_REPLICA_VERSION = 3
@@ -48,8 +47,8 @@ class BrokerCommand:
     @property
     def name(self) -> str:
         return {
-            LEADER_AND_ISR: "LeaderAndIsr", STOP_REPLICA: "StopReplica", UPDATE_METADATA: "UpdateMetadata",
-            DESCRIBE_LOG_DIRS: "DescribeLogDirs",
+            ApiKey.LEADER_AND_ISR: "LeaderAndIsr", ApiKey.STOP_REPLICA: "StopReplica", ApiKey.UPDATE_METADATA: "UpdateMetadata",
+            ApiKey.DESCRIBE_LOG_DIRS: "DescribeLogDirs",
         }.get(self.api_key, str(self.api_key))
 
 
@@ -168,17 +167,17 @@ class Outbox:
                         for b in (self.brokers[i] for i in sorted(leaders) if i in self.brokers)
                     ],
                 }
-                out.append(BrokerCommand(broker_id, LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body))
+                out.append(BrokerCommand(broker_id, ApiKey.LEADER_AND_ISR, LEADER_AND_ISR_VERSION, body))
             stops = self._stop.get(broker_id)
             if stops:
                 body = self._header(broker_id) | {"topic_states": _grouped(stops)}
                 waited = self._stop_waited.get(broker_id, ())
                 out.append(
-                    BrokerCommand(broker_id, STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(tp for tp in stops if tp in waited))
+                    BrokerCommand(broker_id, ApiKey.STOP_REPLICA, STOP_REPLICA_VERSION, body, tuple(tp for tp in stops if tp in waited))
                 )
             if broker_id in self._describe:
                 # After this step's LeaderAndIsr to it: the answer includes the replicas they made.
-                out.append(BrokerCommand(broker_id, DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, {"topics": None}))
+                out.append(BrokerCommand(broker_id, ApiKey.DESCRIBE_LOG_DIRS, DESCRIBE_LOG_DIRS_VERSION, {"topics": None}))
         # Addressed ones first: an entry of this step for every broker is as new or newer.
         for to, entries in self._metadata_to.items():
             out += self._update_metadata_commands(entries, [b for b in to if b in self.brokers])
@@ -203,13 +202,13 @@ class Outbox:
                   "topic_states": states, "live_brokers": live}
         # The same states for every broker: encoded once, each broker's epoch put in place.
         encoded = per_broker_bodies(
-            UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
+            ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, common, {b: self._header(b)["broker_epoch"] for b in ids}
         ) or {}
         out = []
         for broker_id in ids:
             body = self._header(broker_id) | {"topic_states": states, "live_brokers": live}
             out.append(
-                BrokerCommand(broker_id, UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
+                BrokerCommand(broker_id, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
             )
         return out
 

@@ -39,6 +39,7 @@ from controller.core.acl import (
     validate,
 )
 from controller.shell.security.principal import ANONYMOUS
+from protocol import ApiKey
 from znodes import acls as zacls
 from znodes.api import ZkError
 
@@ -53,21 +54,21 @@ NOTIFICATION_EXPIRY_MS = 15 * 60 * 1000
 
 # api key -> (operation, resource type) on the cluster resource.
 API_OPERATIONS: dict[int, tuple[int, int]] = {
-    10000: (ALTER, CLUSTER),  # ReassignPartitions (KIP-179)
-    45: (ALTER, CLUSTER),  # AlterPartitionReassignments
-    10001: (ALTER, CLUSTER),  # AlterInterbrokerThrottledRates
-    10002: (ALTER, CLUSTER),  # AlterInterbrokerThrottledReplicas
-    10005: (ALTER, CLUSTER),  # CancelReassignments (KIP-236)
-    10003: (DESCRIBE, CLUSTER),  # ListReassignments (KIP-240)
-    10004: (DESCRIBE, CLUSTER),  # DescribeReassignments (KIP-240)
-    46: (DESCRIBE, CLUSTER),  # ListPartitionReassignments
-    29: (DESCRIBE, CLUSTER),  # DescribeAcls
-    30: (ALTER, CLUSTER),  # CreateAcls
-    31: (ALTER, CLUSTER),  # DeleteAcls
-    50: (DESCRIBE, CLUSTER),  # DescribeUserScramCredentials
-    51: (ALTER, CLUSTER),  # AlterUserScramCredentials
-    43: (ALTER, CLUSTER),  # ElectLeaders (Kafka: ALTER on the cluster)
-    35: (DESCRIBE, CLUSTER),  # DescribeLogDirs (Kafka: refused whole, no directories)
+    ApiKey.REASSIGN_PARTITIONS: (ALTER, CLUSTER),  # KIP-179
+    ApiKey.ALTER_PARTITION_REASSIGNMENTS: (ALTER, CLUSTER),
+    ApiKey.ALTER_INTERBROKER_THROTTLED_RATES: (ALTER, CLUSTER),
+    ApiKey.ALTER_INTERBROKER_THROTTLED_REPLICAS: (ALTER, CLUSTER),
+    ApiKey.CANCEL_REASSIGNMENTS: (ALTER, CLUSTER),  # KIP-236
+    ApiKey.LIST_REASSIGNMENTS: (DESCRIBE, CLUSTER),  # KIP-240
+    ApiKey.DESCRIBE_REASSIGNMENTS: (DESCRIBE, CLUSTER),  # KIP-240
+    ApiKey.LIST_PARTITION_REASSIGNMENTS: (DESCRIBE, CLUSTER),
+    ApiKey.DESCRIBE_ACLS: (DESCRIBE, CLUSTER),
+    ApiKey.CREATE_ACLS: (ALTER, CLUSTER),
+    ApiKey.DELETE_ACLS: (ALTER, CLUSTER),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (DESCRIBE, CLUSTER),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (ALTER, CLUSTER),
+    ApiKey.ELECT_LEADERS: (ALTER, CLUSTER),  # Kafka: ALTER on the cluster
+    ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE, CLUSTER),  # Kafka: refused whole, no directories
 }
 # Checked per resource in their handlers, as Kafka does: CreateTopics (19) CREATE on the cluster
 # or the topic, DeleteTopics (20) DELETE and CreatePartitions (37) ALTER on the topic alone,
@@ -77,7 +78,10 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
 # DescribeGroups (15) needs DESCRIBE on each group; ListGroups (16) lists only the groups the
 # principal may DESCRIBE (all of them with DESCRIBE on the cluster); ListTransactions (66) only
 # the transactions whose transactional id it may DESCRIBE.
-PER_RESOURCE_APIS = (19, 20, 37, 33, 44, 15, 16, 66)
+PER_RESOURCE_APIS = (
+    ApiKey.CREATE_TOPICS, ApiKey.DELETE_TOPICS, ApiKey.CREATE_PARTITIONS, ApiKey.ALTER_CONFIGS,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_GROUPS, ApiKey.LIST_GROUPS, ApiKey.LIST_TRANSACTIONS,
+)
 
 _TYPE_CODES = {name: code for code, name in RESOURCE_NAMES.items()}
 _OPERATION_CODES = {name.lower(): code for code, name in OPERATION_NAMES.items()}

@@ -22,9 +22,10 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import DESCRIBE_LOG_DIRS, STOP_REPLICA, BrokerCommand, hosted_partitions
+from controller.core.commands import BrokerCommand, hosted_partitions
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, StopReplicaSent
+from protocol import ApiKey
 from protocol.errors import ErrorCode, error_name
 from protocol.exceptions import DecodeError, EncodeError
 
@@ -79,7 +80,7 @@ class Dispatcher:
 
     def send(self, commands: list[BrokerCommand]) -> None:
         # Only the StopReplica requests a move waits for (those naming partitions) count.
-        stops = [c for c in commands if c.api_key == STOP_REPLICA and c.partitions]
+        stops = [c for c in commands if c.api_key == ApiKey.STOP_REPLICA and c.partitions]
         countdown = None
         if stops:
             partitions = tuple(tp for c in stops for tp in c.partitions)
@@ -91,7 +92,7 @@ class Dispatcher:
                 self._workers[command.broker_id] = asyncio.create_task(
                     self._worker(command.broker_id, q), name=f"dispatch-{command.broker_id}"
                 )
-            q.put_nowait((command, countdown if command.api_key == STOP_REPLICA and command.partitions else None))
+            q.put_nowait((command, countdown if command.api_key == ApiKey.STOP_REPLICA and command.partitions else None))
 
     async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
         while True:
@@ -101,7 +102,7 @@ class Dispatcher:
             command, countdown = item
             try:
                 body = await self._send(command)
-                if command.api_key == DESCRIBE_LOG_DIRS and body is not None:
+                if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
                     hosted = hosted_partitions(body)
                     if hosted is None:
                         log.info("broker %d could not say what it hosts: %s", broker_id, body)
@@ -141,7 +142,7 @@ class Dispatcher:
                 log.exception("%s to broker %d cannot be encoded", command.name, command.broker_id)
                 return None
             self.sent += 1
-            if command.api_key == DESCRIBE_LOG_DIRS:
+            if command.api_key == ApiKey.DESCRIBE_LOG_DIRS:
                 return body
             errors = response_errors(command, body, skip=_ALREADY_HELD)
             if errors:

@@ -52,6 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 import protocol
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from controller.shell.security.quotas import AddressCounts
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -65,7 +66,6 @@ CLIENT: ContextVar[str | None] = ContextVar("client", default=None)
 # authentication state) when the listener has a session factory; None otherwise.
 SESSION: ContextVar[object | None] = ContextVar("session", default=None)
 
-API_VERSIONS = 18
 # Kafka's socket.request.max.bytes default: refused before a byte of the body is read.
 MAX_REQUEST_BYTES = 100 * 1024 * 1024
 # The smallest request: a v1 header with a null client id (api key, version, correlation id).
@@ -402,9 +402,9 @@ class AdminListener:
         try:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as e:
-            if e.api_key == API_VERSIONS and e.correlation_id is not None:
+            if e.api_key == ApiKey.API_VERSIONS and e.correlation_id is not None:
                 answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self.handler.api_versions()}
-                return protocol.encode_response(API_VERSIONS, 0, e.correlation_id, answer)
+                return protocol.encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, answer)
             raise
         key, version, correlation = header["request_api_key"], header["request_api_version"], header["correlation_id"]
         if left_over:

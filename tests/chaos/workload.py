@@ -43,9 +43,9 @@ from client.errors import (
     ReassignError,
     RequestTimedOutError,
 )
+from protocol import ApiKey
 from tests.chaos.history import History
 
-ALTER_PARTITION_REASSIGNMENTS = 45
 DOORS = {  # door -> weight
     "znode": 3, "reassign": 4, "alter": 3, "queue": 2, "cancel": 3, "alter_cancel": 2, "cancel_znode": 1, "throttle": 2,
 }
@@ -290,7 +290,7 @@ async def _alter(admin: AdminClient, targets: dict[str, list[int] | None]) -> di
             p.get("error_code", 0) for t in answer.get("responses") or [] for p in t.get("partitions") or []
         ]
 
-    _, answer = await admin._controller_request(ALTER_PARTITION_REASSIGNMENTS, body, codes)
+    _, answer = await admin._controller_request(ApiKey.ALTER_PARTITION_REASSIGNMENTS, body, codes)
     if answer.get("error_code", 0):
         raise KafkaApiError(answer.get("error_message") or "request failed", code=answer["error_code"])
     out: dict = {}

@@ -24,7 +24,8 @@ from client.errors import (
 )
 from client.metadata import Reassignment
 
-from tests.client.wire_cluster import CANCEL, DESCRIBE, LIST, METADATA, RATES, REASSIGN, REPLICAS, WireCluster
+from protocol import ApiKey
+from tests.client.wire_cluster import WireCluster
 
 
 @pytest.fixture
@@ -45,9 +46,9 @@ async def test_bootstrap_discovers_nodes_and_controller(cluster):
         assert meta.assignment() == {"audit": {0: [3, 4]}, "orders": {0: [1, 2], 1: [2, 3]}}
         assert meta.topics["orders"][1].leader == 2
     # Metadata went at the highest version both sides have, without auto-creating topics.
-    versions = {v for v, _ in cluster.received(METADATA)}
+    versions = {v for v, _ in cluster.received(ApiKey.METADATA)}
     assert versions == {13}
-    assert all(b.get("allow_auto_topic_creation") is False for _, b in cluster.received(METADATA))
+    assert all(b.get("allow_auto_topic_creation") is False for _, b in cluster.received(ApiKey.METADATA))
 
 
 async def test_controller_requests_go_to_the_active_controller_from_a_standby():
@@ -58,8 +59,8 @@ async def test_controller_requests_go_to_the_active_controller_from_a_standby():
         async with AdminClient(c.controllers[100].address) as admin:
             result = await admin.reassign_partitions({("t", 0): [3, 4]}, throttle=1000)
             assert result.errors == {} and result.succeeded == [("t", 0)]
-        assert c.controllers[100].requests(REASSIGN) == []
-        [(version, body)] = c.controllers[101].requests(REASSIGN)
+        assert c.controllers[100].requests(ApiKey.REASSIGN_PARTITIONS) == []
+        [(version, body)] = c.controllers[101].requests(ApiKey.REASSIGN_PARTITIONS)
         assert version == 0
         assert body == {"topic_reassignments": [{"topic": "t", "partition_reassignments": [
             {"partition_id": 0, "broker": [3, 4]}]}], "timeout": 30000, "validate_only": False,
@@ -78,25 +79,25 @@ async def test_not_controller_refreshes_metadata_and_retries():
         return {"reassign_partition_result": [{"topic": "t", "partition_error": [
             {"partition_id": 0, "error_code": 41, "error_message": "not the controller"}]}]}
 
-    c.controllers[100].handlers[REASSIGN] = deposed
+    c.controllers[100].handlers[ApiKey.REASSIGN_PARTITIONS] = deposed
     try:
         async with AdminClient(c.controllers[100].address) as admin:
             result = await admin.reassign_partitions({("t", 0): [3, 4]})
             result.all()
-        assert len(c.controllers[100].requests(REASSIGN)) == 1
-        assert len(c.controllers[101].requests(REASSIGN)) == 1
+        assert len(c.controllers[100].requests(ApiKey.REASSIGN_PARTITIONS)) == 1
+        assert len(c.controllers[101].requests(ApiKey.REASSIGN_PARTITIONS)) == 1
     finally:
         await c.stop()
 
 
 async def test_not_controller_forever_gives_up():
     c = await WireCluster.start(controllers=(100,))
-    c.controllers[100].handlers[LIST] = lambda v, b: {"error_code": 41, "error_message": "standby", "reassignment": []}
+    c.controllers[100].handlers[ApiKey.LIST_REASSIGNMENTS] = lambda v, b: {"error_code": 41, "error_message": "standby", "reassignment": []}
     try:
         async with AdminClient(c.bootstrap, retries=2) as admin:
             with pytest.raises(NotControllerError):
                 await admin.list_reassignments()
-        assert len(c.controllers[100].requests(LIST)) == 3
+        assert len(c.controllers[100].requests(ApiKey.LIST_REASSIGNMENTS)) == 3
     finally:
         await c.stop()
 
@@ -134,7 +135,7 @@ async def test_invalid_throttle_from_the_controller(cluster):
 async def test_version_negotiation_and_the_additional_semantics():
     c = await WireCluster.start(controllers=(100,))
     c.topics = {"t": {0: [1, 2]}}
-    c.controllers[100].offered = {METADATA: (0, 5), REASSIGN: (0, 0), LIST: (0, 1)}
+    c.controllers[100].offered = {ApiKey.METADATA: (0, 5), ApiKey.REASSIGN_PARTITIONS: (0, 0), ApiKey.LIST_REASSIGNMENTS: (0, 1)}
     try:
         async with AdminClient(c.bootstrap) as admin:
             await admin.reassign_partitions({("t", 0): [2, 1]})
@@ -142,12 +143,12 @@ async def test_version_negotiation_and_the_additional_semantics():
                 await admin.reassign_partitions({("t", 0): [2, 1]}, additional=True)
             with pytest.raises(UnsupportedVersionError):
                 await admin.cancel_reassignments()
-        assert {v for v, _ in c.received(METADATA)} == {5}
-        assert [v for v, _ in c.received(REASSIGN)] == [0]
-        c.controllers[100].offered[REASSIGN] = (0, 1)
+        assert {v for v, _ in c.received(ApiKey.METADATA)} == {5}
+        assert [v for v, _ in c.received(ApiKey.REASSIGN_PARTITIONS)] == [0]
+        c.controllers[100].offered[ApiKey.REASSIGN_PARTITIONS] = (0, 1)
         async with AdminClient(c.bootstrap) as admin:
             await admin.reassign_partitions({("t", 0): [2, 1]}, additional=True)
-        assert [v for v, _ in c.received(REASSIGN)] == [0, 1]
+        assert [v for v, _ in c.received(ApiKey.REASSIGN_PARTITIONS)] == [0, 1]
     finally:
         await c.stop()
 
@@ -173,17 +174,17 @@ async def test_list_describe_and_cancel(cluster):
         assert result.errors[("orders", 1)].code == 85
         everything = await admin.cancel_reassignments()
         assert sorted(everything) == [("audit", 0), ("orders", 0)]
-    [(_, body)] = [r for r in cluster.received(CANCEL) if r[1]["partitions"] is not None]
+    [(_, body)] = [r for r in cluster.received(ApiKey.CANCEL_REASSIGNMENTS) if r[1]["partitions"] is not None]
     assert body == {"partitions": [{"topic": "orders", "partition_ids": [0, 1]}], "validate_only": True,
                     "timeout_ms": 30000}
-    assert cluster.received(DESCRIBE)[0][1]["topic_reassignment"][0] in (
+    assert cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)[0][1]["topic_reassignment"][0] in (
         {"topic": "audit", "reassignment": {"partition_id": 0, "reassignment_id": 4343}},
         {"topic": "orders", "reassignment": {"partition_id": 0, "reassignment_id": 4242}},
     )
 
 
 async def test_top_level_error_is_raised(cluster):
-    cluster.controllers[100].handlers[LIST] = lambda v, b: {"error_code": 31, "error_message": "no Describe on Cluster",
+    cluster.controllers[100].handlers[ApiKey.LIST_REASSIGNMENTS] = lambda v, b: {"error_code": 31, "error_message": "no Describe on Cluster",
                                                             "reassignment": []}
     async with AdminClient(cluster.bootstrap) as admin:
         with pytest.raises(KafkaApiError) as exc:
@@ -199,11 +200,11 @@ async def test_throttle_apis(cluster):
         assert replicas.succeeded == [("orders", 0)]
         with pytest.raises(InputError):
             await admin.alter_interbroker_throttled_rates({1: (0, 200)})
-    [(_, body)] = cluster.received(RATES)
+    [(_, body)] = cluster.received(ApiKey.ALTER_INTERBROKER_THROTTLED_RATES)
     assert body == {"broker_throttles": [{"broker_id": 1, "leader_rate": 100, "follower_rate": 200},
                                          {"broker_id": 2, "leader_rate": 300, "follower_rate": 400}],
                     "remove_throttle": False, "timeout": 30000, "validate_only": False}
-    [(_, body)] = cluster.received(REPLICAS)
+    [(_, body)] = cluster.received(ApiKey.ALTER_INTERBROKER_THROTTLED_REPLICAS)
     assert body["topic_throttles"] == [{"topic": "orders", "partition_throttles": [{"partition_id": 0, "broker_id": [1, 2, 3]}]}]
 
 
@@ -227,7 +228,7 @@ async def test_client_side_validation_sends_nothing(cluster):
             await admin.reassign_partitions({("orders", 0): [3, 3]})
         with pytest.raises(InputError):
             await admin.reassign_partitions({"orders-0": [3]})
-    assert cluster.received(REASSIGN) == []
+    assert cluster.received(ApiKey.REASSIGN_PARTITIONS) == []
     for bad in ("", "host:notaport", "h:70000", [""]):
         with pytest.raises(InputError):
             parse_bootstrap(bad)
@@ -256,7 +257,7 @@ async def test_garbage_answer_is_a_protocol_violation_and_the_client_recovers(cl
             return struct.pack(">i", len(payload)) + payload
         return cluster.list_reassignments(version, body)
 
-    cluster.controllers[100].handlers[LIST] = garbage
+    cluster.controllers[100].handlers[ApiKey.LIST_REASSIGNMENTS] = garbage
     async with AdminClient(cluster.bootstrap, retries=0) as admin:
         with pytest.raises(ProtocolViolationError):
             await admin.list_reassignments()
@@ -268,14 +269,14 @@ async def test_request_timeout(cluster):
         await asyncio.sleep(5)
         return cluster.list_reassignments(version, body)
 
-    cluster.controllers[100].handlers[LIST] = slow
+    cluster.controllers[100].handlers[ApiKey.LIST_REASSIGNMENTS] = slow
     async with AdminClient(cluster.bootstrap, request_timeout_ms=300) as admin:
         with pytest.raises(RequestTimedOutError):
             await admin.list_reassignments()
 
 
 async def test_a_peer_that_hangs_up(cluster):
-    cluster.controllers[100].handlers[CANCEL] = lambda v, b: None
+    cluster.controllers[100].handlers[ApiKey.CANCEL_REASSIGNMENTS] = lambda v, b: None
     async with AdminClient(cluster.bootstrap, retries=0) as admin:
         with pytest.raises(ConnectionFailedError):
             await admin.cancel_reassignments()
@@ -286,15 +287,15 @@ async def test_a_metadata_v13_top_level_error_moves_on_to_another_node():
     metadata; the client asks the next node instead of taking the empty answer."""
     c = await WireCluster.start(controllers=(100, 101))
     c.topics = {"t": {0: [1, 2]}}
-    answer = c.controllers[100].handlers[METADATA]
+    answer = c.controllers[100].handlers[ApiKey.METADATA]
     try:
         async with AdminClient(c.controllers[100].address) as admin:
             # After bootstrap, the active controller (asked first) starts failing Metadata.
-            c.controllers[100].handlers[METADATA] = lambda v, b: {**answer(v, b), "error_code": 91, "brokers": [],
+            c.controllers[100].handlers[ApiKey.METADATA] = lambda v, b: {**answer(v, b), "error_code": 91, "brokers": [],
                                                                   "topics": []}
             meta = await admin.describe_cluster()
             assert meta.assignment() == {"t": {0: [1, 2]}}
         # 100 was asked (at v13) and its empty answer not taken: the topics came from another node.
-        assert {v for v, _ in c.controllers[100].requests(METADATA)} == {13}
+        assert {v for v, _ in c.controllers[100].requests(ApiKey.METADATA)} == {13}
     finally:
         await c.stop()

@@ -17,8 +17,9 @@ from client.admin_backend import AdminBackend
 from client.inputs import parse_reassignment
 from client.exit_codes import CLUSTER_MISMATCH, CLUSTER_UNREACHABLE, CONFLICT, OK, REJECTED, VERIFY_FAILED
 
+from protocol import ApiKey
 from tests.client.cluster_zk import REPO, plan, write_json
-from tests.client.wire_cluster import CANCEL, DESCRIBE_LOG_DIRS, REASSIGN, WireCluster
+from tests.client.wire_cluster import WireCluster
 
 
 async def run_cli(*args: str, timeout: float = 60) -> tuple[int, str, str]:
@@ -47,7 +48,7 @@ async def test_execute_with_an_auto_removed_throttle(cluster, tmp_path):
                                    "--reassignment-json-file", f, "--throttle", "2000000")
     assert code == OK, err
     assert "deprecated" not in err
-    [(version, body)] = cluster.received(REASSIGN)
+    [(version, body)] = cluster.received(ApiKey.REASSIGN_PARTITIONS)
     assert version == 0
     assert body["throttle"] == 2000000 and body["remove_throttle"] is True and body["validate_only"] is False
     assert '{"version":1,"partitions":[{"topic":"orders","partition":0,"replicas":[1,2]}]}' in out
@@ -60,11 +61,11 @@ async def test_execute_refused_while_running_unless_additional(cluster, tmp_path
     f = write_json(tmp_path, "plan.json", plan(("orders", 0, [3, 4])))
     code, _, err = await run_cli("--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file", f)
     assert code == CONFLICT and "existing partition reassignment" in err
-    assert cluster.received(REASSIGN) == []
+    assert cluster.received(ApiKey.REASSIGN_PARTITIONS) == []
     code, _, err = await run_cli("--bootstrap-server", cluster.bootstrap, "--execute", "--additional",
                                  "--reassignment-json-file", f)
     assert code == OK, err
-    assert [v for v, _ in cluster.received(REASSIGN)] == [1]
+    assert [v for v, _ in cluster.received(ApiKey.REASSIGN_PARTITIONS)] == [1]
 
 
 async def test_rejections_and_dry_run(cluster, tmp_path):
@@ -79,7 +80,7 @@ async def test_rejections_and_dry_run(cluster, tmp_path):
     assert doc["started"] == [] and doc["dry_run"] is True
     assert doc["failed"] == [{"topic": "orders", "partition": 1, "error_code": 39,
                               "error": "INVALID_REPLICA_ASSIGNMENT", "message": "broker 4 is out of disk"}]
-    assert cluster.received(REASSIGN)[0][1]["validate_only"] is True
+    assert cluster.received(ApiKey.REASSIGN_PARTITIONS)[0][1]["validate_only"] is True
 
 
 async def test_unknown_broker_is_refused_before_sending(cluster, tmp_path):
@@ -87,7 +88,7 @@ async def test_unknown_broker_is_refused_before_sending(cluster, tmp_path):
     code, _, err = await run_cli("--bootstrap-server", cluster.bootstrap, "--execute", "--reassignment-json-file", f)
     assert code == CLUSTER_MISMATCH
     assert "partitions[0] (orders-0): broker(s) [100] not in the cluster (brokers: 1-4)" in err
-    assert cluster.received(REASSIGN) == []
+    assert cluster.received(ApiKey.REASSIGN_PARTITIONS) == []
 
 
 async def test_verify_statuses(cluster, tmp_path):
@@ -108,10 +109,10 @@ async def test_cancel_listed_partitions(cluster, tmp_path):
     assert code == REJECTED
     assert "Cancelled the reassignment of orders-0" in out
     assert "Could not cancel orders-1: NO_REASSIGNMENT_IN_PROGRESS (85)" in out
-    assert cluster.received(CANCEL)[0][1]["partitions"] == [{"topic": "orders", "partition_ids": [0, 1]}]
+    assert cluster.received(ApiKey.CANCEL_REASSIGNMENTS)[0][1]["partitions"] == [{"topic": "orders", "partition_ids": [0, 1]}]
     code, out, _ = await run_cli("--bootstrap-server", cluster.bootstrap, "--cancel", "--output", "json")
     assert code == OK and json.loads(out)["cancelled"] == ["orders-0"]
-    assert cluster.received(CANCEL)[1][1]["partitions"] is None
+    assert cluster.received(ApiKey.CANCEL_REASSIGNMENTS)[1][1]["partitions"] is None
 
 
 async def test_list_and_describe(cluster):
@@ -159,7 +160,7 @@ def _progress_cluster(cluster):
                     2: {("orders", 0): (1200, 0), ("orders", 1): (10, 0)},
                     3: {("orders", 0): (0, 4000), ("orders", 1): (10, 0)}}
     cluster.throttle_rates = {3: 100}
-    inner = cluster.brokers[3].handlers[DESCRIBE_LOG_DIRS]
+    inner = cluster.brokers[3].handlers[ApiKey.DESCRIBE_LOG_DIRS]
 
     def copying(version, body):
         size, lag = cluster.logs[3][("orders", 0)]
@@ -170,7 +171,7 @@ def _progress_cluster(cluster):
             cluster.topics["orders"][0] = [1, 3]
         return inner(version, body)
 
-    cluster.brokers[3].handlers[DESCRIBE_LOG_DIRS] = copying
+    cluster.brokers[3].handlers[ApiKey.DESCRIBE_LOG_DIRS] = copying
 
 
 async def test_progress_prints_the_kip_179_table(cluster, tmp_path):
@@ -232,7 +233,7 @@ async def test_decommission_over_the_admin_listener(cluster):
     assert code == OK, err
     doc = json.loads(out)
     assert doc["plan"]["moves"] == 2 and doc["plan"]["bytes_to_move"] == 570
-    [(version, body)] = cluster.received(REASSIGN)
+    [(version, body)] = cluster.received(ApiKey.REASSIGN_PARTITIONS)
     moved = {(t["topic"], p["partition_id"]): p["broker"] for t in body["topic_reassignments"]
              for p in t["partition_reassignments"]}
     assert set(moved) == {("orders", 0), ("orders", 1)}

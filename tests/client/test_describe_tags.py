@@ -16,7 +16,8 @@ from client.admin import AdminClient
 from client.admin_backend import AdminBackend
 from client.errors import InputError, KafkaApiError, ProtocolViolationError
 from client.metadata import Reassignment
-from tests.client.wire_cluster import DESCRIBE, LIST, WireCluster
+from protocol import ApiKey
+from tests.client.wire_cluster import WireCluster
 
 UNTHROTTLED = 2**63 - 1
 SHARED = 9001  # the czxid of one multi-op that started several moves
@@ -141,8 +142,8 @@ async def cluster():
 
 def serve(c: WireCluster, controller: Controller, version: int) -> None:
     server = c.controllers[c.controller_id]
-    server.handlers[DESCRIBE] = controller.describe
-    server.offered[DESCRIBE] = (0, version)
+    server.handlers[ApiKey.DESCRIBE_REASSIGNMENTS] = controller.describe
+    server.offered[ApiKey.DESCRIBE_REASSIGNMENTS] = (0, version)
 
 
 async def test_v1_answers_are_matched_by_their_tags(cluster):
@@ -155,7 +156,7 @@ async def test_v1_answers_are_matched_by_their_tags(cluster):
     assert {tp: d and d.current_leader for tp, d in described.items()} == {
         ("a", 0): 1, ("a", 1): None, ("a", 2): 3, ("b", 0): 4}
     assert described[("a", 2)].reassignment == Reassignment("a", 2, SHARED)
-    assert [v for v, _ in cluster.received(DESCRIBE)] == [1]  # one request: the tags leave nothing to guess
+    assert [v for v, _ in cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)] == [1]  # one request: the tags leave nothing to guess
 
 
 async def test_v0_answers_are_matched_by_order_and_ambiguous_ones_asked_again(cluster):
@@ -166,16 +167,16 @@ async def test_v0_answers_are_matched_by_order_and_ambiguous_ones_asked_again(cl
         everything = await admin.describe_reassignments(listed.values())
         assert {tp: d.current_leader for tp, d in everything.items()} == {
             ("a", 0): 1, ("a", 1): 2, ("a", 2): 3, ("b", 0): 4}
-        assert len(cluster.received(DESCRIBE)) == 1  # all came back: order pins each one
+        assert len(cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)) == 1  # all came back: order pins each one
         del ctl.running[("a", 1)]
         described = await admin.describe_reassignments(listed.values())
     assert {tp: d and d.current_leader for tp, d in described.items()} == {
         ("a", 0): 1, ("a", 1): None, ("a", 2): 3, ("b", 0): 4}
     # two SHARED descriptions for three SHARED entries: each of those asked about on its own
     again = [[(e["topic"], e["reassignment"]["partition_id"]) for e in b["topic_reassignment"]]
-             for v, b in cluster.received(DESCRIBE)[2:]]
+             for v, b in cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)[2:]]
     assert again == [[("a", 0)], [("a", 1)], [("a", 2)]]
-    assert {v for v, _ in cluster.received(DESCRIBE)} == {0}
+    assert {v for v, _ in cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)} == {0}
 
 
 async def test_v1_without_tags_falls_back_to_order(cluster):
@@ -188,7 +189,7 @@ async def test_v1_without_tags_falls_back_to_order(cluster):
     # keyed by partition, in the order given; the one SHARED description follows b-0's, so it is a-0's
     assert list(described) == [("a", 2), ("b", 0), ("a", 0)]
     assert [d and d.current_leader for d in described.values()] == [None, 4, 1]
-    assert len(cluster.received(DESCRIBE)) == 1
+    assert len(cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)) == 1
 
 
 async def test_bad_input_is_refused_before_anything_is_sent(cluster):
@@ -201,7 +202,7 @@ async def test_bad_input_is_refused_before_anything_is_sent(cluster):
         # the same reassignment twice is asked about once
         described = await admin.describe_reassignments([Reassignment("a", 0, SHARED)] * 2)
         assert list(described) == [("a", 0)]
-    [(_, body)] = cluster.received(DESCRIBE)
+    [(_, body)] = cluster.received(ApiKey.DESCRIBE_REASSIGNMENTS)
     assert len(body["topic_reassignment"]) == 1
 
 
@@ -210,14 +211,14 @@ async def test_describe_command_shows_each_partition_with_its_own_leader(cluster
     ctl = Controller(dict(cluster.running), {("a", 0): 1, ("a", 1): 2, ("a", 2): 3, ("b", 0): 4})
     serve(cluster, ctl, version)
     # the list the command makes first is answered before a-1 finishes; its description is not
-    list_handler = cluster.controllers[cluster.controller_id].handlers[LIST]
+    list_handler = cluster.controllers[cluster.controller_id].handlers[ApiKey.LIST_REASSIGNMENTS]
 
     def list_then_finish(v, body):
         out = list_handler(v, body)
         ctl.running.pop(("a", 1), None)
         return out
 
-    cluster.controllers[cluster.controller_id].handlers[LIST] = list_then_finish
+    cluster.controllers[cluster.controller_id].handlers[ApiKey.LIST_REASSIGNMENTS] = list_then_finish
     backend = AdminBackend(AdminClient(cluster.bootstrap))
     await backend.admin.start()
     try:

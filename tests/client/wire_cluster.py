@@ -9,18 +9,9 @@ lag)), and per-API handlers a test may replace.
 
 from __future__ import annotations
 
+from protocol import ApiKey
 from tests.client.wire_server import WireServer
 
-METADATA = 3
-DESCRIBE_CONFIGS = 32
-DESCRIBE_LOG_DIRS = 35
-LIST_PARTITION_REASSIGNMENTS = 46
-REASSIGN = 10000
-RATES = 10001
-REPLICAS = 10002
-LIST = 10003
-DESCRIBE = 10004
-CANCEL = 10005
 
 
 def ok_partitions(body: dict, topics_key: str, parts_key: str, result_key: str, error_key: str) -> dict:
@@ -126,11 +117,11 @@ class WireCluster:
 
     def controller_handlers(self) -> dict:
         return {
-            METADATA: self.metadata, REASSIGN: self.reassign, LIST: self.list_reassignments,
-            DESCRIBE: self.describe, CANCEL: self.cancel, DESCRIBE_CONFIGS: self.describe_configs,
-            RATES: lambda v, b: {"broker_error": [{"broker_id": x["broker_id"], "error_code": 0, "error_message": None}
+            ApiKey.METADATA: self.metadata, ApiKey.REASSIGN_PARTITIONS: self.reassign, ApiKey.LIST_REASSIGNMENTS: self.list_reassignments,
+            ApiKey.DESCRIBE_REASSIGNMENTS: self.describe, ApiKey.CANCEL_REASSIGNMENTS: self.cancel, ApiKey.DESCRIBE_CONFIGS: self.describe_configs,
+            ApiKey.ALTER_INTERBROKER_THROTTLED_RATES: lambda v, b: {"broker_error": [{"broker_id": x["broker_id"], "error_code": 0, "error_message": None}
                                                   for x in b["broker_throttles"]]},
-            REPLICAS: lambda v, b: ok_partitions(b, "topic_throttles", "partition_throttles",
+            ApiKey.ALTER_INTERBROKER_THROTTLED_REPLICAS: lambda v, b: ok_partitions(b, "topic_throttles", "partition_throttles",
                                                  "topic_errors", "partition_errors"),
         }
 
@@ -141,7 +132,7 @@ class WireCluster:
         for n in controllers:
             c.controllers[n] = await WireServer.start(c.controller_handlers())
         for b in brokers:
-            c.brokers[b] = await WireServer.start({METADATA: c.metadata, DESCRIBE_LOG_DIRS: c.log_dirs_for(b)})
+            c.brokers[b] = await WireServer.start({ApiKey.METADATA: c.metadata, ApiKey.DESCRIBE_LOG_DIRS: c.log_dirs_for(b)})
         return c
 
     @property

@@ -17,9 +17,9 @@ import asyncio
 import struct
 
 import protocol
+from protocol import ApiKey
 from protocol.exceptions import DecodeError
 
-API_VERSIONS = 18
 
 
 class WireServer:
@@ -69,7 +69,7 @@ class WireServer:
                 key, version, cid = header["request_api_key"], header["request_api_version"], header["correlation_id"]
                 self.received.append((key, version, body))
                 self.last_correlation_id = cid
-                if key == API_VERSIONS:
+                if key == ApiKey.API_VERSIONS:
                     answer = {
                         "error_code": 0,
                         "api_keys": [

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import asyncio
 import json
-
-from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA
 from controller.core.flush import THROTTLE_REMOVAL
 from controller.core.config import ControllerConfig
 from controller.shell.active import ActiveController
 from controller.shell.election import campaign
 from controller.shell.inbox import Inbox
+from protocol import ApiKey
 from sim.clock import ManualClock
 from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.core import BrokerConfig
@@ -208,11 +207,11 @@ class WatchingTransport:
 
     async def request(self, broker_id, api_key, api_version, body):
         self.harness.sent.append((broker_id, api_key, body))
-        if api_key == LEADER_AND_ISR and self.harness.check_leader_epochs:
+        if api_key == ApiKey.LEADER_AND_ISR and self.harness.check_leader_epochs:
             for topic in body["topic_states"]:
                 for entry in topic["partition_states"]:
                     self.harness.check_leader_epoch(body["controller_epoch"], broker_id, topic["topic_name"], entry)
-        if api_key == STOP_REPLICA:
+        if api_key == ApiKey.STOP_REPLICA:
             for topic in body["topic_states"]:
                 for entry in topic["partition_states"]:
                     if entry.get("delete_partition"):

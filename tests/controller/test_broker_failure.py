@@ -12,11 +12,11 @@ import pytest
 
 from controller.core import engine
 from controller.core.broker_failure import NO_LEADER, decide, unclean_candidates, unclean_enabled
-from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.events import BrokersRead, offline_check
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
+from protocol import ApiKey
 from znodes.values import Assignment, Broker, LeaderIsr
 
 
@@ -112,7 +112,7 @@ def _lai(st: engine.Step) -> dict:
     """LeaderAndIsr per partition: {broker: (leader, leader epoch, replicas, adding, removing, is_new)}."""
     out: dict = {}
     for c in st.commands:
-        if c.api_key != LEADER_AND_ISR:
+        if c.api_key != ApiKey.LEADER_AND_ISR:
             continue
         for t in c.body["topic_states"]:
             for ps in t["partition_states"]:
@@ -137,12 +137,12 @@ def test_worked_table_broker_1_dies():
     assert lai[("t", 2)] == {2: (NO_LEADER, 4, [1, 2], [], [], False)}
     # e: the move's own RS, AR and RR, AR is_new, to its live replicas (engine announce)
     assert lai[("t", 4)] == {2: (2, 3, [4, 2, 1], [4], [1], False), 4: (2, 3, [4, 2, 1], [4], [1], True)}
-    metadata = {(t["topic_name"], p["partition_index"]) for c in st.commands if c.api_key == UPDATE_METADATA
+    metadata = {(t["topic_name"], p["partition_index"]) for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA
                 for t in c.body.get("topic_states") or [] for p in t["partition_states"]}
     assert {("t", 0), ("t", 1), ("t", 2), ("t", 4)} <= metadata
     # the moves go on: nothing about them changed but e's state
     assert st.delta.tasks == {} or all(m.phase is Phase.REPLICATING for tp, m in st.delta.tasks.items() if tp[1] in (4, 5))
-    assert not any(c.api_key == STOP_REPLICA for c in st.commands)
+    assert not any(c.api_key == ApiKey.STOP_REPLICA for c in st.commands)
 
 
 def test_unclean_election_only_where_the_topic_allows_it():
@@ -174,7 +174,7 @@ def test_a_broker_that_registers_gets_leader_and_isr_for_its_replicas():
     # d is not on 1; e, f and g are moves: the engine's own requests (RS, AR, RR), one each
     assert ("t", 3) not in lai
     assert lai[("t", 4)] == {1: (2, 3, [4, 2, 1], [4], [1], False)} and lai[("t", 5)][1][3:5] == ([4], [1])
-    assert sum(c.api_key == LEADER_AND_ISR and c.broker_id == 1 for c in back.commands) == 1  # one request
+    assert sum(c.api_key == ApiKey.LEADER_AND_ISR and c.broker_id == 1 for c in back.commands) == 1  # one request
     assert _written(back) == {("t", 2): [(13, 1, [1], 5, 9)]}  # nothing else written
 
 

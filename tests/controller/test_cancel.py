@@ -13,10 +13,10 @@ from controller.core.cancel import (
     SKIP_NO_ORIGINAL,
     SKIP_ORIGINAL_OUT_OF_SYNC,
 )
-from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from controller.core.events import BrokersRead, CancelRequested, RequestsRead, StatesRead, StopReplicaSent
 from controller.core.task import IllegalTransition, Move, Phase
 from controller.shell.recovery import Snapshot, rebuild
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from tests.controller.helpers import body_partitions, cluster, loads, req, state
 from tests.controller.test_engine import CFG, by_kind, row, run
@@ -58,11 +58,11 @@ def test_worked_state_table_cancel_during_replicating():
     assert loads(st.data)["leader"] == 1 and loads(st.data)["isr"] == [1, 2, 3] and loads(st.data)["leader_epoch"] == 1
     assert loads(topic.data)["partitions"]["0"] == [1, 2, 3, 4, 5, 6]
     assert loads(topic.data)["removing_replicas"] == {"0": [4, 5, 6]} and loads(topic.data)["adding_replicas"] == {}
-    lai = by_kind(step, LEADER_AND_ISR)
+    lai = by_kind(step, ApiKey.LEADER_AND_ISR)
     assert sorted(lai) == [1, 2, 3]
     entry = body_partitions(lai[2])[TP]
     assert entry["replicas"] == [1, 2, 3] and entry["adding_replicas"] == [] and entry["isr"] == [1, 2, 3]
-    stops = by_kind(step, STOP_REPLICA)
+    stops = by_kind(step, ApiKey.STOP_REPLICA)
     assert sorted(stops) == [4, 5, 6]
     assert all(body_partitions(c)[TP]["delete_partition"] for c in stops.values())
     assert not step.cancelled
@@ -76,7 +76,7 @@ def test_worked_state_table_cancel_during_replicating():
     assert loads(topic.data)["removing_replicas"] == {}
     assert record == Delete("/admin/reassignments/t/0") and parent == Delete("/admin/reassignments/t")
     assert requests == Delete("/admin/reassign_partitions", 1)
-    assert sorted(by_kind(step, UPDATE_METADATA)) == [1, 2, 3, 4, 5, 6]
+    assert sorted(by_kind(step, ApiKey.UPDATE_METADATA)) == [1, 2, 3, 4, 5, 6]
     assert step.cancelled == [TP] and step.finished
     assert s.assignments[TP] == Assignment((1, 2, 3)) and s.tasks == {} and s.requests == {}
 
@@ -234,7 +234,7 @@ def test_a_failover_after_any_prefix_of_a_cancel_finishes_the_rollback(cut):
     t.apply(step.delta)
     step = engine.step(t, [StatesRead({TP: state(1, (1, 2, 3), zk_version=4, leader_epoch=1)})], CFG)
     t.apply(step.delta)
-    assert sorted(c.broker_id for c in step.commands if c.api_key == STOP_REPLICA) == [4, 5, 6]
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA) == [4, 5, 6]
     step = engine.step(t, [StopReplicaSent((TP,))], CFG)
     t.apply(step.delta)
     assert t.assignments[TP] == Assignment((1, 2, 3)) and t.tasks == {} and step.cancelled == [TP]

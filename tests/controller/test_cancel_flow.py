@@ -13,6 +13,7 @@ import pytest
 from controller.core.task import Phase
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.cancel import cancel_partitions
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths
@@ -158,7 +159,7 @@ async def test_a_cancel_sitting_in_the_queue_of_a_resigning_controller_times_out
 async def test_the_cancel_reassignments_api_answers_per_partition_in_its_wire_format(h):
     import protocol
     from controller.shell.admin.base import ApiError
-    from controller.shell.admin.cancel import CANCEL_REASSIGNMENTS, handle_cancel
+    from controller.shell.admin.cancel import handle_cancel
 
     c = await h.start_controller(101)
     await h.submit({TP: MOVES[TP]})
@@ -173,7 +174,7 @@ async def test_the_cancel_reassignments_api_answers_per_partition_in_its_wire_fo
     assert c.active.state.tasks[TP].phase is Phase.REPLICATING
     for version in (0, 1):  # the answer encodes in both versions of the spec
         header, decoded = protocol.decode_response(
-            CANCEL_REASSIGNMENTS, version, protocol.encode_response(CANCEL_REASSIGNMENTS, version, 7, answer)
+            ApiKey.CANCEL_REASSIGNMENTS, version, protocol.encode_response(ApiKey.CANCEL_REASSIGNMENTS, version, 7, answer)
         )
         assert decoded["results"][0]["partitions"][1]["error_code"] == 85
     # an empty list is a mistake, not "cancel all"

@@ -6,12 +6,12 @@ from __future__ import annotations
 import json
 
 from controller.core import engine
-from controller.core.commands import LEADER_AND_ISR, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.elections import PREFERRED, UNCLEAN
 from controller.core.events import ElectionRequested
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes.values import Assignment, Broker, LeaderIsr
 
@@ -47,8 +47,8 @@ def test_preferred_election_moves_leadership_with_a_new_epoch_and_says_why_not_e
     [write] = st.writes
     assert write.path == "/brokers/topics/t/partitions/0/state" and write.version == 7
     assert json.loads(write.data) == {"controller_epoch": 4, "leader": 1, "version": 1, "leader_epoch": 6, "isr": [1, 2, 3]}
-    assert {c.broker_id for c in st.commands if c.api_key == LEADER_AND_ISR} == {1, 2, 3}
-    assert {c.broker_id for c in st.commands if c.api_key == UPDATE_METADATA} == {1, 2, 3}
+    assert {c.broker_id for c in st.commands if c.api_key == ApiKey.LEADER_AND_ISR} == {1, 2, 3}
+    assert {c.broker_id for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA} == {1, 2, 3}
     assert st.kinds == [frozenset({"elect"})]
 
 

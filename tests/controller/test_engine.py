@@ -7,10 +7,10 @@ import copy
 import pytest
 
 from controller.core import engine
-from controller.core.commands import LEADER_AND_ISR, STOP_REPLICA, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.events import BrokersRead, CancelRequested, MetadataRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.core.task import IllegalTransition, Move, Phase
+from protocol import ApiKey
 from tests.controller.helpers import EPOCH, body_partitions, cluster, loads, req, state
 from znodes.api import Create, Delete, SetData
 from znodes.values import Assignment, Broker
@@ -78,7 +78,7 @@ def test_worked_state_table_ors_123_to_trs_456():
     assert loads(requests.data)["partitions"] == [
         {"topic": "t", "partition": 0, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3]}
     ]
-    lai = by_kind(step, LEADER_AND_ISR)
+    lai = by_kind(step, ApiKey.LEADER_AND_ISR)
     assert sorted(lai) == [1, 2, 3, 4, 5, 6]
     for b, command in lai.items():
         entry = body_partitions(command)[TP]
@@ -87,7 +87,7 @@ def test_worked_state_table_ors_123_to_trs_456():
         assert entry["is_new"] is (b in (4, 5, 6))
         assert entry["leader"] == 1 and entry["leader_epoch"] == 1 and entry["zk_version"] == 1
         assert command.body["controller_epoch"] == EPOCH and command.body["controller_id"] == 101
-    assert not by_kind(step, STOP_REPLICA)
+    assert not by_kind(step, ApiKey.STOP_REPLICA)
 
     # 4 AR catching up: partial ISR growth changes nothing but the cache
     note = "/isr_change_notification/isr_change_0000000000"
@@ -101,11 +101,11 @@ def test_worked_state_table_ors_123_to_trs_456():
     (write,) = step.writes
     assert write.path == "/brokers/topics/t/partitions/0/state" and write.version == 3
     assert loads(write.data) == {"controller_epoch": EPOCH, "leader": 4, "version": 1, "leader_epoch": 2, "isr": [4, 5, 6]}
-    assert sorted(by_kind(step, LEADER_AND_ISR)) == [4, 5, 6]
-    entry = body_partitions(by_kind(step, LEADER_AND_ISR)[5])[TP]
+    assert sorted(by_kind(step, ApiKey.LEADER_AND_ISR)) == [4, 5, 6]
+    entry = body_partitions(by_kind(step, ApiKey.LEADER_AND_ISR)[5])[TP]
     assert entry["replicas"] == [4, 5, 6] and entry["adding_replicas"] == [] and entry["zk_version"] == 4
     assert entry["leader_epoch"] == 2
-    stops = by_kind(step, STOP_REPLICA)
+    stops = by_kind(step, ApiKey.STOP_REPLICA)
     assert sorted(stops) == [1, 2, 3]
     for command in stops.values():
         assert command.partitions == (TP,)
@@ -120,7 +120,7 @@ def test_worked_state_table_ors_123_to_trs_456():
     assert record == Delete("/admin/reassignments/t/0") and parent == Delete("/admin/reassignments/t")
     assert requests == Delete("/admin/reassign_partitions", 1)
     assert step.finished
-    assert sorted(by_kind(step, UPDATE_METADATA)) == [1, 2, 3, 4, 5, 6]
+    assert sorted(by_kind(step, ApiKey.UPDATE_METADATA)) == [1, 2, 3, 4, 5, 6]
     assert s.tasks == {} and s.requests == {} and s.requests_version is None and s.record_counts == {}
 
 
@@ -135,7 +135,7 @@ def test_a_state_known_from_the_election_read_starts_a_move_without_a_read():
         "/admin/reassignments/t", "/admin/reassignments/t/0", "/brokers/topics/t/partitions/0/state",
     ]
     assert step.writes[2].version == 7  # the new leader epoch, conditional on the state known
-    entry = body_partitions(by_kind(step, LEADER_AND_ISR)[4])[TP]
+    entry = body_partitions(by_kind(step, ApiKey.LEADER_AND_ISR)[4])[TP]
     assert (entry["zk_version"], entry["leader_epoch"]) == (8, 1)
 
 
@@ -284,7 +284,7 @@ def test_completions_in_one_step_write_shared_znodes_once():
     assert sum(p.startswith("/admin/reassignments/t/") for p in paths) == n
     # order keeps every prefix recoverable: topic first, then record deletes, then the znode
     assert paths[0] == "/brokers/topics/t" and paths[-1] == "/admin/reassign_partitions"
-    assert sum(c.api_key == UPDATE_METADATA for c in step.commands) == 6  # one per broker, not per partition
+    assert sum(c.api_key == ApiKey.UPDATE_METADATA for c in step.commands) == 6  # one per broker, not per partition
 
 
 def test_completion_waits_for_a_live_target_leader():
@@ -297,7 +297,7 @@ def test_completion_waits_for_a_live_target_leader():
     step = run(s, BrokersRead({b: Broker(b, "h", 9000 + b, None, b) for b in (1, 2, 4)}))
     assert s.tasks[TP].phase is Phase.STOPPING and s.states[TP].leader == 4
     # the returning broker is told about the move, too
-    assert any(c.api_key == LEADER_AND_ISR and c.broker_id == 4 for c in step.commands)
+    assert any(c.api_key == ApiKey.LEADER_AND_ISR and c.broker_id == 4 for c in step.commands)
 
 
 def test_replication_factor_increase_needs_no_stop_replica():
@@ -305,11 +305,11 @@ def test_replication_factor_increase_needs_no_stop_replica():
     run(s, RequestsRead(0, (req("t", 0, (1, 2, 3)),)))
     run(s, StatesRead({TP: state(1, (1, 2))}))
     step = run(s, StatesRead({TP: state(1, (1, 2, 3), zk_version=2, leader_epoch=1)}))
-    assert not by_kind(step, STOP_REPLICA)
+    assert not by_kind(step, ApiKey.STOP_REPLICA)
     # nothing to remove and the ISR is already TRS: the completion's new leader epoch (Kafka
     # bumps it at every completion; the LeaderAndIsr says RS = TRS, nothing adding), then
     # straight to the final multi
-    assert body_partitions(by_kind(step, LEADER_AND_ISR)[3])[TP]["leader_epoch"] == 2
+    assert body_partitions(by_kind(step, ApiKey.LEADER_AND_ISR)[3])[TP]["leader_epoch"] == 2
     assert [w.path for w in step.writes] == [
         "/brokers/topics/t/partitions/0/state",
         "/brokers/topics/t",
@@ -344,11 +344,11 @@ def test_a_new_target_while_replicating_replaces_it_in_place():
     assert loads(bump.data)["leader_epoch"] == 2 and loads(bump.data)["isr"] == [1, 2, 3, 4]
     assert loads(topic.data)["partitions"] == {"0": [4, 6, 3, 1, 2]}
     assert loads(topic.data)["removing_replicas"] == {"0": [1, 2]}
-    lai = by_kind(step, LEADER_AND_ISR)
+    lai = by_kind(step, ApiKey.LEADER_AND_ISR)
     assert sorted(lai) == [1, 2, 3, 4, 6]
     assert not any(body_partitions(c)[TP]["is_new"] for c in lai.values())
     assert {body_partitions(c)[TP]["leader_epoch"] for c in lai.values()} == {2}
-    (stop,) = by_kind(step, STOP_REPLICA).values()
+    (stop,) = by_kind(step, ApiKey.STOP_REPLICA).values()
     assert stop.broker_id == 5 and stop.partitions == ()  # no move waits for it
     assert body_partitions(stop)[TP] == {"partition_index": 0, "leader_epoch": 2, "delete_partition": True}
     assert any("replaced by [4, 6, 3]; [5] deleted now" in line for line in step.log)
@@ -356,7 +356,7 @@ def test_a_new_target_while_replicating_replaces_it_in_place():
     # 5 6 catches up: leader 4, ISR shrunk to TRS; RR = 1, 2 are deleted
     step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 6), zk_version=4, leader_epoch=2)}))
     assert row(s) == ((4, 6, 3, 1, 2), (4, 6), (1, 2), (3, 4, 6), 4, Phase.STOPPING)
-    assert sorted(by_kind(step, STOP_REPLICA)) == [1, 2]
+    assert sorted(by_kind(step, ApiKey.STOP_REPLICA)) == [1, 2]
 
     # 6 final multi
     run(s, StopReplicaSent((TP,)))
@@ -373,10 +373,10 @@ def test_an_override_keeps_a_dropped_replica_in_the_isr_until_it_completes():
     step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     assert s.tasks[TP].dropped == (5,)
     assert row(s) == ((4, 6, 3, 1, 2, 5), (4, 6), (1, 2, 5), (1, 2, 3, 4, 5), 1, Phase.REPLICATING)
-    assert by_kind(step, STOP_REPLICA) == {}
+    assert by_kind(step, ApiKey.STOP_REPLICA) == {}
     assert any("[5] (in sync) go when it completes" in line for line in step.log)
     step = run(s, StatesRead({TP: state(1, (1, 2, 3, 4, 5, 6), zk_version=4, leader_epoch=2)}))
-    assert s.tasks[TP].phase is Phase.STOPPING and sorted(by_kind(step, STOP_REPLICA)) == [1, 2, 5]
+    assert s.tasks[TP].phase is Phase.STOPPING and sorted(by_kind(step, ApiKey.STOP_REPLICA)) == [1, 2, 5]
 
 
 def moving_to(target):
@@ -390,7 +390,7 @@ def moving_to(target):
 def test_a_replica_new_to_an_override_is_told_it_is_new():
     s = moving_to((4, 5, 3))
     step = run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
-    lai = by_kind(step, LEADER_AND_ISR)
+    lai = by_kind(step, ApiKey.LEADER_AND_ISR)
     assert {b for b, c in lai.items() if body_partitions(c)[TP]["is_new"]} == {6}
 
 
@@ -400,15 +400,15 @@ def test_an_override_that_takes_back_a_dropped_replica_adds_it_again():
     step = run(s, RequestsRead(3, (req("t", 0, (5, 6, 3), (1, 2, 3)),)))  # 4 deleted, 5 new again
     move = s.tasks[TP]
     assert (move.target, move.adding, move.dropped, move.removing) == ((5, 6, 3), (5, 6), (), (1, 2))
-    assert body_partitions(by_kind(step, LEADER_AND_ISR)[5])[TP]["is_new"] is True
-    assert sorted(by_kind(step, STOP_REPLICA)) == [4]
+    assert body_partitions(by_kind(step, ApiKey.LEADER_AND_ISR)[5])[TP]["is_new"] is True
+    assert sorted(by_kind(step, ApiKey.STOP_REPLICA)) == [4]
 
 
 def test_an_override_back_to_the_original_replicas_is_a_cancel():
     s = moving_to((4, 5, 3))
     step = run(s, RequestsRead(2, (req("t", 0, (1, 2, 3), (1, 2, 3)),)))
     assert s.tasks[TP].phase is Phase.CANCELLING
-    assert sorted(by_kind(step, STOP_REPLICA)) == [4, 5]
+    assert sorted(by_kind(step, ApiKey.STOP_REPLICA)) == [4, 5]
     run(s, StopReplicaSent((TP,)))
     assert s.assignments[TP] == Assignment((1, 2, 3)) and s.tasks == {} and TP not in s.requests
 
@@ -419,7 +419,7 @@ def test_a_rollback_of_an_overridden_move_deletes_what_every_target_added():
     run(s, RequestsRead(2, (req("t", 0, (4, 6, 3), (1, 2, 3)),)))
     step = run(s, CancelRequested((TP,), token="token"))
     assert s.assignments[TP] == Assignment((1, 2, 3, 4, 6, 5), (), (4, 6, 5))
-    assert sorted(by_kind(step, STOP_REPLICA)) == [4, 5, 6]
+    assert sorted(by_kind(step, ApiKey.STOP_REPLICA)) == [4, 5, 6]
 
 
 def test_a_new_target_while_completing_is_queued_behind_the_move():

@@ -3,11 +3,10 @@ epochs"), an override's concurrency caps (engine step 4b) and strays deleted whe
 registers (engine step 9)."""
 
 from __future__ import annotations
-
-from controller.core.commands import DESCRIBE_LOG_DIRS, LEADER_AND_ISR, STOP_REPLICA
 from controller.core.config import ControllerConfig
 from controller.core.events import BrokersRead, ReplicasHosted, RequestsRead, StatesRead, StopReplicaSent
 from controller.core.task import Phase
+from protocol import ApiKey
 from tests.controller.helpers import body_partitions, cluster, req, state
 from tests.controller.test_engine import by_kind, run
 from znodes.values import Broker
@@ -27,7 +26,7 @@ def test_an_override_waits_for_a_slot_on_the_brokers_it_adds():
     step = run(s, RequestsRead(2, (req("t", 0, (5, 2, 3), (1, 2, 3)), req("t", 1, (5, 2, 3), (1, 2, 3)))), config)
     move = s.tasks[TP]
     assert (move.target, move.next_target) == ((4, 2, 3), (5, 2, 3))  # not overridden yet
-    assert s.assignments[TP].adding == (4,) and not by_kind(step, LEADER_AND_ISR)
+    assert s.assignments[TP].adding == (4,) and not by_kind(step, ApiKey.LEADER_AND_ISR)
     assert any("waits for a free slot on broker(s) [5]" in line for line in step.log)
 
     # t-1 completes: broker 5's slot frees and the override is made in that same step
@@ -36,8 +35,8 @@ def test_an_override_waits_for_a_slot_on_the_brokers_it_adds():
     move = s.tasks[TP]
     assert (move.target, move.next_target, move.phase) == ((5, 2, 3), None, Phase.REPLICATING)
     assert s.assignments[TP].adding == (5,)
-    assert body_partitions(by_kind(step, LEADER_AND_ISR)[5])[TP]["is_new"] is True
-    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [4]  # 4 not in sync: deleted
+    assert body_partitions(by_kind(step, ApiKey.LEADER_AND_ISR)[5])[TP]["is_new"] is True
+    assert [c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA] == [4]  # 4 not in sync: deleted
 
 
 def test_an_override_within_the_caps_is_made_at_once():
@@ -62,8 +61,8 @@ def test_a_registering_broker_is_asked_what_it_hosts_after_its_leader_and_isr():
     run(s, StatesRead({TP: state(1, (1, 2, 3))}))
     step = run(s, registered(s, back=(4,)))
     kinds = [c.api_key for c in step.commands if c.broker_id == 4]
-    assert kinds.index(LEADER_AND_ISR) < kinds.index(DESCRIBE_LOG_DIRS)
-    (describe,) = [c for c in step.commands if c.api_key == DESCRIBE_LOG_DIRS]
+    assert kinds.index(ApiKey.LEADER_AND_ISR) < kinds.index(ApiKey.DESCRIBE_LOG_DIRS)
+    (describe,) = [c for c in step.commands if c.api_key == ApiKey.DESCRIBE_LOG_DIRS]
     assert describe.body == {"topics": None}  # every partition it hosts
 
 
@@ -77,7 +76,7 @@ def test_strays_of_a_registering_broker_are_deleted_and_nothing_else():
     assert s.tasks[("t", 2)].phase is Phase.LOADING  # its state is being read: not started yet
     hosted = frozenset({("t", 0), ("t", 1), ("t", 2), ("t", 3), ("t", 4), ("new", 0)})
     step = run(s, ReplicasHosted(6, hosted))
-    stops = by_kind(step, STOP_REPLICA)
+    stops = by_kind(step, ApiKey.STOP_REPLICA)
     assert list(stops) == [6]
     assert sorted(body_partitions(stops[6])) == [("t", 0), ("t", 1)]
     assert stops[6].partitions == ()  # no move waits for these

@@ -12,10 +12,10 @@ import json
 import pytest
 
 from controller.core import engine, full_metadata
-from controller.core.commands import DESCRIBE_LOG_DIRS, LEADER_AND_ISR, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.events import MetadataRead
 from controller.core.state import ClusterState
+from protocol import ApiKey
 from sim.topics import parse_topic_spec
 from tests.controller.harness import Harness
 from znodes import paths
@@ -164,12 +164,12 @@ async def test_after_failover_resumed_moves_are_announced_before_the_full_metada
         await h.tick()
         kinds: dict[int, list[int]] = {}
         for broker, api_key, body in h.sent:
-            assert api_key == DESCRIBE_LOG_DIRS or body["controller_epoch"] == 2
+            assert api_key == ApiKey.DESCRIBE_LOG_DIRS or body["controller_epoch"] == 2
             kinds.setdefault(broker, []).append(api_key)
         # Every replica of a resumed move hears of it (LeaderAndIsr) before any UpdateMetadata.
         for b in (1, 2, 3, 4, 5, 6):
-            assert LEADER_AND_ISR in kinds[b], (b, kinds[b])
-            assert kinds[b].index(LEADER_AND_ISR) < kinds[b].index(UPDATE_METADATA), (b, kinds[b])
+            assert ApiKey.LEADER_AND_ISR in kinds[b], (b, kinds[b])
+            assert kinds[b].index(ApiKey.LEADER_AND_ISR) < kinds[b].index(ApiKey.UPDATE_METADATA), (b, kinds[b])
         await h.run_until_quiet()
         h.check_invariants()
         assert_complete(h, h.cluster.brokers)
@@ -207,7 +207,7 @@ def test_engine_sends_read_states_to_every_live_broker_or_to_those_named():
     }
     step = engine.step(state, [MetadataRead(read)], ControllerConfig())
     assert not step.writes and not step.delta.assignments
-    ums = [c for c in step.commands if c.api_key == UPDATE_METADATA]
+    ums = [c for c in step.commands if c.api_key == ApiKey.UPDATE_METADATA]
     assert sorted(c.broker_id for c in ums) == [1, 2, 3]
     want = {("t", 0): (1, (1, 2), (1, 2), 7), ("t", 1): (2, (2,), (2, 3), 1)}
     for c in ums:
@@ -216,7 +216,7 @@ def test_engine_sends_read_states_to_every_live_broker_or_to_those_named():
         assert c.encoded is not None
     # To the brokers named only; one of them not registered (any more): not sent to it.
     step = engine.step(state, [MetadataRead(read, brokers=(2, 7))], ControllerConfig())
-    assert [(c.broker_id, c.api_key) for c in step.commands] == [(2, UPDATE_METADATA)]
+    assert [(c.broker_id, c.api_key) for c in step.commands] == [(2, ApiKey.UPDATE_METADATA)]
     assert _entries(step.commands[0]) == want
 
 

@@ -2,10 +2,9 @@
 partition is first cancelled then reassigned, the queue znode goes in the same flush."""
 
 from __future__ import annotations
-
-from controller.core.commands import STOP_REPLICA
 from controller.core.events import QueueRead, RequestsRead, StatesRead, StopReplicaSent
 from controller.core.task import Phase
+from protocol import ApiKey
 from tests.controller.helpers import cluster, loads, req, state
 from tests.controller.test_cancel import replicating
 from tests.controller.test_engine import CFG, run
@@ -73,10 +72,10 @@ def test_a_move_that_cannot_be_rolled_back_takes_the_queued_target_in_place():
     assert (move.phase, move.target, move.dropped, move.next_target) == (Phase.REPLICATING, (1, 2, 5), (4,), None)
     assert any("cannot cancel" in line and "would take it offline" in line for line in step.log)
     # 4 leads until (1,2,5) is in sync; 6, out of the ISR, holds no in-sync copy and goes now
-    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [6]
+    assert [c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA] == [6]
     step = run(s, StatesRead({TP: state(4, (4, 5, 1, 2), zk_version=3)}))
     assert s.states[TP].leader == 1 and s.states[TP].isr == (5, 1, 2)
-    assert sorted(c.broker_id for c in step.commands if c.api_key == STOP_REPLICA) == [3, 4]
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA) == [3, 4]
 
 
 def test_bad_entries_are_dropped_with_a_reason_and_a_malformed_queue_is_left_alone():

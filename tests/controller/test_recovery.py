@@ -9,11 +9,11 @@ import json
 import pytest
 
 from controller.core import engine
-from controller.core.commands import DESCRIBE_LOG_DIRS, LEADER_AND_ISR, STOP_REPLICA
 from controller.core.config import ControllerConfig
 from controller.core.events import RequestsRead, Resume, StopReplicaSent
 from controller.core.task import Phase
 from controller.shell.recovery import Snapshot, rebuild
+from protocol import ApiKey
 from tests.controller.harness import Harness
 from tests.controller.helpers import body_partitions, loads, req, state
 from znodes import paths
@@ -54,9 +54,9 @@ def test_started_and_replicating_resumes_with_a_new_leader_epoch_to_every_replic
     # state resent as is: the new RS would never reach the leader (found by the stateful suite).
     assert [(w.path, w.version) for w in step.writes] == [(paths.partition_state("t", 0), 5)]
     assert json.loads(step.writes[0].data)["leader_epoch"] == 1
-    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6]
-    assert all(c.body["controller_epoch"] == 9 for c in step.commands if c.api_key != DESCRIBE_LOG_DIRS)
-    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6]
+    assert all(c.body["controller_epoch"] == 9 for c in step.commands if c.api_key != ApiKey.DESCRIBE_LOG_DIRS)
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR]
     assert {(e["leader_epoch"], tuple(e["replicas"])) for e in entries} == {(1, (4, 5, 6, 1, 2, 3))}
 
 
@@ -71,7 +71,7 @@ def test_record_written_but_topic_not_yet_gets_the_topic_written():
     assert loads(topic.data)["adding_replicas"] == {"0": [4, 5, 6]}
     assert bump == SetData("/brokers/topics/t/partitions/0/state", bump.data, 5)
     assert loads(bump.data)["leader_epoch"] == 1
-    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR]
     assert len(entries) == 6 and {(e["leader_epoch"], e["zk_version"]) for e in entries} == {(1, 6)}
 
 
@@ -79,7 +79,7 @@ def test_topic_already_at_target_but_record_left_is_finished_not_restarted():
     s, step, _ = resume(snapshot(Assignment((4, 5, 6)), st=state(4, (4, 5, 6), zk_version=6, leader_epoch=2)))
     assert s.tasks[TP].phase is Phase.STOPPING
     assert step.writes == []
-    stops = [c for c in step.commands if c.api_key == STOP_REPLICA]
+    stops = [c for c in step.commands if c.api_key == ApiKey.STOP_REPLICA]
     assert sorted(c.broker_id for c in stops) == [1, 2, 3]
     step = engine.step(s, [StopReplicaSent((TP,))], CFG)
     assert [type(w).__name__ + " " + w.path for w in step.writes] == [
@@ -110,7 +110,7 @@ def test_an_adopted_move_is_announced_with_a_new_leader_epoch():
     s, step, _ = resume(snapshot(Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)), record=None))
     bump = next(w for w in step.writes if w.path == "/brokers/topics/t/partitions/0/state")
     assert bump.version == 5 and loads(bump.data)["leader_epoch"] == 1
-    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == LEADER_AND_ISR]
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR]
     assert len(entries) == 6 and {e["leader_epoch"] for e in entries} == {1}
 
 
@@ -150,7 +150,7 @@ def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     assert s.assignments[TP] == Assignment((1, 5, 6, 2, 3), (5, 6), (2, 3))
     record = next(w for w in step.writes if w.path == paths.reassignment("t", 0))
     assert loads(record.data)["replicas"] == [1, 5, 6]
-    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [4]  # out of the ISR
+    assert [c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA] == [4]  # out of the ISR
 
 
 @pytest.mark.parametrize(
@@ -174,8 +174,8 @@ def test_an_overridden_move_resumes_with_what_its_old_target_added(topic):
     move = s.tasks[TP]
     assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), (5,))
     assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3, 5), (4, 6, 7), (1, 2, 3, 5))
-    assert sorted(c.broker_id for c in step.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
-    assert not any(c.api_key == STOP_REPLICA for c in step.commands)
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR) == [1, 2, 3, 4, 5, 6, 7]
+    assert not any(c.api_key == ApiKey.STOP_REPLICA for c in step.commands)
 
 
 @pytest.mark.parametrize("topic", [
@@ -194,9 +194,9 @@ def test_an_overridden_move_resumes_without_a_dropped_replica_out_of_the_isr(top
     move = s.tasks[TP]
     assert (move.phase, move.target, move.original, move.dropped) == (Phase.REPLICATING, (4, 6, 7), (1, 2, 3), ())
     assert s.assignments[TP] == Assignment((4, 6, 7, 1, 2, 3), (4, 6, 7), (1, 2, 3))
-    assert [c.broker_id for c in step.commands if c.api_key == STOP_REPLICA] == [5]
+    assert [c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA] == [5]
     assert s.states[TP].leader_epoch == 1
-    assert {body_partitions(c)[TP]["leader_epoch"] for c in step.commands if c.api_key == LEADER_AND_ISR} == {1}
+    assert {body_partitions(c)[TP]["leader_epoch"] for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR} == {1}
 
 
 def test_an_override_that_adds_again_what_an_earlier_one_dropped_resumes_with_the_record_ors():
@@ -222,7 +222,7 @@ def test_a_rollback_of_an_overridden_move_resumes_deleting_what_every_target_add
     )
     s, step, _ = resume(snap)
     assert s.tasks[TP].phase is Phase.CANCELLING and s.tasks[TP].dropped == (5,)
-    assert sorted(c.broker_id for c in step.commands if c.api_key == STOP_REPLICA) == [4, 5, 6, 7]
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA) == [4, 5, 6, 7]
 
 
 # ---- crash after every op of a real run ------------------------------------------------------

@@ -13,12 +13,12 @@ import logging
 import pytest
 
 from controller.core import engine, full_metadata
-from controller.core.commands import LEADER_AND_ISR
 from controller.core.config import ControllerConfig
 from controller.core.events import MetadataRead, offline_check
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from controller.core.topic_deletion import TopicDeletion
+from protocol import ApiKey
 from sim.replica import Role
 from tests.controller.harness import Harness
 from znodes import paths
@@ -60,7 +60,7 @@ def _lai(st: engine.Step) -> dict:
     """{partition: {broker: (leader, leader epoch, isr, replicas, is_new)}}"""
     out: dict = {}
     for c in st.commands:
-        if c.api_key == LEADER_AND_ISR:
+        if c.api_key == ApiKey.LEADER_AND_ISR:
             for t in c.body["topic_states"]:
                 for ps in t["partition_states"]:
                     out.setdefault((t["topic_name"], ps["partition_index"]), {})[c.broker_id] = (
@@ -84,7 +84,7 @@ def test_a_reload_chunk_gives_every_live_replica_its_state_held():
     # f: step 9b's is_new to 3, the state held to 2
     assert lai[F] == {2: (2, 3, [2, 3], [2, 3], False), 3: (2, 3, [2, 3], [2, 3], True)}
     # one request per broker; the only write is e's election (no epoch bumped for a resend)
-    assert sorted(c.broker_id for c in st.commands if c.api_key == LEADER_AND_ISR) == [1, 2, 3]
+    assert sorted(c.broker_id for c in st.commands if c.api_key == ApiKey.LEADER_AND_ISR) == [1, 2, 3]
     assert [op.path for op in st.writes] == [paths.partition_state(*E)]
 
 
@@ -178,7 +178,7 @@ async def test_a_broker_restarted_while_no_controller_is_active_follows_after_th
     answered = [r.getMessage() for r in caplog.records if "answered" in r.getMessage()]
     assert answered == []
     told = [(broker, t["topic_name"], ps["partition_index"], ps["leader_epoch"])
-            for broker, api_key, body in h.sent if api_key == LEADER_AND_ISR and body["controller_epoch"] == 2
+            for broker, api_key, body in h.sent if api_key == ApiKey.LEADER_AND_ISR and body["controller_epoch"] == 2
             for t in body["topic_states"] for ps in t["partition_states"]]
     # every replica told once, at the epoch it holds: nothing retried, nothing bumped
     assert len(told) == len(set(told)) == sum(len(r) for r in h.assignments.values())

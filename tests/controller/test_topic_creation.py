@@ -10,12 +10,12 @@ import json
 import pytest
 
 from controller.core import engine, placement
-from controller.core.commands import LEADER_AND_ISR, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.events import MetadataRead
 from controller.core.state import ClusterState
 from controller.core.topic_creation import CreationView, Planned, Refused, TopicRequest, creation_ops, plan_topics
 from controller.shell.admin.create_topics import handle_create
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kafka_configs import TOPIC_CONFIGS
 from tests.admin.test_kip179 import context
@@ -176,10 +176,10 @@ def test_engine_gives_a_new_partition_its_parents_state_leader_and_metadata():
     assert json.loads(st.writes[2].data) == {"controller_epoch": 4, "leader": 1, "version": 1, "leader_epoch": 0, "isr": [1]}
     assert json.loads(st.writes[4].data)["leader"] == 2
     assert st.created == [("n", 0), ("n", 1)] and all(k == frozenset({"create"}) for k in st.kinds)
-    lai = {c.broker_id for c in st.commands if c.api_key == LEADER_AND_ISR}
+    lai = {c.broker_id for c in st.commands if c.api_key == ApiKey.LEADER_AND_ISR}
     assert lai == {1, 2}
-    assert {c.broker_id for c in st.commands if c.api_key == UPDATE_METADATA} == {1, 2}
-    body = next(c.body for c in st.commands if c.api_key == LEADER_AND_ISR and c.broker_id == 1)
+    assert {c.broker_id for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA} == {1, 2}
+    body = next(c.body for c in st.commands if c.api_key == ApiKey.LEADER_AND_ISR and c.broker_id == 1)
     assert body["topic_states"][0]["partition_states"][0]["is_new"] is True
 
 

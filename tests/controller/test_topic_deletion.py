@@ -9,11 +9,11 @@ from __future__ import annotations
 import pytest
 
 from controller.core import engine
-from controller.core.commands import DESCRIBE_LOG_DIRS, STOP_REPLICA, UPDATE_METADATA
 from controller.core.config import ControllerConfig
 from controller.core.events import DeletionsRead, ReplicasHosted
 from controller.core.state import ClusterState
 from controller.shell.admin.delete_topics import handle_delete
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import cluster, context, reassign_body, throttle_configs
 from tests.controller.harness import Harness
@@ -37,10 +37,10 @@ def test_the_worked_table():
     s, config = _state(), ControllerConfig()
     st = engine.step(s, DeletionsRead(frozenset({"t"})), config)
     sent = {(c.broker_id, c.api_key) for c in st.commands}
-    assert sent == {(1, STOP_REPLICA), (1, DESCRIBE_LOG_DIRS), (1, UPDATE_METADATA), (3, UPDATE_METADATA)}
-    um = next(c.body for c in st.commands if c.api_key == UPDATE_METADATA)
+    assert sent == {(1, ApiKey.STOP_REPLICA), (1, ApiKey.DESCRIBE_LOG_DIRS), (1, ApiKey.UPDATE_METADATA), (3, ApiKey.UPDATE_METADATA)}
+    um = next(c.body for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA)
     assert um["topic_states"][0]["partition_states"][0]["leader"] == -2
-    stop = next(c.body for c in st.commands if c.api_key == STOP_REPLICA)
+    stop = next(c.body for c in st.commands if c.api_key == ApiKey.STOP_REPLICA)
     assert stop["topic_states"][0]["partition_states"][0] == {"partition_index": 0, "leader_epoch": -2, "delete_partition": True}
     assert st.writes == [] and st.topics_deleted == []
     s.apply(st.delta)
@@ -50,7 +50,7 @@ def test_the_worked_table():
     assert s.deleting["t"].left == {(0, 2)} and st.topics_deleted == []
     s.brokers[2] = Broker(2, "h", 9002)
     st = engine.step(s, ReplicasHosted(2, frozenset({("t", 0)})), config)  # still there: again
-    assert {(c.broker_id, c.api_key) for c in st.commands} == {(2, STOP_REPLICA), (2, DESCRIBE_LOG_DIRS)}
+    assert {(c.broker_id, c.api_key) for c in st.commands} == {(2, ApiKey.STOP_REPLICA), (2, ApiKey.DESCRIBE_LOG_DIRS)}
     s.apply(st.delta)
     st = engine.step(s, ReplicasHosted(2, frozenset()), config)
     assert st.topics_deleted == ["t"]

@@ -5,21 +5,20 @@ import struct
 import pytest
 
 import protocol
-from protocol import DecodeError, EncodeError
+from protocol import ApiKey, DecodeError, EncodeError
 from protocol.primitives import UNKNOWN_TAGS_KEY
 
-API_VERSIONS = 18
 
 
 def body_bytes(version, body):
-    return protocol.encode_body(API_VERSIONS, version, "response", body)
+    return protocol.encode_body(ApiKey.API_VERSIONS, version, "response", body)
 
 
 def test_defaults_are_not_written():
     data = body_bytes(3, {"error_code": 0, "api_keys": [], "throttle_time_ms": 0})
     # error code, empty compact array, throttle time, EMPTY tag section
     assert data == b"\x00\x00" + b"\x01" + b"\x00\x00\x00\x00" + b"\x00"
-    body = protocol.decode_body(API_VERSIONS, 3, "response", data)
+    body = protocol.decode_body(ApiKey.API_VERSIONS, 3, "response", data)
     assert body["finalized_features_epoch"] == -1 and body["supported_features"] == [] and body["zk_migration_ready"] is False
 
 
@@ -37,7 +36,7 @@ def test_known_tags_are_written_in_tag_order():
                     + b"\x00" + bytes([len(feature)]) + feature
                     + b"\x01\x08" + struct.pack(">q", 5)
                     + b"\x03\x01\x01")
-    decoded = protocol.decode_body(API_VERSIONS, 3, "response", data)
+    decoded = protocol.decode_body(ApiKey.API_VERSIONS, 3, "response", data)
     assert decoded["zk_migration_ready"] is True and decoded["finalized_features_epoch"] == 5
     assert decoded["supported_features"] == [{"name": "mv", "min_version": 1, "max_version": 2}]
 
@@ -47,7 +46,7 @@ def test_unknown_tags_are_kept_and_written_back():
     # Replace the empty tag section with two tags this spec does not know (4 and 9) and tag 1.
     section = b"\x03" + b"\x01\x08" + struct.pack(">q", 7) + b"\x04\x02hi" + b"\x09\x00"
     data = base[:-1] + section
-    body = protocol.decode_body(API_VERSIONS, 3, "response", data)
+    body = protocol.decode_body(ApiKey.API_VERSIONS, 3, "response", data)
     assert body["finalized_features_epoch"] == 7
     assert body[UNKNOWN_TAGS_KEY] == {4: b"hi", 9: b""}
     assert body_bytes(3, body) == data
@@ -81,7 +80,7 @@ def test_bad_tag_sections_are_decode_errors():
     }
     for what, section in cases.items():
         with pytest.raises(DecodeError):
-            protocol.decode_body(API_VERSIONS, 3, "response", base + section)
+            protocol.decode_body(ApiKey.API_VERSIONS, 3, "response", base + section)
 
 
 def test_unknown_tag_values_are_checked_on_encode():

@@ -59,6 +59,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 import protocol
+from protocol import ApiKey
 
 # kafka-python reads its spec files through importlib.resources APIs Python 3.11 deprecates.
 with warnings.catch_warnings():
@@ -81,7 +82,6 @@ from tests.protocol.strategies import (
 )
 from protocol.versions import VersionRange
 
-API_VERSIONS_KEY = 18
 # Per case: enough to reach the edges of every field's range (strategies bias towards them)
 # while the whole module stays within a few seconds per API.
 EXAMPLES = 12
@@ -242,7 +242,7 @@ def from_kp(cls, obj, struct, version: int) -> dict:
 def _bodies(key: int, version: int, kind: str) -> st.SearchStrategy:
     spec = load_specs()[(key, kind)]
     bodies = body_strategy(spec, version)
-    if key == API_VERSIONS_KEY and kind == "response" and version > 0:
+    if key == ApiKey.API_VERSIONS and kind == "response" and version > 0:
         bodies = bodies.map(lambda b: {**b, "error_code": 0})
     return bodies
 

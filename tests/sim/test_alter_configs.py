@@ -10,9 +10,10 @@ import struct
 import pytest
 
 import protocol
+from protocol import ApiKey
 from protocol.config_changes import APPEND, DELETE, SET
 from protocol.errors import ErrorCode
-from sim.alterconfigs import ALTER_CONFIGS, INCREMENTAL_ALTER_CONFIGS, alter_configs
+from sim.alterconfigs import alter_configs
 from tests.sim.zkcluster import real_zk_cluster, twin_cluster
 
 TOPIC, BROKER = 2, 4
@@ -37,7 +38,7 @@ async def _notes(store) -> list[str]:
 async def test_the_rules_and_the_writes():
     async with twin_cluster("orders:1:2:1KiB") as (_, _cluster, store):
         before = await _notes(store)
-        answer = await alter_configs(store, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        answer = await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
             _inc(TOPIC, "orders", ("retention.ms", SET, "3600000"), ("cleanup.policy", APPEND, "compact")),
             _inc(BROKER, "", ("min.insync.replicas", SET, "2")),
             _inc(BROKER, "2", ("leader.replication.throttled.rate", SET, "1000")),
@@ -50,7 +51,7 @@ async def test_the_rules_and_the_writes():
         assert (await _notes(store))[len(before):] == ["topics/orders", "brokers/<default>", "brokers/2"]
 
         state = await _notes(store), await _config(store, "/config/topics/orders")
-        answer = await alter_configs(store, INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [
+        answer = await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [
             _inc(TOPIC, "orders", ("retention.ms", SET, "1h")),
             _inc(TOPIC, "orders", ("retention.mss", SET, "1")),
             _inc(BROKER, "1", ("log.retention.hours", SET, "1")),
@@ -66,12 +67,12 @@ async def test_the_rules_and_the_writes():
             answer["responses"][0]["error_message"]
         assert "Cannot update these configs dynamically" in answer["responses"][2]["error_message"]
         # validate_only: answered, nothing written; AlterConfigs replaces the known keys.
-        answer = await alter_configs(store, ALTER_CONFIGS, 1, {"resources": [
+        answer = await alter_configs(store, ApiKey.ALTER_CONFIGS, 1, {"resources": [
             {"resource_type": TOPIC, "resource_name": "orders", "configs": [{"name": "segment.ms", "value": "60000"}]}],
             "validate_only": True})
         assert answer["responses"][0]["error_code"] == 0
         assert (await _notes(store), await _config(store, "/config/topics/orders")) == state
-        answer = await alter_configs(store, ALTER_CONFIGS, 1, {"resources": [
+        answer = await alter_configs(store, ApiKey.ALTER_CONFIGS, 1, {"resources": [
             {"resource_type": TOPIC, "resource_name": "orders", "configs": [{"name": "segment.ms", "value": "60000"}]}],
             "validate_only": False})
         assert answer["responses"][0]["error_code"] == 0
@@ -81,7 +82,7 @@ async def test_the_rules_and_the_writes():
 async def test_an_unreadable_config_is_never_overwritten():
     async with twin_cluster("orders:1:1:1KiB") as (_, _cluster, store):
         await store.create("/config/brokers/3", b"[]", makepath=True)
-        answer = await alter_configs(store, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        answer = await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
             _inc(BROKER, "3", ("leader.replication.throttled.rate", SET, "5"))], "validate_only": False})
         assert answer["responses"][0]["error_code"] == ErrorCode.UNKNOWN_SERVER_ERROR
         assert (await store.get("/config/brokers/3"))[0] == b"[]"
@@ -105,12 +106,12 @@ async def test_over_tcp_and_the_other_broker_learns_it(zk_hosts):
         versions = {k["api_key"]: (k["min_version"], k["max_version"])
                     for k in (await _call(cluster.broker(2).port, 18, 3, {"client_software_name": "t",
                                                                         "client_software_version": "1"}))["api_keys"]}
-        assert versions[ALTER_CONFIGS] == (0, 2) and versions[INCREMENTAL_ALTER_CONFIGS] == (0, 1)
-        answer = await _call(cluster.broker(2).port, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        assert versions[ApiKey.ALTER_CONFIGS] == (0, 2) and versions[ApiKey.INCREMENTAL_ALTER_CONFIGS] == (0, 1)
+        answer = await _call(cluster.broker(2).port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
             _inc(TOPIC, "orders", ("min.insync.replicas", SET, "2"))], "validate_only": False})
         assert answer["responses"][0]["error_code"] == 0
         assert await _config(other, "/config/topics/orders") == {"min.insync.replicas": "2"}
-        answer = await _call(cluster.broker(2).port, INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
+        answer = await _call(cluster.broker(2).port, ApiKey.INCREMENTAL_ALTER_CONFIGS, 1, {"resources": [
             _inc(TOPIC, "orders", ("min.insync.replicas", SET, "0"))], "validate_only": False})
         assert answer["responses"][0]["error_code"] == ErrorCode.INVALID_CONFIG
         describe = {"resources": [{"resource_type": TOPIC, "resource_name": "orders",

@@ -13,6 +13,7 @@ import pytest
 
 import protocol
 from controller.shell.admin.configs import handle_describe
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kafka_configs import TOPIC_CONFIGS
 from sim.clock import ManualClock
@@ -23,7 +24,6 @@ from sim.versions import served_versions
 from tests.sim.zkcluster import real_zk_cluster, twin_cluster
 from znodes import store as zstore
 
-DESCRIBE_CONFIGS = 32
 TOPIC, BROKER = 2, 4
 RATE = "follower.replication.throttled.rate"
 LEADER_RATE = "leader.replication.throttled.rate"
@@ -32,7 +32,7 @@ SIM_STATIC = {"broker.id", "log.dirs", "replica.lag.time.max.ms"}
 
 
 def _versions():
-    lo, hi = served_versions()[DESCRIBE_CONFIGS]
+    lo, hi = served_versions()[ApiKey.DESCRIBE_CONFIGS]
     return range(lo, hi + 1)
 
 
@@ -77,15 +77,15 @@ def _body(version: int, resources: list[dict], synonyms: bool = False) -> dict:
 
 
 async def _describe(tr, broker: int, version: int, resources: list[dict], synonyms: bool = False) -> list[dict]:
-    return (await tr.request(broker, DESCRIBE_CONFIGS, version, _body(version, resources, synonyms)))["results"]
+    return (await tr.request(broker, ApiKey.DESCRIBE_CONFIGS, version, _body(version, resources, synonyms)))["results"]
 
 
 async def _controller(store, version: int, resources: list[dict], synonyms: bool = False) -> list[dict]:
     """The controller's answer, through the codec as a client would see it."""
     body = _body(version, resources, synonyms)
     raw = await handle_describe(SimpleNamespace(store=store), version, body)
-    frame = protocol.encode_response(DESCRIBE_CONFIGS, version, 1, raw)
-    return protocol.decode_response(DESCRIBE_CONFIGS, version, frame)[1]["results"]
+    frame = protocol.encode_response(ApiKey.DESCRIBE_CONFIGS, version, 1, raw)
+    return protocol.decode_response(ApiKey.DESCRIBE_CONFIGS, version, frame)[1]["results"]
 
 
 def _values(result: dict) -> dict[str, tuple[str, int]]:
@@ -104,7 +104,7 @@ async def test_api_versions_advertise_describe_configs(twin):
     tr, _, _ = twin
     answer = await tr.request(1, 18, 3, {"client_software_name": "t", "client_software_version": "1"})
     keys = {k["api_key"]: (k["min_version"], k["max_version"]) for k in answer["api_keys"]}
-    assert keys[DESCRIBE_CONFIGS] == (0, 4)
+    assert keys[ApiKey.DESCRIBE_CONFIGS] == (0, 4)
 
 
 @pytest.mark.parametrize("version", _versions())
@@ -227,7 +227,7 @@ async def test_no_resources_and_configs_loaded_at_start(zk_hosts):
         await cluster.start()
         try:
             tr = InProcessTransport(cluster)
-            assert (await tr.request(1, DESCRIBE_CONFIGS, 4, _body(4, [])))["results"] == []
+            assert (await tr.request(1, ApiKey.DESCRIBE_CONFIGS, 4, _body(4, [])))["results"] == []
             assert _values((await _describe(tr, 1, 4, [_resource(BROKER, "1")]))[0]) == {RATE: ("42", 2)}
         finally:
             await cluster.close()
@@ -240,7 +240,7 @@ async def test_over_tcp_on_real_zookeeper(zk_hosts):
     async with real_zk_cluster(zk_hosts, "orders:1:2:1KiB", brokers=2, serve=True) as (cluster, other):
         await _set_config(other, "topics/orders", {REPLICAS: "0:1,0:2"})
         resources = [_resource(TOPIC, "orders"), _resource(BROKER, "2")]
-        request = protocol.encode_request(DESCRIBE_CONFIGS, 4, 9, "test", _body(4, resources, True))
+        request = protocol.encode_request(ApiKey.DESCRIBE_CONFIGS, 4, 9, "test", _body(4, resources, True))
         for _ in range(200):  # the notification arrives through kazoo's thread
             await cluster.advance()
             reader, writer = await asyncio.open_connection("127.0.0.1", cluster.broker(2).port)
@@ -249,7 +249,7 @@ async def test_over_tcp_on_real_zookeeper(zk_hosts):
             (size,) = struct.unpack(">i", await reader.readexactly(4))
             frame = struct.pack(">i", size) + await reader.readexactly(size)
             writer.close()
-            _, body = protocol.decode_response(DESCRIBE_CONFIGS, 4, frame)
+            _, body = protocol.decode_response(ApiKey.DESCRIBE_CONFIGS, 4, frame)
             # The defaults are always listed: wait for the dynamic config itself.
             if REPLICAS in _values(body["results"][0]):
                 break

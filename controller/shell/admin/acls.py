@@ -18,11 +18,11 @@ from itertools import groupby
 
 from controller.core.acl import Acl, AclFilter, Resource, filter_error, validate
 from controller.shell.admin.base import AdminContext, Api, ApiError
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("reassignd.authorizer")
 
-DESCRIBE_ACLS, CREATE_ACLS, DELETE_ACLS = 29, 30, 31
 
 
 def _authorizer(ctx: AdminContext):
@@ -113,8 +113,8 @@ def delete_error(version: int, body: dict, code: ErrorCode, message: str | None)
 
 
 APIS = [
-    Api(DESCRIBE_ACLS, "DescribeAcls", 0, 3, controller_only=False, handle=handle_describe,
+    Api(ApiKey.DESCRIBE_ACLS, "DescribeAcls", 0, 3, controller_only=False, handle=handle_describe,
         error_response=describe_error),
-    Api(CREATE_ACLS, "CreateAcls", 0, 3, controller_only=False, handle=handle_create, error_response=create_error),
-    Api(DELETE_ACLS, "DeleteAcls", 0, 3, controller_only=False, handle=handle_delete, error_response=delete_error),
+    Api(ApiKey.CREATE_ACLS, "CreateAcls", 0, 3, controller_only=False, handle=handle_create, error_response=create_error),
+    Api(ApiKey.DELETE_ACLS, "DeleteAcls", 0, 3, controller_only=False, handle=handle_delete, error_response=delete_error),
 ]

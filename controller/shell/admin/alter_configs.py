@@ -31,6 +31,7 @@ for removal by a KIP-179 request.
 from __future__ import annotations
 
 from controller.core import acl
+from protocol import ApiKey
 from protocol.config_changes import BROKER_CONFIGS, TOPIC_CONFIGS, apply_request
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api
@@ -39,8 +40,6 @@ from protocol.describe_configs import BROKER, TOPIC
 from protocol.errors import ErrorCode
 from znodes import paths
 
-ALTER_CONFIGS = 33
-INCREMENTAL_ALTER_CONFIGS = 44
 
 
 def _out(r: dict, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
@@ -119,7 +118,7 @@ def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) 
 
 
 APIS = [
-    Api(ALTER_CONFIGS, "AlterConfigs", 0, 2, controller_only=False, handle=handle_alter, error_response=alter_error),
-    Api(INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, controller_only=False,
+    Api(ApiKey.ALTER_CONFIGS, "AlterConfigs", 0, 2, controller_only=False, handle=handle_alter, error_response=alter_error),
+    Api(ApiKey.INCREMENTAL_ALTER_CONFIGS, "IncrementalAlterConfigs", 0, 1, controller_only=False,
         handle=handle_incremental, error_response=alter_error),
 ]

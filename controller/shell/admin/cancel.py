@@ -32,10 +32,10 @@ from collections.abc import Iterable
 from controller.core.events import CancelRequested
 from controller.shell.active import CancelNotRecorded
 from controller.shell.admin.base import AdminContext, Api, ApiError
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import paths
 
-CANCEL_REASSIGNMENTS = 10005
 DEFAULT_TIMEOUT_MS = 60_000  # the request spec's default
 # A cancel waits at least this long: long enough for one step and its flush on a loaded
 # machine, so a client's tiny timeout does not turn a cancel that is about to land into a
@@ -132,6 +132,6 @@ def cancel_error(version: int, body: dict, code: ErrorCode, message: str | None)
 
 
 APIS = [
-    Api(CANCEL_REASSIGNMENTS, "CancelReassignments", 0, 1, controller_only=True, handle=handle_cancel,
+    Api(ApiKey.CANCEL_REASSIGNMENTS, "CancelReassignments", 0, 1, controller_only=True, handle=handle_cancel,
         error_response=cancel_error),
 ]

@@ -36,12 +36,12 @@ from controller.core import acl
 from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import SESSION
+from protocol import ApiKey
 from protocol.describe_configs import (
     BOOLEAN,
     BROKER,
     BROKER_CONFIGS,
     CLASS,
-    DESCRIBE_CONFIGS,
     DYNAMIC_BROKER_CONFIG,
     DYNAMIC_DEFAULT_BROKER_CONFIG,
     DYNAMIC_TOPIC_CONFIG,
@@ -249,6 +249,6 @@ def describe_error(version: int, body: dict, code: ErrorCode, message: str | Non
 
 
 APIS = [
-    Api(DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, controller_only=False,
+    Api(ApiKey.DESCRIBE_CONFIGS, "DescribeConfigs", 0, 4, controller_only=False,
         handle=handle_describe, error_response=describe_error),
 ]

@@ -39,6 +39,7 @@ from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from controller.shell.admin.create_topics import _creations
 from controller.shell.zkread import read_topics
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.api import BadVersionError, MultiOpError, SetData
@@ -46,7 +47,6 @@ from znodes.payloads import encode_topic
 from znodes.reads import children_or_empty
 from znodes.values import Assignment
 
-CREATE_PARTITIONS = 37
 CONFLICT_RETRIES = 5
 
 
@@ -151,6 +151,6 @@ def create_partitions_error(version: int, body: dict, code: ErrorCode, message: 
 
 
 APIS = [
-    Api(CREATE_PARTITIONS, "CreatePartitions", 0, 3, controller_only=True, handle=handle_create_partitions,
+    Api(ApiKey.CREATE_PARTITIONS, "CreatePartitions", 0, 3, controller_only=True, handle=handle_create_partitions,
         error_response=create_partitions_error),
 ]

@@ -47,6 +47,7 @@ from controller.core.topic_creation import (
 from controller.core.topic_policy import TopicPolicy
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
 from controller.shell.admin.configs import read_configs
+from protocol import ApiKey
 from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
@@ -54,7 +55,6 @@ from znodes import paths
 from znodes.api import MultiOpError, NodeExistsError
 from znodes.reads import children_or_empty
 
-CREATE_TOPICS = 19
 
 
 class _Creations:
@@ -283,5 +283,5 @@ def create_error(version: int, body: dict, code: ErrorCode, message: str | None)
 
 
 APIS = [
-    Api(CREATE_TOPICS, "CreateTopics", 0, 7, controller_only=True, handle=handle_create, error_response=create_error),
+    Api(ApiKey.CREATE_TOPICS, "CreateTopics", 0, 7, controller_only=True, handle=handle_create, error_response=create_error),
 ]

@@ -31,6 +31,7 @@ import weakref
 
 from controller.core import acl
 from controller.shell.admin.base import AdminContext, Api, allows_on_topic
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
@@ -39,7 +40,6 @@ from znodes.reads import children_or_empty
 
 log = logging.getLogger("reassignd.admin")
 
-DELETE_TOPICS = 20
 
 
 class _Deletions:
@@ -154,5 +154,5 @@ def delete_error(version: int, body: dict, code: ErrorCode, message: str | None)
 
 
 APIS = [
-    Api(DELETE_TOPICS, "DeleteTopics", 0, 6, controller_only=True, handle=handle_delete, error_response=delete_error),
+    Api(ApiKey.DELETE_TOPICS, "DeleteTopics", 0, 6, controller_only=True, handle=handle_delete, error_response=delete_error),
 ]

@@ -14,7 +14,8 @@ from __future__ import annotations
 
 from controller.core import acl
 from controller.shell.admin.base import AdminContext, Api, allows
-from protocol.no_groups import DESCRIBE_GROUPS, describe_groups, describe_groups_error
+from protocol import ApiKey
+from protocol.no_groups import describe_groups, describe_groups_error
 
 
 async def handle_describe_groups(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -26,6 +27,6 @@ async def handle_describe_groups(ctx: AdminContext, version: int, body: dict) ->
 
 
 APIS = [
-    Api(DESCRIBE_GROUPS, "DescribeGroups", 0, 6, controller_only=False,
+    Api(ApiKey.DESCRIBE_GROUPS, "DescribeGroups", 0, 6, controller_only=False,
         handle=handle_describe_groups, error_response=describe_groups_error),
 ]

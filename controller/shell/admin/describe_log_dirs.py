@@ -14,9 +14,9 @@ request's error code.
 from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
-DESCRIBE_LOG_DIRS = 35
 
 
 async def handle_describe_log_dirs(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -29,6 +29,6 @@ def describe_log_dirs_error(version: int, body: dict, code: ErrorCode, message: 
 
 
 APIS = [
-    Api(DESCRIBE_LOG_DIRS, "DescribeLogDirs", 0, 5, controller_only=False,
+    Api(ApiKey.DESCRIBE_LOG_DIRS, "DescribeLogDirs", 0, 5, controller_only=False,
         handle=handle_describe_log_dirs, error_response=describe_log_dirs_error),
 ]

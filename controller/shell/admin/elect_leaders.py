@@ -24,9 +24,9 @@ from controller.core.elections import PREFERRED, UNCLEAN
 from controller.core.events import ElectionRequested
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.zkread import read_states
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
-ELECT_LEADERS = 43
 
 
 def _response(version: int, by_tp: dict, code: ErrorCode = ErrorCode.NONE) -> dict:
@@ -75,5 +75,5 @@ def elect_error(version: int, body: dict, code: ErrorCode, message: str | None) 
 
 
 APIS = [
-    Api(ELECT_LEADERS, "ElectLeaders", 0, 2, controller_only=True, handle=handle_elect, error_response=elect_error),
+    Api(ApiKey.ELECT_LEADERS, "ElectLeaders", 0, 2, controller_only=True, handle=handle_elect, error_response=elect_error),
 ]

@@ -35,20 +35,20 @@ import protocol
 from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from controller.shell.admin.registry import build_table
 from controller.shell.listener import SESSION
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.admin")
 
-API_VERSIONS = 18
 
 
 def served_versions(table: dict[int, Api]) -> list[dict]:
     """ApiVersions' ``api_keys``: table ranges intersected with the codec's, ApiVersions included."""
     codec = protocol.supported_apis()
     out = []
-    low, high = codec[API_VERSIONS]
-    ranges = {API_VERSIONS: (low, high)}
+    low, high = codec[ApiKey.API_VERSIONS]
+    ranges = {ApiKey.API_VERSIONS: (low, high)}
     for key, api in table.items():
         if key not in codec:
             continue
@@ -90,7 +90,7 @@ class AdminHandler:
         key, version = header["request_api_key"], header["request_api_version"]
         if not self.serves(key, version):
             return None
-        if key == API_VERSIONS:
+        if key == ApiKey.API_VERSIONS:
             return {"error_code": int(_software_error(version, body)), "api_keys": self.api_versions(),
                     "throttle_time_ms": 0}
         api = self.table[key]
@@ -120,7 +120,7 @@ class AdminHandler:
 
     def error_response(self, header: dict, body: dict, code: ErrorCode, message: str | None) -> dict | None:
         key, version = header["request_api_key"], header["request_api_version"]
-        if key == API_VERSIONS:
+        if key == ApiKey.API_VERSIONS:
             return {"error_code": int(code), "api_keys": self.api_versions(), "throttle_time_ms": 0}
         api = self.table.get(key)
         return None if api is None else api.error_response(version, body, code, message)

@@ -75,6 +75,7 @@ from controller.shell.admin.submit import (
     update_configs,
     update_listed,
 )
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.api import ZkError
@@ -84,9 +85,6 @@ from znodes.values import TopicPartition
 
 log = logging.getLogger("reassignd.controller")
 
-REASSIGN_PARTITIONS = 10000
-ALTER_THROTTLED_RATES = 10001
-ALTER_THROTTLED_REPLICAS = 10002
 # KIP-179: a throttle of Long.MAX_VALUE means "not throttled".
 UNTHROTTLED = 2**63 - 1
 
@@ -379,7 +377,7 @@ async def handle_replicas(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 APIS = [
-    Api(REASSIGN_PARTITIONS, "ReassignPartitions", 0, 1, controller_only=True, handle=handle_reassign, error_response=reassign_error),
-    Api(ALTER_THROTTLED_RATES, "AlterInterbrokerThrottledRates", 0, 1, controller_only=True, handle=handle_rates, error_response=rates_error),
-    Api(ALTER_THROTTLED_REPLICAS, "AlterInterbrokerThrottledReplicas", 0, 1, controller_only=True, handle=handle_replicas, error_response=replicas_error),
+    Api(ApiKey.REASSIGN_PARTITIONS, "ReassignPartitions", 0, 1, controller_only=True, handle=handle_reassign, error_response=reassign_error),
+    Api(ApiKey.ALTER_INTERBROKER_THROTTLED_RATES, "AlterInterbrokerThrottledRates", 0, 1, controller_only=True, handle=handle_rates, error_response=rates_error),
+    Api(ApiKey.ALTER_INTERBROKER_THROTTLED_REPLICAS, "AlterInterbrokerThrottledReplicas", 0, 1, controller_only=True, handle=handle_replicas, error_response=replicas_error),
 ]

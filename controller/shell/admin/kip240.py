@@ -44,14 +44,13 @@ from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.admin.configs import UnreadableConfig, read_configs
 from controller.shell.admin.metadata import parse_state, read_data
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_record
 from znodes.reads import get_many
 
-LIST_REASSIGNMENTS = 10003
-DESCRIBE_REASSIGNMENTS = 10004
 UNTHROTTLED = 2**63 - 1  # Java's Long.MAX_VALUE: KIP-240's "not throttled"
 NO_LEADER = -1
 
@@ -235,8 +234,8 @@ def describe_error(version: int, body: dict, code: ErrorCode, message: str | Non
 
 
 APIS = [
-    Api(LIST_REASSIGNMENTS, "ListReassignments", 0, 1, controller_only=True,
+    Api(ApiKey.LIST_REASSIGNMENTS, "ListReassignments", 0, 1, controller_only=True,
         handle=handle_list, error_response=list_error),
-    Api(DESCRIBE_REASSIGNMENTS, "DescribeReassignments", 0, 1, controller_only=True,
+    Api(ApiKey.DESCRIBE_REASSIGNMENTS, "DescribeReassignments", 0, 1, controller_only=True,
         handle=handle_describe, error_response=describe_error),
 ]

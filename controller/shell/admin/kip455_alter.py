@@ -35,12 +35,12 @@ from controller.shell.admin.submit import (
     read_view,
     target_error,
 )
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes.api import ZkError
 from znodes.batch import RequestTooLargeError
 from znodes.errors import ZnodeFormatError
 
-ALTER_PARTITION_REASSIGNMENTS = 45
 
 
 def _order(body: dict):
@@ -129,7 +129,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
 
 APIS = [
     Api(
-        ALTER_PARTITION_REASSIGNMENTS,
+        ApiKey.ALTER_PARTITION_REASSIGNMENTS,
         "AlterPartitionReassignments",
         0,
         1,

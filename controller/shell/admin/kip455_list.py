@@ -23,9 +23,9 @@ import protocol
 from controller.core.state import ClusterState
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import EncodedBody
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
-LIST_PARTITION_REASSIGNMENTS = 46
 
 # Per active controller: (state, its generation, version, encoded answer to "list everything").
 _memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
@@ -77,7 +77,7 @@ async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict | Enc
     memo = _memo.get(active)
     if memo is not None and memo[0] is state and memo[1] == state.generation and memo[2] == version:
         return memo[3]
-    encoded = EncodedBody(protocol.encode_body(LIST_PARTITION_REASSIGNMENTS, version, "response", _answer(ongoing(state, None))))
+    encoded = EncodedBody(protocol.encode_body(ApiKey.LIST_PARTITION_REASSIGNMENTS, version, "response", _answer(ongoing(state, None))))
     _memo[active] = (state, state.generation, version, encoded)
     return encoded
 
@@ -91,6 +91,6 @@ def list_error(version: int, body: dict, code: ErrorCode, message: str | None) -
 
 
 APIS = [
-    Api(LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, controller_only=True,
+    Api(ApiKey.LIST_PARTITION_REASSIGNMENTS, "ListPartitionReassignments", 0, 0, controller_only=True,
         handle=handle_list, error_response=list_error),
 ]

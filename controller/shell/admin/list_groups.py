@@ -12,7 +12,8 @@ cluster and, to any other, the groups it may DESCRIBE; with no groups both are e
 from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api
-from protocol.no_groups import LIST_GROUPS, list_groups, list_groups_error
+from protocol import ApiKey
+from protocol.no_groups import list_groups, list_groups_error
 
 
 async def handle_list_groups(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -20,6 +21,6 @@ async def handle_list_groups(ctx: AdminContext, version: int, body: dict) -> dic
 
 
 APIS = [
-    Api(LIST_GROUPS, "ListGroups", 0, 5, controller_only=False,
+    Api(ApiKey.LIST_GROUPS, "ListGroups", 0, 5, controller_only=False,
         handle=handle_list_groups, error_response=list_groups_error),
 ]

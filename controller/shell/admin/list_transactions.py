@@ -12,7 +12,8 @@ principal may DESCRIBE; with none, nothing is left out.
 from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api
-from protocol.no_transactions import LIST_TRANSACTIONS, list_transactions, list_transactions_error
+from protocol import ApiKey
+from protocol.no_transactions import list_transactions, list_transactions_error
 
 
 async def handle_list_transactions(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -20,6 +21,6 @@ async def handle_list_transactions(ctx: AdminContext, version: int, body: dict) 
 
 
 APIS = [
-    Api(LIST_TRANSACTIONS, "ListTransactions", 0, 2, controller_only=False,
+    Api(ApiKey.LIST_TRANSACTIONS, "ListTransactions", 0, 2, controller_only=False,
         handle=handle_list_transactions, error_response=list_transactions_error),
 ]

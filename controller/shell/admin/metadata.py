@@ -35,6 +35,7 @@ import uuid
 from controller.core import acl
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import SESSION
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Store
@@ -43,7 +44,6 @@ from znodes.payloads import decode_controller, decode_listener, listener_endpoin
 from znodes.reads import children_or_empty, get_many, get_or_none, read_brokers
 from znodes.values import Broker
 
-METADATA = 3
 CONTROLLERS_PATH = "/reassignd/controllers"  # as controller.shell.daemon registers them
 CLUSTER_ID_PATH = "/cluster/id"
 NO_NODE = -1
@@ -336,5 +336,5 @@ def metadata_error(version: int, body: dict, code: ErrorCode, message: str | Non
 
 
 APIS = [
-    Api(METADATA, "Metadata", 0, 13, controller_only=False, handle=handle_metadata, error_response=metadata_error),
+    Api(ApiKey.METADATA, "Metadata", 0, 13, controller_only=False, handle=handle_metadata, error_response=metadata_error),
 ]

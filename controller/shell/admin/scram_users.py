@@ -21,10 +21,10 @@ from controller.shell.security.scram import (
     format_credential,
     parse_credential,
 )
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import users as zusers
 
-DESCRIBE_USER_SCRAM_CREDENTIALS, ALTER_USER_SCRAM_CREDENTIALS = 50, 51
 # KIP-554's ScramMechanism codes.
 MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}
@@ -128,8 +128,8 @@ def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) 
 
 
 APIS = [
-    Api(DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0, controller_only=False,
+    Api(ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS, "DescribeUserScramCredentials", 0, 0, controller_only=False,
         handle=handle_describe, error_response=describe_error),
-    Api(ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0, controller_only=False,
+    Api(ApiKey.ALTER_USER_SCRAM_CREDENTIALS, "AlterUserScramCredentials", 0, 0, controller_only=False,
         handle=handle_alter, error_response=alter_error),
 ]

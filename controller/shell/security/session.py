@@ -45,11 +45,11 @@ from controller.shell.security.kdf import KeyDerivations
 from controller.shell.security.quotas import LoginBudget
 from controller.shell.security.sasl import PLAIN, SaslError, SaslServer
 from controller.shell.security.scram import ScramCredential
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("reassignd.security")
 
-API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE = 18, 17, 36
 # Kafka's SaslServerAuthenticator bound on what an unauthenticated client may send: a SASL
 # token is small, and a stranger must not make the server buffer 100 MiB.
 MAX_UNAUTHENTICATED_REQUEST_BYTES = 512 * 1024
@@ -142,8 +142,8 @@ class SecureHandler:
         versions = self.inner.api_versions()
         if self._sasl:
             versions += [
-                {"api_key": SASL_HANDSHAKE, "min_version": SASL_HANDSHAKE_VERSIONS[0], "max_version": SASL_HANDSHAKE_VERSIONS[1]},
-                {"api_key": SASL_AUTHENTICATE, "min_version": SASL_AUTHENTICATE_VERSIONS[0],
+                {"api_key": ApiKey.SASL_HANDSHAKE, "min_version": SASL_HANDSHAKE_VERSIONS[0], "max_version": SASL_HANDSHAKE_VERSIONS[1]},
+                {"api_key": ApiKey.SASL_AUTHENTICATE, "min_version": SASL_AUTHENTICATE_VERSIONS[0],
                  "max_version": SASL_AUTHENTICATE_VERSIONS[1]},
             ]
             versions.sort(key=lambda v: v["api_key"])
@@ -155,18 +155,18 @@ class SecureHandler:
             return await self.inner.handle(header, body)
         key, version = header["request_api_key"], header["request_api_version"]
         sasl = session.sasl
-        if sasl is not None and key in (SASL_HANDSHAKE, SASL_AUTHENTICATE):
-            low, high = SASL_HANDSHAKE_VERSIONS if key == SASL_HANDSHAKE else SASL_AUTHENTICATE_VERSIONS
+        if sasl is not None and key in (ApiKey.SASL_HANDSHAKE, ApiKey.SASL_AUTHENTICATE):
+            low, high = SASL_HANDSHAKE_VERSIONS if key == ApiKey.SASL_HANDSHAKE else SASL_AUTHENTICATE_VERSIONS
             if not low <= version <= high:
                 return None
-            if key == SASL_HANDSHAKE:
+            if key == ApiKey.SASL_HANDSHAKE:
                 return await self._handshake(session, body, version)
             return await self._authenticate(session, body)
         if sasl is not None and sasl.expired(_now_ms()):
             log.info("closing connection of %s from %s: session expired without re-authentication",
                      sasl.principal, session.host)
             return None
-        if key == API_VERSIONS and (session.authenticated or (sasl is not None and sasl.state == "handshake")):
+        if key == ApiKey.API_VERSIONS and (session.authenticated or (sasl is not None and sasl.state == "handshake")):
             answer = await self.inner.handle(header, body)
             if isinstance(answer, dict) and "api_keys" in answer:  # the SASL APIs too
                 answer = {**answer, "api_keys": self.api_versions()}
@@ -177,9 +177,9 @@ class SecureHandler:
         return await self.inner.handle(header, body)
 
     def error_response(self, header: dict, body: dict, code: ErrorCode, message: str | None) -> dict | None:
-        if header["request_api_key"] == SASL_HANDSHAKE:
+        if header["request_api_key"] == ApiKey.SASL_HANDSHAKE:
             return {"error_code": int(code), "mechanisms": sorted(self.security.mechanisms)}
-        if header["request_api_key"] == SASL_AUTHENTICATE:
+        if header["request_api_key"] == ApiKey.SASL_AUTHENTICATE:
             return {"error_code": int(code), "error_message": message, "auth_bytes": b"", "session_lifetime_ms": 0}
         fallback = getattr(self.inner, "error_response", None)
         return None if fallback is None else fallback(header, body, code, message)
