@@ -7,6 +7,7 @@
 const POLL_MS = 2000;  // how often /state is read: an execution's progress moves at this pace
 const $ = (id) => document.getElementById(id);
 let lastModel = null, lastProposal = null, proposal = null, load = null, state = null;
+let reviewed = null;  // the last dry run of add/remove/demote: {endpoint, id, label}, executable as reviewed
 
 function bytes(n) {
   if (n === null || n === undefined) return "unknown";
@@ -201,6 +202,13 @@ async function act(method, path, label) {
   out.textContent = `${label}...`;
   try {
     const answer = await api(method, path);
+    const endpoint = path.split("?")[0].slice(1);
+    if (answer.dryrun && answer.proposal && endpoint !== "rebalance") {
+      reviewed = {endpoint, id: answer.proposal.proposal_id, label};
+    }
+    const button = $("act-execute-reviewed");
+    button.hidden = !reviewed;
+    if (reviewed) button.textContent = `Execute the reviewed plan (${reviewed.label.replace(" (dry run)", "")})\u2026`;
     const r = answer.report || (answer.proposal && answer.proposal.report);  // a dry run, or an execution's plan
     out.textContent = r
       ? `${label}: ${r.moves} moves (lower bound ${r.lower_bound}), fair ${r.fair}` +
@@ -225,6 +233,16 @@ function wire() {
     const ids = $("broker-ids").value.trim();
     const endpoint = event.submitter ? event.submitter.value : "add_broker";
     act("POST", `/${endpoint}?brokerid=${encodeURIComponent(ids)}&dryrun=true`, `${endpoint.replace("_", " ")} ${ids} (dry run)`);
+  });
+  $("act-execute-reviewed").addEventListener("click", async () => {
+    if (!reviewed) return;
+    const r = reviewed;
+    const ok = await confirmed(`Execute proposal ${r.id} (${r.label.replace(" (dry run)", "")}) exactly as reviewed? ` +
+      "It is refused if the cluster changed since.", false);
+    if (ok) {
+      reviewed = null;
+      act("POST", `/${r.endpoint}?dryrun=false&proposal_id=${r.id}`, `execute proposal ${r.id}`);
+    }
   });
   $("act-stop").addEventListener("click", async () => {
     const ok = await confirmed("Stop the running execution? By default the running wave finishes and no more start.", true);

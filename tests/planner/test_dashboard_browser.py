@@ -117,6 +117,23 @@ def test_dashboard_shows_the_cluster_the_proposal_and_a_live_execution(service):
         # The finished execution is listed with its partitions.
         wait_for(lambda: "done" in _text(browser, "executions") or None, 10, "the execution in the history")
 
+        # Remove a broker: a dry run first (nothing moves), then its reviewed plan is offered for
+        # execution behind the confirmation (cancelled here: nothing executes).
+        browser.find_element("id", "broker-ids").send_keys("4")
+        browser.find_element("id", "act-remove").click()
+        wait_for(lambda: "remove broker 4 (dry run):" in _text(browser, "action-result") or None, 60,
+                 "the remove dry run")
+        assert "nothing executed (dry run)" in _text(browser, "action-result")
+        execute = browser.find_element("id", "act-execute-reviewed")
+        wait_for(lambda: execute.is_displayed() or None, 10, "the reviewed plan's execute button")
+        execute.click()
+        wait_for(lambda: browser.execute_script("return document.getElementById('confirm').open") or None, 10,
+                 "the confirmation")
+        assert "exactly as reviewed" in browser.find_element("id", "confirm").text
+        browser.find_element("css selector", "#confirm button[value=cancel]").click()
+        time.sleep(1.0)
+        assert http(base, "GET", "/state")[1]["execution"]["id"] == 1  # nothing new executed
+
     # A phone-sized window: the page is one column, nothing wider than the screen (tables scroll
     # inside their own box).
     with chromium(work, width=390, height=844) as phone:
