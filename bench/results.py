@@ -42,7 +42,9 @@ def git_state() -> dict:
     def git(*args: str) -> str:
         return subprocess.run(["git", *args], cwd=REPO, capture_output=True, text=True, check=True).stdout.strip()
     try:
-        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(git("status", "--porcelain", "--untracked-files=no"))}
+        # results.json itself is left out: an earlier benchmark's run changes it.
+        dirty = git("status", "--porcelain", "--untracked-files=no", "--", ".", ":!bench/results.json")
+        return {"commit": git("rev-parse", "HEAD"), "dirty": bool(dirty)}
     except (OSError, subprocess.CalledProcessError):
         return {"commit": "unknown", "dirty": True}
 
