@@ -21,7 +21,11 @@ Frames
     `encode_response(api_key, api_version, correlation_id, body) -> bytes` return whole
     size-prefixed frames. `decode_request(frame) -> (header, body)` and
     `decode_response(api_key, api_version, frame) -> (header, body)` take one (with its prefix,
-    as `framing.FrameReader` yields them) and check that the prefix matches. Bytes left over
+    as `framing.FrameReader` yields them) and check that the prefix matches. Around a body already
+    encoded (`encode_body`): `request_frame(api_key, api_version, correlation_id, client_id,
+    body_bytes)` and `response_frame(api_key, api_version, correlation_id, body_bytes)`; the
+    headers alone: `encode_request_header(...)`, `encode_response_header(...)`;
+    `size_prefixed(payload)` frames bytes that carry no Kafka header (SASL tokens). Bytes left over
     after a request body are ignored, as Kafka's brokers ignore them; `parse_request(frame) ->
     (header, body, left_over)` counts them. Responses and bodies alone must be exact. Request headers
     are dicts with request_api_key, request_api_version, correlation_id, client_id; response
@@ -72,9 +76,14 @@ from .messages import (
     decode_response,
     encode_body,
     encode_request,
+    encode_request_header,
     encode_response,
+    encode_response_header,
     encoded_size,
     parse_request,
+    request_frame,
+    response_frame,
+    size_prefixed,
     supported_apis,
 )
 from .naming import snake_case
@@ -113,11 +122,16 @@ __all__ = [
     "decode_response",
     "encode_body",
     "encode_request",
+    "encode_request_header",
     "encode_response",
+    "encode_response_header",
     "encoded_size",
     "error_info",
     "parse_request",
+    "request_frame",
     "request_header_version",
+    "response_frame",
     "response_header_version",
+    "size_prefixed",
     "supported_apis",
 ]

@@ -5,9 +5,11 @@
         for frame in reader.feed(chunk):   # each frame includes its 4-byte size prefix
             header, body = protocol.decode_request(frame)
 
-A size prefix that is negative or above `max_frame_size` raises DecodeError as soon as its four
-bytes have arrived, before any of the body is buffered; the reader then stays failed (the
-stream cannot be resynchronised) and the connection should be closed.
+A size prefix below `min_frame_size` (negative, by default) or above `max_frame_size` raises
+`wire_limits.FrameError` (a DecodeError naming the limit broken) as soon as its four bytes have
+arrived, before any of the body is buffered; the reader then stays failed (the stream cannot be
+resynchronised) and the connection should be closed. The limits and their reasons are in
+`protocol.wire_limits`.
 """
 
 from __future__ import annotations
@@ -15,20 +17,25 @@ from __future__ import annotations
 from struct import Struct
 
 from .exceptions import DecodeError
+from .wire_limits import MAX_FRAME, FrameError, Limit, check_size
 
-# Kafka brokers refuse requests above socket.request.max.bytes, 100 MiB by default; it is also
-# far above what the largest response here needs (a 100,000-partition reassignment listing is
-# about 3 MiB), and small enough that a hostile prefix cannot make us buffer gigabytes.
-DEFAULT_MAX_FRAME_SIZE = 100 * 1024 * 1024
+DEFAULT_MAX_FRAME_SIZE = MAX_FRAME.value
+_NOT_NEGATIVE = Limit("minimum frame", 0, "a size prefix is a byte count")
 
 _SIZE = Struct(">i")
 
 
 class FrameReader:
-    def __init__(self, max_frame_size: int = DEFAULT_MAX_FRAME_SIZE) -> None:
-        if not isinstance(max_frame_size, int) or max_frame_size < 0:
-            raise ValueError(f"max_frame_size must be a non-negative integer, got {max_frame_size!r}")
-        self.max_frame_size = max_frame_size
+    def __init__(self, max_frame_size: int | Limit = MAX_FRAME, min_frame_size: int | Limit = _NOT_NEGATIVE) -> None:
+        high = max_frame_size if isinstance(max_frame_size, Limit) else Limit("maximum frame", max_frame_size, "set by the caller")
+        low = min_frame_size if isinstance(min_frame_size, Limit) else Limit("minimum frame", min_frame_size, "set by the caller")
+        for limit in (high, low):
+            if not isinstance(limit.value, int) or isinstance(limit.value, bool) or limit.value < 0:
+                raise ValueError(f"frame size limits must be non-negative integers, got {limit.value!r}")
+        if low.value > high.value:
+            raise ValueError(f"minimum frame size {low.value} is above the maximum {high.value}")
+        self.max_frame_size, self.min_frame_size = high.value, low.value
+        self._low, self._high = low, high
         self._buf = bytearray()  # bytes of the current, incomplete frame (prefix included)
         self._need = -1  # body size of the current frame once its prefix is known, else -1
         self._failed: DecodeError | None = None
@@ -39,11 +46,12 @@ class FrameReader:
         return len(self._buf)
 
     def _check(self, size: int) -> None:
-        if size < 0 or size > self.max_frame_size:
-            what = "negative" if size < 0 else f"larger than the {self.max_frame_size}-byte limit"
-            self._failed = DecodeError(f"frame size prefix {size} is {what}")
+        try:
+            check_size(size, self._low, self._high)
+        except FrameError as e:
+            self._failed = e
             self._buf.clear()
-            raise self._failed
+            raise
 
     def feed(self, data) -> list[bytes]:
         """Take bytes in any chunking; return the frames they complete, in order."""

@@ -174,6 +174,35 @@ def encode_request(api_key: int, api_version: int, correlation_id: int, client_i
     return _SIZE.pack(len(data)) + data
 
 
+def encode_request_header(api_key: int, api_version: int, correlation_id: int, client_id: str | None) -> bytes:
+    """The request header alone (v2 for flexible versions, with its empty tagged fields; else v1):
+    what goes between the size prefix and a body encoded elsewhere (see `request_frame`)."""
+    pair = _REQUEST_CODECS.get((api_key, api_version))
+    if pair is None:
+        REGISTRY.codec_for_encode(api_key, api_version, "request")  # EncodeError if unknown
+        pair = _request_codecs(api_key, api_version)
+    out: list[bytes] = []
+    run_encode(pair[0], {
+        "request_api_key": api_key,
+        "request_api_version": api_version,
+        "correlation_id": correlation_id,
+        "client_id": client_id,
+    }, out.append)
+    return b"".join(out)
+
+
+def request_frame(api_key: int, api_version: int, correlation_id: int, client_id: str | None, body: bytes) -> bytes:
+    """A size-prefixed request frame around a body already encoded (`encode_body`)."""
+    header = encode_request_header(api_key, api_version, correlation_id, client_id)
+    return _SIZE.pack(len(header) + len(body)) + header + body
+
+
+def size_prefixed(payload: bytes) -> bytes:
+    """`payload` with its 4-byte size prefix: a frame without a Kafka header (SASL tokens after
+    SaslHandshake v0)."""
+    return _SIZE.pack(len(payload)) + payload
+
+
 def decode_request(frame) -> tuple[dict, dict]:
     """(header, body) of a size-prefixed request frame.
 
@@ -222,6 +251,23 @@ def encode_response(api_key: int, api_version: int, correlation_id: int, body: d
     run_encode(codec, body, w)
     data = b"".join(out)
     return _SIZE.pack(len(data)) + data
+
+
+def encode_response_header(api_key: int, api_version: int, correlation_id: int) -> bytes:
+    """The response header alone (v1 for flexible versions, else v0; v0 for ApiVersions)."""
+    pair = _RESPONSE_CODECS.get((api_key, api_version))
+    if pair is None:
+        REGISTRY.codec_for_encode(api_key, api_version, "response")  # EncodeError if unknown
+        pair = _response_codecs(api_key, api_version)
+    out: list[bytes] = []
+    run_encode(pair[0], {"correlation_id": correlation_id}, out.append)
+    return b"".join(out)
+
+
+def response_frame(api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
+    """A size-prefixed response frame around a body already encoded (`encode_body`)."""
+    header = encode_response_header(api_key, api_version, correlation_id)
+    return _SIZE.pack(len(header) + len(body)) + header + body
 
 
 def decode_response(api_key: int, api_version: int, frame) -> tuple[dict, dict]:

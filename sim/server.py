@@ -21,17 +21,16 @@ import struct
 from collections.abc import Callable
 
 import protocol
-from protocol import ApiKey
+from protocol import ApiKey, wire_limits
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
 from sim.core import UnsupportedRequest
 
 log = logging.getLogger(__name__)
 
-# Kafka's socket.request.max.bytes default (100 MiB): a control request for a large cluster fits.
-MAX_FRAME_SIZE = 100 * 1024 * 1024
-# api_key, api_version and correlation_id: no request header is shorter.
-MIN_FRAME_SIZE = 8
+# Frame limits (protocol.wire_limits has their reasons).
+MAX_FRAME_SIZE = wire_limits.MAX_FRAME.value
+MIN_FRAME_SIZE = wire_limits.MIN_REQUEST_FRAME.value
 
 
 class BrokerServer:

@@ -14,9 +14,8 @@ Steps:
     broker's body is encoded on its own, as before.
  2. :func:`per_broker_bodies` encodes the first broker's body and, for every other broker,
     copies it with that broker's epoch written in the window.
- 3. :func:`request_frame` is ``protocol.encode_request`` for a body already encoded: the
-    size prefix, the request header (v2 for flexible versions, with its empty tagged fields;
-    else v1) and the body bytes.
+ 3. :func:`request_frame` is ``protocol.encode_request`` for a body already encoded
+    (``protocol.request_frame``: the size prefix, the request header, the body bytes).
 
     bodies = per_broker_bodies(UPDATE_METADATA, 6, common_body, {1: 17, 2: 23})  # broker -> epoch
     frame = request_frame(6, 6, correlation_id=9, client_id="reassignd-controller", encoded=bodies[1])
@@ -29,8 +28,6 @@ import struct
 import protocol
 
 _INT64 = struct.Struct(">q")
-_SIZE = struct.Struct(">i")
-_HEADER_V1 = struct.Struct(">hhih")  # api key, api version, correlation id, client id length
 # Two distinct epochs whose 8-byte encodings differ in every byte, so the window is exact.
 _PROBE_EPOCHS = (0x0102030405060708, -0x0102030405060709)
 
@@ -82,14 +79,5 @@ def per_broker_bodies(api_key: int, api_version: int, body: dict, epochs: dict[i
 
 
 def request_frame(api_key: int, api_version: int, correlation_id: int, client_id: str | None, encoded: bytes) -> bytes:
-    """A size-prefixed request frame around an already encoded body."""
-    if client_id is None:
-        name, length = b"", -1
-    else:
-        name = client_id.encode("utf-8")
-        length = len(name)
-    header = _HEADER_V1.pack(api_key, api_version, correlation_id, length) + name
-    if protocol.request_header_version(api_key, api_version) >= 2:
-        header += b"\x00"  # no tagged fields
-    size = len(header) + len(encoded)
-    return _SIZE.pack(size) + header + encoded
+    """A size-prefixed request frame around an already encoded body (protocol's header writer)."""
+    return protocol.request_frame(api_key, api_version, correlation_id, client_id, encoded)

@@ -52,7 +52,7 @@ from dataclasses import dataclass, replace
 from typing import Protocol
 
 import protocol
-from protocol import ApiKey
+from protocol import ApiKey, wire_limits
 from protocol.errors import ErrorCode
 from controller.shell.security.quotas import AddressCounts
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -66,10 +66,10 @@ CLIENT: ContextVar[str | None] = ContextVar("client", default=None)
 # authentication state) when the listener has a session factory; None otherwise.
 SESSION: ContextVar[object | None] = ContextVar("session", default=None)
 
-# Kafka's socket.request.max.bytes default: refused before a byte of the body is read.
-MAX_REQUEST_BYTES = 100 * 1024 * 1024
-# The smallest request: a v1 header with a null client id (api key, version, correlation id).
-MIN_REQUEST_BYTES = 10
+# Frame limits (protocol.wire_limits has their reasons): a size is checked before a byte of the
+# body is read.
+MAX_REQUEST_BYTES = wire_limits.MAX_FRAME.value
+MIN_REQUEST_BYTES = wire_limits.MIN_REQUEST_FRAME.value
 # Defaults when no configuration is given (see controller.core.config for their reasons).
 MAX_CONNECTIONS = 512
 IDLE_TIMEOUT_S = 600.0
@@ -137,10 +137,8 @@ class EncodedBody(bytes):
 
 
 def frame_encoded(api_key: int, api_version: int, correlation_id: int, body: bytes) -> bytes:
-    header = struct.pack(">i", correlation_id)
-    if protocol.response_header_version(api_key, api_version) >= 1:
-        header += b"\x00"  # flexible response header: no tagged fields
-    return struct.pack(">i", len(header) + len(body)) + header + body
+    """The response frame around an EncodedBody (protocol's header writer)."""
+    return protocol.response_frame(api_key, api_version, correlation_id, body)
 
 
 class UnservedRequest(Exception):
@@ -317,7 +315,7 @@ class AdminListener:
                 if conn.session is not None:  # smaller before authentication
                     limit = conn.session.request_bytes_limit(limit)
                     if conn.session.raw_tokens:  # SaslHandshake v0: a bare SASL token, any size
-                        low = 0
+                        low = wire_limits.MIN_SASL_TOKEN_FRAME.value
                 if not low <= size <= limit:
                     await queue.put(_Close(f"request size {size} outside [{low}, {limit}]"))
                     return
@@ -398,7 +396,7 @@ class AdminListener:
             answer = await self.handler.raw_token(frame[4:])
             if answer is None:
                 raise UnservedRequest("SASL authentication failed")
-            return struct.pack(">i", len(answer)) + answer
+            return protocol.size_prefixed(answer)
         try:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as e:

@@ -6,7 +6,7 @@ import struct
 import pytest
 
 import protocol
-from protocol import DecodeError
+from protocol import DecodeError, wire_limits
 from protocol.framing import DEFAULT_MAX_FRAME_SIZE, FrameReader
 
 
@@ -103,3 +103,24 @@ def test_limits():
         FrameReader(max_frame_size=-1)
     with pytest.raises(TypeError):
         FrameReader().feed("text")
+
+
+def test_frame_error_names_the_limit_broken():
+    reader = FrameReader(wire_limits.MAX_FRAME, wire_limits.MIN_REQUEST_FRAME)
+    assert reader.feed(frame(b"\x00" * 10)) == [frame(b"\x00" * 10)]
+    with pytest.raises(wire_limits.FrameError) as below:
+        reader.feed(struct.pack(">i", 9))
+    assert below.value.limit is wire_limits.MIN_REQUEST_FRAME and below.value.size == 9
+    assert "below the minimum request frame of 10 bytes" in str(below.value)
+    reader = FrameReader(wire_limits.MAX_PRE_AUTH_FRAME)
+    with pytest.raises(wire_limits.FrameError) as above:
+        reader.feed(struct.pack(">i", 512 * 1024 + 1))
+    assert above.value.limit is wire_limits.MAX_PRE_AUTH_FRAME
+    with pytest.raises(ValueError):
+        FrameReader(max_frame_size=5, min_frame_size=6)
+
+
+def test_every_limit_has_its_reason():
+    assert len({limit.name for limit in wire_limits.LIMITS}) == len(wire_limits.LIMITS)
+    for limit in wire_limits.LIMITS:
+        assert isinstance(limit.value, int) and limit.value >= 0 and len(limit.reason) > 20, limit

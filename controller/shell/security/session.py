@@ -45,14 +45,13 @@ from controller.shell.security.kdf import KeyDerivations
 from controller.shell.security.quotas import LoginBudget
 from controller.shell.security.sasl import PLAIN, SaslError, SaslServer
 from controller.shell.security.scram import ScramCredential
-from protocol import ApiKey
+from protocol import ApiKey, wire_limits
 from protocol.errors import ErrorCode
 
 log = logging.getLogger("reassignd.security")
 
-# Kafka's SaslServerAuthenticator bound on what an unauthenticated client may send: a SASL
-# token is small, and a stranger must not make the server buffer 100 MiB.
-MAX_UNAUTHENTICATED_REQUEST_BYTES = 512 * 1024
+# What an unauthenticated client may send (protocol.wire_limits has the reason).
+MAX_UNAUTHENTICATED_REQUEST_BYTES = wire_limits.MAX_PRE_AUTH_FRAME.value
 # SaslHandshake v0: the tokens that follow are bare frames without Kafka headers (the listener
 # hands them to SecureHandler.raw_token); v1: they come as SaslAuthenticate requests (KIP-152).
 SASL_HANDSHAKE_VERSIONS = (0, 1)
