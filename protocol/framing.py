@@ -41,6 +41,19 @@ class FrameReader:
         self._failed: DecodeError | None = None
 
     @property
+    def limits(self) -> tuple[Limit, Limit]:
+        """(minimum, maximum) for the size prefixes still to come."""
+        return self._low, self._high
+
+    @limits.setter
+    def limits(self, value: tuple[Limit, Limit]) -> None:
+        low, high = value
+        if low.value > high.value:
+            raise ValueError(f"minimum frame size {low.value} is above the maximum {high.value}")
+        self._low, self._high = low, high
+        self.min_frame_size, self.max_frame_size = low.value, high.value
+
+    @property
     def buffered(self) -> int:
         """Bytes held for the frame in progress."""
         return len(self._buf)
@@ -53,8 +66,10 @@ class FrameReader:
             self._buf.clear()
             raise
 
-    def feed(self, data) -> list[bytes]:
-        """Take bytes in any chunking; return the frames they complete, in order."""
+    def feed(self, data, out: list[bytes] | None = None) -> list[bytes]:
+        """Take bytes in any chunking; return the frames they complete, in order. With ``out``,
+        the frames are appended to it as they complete, so a caller still has the ones before
+        a bad size prefix that raised."""
         if self._failed is not None:
             raise DecodeError(f"frame reader failed earlier: {self._failed}")
         if not isinstance(data, (bytes, bytearray, memoryview)):
@@ -62,7 +77,7 @@ class FrameReader:
         mv = memoryview(data).cast("B") if isinstance(data, memoryview) else memoryview(data)
         n = len(mv)
         i = 0
-        frames: list[bytes] = []
+        frames: list[bytes] = [] if out is None else out
         buf = self._buf
         while i < n:
             if not buf:

@@ -17,20 +17,20 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
-import struct
 from collections.abc import Callable
 
 import protocol
 from protocol import ApiKey, wire_limits
+from protocol.connection import FrameConnection
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from protocol_aio import serve_frames
 from sim.core import UnsupportedRequest
 
 log = logging.getLogger(__name__)
 
-# Frame limits (protocol.wire_limits has their reasons).
+# Frame limits (protocol.wire_limits has their reasons; protocol.connection checks them).
 MAX_FRAME_SIZE = wire_limits.MAX_FRAME.value
-MIN_FRAME_SIZE = wire_limits.MIN_REQUEST_FRAME.value
 
 
 class BrokerServer:
@@ -44,7 +44,8 @@ class BrokerServer:
     ):
         self._handle = handle
         self._api_keys = api_keys
-        self._max_frame_size = max_frame_size
+        self._max_frame = wire_limits.MAX_FRAME if max_frame_size == wire_limits.MAX_FRAME.value else wire_limits.Limit(
+            "maximum frame", max_frame_size, "set for this broker")
         self._name = name
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
@@ -79,17 +80,7 @@ class BrokerServer:
         self._tasks.add(task)
         self._connections.add(writer)
         try:
-            while True:
-                head = await reader.readexactly(4)
-                (size,) = struct.unpack(">i", head)
-                # Checked before reading (and allocating) the frame.
-                if not MIN_FRAME_SIZE <= size <= self._max_frame_size:
-                    raise DecodeError(f"frame size {size} outside [{MIN_FRAME_SIZE}, {self._max_frame_size}]")
-                answer = self.respond(head + await reader.readexactly(size))
-                if inspect.isawaitable(answer):  # a request answered after I/O (AlterConfigs)
-                    answer = await answer
-                writer.write(answer)
-                await writer.drain()
+            await serve_frames(reader, writer, self.respond, FrameConnection.server(self._max_frame))
         except (DecodeError, UnsupportedRequest, EncodeError) as exc:
             log.warning("%s: closing connection: %s", self._name, exc)
         except (ConnectionError, asyncio.IncompleteReadError):

@@ -109,3 +109,16 @@ async def test_the_pre_authentication_maximum_on_a_sasl_listener():
         assert await _send(listener.port, wire_limits.MIN_REQUEST_FRAME.value - 1) == CLOSED
     finally:
         await listener.close()
+
+
+async def test_requests_before_a_bad_size_are_answered_then_the_connection_closes(servers):
+    request = struct.pack(">i", _HEADER.size) + _HEADER.pack(ApiKey.API_VERSIONS, 0, 7, -1)
+    for port in servers.values():
+        reader, writer = await asyncio.open_connection("127.0.0.1", port)
+        writer.write(request + request + struct.pack(">i", wire_limits.MAX_FRAME.value + 1))
+        for _ in range(2):
+            head = await reader.readexactly(4)
+            frame = head + await reader.readexactly(struct.unpack(">i", head)[0])
+            assert protocol.decode_response(ApiKey.API_VERSIONS, 0, frame)[0]["correlation_id"] == 7
+        assert await reader.read() == b""
+        writer.close()
