@@ -13,17 +13,14 @@ an error or sends garbage is skipped with a warning; its replicas simply have no
 from __future__ import annotations
 
 import asyncio
-import struct
 
 import protocol.messages as wire
 from protocol import ApiKey
+from protocol.connection import FrameConnection
+from protocol_aio import read_frame
 
 OUR_LOG_DIRS_VERSIONS = (0, 4)  # the versions of DescribeLogDirs our codec speaks
 CLIENT_ID = "reassignd-snapshot"
-# A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each): 64 MiB covers
-# a million replicas; anything larger is refused before it is read.
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
-_SIZE = struct.Struct(">i")
 
 
 class LogDirsError(Exception):
@@ -33,11 +30,9 @@ class LogDirsError(Exception):
 async def _roundtrip(reader, writer, api_key: int, version: int, correlation_id: int, body: dict) -> dict:
     writer.write(wire.encode_request(api_key, version, correlation_id, CLIENT_ID, body))
     await writer.drain()
-    head = await reader.readexactly(4)
-    (size,) = _SIZE.unpack(head)
-    if size < 0 or size > MAX_RESPONSE_BYTES:
-        raise LogDirsError(f"response of {size} bytes is over the {MAX_RESPONSE_BYTES}-byte limit")
-    frame = head + await reader.readexactly(size)
+    # A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each); its size is
+    # checked against protocol.wire_limits before it is read (a FrameError is a ValueError).
+    frame = await read_frame(reader, FrameConnection.client())
     header, decoded = wire.decode_response(api_key, version, frame)
     if header.get("correlation_id") != correlation_id:
         raise LogDirsError(f"correlation id {header.get('correlation_id')} does not match {correlation_id}")

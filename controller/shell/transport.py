@@ -24,13 +24,13 @@ from typing import Protocol, runtime_checkable
 
 import protocol
 from controller.core.shared_body import request_frame
+from protocol.connection import FrameConnection
 from protocol.exceptions import DecodeError
+from protocol_aio import read_frames
 
 CLIENT_ID = "reassignd-controller"
-# A broker's answer to a controller request is small (per-partition error codes); anything
-# near this is a corrupt size prefix, refused before the bytes are read or allocated.
-MAX_RESPONSE_BYTES = 64 * 1024 * 1024
 CONNECT_TIMEOUT_S = 5.0
+_CORRELATION = struct.Struct(">i")
 
 
 @runtime_checkable
@@ -52,19 +52,15 @@ class _Connection:
     async def _read_loop(self) -> None:
         error: BaseException = ConnectionResetError(f"broker {self.broker_id} closed the connection")
         try:
-            while True:
-                head = await self.reader.readexactly(4)
-                (size,) = struct.unpack(">i", head)
-                if not 4 <= size <= MAX_RESPONSE_BYTES:
-                    raise DecodeError(f"broker {self.broker_id} sent a frame of {size} bytes")
-                payload = await self.reader.readexactly(size)
-                (correlation_id,) = struct.unpack_from(">i", payload)
+            # Size prefixes are checked against protocol.wire_limits before the bytes are kept.
+            async for frame in read_frames(self.reader, FrameConnection.client()):
+                (correlation_id,) = _CORRELATION.unpack_from(frame, 4)
                 entry = self.pending.pop(correlation_id, None)
                 if entry is None:
                     raise DecodeError(f"broker {self.broker_id} answered unknown correlation id {correlation_id}")
                 api_key, api_version, future = entry
                 try:
-                    _, body = protocol.decode_response(api_key, api_version, head + payload)
+                    _, body = protocol.decode_response(api_key, api_version, frame)
                 except DecodeError as e:
                     if not future.done():
                         future.set_exception(e)
