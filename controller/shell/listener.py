@@ -20,8 +20,9 @@ One connection, step by step:
     ``session_factory``, the connection gets its security session (``SESSION``; see
     controller.shell.security.session): until it is authenticated, requests are read one at
     a time and bounded by its smaller limit, and an answer it marks ``closing`` is the last.
- 2. A reader reads frames: the 4-byte size first, checked against ``[MIN_REQUEST_BYTES,
-    max_request_bytes]`` before the body is read, then the body. Each frame starts its own
+ 2. A reader reads frames: the 4-byte size first, checked by protocol.connection against
+    ``[MIN_REQUEST_BYTES, max_request_bytes]`` (protocol.wire_limits; the session's bounds
+    before authentication) before the body is read, then the body. Each frame starts its own
     task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
     requests and ``max_pipelined_bytes`` request bytes wait there (a request bigger than
     that is read once the FIFO is empty), so a client that sends faster than it reads meets
@@ -53,6 +54,8 @@ from typing import Protocol
 
 import protocol
 from protocol import ApiKey, wire_limits
+from protocol.connection import FrameConnection
+from protocol.wire_limits import Limit
 from protocol.errors import ErrorCode
 from controller.shell.security.quotas import AddressCounts
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -187,6 +190,9 @@ class AdminListener:
         if max_request_bytes is not None:
             limits = replace(limits, max_request_bytes=max_request_bytes)
         self.limits = limits
+        # The table's maximum unless configured otherwise (listener.max.request.bytes).
+        self._max_frame = wire_limits.MAX_FRAME if limits.max_request_bytes == wire_limits.MAX_FRAME.value else Limit(
+            "maximum frame", limits.max_request_bytes, "this listener's configured max request bytes")
         self.stats = Stats()
         self._server: asyncio.base_events.Server | None = None
         self._tasks: set[asyncio.Task] = set()
@@ -310,28 +316,29 @@ class AdminListener:
                 if head is None:
                     await queue.put(_Close("idle"))
                     return
-                (size,) = struct.unpack(">i", head)
-                limit, low = self.limits.max_request_bytes, MIN_REQUEST_BYTES
-                if conn.session is not None:  # smaller before authentication
-                    limit = conn.session.request_bytes_limit(limit)
-                    if conn.session.raw_tokens:  # SaslHandshake v0: a bare SASL token, any size
-                        low = wire_limits.MIN_SASL_TOKEN_FRAME.value
-                if not low <= size <= limit:
-                    await queue.put(_Close(f"request size {size} outside [{low}, {limit}]"))
+                # The security hook: before authentication the session bounds the frame (its
+                # pre-auth maximum) and, after SaslHandshake v0, takes bare SASL tokens.
+                conn.frames.limits = self._frame_limits(conn.session)
+                done = conn.frames.receive(head)
+                if conn.frames.error is not None:
+                    await queue.put(_Close(str(conn.frames.error)))
                     return
+                (size,) = struct.unpack(">i", head)
                 # Read-ahead bound in bytes: wait for earlier answers before taking this body.
                 while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
                     conn.freed.clear()
                     await conn.freed.wait()
-                rest = await self._read_idle(reader, size, conn)
-                if rest is None:
-                    await queue.put(_Close("idle in the middle of a request"))
-                    return
+                if not done:
+                    rest = await self._read_idle(reader, size, conn)
+                    if rest is None:
+                        await queue.put(_Close("idle in the middle of a request"))
+                        return
+                    done = conn.frames.receive(rest)
                 conn.in_flight += 1
                 conn.bytes_in_flight += size
                 conn.touch()
                 self.stats.requests += 1
-                task = asyncio.create_task(self.respond(head + rest))
+                task = asyncio.create_task(self.respond(done[0]))
                 await queue.put((task, size))
                 if conn.session is not None and not conn.session.authenticated:
                     # Unauthenticated: one request at a time, so the next is read (and bounded)
@@ -341,6 +348,19 @@ class AdminListener:
             await queue.put(None)  # the peer went away: stop after what is queued
         except asyncio.CancelledError:
             raise
+
+    def _frame_limits(self, session) -> tuple[Limit, Limit]:
+        """(minimum, maximum) frame for the next request on a connection with ``session``."""
+        high = self._max_frame
+        if session is not None:  # smaller before authentication
+            bound = session.request_bytes_limit(high.value)
+            if bound == wire_limits.MAX_PRE_AUTH_FRAME.value:
+                high = wire_limits.MAX_PRE_AUTH_FRAME
+            elif bound != high.value:
+                high = Limit("maximum frame for this session", bound, "the security session's bound")
+            if session.raw_tokens:  # SaslHandshake v0: a bare SASL token, any size
+                return wire_limits.MIN_SASL_TOKEN_FRAME, high
+        return wire_limits.MIN_REQUEST_FRAME, high
 
     async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: _Connection) -> bytes | None:
         """``n`` bytes, or None once the connection has been idle for the idle timeout."""
@@ -428,10 +448,11 @@ class AdminListener:
 
 
 class _Connection:
-    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity", "session")
+    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity", "session", "frames")
 
     def __init__(self, session=None) -> None:
         self.session = session
+        self.frames = FrameConnection.server()  # the size checks; limits set per request
         self.in_flight = 0
         self.bytes_in_flight = 0
         self.freed = asyncio.Event()  # set whenever an answer leaves (read-ahead room freed)
