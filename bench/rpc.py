@@ -105,7 +105,6 @@ CONTROLLER_ID = 101
 STARTUP_SETTLE_S = 2.5
 CHROOT, PEER_CHROOT = "/bench", "/peer"
 THROTTLE = 50_000_000  # bytes/s, as an operator would set for a large move
-LIST_KEY, REASSIGN_KEY, API_VERSIONS = 46, 10000, 18
 LOAD_PROCESSES = 2  # one per core: a single Python client process would be the bottleneck
 KAZOO_TXN_OPS = 500  # ops per kazoo transaction while populating (well under ZooKeeper's 1 MiB)
 MOVING_CHROOT = "/moving"  # part 2b's cluster: simulated brokers, so moves complete
@@ -309,14 +308,14 @@ async def time_reassign(addr, moves: dict, ssl_context=None) -> float:
     else:
         reader, writer = await sasl_ssl_login(addr, ssl_context)
     try:
-        frame = protocol.encode_request(REASSIGN_KEY, 0, 1, "bench", reassign_body(moves, THROTTLE))
+        frame = protocol.encode_request(protocol.ApiKey.REASSIGN_PARTITIONS, 0, 1, "bench", reassign_body(moves, THROTTLE))
         started = time.perf_counter()
         writer.write(frame)
         answer = await read_frame(reader)
         took = time.perf_counter() - started
     finally:
         writer.close()
-    _, body = protocol.decode_response(REASSIGN_KEY, 0, answer)
+    _, body = protocol.decode_response(protocol.ApiKey.REASSIGN_PARTITIONS, 0, answer)
     errors = [(t["topic"], p["partition_id"], p["error_code"], p.get("error_message"))
               for t in body["reassign_partition_result"] for p in t["partition_error"] if p["error_code"]]
     if errors:
@@ -385,7 +384,7 @@ async def bench_reassign_peer(hosts: str, topics: dict, brokers: int, repeats: i
 async def _load(addr, connections: int, seconds: float) -> int:
     """Closed-loop clients; returns the number of answers read."""
     deadline = time.perf_counter() + seconds
-    template = protocol.encode_request(LIST_KEY, 0, 0, "bench", {"timeout_ms": 60000, "topics": None})
+    template = protocol.encode_request(protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, "bench", {"timeout_ms": 60000, "topics": None})
     done = 0
 
     async def client() -> None:
@@ -503,7 +502,7 @@ def list_while_moving(zk_connect: str, tmp: Path, partitions: int, clients: int,
         submit_directly(hosts, targets(layout_now, MOVING_BROKERS, 3))
 
         def listed():
-            answer = asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))
+            answer = asyncio.run(call(addr, protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None}))
             return answer if any(t["partitions"] for t in answer["topics"]) else None
 
         wait_for(listed, 60, "the controller to start the moves")
@@ -578,10 +577,10 @@ def start_controller(hosts: str, config: Path, log: Path, secure: Path | None = 
     secure_addr = next(((e.split("://")[1].rsplit(":", 1)[0], int(e.rsplit(":", 1)[1]))
                         for e in doc.get("endpoints", []) if e.startswith("SECURE://")), None)
     # Elected is not yet loaded: controller-only requests get NOT_CONTROLLER until then.
-    wait_for(lambda: asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))["error_code"] == 0, 60,
+    wait_for(lambda: asyncio.run(call(addr, protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None}))["error_code"] == 0, 60,
              "the controller to load the cluster")
-    versions = asyncio.run(call(addr, API_VERSIONS, 0, {}))
-    if REASSIGN_KEY not in {k["api_key"] for k in versions["api_keys"]}:
+    versions = asyncio.run(call(addr, protocol.ApiKey.API_VERSIONS, 0, {}))
+    if protocol.ApiKey.REASSIGN_PARTITIONS not in {k["api_key"] for k in versions["api_keys"]}:
         raise RuntimeError("the controller does not serve ReassignPartitions (10000)")
     # Loaded is not yet quiet: a new controller reads every partition state and sends brokers
     # the full UpdateMetadata (as Kafka's does at failover), here to brokers that never answer,
@@ -680,7 +679,7 @@ def main() -> int:
             time.sleep(2.0)  # the controller has started what it can: the running set is steady
 
             def listed():
-                answer = asyncio.run(call(addr, LIST_KEY, 0, {"topics": None}))
+                answer = asyncio.run(call(addr, protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None}))
                 return answer if any(t["partitions"] for t in answer["topics"]) else None
 
             # On a loaded machine the controller may take longer to start the moves than 2 s.
@@ -696,7 +695,7 @@ def main() -> int:
                                          stdout=subprocess.PIPE, cwd=REPO)
             procs.append(peer_proc)
             peer_port = json.loads(peer_proc.stdout.readline())["port"]
-            check = asyncio.run(call(("127.0.0.1", peer_port), LIST_KEY, 0, {"topics": None}))
+            check = asyncio.run(call(("127.0.0.1", peer_port), protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, {"topics": None}))
             if check["topics"] != answer["topics"]:
                 raise RuntimeError("the peer's answer differs from the controller's")
             peer_rps = run_load(("127.0.0.1", peer_port), args.clients, args.seconds)
