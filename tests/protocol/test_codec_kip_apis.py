@@ -118,12 +118,16 @@ CASES = {
 }
 
 
-# A decoded body holds every field of the spec: DescribeReassignmentsResponse's v1 tags
-# (Topic, PartitionId) come back at their defaults when a version lacks them or they were not sent.
+# A decoded body holds every field of the spec: the v1 tags come back at their defaults when a
+# version lacks them or they were not sent - DescribeReassignmentsResponse's Topic and PartitionId,
+# ReassignPartitionsRequest's SkipIsrCheck and ListReassignmentsResponse's Waiting (reassignd's
+# ISR-aware execution).
 DESCRIPTION_TAG_DEFAULTS = {"topic": "", "partition_id": -1}
+TOP_TAG_DEFAULTS = {(10000, "request"): {"skip_isr_check": False}, (10003, "response"): {"waiting": []}}
 
 
 def decoded_form(key, kind, body):
+    body = {**TOP_TAG_DEFAULTS.get((key, kind), {}), **body}
     if (key, kind) != (10004, "response"):
         return body
     return {**body, "description": [{**DESCRIPTION_TAG_DEFAULTS, **d} for d in body["description"]]}
@@ -165,7 +169,7 @@ def test_frames_of_the_private_apis():
     frame = protocol.encode_request(10000, 1, 99, "kafka-reassign", CASES[(10000, "request")][0])
     header, body = protocol.decode_request(frame)
     assert header["request_api_key"] == 10000 and header["correlation_id"] == 99
-    assert body == CASES[(10000, "request")][0]
+    assert body == decoded_form(10000, "request", CASES[(10000, "request")][0])
     reply = protocol.encode_response(10005, 1, 99, CASES[(10005, "response")][0])
     assert protocol.decode_response(10005, 1, reply) == ({"correlation_id": 99}, CASES[(10005, "response")][0])
 
