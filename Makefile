@@ -75,8 +75,11 @@ soak: venv
 mutants: system-deps venv
 	$(PY) -m tests.mutants
 
+# Each benchmark records its figures in bench/results.json; the README's performance section is
+# then regenerated from it (bench/results.py and bench/report.py are not benchmarks).
 bench: system-deps venv
-	for b in bench/*.py; do echo "== $$b"; $(PY) $$b || exit 1; done
+	for b in codec zk_writes rpc controller planner; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
+	$(PY) -m bench.report
 
 clean:
 	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
