@@ -111,8 +111,10 @@ def test_topic_policy_refuses_per_topic_and_describe_configs(zk_hosts, tmp_path)
             assert rate["read_only"] is False and rate["is_sensitive"] is False
             static = admin.describe_configs([ConfigResource(ConfigResourceType.BROKER, str(standby))],
                                             config_filter="static")
+            # broker.id is static too, as in a Kafka broker's server.properties (5237e8b).
             assert set(static["broker"][str(standby)]) == {"zookeeper.session.timeout.ms",
-                                                              "create.topic.policy.class.name"}
+                                                              "create.topic.policy.class.name", "broker.id"}
+            assert static["broker"][str(standby)]["broker.id"]["value"] == str(standby)
         finally:
             if admin is not None:
                 admin.close()
