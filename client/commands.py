@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 
 from client import exit_codes, planner, progress, render
 from client.cluster import ClusterAssignment, check_brokers, check_plan, check_topics
+from client.elect import elect_until_settled
 from client.errors import (
     ClusterMismatchError,
     ConflictError,
@@ -69,24 +70,13 @@ async def execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool, e
     return await _elect_preferred(backend, report, started)
 
 
-ELECTION_RETRIES, ELECTION_RETRY_S = 50, 0.2
-
-
 async def _elect_preferred(backend, report: Report, moved: list[TopicPartition]) -> Report:
     """--execute --elect-preferred (issue 14 item 5): once the moves finished, their preferred
     replicas (the new assignment's first) are elected leaders through ElectLeaders (KIP-460),
     as kafka-leader-election.sh --election-type PREFERRED would. A partition whose preferred
     replica already leads is fine (ELECTION_NOT_NEEDED); any other error fails the command."""
     await backend.wait_finished(moved)
-    results = await backend.elect_preferred(moved)
-    # A move stops being listed a moment before the controller lets go of its partition (its
-    # last step's writes): REASSIGNMENT_IN_PROGRESS then is retried, a few times.
-    for _ in range(ELECTION_RETRIES):
-        busy = [tp for tp, e in results.items() if isinstance(e, ReassignmentInProgressError)]
-        if not busy:
-            break
-        await asyncio.sleep(ELECTION_RETRY_S)
-        results.update(await backend.elect_preferred(busy))
+    results = await elect_until_settled(backend.elect_preferred, moved)
     failed = {tp: e for tp, e in results.items() if e is not None}
     lines = [f"Preferred leaders elected for {len(results) - len(failed)} moved partition(s) once the reassignment finished."]
     lines += [f"  {t}-{p}: {e}" for (t, p), e in sorted(failed.items())]

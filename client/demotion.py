@@ -23,8 +23,9 @@ import json
 import time
 
 from client import exit_codes, planner
-from client.commands import ELECTION_RETRIES, ELECTION_RETRY_S, Inputs, Report
-from client.errors import ClusterDataError, PlanRefusedError, ReassignmentInProgressError
+from client.commands import Inputs, Report
+from client.elect import elect_until_settled
+from client.errors import ClusterDataError, PlanRefusedError
 from client.inputs import Reassignment
 from client.cluster import check_plan
 
@@ -131,16 +132,7 @@ async def _wait_reordered(admin, reorders: dict) -> None:
 
 
 async def _elect(admin, partitions: list) -> dict:
-    if not partitions:
-        return {}
-    results = await admin.elect_preferred_leaders(partitions)
-    for _ in range(ELECTION_RETRIES):
-        busy = [tp for tp, e in results.items() if isinstance(e, ReassignmentInProgressError)]
-        if not busy:
-            break
-        await asyncio.sleep(ELECTION_RETRY_S)
-        results.update(await admin.elect_preferred_leaders(busy))
-    return results
+    return await elect_until_settled(admin.elect_preferred_leaders, partitions)
 
 
 async def _led_by(admin, brokers: set[int]) -> dict:

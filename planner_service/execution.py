@@ -45,9 +45,6 @@ LISTED_MAX = 200
 REASON_CANCELLED = "ended at the controller without reaching its target: cancelled or rolled back (KIP-236)"
 REASON_FORCE_STOPPED = "rolled back by POST /stop_proposal_execution?force_stop=true (KIP-236)"
 REASON_NOT_STARTED = "not started: the execution stopped before its wave"
-# A demotion's preferred elections: a reorder stops being listed a moment before the controller
-# lets go of its partition, so REASSIGNMENT_IN_PROGRESS is asked again, this often, this far apart.
-ELECTION_RETRIES, ELECTION_RETRY_S = 50, 0.2
 
 
 class ReassignmentProgress(Protocol):
@@ -283,15 +280,9 @@ async def _elect(admin, ex: Execution) -> None:
     """ElectLeaders (preferred) for ``ex.elect``, each partition's first replica now: elected,
     or already leading (ELECTION_NOT_NEEDED), is success; REASSIGNMENT_IN_PROGRESS is asked
     again (its reorder's last step still owns the partition); any other error fails it."""
-    from client.errors import ReassignmentInProgressError
+    from client.elect import elect_until_settled
 
-    results = await admin.elect_preferred_leaders(ex.elect)
-    for _ in range(ELECTION_RETRIES):
-        busy = [tp for tp, e in results.items() if isinstance(e, ReassignmentInProgressError)]
-        if not busy:
-            break
-        await asyncio.sleep(ELECTION_RETRY_S)
-        results.update(await admin.elect_preferred_leaders(busy))
+    results = await elect_until_settled(admin.elect_preferred_leaders, ex.elect)
     ex.elections = {
         "elected_count": sum(1 for e in results.values() if e is None),
         "elected": [{"topic": t, "partition": p} for (t, p), e in sorted(results.items()) if e is None][:LISTED_MAX],
