@@ -14,7 +14,9 @@ Faults (each recorded as ``{"type": "fault", "id", "kind", "target", "t0", "t_he
 ``controller_moved`` slow the active controller's links, then delete ``/controller`` as an operator
                      forcing a controller move does: another controller is elected while the old
                      one's session lives and its slowed writes are still on the way, so they reach
-                     ZooKeeper after the new epoch - the case only the epoch fence stops
+                     ZooKeeper after the new epoch - the case only the epoch fence stops. In the
+                     break-fence self-test (``deposed_write``) the old controller is also sent a
+                     request once the new epoch began, so that it surely writes as a zombie
 
 Every choice comes from the run's one ``random.Random(seed)``.
 
@@ -31,6 +33,10 @@ import time
 from tests.chaos.cluster import CONTROLLER_IDS, SESSION_TIMEOUT_S
 from tests.chaos.history import History
 
+# How late the old controller hears ZooKeeper: below kazoo's shortest ping deadline (a third of
+# the 4 s session, less up to 0.4 s of jitter), so its link to ZooKeeper holds.
+DEPOSED_WRITE_DELAY_S = 0.7
+
 FAULTS = {  # kind -> weight
     "kill_active": 3, "zombie": 3, "broker_restart": 3, "zk_restart": 2, "zk_no_quorum": 2,
     "proxy_cut": 2, "proxy_delay": 2, "proxy_blackhole": 2, "controller_moved": 4,
@@ -38,8 +44,12 @@ FAULTS = {  # kind -> weight
 
 
 class Nemesis:
-    def __init__(self, cluster, history: History, rng: random.Random, faults: dict[str, int] | None = None):
+    def __init__(self, cluster, history: History, rng: random.Random, faults: dict[str, int] | None = None,
+                 deposed_write=None):
         self.cluster = cluster
+        # The break-fence self-test's: ``await deposed_write(cid, ready, go)`` sets ``ready``,
+        # then on ``go`` sends controller ``cid`` a request it writes for (_controller_moved).
+        self.deposed_write = deposed_write
         self.faults = faults or FAULTS  # kind -> weight
         self.history = history
         self.rng = rng
@@ -128,10 +138,43 @@ class Nemesis:
         fallback = self.rng.choice(CONTROLLER_IDS)
         cid = fault["target"] = self.cluster.active_controller() or fallback
         delay = fault["delay_s"] = round(self.rng.uniform(0.3, 1.5), 2)
+        if self.deposed_write is not None:
+            await self._controller_moved_with_write(fault, cid)
+            return
         group = self.cluster.proxies[cid]
         await asyncio.to_thread(group.set_mode, "delay", delay)
         try:
             await asyncio.to_thread(self.cluster.delete_controller_znode)
             await self._hold(1.0, 4.0, fault)
         finally:
+            await asyncio.to_thread(group.set_mode, "pass")
+
+    async def _controller_moved_with_write(self, fault: dict, cid: int) -> None:
+        """The break-fence self-test's controller move, its zombie write not left to chance: the
+        old controller hears ZooKeeper ``DEPOSED_WRITE_DELAY_S`` late (its writes arrive at
+        once), so after ``/controller`` is deleted it still takes requests as the active one
+        for that long. Once the new controller has bumped ``/controller_epoch`` the old one is
+        sent a request; it writes with its old epoch, after the new one began."""
+        fault["delay_s"] = DEPOSED_WRITE_DELAY_S
+        fault["mode"] = "delay_down"
+        ready, go = asyncio.Event(), asyncio.Event()
+        write = asyncio.create_task(self.deposed_write(cid, ready, go))
+        await ready.wait()
+        group = self.cluster.proxies[cid]
+        zk = self.cluster.kazoo
+        await asyncio.to_thread(group.set_mode, "delay_down", DEPOSED_WRITE_DELAY_S)
+        try:
+            before = (await asyncio.to_thread(zk.get, "/controller_epoch"))[1].version
+            await asyncio.to_thread(self.cluster.delete_controller_znode)
+            deadline = time.monotonic() + DEPOSED_WRITE_DELAY_S / 2
+            while time.monotonic() < deadline:
+                if (await asyncio.to_thread(zk.get, "/controller_epoch"))[1].version > before:
+                    break
+                await asyncio.sleep(0.005)
+            fault["new_epoch_after_s"] = round(time.time() - fault["t0"], 3)
+            go.set()
+            await self._hold(1.0, 4.0, fault)
+            fault["deposed_write"] = await write
+        finally:
+            go.set()
             await asyncio.to_thread(group.set_mode, "pass")

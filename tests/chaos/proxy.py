@@ -5,6 +5,8 @@ hit one controller's view of ZooKeeper while everyone else's stays healthy. Mode
 
 ``pass``       bytes flow both ways as they arrive.
 ``delay``      every chunk is forwarded ``delay_s`` after it arrived, order kept (a slow link).
+``delay_down`` only the server's chunks are delayed: the client hears late (answers, watch
+               events), what it sends arrives at once.
 ``cut``        every open connection is closed at once (both sides see a reset link) and new
                connections are closed as soon as they are accepted (a link that is down).
 ``blackhole``  connections stay open but nothing is forwarded either way until the mode changes
@@ -27,7 +29,7 @@ import asyncio
 import threading
 import time
 
-MODES = ("pass", "delay", "cut", "blackhole")
+MODES = ("pass", "delay", "delay_down", "cut", "blackhole")
 CHUNK = 65536
 
 
@@ -75,7 +77,7 @@ class FaultProxy:
         self.port = self._server.sockets[0].getsockname()[1]
 
     async def _set_mode(self, mode: str, delay_s: float) -> None:
-        self.mode, self.delay_s = mode, (delay_s if mode == "delay" else 0.0)
+        self.mode, self.delay_s = mode, (delay_s if mode in ("delay", "delay_down") else 0.0)
         if mode == "blackhole":
             self._flowing.clear()
         else:
@@ -112,7 +114,8 @@ class FaultProxy:
             return
         link = _Link(self, writer, up_writer)
         self._links.add(link)
-        await asyncio.gather(link.pump(reader, up_writer), link.pump(up_reader, writer), return_exceptions=True)
+        await asyncio.gather(link.pump(reader, up_writer), link.pump(up_reader, writer, downstream=True),
+                             return_exceptions=True)
         link.close()
         self._links.discard(link)
 
@@ -125,7 +128,7 @@ class _Link:
         self.writers = (client, server)
         self.closed = False
 
-    async def pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+    async def pump(self, src: asyncio.StreamReader, dst: asyncio.StreamWriter, downstream: bool = False) -> None:
         # Reads and forwards run apart so a delayed chunk does not hold up reading the next
         # (each chunk keeps its own due time; the queue keeps the order).
         queue: asyncio.Queue = asyncio.Queue()
@@ -150,7 +153,8 @@ class _Link:
                 data = await src.read(CHUNK)
                 if not data:
                     break
-                queue.put_nowait((time.monotonic() + self.proxy.delay_s, data))
+                delay = self.proxy.delay_s if downstream or self.proxy.mode != "delay_down" else 0.0
+                queue.put_nowait((time.monotonic() + delay, data))
             queue.put_nowait((0.0, None))
             await forwarder
         finally:

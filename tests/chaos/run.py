@@ -65,8 +65,8 @@ class ChaosResult:
 def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: float = QUIESCE_BOUND_S, *,
               break_fence: bool = False) -> ChaosResult:
     """``break_fence``: the zombie check's self-test - controllers write without the epoch check
-    and the nemesis only forces controller moves, so deposed controllers' writes land and the
-    checker must report them."""
+    and the nemesis only forces controller moves, each sending the deposed controller a request
+    before it hears it was deposed, so its writes land and the checker must report them."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     history_path = workdir / "history.jsonl"
@@ -83,7 +83,8 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
         observer_zk.start(timeout=60)
         observer = Observer(observer_zk, history, sorted(cluster.initial_assignments)).start()
         workload = Workload(cluster, history, workload_rng)
-        nemesis = Nemesis(cluster, history, nemesis_rng, faults={"controller_moved": 1} if break_fence else None)
+        nemesis = Nemesis(cluster, history, nemesis_rng, faults={"controller_moved": 1} if break_fence else None,
+                          deposed_write=workload.to_controller if break_fence else None)
         try:
             asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s,
                                 strike_when_moving=break_fence))

@@ -122,3 +122,36 @@ def test_blackhole_holds_bytes_until_healed(proxy):
         assert s.recv(10) == b"held"
         assert s2.recv(10) == b"new"
         s2.close()
+
+
+def test_delay_down_delays_only_what_the_server_sends():
+    arrived: list[float] = []
+
+    class Stamp(socketserver.BaseRequestHandler):
+        def handle(self):
+            while data := self.request.recv(4096):
+                arrived.append(time.monotonic())
+                self.request.sendall(data)
+
+    server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Stamp)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    p = FaultProxy(server.server_address).start()
+    try:
+        with _connect(p) as s:
+            assert _echo(s, b"warm") == b"warm"
+            p.set_mode("delay_down", delay_s=DELAY_S)
+            began = time.monotonic()
+            assert _echo(s, b"one") == b"one"
+            back = time.monotonic()
+            # Reached the server at once (a write lands on time), came back one delay later.
+            assert arrived[-1] - began < DELAY_S / 2, arrived[-1] - began
+            assert DELAY_S - 0.05 <= back - began < 2 * DELAY_S - 0.05, back - began
+            p.set_mode("pass")
+            began = time.monotonic()
+            assert _echo(s, b"fast") == b"fast"
+            assert time.monotonic() - began < DELAY_S
+    finally:
+        p.close()
+        server.shutdown()
+        server.server_close()

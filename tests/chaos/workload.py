@@ -43,6 +43,7 @@ from client.errors import (
     ReassignError,
     RequestTimedOutError,
 )
+from client.transport import NodeConnection
 from protocol import ApiKey
 from tests.chaos.history import History
 
@@ -140,7 +141,35 @@ class Workload:
         self.history.add("op", id=self.next_id, door=door, kind=kind, t0=round(t0, 4), t1=round(time.time(), 4),
                          outcome=outcome, **fields)
 
-    async def _do(self, door: str, picked: list[str], everything: bool) -> None:
+    async def to_controller(self, cid: int, ready: asyncio.Event, go: asyncio.Event) -> str | None:
+        """The break-fence self-test's write: an ``alter`` (a new target for 2-3 free partitions)
+        sent to controller ``cid`` alone, however the cluster's election stands - a deposed
+        controller that has not yet heard so takes it and writes. The partitions are taken as
+        the workers take them (never a busy one), then ``ready`` is set and the request waits for
+        ``go``. None (and ``ready`` set) if none came free within 3 s."""
+        deadline = time.monotonic() + 3.0
+        while True:
+            free = [tp for tp in self.partitions if tp not in self.busy]
+            if not self.exclusive and free:
+                break
+            if time.monotonic() > deadline:
+                ready.set()
+                return None
+            await asyncio.sleep(0.02)
+        picked = self.rng.sample(free, min(len(free), self.rng.randint(2, 3)))
+        self.busy.update(picked)  # no await since the check: as _acquire would have
+        try:
+            ready.set()
+            await go.wait()
+            await self._do("alter", picked, False, direct=("127.0.0.1", self.cluster.listen_ports[cid]),
+                           to_controller=cid)
+        finally:
+            await self._release(picked, False)
+            self.last_op_end = time.time()
+        return ",".join(picked)
+
+    async def _do(self, door: str, picked: list[str], everything: bool, direct: tuple[str, int] | None = None,
+                  **extra) -> None:
         t0 = time.time()
         if door in ("znode", "queue"):
             targets = {tp: self._target(tp) for tp in picked}
@@ -161,7 +190,7 @@ class Workload:
                             lambda a: a.reassign_partitions(_keys(targets), throttle=throttle, additional=True))
         elif door == "alter":
             targets = {tp: self._target(tp) for tp in picked}
-            await self._api(door, "submit", t0, {"targets": targets}, lambda a: _alter(a, targets))
+            await self._api(door, "submit", t0, {"targets": targets, **extra}, lambda a: _alter(a, targets), direct)
         elif door == "alter_cancel":
             await self._api(door, "cancel", t0, {"partitions": picked},
                             lambda a: _alter(a, {tp: None for tp in picked}))
@@ -185,8 +214,11 @@ class Workload:
 
             await self._api(door, "submit", t0, {"targets": targets, "throttle": rate}, throttle_then_move)
 
-    async def _api(self, door: str, kind: str, t0: float, fields: dict, call) -> None:
-        admin = AdminClient(self.cluster.bootstrap, client_id="chaos", request_timeout_ms=REQUEST_TIMEOUT_MS)
+    async def _api(self, door: str, kind: str, t0: float, fields: dict, call, direct: tuple[str, int] | None = None) -> None:
+        """``direct``: the request goes to that node alone, over one connection, without the
+        client's Metadata (which a node answers from ZooKeeper) and without its retries."""
+        admin = _Direct(*direct) if direct else AdminClient(
+            self.cluster.bootstrap, client_id="chaos", request_timeout_ms=REQUEST_TIMEOUT_MS)
         try:
             try:
                 await admin.start()
@@ -299,6 +331,25 @@ async def _alter(admin: AdminClient, targets: dict[str, list[int] | None]) -> di
             code = p.get("error_code", 0)
             out[(t["name"], p["partition_index"])] = None if code == 0 else _CodeError(code)
     return {_tp(k): out.get(_tp(k), _CodeError(-1)) for k in targets}
+
+
+class _Direct:
+    """An AdminClient's ``_controller_request`` to one node, as it is: no Metadata, no retry."""
+
+    def __init__(self, host: str, port: int):
+        self.addr = (host, port)
+        self.conn: NodeConnection | None = None
+
+    async def start(self) -> None:  # ConnectionFailedError (a ReassignError): refused, as start's
+        self.conn = await NodeConnection.open(*self.addr, client_id="chaos", request_timeout_ms=REQUEST_TIMEOUT_MS)
+
+    async def _controller_request(self, api_key: int, body, codes, versions=None) -> tuple[int, dict]:
+        assert self.conn is not None
+        return await self.conn.request(api_key, body, versions)
+
+    async def close(self) -> None:
+        if self.conn is not None:
+            await self.conn.close()
 
 
 class _CodeError(Exception):
