@@ -344,6 +344,9 @@ def test_doors_survive_a_failover(zk_hosts, tmp_path):
         first = c.active_controller()
         second = ({73, 74} - {first}).pop()
         ports = {cid: wait_for(lambda cid=cid: ops_port(c.controller_log(cid)), 20, "the operations ports") for cid in (73, 74)}
+        # /controller is written at the election, before the state is loaded; until it is, the
+        # winner answers every request NOT_CONTROLLER (41): wait for it to be ready
+        wait_for(lambda: ready(ports[first]), 10, "the active controller ready")
         # both partitions to broker 2: t-0 starts, t-1 waits for broker 2's one incoming slot
         answer = admin_call(c.listeners[first], 45, 0, {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [
             {"partition_index": 0, "replicas": [2]}, {"partition_index": 1, "replicas": [2]}]}]})
