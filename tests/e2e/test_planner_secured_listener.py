@@ -14,8 +14,11 @@ serve --command-config FILE`` reads Kafka's client properties with the loader ``
 - The sizes poll with that ``--command-config``: the simulated brokers register only a PLAINTEXT
   endpoint, so they are asked over PLAINTEXT as before and every replica has its size. No broker
   here has a TLS or SASL listener; the poll's secured fetch is run against the controller's
-  SASL_SSL listener instead, to show it logs in with the file's settings (past the login, the
-  controller offers no DescribeLogDirs) and that a wrong password is refused at the login.
+  SASL_SSL listener instead, to show it logs in with the file's settings (past the login the
+  controller answers DescribeLogDirs as a node holding no replica: no sizes), that a user without
+  DESCRIBE on the cluster gets the poll's error naming the refusal, not an empty answer, that a
+  wrong password is refused at the login, and that the PLAINTEXT poll against that listener
+  fails with a LogDirsError rather than returning nothing.
 - A bad ``--command-config`` (missing file, bad protocol, SASL without a password, a TLS file
   that is not one) exits 2 before anything starts.
 """
@@ -33,7 +36,7 @@ import pytest
 
 from client.security import ClientSecurity
 from planner_service.sizes import secured_broker_sizes
-from spark_jobs.logdirs import LogDirsError
+from spark_jobs.logdirs import LogDirsError, broker_sizes
 from tests.e2e.processes import REPO, running_cluster, stop_process, wait_for
 from tests.e2e.test_security_e2e import SERVICE_DIGEST, ZK_KEYS, add_user, opened_after, write_zk_config
 from tests.planner.service_http import http
@@ -41,7 +44,7 @@ from tests.security.certs import make_pki
 
 SIM_ARGS = ["--brokers", "4", "--topics", "orders:4:2:1MiB", "--topic-brokers", "1,2,3", "--bandwidth", "8MiB",
             "--produce-rate", "0"]
-PASSWORDS = {"planner": "planner-secret", "alice": "alice-secret"}
+PASSWORDS = {"planner": "planner-secret", "alice": "alice-secret", "bob": "bob-secret"}  # bob: no ACL
 DRAINED = 3
 
 
@@ -176,13 +179,21 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
         stop_process(svc)
 
     # The sizes poll's secured fetch with the planner's file: TLS and SCRAM succeed on the
-    # controller's SASL_SSL listener, which then offers no DescribeLogDirs (it is no broker).
+    # controller's SASL_SSL listener, which answers DescribeLogDirs as a node that holds no
+    # replica (controller/shell/admin/describe_log_dirs.py, since 7baf955): no sizes, no disk.
     host, port = c.listeners[101].rsplit(":", 1)
     security = ClientSecurity.from_file(planner_props)
-    with pytest.raises(LogDirsError, match="^SASL_SSL: the peer does not offer API key 35"):
-        asyncio.run(secured_broker_sizes(host, int(port), security, timeout=20))
+    sizes = asyncio.run(secured_broker_sizes(host, int(port), security, timeout=20))
+    assert sizes == {} and sizes.disk_bytes is None, sizes
+    # Logged in but without DESCRIBE on the cluster: the refusal's code, not an empty answer.
+    bob = ClientSecurity.from_file(client_properties(tmp_path / "bob.properties", pki, "bob"))
+    with pytest.raises(LogDirsError, match="^SASL_SSL: DescribeLogDirs error code 31$"):
+        asyncio.run(secured_broker_sizes(host, int(port), bob, timeout=20))
     with pytest.raises(LogDirsError, match="^SASL_SSL: .*SaslAuthenticationFailed"):
         asyncio.run(secured_broker_sizes(host, int(port), dataclasses.replace(security, password="wrong"), timeout=20))
+    # The PLAINTEXT poll (no --command-config) cannot read a secured listener and says so.
+    with pytest.raises(LogDirsError, match="^(connection failed|malformed response): "):
+        asyncio.run(broker_sizes(host, int(port), timeout=20))
 
 
 @pytest.mark.parametrize("text, error", [
