@@ -60,7 +60,7 @@ from kazoo.client import KazooClient  # noqa: E402
 
 from spark_jobs import api, snapshot  # noqa: E402
 from spark_jobs.legacy import assign_unaware  # noqa: E402
-from spark_jobs.plan import plan_json  # noqa: E402
+from spark_jobs.outputs import plan_json  # noqa: E402
 from znodes.launcher import LocalZooKeeper  # noqa: E402
 
 from bench import results  # noqa: E402

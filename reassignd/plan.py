@@ -1,5 +1,5 @@
 """`python -m spark_jobs.plan`: plan a reassignment from a snapshot on Spark (:mod:`spark_jobs.api`;
-the files it writes: :mod:`spark_jobs.plan`).
+the files it writes: :mod:`spark_jobs.outputs`).
 
 Usage::
 
@@ -31,7 +31,7 @@ from reassignd.args import USAGE_EXIT, Parser, UsageError
 from spark_jobs import api, batching, capacity, chart
 from spark_jobs import snapshot as snapshots
 from spark_jobs.errors import PlanError, SnapshotError
-from spark_jobs.plan import json_bytes, output_files, write_all
+from spark_jobs.outputs import json_bytes, output_files, write_all
 
 # The name it has always been run by (README, docker's planner image, the demo).
 PROG = "python -m spark_jobs.plan"

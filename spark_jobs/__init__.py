@@ -2,7 +2,7 @@
 
 Entry points: ``reassignd snapshot`` (:mod:`reassignd.snapshot`, writing with
 :mod:`spark_jobs.snapshot`), ``python -m spark_jobs.plan`` (:mod:`reassignd.plan`, writing with
-:mod:`spark_jobs.plan`), the Python API :mod:`spark_jobs.api`, and Kafka's old ``--generate``
+:mod:`spark_jobs.outputs`), the Python API :mod:`spark_jobs.api`, and Kafka's old ``--generate``
 algorithm as :func:`legacy_generate`.
 """
 

@@ -9,7 +9,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from spark_jobs import api
-from spark_jobs.plan import plan_json
+from spark_jobs.outputs import plan_json
 from tests.planner import oracle
 from tests.planner.strategies import clusters, requests
 

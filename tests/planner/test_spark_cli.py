@@ -12,7 +12,7 @@ import msgpack
 import pytest
 
 from reassignd import plan as plan_command
-from spark_jobs import api, plan, snapshot
+from spark_jobs import api, outputs, snapshot
 
 pytestmark = pytest.mark.spark
 
@@ -39,7 +39,7 @@ def test_spark_and_in_process_plans_are_identical(spark):
     snap = make_cluster(12, 150, 8, 3, 9)  # 150 topics: several Spark tasks of topic chunks
     on_spark = api.plan(snap, "rebalance", spark=spark)
     local = api.plan(snap, "rebalance")
-    assert plan.plan_json(on_spark.reassignment) == plan.plan_json(local.reassignment)
+    assert outputs.plan_json(on_spark.reassignment) == outputs.plan_json(local.reassignment)
     assert json.dumps(on_spark.report, sort_keys=True) == json.dumps(local.report, sort_keys=True)
     assert on_spark.report["fair"] and on_spark.report["moves"] == on_spark.report["lower_bound"]
 
@@ -99,7 +99,7 @@ def test_fleet_mode_plans_every_cluster_in_one_job(spark, tmp_path):
         assert c["fair"] and c["moves"] == c["lower_bound"]
     # Each cluster's plan equals its single-cluster plan.
     single = api.plan(snapshot.load(fleet / "west.msgpack"), "rebalance")
-    assert (out / "west.plan.json").read_bytes() == plan.plan_json(single.reassignment)
+    assert (out / "west.plan.json").read_bytes() == outputs.plan_json(single.reassignment)
 
 
 def _cli(*args, timeout=120):
