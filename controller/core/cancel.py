@@ -200,13 +200,15 @@ def begin_cancel(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
     ws.late.append(SetData(paths.reassignment(*tp), encode_record(
         move.target, move.original, cancelling=True, next_target=move.next_target)))
     ws.set_assignment(tp, rollback_assignment(move))
-    roll_back(ws, move, state, first=True)
+    roll_back(ws, move, state)
 
 
 @writing(ROLLBACK)
-def roll_back(ws: WorkingSet, move: Move, state: LeaderIsr | None, *, first: bool = False) -> None:
-    """Steps 5-6 (also when a failover resumes a cancel: ``first`` False writes the state
-    znode only if it is not rolled back yet)."""
+def roll_back(ws: WorkingSet, move: Move, state: LeaderIsr | None) -> None:
+    """Steps 5-6 (also when a failover resumes a cancel: again with a new leader epoch, as
+    every resumed move has one, since the dead controller may have written RS = ORS and died
+    before its state znode or the brokers heard of it, and a replica set that only changed
+    its order must not go out at an epoch the brokers already hold with the other order)."""
     tp = move.tp
     if state is not None:
         original, live = move.original, ws.brokers
@@ -215,11 +217,10 @@ def roll_back(ws: WorkingSet, move: Move, state: LeaderIsr | None, *, first: boo
         else:
             leader = next((b for b in original if b in state.isr and b in live), NO_LEADER)
         isr = tuple(b for b in state.isr if b in original)
-        if first or leader != state.leader or isr != state.isr:
-            # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
-            # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,
-            # and the reload resumes the cancel from what landed.
-            state = ws.new_epoch(tp, state, leader, isr)
+        # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
+        # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,
+        # and the reload resumes the cancel from what landed.
+        state = ws.new_epoch(tp, state, leader, isr)
         for b in original:
             if b in live:
                 ws.box.leader_and_isr(b, tp, state, replicas=original, adding=(), removing=(), is_new=False)

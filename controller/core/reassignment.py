@@ -285,7 +285,12 @@ def announce(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
     elif move.phase is Phase.CANCELLING:  # leader and ISR into ORS if not yet; delete AR again
         cancel.roll_back(ws, move, state)
     else:  # STOPPING: RS = TRS already written; delete RR again and finish
-        stop_removed(ws, move, state)
+        # With a new leader epoch, as Kafka's completion of a resumed move always has: a
+        # move that only reorders its replicas is "RS = TRS" from its first topic write, so
+        # the dead controller may have died before the brokers (or its state znode) heard
+        # of that order, and the same epoch with another order would be refused or, worse,
+        # taken by some replicas and not others.
+        stop_removed(ws, move, ws.new_epoch(move.tp, state))
 
 
 def schedule(ws: WorkingSet) -> None:

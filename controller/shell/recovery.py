@@ -49,12 +49,12 @@ it wrote is the truth and every half-finished move is finished, never restarted 
  4. Resume (:class:`controller.core.events.Resume`): the new controller epoch re-sends
     LeaderAndIsr for every running move, re-checks completion, re-sends StopReplica for moves
     in STOPPING and CANCELLING, and starts pending entries as the caps allow. A replicating
-    move goes out with a new leader epoch (as Kafka's onPartitionReassignment bumps it for every
-    move it resumes): the dead controller may have died before the brokers heard of its RS at
-    the state's epoch, and they would refuse that state resent as is. A STOPPING or CANCELLING
-    move's state goes as it is (brokers holding its leader epoch refuse it harmlessly, replicas
-    without local state take it); dropped replicas that left the ISR are deleted then (engine
-    step 4b). Every live broker is also asked what it hosts, for its strays (engine step 9). The shell then
+    move goes out with a new leader epoch, as Kafka's onPartitionReassignment bumps it for every
+    move it resumes; so do STOPPING and CANCELLING moves: the dead controller may have died
+    before the brokers heard of its RS at the state's epoch, and they would refuse that state
+    resent as is - or, for a move that only reorders its replicas (RS = TRS from its first
+    topic write, so resumed as STOPPING), hold one epoch with two orders. Dropped replicas that
+    left the ISR are deleted then (engine step 4b). Every live broker is also asked what it hosts, for its strays (engine step 9). The shell then
     reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
     (setting their watches): a cancel or queue the dead controller had not finished taking is
     taken now (both znodes are deleted only in the flush that took them). Then, as Kafka's

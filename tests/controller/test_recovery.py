@@ -78,7 +78,12 @@ def test_record_written_but_topic_not_yet_gets_the_topic_written():
 def test_topic_already_at_target_but_record_left_is_finished_not_restarted():
     s, step, _ = resume(snapshot(Assignment((4, 5, 6)), st=state(4, (4, 5, 6), zk_version=6, leader_epoch=2)))
     assert s.tasks[TP].phase is Phase.STOPPING
-    assert step.writes == []
+    # A new leader epoch, as for every resumed move (the dead controller may have died
+    # before its state write or its LeaderAndIsr): only the state znode is written.
+    assert [(w.path, w.version) for w in step.writes] == [("/brokers/topics/t/partitions/0/state", 6)]
+    assert loads(step.writes[0].data)["leader_epoch"] == 3
+    entries = [body_partitions(c)[TP] for c in step.commands if c.api_key == ApiKey.LEADER_AND_ISR]
+    assert {(e["leader_epoch"], tuple(e["replicas"])) for e in entries} == {(3, (4, 5, 6))}
     stops = [c for c in step.commands if c.api_key == ApiKey.STOP_REPLICA]
     assert sorted(c.broker_id for c in stops) == [1, 2, 3]
     step = engine.step(s, [StopReplicaSent((TP,))], CFG)
