@@ -99,6 +99,7 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     after this step's LeaderAndIsr to it. A replica of a known partition whose RS does not
     place it there, that no waiting move is about to add, and that is not in the ISR is a stray
     and gets StopReplica(delete) (controller.core.task.stray_partitions); nothing waits for it.
+    Judged once the step's moves started (step 2): a start in the same step may place it again.
  9b. Missing replicas, from the same answers: a replica RS places on the broker, of a partition
     no move runs for, that the broker does not host (a LeaderAndIsr a dead controller never
     sent) gets LeaderAndIsr (``is_new``) with the state held; a state not read yet, once it is.
@@ -262,6 +263,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
         topic_deletion.advance_deletions(ws)  # step 11: after the cancels and overrides of the step
     replica_sync.missing_replicas(ws)  # step 9b
     reassignment.schedule(ws)  # step 2 (and 3 for the moves it starts)
+    replica_sync.delete_strays(ws)  # step 9: against where the moves left every partition
     replica_sync.replica_states(ws)  # step 8b: last, where the step decided nothing of its own
     return finish(ws)
 

@@ -7,8 +7,8 @@ functions of its working set (controller.core.working_set). Pure.
   (step 10, controller.core.topic_creation);
 * step 8b, :func:`replica_states`: LeaderAndIsr with the state held to every live replica of a
   (re)load's chunks (Kafka's ``replicaStateMachine.startup``), last in the step;
-* step 9, :func:`on_hosted`: a broker's DescribeLogDirs answer; its strays get
-  StopReplica(delete) (controller.core.task.stray_partitions);
+* step 9, :func:`on_hosted`: a broker's DescribeLogDirs answer; :func:`delete_strays`, after
+  the step's moves started: its strays get StopReplica(delete) (controller.core.task.stray_partitions);
 * step 9b, :func:`missing_replicas`: replicas assigned to a broker that it does not host get
   LeaderAndIsr (``is_new``); :func:`tell_unhosted` once a state not read yet is.
 """
@@ -73,11 +73,21 @@ def on_hosted(ws: WorkingSet, event: ReplicasHosted) -> None:
         return  # gone again: asked once more when it registers
     if ws.deleting:
         topic_deletion.deletion_hosted(ws, b, event.partitions)  # step 11
-    ws.hosted_answers[b] = event.partitions  # step 9b, for all answers at once (finish)
-    for tp in stray_partitions(b, event.partitions, ws.assignments, ws.tasks, ws.states):
-        state = ws.states.get(tp)
-        ws.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
-        ws.box.stop_replica(b, tp, state.leader_epoch if state is not None else -1, wait=False)
+    ws.hosted_answers[b] = event.partitions  # steps 9 and 9b, for all answers at once
+
+
+def delete_strays(ws: WorkingSet) -> None:
+    """Step 9, once the step's moves are decided (after step 2): a stray is judged against
+    where the step left every partition, not where the answer found it - a queued target or
+    a pending entry this step starts may place the replica there again, and a StopReplica
+    decided before that start would go out after its LeaderAndIsr."""
+    for b, hosted in ws.hosted_answers.items():
+        if b not in ws.brokers:
+            continue
+        for tp in stray_partitions(b, hosted, ws.assignments, ws.tasks, ws.states):
+            state = ws.states.get(tp)
+            ws.log.append(f"broker {b} hosts a replica of {tp[0]}-{tp[1]}, which is not assigned to it: deleting it")
+            ws.box.stop_replica(b, tp, state.leader_epoch if state is not None else -1, wait=False)
 
 
 def missing_replicas(ws: WorkingSet) -> None:

@@ -1,4 +1,8 @@
-"""A move that only reorders its replicas, resumed after a failover (found by the stateful
+"""Failover schedules the stateful suite found (tests/controller/test_stateful.py), kept as
+scripts that replay them exactly (tests/controller/crash_schedules.py's ``replay``: every
+invariant after every step, the quiescent checks at the end).
+
+A move that only reorders its replicas, resumed after a failover (found by the stateful
 suite, seed 16 shard 2): its first topic write already has RS = TRS, so a controller deposed
 after that write and before its state znode's leader epoch landed left a move that recovery
 resumes as STOPPING at the old epoch. Resent as it was, that epoch reached the brokers with
@@ -27,5 +31,22 @@ def test_reordered_move_resumed_after_a_deposed_controller_gets_a_new_leader_epo
         # controller's flush lands the record and the topic znode, not the state znode.
         rule("depose_active_after", k=2),
         submit("submit", {0: [1, 3, 4]}),
+        rule("start_controller"),
+    ])
+
+
+def test_stray_is_judged_after_the_queued_move_that_places_it_again():
+    """Seed 16 shard 7: t-0 [4,2,3] starts moving to [1,2,3] and the controller dies; meanwhile
+    it is retargeted to [2,3,4] (its own brokers) and [1,2,3] queued behind. The next
+    controller ends the move on [2,3,4], takes the queue and starts [1,2,3] again in the step
+    that also holds broker 1's DescribeLogDirs answer. Judged at the answer, broker 1's replica
+    was a stray, and its StopReplica(delete) went out after the new move's LeaderAndIsr."""
+    replay([
+        rule("expire_active"),
+        rule("start_controller"),
+        submit("queue", {0: [1, 2, 3], 1: [1, 2, 3]}),
+        rule("crash_active_after", k=5),
+        submit("retarget", {0: [2, 3, 4]}),
+        submit("queue", {0: [1, 2, 3]}),
         rule("start_controller"),
     ])
