@@ -41,6 +41,7 @@ KAFKA_RELEASE = {
     30: (1, 3),  # CreateAcls
     31: (1, 3),  # DeleteAcls
     32: (1, 4),  # DescribeConfigs
+    34: (1, 2),  # AlterReplicaLogDirs (Kafka 4.0 dropped v0)
     35: (1, 5),  # DescribeLogDirs
     36: (0, 2),  # SaslAuthenticate (SASL listeners)
     45: (0, 1),  # AlterPartitionReassignments

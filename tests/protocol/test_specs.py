@@ -339,6 +339,11 @@ KAFKA_LAYOUTS = {
     (45, "response", 1): (True, "throttle_time_ms:int32 allow_replication_factor_change:bool error_code:int16 error_message:string? responses:[name:string partitions:[partition_index:int32 error_code:int16 error_message:string?]]"),
     (46, "request", 0): (True, "timeout_ms:int32 topics:[name:string partition_indexes:[int32]]?"),
     (46, "response", 0): (True, "throttle_time_ms:int32 error_code:int16 error_message:string? topics:[name:string partitions:[partition_index:int32 replicas:[int32] adding_replicas:[int32] removing_replicas:[int32]]]"),
+    # AlterReplicaLogDirs (KIP-113), how kafka-reassign moves a replica between a broker's log dirs.
+    (34, "request", 0): (False, "dirs:[path:string topics:[name:string partitions:[int32]]]"),
+    (34, "request", 2): (True, "dirs:[path:string topics:[name:string partitions:[int32]]]"),
+    (34, "response", 1): (False, "throttle_time_ms:int32 results:[topic_name:string partitions:[partition_index:int32 error_code:int16]]"),
+    (34, "response", 2): (True, "throttle_time_ms:int32 results:[topic_name:string partitions:[partition_index:int32 error_code:int16]]"),
     # DescribeLogDirs (KIP-113), how --progress reads replica lag.
     (35, "request", 0): (False, "topics:[topic:string partitions:[int32]]?"),
     (35, "request", 4): (True, "topics:[topic:string partitions:[int32]]?"),
@@ -383,7 +388,7 @@ KAFKA_LAYOUTS = {
 KAFKA_VERSIONS = {
     3: ("0-13", "9+"), 4: ("0-7", "4+"), 5: ("0-4", "2+"), 6: ("0-8", "6+"),
     17: ("0-1", "none"), 18: ("0-4", "3+"), 19: ("0-7", "5+"), 20: ("0-6", "4+"), 32: ("0-4", "4+"),
-    35: ("0-5", "2+"), 36: ("0-2", "2+"), 45: ("0-1", "0+"), 46: ("0", "0+"),
+    34: ("0-2", "2+"), 35: ("0-5", "2+"), 36: ("0-2", "2+"), 45: ("0-1", "0+"), 46: ("0", "0+"),
 }
 
 
