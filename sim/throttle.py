@@ -22,47 +22,18 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from znodes.throttle_keys import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS, WILDCARD
+from protocol import throttled_replicas
+from protocol.throttled_replicas import NONE, ThrottledReplicas
+from znodes.throttle_keys import FOLLOWER_RATE, FOLLOWER_REPLICAS, LEADER_RATE, LEADER_REPLICAS
 
 DEFAULT_BROKER = "<default>"  # Kafka's entity name for the cluster-wide broker default
+# KIP-113: the broker-wide cap on copying future logs between its own log dirs (a dynamic
+# broker config, read like the two rates above; unset: unlimited).
+ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 
 
 class ThrottleConfigError(ValueError):
     """A throttle config value that Kafka would reject; the previous value stays in force."""
-
-
-@dataclass(frozen=True, slots=True)
-class ThrottledReplicas:
-    """A parsed throttled-replicas list: everything, or a set of (partition, broker)."""
-
-    everything: bool = False
-    pairs: frozenset[tuple[int, int]] = frozenset()
-
-    def __contains__(self, pair: tuple[int, int]) -> bool:
-        return self.everything or pair in self.pairs
-
-
-NONE = ThrottledReplicas()
-
-
-def parse_throttled_replicas(value: str) -> ThrottledReplicas:
-    """``"0:1,1:2"`` -> pairs; ``"*"`` -> everything; ``""`` -> nothing."""
-    if not isinstance(value, str):
-        raise ThrottleConfigError(f"throttled replicas must be a string, got {value!r}")
-    text = value.strip()
-    if text == WILDCARD:
-        return ThrottledReplicas(everything=True)
-    if not text:
-        return NONE
-    pairs = set()
-    for item in text.split(","):
-        part, sep, broker = item.strip().partition(":")
-        if not sep or not part.strip().isdigit() or not broker.strip().isdigit():
-            raise ThrottleConfigError(
-                f"bad throttled replica {item!r} in {value!r}: expected PARTITION:BROKER or '*'"
-            )
-        pairs.add((int(part), int(broker)))
-    return ThrottledReplicas(pairs=frozenset(pairs))
 
 
 def parse_rate(value: str) -> float:
@@ -83,6 +54,7 @@ class _TopicThrottles:
 class _BrokerRates:
     leader: float | None = None
     follower: float | None = None
+    alter_log_dirs: float | None = None
 
 
 class Throttles:
@@ -98,10 +70,13 @@ class Throttles:
         Raises ThrottleConfigError, changing nothing, when a value is malformed.
         """
         config = config or {}
-        entry = _TopicThrottles(
-            leader=parse_throttled_replicas(config.get(LEADER_REPLICAS, "")),
-            follower=parse_throttled_replicas(config.get(FOLLOWER_REPLICAS, "")),
-        )
+        try:
+            entry = _TopicThrottles(
+                leader=throttled_replicas.parse(config.get(LEADER_REPLICAS)),
+                follower=throttled_replicas.parse(config.get(FOLLOWER_REPLICAS)),
+            )
+        except throttled_replicas.ThrottledReplicasError as exc:
+            raise ThrottleConfigError(str(exc)) from exc
         if entry == _TopicThrottles():
             self._topics.pop(topic, None)
         else:
@@ -112,9 +87,11 @@ class Throttles:
         config = config or {}
         leader = config.get(LEADER_RATE)
         follower = config.get(FOLLOWER_RATE)
+        alter = config.get(ALTER_LOG_DIRS_RATE)
         entry = _BrokerRates(
             leader=None if leader is None else parse_rate(leader),
             follower=None if follower is None else parse_rate(follower),
+            alter_log_dirs=None if alter is None else parse_rate(alter),
         )
         if entry == _BrokerRates():
             self._brokers.pop(entity, None)
@@ -137,6 +114,10 @@ class Throttles:
         """Bytes/s a broker may fetch for throttled replicas; None: unlimited."""
         return self._rate(broker, "follower")
 
+    def alter_log_dirs_rate(self, broker: int) -> float | None:
+        """Bytes/s a broker may copy into its future logs (KIP-113); None: unlimited."""
+        return self._rate(broker, "alter_log_dirs")
+
     def _rate(self, broker: int, side: str) -> float | None:
         own = self._brokers.get(str(broker))
         if own is not None and getattr(own, side) is not None:
@@ -148,13 +129,8 @@ class Throttles:
         """What is in force, for status output and tests."""
         return {
             "topics": {
-                t: {"leader": _show(e.leader), "follower": _show(e.follower)} for t, e in sorted(self._topics.items())
+                t: {"leader": str(e.leader), "follower": str(e.follower)} for t, e in sorted(self._topics.items())
             },
-            "brokers": {b: {"leader": r.leader, "follower": r.follower} for b, r in sorted(self._brokers.items())},
+            "brokers": {b: {"leader": r.leader, "follower": r.follower, "alter_log_dirs": r.alter_log_dirs}
+                        for b, r in sorted(self._brokers.items())},
         }
-
-
-def _show(replicas: ThrottledReplicas) -> str:
-    if replicas.everything:
-        return WILDCARD
-    return ",".join(f"{p}:{b}" for p, b in sorted(replicas.pairs))
