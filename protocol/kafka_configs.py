@@ -32,6 +32,8 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
+from . import throttled_replicas
+
 # Kafka's ConfigType codes (DescribeConfigs v3+).
 UNKNOWN, BOOLEAN, STRING, INT, SHORT, LONG, DOUBLE, LIST, CLASS, PASSWORD = range(10)
 TYPE_NAMES = {BOOLEAN: "BOOLEAN", STRING: "STRING", INT: "INT", SHORT: "SHORT", LONG: "LONG", DOUBLE: "DOUBLE",
@@ -81,14 +83,11 @@ class EachOf:
 
 
 def _throttled_replicas(items: list[str]) -> str | None:
-    """Kafka's ThrottledReplicaListValidator: "*" alone, or partition:broker pairs."""
-    if items == ["*"] or not items:
-        return None
-    for item in items:
-        p, sep, b = item.partition(":")
-        if not (sep and p.isascii() and p.isdigit() and b.isascii() and b.isdigit()):
-            return "must be the literal '*' or a list of replicas in the following format: " \
-                   "[partitionId]:[brokerId],[partitionId]:[brokerId],..."
+    """Kafka's ThrottledReplicaListValidator, through the one parser of the format."""
+    try:
+        throttled_replicas.parse_items(items)
+    except throttled_replicas.ThrottledReplicasError as e:
+        return f"{throttled_replicas.RULE} ({e.entry!r} is not)"
     return None
 
 
