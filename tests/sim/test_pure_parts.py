@@ -4,7 +4,7 @@ import pytest
 
 from znodes.assignment import AssignmentError, assign_replicas, rack_alternated
 from sim.sizes import parse_size
-from sim.throttle import ThrottleConfigError, Throttles, parse_throttled_replicas
+from sim.throttle import ThrottleConfigError, Throttles
 
 
 @pytest.mark.parametrize(
@@ -22,17 +22,20 @@ def test_bad_sizes(text):
 
 
 def test_throttled_replicas_parse():
-    assert (0, 1) in parse_throttled_replicas("0:1, 3:4")
-    assert (3, 4) in parse_throttled_replicas("0:1, 3:4")
-    assert (1, 0) not in parse_throttled_replicas("0:1")
-    assert (9, 9) in parse_throttled_replicas("*")
-    assert (0, 0) not in parse_throttled_replicas("")
+    t = Throttles()
+    t.update_topic("x", {"leader.replication.throttled.replicas": "0:1, 3:4",
+                         "follower.replication.throttled.replicas": "*"})
+    assert t.leader_throttled("x", 0, 1) and t.leader_throttled("x", 3, 4)
+    assert not t.leader_throttled("x", 1, 0)
+    assert t.follower_throttled("x", 9, 9)
+    t.update_topic("x", {"leader.replication.throttled.replicas": ""})
+    assert not t.leader_throttled("x", 0, 0) and t.snapshot()["topics"] == {}
 
 
 @pytest.mark.parametrize("value", ["0", "a:1", "0:1,", "0:-1", "**"])
 def test_bad_throttled_replicas(value):
     with pytest.raises(ThrottleConfigError):
-        parse_throttled_replicas(value)
+        Throttles().update_topic("x", {"follower.replication.throttled.replicas": value})
 
 
 def test_bad_config_changes_nothing():
