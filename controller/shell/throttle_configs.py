@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections.abc import Awaitable, Callable, Iterable
 
+from protocol import throttled_replicas
 from znodes import models, paths
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, Op, SetData, Store
 from znodes.batch import BatchedWriter, FlushError
@@ -38,42 +39,6 @@ from znodes.throttle_keys import (  # noqa: F401 (re-exported: callers write tc.
 # wrote it): re-read and redo the merge this many times before giving up.
 CONFLICT_RETRIES = 5
 _CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)
-
-Pairs = frozenset[tuple[int, int]]
-
-
-class ThrottleValueError(ValueError):
-    """A throttled-replicas value already in ZooKeeper that is not in Kafka's format."""
-
-
-def parse_replicas(value: str) -> Pairs | None:
-    """``"0:1,1:2"`` -> pairs; ``"*"`` -> None (every replica); ``""`` -> no pairs."""
-    text = value.strip()
-    if text == WILDCARD:
-        return None
-    out: set[tuple[int, int]] = set()
-    for item in filter(None, (i.strip() for i in text.split(","))):
-        part, sep, broker = item.partition(":")
-        if not sep or not part.strip().isdigit() or not broker.strip().isdigit():
-            raise ThrottleValueError(f"bad throttled replica {item!r} in {value!r}: expected PARTITION:BROKER or '*'")
-        out.add((int(part), int(broker)))
-    return frozenset(out)
-
-
-def format_replicas(pairs: Iterable[tuple[int, int]]) -> str:
-    """Pairs -> ``"P:B,P:B"``, sorted so the same set always writes the same bytes."""
-    return ",".join(f"{p}:{b}" for p, b in sorted(set(pairs)))
-
-
-def merged_replicas(existing: str | None, add: Iterable[tuple[int, int]], replace_partitions: set[int] = frozenset()) -> str:
-    """``existing`` plus ``add``; pairs of ``replace_partitions`` are dropped from ``existing``
-    first. A ``"*"`` already covers everything and stays."""
-    old = parse_replicas(existing) if existing else frozenset()
-    if old is None:
-        return WILDCARD
-    kept = {(p, b) for p, b in old if p not in replace_partitions}
-    return format_replicas(kept | set(add))
-
 
 def change_notification(entity_path: str) -> Create:
     payload = json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
@@ -132,16 +97,19 @@ def drop_keys(keys: Iterable[str]) -> Callable[[dict[str, str]], dict[str, str]]
 
 
 def add_replicas(leader: Iterable[tuple[int, int]], follower: Iterable[tuple[int, int]], replace_partitions: set[int] = frozenset()):
-    """An update merging pairs into a topic's leader and follower throttled-replicas lists."""
+    """An update merging pairs into a topic's leader and follower throttled-replicas lists; the
+    pairs of ``replace_partitions`` already there are dropped first, a ``"*"`` stays."""
     leader, follower = set(leader), set(follower)
 
     def update(config: dict[str, str]) -> dict[str, str]:
         for key, pairs in ((LEADER_REPLICAS, leader), (FOLLOWER_REPLICAS, follower)):
-            value = merged_replicas(config.get(key), pairs, replace_partitions)
-            if value:
-                config[key] = value
-            else:
+            # A value already there that is not Kafka's format raises ThrottledReplicasError:
+            # it is never overwritten on a guess.
+            merged = throttled_replicas.parse(config.get(key)).merged(pairs, replace_partitions)
+            if merged.empty:
                 config.pop(key, None)
+            else:
+                config[key] = str(merged)
         return config
 
     return update

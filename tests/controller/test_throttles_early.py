@@ -9,6 +9,7 @@ import pytest
 
 from controller.shell import throttle_configs as tc
 from controller.shell.throttles import lock, remove_idle_unlocked, remove_throttles
+from protocol.throttled_replicas import ThrottledReplicasError
 from znodes import paths
 from znodes.twin import TwinServer
 
@@ -16,18 +17,19 @@ RATES = {tc.LEADER_RATE: "100", tc.FOLLOWER_RATE: "100"}
 REPLICAS = {tc.LEADER_REPLICAS: "0:1", tc.FOLLOWER_REPLICAS: "0:2"}
 
 
-def test_replica_lists_parse_format_and_merge():
-    assert tc.parse_replicas("1:2, 0:3") == {(1, 2), (0, 3)}
-    assert tc.parse_replicas("*") is None
-    assert tc.parse_replicas("") == frozenset()
-    for bad in ("1", "a:b", "1:2:3", "-1:2"):
-        with pytest.raises(tc.ThrottleValueError):
-            tc.parse_replicas(bad)
-    assert tc.format_replicas({(10, 1), (2, 3), (2, 1)}) == "2:1,2:3,10:1"
-    assert tc.merged_replicas("0:1,1:2", {(1, 3)}) == "0:1,1:2,1:3"
-    assert tc.merged_replicas("0:1,1:2", {(1, 3)}, replace_partitions={1}) == "0:1,1:3"
-    assert tc.merged_replicas("*", {(5, 5)}) == "*"  # already every replica
-    assert tc.merged_replicas(None, set()) == ""
+def test_replica_lists_merge():
+    def merged(existing, leader, replace=frozenset()):
+        config = {} if existing is None else {tc.LEADER_REPLICAS: existing}
+        return tc.add_replicas(leader, (), replace)(config).get(tc.LEADER_REPLICAS, "")
+
+    assert merged("0:1,1:2", {(1, 3)}) == "0:1,1:2,1:3"
+    assert merged("1:2, 0:3", {(10, 1)}) == "0:3,1:2,10:1"  # sorted: the same set writes the same bytes
+    assert merged("0:1,1:2", {(1, 3)}, replace={1}) == "0:1,1:3"
+    assert merged("*", {(5, 5)}) == "*"  # already every replica
+    assert merged(None, set()) == ""
+    for bad in ("1", "a:b", "1:2:3", "-1:2", "0:1,"):
+        with pytest.raises(ThrottledReplicasError):
+            merged(bad, {(0, 1)})
 
 
 async def _cluster():

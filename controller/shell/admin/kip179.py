@@ -77,6 +77,7 @@ from controller.shell.admin.submit import (
 )
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from protocol.throttled_replicas import ThrottledReplicasError
 from znodes import paths
 from znodes.api import ZkError
 from znodes.batch import FlushError, RequestTooLargeError
@@ -92,7 +93,7 @@ UNTHROTTLED = 2**63 - 1
 # ---- shared -----------------------------------------------------------------------------------
 
 # What can stop a request between its steps (the state it leaves is safe by construction).
-_WRITE_FAILURES = (ZkError, FlushError, ZnodeFormatError, tc.ThrottleValueError, RequestTooLargeError)
+_WRITE_FAILURES = (ZkError, FlushError, ZnodeFormatError, ThrottledReplicasError, RequestTooLargeError)
 
 
 def _failure(e: Exception) -> ApiError:
@@ -100,7 +101,7 @@ def _failure(e: Exception) -> ApiError:
     lost = session_failure(e)
     if lost is not None:
         return lost
-    if isinstance(e, (ZnodeFormatError, tc.ThrottleValueError)):
+    if isinstance(e, (ZnodeFormatError, ThrottledReplicasError)):
         # A config or removal znode already in ZooKeeper is malformed: never overwritten on a guess.
         return ApiError(ErrorCode.INVALID_CONFIG, f"cannot apply the request: {e}")
     if isinstance(e, RequestTooLargeError):

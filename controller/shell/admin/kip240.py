@@ -44,7 +44,7 @@ from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.admin.configs import UnreadableConfig, read_configs
 from controller.shell.admin.metadata import parse_state, read_data
-from protocol import ApiKey
+from protocol import ApiKey, throttled_replicas
 from protocol.errors import ErrorCode
 from znodes import paths
 from znodes.errors import ZnodeFormatError
@@ -174,7 +174,7 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
         leader_replicas = _covered(config.get(tc.LEADER_REPLICAS))
         follower_replicas = _covered(config.get(tc.FOLLOWER_REPLICAS))
         leader_throttle = UNTHROTTLED
-        if leader >= 0 and _throttled(leader_replicas, partition, leader):
+        if leader >= 0 and (partition, leader) in leader_replicas:
             leader_throttle = _rate(broker_configs.get(leader, {}).get(tc.LEADER_RATE))
         descriptions.append({
             "reassignment_id": rid,
@@ -188,7 +188,7 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
                     "broker_id": b,
                     "follower_throttle": (
                         _rate(broker_configs[b].get(tc.FOLLOWER_RATE))
-                        if _throttled(follower_replicas, partition, b) else UNTHROTTLED
+                        if (partition, b) in follower_replicas else UNTHROTTLED
                     ),
                 }
                 for b in target
@@ -201,22 +201,12 @@ def _config(read: dict | UnreadableConfig) -> dict[str, str]:
     return {} if isinstance(read, UnreadableConfig) else read
 
 
-_EVERY = object()  # "*": every replica of the topic
-
-
-def _covered(value: str | None):
-    """The (partition, broker) pairs a throttled-replicas value names; _EVERY for "*"."""
-    if not value:
-        return frozenset()
+def _covered(value: str | None) -> throttled_replicas.ThrottledReplicas:
+    """The (partition, broker) pairs a throttled-replicas value names."""
     try:
-        pairs = tc.parse_replicas(value)
-    except tc.ThrottleValueError:
-        return frozenset()  # a broker would not apply a value it cannot parse either
-    return _EVERY if pairs is None else pairs
-
-
-def _throttled(covered, partition: int, broker: int) -> bool:
-    return covered is _EVERY or (partition, broker) in covered
+        return throttled_replicas.parse(value)
+    except throttled_replicas.ThrottledReplicasError:
+        return throttled_replicas.NONE  # a broker would not apply a value it cannot parse either
 
 
 def _rate(value: str | None) -> int:

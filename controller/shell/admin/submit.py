@@ -182,7 +182,7 @@ async def update_both_listed(store: Store, epoch_zkversion: int, *, topics_add=(
 
 
 async def check_configs(store: Store, updates: dict[tuple[str, str | int], object]) -> None:
-    """Raise (ZnodeFormatError, ThrottleValueError) before anything is written if an update
+    """Raise (ZnodeFormatError, ThrottledReplicasError) before anything is written if an update
     cannot apply to a config as it is now (a malformed config or throttle value)."""
     await tc.configs_ops(store, sorted(updates.items(), key=lambda kv: (kv[0][0], str(kv[0][1]))))
 
