@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
+from protocol import throttled_replicas
 from znodes import paths
 from znodes.api import (
     BadVersionError,
@@ -33,6 +34,7 @@ from znodes.api import (
 from client import zk_formats as fmt
 from client.cluster import ClusterAssignment
 from client.errors import (
+    ClusterDataError,
     ConflictError,
     ConnectionFailedError,
     InputError,
@@ -60,6 +62,24 @@ def _wrap(exc: ZkError) -> ReassignError:
     if isinstance(exc, (ConnectionLossError, SessionExpiredError)):
         return ConnectionFailedError(f"ZooKeeper: {exc}")
     return ConnectionFailedError(f"ZooKeeper error: {exc}")
+
+
+def _throttled_replicas(path: str, key: str, value: str | None) -> throttled_replicas.ThrottledReplicas:
+    """A list to merge into: one that is not Kafka's format stops the command, nothing written
+    (merging around it would drop the operator's entries)."""
+    try:
+        return throttled_replicas.parse(value)
+    except throttled_replicas.ThrottledReplicasError as exc:
+        raise ClusterDataError(f"{path}: {key}: {exc}") from None
+
+
+def _applied_replicas(value: str | None) -> throttled_replicas.ThrottledReplicas:
+    """A list as a broker applies it: one that is not Kafka's format throttles nothing, as the
+    controller's DescribePartitionReassignments reports it too."""
+    try:
+        return throttled_replicas.parse(value)
+    except throttled_replicas.ThrottledReplicasError:
+        return throttled_replicas.NONE
 
 
 class ZkBackend:
@@ -227,15 +247,13 @@ class ZkBackend:
         for topic in sorted(by_topic):
             leaders, followers = by_topic[topic]
 
-            def change(config, leaders=leaders, followers=followers):
+            def change(config, leaders=leaders, followers=followers, path=paths.topic_config(topic)):
                 for key, pairs in ((fmt.LEADER_THROTTLED_REPLICAS, leaders),
                                    (fmt.FOLLOWER_THROTTLED_REPLICAS, followers)):
-                    old = fmt.parse_throttled_replicas(config.get(key)) if merge else set()
-                    if old == fmt.ALL_REPLICAS:
-                        continue
-                    merged = old | pairs
-                    if merged:
-                        config[key] = fmt.format_throttled_replicas(merged)
+                    old = _throttled_replicas(path, key, config.get(key)) if merge else throttled_replicas.NONE
+                    merged = old.merged(pairs)
+                    if not merged.empty:
+                        config[key] = str(merged)
                 return config
 
             ops += await self._config_ops(f"topics/{topic}", paths.topic_config(topic), change, writes)
@@ -483,16 +501,13 @@ class ZkBackend:
             if item.topic not in topic_configs:
                 topic_configs[item.topic] = (await self._config(paths.topic_config(item.topic)))[0] or {}
             config = topic_configs[item.topic]
-            leaders = fmt.parse_throttled_replicas(config.get(fmt.LEADER_THROTTLED_REPLICAS))
-            followers = fmt.parse_throttled_replicas(config.get(fmt.FOLLOWER_THROTTLED_REPLICAS))
-
-            def throttled(pairs, b):
-                return pairs == fmt.ALL_REPLICAS or (item.partition, b) in pairs
-
-            leader_throttle = await broker_rate(leader, fmt.LEADER_THROTTLED_RATE) if throttled(leaders, leader) else None
+            leaders = _applied_replicas(config.get(fmt.LEADER_THROTTLED_REPLICAS))
+            followers = _applied_replicas(config.get(fmt.FOLLOWER_THROTTLED_REPLICAS))
+            p = item.partition
+            leader_throttle = await broker_rate(leader, fmt.LEADER_THROTTLED_RATE) if (p, leader) in leaders else None
             new = [b for b in (item.replicas or []) if b not in (item.original_replicas or [])]
             follower_throttles = {
-                b: (await broker_rate(b, fmt.FOLLOWER_THROTTLED_RATE) if throttled(followers, b) else None)
+                b: (await broker_rate(b, fmt.FOLLOWER_THROTTLED_RATE) if (p, b) in followers else None)
                 for b in new
             }
             out.append(Described(item, got[1].ctime, leader, leader_throttle, new, follower_throttles))

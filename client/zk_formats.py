@@ -29,7 +29,6 @@ from znodes.throttle_keys import LEADER_RATE as LEADER_THROTTLED_RATE
 from znodes.throttle_keys import LEADER_REPLICAS as LEADER_THROTTLED_REPLICAS
 from znodes.throttle_keys import RATE_KEYS as THROTTLED_RATE_KEYS
 from znodes.throttle_keys import REPLICA_KEYS as THROTTLED_REPLICA_KEYS
-from znodes.throttle_keys import WILDCARD as ALL_REPLICAS
 from znodes.values import TopicPartition
 
 
@@ -137,24 +136,3 @@ def encode_config(config: dict[str, str]) -> bytes:
 def encode_config_change(entity_path: str) -> bytes:
     """A config change notification: tells brokers to re-read ``topics/T`` or ``brokers/N``."""
     return models.ConfigChangeNotification(version=2, entity_path=entity_path).to_bytes()
-
-
-def parse_throttled_replicas(value: str | None) -> set[tuple[int, int]] | str:
-    """``"0:1,0:2"`` -> {(0, 1), (0, 2)}; ``"*"`` -> "*"; None/"" -> empty set. Entries that
-    are not P:B are ignored, as brokers ignore them."""
-    if not value:
-        return set()
-    if value.strip() == ALL_REPLICAS:
-        return ALL_REPLICAS
-    out: set[tuple[int, int]] = set()
-    for item in value.split(","):
-        p, _, b = item.strip().partition(":")
-        if p.isdigit() and b.isdigit():
-            out.add((int(p), int(b)))
-    return out
-
-
-def format_throttled_replicas(pairs: set[tuple[int, int]] | str) -> str:
-    if pairs == ALL_REPLICAS:
-        return ALL_REPLICAS
-    return ",".join(f"{p}:{b}" for p, b in sorted(pairs))
