@@ -5,7 +5,11 @@ Topic configs (``/config/topics/T``) name the throttled replicas, as ``"P:B,P:B"
 broker configs (``/config/brokers/N``) carry the rates in bytes/s.
 
     from znodes.throttle_keys import FOLLOWER_RATE, REPLICA_KEYS
+
+The lists' format itself (parse, format, WILDCARD) is protocol.throttled_replicas'.
 """
+
+from protocol.throttled_replicas import WILDCARD  # noqa: F401 (re-exported beside the keys)
 
 LEADER_REPLICAS = "leader.replication.throttled.replicas"
 FOLLOWER_REPLICAS = "follower.replication.throttled.replicas"
@@ -13,4 +17,3 @@ LEADER_RATE = "leader.replication.throttled.rate"
 FOLLOWER_RATE = "follower.replication.throttled.rate"
 REPLICA_KEYS = (LEADER_REPLICAS, FOLLOWER_REPLICAS)
 RATE_KEYS = (LEADER_RATE, FOLLOWER_RATE)
-WILDCARD = "*"  # every replica of the topic
