@@ -43,7 +43,7 @@ import weakref
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.admin.configs import UnreadableConfig, read_configs
-from controller.shell.admin.metadata import parse_state, read_data
+from controller.shell.admin.metadata import read_states
 from protocol import ApiKey, throttled_replicas
 from protocol.errors import ErrorCode
 from znodes import paths
@@ -151,11 +151,8 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     if not live:
         return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "description": []}
     # Step 2: states, topic configs, broker configs - one bulk read each.
-    state_reads = await read_data(store, [paths.partition_state(t, p) for t, p, *_ in live])
-    leaders = []
-    for data in state_reads:
-        state = parse_state(data)
-        leaders.append(NO_LEADER if state is None else state[0])
+    states = await read_states(store, [(t, p) for t, p, *_ in live])
+    leaders = [NO_LEADER if state is None else state.leader for state in states]
     topics = sorted({t for t, *_ in live})
     brokers = sorted({b for _, _, _, _, target in live for b in target} | {b for b in leaders if b >= 0})
     configs = await read_configs(
