@@ -12,6 +12,14 @@ per replica, e.g. 123, 512KB, 10MiB); an existing topic is an error and nothing 
 ``--bandwidth`` caps each broker's replication fetching (bytes/s), ``--produce-rate`` is
 appended to every partition leader (bytes/s; messages are ``--message-bytes`` each).
 
+Log directories (KIP-113): every broker has one (``/var/sim/kafka-logs-N``) unless
+``--log-dirs`` gives a count (``--log-dirs 3``: ``/var/sim/kafka-logs-N-1`` .. ``-3``) or the
+absolute paths every broker has (``--log-dirs /data/d1,/data/d2``; ``{broker}`` in a path is
+the broker's id); ``--broker-log-dirs 4=/data/d1,/data/d2,/data/d3`` (repeatable) gives one
+broker its own. ``--disk-bytes`` is each directory's volume; ``--disk-copy-rate`` bounds a
+broker's copies between its own directories (AlterReplicaLogDirs), below the dynamic
+``replica.alter.log.dirs.io.max.bytes.per.second``.
+
 ``--zk-config FILE`` gives the brokers' ZooKeeper identity and security, the keys the
 controller's ``--security-config`` and ``reassignd users --zk-config`` read
 (``znodes.security``): ``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``,
@@ -27,7 +35,7 @@ When everything is up, one line goes to stdout::
      "topics": {"orders": {"0": [1, 2, 3], ...}}}
 
 ``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``start N``,
-``restart N``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
+``restart N``, ``fail-dir N DIR``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
 session is closed, so its registration goes, and the command exits 0. Bad arguments exit 2;
 a failure to start (ZooKeeper unreachable, a topic or broker id already there) exits 1.
 """
@@ -42,6 +50,7 @@ import sys
 from reassignd.args import USAGE_EXIT, Parser, UsageError
 from sim.cluster import ClusterSettings
 from sim.core import BrokerConfig
+from sim.logdirs import LogDirsError, check_dir_names
 from sim.replica import CopySettings
 from sim.serve import serve
 from sim.sizes import parse_size
@@ -51,6 +60,8 @@ from znodes.security import ZkSecurity
 
 MAX_BROKERS = 200  # one process: each broker holds a port and a ZooKeeper session (kazoo threads)
 MAX_BROKER_ID = 2**31 - 1
+# More directories than this per broker is a typo (Kafka's largest JBOD boxes hold a few dozen disks).
+MAX_LOG_DIRS = 64
 
 
 def _positive_int(text: str) -> int:
@@ -84,6 +95,33 @@ def _rate(text: str) -> int:
         return parse_size(text)
     except ValueError as exc:
         raise argparse.ArgumentTypeError(str(exc)) from None
+
+
+def _log_dirs(text: str) -> tuple[str, ...]:
+    """``N`` (a count: /var/sim/kafka-logs-{broker}-1 ..) or ``DIR[,DIR...]`` (absolute paths)."""
+    if text.isascii() and text.isdigit():
+        count = int(text)
+        if not 1 <= count <= MAX_LOG_DIRS:
+            raise argparse.ArgumentTypeError(f"a broker has 1 to {MAX_LOG_DIRS} log dirs, got {count}")
+        if count == 1:
+            return ()  # the default directory, named as before
+        return tuple(f"/var/sim/kafka-logs-{{broker}}-{i}" for i in range(1, count + 1))
+    try:
+        names = check_dir_names(text.split(","))
+    except LogDirsError as exc:
+        raise argparse.ArgumentTypeError(str(exc)) from None
+    if len(names) > MAX_LOG_DIRS:
+        raise argparse.ArgumentTypeError(f"a broker has at most {MAX_LOG_DIRS} log dirs, got {len(names)}")
+    return names
+
+
+def _broker_log_dirs(text: str) -> tuple[int, tuple[str, ...]]:
+    broker, sep, dirs = text.partition("=")
+    if not sep:
+        raise argparse.ArgumentTypeError(f"expected ID=DIR[,DIR...] or ID=N, got {text!r}")
+    broker_id = _non_negative_int(broker.strip())
+    names = _log_dirs(dirs.strip())
+    return broker_id, names or (BrokerConfig().log_dir_template,)
 
 
 def _connect_string(text: str) -> str:
@@ -125,7 +163,14 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--control-port", type=_port, default=0, metavar="PORT")
     p.add_argument("--replica-lag-time-max-ms", type=_positive_int, default=10_000, metavar="MS")
     p.add_argument("--disk-bytes", type=_rate, default=BrokerConfig().disk_bytes, metavar="BYTES",
-                   help="each broker's log dir size, DescribeLogDirs v4 total_bytes (default 1 TiB)")
+                   help="each log dir's volume size, DescribeLogDirs v4 total_bytes (default 1 TiB)")
+    p.add_argument("--log-dirs", type=_log_dirs, default=(), metavar="N|DIR[,DIR...]",
+                   help="every broker's log directories: a count, or absolute paths ({broker}: its id); "
+                        "default one, /var/sim/kafka-logs-ID")
+    p.add_argument("--broker-log-dirs", type=_broker_log_dirs, action="append", default=[],
+                   metavar="ID=N|ID=DIR[,DIR...]", help="one broker's own log directories (repeatable)")
+    p.add_argument("--disk-copy-rate", type=_rate, default=int(CopySettings().disk_copy_rate), metavar="BYTES_PER_S",
+                   help="bytes/s a broker copies between its own log dirs, all moves together (default 200MiB)")
     p.add_argument("--tick-ms", type=_positive_int, default=100, metavar="MS",
                    help="how often simulated time advances")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="replica assignment seed")
@@ -151,6 +196,14 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
         args.zk_security = ZkSecurity.from_file(args.zk_config)
     except (ValueError, OSError) as exc:
         parser.error(f"--zk-config: {exc}")
+    per_broker = [b for b, _ in args.broker_log_dirs]
+    if len(set(per_broker)) != len(per_broker):
+        parser.error("--broker-log-dirs: a broker is given twice")
+    outside = [b for b in per_broker if not args.first_id <= b < args.first_id + args.brokers]
+    if outside:
+        parser.error(f"--broker-log-dirs: {outside} not among the simulated brokers")
+    if args.disk_copy_rate <= 0:
+        parser.error("--disk-copy-rate must be positive")
     outside = [b for b in args.topic_brokers if not args.first_id <= b < args.first_id + args.brokers]
     if outside:
         parser.error(f"--topic-brokers: {outside} not among the simulated brokers")
@@ -178,8 +231,11 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
             bandwidth=float(args.bandwidth),
             produce_bytes=float(args.produce_rate),
             produce_messages=args.produce_rate / args.message_bytes,
+            disk_copy_rate=float(args.disk_copy_rate),
         ),
-        broker=BrokerConfig(replica_lag_time_max=args.replica_lag_time_max_ms / 1000.0, disk_bytes=args.disk_bytes),
+        broker=BrokerConfig(replica_lag_time_max=args.replica_lag_time_max_ms / 1000.0, disk_bytes=args.disk_bytes,
+                            log_dirs=args.log_dirs),
+        broker_log_dirs=dict(args.broker_log_dirs),
         message_bytes=args.message_bytes,
         tick=args.tick_ms / 1000.0,
         seed=args.seed,

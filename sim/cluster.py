@@ -20,6 +20,7 @@ pass a :class:`sim.clock.ManualClock` and call it themselves.
     cluster.start_ticker()
     await cluster.stop_broker(2)        # its session ends: /brokers/ids/2 goes, others keep running
     await cluster.start_broker(2)       # a restarted broker: logs kept, roles forgotten
+    await cluster.fail_log_dir(1, "/data/d2")   # a failed disk: its replicas go offline (KIP-113)
     await cluster.close()
 """
 
@@ -34,7 +35,7 @@ import random
 import time
 import uuid
 from collections.abc import Awaitable, Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from protocol import ApiKey
@@ -68,6 +69,9 @@ log = logging.getLogger(__name__)
 
 CLUSTER_ID_PATH = "/cluster/id"
 DEFAULT_PORT = 9092  # registered when brokers do not listen (serve=False) and no base port is set
+# Kafka's log directory failure notification (LogDirEventNotificationZNode, event 1: failure).
+LOG_DIR_EVENT_PATH = "/log_dir_event_notification/log_dir_event_"
+LOG_DIR_FAILURE = 1
 # A leader retries a conflicting ISR write at most this often per advance, then waits for the
 # next advance (the znode keeps changing under it: someone else is writing it).
 MAX_ISR_WRITE_ATTEMPTS = 5
@@ -92,6 +96,8 @@ class ClusterSettings:
     # Brokers the pre-filled topics are placed on (default: all); the others start empty,
     # like brokers just added to a cluster.
     topic_brokers: tuple[int, ...] = ()
+    # Per-broker log.dirs overriding broker.log_dirs (KIP-113: a broker with other disks).
+    broker_log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
 
     @property
     def broker_ids(self) -> list[int]:
@@ -175,11 +181,14 @@ class SimulatedCluster:
             self.cluster_id = await ensure_cluster_id(self.admin)
             versions = served_versions()
             for index, broker_id in enumerate(self.settings.broker_ids):
+                config = self.settings.broker
+                if broker_id in self.settings.broker_log_dirs:
+                    config = replace(config, log_dirs=self.settings.broker_log_dirs[broker_id])
                 core = BrokerCore(
                     broker_id,
                     self.model,
                     self.clock,
-                    self.settings.broker,
+                    config,
                     cluster_id=self.cluster_id,
                     api_versions=versions,
                     view=self.view,
@@ -297,6 +306,24 @@ class SimulatedCluster:
             if broker.running:
                 await self._stop_broker(broker)
             await self._start_broker(broker)
+
+    async def fail_log_dir(self, broker_id: int, path: str) -> list[tuple[str, int]]:
+        """A disk of a running broker fails: the directory goes offline with its replicas
+        (sim.core.BrokerCore.fail_log_dir) and the broker writes Kafka's log directory event
+        notification. Returns the partitions that went offline; ValueError for an unknown
+        broker or directory, or a stopped broker."""
+        async with self._lock:
+            broker = self._broker(broker_id)
+            if not broker.running:
+                raise ValueError(f"broker {broker_id} is not running")
+            lost = broker.core.fail_log_dir(path)
+            payload = json.dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE}).encode()
+            try:
+                await broker.store.create(LOG_DIR_EVENT_PATH, payload, sequential=True, makepath=True)
+            except ZkError as exc:
+                log.warning("broker %d: log dir event notification failed: %s", broker_id, exc)
+            log.warning("broker %d: log dir %s offline, %d replica(s) with it", broker_id, path, len(lost))
+            return lost
 
     def start_ticker(self) -> None:
         """Advance every ``settings.tick`` seconds until :meth:`stop_ticker`."""
@@ -502,6 +529,7 @@ class SimulatedCluster:
                     "host": self.settings.host,
                     "port": b.port,
                     "rack": b.rack,
+                    "log_dirs": [{"path": d, "online": b.core.log_dirs.online(d)} for d in b.core.log_dirs.names],
                     "replicas": [
                         {
                             "topic": r.topic,
@@ -511,6 +539,10 @@ class SimulatedCluster:
                             "log_end_offset": r.log_end_offset,
                             "lag": self.model.lag(r),
                             "isr": list(r.isr),
+                            "log_dir": r.log_dir,
+                            "future": None if r.future is None else {"log_dir": r.future.log_dir,
+                                                                     "size": r.future.size_bytes},
+                            "storage_error": r.storage_error,
                             # A leader's ISR under its topic's min.insync.replicas (acks=all writes would fail).
                             "under_min_isr": r.role.value == "leader"
                             and len(r.isr) < self.model.log_configs.min_insync_replicas(r.topic, b.id),

@@ -8,6 +8,8 @@ One command per line, one answer line per command: ``OK <json>`` or ``ERR <reaso
                    ``/brokers/ids/N`` goes; its listener closes; the others keep running
 ``start N``        start broker N again: new session and registration, logs kept
 ``restart N``      stop (if running), then start
+``fail-dir N DIR`` log directory DIR of broker N fails (KIP-113): its replicas go offline,
+                   DescribeLogDirs answers KAFKA_STORAGE_ERROR for it until N restarts
 ``shutdown``       deregister every broker and exit, as SIGTERM does
 ``help``           the commands
 =================  ==================================================================
@@ -33,7 +35,7 @@ log = logging.getLogger(__name__)
 
 # A command is a word and a broker id; anything longer is not a command.
 MAX_LINE = 1024
-HELP = "commands: status | stop N | start N | restart N | shutdown | help"
+HELP = "commands: status | stop N | start N | restart N | fail-dir N DIR | shutdown | help"
 
 
 class ControlServer:
@@ -101,6 +103,12 @@ class ControlServer:
                 }[command]
                 await action(broker_id)
                 return "OK " + json.dumps({f"{command}ed" if command != "stop" else "stopped": broker_id})
+            if command == "fail-dir" and len(args) == 2:
+                if not args[0].isascii() or not args[0].isdigit():
+                    return f"ERR broker id must be a non-negative integer, got {args[0]!r}"
+                lost = await self.cluster.fail_log_dir(int(args[0]), args[1])
+                return "OK " + json.dumps({"failed_dir": args[1], "broker": int(args[0]),
+                                           "offline": [{"topic": t, "partition": p} for t, p in lost]})
         except (ValueError, BrokerRegistrationError, ZkError, OSError) as exc:
             return f"ERR {exc}"
         return f"ERR unknown command {line.strip()[:80]!r}; " + HELP

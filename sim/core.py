@@ -23,6 +23,13 @@ partition with an older leader epoch is answered FENCED_LEADER_EPOCH.
 
     core.handle(4, 4, lai(epoch=5))   # partition_errors: NONE (newer than what it held)
     core.handle(4, 4, lai(epoch=5))   # partition_errors: STALE_CONTROLLER_EPOCH (a resend)
+
+Log directories (KIP-113, :mod:`sim.logdirs`): a broker has ``config.log_dirs`` (default one,
+``log_dir_template``); a new replica goes where Kafka's LogManager would put it; DescribeLogDirs
+answers per directory (an offline one with KAFKA_STORAGE_ERROR), AlterReplicaLogDirs starts a
+future log that the copy model moves; :meth:`BrokerCore.fail_log_dir` takes a directory
+offline with its replicas, which then answer LeaderAndIsr with KAFKA_STORAGE_ERROR until the
+broker restarts.
 """
 
 from __future__ import annotations
@@ -37,6 +44,7 @@ from protocol.no_groups import describe_groups, list_groups
 from protocol.no_transactions import list_transactions
 from sim.describeconfigs import describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
+from sim.logdirs import FutureLog, LogDirs, future_name_too_long
 from sim.metadata import MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
 from sim.zookeeper_view import ZooKeeperView
@@ -57,6 +65,7 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     ApiKey.STOP_REPLICA: (0, 4),
     ApiKey.UPDATE_METADATA: (0, 8),
     ApiKey.DESCRIBE_LOG_DIRS: (0, 5),
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (0, 2),
     ApiKey.DESCRIBE_CONFIGS: (0, 4),
     # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
     ApiKey.ALTER_CONFIGS: (0, 2),
@@ -91,7 +100,10 @@ class BrokerConfig:
     isr_notification_quiet: float = 0.5
     isr_notification_max_delay: float = 5.0
     log_dir_template: str = "/var/sim/kafka-logs-{broker}"
-    disk_bytes: int = 1 << 40  # DescribeLogDirs v4 total_bytes of the single log dir
+    # The broker's log.dirs (absolute paths, "{broker}" replaced by its id); empty: the one
+    # directory of log_dir_template.
+    log_dirs: tuple[str, ...] = ()
+    disk_bytes: int = 1 << 40  # DescribeLogDirs v4 total_bytes of each log dir's volume
 
 
 class BrokerCore:
@@ -116,6 +128,8 @@ class BrokerCore:
         # What the simulation reads from ZooKeeper (controllers, registrations, configs);
         # shared by every broker of a cluster, empty and unwatched for a core on its own.
         self.view = view if view is not None else ZooKeeperView()
+        names = self.config.log_dirs or (self.config.log_dir_template,)
+        self.log_dirs = LogDirs(n.replace("{broker}", str(broker_id)) for n in names)
         self._handlers = {
             ApiKey.API_VERSIONS: self._api_versions,
             ApiKey.METADATA: self._metadata,
@@ -123,6 +137,7 @@ class BrokerCore:
             ApiKey.STOP_REPLICA: self._stop_replica,
             ApiKey.UPDATE_METADATA: self._update_metadata,
             ApiKey.DESCRIBE_LOG_DIRS: self._describe_log_dirs,
+            ApiKey.ALTER_REPLICA_LOG_DIRS: self._alter_replica_log_dirs,
             ApiKey.DESCRIBE_CONFIGS: self._describe_configs,
             ApiKey.LIST_GROUPS: list_groups,
             ApiKey.DESCRIBE_GROUPS: describe_groups,
@@ -142,7 +157,8 @@ class BrokerCore:
 
     @property
     def log_dir(self) -> str:
-        return self.config.log_dir_template.format(broker=self.broker_id)
+        """The first log directory (the only one unless several are configured)."""
+        return self.log_dirs.names[0]
 
     def replicas(self) -> list[Replica]:
         return self.model.hosted_by(self.broker_id)
@@ -152,7 +168,9 @@ class BrokerCore:
     def restart(self) -> None:
         """A broker process restart: logs stay, everything held in memory is forgotten."""
         self._reset(self.clock())
+        self.log_dirs.reset()  # the directories are opened again (a failed disk was replaced)
         for replica in self.replicas():
+            replica.storage_error = False
             replica.go_offline()
             replica.leader_epoch = -1
             replica.controller_epoch = -1
@@ -177,7 +195,10 @@ class BrokerCore:
         """Host a pre-filled replica in the given state (a topic the simulation creates)."""
         replica = self.model.get(topic, partition, self.broker_id)
         if replica is None:
-            replica = self.model.add(Replica(topic, partition, self.broker_id))
+            log_dir = self._place((topic, partition))
+            if log_dir is None:
+                raise ValueError(f"broker {self.broker_id}: every log directory is offline")
+            replica = self.model.add(Replica(topic, partition, self.broker_id, log_dir=log_dir))
         replica.size, replica.leo = float(size), float(leo)
         self._apply_state(replica, leader, leader_epoch, controller_epoch, isr, replicas, (), (), zk_version)
         return replica
@@ -212,7 +233,7 @@ class BrokerCore:
         return self.metadata.metadata(version, body, self.view)
 
     def _describe_configs(self, version: int, body: dict) -> dict:
-        static = static_settings(self.broker_id, self.log_dir, self.config.replica_lag_time_max)
+        static = static_settings(self.broker_id, ",".join(self.log_dirs.names), self.config.replica_lag_time_max)
         return describe_configs(self.broker_id, version, body, self.view, static)
 
     def _control_error(self, body: dict) -> ErrorCode | None:
@@ -242,6 +263,8 @@ class BrokerCore:
         if index < 0:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         replica = self.model.get(topic, index, self.broker_id)
+        if replica is not None and replica.storage_error:
+            return ErrorCode.KAFKA_STORAGE_ERROR  # Kafka: the partition is offline on this broker
         current_epoch = replica.leader_epoch if replica is not None else NO_EPOCH
         epoch = state["leader_epoch"]
         if current_epoch != NO_EPOCH and epoch <= current_epoch:
@@ -251,8 +274,12 @@ class BrokerCore:
             return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION
         zk_version, isr = _zk_version(state), tuple(state["isr"])
         if replica is None:
-            # Kafka creates an empty log for a partition it is told to host.
-            replica = self.model.add(Replica(topic, index, self.broker_id))
+            # Kafka creates an empty log for a partition it is told to host, in the directory
+            # its LogManager picks.
+            log_dir = self._place((topic, index))
+            if log_dir is None:
+                return ErrorCode.KAFKA_STORAGE_ERROR
+            replica = self.model.add(Replica(topic, index, self.broker_id, log_dir=log_dir))
         self._apply_state(
             replica,
             state["leader"],
@@ -315,29 +342,106 @@ class BrokerCore:
         wanted = None
         if requested is not None:
             wanted = {(t["topic"], p) for t in requested for p in t.get("partitions") or []}
-        by_topic: dict[str, list[dict]] = {}
-        used = 0
+        # dir -> topic -> partition entries, and dir -> bytes held (current and future logs)
+        listed: dict[str, dict[str, list[dict]]] = {name: {} for name in self.log_dirs.names}
+        used = dict.fromkeys(self.log_dirs.names, 0)
         for replica in self.replicas():
-            used += replica.size_bytes
-            if wanted is not None and replica.key not in wanted:
+            logs = [(replica.log_dir, replica.size_bytes, self.model.lag(replica), False)]
+            if replica.future is not None:
+                f = replica.future
+                # Kafka: a future log's lag is how far it is behind the current log's end.
+                logs.append((f.log_dir, f.size_bytes, max(0, replica.log_end_offset - f.log_end_offset), True))
+            for log_dir, size, lag, is_future in logs:
+                if log_dir not in used:
+                    continue
+                used[log_dir] += size
+                if wanted is not None and replica.key not in wanted:
+                    continue
+                listed[log_dir].setdefault(replica.topic, []).append(
+                    {"partition_index": replica.partition, "partition_size": size, "offset_lag": lag,
+                     "is_future_key": is_future}
+                )
+        results = []
+        for name in self.log_dirs.names:
+            if name in self.log_dirs.offline:
+                # Kafka: an offline directory is listed with its error and nothing else.
+                results.append({"error_code": int(ErrorCode.KAFKA_STORAGE_ERROR), "log_dir": name, "topics": [],
+                                "total_bytes": -1, "usable_bytes": -1, "is_cordoned": False})
                 continue
-            by_topic.setdefault(replica.topic, []).append(
-                {
-                    "partition_index": replica.partition,
-                    "partition_size": replica.size_bytes,
-                    "offset_lag": self.model.lag(replica),
-                    "is_future_key": False,
-                }
-            )
-        result = {
-            "error_code": int(ErrorCode.NONE),
-            "log_dir": self.log_dir,
-            "topics": [{"name": t, "partitions": ps} for t, ps in sorted(by_topic.items())],
-            "total_bytes": self.config.disk_bytes,
-            "usable_bytes": max(0, self.config.disk_bytes - used),
-            "is_cordoned": False,  # v5 (KIP-1066): a simulated log dir is never cordoned
-        }
-        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.NONE), "results": [result]}
+            results.append({
+                "error_code": int(ErrorCode.NONE),
+                "log_dir": name,
+                "topics": [{"name": t, "partitions": ps} for t, ps in sorted(listed[name].items())],
+                "total_bytes": self.config.disk_bytes,
+                "usable_bytes": max(0, self.config.disk_bytes - used[name]),
+                "is_cordoned": False,  # v5 (KIP-1066): a simulated log dir is never cordoned
+            })
+        return {"throttle_time_ms": 0, "error_code": int(ErrorCode.NONE), "results": results}
+
+    # ---- log directories (KIP-113) -----------------------------------------------------------
+
+    def _place(self, key: tuple[str, int]) -> str | None:
+        """The directory for a new replica of ``key`` (Kafka's nextLogDirs), None if all offline."""
+        counts: dict[str, int] = {}
+        for replica in self.replicas():
+            counts[replica.log_dir] = counts.get(replica.log_dir, 0) + 1
+            if replica.future is not None:
+                counts[replica.future.log_dir] = counts.get(replica.future.log_dir, 0) + 1
+        return self.log_dirs.place(key, counts)
+
+    def _alter_replica_log_dirs(self, version: int, body: dict) -> dict:
+        by_topic: dict[str, list[dict]] = {}
+        for entry in body.get("dirs") or []:
+            for topic in entry.get("topics") or []:
+                for index in topic.get("partitions") or []:
+                    code = self._move(topic["name"], index, entry["path"])
+                    by_topic.setdefault(topic["name"], []).append({"partition_index": index, "error_code": int(code)})
+        return {"throttle_time_ms": 0,
+                "results": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
+
+    def _move(self, topic: str, index: int, path: str) -> ErrorCode:
+        """One replica's AlterReplicaLogDirs, in the order Kafka's ReplicaManager checks."""
+        if future_name_too_long(topic, index):
+            return ErrorCode.INVALID_TOPIC_EXCEPTION
+        refused = self.log_dirs.check_destination(path)
+        if refused is not None:
+            return refused
+        replica = self.model.get(topic, index, self.broker_id)
+        if replica is not None and replica.storage_error:
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if replica is not None and replica.future is not None and replica.future.log_dir != path:
+            replica.future = None  # a new destination: the running copy stops and is deleted
+        if replica is None or replica.log_dir != path:
+            # Remembered for a replica created later (LeaderAndIsr): it starts in ``path``.
+            self.log_dirs.preferred[(topic, index)] = path
+        if replica is None or replica.role is Role.NONE:
+            return ErrorCode.REPLICA_NOT_AVAILABLE  # not hosted (yet): the caller retries
+        if replica.log_dir == path:
+            return ErrorCode.NONE
+        if self.log_dirs.any_offline:
+            # Kafka creates no future log while a directory is offline, so that one partition
+            # cannot end with future logs in two directories.
+            return ErrorCode.KAFKA_STORAGE_ERROR
+        if replica.future is None:
+            replica.future = FutureLog(path)
+        return ErrorCode.NONE
+
+    def fail_log_dir(self, path: str) -> list[tuple[str, int]]:
+        """Take a directory offline as a failed disk does: its replicas stop leading and
+        following (storage error), future logs in it are lost. Returns the partitions whose
+        current log was there. Raises sim.logdirs.LogDirsError for an unknown directory."""
+        self.log_dirs.go_offline(path)
+        lost = []
+        for replica in self.replicas():
+            if replica.future is not None and replica.future.log_dir == path:
+                replica.future = None
+            if replica.log_dir == path:
+                replica.go_offline()
+                replica.storage_error = True
+                replica.future = None
+                self._isr_in_flight.pop(replica.key, None)
+                lost.append(replica.key)
+        return lost
 
     # ---- leader duties -------------------------------------------------------------------
 

@@ -16,7 +16,12 @@ Per step, in this order:
    throttled copies) and the leader broker's leader throttle rate (throttled copies it
    serves). As in Kafka, a copy is throttled only while the follower is outside the ISR;
 3. a follower that now holds all of its leader's log is "caught up" at the step's end time;
-   the leader remembers that time per follower (``replica.lag.time.max.ms`` uses it).
+   the leader remembers that time per follower (``replica.lag.time.max.ms`` uses it);
+4. every future log (KIP-113, :mod:`sim.logdirs`) of a replica that leads or follows copies
+   the bytes its current log has and it lacks, within the broker's
+   ``replica.alter.log.dirs.io.max.bytes.per.second`` and its disk rate (both shared by all
+   of the broker's future logs); one that now holds the whole current log replaces it: the
+   replica's directory becomes the future's.
 
 Offsets follow bytes: a follower copying ``b`` of the ``d`` bytes it lacks moves ``b/d`` of
 the way from its log end offset to the leader's.
@@ -37,6 +42,7 @@ from dataclasses import dataclass, field
 
 from sim.fairshare import EPSILON, allocate
 from sim.logconfig import LogConfigs
+from sim.logdirs import FutureLog
 from sim.throttle import Throttles
 
 # Simulated time advances in steps no longer than this (seconds): short enough that a
@@ -72,6 +78,9 @@ class Replica:
     removing: tuple[int, ...] = ()
     # Leader only: follower id -> the last time it held all of this leader's log.
     caught_up: dict[int, float] = field(default_factory=dict)
+    log_dir: str = ""  # the directory of the current log on its broker
+    future: FutureLog | None = None  # an intra-broker move in progress (AlterReplicaLogDirs)
+    storage_error: bool = False  # its directory went offline: it neither leads nor follows
 
     @property
     def key(self) -> tuple[str, int]:
@@ -147,6 +156,9 @@ class CopySettings:
     produce_bytes: float = 1024.0  # bytes/s appended to each leader replica
     produce_messages: float = 1.0  # messages/s appended to each leader replica
     max_step: float = DEFAULT_MAX_STEP
+    # bytes/s one broker can copy between its own log dirs, all future logs together: a local
+    # disk-to-disk copy, bounded by the disk rather than the network (None: no bound).
+    disk_copy_rate: float | None = 200 * 1024 * 1024
 
 
 class ReplicationModel:
@@ -247,6 +259,9 @@ class ReplicationModel:
         for replica in hosts.values():
             if replica.role is Role.FOLLOWER and replica.leader == leader.broker and self.online(replica.broker):
                 replica.size = max(0.0, replica.size - cut)
+        for replica in hosts.values():  # a future log starts where its current log starts
+            if replica.future is not None:
+                replica.future.size = max(0.0, replica.future.size - cut)
 
     def _step(self, dt: float, end: float) -> None:
         settings = self.settings
@@ -303,3 +318,36 @@ class ReplicationModel:
             else:
                 follower.leo += (leader.leo - follower.leo) * (got / want)
                 follower.size += got
+        self._copy_futures(dt)
+
+    def _copy_futures(self, dt: float) -> None:
+        """Step 4: future logs copy from their current logs (Kafka's ReplicaAlterLogDirsThread)."""
+        moving = [
+            r for hosts in self._replicas.values() for r in hosts.values()
+            if r.future is not None and r.role is not Role.NONE and not r.storage_error and self.online(r.broker)
+        ]
+        if not moving:
+            return
+        demands: dict[tuple[str, int, int], float] = {}
+        pools: dict[tuple[str, int], tuple[float, list]] = {}
+        for replica in moving:
+            future = replica.future
+            if future.leo > replica.leo or future.size > replica.size:  # the current log was truncated
+                future.size, future.leo = min(future.size, replica.size), min(future.leo, replica.leo)
+            flow = (replica.topic, replica.partition, replica.broker)
+            demands[flow] = replica.size - future.size
+            for pool, rate in ((("disk", replica.broker), self.settings.disk_copy_rate),
+                               (("alter_log_dirs", replica.broker), self.throttles.alter_log_dirs_rate(replica.broker))):
+                if rate is not None:
+                    pools.setdefault(pool, (rate * dt, []))[1].append(flow)
+        granted = allocate(demands, pools)
+        for replica in moving:
+            future = replica.future
+            flow = (replica.topic, replica.partition, replica.broker)
+            want, got = demands[flow], granted[flow]
+            if want - got <= EPSILON:
+                # Caught up: the future log replaces the current one (replaceCurrentWithFutureLog).
+                replica.log_dir, replica.future = future.log_dir, None
+            else:
+                future.leo += (replica.leo - future.leo) * (got / want)
+                future.size += got

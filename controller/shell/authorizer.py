@@ -69,6 +69,7 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (ALTER, CLUSTER),
     ApiKey.ELECT_LEADERS: (ALTER, CLUSTER),  # Kafka: ALTER on the cluster
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE, CLUSTER),  # Kafka: refused whole, no directories
+    ApiKey.ALTER_REPLICA_LOG_DIRS: (ALTER, CLUSTER),  # Kafka: every replica CLUSTER_AUTHORIZATION_FAILED
 }
 # Checked per resource in their handlers, as Kafka does: CreateTopics (19) CREATE on the cluster
 # or the topic, DeleteTopics (20) DELETE and CreatePartitions (37) ALTER on the topic alone,

@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.elect_leaders",
     # What every node Metadata lists answers (docs/DESIGN.md section 5.5).
     "controller.shell.admin.describe_log_dirs",
+    "controller.shell.admin.alter_replica_log_dirs",
     "controller.shell.admin.list_groups",
     "controller.shell.admin.describe_groups",
     "controller.shell.admin.list_transactions",
