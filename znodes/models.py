@@ -562,6 +562,9 @@ class ReassignEntry(BaseModel):
     log_dirs: list[Annotated[StrictStr, AfterValidator(_log_dir)]] | None = None
     # reassignd's own key (controller.core.isr_health): start even at the ISR's floor.
     skip_isr_check: StrictBool = False
+    # reassignd's own key (controller.core.move_order): the move's start-order strategies, by
+    # name (a name the controller does not know is skipped there, not refused here).
+    movement_strategies: list[Annotated[StrictStr, Field(min_length=1)]] = []
 
     @model_validator(mode="after")
     def _dirs_match(self) -> ReassignEntry:
@@ -579,6 +582,8 @@ class ReassignEntry(BaseModel):
             out["log_dirs"] = list(self.log_dirs)
         if self.skip_isr_check:
             out["skip_isr_check"] = True
+        if self.movement_strategies:
+            out["movement_strategies"] = list(self.movement_strategies)
         return out
 
 

@@ -152,6 +152,7 @@ def decode_requests(path: str, data: bytes) -> tuple[list[Request], list[str]]:
                 tuple(e.original_replicas) if e.original_replicas is not None else None,
                 tuple(e.log_dirs) if e.log_dirs is not None else None,
                 e.skip_isr_check,
+                tuple(e.movement_strategies),
             )
         )
     return good, bad
@@ -167,6 +168,8 @@ def encode_requests(requests: Iterable[Request]) -> bytes:
             entry["log_dirs"] = list(r.log_dirs)
         if r.skip_isr_check:
             entry["skip_isr_check"] = True
+        if r.movement_strategies:
+            entry["movement_strategies"] = list(r.movement_strategies)
         entries.append(entry)
     return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
 

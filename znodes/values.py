@@ -62,6 +62,9 @@ class Request:
     # reassignd's own: start the move even if its partition's ISR is at its floor
     # (controller.core.isr_health); Kafka's readers ignore the key.
     skip_isr_check: bool = False
+    # reassignd's own: the order this entry's move starts in among its request's
+    # (controller.core.move_order); empty: the controller's setting.
+    movement_strategies: tuple[str, ...] = ()
 
     @property
     def tp(self) -> TopicPartition:

@@ -10,6 +10,7 @@ handful of requests, not 10,000.
     box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
     box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
     hosted_partitions(describe_log_dirs_answer)   # {("t", 0), ...}, or None if it failed
+    hosted_sizes(describe_log_dirs_answer)        # {("t", 0): 1048576, ...}
 """
 
 from __future__ import annotations
@@ -211,6 +212,22 @@ class Outbox:
                 BrokerCommand(broker_id, ApiKey.UPDATE_METADATA, UPDATE_METADATA_VERSION, body, encoded=encoded.get(broker_id))
             )
         return out
+
+
+def hosted_sizes(body: dict) -> dict[TopicPartition, int]:
+    """The size in bytes of each replica a DescribeLogDirs answer lists (current logs; a log
+    dir that failed is left out: its sizes are unknown, not 0)."""
+    out: dict[TopicPartition, int] = {}
+    for result in body.get("results") or []:
+        if result.get("error_code", 0):
+            continue
+        for topic in result.get("topics") or []:
+            for p in topic.get("partitions") or []:
+                size = p.get("partition_size")
+                if not p.get("is_future_key", False) and isinstance(size, int) and size >= 0:
+                    tp = (topic["name"], p["partition_index"])
+                    out[tp] = max(out.get(tp, 0), size)
+    return out
 
 
 def hosted_partitions(body: dict) -> set[TopicPartition] | None:

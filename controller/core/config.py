@@ -32,6 +32,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
 from controller.core.listeners import Listener, parse_listeners
+from controller.core.move_order import parse as parse_strategies
 
 ENV_PREFIX = "REASSIGND_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
@@ -51,6 +52,12 @@ def parse_hostport(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"must be HOST:PORT with PORT in 0..65535, got {text!r}")
     return host.strip("[]"), int(port)
+
+
+def _strategies(text: str) -> str:
+    """A strategy list (controller.core.move_order.parse), written back as ``a,b``; ValueError
+    naming the unknown or repeated names."""
+    return ",".join(parse_strategies(text))
 
 
 def _regex(text: str) -> None:
@@ -90,15 +97,15 @@ class ControllerConfig(BaseModel):
     listener_idle_timeout_s: Annotated[float, _setting(600.0, "an admin connection idle this long is closed", ge=0.01)]
     listener_max_pipelined: Annotated[int, _setting(64, "requests read ahead on one admin connection", ge=1)]
     listener_max_pipelined_bytes: Annotated[int, _setting(100 * 1024 * 1024, "request bytes read ahead on one admin connection", ge=1)]
-    # ISR-aware execution (controller.core.isr_health, engine step 2a-2c; Cruise Control's
-    # executor skips partitions at min ISR, lowers concurrency while any is under it, and
-    # orders moves by a replica_movement_strategy).
+    # ISR-aware execution (controller.core.isr_health, engine step 2a-2b; Cruise Control's
+    # executor skips partitions at min ISR and lowers concurrency while any is under it).
     isr_aware_moves: Annotated[bool, _setting(True, "a pending move whose partition's ISR is short and at or under its min.insync.replicas (all replicas live) waits until the ISR recovers; an entry's skip_isr_check starts it anyway")]
     isr_wait_offline_replicas: Annotated[bool, _setting(False, "with isr_aware_moves, a move of a partition with a replica on a broker not live waits too (off: a dead broker may never return, and moving off it is the point)")]
     isr_throttled_concurrency: Annotated[int, _setting(1, "per-broker cap on concurrent moves (incoming and outgoing) while any partition is under its min.insync.replicas", ge=1)]
     # Kafka's broker default of min.insync.replicas; a topic's /config/topics/T overrides it.
     min_insync_replicas: Annotated[int, _setting(1, "the cluster default of min.insync.replicas for topics without their own (the brokers' setting)", ge=1)]
-    replica_movement_strategy: Annotated[Literal["given", "urp_last"], _setting("given", "order pending moves start in: given (the znode's order) or urp_last (partitions with a full ISR first)")]
+    # Cruise Control's replica_movement_strategies (controller.core.move_order, engine step 2c).
+    replica_movement_strategies: Annotated[str, _setting("order_given", "the order pending moves start in: comma-separated strategies, the first deciding and the next breaking its ties: order_given (as requested), smallest_first / largest_first (bytes to copy, sizes from the brokers' DescribeLogDirs answers), under_replicated_last, leader_moves_first (moves that copy nothing); a request's own list orders its moves", live=True)]
     # Kafka's delete.topic.enable (true since 1.0).
     delete_topic_enable: Annotated[bool, _setting(True, "DeleteTopics and /admin/delete_topics delete topics; false: refused (TOPIC_DELETION_DISABLED; INVALID_REQUEST for DeleteTopics v0-2, as Kafka) and markers dropped")]
     # Kafka's auto.leader.rebalance.enable, leader.imbalance.per.broker.percentage and
@@ -119,6 +126,11 @@ class ControllerConfig(BaseModel):
         if value is not None:
             _regex(value)
         return value
+
+    @field_validator("replica_movement_strategies")
+    @classmethod
+    def _strategies(cls, value: str) -> str:
+        return _strategies(value)
 
 
 class Settings(ControllerConfig):
@@ -317,4 +329,5 @@ _FIELD_CHECKS = {
     "ops_listen": parse_hostport,
     "advertised_listen": parse_hostport,
     "topic_policy_name_pattern": _regex,
+    "replica_movement_strategies": _strategies,
 }

@@ -13,7 +13,8 @@ functions of its concern, runs the decisions taken once every event is in, in th
 and turns the set into a :class:`Step`. The algorithms are in one module per concern:
 
     steps 1-6, 4b, Resume    controller.core.reassignment
-    steps 2a-2c              controller.core.isr_health (called from step 2)
+    steps 2a-2b              controller.core.isr_health (called from step 2)
+    step 2c                  controller.core.move_order (called from step 2)
     step 7                   controller.core.cancel, controller.core.queue (KIP-236)
     steps 8, 8b, 9, 9b       controller.core.replica_sync (and broker_failure.on_brokers: 8's
                              live set)
@@ -40,7 +41,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     ``skip_isr_check`` or ``isr_aware_moves`` is off); also when the state read for a LOADING
     move shows it (LOADING -> PENDING). 2b. While any partition is under its min ISR, the
     per-broker caps are at most ``isr_throttled_concurrency``. 2c. Pending moves are tried in
-    ``replica_movement_strategy``'s order (``given``: the znode's; ``urp_last``).
+    the order of their strategies (controller.core.move_order, its worked table): the entry's
+    ``movement_strategies`` or the ``replica_movement_strategies`` setting, e.g.
+    ``smallest_first`` (sizes from the brokers' DescribeLogDirs answers), default the order given.
  3. Start (state known). In one fenced multi: create ``/admin/reassignments/T/P`` with TRS and
     ORS, write the state znode with leader epoch + 1 (conditional on its zkVersion), write the
     topic znode with RS, AR and RR, record ``original_replicas`` in
@@ -288,6 +291,7 @@ def handle(ws: WorkingSet, event: Event) -> None:
         replica_sync.on_metadata(ws, event)
     elif isinstance(event, ReplicasHosted):
         replica_sync.on_hosted(ws, event)
+        reassignment.on_sizes(ws, event)  # step 2c's sizes
     elif isinstance(event, DeletionsRead):
         topic_deletion.on_deletions(ws, event.topics)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):
@@ -366,6 +370,7 @@ def finish(ws: WorkingSet) -> Step:
         deleting=ws.deleting.changes,
         unhosted=ws.unhosted.changes,
         min_isr=ws.min_isr.changes,
+        sizes=ws.sizes.changes,
     )
     if tuple(ws.deferred) != ws.base.deferred:
         delta.deferred = tuple(ws.deferred)

@@ -6,6 +6,7 @@ engine (controller.core.engine.step) turns events into state changes, writes and
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
@@ -75,10 +76,12 @@ class StopReplicaSent:
 class ReplicasHosted:
     """What a broker answered to the DescribeLogDirs the controller sent it when it registered
     (or at the controller's election): the partitions it hosts a replica of. The engine deletes
-    the strays among them (controller.core.engine step 9)."""
+    the strays among them (controller.core.engine step 9) and keeps their ``sizes`` in bytes
+    (step 2c's smallest_first / largest_first, controller.core.move_order)."""
 
     broker_id: int
     partitions: frozenset[TopicPartition]
+    sizes: Mapping[TopicPartition, int] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

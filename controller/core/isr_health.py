@@ -1,5 +1,6 @@
 """ISR-aware execution (issue 24 item 4): the engine's step 2a, which pending moves may start
-now, at what per-broker cap, and in what order. Pure: it reads only what the engine holds (the
+now, and 2b, at what per-broker cap (2c, the order they are tried in, is
+controller.core.move_order). Pure: it reads only what the engine holds (the
 partition states' ISR, the live brokers, each topic's ``min.insync.replicas``).
 
  2a. ISR health, before step 2 gives a pending move a slot. Terms: RS the partition's current
@@ -39,9 +40,6 @@ partition states' ISR, the live brokers, each topic's ``min.insync.replicas``).
      is under its min ISR (len(ISR) < m), the per-broker caps are at most
      ``isr_throttled_concurrency``; they come back once none is. The count scans every state
      (~25 ms at 100,000 partitions), so step 2 takes it only when a move would exceed that cap.
- 2c. Order (Cruise Control's replica_movement_strategies), ``replica_movement_strategy``:
-     ``given`` the znode's order; ``urp_last`` partitions whose ISR is full first, the
-     under-replicated after them, each group in the znode's order.
 """
 
 from __future__ import annotations
@@ -51,8 +49,6 @@ from collections.abc import Iterable, Mapping
 from znodes.values import LeaderIsr, TopicPartition
 
 MIN_ISR_CONFIG = "min.insync.replicas"  # Kafka's topic config (protocol.kafka_configs)
-GIVEN, URP_LAST = "given", "urp_last"
-STRATEGIES = (GIVEN, URP_LAST)
 
 
 def min_isr_of(topic: str, overrides: Mapping[str, int], default: int) -> int:
@@ -95,14 +91,3 @@ def under_min_isr(states: Mapping[TopicPartition, LeaderIsr], overrides: Mapping
         return sum(1 for s in states.values() if not s.isr)
     return sum(1 for tp, s in states.items() if len(s.isr) < overrides.get(tp[0], default))
 
-
-def ordered(pending: Iterable[TopicPartition], strategy: str, replicas_of, states: Mapping) -> list[TopicPartition]:
-    """Step 2c: the pending partitions in the order they may start."""
-    order = list(pending)
-    if strategy == URP_LAST:
-        def urp(tp: TopicPartition) -> bool:
-            state = states.get(tp)
-            return state is not None and len(state.isr) < len(replicas_of(tp))
-
-        order.sort(key=urp)  # stable: the znode's order within each group
-    return order

@@ -14,10 +14,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from controller.core import cancel, isr_health
+from controller.core import cancel, isr_health, move_order
 from controller.core.cancel import rollback_assignment
 from controller.core.config import ControllerConfig
-from controller.core.events import RequestsRead, Resume, StatesRead, StopReplicaSent, TopicConfigsRead, TopicsRead
+from controller.core.events import (
+    ReplicasHosted,
+    RequestsRead,
+    Resume,
+    StatesRead,
+    StopReplicaSent,
+    TopicConfigsRead,
+    TopicsRead,
+)
 from controller.core.flush import ACCEPT, COMPLETE, FINISH, ISR_CHANGE, OVERRIDE, RESUME, START, writing
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas
@@ -54,6 +62,7 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
 def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:
     """A partition deleted under a move: a move not started yet is dropped."""
     ws.assignments.pop(tp)
+    ws.sizes.pop(tp)  # step 2c: a partition made again under the name starts unknown
     move = ws.tasks.get(tp)
     if move is None or not move.started:
         ws.states.pop(tp)
@@ -120,7 +129,7 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
                 ws.set_task(move.with_changes(target=r.replicas))
             if move.waiting is not None:
                 ws.schedule_needed = True  # step 2a again: the entry may now say skip_isr_check
-        elif r.replicas == move.target:
+        elif r.replicas == move.target and not (move.phase is Phase.CANCELLING and move.next_target is not None):
             if r.original_replicas is None:
                 ws.record_original(move)  # a rewrite of the znode lost what was recorded
             # A rollback keeps its entry until it ends, and a target queued behind it equal
@@ -136,7 +145,12 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
             ws.log.append(
                 f"{r.topic}-{r.partition} is {what}; its new target {list(r.replicas)} is queued behind that"
             )
-            ws.set_task(move.with_changes(next_target=r.replicas))
+            move = move.with_changes(next_target=r.replicas)
+            ws.set_task(move)
+            # Kept in the record too (as controller.core.queue does): an entry asking for the
+            # target being rolled back reads like a cancel's own, and a failover would lose it.
+            ws.late.append(SetData(paths.reassignment(*tp), encode_record(
+                move.target, move.original, cancelling=move.phase is Phase.CANCELLING, next_target=move.next_target)))
 
 
 def isr_floor_crossed(ws: WorkingSet, tp: TopicPartition, before: LeaderIsr | None, after: LeaderIsr) -> bool:
@@ -317,13 +331,11 @@ def schedule(ws: WorkingSet) -> None:
     if running >= cfg.max_cluster_moves:
         return
     max_in, max_out = cfg.max_incoming_per_broker, cfg.max_outgoing_per_broker
-    order = ws.pending.keys()
     throttled = None  # step 2b's cap, when it is below the caps
     under = None  # partitions under their min ISR: counted (a scan of every state) only if the cap would bind
-    if cfg.isr_aware_moves:
-        if min(max_in, max_out) > cfg.isr_throttled_concurrency:
-            throttled = cfg.isr_throttled_concurrency
-        order = isr_health.ordered(order, cfg.replica_movement_strategy, lambda t: ws.assignments[t].replicas, ws.states)
+    if cfg.isr_aware_moves and min(max_in, max_out) > cfg.isr_throttled_concurrency:
+        throttled = cfg.isr_throttled_concurrency
+    order = start_order(ws, ws.pending.keys(), move_order.setting(cfg.replica_movement_strategies))  # step 2c
     for tp in list(order):
         move = ws.tasks[tp]
         reason = isr_wait(ws, move)  # step 2a
@@ -360,9 +372,56 @@ def schedule(ws: WorkingSet) -> None:
             ws.reads.add(tp)
         else:
             start(ws, move, state)  # known from the election's read or kept fresh since
+            if tp not in ws.tasks:
+                # Ended at its start (a reorder's RS = TRS, or already assigned): it holds no
+                # slot, and no later event would give the slot it took back to the next move.
+                for b in adding:
+                    incoming[b] -= 1
+                for b in removing:
+                    outgoing[b] -= 1
+                continue
         running += 1
         if running >= cfg.max_cluster_moves:
             break
+
+
+def start_order(ws: WorkingSet, pending: Iterable[TopicPartition], setting: tuple[str, ...]) -> Iterable[TopicPartition]:
+    """Step 2c (controller.core.move_order): ``pending`` in start order; the same iterable,
+    neither copied nor sorted, when every move's list is the order given."""
+    requests = ws.requests
+    if not move_order.reorders(setting) and not any(
+        r.movement_strategies and move_order.reorders(move_order.known(r.movement_strategies))
+        for r in requests.values()
+    ):
+        return pending
+
+    def strategies_of(tp: TopicPartition) -> tuple[str, ...]:
+        request = requests.get(tp)
+        own = move_order.known(request.movement_strategies) if request is not None else ()
+        return own or setting
+
+    def facts_of(tp: TopicPartition) -> move_order.Facts:
+        state = ws.states.get(tp)
+        adding, _ = slot_brokers(ws, ws.tasks[tp])
+        return move_order.facts(ws.sizes.get(tp), len(adding), None if state is None else len(state.isr),
+                                len(ws.assignments[tp].replicas))
+
+    return move_order.ordered(pending, strategies_of, facts_of)
+
+
+def on_sizes(ws: WorkingSet, event: ReplicasHosted) -> None:
+    """Step 2c's sizes from a broker's DescribeLogDirs answer: those of the partitions assigned
+    to it (a stray's size says nothing of its partition)."""
+    b = event.broker_id
+    for tp, reported in event.sizes.items():
+        assignment = ws.assignments.get(tp)
+        if assignment is None or b not in assignment.replicas:
+            continue
+        state = ws.states.get(tp)
+        old = ws.sizes.get(tp)
+        new = move_order.size_after(old, reported, state is None or b in state.isr)
+        if new != old:
+            ws.sizes[tp] = new
 
 
 def isr_wait(ws: WorkingSet, move: Move) -> str | None:
@@ -445,7 +504,13 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
             ws.set_task(move.with_changes(next_target=target))
             return
         ws.log.append(f"{name}: its new target is its original replicas: cancelling its move to {list(move.target)}")
-        cancel.begin_cancel(ws, move.with_changes(next_target=None), state)
+        # The rollback keeps ORS as the target its entry asks for (``next_target``), and the
+        # record says so first, before the topic znode's rollback: a later entry asking for
+        # TRS again is then a new target queued behind the rollback, not the rollback's own
+        # entry (a cancel's, which asks for TRS), also after a failover anywhere in this flush.
+        move = move.with_changes(next_target=tuple(target))
+        ws.early.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original, next_target=target)))
+        cancel.begin_cancel(ws, move, state)
         return
     dropped = dropped_replicas(move.replicas, target, move.original)  # recovery's rule too
     # Kafka deletes them at once. One in the ISR holds an in-sync copy: it stays, at the

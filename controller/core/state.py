@@ -132,6 +132,7 @@ class Delta:
     deleting: dict = field(default_factory=dict)
     unhosted: dict = field(default_factory=dict)
     min_isr: dict = field(default_factory=dict)
+    sizes: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -171,6 +172,10 @@ class ClusterState:
     # Topics' ``min.insync.replicas`` overrides (``/config/topics/T``, read with the entries
     # naming the topic): step 2a (controller.core.isr_health). Absent: the cluster default.
     min_isr: dict[str, int] = field(default_factory=dict)
+    # Partitions' sizes in bytes from the brokers' DescribeLogDirs answers to the controller:
+    # step 2c's smallest_first / largest_first (controller.core.move_order). A cache of what
+    # the brokers said, not ZooKeeper content: a new controller asks them again.
+    sizes: dict[TopicPartition, int] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -192,6 +197,7 @@ class ClusterState:
         apply_changes(self.deleting, delta.deleting)
         apply_changes(self.unhosted, delta.unhosted)
         apply_changes(self.min_isr, delta.min_isr)
+        apply_changes(self.sizes, delta.sizes)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -51,6 +51,7 @@ class WorkingSet:
     deleting: Overlay  # step 11 (controller.core.topic_deletion)
     unhosted: Overlay  # step 9b
     min_isr: Overlay  # step 2a: topics' min.insync.replicas overrides
+    sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     kind: str = OTHER  # what the writes are for now (controller.core.flush.writing)
     brokers_changed: bool = False
@@ -110,6 +111,7 @@ class WorkingSet:
             deleting=Overlay(state.deleting),
             unhosted=Overlay(state.unhosted),
             min_isr=Overlay(state.min_isr),
+            sizes=Overlay(state.sizes),
             deferred=list(state.deferred),
         )
         ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)

@@ -22,7 +22,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_partitions
+from controller.core.commands import BrokerCommand, hosted_partitions, hosted_sizes
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, StopReplicaSent
 from protocol import ApiKey
@@ -107,7 +107,7 @@ class Dispatcher:
                     if hosted is None:
                         log.info("broker %d could not say what it hosts: %s", broker_id, body)
                     else:
-                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted)))
+                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted), hosted_sizes(body)))
             except Exception:  # a bug in one send must not stop this broker's worker
                 log.exception("sending %s to broker %d failed", command.name, broker_id)
             finally:

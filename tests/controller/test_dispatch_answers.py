@@ -59,7 +59,8 @@ async def test_a_describe_log_dirs_answer_becomes_what_the_broker_hosts():
         ]},
     ]}]}
     events, _ = await dispatched(box.commands(), {35: answer})
-    assert events == [ReplicasHosted(2, frozenset({("t", 0)}))]  # a future (intra-broker) log is not a replica yet
+    # A future (intra-broker) log is not a replica yet; the sizes go with it (step 2c).
+    assert events == [ReplicasHosted(2, frozenset({("t", 0)}), {("t", 0): 1})]
     failed = {"throttle_time_ms": 0, "results": [{"error_code": int(ErrorCode.KAFKA_STORAGE_ERROR), "log_dir": "/d", "topics": []}]}
     events, _ = await dispatched(box.commands(), {35: failed})
     assert events == []  # an answer that could not list everything says nothing is absent

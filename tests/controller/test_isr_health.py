@@ -1,7 +1,7 @@
 """ISR-aware execution (issue 24 item 4): controller.core.isr_health's rule (its worked table)
 and the engine's step 2a-2c with it: a move whose partition's ISR is at its floor waits, the
 others start, it starts once the ISR recovers; the caps drop while a partition is under its min
-ISR; urp_last orders the queue; an entry's skip_isr_check and the settings."""
+ISR; under_replicated_last orders the queue; an entry's skip_isr_check and the settings."""
 
 from __future__ import annotations
 
@@ -145,7 +145,7 @@ def test_concurrency_drops_while_a_partition_is_under_min_isr():
     assert s.tasks[("b", 0)].phase is Phase.REPLICATING
 
 
-def test_urp_last_starts_partitions_with_a_full_isr_first():
+def test_under_replicated_last_starts_partitions_with_a_full_isr_first():
     s = cluster(topics={"u": {0: (1, 2, 3, 4)}, "h": {0: (1, 2, 3)}})
     s.states[("u", 0)] = state(1, (1, 2, 3))  # under-replicated but above the floor: may start
     s.states[("h", 0)] = state(1, (1, 2, 3))
@@ -153,7 +153,7 @@ def test_urp_last_starts_partitions_with_a_full_isr_first():
     given = copy.deepcopy(s)
     run(given, RequestsRead(0, entries), ControllerConfig(max_cluster_moves=1))
     assert given.tasks[("u", 0)].phase is Phase.REPLICATING and given.tasks[("h", 0)].phase is Phase.PENDING
-    run(s, RequestsRead(0, entries), ControllerConfig(max_cluster_moves=1, replica_movement_strategy="urp_last"))
+    run(s, RequestsRead(0, entries), ControllerConfig(max_cluster_moves=1, replica_movement_strategies="under_replicated_last"))
     assert s.tasks[("h", 0)].phase is Phase.REPLICATING and s.tasks[("u", 0)].phase is Phase.PENDING
 
 
@@ -172,10 +172,7 @@ def test_skip_isr_check_round_trips_through_the_znode_entry():
 def test_settings():
     settings = resolve(flags={"zookeeper": "zk:2181", "id": "1", "listen": "127.0.0.1:0"}).settings
     assert (settings.isr_aware_moves, settings.isr_wait_offline_replicas, settings.isr_throttled_concurrency,
-            settings.min_insync_replicas, settings.replica_movement_strategy) == (True, False, 1, 1, "given")
-    with pytest.raises(ConfigError, match="replica_movement_strategy"):
-        resolve(flags={"zookeeper": "zk:2181", "id": "1", "listen": "127.0.0.1:0",
-                       "replica_movement_strategy": "largest_first"})
+            settings.min_insync_replicas, settings.replica_movement_strategies) == (True, False, 1, 1, "order_given")
     with pytest.raises(ConfigError, match="isr_throttled_concurrency"):
         resolve(flags={"zookeeper": "zk:2181", "id": "1", "listen": "127.0.0.1:0", "isr_throttled_concurrency": "0"})
 

@@ -52,7 +52,8 @@ def test_every_setting_is_documented_and_is_a_flag_and_a_variable():
     for name, f in FIELDS.items():
         assert f.description, name
         assert "--" + name.replace("_", "-") in help_text and f"REASSIGND_{name.upper()}" in help_text
-    assert LIVE == {"max_incoming_per_broker", "max_outgoing_per_broker", "max_cluster_moves", "log_level"}
+    assert LIVE == {"max_incoming_per_broker", "max_outgoing_per_broker", "max_cluster_moves", "log_level",
+                    "replica_movement_strategies"}
 
 
 @pytest.mark.parametrize(
