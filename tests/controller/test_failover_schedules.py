@@ -50,3 +50,19 @@ def test_stray_is_judged_after_the_queued_move_that_places_it_again():
         submit("queue", {0: [1, 2, 3]}),
         rule("start_controller"),
     ])
+
+
+def test_target_written_again_behind_a_rollback_begun_by_a_retarget_is_not_lost():
+    """Seed 16 shard 4: t-0 moves [4,2,3] -> [1,4,3]; its entry is rewritten to its original
+    replicas (a cancel, KIP-455 style) and the controller dies in that rollback's flush after
+    the state and topic znodes, before the record's flag. With no controller, the entry is
+    rewritten to [1,4,3] again: the next controller took that for the rollback's own entry (a
+    cancel keeps the cancelled target in it), finished the rollback and dropped the entry,
+    losing the request. The record now says first that the entry asked for the original
+    replicas, so [1,4,3] follows the rollback."""
+    replay([
+        submit("submit", {0: [1, 4, 3], 1: [1, 2, 3], 2: [1, 2, 3], 3: [1, 2, 3], 4: [1, 2, 3], 5: [1, 2, 3]}),
+        rule("crash_active_after", k=2),
+        submit("retarget", {0: [4, 2, 3]}),
+        submit("retarget", {0: [1, 4, 3]}),
+    ])
