@@ -80,7 +80,6 @@ import argparse
 import asyncio
 import json
 import signal
-import struct
 import subprocess
 import sys
 import tempfile
@@ -92,6 +91,8 @@ REPO = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(REPO))
 
 import protocol  # noqa: E402
+from protocol.connection import FrameConnection  # noqa: E402
+from protocol_aio import read_frame, serve_frames  # noqa: E402
 from controller.core.config import to_toml  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 from znodes.launcher import LocalZooKeeper  # noqa: E402
@@ -210,18 +211,40 @@ def targets(topics: dict, brokers: int, shift: int) -> dict[tuple[str, int], lis
 # ---- wire helpers ------------------------------------------------------------------------------
 
 
-async def read_frame(reader: asyncio.StreamReader) -> bytes:
-    head = await reader.readexactly(4)
-    return head + await reader.readexactly(struct.unpack(">i", head)[0])
+# Frames go through protocol's one wire layer (protocol.connection's limits, protocol_aio's
+# reads, protocol's header writers): nothing here knows the frame layout.
+
+
+class Connection:
+    """A client connection that asks one thing at a time: the request out, its answer in."""
+
+    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
+        self.reader, self.writer = reader, writer
+        self.frames = FrameConnection.client()
+
+    @classmethod
+    async def open(cls, addr, ssl_context=None) -> Connection:
+        return cls(*await asyncio.open_connection(*addr, ssl=ssl_context))
+
+    async def exchange(self, frame: bytes) -> bytes:
+        """Send one request frame; its answer's frame."""
+        self.writer.write(frame)
+        return await read_frame(self.reader, self.frames)
+
+    async def ask(self, key: int, version: int, body: dict, correlation: int = 1) -> dict:
+        answer = await self.exchange(protocol.encode_request(key, version, correlation, "bench", body))
+        return protocol.decode_response(key, version, answer)[1]
+
+    def close(self) -> None:
+        self.writer.close()
 
 
 async def call(addr, key: int, version: int, body: dict, correlation: int = 1) -> dict:
-    reader, writer = await asyncio.open_connection(*addr)
+    conn = await Connection.open(addr)
     try:
-        writer.write(protocol.encode_request(key, version, correlation, "bench", body))
-        return protocol.decode_response(key, version, await read_frame(reader))[1]
+        return await conn.ask(key, version, body, correlation)
     finally:
-        writer.close()
+        conn.close()
 
 
 
@@ -237,15 +260,14 @@ async def bench_create_topics(addr, count: int, clients: int, prefix: str) -> fl
     names = iter(f"{prefix}{i:05d}" for i in range(count))
 
     async def client(n: int) -> None:
-        reader, writer = await asyncio.open_connection(*addr)
+        conn = await Connection.open(addr)
         try:
             for correlation, name in enumerate(names, 1):
-                writer.write(protocol.encode_request(protocol.ApiKey.CREATE_TOPICS, 7, correlation, "bench", create_body(name, 12, RF)))
-                answer = protocol.decode_response(protocol.ApiKey.CREATE_TOPICS, 7, await read_frame(reader))[1]
+                answer = await conn.ask(protocol.ApiKey.CREATE_TOPICS, 7, create_body(name, 12, RF), correlation)
                 if answer["topics"][0]["error_code"]:
                     raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")
         finally:
-            writer.close()
+            conn.close()
 
     began = time.perf_counter()
     await asyncio.gather(*(client(n) for n in range(clients)))
@@ -277,44 +299,37 @@ def p99(samples: list[float]) -> float:
 # ---- part 1: ReassignPartitions ----------------------------------------------------------------
 
 
-async def sasl_ssl_login(addr, ssl_context) -> tuple[asyncio.StreamReader, asyncio.StreamWriter]:
+async def sasl_ssl_login(addr, ssl_context) -> Connection:
     """A TLS connection authenticated with SCRAM-SHA-512 (SaslHandshake v1, SaslAuthenticate)."""
     from controller.shell.security.scram import client_exchange
 
-    reader, writer = await asyncio.open_connection(*addr, ssl=ssl_context)
-
-    async def ask(key: int, version: int, body: dict, correlation: int) -> dict:
-        writer.write(protocol.encode_request(key, version, correlation, "bench", body))
-        return protocol.decode_response(key, version, await read_frame(reader))[1]
-
-    assert (await ask(17, 1, {"mechanism": "SCRAM-SHA-512"}, 1))["error_code"] == 0
+    conn = await Connection.open(addr, ssl_context)
+    handshake = await conn.ask(protocol.ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"}, 1)
+    if handshake["error_code"]:
+        raise RuntimeError(f"SaslHandshake refused: error {handshake['error_code']}")
     exchange = client_exchange("SCRAM-SHA-512", SECURE_USER, SECURE_PASSWORD, "benchnonce")
     token, correlation = next(exchange), 2
     while True:
-        answer = await ask(36, 1, {"auth_bytes": token}, correlation)
+        answer = await conn.ask(protocol.ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token}, correlation)
         if answer["error_code"]:
             raise RuntimeError(f"SASL login failed: {answer['error_message']}")
         try:
             token, correlation = exchange.send(answer["auth_bytes"]), correlation + 1
         except StopIteration:
-            return reader, writer
+            return conn
 
 
 async def time_reassign(addr, moves: dict, ssl_context=None) -> float:
     """One ReassignPartitions v0 (KIP-179's schema), sent to answer read, in seconds; with
     ``ssl_context``, over SASL_SSL (logged in before the clock starts)."""
-    if ssl_context is None:
-        reader, writer = await asyncio.open_connection(*addr)
-    else:
-        reader, writer = await sasl_ssl_login(addr, ssl_context)
+    conn = await (Connection.open(addr) if ssl_context is None else sasl_ssl_login(addr, ssl_context))
     try:
         frame = protocol.encode_request(protocol.ApiKey.REASSIGN_PARTITIONS, 0, 1, "bench", reassign_body(moves, THROTTLE))
         started = time.perf_counter()
-        writer.write(frame)
-        answer = await read_frame(reader)
+        answer = await conn.exchange(frame)
         took = time.perf_counter() - started
     finally:
-        writer.close()
+        conn.close()
     _, body = protocol.decode_response(protocol.ApiKey.REASSIGN_PARTITIONS, 0, answer)
     errors = [(t["topic"], p["partition_id"], p["error_code"], p.get("error_message"))
               for t in body["reassign_partition_result"] for p in t["partition_error"] if p["error_code"]]
@@ -384,25 +399,23 @@ async def bench_reassign_peer(hosts: str, topics: dict, brokers: int, repeats: i
 async def _load(addr, connections: int, seconds: float) -> int:
     """Closed-loop clients; returns the number of answers read."""
     deadline = time.perf_counter() + seconds
-    template = protocol.encode_request(protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS, 0, 0, "bench", {"timeout_ms": 60000, "topics": None})
+    key = protocol.ApiKey.LIST_PARTITION_REASSIGNMENTS
+    body = protocol.encode_body(key, 0, "request", {"timeout_ms": 60000, "topics": None})  # encoded once
     done = 0
 
     async def client() -> None:
         nonlocal done
-        reader, writer = await asyncio.open_connection(*addr)
+        conn = await Connection.open(addr)
         correlation = 0
         try:
             while time.perf_counter() < deadline:
                 correlation += 1
-                frame = bytearray(template)
-                frame[8:12] = struct.pack(">i", correlation)  # size, key, version, correlation id
-                writer.write(frame)
-                answer = await read_frame(reader)
-                if struct.unpack(">i", answer[4:8])[0] != correlation:
+                answer = await conn.exchange(protocol.request_frame(key, 0, correlation, "bench", body))
+                if protocol.response_correlation_id(answer) != correlation:  # the answer is not decoded
                     raise RuntimeError("answers out of order")
                 done += 1
         finally:
-            writer.close()
+            conn.close()
 
     await asyncio.gather(*(client() for _ in range(connections)))
     return done
@@ -436,15 +449,19 @@ def peer_main(answer_file: str) -> None:
     Topic = Response.OngoingTopicReassignment
     Partition = Topic.OngoingPartitionReassignment
 
+    def respond(frame: bytes) -> bytes:
+        # Framing is protocol_aio's (the same loop and limits as the simulated brokers' server);
+        # the request's and the answer's bytes are kafka-python's.
+        request = Request.decode(frame, version=0, header=True, framed=True)
+        response = Response(version=0, throttle_time_ms=0, error_code=0, error_message=None, topics=[
+            Topic(name=t["name"], partitions=[Partition(**p) for p in t["partitions"]]) for t in data])
+        response.with_header(correlation_id=request.header.correlation_id)
+        return bytes(response.encode(header=True, framed=True))
+
     async def serve(reader, writer):
         try:
-            while True:
-                request = Request.decode(await read_frame(reader), version=0, header=True, framed=True)
-                response = Response(version=0, throttle_time_ms=0, error_code=0, error_message=None, topics=[
-                    Topic(name=t["name"], partitions=[Partition(**p) for p in t["partitions"]]) for t in data])
-                response.with_header(correlation_id=request.header.correlation_id)
-                writer.write(bytes(response.encode(header=True, framed=True)))
-        except (asyncio.IncompleteReadError, ConnectionError):
+            await serve_frames(reader, writer, respond, FrameConnection.server())
+        except ConnectionError:
             pass
         finally:
             writer.close()

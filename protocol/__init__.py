@@ -21,7 +21,8 @@ Frames
     `encode_response(api_key, api_version, correlation_id, body) -> bytes` return whole
     size-prefixed frames. `decode_request(frame) -> (header, body)` and
     `decode_response(api_key, api_version, frame) -> (header, body)` take one (with its prefix,
-    as `framing.FrameReader` yields them) and check that the prefix matches. Around a body already
+    as `framing.FrameReader` yields them) and check that the prefix matches;
+    `response_correlation_id(frame)` reads only a response's correlation id. Around a body already
     encoded (`encode_body`): `request_frame(api_key, api_version, correlation_id, client_id,
     body_bytes)` and `response_frame(api_key, api_version, correlation_id, body_bytes)`; the
     headers alone: `encode_request_header(...)`, `encode_response_header(...)`;
@@ -82,6 +83,7 @@ from .messages import (
     encoded_size,
     parse_request,
     request_frame,
+    response_correlation_id,
     response_frame,
     size_prefixed,
     supported_apis,
@@ -130,6 +132,7 @@ __all__ = [
     "parse_request",
     "request_frame",
     "request_header_version",
+    "response_correlation_id",
     "response_frame",
     "response_header_version",
     "size_prefixed",

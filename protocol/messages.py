@@ -18,6 +18,7 @@ from .registry import REGISTRY, REQUEST_HEADER, RESPONSE_HEADER
 _SIZE = struct.Struct(">i")
 _REQUEST_START = struct.Struct(">ihhi")  # size, api key, api version, correlation id
 _CLIENT_ID_LENGTH = struct.Struct(">h")
+_CORRELATION = struct.Struct(">i")  # a response header's first field, in every version
 
 # Any of these escaping a generated decoder means the bytes were malformed; they become
 # DecodeError. (UnicodeDecodeError is a ValueError.)
@@ -268,6 +269,17 @@ def response_frame(api_key: int, api_version: int, correlation_id: int, body: by
     """A size-prefixed response frame around a body already encoded (`encode_body`)."""
     header = encode_response_header(api_key, api_version, correlation_id)
     return _SIZE.pack(len(header) + len(body)) + header + body
+
+
+def response_correlation_id(frame) -> int:
+    """The correlation id of a size-prefixed response frame, the body left undecoded: the first
+    header field in every response header version, so a client can match (or count) answers
+    without decoding them."""
+    buf = frame if type(frame) is bytes else _as_bytes(frame)
+    _check_frame(buf)
+    if len(buf) < 8:
+        raise DecodeError(f"response frame of {len(buf)} bytes is too short for a correlation id")
+    return _CORRELATION.unpack_from(buf, 4)[0]
 
 
 def decode_response(api_key: int, api_version: int, frame) -> tuple[dict, dict]:
