@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from client import wire
 from client.errors import (
@@ -50,6 +50,7 @@ from client.metadata import (
 from client.results import KeyedResult
 from client.transport import NodeConnection
 from protocol import ApiKey
+from znodes import strategies as strategy_names
 from znodes.values import TopicPartition
 
 
@@ -315,6 +316,7 @@ class AdminClient:
         validate_only: bool = False,
         additional: bool = False,
         skip_isr_check: bool = False,
+        movement_strategies: Sequence[str] | None = None,
     ) -> KeyedResult:
         """Start moving each partition to its new replica list (first = preferred leader).
 
@@ -325,6 +327,9 @@ class AdminClient:
         moves start even while their partition's ISR is at or under its min.insync.replicas
         (reassignd's controller holds them otherwise); it is a tagged field of v1, so it is sent
         as v1, with v1's additional semantics (callers that want v0's refusal check first).
+        ``movement_strategies``: the order these moves start in among themselves (names of
+        znodes.strategies, e.g. ``["smallest_first", "under_replicated_last"]``; None: the
+        controller's ``replica_movement_strategies``), v1's tagged MovementStrategies, so also v1.
         """
         if not assignments:
             raise InputError("reassign_partitions: no assignments given")
@@ -334,11 +339,19 @@ class AdminClient:
                 raise InputError(f"reassign_partitions {k}: empty replica list")
         if throttle is not None:
             _require_rate(throttle, "reassign_partitions")
+        strategies = ()
+        if movement_strategies is not None:
+            try:
+                strategies = strategy_names.parse(movement_strategies)
+            except strategy_names.StrategyError as e:
+                raise InputError(f"reassign_partitions: {e}") from None
         body = wire.reassign_partitions_request(
             clean, throttle, auto_remove_throttle, validate_only, self.request_timeout_ms, skip_isr_check
         )
-        # The version carries the semantics: v1 is the additional one (and carries the tag).
-        versions = wire.REASSIGN_V_ADDITIONAL if additional or skip_isr_check else wire.REASSIGN_V_PLAIN
+        body["movement_strategies"] = list(strategies)  # tagged, v1 only
+        # The version carries the semantics: v1 is the additional one (and carries the tags).
+        tagged = skip_isr_check or bool(strategies)
+        versions = wire.REASSIGN_V_ADDITIONAL if additional or tagged else wire.REASSIGN_V_PLAIN
         _, answer = await self._controller_request(ApiKey.REASSIGN_PARTITIONS, body, wire.partition_codes, versions)
         return wire.partition_results(answer, list(clean))
 

@@ -44,6 +44,7 @@ class Inputs:
     topics_source: str | None = None
     brokers: list[int] | None = None
     throttle: int | None = None
+    movement_strategies: tuple[str, ...] = ()  # --movement-strategy (znodes.strategies); (): the controller's setting
     broker_to_remove: int | None = None
     brokers_to_demote: list[int] | None = None  # --demote-broker (client.demotion)
     # --planner's Cruise Control options (scope and concurrency caps); None: none given
@@ -100,7 +101,7 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
     try:
         outcome = await backend.execute(
             plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run,
-            skip_isr_check=skip_isr_check,
+            skip_isr_check=skip_isr_check, movement_strategies=inputs.movement_strategies,
         )
     except ConflictError as exc:
         if inputs.throttle is None or backend.name != "zookeeper" or additional:
