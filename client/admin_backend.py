@@ -79,6 +79,7 @@ class AdminBackend:
         dry_run: bool = False,
         queued: bool = False,
         skip_isr_check: bool = False,
+        movement_strategies: tuple[str, ...] = (),
     ) -> ExecuteOutcome:
         current = state.current(requested)
         outcome = ExecuteOutcome(
@@ -94,6 +95,7 @@ class AdminBackend:
         result = await self.admin.reassign_partitions(
             requested, throttle=throttle, auto_remove_throttle=True,
             validate_only=dry_run, additional=additional or queued, skip_isr_check=skip_isr_check,
+            movement_strategies=movement_strategies or None,
         )
         outcome.failed = result.errors
         if not dry_run:

@@ -275,14 +275,17 @@ class ZkBackend:
         additional: bool = False,
         dry_run: bool = False,
         skip_isr_check: bool = False,
+        movement_strategies: tuple[str, ...] = (),
     ) -> ExecuteOutcome:
         """Write /admin/reassign_partitions with original_replicas (KIP-236), and the throttle
         configs when ``throttle`` is given, in one multi-op. ``skip_isr_check``: each entry says
-        so (reassignd's controller then starts it even at its ISR's floor)."""
+        so (reassignd's controller then starts it even at its ISR's floor);
+        ``movement_strategies``: each entry carries them (the order its moves start in)."""
         current = state.current(requested)
         outcome = ExecuteOutcome(dict(requested), current, throttle=throttle, dry_run=dry_run)
         entries, stat = await self.reassign_entries()
-        new_entries = {tp: fmt.Entry(list(r), list(current[tp]), skip_isr_check) for tp, r in requested.items()}
+        new_entries = {tp: fmt.Entry(list(r), list(current[tp]), skip_isr_check, tuple(movement_strategies))
+                       for tp, r in requested.items()}
         ops: list = []
         if entries is not None:
             if not additional:

@@ -88,13 +88,15 @@ class Entry:
     replicas: list[int]
     original_replicas: list[int] | None = None
     skip_isr_check: bool = False  # reassignd's key: start even at the ISR's floor
+    movement_strategies: tuple[str, ...] = ()  # reassignd's key: the order its request's moves start in
 
 
 def parse_reassign_partitions(path: str, data: bytes) -> dict[TopicPartition, Entry]:
     doc = _model(models.ReassignPartitions, path, data)
     return {
         (e.topic, e.partition): Entry(
-            list(e.replicas), None if e.original_replicas is None else list(e.original_replicas), e.skip_isr_check
+            list(e.replicas), None if e.original_replicas is None else list(e.original_replicas), e.skip_isr_check,
+            tuple(e.movement_strategies),
         )
         for e in doc.partitions
     }
@@ -108,6 +110,7 @@ def encode_reassign_partitions(entries: dict[TopicPartition, Entry]) -> bytes:
                 topic=t, partition=p, replicas=list(entries[(t, p)].replicas),
                 original_replicas=entries[(t, p)].original_replicas,
                 skip_isr_check=entries[(t, p)].skip_isr_check,
+                movement_strategies=list(entries[(t, p)].movement_strategies),
             )
             for (t, p) in sorted(entries)
         ]

@@ -123,7 +123,7 @@ CASES = {
 # ReassignPartitionsRequest's SkipIsrCheck and ListReassignmentsResponse's Waiting (reassignd's
 # ISR-aware execution).
 DESCRIPTION_TAG_DEFAULTS = {"topic": "", "partition_id": -1}
-TOP_TAG_DEFAULTS = {(10000, "request"): {"skip_isr_check": False}, (10003, "response"): {"waiting": []}}
+TOP_TAG_DEFAULTS = {(10000, "request"): {"skip_isr_check": False, "movement_strategies": []}, (10003, "response"): {"waiting": []}}
 
 
 def decoded_form(key, kind, body):

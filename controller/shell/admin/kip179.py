@@ -53,6 +53,7 @@ from __future__ import annotations
 
 import logging
 
+from controller.core import move_order
 from controller.shell import throttle_configs as tc
 from controller.shell import throttles
 from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
@@ -185,6 +186,12 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
         return _reassign_response(order, {tp: (ErrorCode.INVALID_THROTTLE, message) for tp in order})
     throttled = throttle != UNTHROTTLED
     try:
+        # Checked here, not only by the tool: the order is the operator's choice, so a name the
+        # controller does not know is refused, not silently dropped.
+        strategies = move_order.parse(body["movement_strategies"]) if body.get("movement_strategies") else ()
+    except move_order.StrategyError as e:
+        return _reassign_response(order, {tp: (ErrorCode.INVALID_REQUEST, str(e)) for tp in order})
+    try:
         view = await read_view(store, {tp[0] for tp in values}, active.state)
         targets: dict[TopicPartition, tuple[int, ...]] = {}
         for tp, replicas in values.items():
@@ -227,7 +234,8 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
                 outcome = await write_noted(
                     active, REASSIGN_PARTITIONS_DOOR, targets,
                     lambda: add_entries(store, active.epoch_zkversion, targets, view, create_only=version == 0,
-                                        skip_isr_check=bool(body.get("skip_isr_check"))),
+                                        skip_isr_check=bool(body.get("skip_isr_check")),
+                                        movement_strategies=strategies),
                 )
                 started = any(r[0] == ErrorCode.NONE for r in outcome.values())
                 results.update(outcome)

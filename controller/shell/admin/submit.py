@@ -207,6 +207,7 @@ async def add_entries(
     *,
     create_only: bool,
     skip_isr_check: bool = False,
+    movement_strategies: tuple[str, ...] = (),
 ) -> dict[TopicPartition, Result]:
     """Write the targets into ``/admin/reassign_partitions`` with their ``original_replicas``.
 
@@ -215,10 +216,13 @@ async def add_entries(
     conditional on the version read, re-reading and merging again when the controller or a
     tool changed it meanwhile. A partition already listed keeps its recorded
     ``original_replicas`` and takes the new target (controller.core.engine step 4b: in place while
-    it replicates, else after its move). Returns a result per partition.
+    it replicates, else after its move). ``skip_isr_check`` and ``movement_strategies`` go in
+    each entry (controller.core.isr_health, controller.core.move_order). Returns a result per
+    partition.
     """
     topics = view.topics
-    entries = [Request(t, p, r, original_replicas(topics[t][p]), skip_isr_check=skip_isr_check)
+    entries = [Request(t, p, r, original_replicas(topics[t][p]), skip_isr_check=skip_isr_check,
+                       movement_strategies=movement_strategies)
                for (t, p), r in targets.items()]
     if not entries:
         return {}
@@ -247,9 +251,11 @@ async def add_entries(
             if old is None:
                 merged[e.tp] = e
                 changed = True
-            elif old.replicas != e.replicas or old.skip_isr_check != e.skip_isr_check:
+            elif (old.replicas, old.skip_isr_check, old.movement_strategies) != (
+                e.replicas, e.skip_isr_check, e.movement_strategies
+            ):
                 merged[e.tp] = Request(e.topic, e.partition, e.replicas, old.original_replicas or e.original_replicas,
-                                       skip_isr_check=e.skip_isr_check)
+                                       skip_isr_check=e.skip_isr_check, movement_strategies=e.movement_strategies)
                 changed = True
         if not changed:
             return []
