@@ -312,21 +312,6 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
 # ---- reading a live cluster ---------------------------------------------------------------------
 
 
-async def _children(zk, path: str) -> list[str]:
-    """Sorted child names; [] when the node does not exist."""
-    from znodes.api import NoNodeError
-
-    try:
-        return sorted(await zk.children(path))
-    except NoNodeError:
-        return []
-
-
-async def _data(zk, path_list: list[str]) -> list[bytes | None]:
-    """The data of each znode (None where there is none): the store's bulk read (multiRead)."""
-    return [None if r is None else r[0] for r in await zk.get_many(path_list)]
-
-
 async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0, security=None) -> dict:
     """Read brokers, topics, assignments and partition states from ZooKeeper at ``hosts``
     (``host:port[/chroot]``), and replica sizes through DescribeLogDirs when ``sizes``.
@@ -336,9 +321,10 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
     Returns a validated snapshot. Malformed znodes raise SnapshotError naming the znode.
     """
     from znodes import models, paths
-    from znodes.errors import ZnodeFormatError
-
     from znodes.api import ConnectionLossError, ZkError
+    from znodes.errors import ZnodeFormatError
+    from znodes.payloads import decode_state, decode_topic
+    from znodes.reads import children_or_empty, get_many
     from znodes.security import ZkSecurity, auth_hint
 
     security = security or ZkSecurity()
@@ -348,18 +334,23 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
     except (ConnectionLossError, ZkError, ValueError) as e:
         raise SnapshotError(hosts, f"cannot read the cluster: {e}{auth_hint(e, security)}") from None
     try:
-        broker_names = await _children(zk, "/brokers/ids")
-        broker_data = await _data(zk, [f"/brokers/ids/{n}" for n in broker_names])
+        broker_ids = []
+        for name in sorted(await children_or_empty(zk, paths.BROKER_IDS)):
+            try:
+                broker_ids.append(paths.parse_id(name, "broker id"))
+            except ValueError as e:
+                raise SnapshotError(hosts, f"znode {paths.join(paths.BROKER_IDS, name)}: {e}") from None
         brokers: dict[int, dict] = {}
         endpoints: dict[int, tuple[str, int]] = {}
-        for name, data in zip(broker_names, broker_data):
-            if data is None:
+        for bid, read in zip(broker_ids, await get_many(zk, [paths.broker(b) for b in broker_ids])):
+            if read is None:
                 continue  # went away between the listing and the read
-            path = f"/brokers/ids/{name}"
+            path = paths.broker(bid)
             try:
-                bid = paths.parse_id(name, "broker id")
-                reg = models.BrokerRegistration.from_bytes(path, data)
-            except (ValueError, ZnodeFormatError) as e:
+                # The model, not payloads.decode_broker: a broker without a PLAINTEXT listener
+                # is still in the snapshot (decode_broker refuses it, the controller needs one).
+                reg = models.BrokerRegistration.from_bytes(path, read[0])
+            except ZnodeFormatError as e:
                 raise SnapshotError(hosts, f"znode {path}: {e}") from None
             host, port = reg.host, reg.port if reg.port >= 0 else None
             eps = reg.parsed_endpoints()
@@ -369,25 +360,27 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
                 endpoints[bid] = (host, port)
             brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
 
-        topic_names = await _children(zk, "/brokers/topics")
-        topic_data = await _data(zk, [paths.topic(t) for t in topic_names])
-        assignments: dict[str, dict[int, list[int]]] = {}
-        removing: dict[str, dict[int, list[int]]] = {}
-        for name, data in zip(topic_names, topic_data):
-            if data is None:
-                continue
-            path = paths.topic(name)
+        topic_names = sorted(await children_or_empty(zk, paths.TOPICS))
+        for name in topic_names:
             try:
                 paths.validate_topic_name(name)
-                ta = models.TopicAssignment.from_bytes(path, data)
-            except (ValueError, ZnodeFormatError) as e:
-                raise SnapshotError(hosts, f"znode {path}: {e}") from None
-            assignments[name] = dict(ta.partitions)
-            removing[name] = dict(ta.removing_replicas)
+            except ValueError as e:
+                raise SnapshotError(hosts, f"znode {paths.join(paths.TOPICS, name)}: {e}") from None
+        assignments: dict[str, dict[int, list[int]]] = {}
+        removing: dict[str, dict[int, list[int]]] = {}
+        for name, read in zip(topic_names, await get_many(zk, [paths.topic(t) for t in topic_names])):
+            if read is None:
+                continue
+            try:
+                parts = decode_topic(paths.topic(name), read[0])  # as the controller reads it
+            except ZnodeFormatError as e:
+                raise SnapshotError(hosts, f"znode {paths.topic(name)}: {e}") from None
+            assignments[name] = {p: list(a.replicas) for p, a in parts.items()}
+            removing[name] = {p: list(a.removing) for p, a in parts.items() if a.removing}
 
         keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
         state_paths = [paths.partition_state(t, p) for t, p in keys]
-        state_data = await _data(zk, state_paths)
+        state_reads = await get_many(zk, state_paths)
     except ZkError as e:
         raise SnapshotError(hosts, f"reading the cluster: {e!r}{auth_hint(e, security)}") from None
     finally:
@@ -405,11 +398,11 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
         if disk is not None and b in brokers:
             brokers[b]["disk_bytes"] = disk
     topics_out: dict[str, list[dict]] = {t: [] for t in assignments}
-    for (t, p), path, data in zip(keys, state_paths, state_data):
+    for (t, p), path, read in zip(keys, state_paths, state_reads):
         leader, isr = -1, None
-        if data is not None:
+        if read is not None:
             try:
-                state = models.PartitionState.from_bytes(path, data)
+                state = decode_state(path, read[0], read[1].version)  # as the controller reads it
             except ZnodeFormatError as e:
                 raise SnapshotError(hosts, str(e)) from None
             leader, isr = state.leader, list(state.isr)
