@@ -15,7 +15,8 @@ Usage::
         result.all()                                   # raises PartitionErrors if any failed
         running = await admin.list_reassignments()     # {("orders", 0): Reassignment(...)}
         desc = await admin.describe_reassignments(running.values())  # {("orders", 0): ...}
-        logs = await admin.describe_log_dirs()         # sizes and lags per broker
+        logs = await admin.describe_log_dirs()         # sizes, lags and directories per broker
+        moved = await admin.alter_replica_log_dirs({("orders", 0, 4): "/data/d2"})   # KIP-113
         await admin.cancel_reassignments()             # KIP-236: roll every pending one back
 
 Errors are :mod:`client.errors`; per-partition outcomes are :class:`client.results.KeyedResult`.
@@ -27,7 +28,7 @@ import asyncio
 import re
 from collections.abc import Iterable, Sequence
 
-from client import wire
+from client import logdirs, wire
 from client.errors import (
     ConnectionFailedError,
     InputError,
@@ -528,3 +529,61 @@ class AdminClient:
         body = wire.describe_configs_request(ids, wire.THROTTLE_RATE_KEYS)
         _, answer = await self._controller_request(ApiKey.DESCRIBE_CONFIGS, body, wire.describe_configs_codes)
         return wire.broker_throttles(answer)
+
+    async def alter_replica_log_dirs(self, moves: dict[tuple[str, int, int], str]) -> KeyedResult:
+        """KIP-113: move each replica ``(topic, partition, broker)`` into the named absolute
+        directory of its broker (AlterReplicaLogDirs, sent to each broker concurrently). Result
+        keyed by replica: None (moving or already there) or its error - REPLICA_NOT_AVAILABLE
+        while the broker does not host it yet (the broker remembers the directory for when it
+        does), LOG_DIR_NOT_FOUND, KAFKA_STORAGE_ERROR; a broker that cannot be reached fails
+        its replicas with that error."""
+        self._check_started()
+        if not moves:
+            raise InputError("alter_replica_log_dirs: no replicas given")
+        for key, path in moves.items():
+            if (not isinstance(key, tuple) or len(key) != 3 or not isinstance(key[0], str)
+                    or any(not isinstance(x, int) or isinstance(x, bool) or x < 0 for x in key[1:])):
+                raise InputError(f"alter_replica_log_dirs: {key!r} is not a (topic, partition, broker) triple")
+            if not isinstance(path, str) or not path.startswith("/"):
+                raise InputError(f"alter_replica_log_dirs {key}: {path!r} is not an absolute directory path")
+        meta = await self.refresh_metadata([])
+        outcome: dict[tuple[str, int, int], KafkaApiError | None] = {}
+
+        async def ask(broker: int, body: dict) -> None:
+            asked = [k for k in moves if k[2] == broker]
+            try:
+                if broker not in meta.nodes:
+                    raise ConnectionFailedError(f"broker {broker} is not in the cluster's Metadata")
+                _, answer = await self._request(self._addr(broker), ApiKey.ALTER_REPLICA_LOG_DIRS, body)
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError,
+                    UnsupportedVersionError) as exc:
+                outcome.update(dict.fromkeys(asked, exc))
+                return
+            outcome.update(logdirs.results(broker, answer, asked))
+
+        await asyncio.gather(*(ask(b, body) for b, body in logdirs.requests_by_broker(moves).items()))
+        return KeyedResult({k: outcome[k] for k in moves})
+
+    async def alter_broker_config(self, broker: int, key: str, value: str | None) -> None:
+        """IncrementalAlterConfigs on broker ``broker``'s dynamic config (``/config/brokers/N``):
+        SET ``key`` to ``value``, or DELETE it when None. Sent to that broker, as Kafka's
+        clients send a BROKER resource; raises the error it answers."""
+        self._check_started()
+        _require_ids([broker], "alter_broker_config")
+        await self.refresh_metadata([])
+        _, answer = await self._request(self._addr(broker), ApiKey.INCREMENTAL_ALTER_CONFIGS,
+                                        wire.alter_broker_config_request(broker, key, value))
+        error = wire.alter_configs_error(answer)
+        if error is not None:
+            raise error
+
+    async def describe_broker_config(self, broker_ids: Iterable[int], key: str) -> dict[int, tuple[str | None, int | None]]:
+        """Each broker's (value, config_source) of one config key, from DescribeConfigs on the
+        controller (v1+, which has sources); brokers it cannot describe are left out."""
+        ids = list(broker_ids)
+        if not ids:
+            return {}
+        body = wire.describe_configs_request(ids, [key])
+        _, answer = await self._controller_request(ApiKey.DESCRIBE_CONFIGS, body, wire.describe_configs_codes,
+                                                   versions=(1, 4))
+        return wire.broker_config_values(answer, key)

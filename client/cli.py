@@ -17,6 +17,10 @@ Examples::
     # samples, from its operations port)
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --progress --reassignment-json-file plan.json \\
         --chart progress.png --chart-data progress.csv --ops http://127.0.0.1:9191
+    # a JSON whose log_dirs name directories also moves replicas between a broker's disks
+    # (KIP-113), throttled; --verify removes that throttle once every move is done
+    kafka-reassign --bootstrap-server 127.0.0.1:9190 --execute \\
+        --reassignment-json-file plan.json --replica-alter-log-dirs-throttle 50000000
     # drain broker 3 (KIP-6: planned with the fewest moves and started at once)
     kafka-reassign --bootstrap-server 127.0.0.1:9190 --decommission-broker 3 --throttle 10000000
     # move every leadership off broker 3, no data moved (Cruise Control's demote_broker)
@@ -50,7 +54,6 @@ from client.inputs import (
     parse_topics_to_move,
     read_json_file,
 )
-from znodes import strategies as strategy_names
 
 __doc__ = __doc__.replace("{exit_table}", exit_codes.table_text("    "))
 
@@ -68,7 +71,7 @@ DEPRECATION_WARNING = (
 # action dest -> (its flag, options it accepts, options it requires)
 ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred",
-                              "skip_isr_check", "movement_strategy"},
+                              "skip_isr_check", "replica_alter_log_dirs_throttle"},
                 {"reassignment_json_file"}),
     "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
     "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
@@ -103,11 +106,11 @@ OPTION_FLAGS = {
     "topics_to_move_json_file": "--topics-to-move-json-file",
     "broker_list": "--broker-list",
     "throttle": "--throttle",
+    "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
     "additional": "--additional",
     "dry_run": "--dry-run",
     "elect_preferred": "--elect-preferred",
     "skip_isr_check": "--skip-isr-check",
-    "movement_strategy": "--movement-strategy",
     "watch": "--watch",
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
@@ -159,6 +162,7 @@ def build_parser() -> argparse.ArgumentParser:
             "\n"
             "file formats:\n"
             '  --reassignment-json-file  {"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}\n'
+            '      optional per entry: "log_dirs":["/data/d1","any"] (one per replica; a directory is an intra-broker move)\n'
             '  --topics-to-move-json-file  {"version":1,"topics":[{"topic":"t"}]}\n'
             "\n"
             "exit codes:\n" + exit_codes.table_text()
@@ -205,6 +209,10 @@ def build_parser() -> argparse.ArgumentParser:
     opts = p.add_argument_group("options")
     opts.add_argument("--throttle", metavar="BYTES_PER_S",
                       help="inter-broker replication throttle for the moves (with --bootstrap-server removed automatically when done)")
+    opts.add_argument("--replica-alter-log-dirs-throttle", metavar="BYTES_PER_S",
+                      help="--execute: cap each broker's copies between its own log dirs (KIP-113: "
+                           "replica.alter.log.dirs.io.max.bytes.per.second on the brokers with a log_dirs move; "
+                           "--verify removes it when every move is done; --bootstrap-server only)")
     opts.add_argument("--additional", action="store_true",
                       help="--execute while other reassignments run (partitions not already moving)")
     opts.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
@@ -214,10 +222,6 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--skip-isr-check", action="store_true",
                       help="--execute: start the moves even while a partition's ISR is at or under its "
                            "min.insync.replicas (reassignd's controller holds them until it recovers)")
-    opts.add_argument("--movement-strategy", metavar="STRATEGY[,STRATEGY...]",
-                      help="--execute: the order these moves start in, the first strategy deciding and the next "
-                           f"breaking its ties ({', '.join(strategy_names.STRATEGIES)}; Cruise Control's "
-                           "replica_movement_strategies); default: the controller's replica_movement_strategies")
     opts.add_argument("--watch", action="store_true", help="--progress: redraw until the reassignment is done")
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
@@ -250,7 +254,9 @@ def build_parser() -> argparse.ArgumentParser:
                            "as above)")
     opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
     opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
-                      help=f"request / ZooKeeper timeout in ms (default {DEFAULT_TIMEOUT_MS})")
+                      help=f"request / ZooKeeper timeout in ms, and how long --execute keeps asking brokers to "
+                           f"move the replicas the reassignment is creating into their log_dirs "
+                           f"(default {DEFAULT_TIMEOUT_MS})")
     return p
 
 
@@ -305,6 +311,8 @@ def check_options(args: argparse.Namespace) -> str:
             check_chart_path(args.chart)
         except ChartError as e:
             raise UsageError(f"--chart: {e}") from None
+    if args.replica_alter_log_dirs_throttle is not None and args.zookeeper:
+        raise UsageError("--replica-alter-log-dirs-throttle needs --bootstrap-server (the brokers move the replicas)")
     if action == "progress" and args.zookeeper:
         raise UsageError("--progress needs --bootstrap-server: it is not supported with --zookeeper (KIP-179)")
     return action
@@ -325,20 +333,25 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
     inputs = commands.Inputs()
     if args.throttle is not None:
         inputs.throttle = parse_throttle(args.throttle)
-    if args.movement_strategy is not None:
-        try:
-            inputs.movement_strategies = strategy_names.parse(args.movement_strategy)
-        except strategy_names.StrategyError as e:
-            raise UsageError(f"--movement-strategy: {e}") from None
+    if args.replica_alter_log_dirs_throttle is not None:
+        inputs.log_dirs_throttle = parse_throttle(args.replica_alter_log_dirs_throttle,
+                                                  "--replica-alter-log-dirs-throttle")
     if args.broker_list is not None:
         inputs.brokers = parse_broker_list(args.broker_list)
     if args.reassignment_json_file is not None:
         path = args.reassignment_json_file
         inputs.plan = parse_reassignment(read_json_file(path), path, require_replicas=action != "cancel")
+        if inputs.plan.log_dirs and args.zookeeper and action in ("execute", "verify"):
+            raise UsageError(f"{path} names log directories: moving replicas between a broker's log dirs "
+                             "needs --bootstrap-server (AlterReplicaLogDirs and DescribeLogDirs go to the brokers)")
+        if inputs.plan.log_dirs and action in ("execute_queue", "verify_queue"):
+            raise UsageError(f"{path} names log directories: only --execute moves replicas between log dirs")
     if args.decommission_broker is not None:
         inputs.broker_to_remove = parse_broker_id(args.decommission_broker, "--decommission-broker")
     if args.demote_broker is not None:
         inputs.brokers_to_demote = parse_broker_list(args.demote_broker, "--demote-broker")
+    if inputs.log_dirs_throttle is not None and not (inputs.plan and inputs.plan.log_dirs):
+        raise UsageError("--replica-alter-log-dirs-throttle: the reassignment JSON names no log directory to move to")
     if args.topics_to_move_json_file is not None:
         path = args.topics_to_move_json_file
         inputs.topics = parse_topics_to_move(read_json_file(path), path)
@@ -475,6 +488,7 @@ def main(argv: list[str] | None = None) -> int:
         inputs = load_inputs(args, action)
         if args.zookeeper:
             print(DEPRECATION_WARNING, file=sys.stderr)
+        inputs.log_dir_timeout_s = timeout_ms / 1000
         report = asyncio.run(run(args, action, inputs, timeout_ms, interval))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

@@ -15,18 +15,19 @@ import sys
 import time
 from dataclasses import dataclass, field
 
-from client import exit_codes, planner, progress, render
+from client import exit_codes, intra_broker, logdirs, planner, progress, render
 from client.cluster import ClusterAssignment, check_brokers, check_plan, check_topics
 from client.elect import elect_until_settled
 from client.errors import (
     ClusterMismatchError,
     ConflictError,
+    InputError,
     KafkaApiError,
     ReassignmentInProgressError,
     UnsupportedVersionError,
 )
 from client.inputs import Reassignment
-from client.outcomes import FAILED, IN_PROGRESS, QUEUED, ExecuteOutcome
+from client.outcomes import COMPLETE, FAILED, IN_PROGRESS, QUEUED, ExecuteOutcome
 from znodes.values import TopicPartition
 
 
@@ -49,6 +50,10 @@ class Inputs:
     brokers_to_demote: list[int] | None = None  # --demote-broker (client.demotion)
     # --planner's Cruise Control options (scope and concurrency caps); None: none given
     service_options: planner.ServiceOptions | None = None
+    # KIP-113: --replica-alter-log-dirs-throttle, and how long --execute asks again for the
+    # log-dir moves of replicas the reassignment is still creating (Kafka's --timeout)
+    log_dirs_throttle: int | None = None
+    log_dir_timeout_s: float = 30.0
 
 
 # ---- --execute, --execute-queue ---------------------------------------------------------------
@@ -98,6 +103,22 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
     plan = inputs.plan
     state = await backend.cluster_state(plan.topics)
     check_plan(plan, state)
+    moves = plan.log_dirs
+    dirs: intra_broker.MovesOutcome | None = None
+    pending: dict = {}
+    if moves:
+        if backend.name == "zookeeper":
+            raise InputError("log_dirs naming directories need --bootstrap-server (AlterReplicaLogDirs goes to the "
+                             "brokers)", plan.source)
+        dirs = intra_broker.MovesOutcome(dict(moves), throttle=inputs.log_dirs_throttle, dry_run=dry_run)
+        if dry_run:
+            dirs.throttled_brokers = sorted({b for _, _, b in moves}) if inputs.log_dirs_throttle else []
+        elif additional or not state.in_flight:  # else backend.execute refuses: nothing may start
+            # Before the reassignment: replicas already on their broker start moving; the broker
+            # remembers the directory of the others for when the reassignment creates them.
+            if inputs.log_dirs_throttle is not None:
+                dirs.throttled_brokers = await intra_broker.set_throttle(backend.admin, moves, inputs.log_dirs_throttle)
+            pending = await intra_broker.request_moves(backend.admin, moves, dirs)
     try:
         outcome = await backend.execute(
             plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run,
@@ -119,9 +140,19 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
         )
         return Report(text, {"error": str(exc), "started": [], "throttle_updated": bool(writes) and not dry_run,
                              "writes": {p: json.loads(d) for p, d in writes.items()}}, exit_codes.CONFLICT), []
-    return Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
-                  _execute_code(outcome)), [tp for tp in outcome.started
-                                            if outcome.requested.get(tp) != outcome.current.get(tp)]
+    report = Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
+                    _execute_code(outcome))
+    if dirs is not None:
+        if not dry_run:
+            dirs.skipped = sorted(k for k in pending if (k[0], k[1]) in outcome.failed)
+            pending = {k: d for k, d in pending.items() if (k[0], k[1]) not in outcome.failed}
+            # After it: asked again until the reassignment has created each replica.
+            await intra_broker.finish_moves(backend.admin, pending, dirs, inputs.log_dir_timeout_s)
+        report.text += "\n" + dirs.text()
+        report.data["log_dirs"] = dirs.as_json()
+        if not dirs.ok and report.code == exit_codes.OK:
+            report.code = exit_codes.REJECTED
+    return report, [tp for tp in outcome.started if outcome.requested.get(tp) != outcome.current.get(tp)]
 
 
 async def execute_queue(backend, inputs: Inputs, *, dry_run: bool) -> Report:
@@ -150,7 +181,33 @@ async def verify(backend, inputs: Inputs, *, dry_run: bool) -> Report:
     state = await backend.cluster_state(plan.topics)
     check_plan(plan, state, check_brokers=False)
     outcome = await backend.verify(plan.assignments, state, dry_run=dry_run)
-    return Report(render.verify_text(outcome), render.verify_json(outcome), _verify_code(outcome.statuses))
+    report = Report(render.verify_text(outcome), render.verify_json(outcome), _verify_code(outcome.statuses))
+    if plan.log_dirs:
+        if backend.name == "zookeeper":
+            raise InputError("log_dirs naming directories need --bootstrap-server (DescribeLogDirs goes to the "
+                             "brokers)", plan.source)
+        states = await intra_broker.verify_moves(backend.admin, plan.log_dirs)
+        removed = None
+        if not dry_run and all(s == COMPLETE for s in outcome.statuses.values()) and all(m.done for m in states):
+            # Kafka's --verify: with every move done, the log-dir throttle goes from every broker.
+            removed = await intra_broker.remove_throttle(backend.admin, state.brokers)
+        report.text += "\n" + intra_broker.verify_text(states, removed)
+        report.data["log_dirs"] = {"moves": [m.as_json() for m in states], "throttle_removed": removed}
+        report.code = _verify_code(outcome.statuses | {(m.topic, m.partition, m.broker): _move_status(m, outcome.statuses)
+                                                       for m in states})
+    return report
+
+
+def _move_status(move: logdirs.LogDirMove, statuses: dict) -> str:
+    """A log-dir move as a --verify status: waiting is in progress (a replica the reassignment
+    is still creating, a broker that did not answer), a move that nothing carries out failed."""
+    if move.done:
+        return COMPLETE
+    if move.state in (logdirs.IN_PROGRESS, logdirs.UNAVAILABLE):
+        return IN_PROGRESS
+    if move.state == logdirs.MISSING and statuses.get((move.topic, move.partition)) == IN_PROGRESS:
+        return IN_PROGRESS
+    return FAILED
 
 
 async def verify_queue(backend, inputs: Inputs) -> Report:
@@ -239,6 +296,7 @@ async def _sample(admin, plan: Reassignment) -> progress.Sample:
         },
         follower_throttles=throttles,
         waiting=waiting,
+        log_dir_moves=logdirs.move_states(plan.log_dirs, logs) if plan.log_dirs else [],
     )
 
 

@@ -6,8 +6,9 @@ naming the option for option values) and the entry, before anything
 is sent or written. The formats are Kafka's ``kafka-reassign-partitions.sh`` ones:
 
 * reassignment JSON: ``{"version":1,"partitions":[{"topic":"t","partition":0,"replicas":[1,2]}]}``
-  (optional ``log_dirs``, one per replica, only ``"any"``: intra-broker moves are not offered;
-  optional ``original_replicas``, as found in the znode, is accepted and ignored);
+  (optional ``log_dirs``, one per replica: ``"any"``, or the absolute directory the replica
+  should live in on its broker, moved there with AlterReplicaLogDirs - KIP-113; optional
+  ``original_replicas``, as found in the znode, is accepted and ignored);
 * topics-to-move JSON: ``{"version":1,"topics":[{"topic":"t"}]}``;
 * ``--broker-list 1,2,3`` and ``--throttle BYTES_PER_S``.
 
@@ -24,7 +25,7 @@ from __future__ import annotations
 import json
 import os
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from client.errors import InputError, InputFileError
 from znodes.values import TopicPartition
@@ -42,6 +43,9 @@ MAX_JSON_FILE_BYTES = 64 * 1024 * 1024
 INT32_MAX = 2**31 - 1
 # Throttles are int64 on the wire.
 INT64_MAX = 2**63 - 1
+# A log directory is an absolute path no longer than Linux's PATH_MAX; "any" asks for none.
+LOG_DIR_ANY = "any"
+LOG_DIR_MAX = 4096
 
 _PARTITION_KEYS = {"topic", "partition", "replicas", "log_dirs", "original_replicas"}
 
@@ -52,6 +56,8 @@ class Reassignment:
 
     assignments: dict[TopicPartition, list[int]]
     source: str
+    # (topic, partition, broker) -> the directory its ``log_dirs`` entry names (not "any")
+    log_dirs: dict[tuple[str, int, int], str] = field(default_factory=dict)
 
     @property
     def topics(self) -> list[str]:
@@ -150,6 +156,7 @@ def parse_reassignment(doc: object, source: str, *, require_replicas: bool = Tru
     if not entries:
         raise InputFileError("\"partitions\" is empty: nothing to reassign", source)
     out: dict[TopicPartition, list[int]] = {}
+    log_dirs: dict[tuple[str, int, int], str] = {}
     first_seen: dict[TopicPartition, int] = {}
     for i, entry in enumerate(entries):
         where = f"partitions[{i}]"
@@ -174,20 +181,30 @@ def parse_reassignment(doc: object, source: str, *, require_replicas: bool = Tru
         if "log_dirs" in entry:
             dirs = entry["log_dirs"]
             if not isinstance(dirs, list) or len(dirs) != len(replicas):
-                raise InputFileError(f"{where}: \"log_dirs\" must list one directory per replica", source)
-            for d in dirs:
-                if d != "any":
-                    raise InputFileError(
-                        f"{where}: log dir {json.dumps(d)} requested; only \"any\" is supported "
-                        "(moves between a broker's log dirs are not offered)",
-                        source,
-                    )
+                raise InputFileError(f"{where}: \"log_dirs\" must list one directory per replica "
+                                     f"({len(replicas)}), got {json.dumps(dirs)[:80]}", source)
+            for broker, d in zip(replicas, dirs):
+                if d != LOG_DIR_ANY:
+                    log_dirs[(topic, partition, broker)] = check_log_dir(d, f"{where}, broker {broker}", source)
         key = (topic, partition)
         if key in out:
             raise InputFileError(f"{where}: duplicate of partitions[{first_seen[key]}]", source)
         first_seen[key] = i
         out[key] = replicas
-    return Reassignment(out, source)
+    return Reassignment(out, source, log_dirs)
+
+
+def check_log_dir(value: object, where: str, source: str) -> str:
+    """A ``log_dirs`` entry other than "any": an absolute path (Kafka's brokers compare absolute
+    paths; a relative one would name a directory of the broker's working directory)."""
+    if not isinstance(value, str):
+        raise InputFileError(f"{where}: log dir {json.dumps(value)} must be \"any\" or an absolute path", source)
+    if not value.startswith("/"):
+        raise InputFileError(f"{where}: log dir {json.dumps(value)} is not an absolute path (or \"any\")", source)
+    if len(value) > LOG_DIR_MAX or any(ord(c) < 32 for c in value):
+        raise InputFileError(f"{where}: log dir {json.dumps(value[:80])} is not a usable path "
+                             f"(control characters, or longer than {LOG_DIR_MAX})", source)
+    return value
 
 
 def parse_topics_to_move(doc: object, source: str) -> list[str]:

@@ -95,6 +95,18 @@ class ReplicaLogDir:
     is_future: bool = False
 
 
+@dataclass(frozen=True)
+class LogDirInfo:
+    """One log directory of a broker (KIP-113): its error (KAFKA_STORAGE_ERROR when offline),
+    its volume's total and usable bytes (KIP-827; -1 unknown) and how many logs it holds."""
+
+    path: str
+    error_code: int
+    total_bytes: int
+    usable_bytes: int
+    logs: int
+
+
 @dataclass
 class LogDirsResult:
     """DescribeLogDirs across brokers. ``replicas[b][(t, p)]`` is broker b's current log of the
@@ -107,6 +119,8 @@ class LogDirsResult:
     # node -> how many log directories it reported. A controller instance answers with none
     # (it is listed in Metadata but hosts nothing); every broker has at least one.
     log_dirs: dict[int, int] = field(default_factory=dict)
+    # node -> its directories in the order it reported them
+    dirs: dict[int, list[LogDirInfo]] = field(default_factory=dict)
 
     def hosts_nothing(self, node: int) -> bool:
         """The node answered and has no log directory: a controller instance, not a broker."""
@@ -116,6 +130,11 @@ class LogDirsResult:
         self.log_dirs[broker] = len(body.get("results") or [])
         current = self.replicas.setdefault(broker, {})
         future = self.future.setdefault(broker, {})
+        self.dirs[broker] = [
+            LogDirInfo(r.get("log_dir", ""), r.get("error_code", 0), r.get("total_bytes", -1), r.get("usable_bytes", -1),
+                       sum(len(t.get("partitions") or []) for t in r.get("topics") or []))
+            for r in body.get("results") or []
+        ]
         for result in body.get("results") or []:
             if result.get("error_code", 0):
                 # A failed log dir (e.g. KAFKA_STORAGE_ERROR): its replicas are unknown.

@@ -29,6 +29,7 @@ from __future__ import annotations
 import collections
 from dataclasses import dataclass, field
 
+from client.logdirs import LogDirMove
 from client.wire import UNTHROTTLED
 from znodes.values import TopicPartition
 
@@ -73,6 +74,8 @@ class Sample:
     follower_throttles: dict[int, int] = field(default_factory=dict)
     # partition -> why the controller holds its move back (ISR-aware execution), where known
     waiting: dict[TopicPartition, str] = field(default_factory=dict)
+    # KIP-113: where each move between a broker's log directories stands
+    log_dir_moves: list[LogDirMove] = field(default_factory=list)
 
 
 @dataclass(frozen=True)
@@ -120,10 +123,11 @@ class ProgressReport:
     overall_eta_s: float | None
     # receiving broker -> its follower.replication.throttled.rate, where one is set
     throttles: dict[int, int] = field(default_factory=dict)
+    log_dir_moves: list[LogDirMove] = field(default_factory=list)
 
     @property
     def done(self) -> bool:
-        return all(p.done for p in self.partitions)
+        return all(p.done for p in self.partitions) and all(m.done for m in self.log_dir_moves)
 
     @property
     def hopeless(self) -> list[Row]:
@@ -147,6 +151,7 @@ class ProgressReport:
             "bytes_per_s": None if self.overall_rate is None else round(self.overall_rate, 1),
             "eta_s": None if self.overall_eta_s is None else round(self.overall_eta_s, 1),
             "follower_throttles": {str(b): rate for b, rate in sorted(self.throttles.items())},
+            "log_dir_moves": [m.as_json() for m in self.log_dir_moves],
             "done": self.done,
         }
 
@@ -249,7 +254,7 @@ def compute(
         overall_eta = None
     receiving = {b for bs in targets.values() for b in bs}
     throttles = {b: r for b, r in throttled.items() if b in receiving}
-    return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta, throttles)
+    return ProgressReport(rows, parts, total_remaining, overall_rate, overall_eta, throttles, sample.log_dir_moves)
 
 
 class RateWindow:
@@ -320,7 +325,20 @@ def render_table(report: ProgressReport) -> str:
             f"Overall: {done}/{len(report.partitions)} partitions done, "
             f"{human_bytes(report.total_remaining)} remaining at {rate}, ETA {human_eta(report.overall_eta_s)}"
         )
+    if report.log_dir_moves:
+        moved = sum(1 for m in report.log_dir_moves if m.done)
+        out += ["", f"Log directory moves: {moved}/{len(report.log_dir_moves)} done"]
+        rows = [("Topic", "Partition", "Broker", "Log dir", "Status")]
+        rows += [(m.topic, str(m.partition), str(m.broker), m.target, _move_text(m)) for m in report.log_dir_moves]
+        widths = [max(len(row[i]) for row in rows) for i in range(len(rows[0]))]
+        out += ["  ".join(cell.ljust(widths[i]) for i, cell in enumerate(row)).rstrip() for row in rows]
     return "\n".join(out)
+
+
+def _move_text(move: LogDirMove) -> str:
+    if move.state == "in progress":
+        return f"In progress from {move.current}: {human_bytes(move.remaining)} left"
+    return move.describe()
 
 
 BAR_WIDTH = 30

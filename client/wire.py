@@ -77,6 +77,45 @@ def describe_configs_request(broker_ids: list[int], keys: list[str]) -> dict:
     }
 
 
+# IncrementalAlterConfigs operations, and DescribeConfigs' source of a per-broker dynamic value.
+CONFIG_SET = 0
+CONFIG_DELETE = 1
+DYNAMIC_BROKER_CONFIG = 2
+
+
+def alter_broker_config_request(broker: int, key: str, value: str | None) -> dict:
+    """IncrementalAlterConfigs of one broker key: SET to ``value``, or DELETE when None."""
+    op = CONFIG_DELETE if value is None else CONFIG_SET
+    return {"resources": [{"resource_type": BROKER_RESOURCE, "resource_name": str(broker),
+                           "configs": [{"name": key, "config_operation": op, "value": value}]}],
+            "validate_only": False}
+
+
+def alter_configs_codes(answer: dict) -> list[int]:
+    return [r.get("error_code", 0) for r in answer.get("responses") or []]
+
+
+def alter_configs_error(answer: dict) -> KafkaApiError | None:
+    for r in answer.get("responses") or []:
+        if r.get("error_code", 0):
+            return error_for_code(r["error_code"], r.get("error_message"))
+    return None
+
+
+def broker_config_values(answer: dict, key: str) -> dict[int, tuple[str | None, int | None]]:
+    """DescribeConfigs (v1+) -> broker -> (value of ``key``, its config_source); brokers whose
+    answer carries an error, or that do not list the key, are left out."""
+    out: dict[int, tuple[str | None, int | None]] = {}
+    for r in answer.get("results") or []:
+        name = r.get("resource_name", "")
+        if r.get("error_code", 0) or r.get("resource_type") != BROKER_RESOURCE or not name.isdigit():
+            continue
+        for c in r.get("configs") or []:
+            if c.get("name") == key:
+                out[int(name)] = (c.get("value"), c.get("config_source"))
+    return out
+
+
 def describe_configs_codes(answer: dict) -> list[int]:
     return [r.get("error_code", 0) for r in answer.get("results") or []]
 
