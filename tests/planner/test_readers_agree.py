@@ -95,3 +95,30 @@ async def test_the_three_readers_take_the_same_verdict_on_a_state(zk_hosts, shap
         assert any("/brokers/topics/t/partitions/0/state" in line for line in verdicts["controller"][1])
     else:
         assert verdicts == dict.fromkeys(verdicts, ("read", expected))
+
+
+async def test_a_topic_name_that_is_not_kafkas_is_refused_by_each(zk_hosts):
+    _populate(zk_hosts, GOOD_STATE)
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/brokers/topics/a b", json.dumps({"version": 2, "partitions": {"0": [1]}}).encode())
+    finally:
+        zk.stop()
+        zk.close()
+    store = await connect(zk_hosts)
+    try:
+        topics, log = await zkread.read_topics(store, await zkread.read_topic_names(store))
+    finally:
+        await store.close()
+    assert set(topics) == {"t"} and any("'a b'" in line for line in log)
+    model = ClusterModel()
+    feed = ZkFeed(zk_hosts, model, on_change=lambda: None)
+    feed.store = await connect(zk_hosts)
+    try:
+        await feed.resync()
+    finally:
+        await feed.store.close()
+    assert set(model.topics) == {"t"}
+    with pytest.raises(SnapshotError, match="/brokers/topics/a b"):  # was a bare ValueError
+        await snapshot.read_cluster(zk_hosts, sizes=False, timeout=10)
