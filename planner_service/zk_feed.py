@@ -333,18 +333,24 @@ class ZkFeed:
     async def controllers(self) -> list[str]:
         """Every controller instance's admin listener, ``host:port``, from ZooKeeper."""
         from znodes import paths
+        from znodes.errors import ZnodeFormatError
         from znodes.payloads import decode_listener
         from znodes.reads import children_or_empty, get_many
+        from znodes.secure_paths import CONTROLLERS as base
 
         if self.store is None:
             return []
-        base = "/reassignd/controllers"
         names = sorted(await children_or_empty(self.store, base))
         out = []
         for name, read in zip(names, await get_many(self.store, [paths.join(base, n) for n in names])):
-            if read is not None:
+            if read is None:
+                continue
+            try:
                 host, port = decode_listener(paths.join(base, name), read[0])
-                out.append(f"{host}:{port}")
+            except ZnodeFormatError as e:
+                log.warning("ignoring a controller registration: %s", e)  # the others still serve
+                continue
+            out.append(f"{host}:{port}")
         return out
 
     async def broker_endpoints(self, protocol: str) -> dict[int, tuple[str, int]]:

@@ -122,3 +122,20 @@ async def test_a_topic_name_that_is_not_kafkas_is_refused_by_each(zk_hosts):
     assert set(model.topics) == {"t"}
     with pytest.raises(SnapshotError, match="/brokers/topics/a b"):  # was a bare ValueError
         await snapshot.read_cluster(zk_hosts, sizes=False, timeout=10)
+
+
+async def test_the_feed_skips_a_controller_registration_it_cannot_read(zk_hosts):
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    try:
+        zk.create("/reassignd/controllers/101", b'{"version":1,"host":"h","port":"9190"}', makepath=True)
+        zk.create("/reassignd/controllers/102", b'{"version":1,"host":"127.0.0.1","port":9190}')
+    finally:
+        zk.stop()
+        zk.close()
+    feed = ZkFeed(zk_hosts, ClusterModel(), on_change=lambda: None)
+    feed.store = await connect(zk_hosts)
+    try:
+        assert await feed.controllers() == ["127.0.0.1:9190"]  # raised ZnodeFormatError for 101
+    finally:
+        await feed.store.close()
