@@ -41,9 +41,9 @@ from znodes.api import Store
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_controller, decode_listener, decode_state, listener_endpoints
 from znodes.reads import children_or_empty, get_many, get_or_none, read_brokers
+from znodes.secure_paths import CONTROLLERS as CONTROLLERS_PATH  # as controller.shell.daemon registers them
 from znodes.values import Broker, LeaderIsr, TopicPartition
 
-CONTROLLERS_PATH = "/reassignd/controllers"  # as controller.shell.daemon registers them
 CLUSTER_ID_PATH = "/cluster/id"
 NO_NODE = -1
 # Kafka's Topic.INTERNAL_TOPICS.
