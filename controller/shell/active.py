@@ -58,6 +58,7 @@ from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
 from controller.core.state import ClusterState
 from controller.shell import gctune, recovery
+from controller.shell.config_watch import ConfigChanges
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
 from controller.shell.zkread import (
@@ -98,6 +99,7 @@ WATCHED = {
     paths.CANCEL_REASSIGNMENT: "cancel",  # KIP-236 (controller.core.cancel)
     paths.REASSIGN_QUEUE: "queue",  # KIP-236 (controller.core.queue)
     paths.DELETE_TOPICS: "deletes",  # KIP-4 DeleteTopics (controller.core.topic_deletion)
+    paths.CONFIG_CHANGES: "configs",  # min.insync.replicas changed (controller.shell.config_watch)
 }
 # Written last in a step, in this order, by the controller and by tools alike: a conflict on
 # them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
@@ -180,6 +182,7 @@ class ActiveController:
         self.own_flush: str | None = None
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
+        self.config_changes = ConfigChanges()  # topics' config change notifications (step 2a's floors)
         self.stats = Stats()
         self.writer = BatchedWriter(store)
         # Full UpdateMetadata sends under way (election, registered brokers, new topics).
@@ -276,7 +279,9 @@ class ActiveController:
             self.epoch,
             recovery.running_summary(self.state) or "nothing running",
         )
-        # The floors of the topics the recovered entries name (step 2a), before they schedule.
+        # The floors of the topics the recovered entries name (step 2a), before they schedule;
+        # changes notified from here on are read again as they come.
+        await self.config_changes.arm(self.store)
         await self.execute(await self._read_min_isr(self.state.requests.values()) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
@@ -408,7 +413,9 @@ class ActiveController:
         """The ``min.insync.replicas`` of the topics ``entries`` name, from ``/config/topics/T``
         (engine step 2a's floor, controller.core.isr_health): read with the entries, so a move
         is judged by the topic's config as it was when the move was asked for."""
-        names = sorted({r.topic for r in entries or ()})
+        return await self._read_min_isr_of(sorted({r.topic for r in entries or ()}))
+
+    async def _read_min_isr_of(self, names: list[str]) -> list[Event]:
         if not names:
             return []
         found: dict[str, int | None] = {}
@@ -470,6 +477,13 @@ class ActiveController:
                 marked = []
             if marked or state.deleting:
                 out.append(DeletionsRead(frozenset(marked)))
+        if "configs" in kinds:
+            # A topic's min.insync.replicas changed (a notification names it): read again for
+            # the topics whose moves the controller holds or whose floor it keeps, so a move
+            # waiting for its ISR is judged by the new value.
+            named = await self.config_changes.topics(self.store)
+            held = {tp[0] for tp in state.requests} | set(state.min_isr)
+            out += await self._read_min_isr_of(sorted(named & held))
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:
