@@ -62,7 +62,8 @@ async def _controller(hosts: str):
     return ("read", (state.leader, list(state.isr))) if state is not None else ("refused", log)
 
 
-async def _feed(hosts: str):
+async def _feed_model(hosts: str) -> ClusterModel:
+    """What the planner service's feed knows after one full read."""
     model = ClusterModel()
     feed = ZkFeed(hosts, model, on_change=lambda: None)
     feed.store = await connect(hosts)
@@ -70,7 +71,11 @@ async def _feed(hosts: str):
         await feed.resync()
     finally:
         await feed.store.close()
-    state = model.states.get("t", {}).get(0)
+    return model
+
+
+async def _feed(hosts: str):
+    state = (await _feed_model(hosts)).states.get("t", {}).get(0)
     return ("read", (state.leader, list(state.isr))) if state is not None else ("refused", None)
 
 
@@ -112,14 +117,7 @@ async def test_a_topic_name_that_is_not_kafkas_is_refused_by_each(zk_hosts):
     finally:
         await store.close()
     assert set(topics) == {"t"} and any("'a b'" in line for line in log)
-    model = ClusterModel()
-    feed = ZkFeed(zk_hosts, model, on_change=lambda: None)
-    feed.store = await connect(zk_hosts)
-    try:
-        await feed.resync()
-    finally:
-        await feed.store.close()
-    assert set(model.topics) == {"t"}
+    assert set((await _feed_model(zk_hosts)).topics) == {"t"}
     with pytest.raises(SnapshotError, match="/brokers/topics/a b"):  # was a bare ValueError
         await snapshot.read_cluster(zk_hosts, sizes=False, timeout=10)
 
