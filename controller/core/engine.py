@@ -198,6 +198,7 @@ from controller.core.events import (
     MetadataRead,
     OfflineCheck,
     QueueRead,
+    ReplicaSizes,
     ReplicasHosted,
     RequestsRead,
     Resume,
@@ -292,6 +293,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
     elif isinstance(event, ReplicasHosted):
         replica_sync.on_hosted(ws, event)
         reassignment.on_sizes(ws, event)  # step 2c's sizes
+    elif isinstance(event, ReplicaSizes):
+        reassignment.on_sizes(ws, event)
     elif isinstance(event, DeletionsRead):
         topic_deletion.on_deletions(ws, event.topics)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):

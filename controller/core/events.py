@@ -85,6 +85,16 @@ class ReplicasHosted:
 
 
 @dataclass(frozen=True, slots=True)
+class ReplicaSizes:
+    """A broker's sizes of some replicas it leads (DescribeLogDirs for the partitions named),
+    asked for pending moves while a strategy orders them by size (controller.shell.copy_progress):
+    step 2c's sizes, fresher than the registration's answer (controller.core.move_order)."""
+
+    broker_id: int
+    sizes: Mapping[TopicPartition, int]
+
+
+@dataclass(frozen=True, slots=True)
 class Resume:
     """First event after failover recovery rebuilt the state (controller.shell.recovery).
 
@@ -185,4 +195,5 @@ class TopicConfigsRead:
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
+    | ReplicaSizes
 )

@@ -74,6 +74,7 @@ from znodes.strategies import (  # noqa: F401 - the names and parse are this mod
 from znodes.values import TopicPartition
 
 DEFAULT = (ORDER_GIVEN,)
+SIZED = frozenset({SMALLEST_FIRST, LARGEST_FIRST})  # the strategies that need partition sizes
 
 
 @functools.lru_cache(maxsize=16)
@@ -81,6 +82,20 @@ def setting(text: str) -> tuple[str, ...]:
     """The ``replica_movement_strategies`` setting as a tuple (validated when it was read;
     parsed once per value, not in every step)."""
     return parse(text)
+
+
+def needs_sizes(setting: tuple[str, ...], own_lists: Iterable[tuple[str, ...]]) -> bool:
+    """Whether a list in force orders by size (the setting's, or an entry's own): only then are
+    pending moves' sizes worth asking the brokers for."""
+    def sized(names) -> bool:
+        for n in names:
+            if n == ORDER_GIVEN:
+                return False  # nothing after it decides
+            if n in SIZED:
+                return True
+        return False
+
+    return sized(setting) or any(sized(known(names)) for names in own_lists if names)
 
 
 def known(names: Sequence[str]) -> tuple[str, ...]:

@@ -18,6 +18,7 @@ from controller.core import cancel, isr_health, move_order
 from controller.core.cancel import rollback_assignment
 from controller.core.config import ControllerConfig
 from controller.core.events import (
+    ReplicaSizes,
     ReplicasHosted,
     RequestsRead,
     Resume,
@@ -409,7 +410,7 @@ def start_order(ws: WorkingSet, pending: Iterable[TopicPartition], setting: tupl
     return move_order.ordered(pending, strategies_of, facts_of)
 
 
-def on_sizes(ws: WorkingSet, event: ReplicasHosted) -> None:
+def on_sizes(ws: WorkingSet, event: ReplicasHosted | ReplicaSizes) -> None:
     """Step 2c's sizes from a broker's DescribeLogDirs answer: those of the partitions assigned
     to it (a stray's size says nothing of its partition)."""
     b = event.broker_id

@@ -10,7 +10,11 @@ adding broker:
 * ``reassignd_broker_copy_rate_bytes_per_second``: how fast the broker's new replicas grew
   between the last two samples (partitions present in both).
 
-A broker that does not answer is left out of that sample. The same sampler sets
+A broker that does not answer is left out of that sample. While a movement strategy in force
+orders pending moves by size (engine step 2c, controller.core.move_order), it also asks the
+leaders of pending moves for their sizes (those of unknown size first, at most
+``SIZES_MAX_PARTITIONS`` a sample) and queues each answer for the engine as a
+:class:`controller.core.events.ReplicaSizes`. The same sampler sets
 ``reassignd_throttles_in_force{kind="topic"|"broker"}`` from the KIP-179 removal znodes (the
 throttles set through the admin API or ``--execute --throttle``, which the controller removes
 when their moves end; throttles an operator set by hand are not listed). It runs beside the
@@ -34,6 +38,8 @@ import logging
 import time
 from collections import defaultdict, deque
 
+from controller.core import move_order
+from controller.core.events import ReplicaSizes
 from controller.core.task import Phase
 from controller.shell.throttles import read_listed
 from protocol import ApiKey
@@ -48,6 +54,10 @@ REQUEST_TIMEOUT_S = 5.0
 # long reassignment keeps its latest 12 hours; a sample is a dict of a few ints per broker, so a
 # run of 100 brokers stays under ~20 MB even at the bound.
 HISTORY_MAX_SAMPLES = 4320
+# Pending partitions whose sizes one sample asks their leaders for, while a movement strategy
+# orders by size (those of unknown size first): ~30 bytes each in a DescribeLogDirs answer, so
+# at most ~300 KB per sample, 1,000 sizes/s at the default 10 s interval.
+SIZES_MAX_PARTITIONS = 10_000
 
 
 def moving(state) -> list[tuple[tuple[str, int], int, tuple[int, ...]]]:
@@ -61,6 +71,23 @@ def moving(state) -> list[tuple[tuple[str, int], int, tuple[int, ...]]]:
             continue
         out.append((move.tp, leader_isr.leader, move.adding))
     return out
+
+
+def sizes_wanted(state, setting: tuple[str, ...], limit: int = SIZES_MAX_PARTITIONS) -> dict[int, set]:
+    """Leader -> pending partitions to ask the size of (engine step 2c): none unless a list in
+    force orders by size; those of unknown size first, at most ``limit``."""
+    if not state.pending or not move_order.needs_sizes(
+        setting, (r.movement_strategies for r in state.requests.values())
+    ):
+        return {}
+    unknown = [tp for tp in state.pending if tp not in state.sizes]
+    known_ = [tp for tp in state.pending if tp in state.sizes]
+    wanted: dict[int, set] = defaultdict(set)
+    for tp in (unknown + known_)[:limit]:
+        leader_isr = state.states.get(tp)
+        if leader_isr is not None and leader_isr.leader >= 0:
+            wanted[leader_isr.leader].add(tp)
+    return dict(wanted)
 
 
 def remaining(moves, sizes: dict[int, dict[tuple[str, int], int]]) -> tuple[dict[int, int], dict[int, dict]]:
@@ -163,6 +190,7 @@ class CopyProgress:
                 await asyncio.sleep(self.interval)
                 if active.state is not None:
                     await self.sample(active.state, transport)
+                    await self.sample_sizes(active, transport)
                 await self.sample_throttles(active.store)
         finally:
             self.metrics.bytes_remaining.clear()
@@ -203,6 +231,16 @@ class CopyProgress:
             self.metrics.bytes_remaining.labels(str(b)).set(n)
         for b, r in per_second.items():
             self.metrics.copy_rate.labels(str(b)).set(r)
+
+    async def sample_sizes(self, active, transport) -> None:
+        """Pending moves' sizes from their leaders, while a strategy orders by size: each
+        answer goes to the engine as a ReplicaSizes (the registration's sizes grow old, and a
+        partition created since has none)."""
+        wanted = sizes_wanted(active.state, move_order.setting(active.config.replica_movement_strategies))
+        answers = await asyncio.gather(*(self._sizes(transport, b, tps) for b, tps in wanted.items()))
+        for b, sizes in zip(wanted, answers):
+            if sizes:
+                active.inbox.queue.put_nowait(ReplicaSizes(b, sizes))
 
     @staticmethod
     async def _sizes(transport, broker: int, tps) -> dict | None:

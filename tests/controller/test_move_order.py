@@ -221,3 +221,46 @@ def test_sizes_come_from_assigned_replicas_and_go_with_the_partition():
 
     run(s, TopicsRead({"a": None}), config)
     assert ("a", 0) not in s.sizes
+
+
+# ---- fresher sizes: the sampler asks pending moves' leaders while a strategy needs them ---------
+
+
+def test_needs_sizes_only_while_a_list_in_force_orders_by_size():
+    assert not move_order.needs_sizes(("order_given",), [(), ("under_replicated_last",)])
+    assert move_order.needs_sizes(("under_replicated_last", "largest_first"), [])
+    assert not move_order.needs_sizes(("order_given", "smallest_first"), [])  # nothing after order_given decides
+    assert move_order.needs_sizes(("order_given",), [(), ("newer_name", "smallest_first")])
+
+
+async def test_the_sampler_asks_pending_moves_leaders_for_sizes_and_queues_them():
+    import asyncio
+    from types import SimpleNamespace
+
+    from controller.shell.copy_progress import CopyProgress, sizes_wanted
+
+    s = table_cluster()
+    s.states[("b", 0)] = state(2, (1, 2))
+    run(s, RequestsRead(0, tuple(req(t, 0, TARGETS[t]) for t in "abcd")), ControllerConfig(max_cluster_moves=1))
+    assert set(s.pending) == {("b", 0), ("c", 0), ("d", 0)}  # a started
+    s.sizes[("d", 0)] = 5
+    assert sizes_wanted(s, ("order_given",)) == {}
+    assert sizes_wanted(s, ("smallest_first",)) == {1: {("c", 0), ("d", 0)}, 2: {("b", 0)}}
+    assert sizes_wanted(s, ("smallest_first",), limit=2) == {1: {("c", 0)}, 2: {("b", 0)}}  # unknown sizes first
+
+    class Brokers:
+        async def request(self, broker, api_key, version, body):
+            asked = [(t["topic"], p) for t in body["topics"] for p in t["partitions"]]
+            return {"results": [{"error_code": 0, "topics": [
+                {"name": t, "partitions": [{"partition_index": p, "partition_size": 100 * broker + p,
+                                            "is_future_key": False}]} for t, p in asked]}]}
+
+    active = SimpleNamespace(state=s, config=ControllerConfig(replica_movement_strategies="largest_first"),
+                             inbox=SimpleNamespace(queue=asyncio.Queue()))
+    await CopyProgress(metrics=None, interval=10.0).sample_sizes(active, Brokers())
+    events = [active.inbox.queue.get_nowait() for _ in range(active.inbox.queue.qsize())]
+    assert sorted((e.broker_id, dict(e.sizes)) for e in events) == [
+        (1, {("c", 0): 100, ("d", 0): 100}), (2, {("b", 0): 200})]
+    for e in events:  # the engine takes them as it takes the registration's answer
+        run(s, e, active.config)
+    assert {tp: s.sizes[tp] for tp in (("b", 0), ("c", 0), ("d", 0))} == {("b", 0): 200, ("c", 0): 100, ("d", 0): 100}
