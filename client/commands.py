@@ -110,6 +110,7 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
         if backend.name == "zookeeper":
             raise InputError("log_dirs naming directories need --bootstrap-server (AlterReplicaLogDirs goes to the "
                              "brokers)", plan.source)
+        await intra_broker.check_dirs(backend.admin, moves, plan.source)
         dirs = intra_broker.MovesOutcome(dict(moves), throttle=inputs.log_dirs_throttle, dry_run=dry_run)
         if dry_run:
             dirs.throttled_brokers = sorted({b for _, _, b in moves}) if inputs.log_dirs_throttle else []

@@ -26,7 +26,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
 from client import logdirs
-from client.errors import KafkaApiError
+from client.errors import ClusterMismatchError, KafkaApiError
 from client.logdirs import REPLICA_NOT_AVAILABLE, LogDirMove, ReplicaKey
 from client.wire import DYNAMIC_BROKER_CONFIG
 
@@ -94,6 +94,25 @@ class MovesOutcome:
 
 def _brokers(moves: Iterable[ReplicaKey]) -> list[int]:
     return sorted({b for _, _, b in moves})
+
+
+async def check_dirs(admin, moves: dict[ReplicaKey, str], source: str) -> None:
+    """Before anything changes: every named directory exists and is online on its broker
+    (DescribeLogDirs for no partition: the directories only). A broker that does not answer is
+    not judged here; its moves fail with its error later. ClusterMismatchError lists the rest."""
+    logs = await admin.describe_log_dirs(broker_ids=_brokers(moves), partitions=[])
+    problems = []
+    for (topic, partition, broker), path in sorted(moves.items()):
+        if broker not in logs.dirs:
+            continue
+        found = {d.path: d for d in logs.dirs[broker]}
+        if path not in found:
+            problems.append(f"{topic}-{partition}: broker {broker} has no log dir {path} "
+                            f"(it has {', '.join(found) or 'none'})")
+        elif found[path].error_code:
+            problems.append(f"{topic}-{partition}: log dir {path} of broker {broker} is offline")
+    if problems:
+        raise ClusterMismatchError(f"{source}: " + "; ".join(problems) + "; nothing was changed")
 
 
 async def set_throttle(admin, moves: dict[ReplicaKey, str], rate: int) -> list[int]:

@@ -171,3 +171,28 @@ def test_progress_shows_log_dir_moves_and_is_done_only_when_they_are():
     done = logdirs.LogDirMove("t", 0, 2, "/d2", logdirs.COMPLETE, "/d2")
     sample.log_dir_moves = [done]
     assert progress.compute({("t", 0): [2]}, sample).done
+
+
+class DirsAdmin:
+    def __init__(self, result):
+        self.result = result
+        self.asked = []
+
+    async def describe_log_dirs(self, broker_ids=None, partitions=None):
+        self.asked.append((broker_ids, partitions))
+        return self.result
+
+
+async def test_named_directories_are_checked_before_anything_changes():
+    result = LogDirsResult()
+    result.add_body(2, {"results": [{"error_code": 0, "log_dir": "/d1", "topics": []},
+                                    {"error_code": STORAGE, "log_dir": "/d2", "topics": []}]})
+    admin = DirsAdmin(result)
+    await intra_broker.check_dirs(admin, {("t", 0, 2): "/d1", ("t", 0, 7): "/d9"}, "plan.json")  # 7: no answer
+    assert admin.asked == [([2, 7], [])]
+    with pytest.raises(Exception) as e:
+        await intra_broker.check_dirs(admin, {("t", 0, 2): "/d9", ("t", 1, 2): "/d2"}, "plan.json")
+    text = str(e.value)
+    assert type(e.value).__name__ == "ClusterMismatchError"
+    assert "t-0: broker 2 has no log dir /d9 (it has /d1, /d2)" in text
+    assert "t-1: log dir /d2 of broker 2 is offline" in text and "nothing was changed" in text

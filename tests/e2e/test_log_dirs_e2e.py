@@ -2,7 +2,8 @@
 (KIP-113), as an operator runs it with a reassignment JSON whose ``log_dirs`` name directories.
 
 Real ZooKeeper (the session fixture), ``reassignd sim`` with two log directories per broker,
-one ``reassignd controller``, and the kafka-reassign command as a process. One partition moves
+one ``reassignd controller``, and the kafka-reassign command as a process. A directory a broker
+lacks is refused before anything changes. One partition moves
 within its broker (a future log copies at the log-dir throttle, then takes over), one gains a
 replica on a new broker created straight in the named directory while its old replica moves
 to the other directory of its broker. ``--progress`` shows the intra-broker moves;
@@ -36,6 +37,7 @@ ALTER_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
 SIM_ARGS = ["--brokers", "3", "--topics", "orders:2:1:3MiB", "--topic-brokers", "1,2", "--log-dirs", f"{D1},{D2}",
             "--bandwidth", "100MiB", "--produce-rate", "0", "--tick-ms", "50"]
 EXIT_IN_PROGRESS = 6
+EXIT_CLUSTER_MISMATCH = 8
 
 
 def kr(bootstrap: str, *args: str) -> subprocess.CompletedProcess:
@@ -73,6 +75,17 @@ def test_execute_moves_replicas_into_the_named_log_dirs_and_verify_removes_the_t
             # only an intra-broker move
             {"topic": "orders", "partition": 1, "replicas": [b], "log_dirs": [b_target]},
         ]}))
+
+        # A directory the broker lacks is refused before anything changes.
+        bad = tmp_path / "bad.json"
+        bad.write_text(json.dumps({"version": 1, "partitions": [
+            {"topic": "orders", "partition": 0, "replicas": [a, new], "log_dirs": [a_target, "/data/d9"]}]}))
+        r = kr(bootstrap, "--execute", "--reassignment-json-file", str(bad), "--replica-alter-log-dirs-throttle", "1")
+        assert r.returncode == EXIT_CLUSTER_MISMATCH, r.stderr + r.stdout
+        assert f"broker {new} has no log dir /data/d9 (it has {D1}, {D2})" in r.stderr
+        assert c.replicas("orders", 0) == [a] and c.reassignments_done()
+        assert placement(c.control_port) == before
+        assert not any(ALTER_KEY in ((c.json(f"/config/brokers/{x}") or {}).get("config", {})) for x in (1, 2, 3))
 
         began = time.monotonic()
         r = kr(bootstrap, "--execute", "--reassignment-json-file", str(plan), "--throttle", "50000000",
