@@ -387,14 +387,17 @@ def schedule(ws: WorkingSet) -> None:
 
 
 def start_order(ws: WorkingSet, pending: Iterable[TopicPartition], setting: tuple[str, ...]) -> Iterable[TopicPartition]:
-    """Step 2c (controller.core.move_order): ``pending`` in start order; the same iterable,
-    neither copied nor sorted, when every move's list is the order given."""
+    """Step 2c (controller.core.move_order): ``pending`` in start order, not sorted when every
+    pending move's list is the order given (one pass over the pending entries, as step 2's)."""
     requests = ws.requests
-    if not move_order.reorders(setting) and not any(
-        r.movement_strategies and move_order.reorders(move_order.known(r.movement_strategies))
-        for r in requests.values()
-    ):
-        return pending
+    pending = list(pending)
+    if not move_order.reorders(setting):
+        for tp in pending:
+            r = requests.get(tp)
+            if r is not None and r.movement_strategies and move_order.reorders(move_order.known(r.movement_strategies)):
+                break
+        else:
+            return pending
 
     def strategies_of(tp: TopicPartition) -> tuple[str, ...]:
         request = requests.get(tp)
