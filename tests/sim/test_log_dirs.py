@@ -161,9 +161,10 @@ def test_errors_as_kafka_answers_them(sim):
     assert move(core, D2, "x" * 240, 0) == {("x" * 240, 0): ErrorCode.INVALID_TOPIC_EXCEPTION}
     # not hosted yet: REPLICA_NOT_AVAILABLE, and the replica starts in that directory when created
     assert move(core, D1, "u", 0, version=0) == {("u", 0): ErrorCode.REPLICA_NOT_AVAILABLE}
-    adopt(core, "v", 0)  # D2 has fewer logs now...
+    assert [adopt(core, "v", p).log_dir for p in (0, 1)] == [D2, D1]  # D1 holds 2 logs now, D2 1...
     core.handle(4, 4, leader_and_isr("u", [partition_state(0, 2, [2, 1], leader_epoch=1)]))
     assert sim.model.get("u", 0, 1).log_dir == D1  # ...but u-0 was asked for D1
+    assert adopt(core, "v", 2).log_dir == D2  # asked once: the next replica is placed as usual
     # hosted but stopped (StopReplica without delete): not available either
     core.handle(5, 3, stop_replica("t", [0], delete=False))
     assert move(core, D2, "t", 0) == {("t", 0): ErrorCode.REPLICA_NOT_AVAILABLE}
