@@ -250,3 +250,13 @@ def test_placement_skips_offline_directories():
     assert d.place(("t", 1), {}) == D2
     d.go_offline(D2)
     assert d.place(("t", 2), {}) is None
+
+
+def test_no_future_log_while_any_directory_is_offline(sim):
+    core = BrokerCore(8, sim.model, sim.clock, BrokerConfig(log_dirs=(D1, D2, D3)))
+    replica = adopt(core, "t", 0)  # in D1
+    core.fail_log_dir(D3)
+    # D1 and D2 are online, but Kafka creates no future log while any directory is offline
+    assert move(core, D2, "t", 0) == {("t", 0): ErrorCode.KAFKA_STORAGE_ERROR}
+    assert replica.future is None and replica.log_dir == D1
+    assert move(core, D1, "t", 0) == {("t", 0): ErrorCode.NONE}  # already there: no future needed
