@@ -91,3 +91,18 @@ def test_kafka_reassign_movement_strategy_through_both_doors(zk_hosts, tmp_path)
         assert r.returncode == 2 and "--movement-strategy" in r.stderr  # --execute's option only
     finally:
         k.close()
+
+
+async def test_kafka_reassign_bootstrap_server_sends_the_strategies(zk_hosts, tmp_path):
+    from tests.client.cluster_zk import plan, run_cli, write_json
+
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
+        await c.wait_active()
+        host, port = c.addr(101)
+        f = write_json(tmp_path, "plan.json", plan(("orders", 0, [1, 2, 4]), ("orders", 1, [2, 3, 4])))
+        r = await asyncio.to_thread(run_cli, "--bootstrap-server", f"{host}:{port}", "--execute",
+                                    "--movement-strategy", "leader_moves_first,smallest_first",
+                                    "--reassignment-json-file", f)
+        assert r.returncode == 0, r.stderr
+        entries = c.get_json("/admin/reassign_partitions")["partitions"]
+        assert [e.get("movement_strategies") for e in entries] == [["leader_moves_first", "smallest_first"]] * 2
