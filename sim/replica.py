@@ -266,11 +266,14 @@ class ReplicationModel:
     def _step(self, dt: float, end: float) -> None:
         settings = self.settings
         followers: list[tuple[Replica, Replica]] = []
+        futures: list[Replica] = []  # replicas with a future log, gathered in the pass made anyway
         retain = self.log_configs.may_delete(end)
         for hosts in self._replicas.values():
             for replica in hosts.values():
                 if not self.online(replica.broker):
                     continue
+                if replica.future is not None:
+                    futures.append(replica)
                 if replica.role is Role.LEADER:
                     replica.size += settings.produce_bytes * dt
                     replica.leo += settings.produce_messages * dt
@@ -318,14 +321,11 @@ class ReplicationModel:
             else:
                 follower.leo += (leader.leo - follower.leo) * (got / want)
                 follower.size += got
-        self._copy_futures(dt)
+        self._copy_futures(futures, dt)
 
-    def _copy_futures(self, dt: float) -> None:
+    def _copy_futures(self, replicas: list[Replica], dt: float) -> None:
         """Step 4: future logs copy from their current logs (Kafka's ReplicaAlterLogDirsThread)."""
-        moving = [
-            r for hosts in self._replicas.values() for r in hosts.values()
-            if r.future is not None and r.role is not Role.NONE and not r.storage_error and self.online(r.broker)
-        ]
+        moving = [r for r in replicas if r.future is not None and r.role is not Role.NONE and not r.storage_error]
         if not moving:
             return
         demands: dict[tuple[str, int, int], float] = {}
