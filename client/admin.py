@@ -488,9 +488,9 @@ class AdminClient:
     ) -> LogDirsResult:
         """Each broker's replicas (size, offset lag, directory; future logs of intra-broker
         moves apart) and its directories (``dirs``: error, total and usable bytes, how many
-        logs). With ``broker_ids=None`` every node is asked (controller instances answer with no log directory, so hold nothing here; a
-        node that does not serve DescribeLogDirs is skipped); listed brokers that cannot answer
-        appear in ``errors``."""
+        logs). With ``broker_ids=None`` every node is asked (controller instances answer with
+        no log directory, so hold nothing here; a node that does not serve DescribeLogDirs is
+        skipped); listed brokers that cannot answer appear in ``errors``."""
         self._check_started()
         meta = await self.refresh_metadata()
         explicit = broker_ids is not None
