@@ -31,10 +31,10 @@ pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(180)]
 BIN = Path(sys.executable).parent / "kafka-reassign"
 CLI = [str(BIN)] if BIN.exists() else [sys.executable, "-m", "client.cli"]
 D1, D2 = "/data/d1", "/data/d2"
-SIZE = 3 * 1024 * 1024  # bytes in each partition
-LOG_DIR_THROTTLE = 1024 * 1024  # bytes/s: a move between directories takes about 3 s
+SIZE = 6 * 1024 * 1024  # bytes in each partition
+LOG_DIR_THROTTLE = 1024 * 1024  # bytes/s: a move between directories takes about 6 s
 ALTER_KEY = "replica.alter.log.dirs.io.max.bytes.per.second"
-SIM_ARGS = ["--brokers", "3", "--topics", "orders:2:1:3MiB", "--topic-brokers", "1,2", "--log-dirs", f"{D1},{D2}",
+SIM_ARGS = ["--brokers", "3", "--topics", "orders:2:1:6MiB", "--topic-brokers", "1,2", "--log-dirs", f"{D1},{D2}",
             "--bandwidth", "100MiB", "--produce-rate", "0", "--tick-ms", "50"]
 EXIT_IN_PROGRESS = 6
 EXIT_CLUSTER_MISMATCH = 8
@@ -116,7 +116,7 @@ def test_execute_moves_replicas_into_the_named_log_dirs_and_verify_removes_the_t
             return True
 
         wait_for(verified, 60, "--verify to find every move done", interval=0.5)
-        # a 3 MiB copy at 1 MiB/s cannot be done sooner
+        # a 6 MiB copy at 1 MiB/s cannot be done sooner
         assert time.monotonic() - began >= SIZE / LOG_DIR_THROTTLE
 
         dirs = asyncio.run(described_dirs(bootstrap))
