@@ -200,7 +200,11 @@ class ControllerMachine(RuleBasedStateMachine):
         or a tool does): a replicating move takes its new target in place. A partition whose
         entry already asks for the drawn target is asked nothing new: a rollback keeps its
         entry until it ends, and the same entry written again reads exactly like it (an active
-        controller lets the rollback finish too), so what must become of it stays as it was."""
+        controller lets the rollback finish too), so what must become of it stays as it was.
+        Likewise, while a rollback runs, an entry asking for the target it undoes reads like
+        the one a cancel leaves (the znode keeps no history: rewritten X and then that target
+        again while no controller ran, it is byte for byte the cancel's): the partition may
+        end at either (docs/DESIGN.md 4, "Queue")."""
         before = dict(self.final)
         try:
             asked = {(e["topic"], e["partition"]): e["replicas"]
@@ -211,7 +215,25 @@ class ControllerMachine(RuleBasedStateMachine):
         for tp, target in batch.items():
             if asked.get(tp) == target:
                 self.final[tp] = before.get(tp)
+            elif target == self.undone_by_rollback(tp):
+                self.final[tp] = None
         self.run(self.rewrite_requests(batch))
+
+    def undone_by_rollback(self, tp) -> list[int] | None:
+        """The target a KIP-236 rollback of ``tp`` is undoing (one begun: its record flagged,
+        or its topic znode in the rollback's shape), or None."""
+        record_path = paths.reassignment(*tp)
+        if self.h.server.exists(record_path) is None:
+            return None
+        record = self.h.json(record_path)
+        if record.get("cancelling"):
+            return record["replicas"]
+        topic = self.h.json(paths.topic(tp[0]))
+        removing = topic.get("removing_replicas", {}).get(str(tp[1]), [])
+        added = [b for b in record["replicas"] if b not in record["original_replicas"]]
+        if removing and sorted(removing) == sorted(added):
+            return record["replicas"]
+        return None
 
     async def rewrite_requests(self, batch: dict) -> None:
         while True:
