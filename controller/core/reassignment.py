@@ -405,10 +405,12 @@ def start_order(ws: WorkingSet, pending: Iterable[TopicPartition], setting: tupl
         return own or setting
 
     def facts_of(tp: TopicPartition) -> move_order.Facts:
+        # Called once per pending move of a reordered run in every scheduling step: the
+        # replicas added counted as step 2's slot estimate does, without building its tuples.
         state = ws.states.get(tp)
-        adding, _ = slot_brokers(ws, ws.tasks[tp])
-        return move_order.facts(ws.sizes.get(tp), len(adding), None if state is None else len(state.isr),
-                                len(ws.assignments[tp].replicas))
+        current = ws.assignments[tp].replicas
+        adding = sum(1 for b in ws.tasks[tp].target if b not in current)
+        return move_order.facts(ws.sizes.get(tp), adding, None if state is None else len(state.isr), len(current))
 
     return move_order.ordered(pending, strategies_of, facts_of)
 
