@@ -12,9 +12,10 @@ chains its strategies and ends with its base strategy.
   Bytes to copy = the partition's size x the replicas the move adds; a move adding none (a
   reorder, or one that only drops replicas) copies 0 bytes whatever the size. The size is
   the controller's: each broker's DescribeLogDirs answer to the controller (at its election,
-  at the broker's registration) gives each replica's size; an in-sync replica's size is taken
-  as the partition's, another replica's (a copy under way) only if it is larger. A move of
-  unknown size goes after every known one: nothing says it is small.
+  at the broker's registration; and, while a list in force orders by size, the pending moves'
+  leaders' at every copy-progress sample) gives each replica's size; an in-sync replica's size
+  is taken as the partition's, another replica's (a copy under way) only if it is larger. A
+  move of unknown size goes after every known one: nothing says it is small.
 * ``largest_first``: most bytes to copy first (PrioritizeLargeReplicaMovementStrategy);
   unknown sizes last too.
 * ``under_replicated_last``: partitions whose ISR is full first, those whose ISR is shorter
@@ -73,7 +74,6 @@ from znodes.strategies import (  # noqa: F401 - the names and parse are this mod
 )
 from znodes.values import TopicPartition
 
-DEFAULT = (ORDER_GIVEN,)
 SIZED = frozenset({SMALLEST_FIRST, LARGEST_FIRST})  # the strategies that need partition sizes
 
 
