@@ -54,6 +54,7 @@ from client.inputs import (
     parse_topics_to_move,
     read_json_file,
 )
+from znodes import strategies as strategy_names
 
 __doc__ = __doc__.replace("{exit_table}", exit_codes.table_text("    "))
 
@@ -71,7 +72,7 @@ DEPRECATION_WARNING = (
 # action dest -> (its flag, options it accepts, options it requires)
 ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred",
-                              "skip_isr_check", "replica_alter_log_dirs_throttle"},
+                              "skip_isr_check", "replica_alter_log_dirs_throttle", "movement_strategy"},
                 {"reassignment_json_file"}),
     "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
     "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
@@ -111,6 +112,7 @@ OPTION_FLAGS = {
     "dry_run": "--dry-run",
     "elect_preferred": "--elect-preferred",
     "skip_isr_check": "--skip-isr-check",
+    "movement_strategy": "--movement-strategy",
     "watch": "--watch",
     "interval": "--interval",
     "disable_rack_aware": "--disable-rack-aware",
@@ -222,6 +224,10 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--skip-isr-check", action="store_true",
                       help="--execute: start the moves even while a partition's ISR is at or under its "
                            "min.insync.replicas (reassignd's controller holds them until it recovers)")
+    opts.add_argument("--movement-strategy", metavar="STRATEGY[,STRATEGY...]",
+                      help="--execute: the order these moves start in, the first strategy deciding and the next "
+                           f"breaking its ties ({', '.join(strategy_names.STRATEGIES)}; Cruise Control's "
+                           "replica_movement_strategies); default: the controller's replica_movement_strategies")
     opts.add_argument("--watch", action="store_true", help="--progress: redraw until the reassignment is done")
     opts.add_argument("--interval", metavar="SECONDS",
                       help=f"--progress: seconds between samples (default {DEFAULT_SAMPLE_INTERVAL_S:g}; "
@@ -336,6 +342,11 @@ def load_inputs(args: argparse.Namespace, action: str) -> commands.Inputs:
     if args.replica_alter_log_dirs_throttle is not None:
         inputs.log_dirs_throttle = parse_throttle(args.replica_alter_log_dirs_throttle,
                                                   "--replica-alter-log-dirs-throttle")
+    if args.movement_strategy is not None:
+        try:
+            inputs.movement_strategies = strategy_names.parse(args.movement_strategy)
+        except strategy_names.StrategyError as e:
+            raise UsageError(f"--movement-strategy: {e}") from None
     if args.broker_list is not None:
         inputs.brokers = parse_broker_list(args.broker_list)
     if args.reassignment_json_file is not None:
