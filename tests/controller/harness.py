@@ -27,6 +27,7 @@ from sim.inprocess import InProcessTransport
 from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
 from tests.controller.crashpoints import Points, role
+from tests.chaos.checker import controller_owned
 from znodes import paths
 from znodes.api import Create, Delete, SessionExpiredError, SetData
 from znodes.twin import TwinServer
@@ -90,6 +91,15 @@ class CrashingStore:
 
     async def fenced_multi(self, ops, epoch_zkversion):
         if epoch_zkversion is None:
+            # Invariant 5's other half, on every write whoever sends it: a znode only the
+            # active controller writes is written only in a multi fenced by its epoch (the
+            # chaos checker's rule). Checked on the attempt: a fence missing is a bug even on
+            # a write that happens to come from the controller of the day.
+            owned = [op.path for op in ops if controller_owned(getattr(op, "path", ""))]
+            if owned:
+                self.violations.append(
+                    f"unfenced write: session {self._inner.session_id:#x} wrote {owned} without the epoch check"
+                )
             inner = lambda chunk, _: self._inner.multi(chunk)  # noqa: E731
         else:
             inner = self._inner.fenced_multi

@@ -11,7 +11,7 @@ from types import SimpleNamespace
 import pytest
 
 from controller.core.task import Phase
-from controller.shell.admin.base import AdminContext
+from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -86,6 +86,22 @@ async def test_cancel_api_answers_after_the_writes_landed(h):
     await h.run_until_quiet()
     h.check_invariants(expected=original)
     assert hosted(h, TP) == [2, 3, 4]
+
+
+async def test_a_cancel_whose_flush_is_fenced_off_is_not_answered_as_done(h):
+    """The answer waits for the flush that carries the cancel's writes: deposed before its
+    first op lands, the controller never recorded the cancel, so the client must not be told
+    NONE (it is told NOT_CONTROLLER, or the call fails) - and the move runs on to its target."""
+    c = await h.start_controller(101)
+    await h.submit({TP: MOVES[TP]})
+    await started(h, [TP])
+    c.store.depose_after = 0
+    try:
+        results = await cancel_partitions(ctx_of(c), [TP])
+    except ApiError as e:
+        results = {TP: (e.code, str(e))}
+    assert results[TP][0] is not ErrorCode.NONE, results
+    assert h.server.exists(paths.reassignment("t", 0)) is None or not h.json(paths.reassignment("t", 0)).get("cancelling")
 
 
 async def test_queue_with_a_conflicting_partition_cancels_then_reassigns(h):
