@@ -89,7 +89,7 @@ def take_queued(ws: WorkingSet, r: Request) -> None:
     if not move.started:
         if move.target != target:
             ws.log.append(f"queued target {list(target)} of {_name(r)} replaces its pending one {list(move.target)}")
-            ws.set_task(move.with_changes(target=target))
+            ws.retarget_unstarted(move, target)
         put_request(ws, replace(r, original_replicas=ws.assignments[tp].replicas))
         return
     if target == move.target and move.phase is not Phase.CANCELLING:

@@ -127,7 +127,7 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
             ws.schedule_needed = True
         elif not move.started:
             if move.target != r.replicas:
-                ws.set_task(move.with_changes(target=r.replicas))
+                ws.retarget_unstarted(move, r.replicas)
             if move.waiting is not None:
                 ws.schedule_needed = True  # step 2a again: the entry may now say skip_isr_check
         elif r.replicas == move.target and not (move.phase is Phase.CANCELLING and move.next_target is not None):

@@ -23,7 +23,7 @@ from controller.core.commands import Outbox
 from controller.core.config import ControllerConfig
 from controller.core.flush import OTHER, Writes
 from controller.core.state import ClusterState, Overlay
-from controller.core.task import Move
+from controller.core.task import Move, Phase
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
@@ -139,6 +139,17 @@ class WorkingSet:
 
     def set_task(self, move: Move) -> None:
         self.tasks[move.tp] = move
+
+    def retarget_unstarted(self, move: Move, target) -> None:
+        """A new target for a move not started yet. One LOADING holds the slots step 2 counted
+        for its old target: it goes back to PENDING, so that step 2 counts the new target's
+        against the caps (started as it was, it took slots nobody counted)."""
+        if move.phase is Phase.LOADING:
+            self.set_task(move.to(Phase.PENDING, target=tuple(target)))
+            self.pending[move.tp] = None
+        else:
+            self.set_task(move.with_changes(target=tuple(target)))
+        self.schedule_needed = True
 
     def end_task(self, tp: TopicPartition) -> None:
         # The partition's state stays: it is as fresh as this controller's writes and the ISR

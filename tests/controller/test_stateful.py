@@ -459,6 +459,18 @@ class ControllerMachine(RuleBasedStateMachine):
         znode = self.h.json(paths.topic("t"))
         adding, removing = znode.get("adding_replicas", {}), znode.get("removing_replicas", {})
         moving = {p for p in (*adding, *removing) if adding.get(p) or removing.get(p)}
+        # A move whose whole target is in its ISR copies nothing: only its finish is left to
+        # land. A flush that starts a move in the slot a finish freed in the same step, cut
+        # between the new record and the topic znode, shows both to the next controller.
+        done = set()
+        for p in moving:
+            state = self.h.json(paths.partition_state("t", int(p)))
+            target = [b for b in znode["partitions"][p] if b not in removing.get(p, [])]
+            if set(target) <= set(state["isr"]):
+                done.add(p)
+        moving -= done
+        adding = {p: a for p, a in adding.items() if p not in done}
+        removing = {p: r for p, r in removing.items() if p not in done}
         assert len(moving) <= cfg.max_cluster_moves, ("cluster cap", sorted(moving), cfg.max_cluster_moves)
         for b in ALL_BROKERS:
             incoming = sorted(p for p, a in adding.items() if b in a)

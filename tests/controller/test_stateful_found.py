@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from tests.controller.crash_schedules import replay as replay_rules
 from tests.controller.crash_schedules import rule, submit
+from tests.controller import test_stateful
 from tests.controller.test_stateful import ControllerMachine
 from znodes import paths
 
@@ -181,4 +182,35 @@ def test_the_target_a_rollback_undoes_written_again_may_end_at_either():
         rule("cancel_api", partitions={0}),
         submit("retarget", {0: [1, 2, 3]}),
         submit("retarget", {0: [1, 3, 2]}),
+    ])
+
+
+def test_a_queued_target_for_a_loading_move_is_held_to_the_caps(monkeypatch):
+    """Tight caps (incoming 1), seed 17 shard 7: with no controller, t-2 is queued to [1,2,3]
+    and t-0 -> [1,2,3], t-2 -> [2,3,4] submitted. The next controller starts loading both
+    (broker 1 takes one copy, t-0's), then the queue gives loading t-2 a target that adds to
+    broker 1 too; it started without step 2 counting its new slots. A loading move given a
+    new target now goes back to pending (controller.core.working_set.retarget_unstarted)."""
+    monkeypatch.setattr(test_stateful, "CAPS", test_stateful.TIGHT_CAPS)
+    replay_rules([
+        rule("expire_active"),
+        submit("queue", {2: [1, 2, 3]}),
+        submit("submit", {0: [1, 2, 3], 2: [2, 3, 4]}),
+        rule("start_controller"),
+    ])
+
+
+def test_a_finish_and_a_start_cut_in_one_flush_do_not_count_twice(monkeypatch):
+    """Tight caps (cluster 2), seed 17 shard 7: t-0 and t-3 complete and t-1 starts in their
+    slots in one step; the flush is cut after t-1's record, before the topic znode that
+    finishes t-0 and t-3. The next controller resumes all three, two of them complete (their
+    targets in the ISR, nothing to copy): the caps count only moves that copy."""
+    monkeypatch.setattr(test_stateful, "CAPS", test_stateful.TIGHT_CAPS)
+    replay_rules([
+        rule("expire_active"),
+        rule("start_controller"),
+        submit("queue", {0: [1, 2, 3], 1: [1, 2, 3], 3: [1, 2, 3]}),
+        rule("crash_active_after", k=1),
+        rule("depose_active_after", k=5),
+        rule("tick", n=2),
     ])
