@@ -214,3 +214,19 @@ def test_a_finish_and_a_start_cut_in_one_flush_do_not_count_twice(monkeypatch):
         rule("depose_active_after", k=5),
         rule("tick", n=2),
     ])
+
+
+def test_a_completed_move_retargeted_after_a_failover_counts_only_its_copies(monkeypatch):
+    """Tight caps (incoming 1), seed 17 shard 7: t-0 and t-3 complete and t-1 starts in their
+    slots (adding broker 1), the flush cut before the finishes' topic write; with no
+    controller t-0 is retargeted, and the next controller overrides the completed t-0 in
+    place, whose topic znode lists broker 1 - in its ISR already - as adding. Broker 1
+    receives one copy (t-1's): the caps count added replicas still out of the ISR."""
+    monkeypatch.setattr(test_stateful, "CAPS", test_stateful.TIGHT_CAPS)
+    replay_rules([
+        submit("queue", {0: [1, 2, 3], 1: [1, 2, 3], 3: [1, 2, 3]}),
+        rule("crash_active_after", k=5),
+        rule("tick", n=2),
+        submit("retarget", {0: [1, 2, 4]}),
+        rule("start_controller"),
+    ])
