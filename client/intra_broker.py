@@ -27,8 +27,9 @@ from dataclasses import dataclass, field
 
 from client import logdirs
 from client.errors import ClusterMismatchError, KafkaApiError
-from client.logdirs import REPLICA_NOT_AVAILABLE, LogDirMove, ReplicaKey
+from client.logdirs import LogDirMove, ReplicaKey
 from client.wire import DYNAMIC_BROKER_CONFIG
+from protocol.errors import ErrorCode
 
 ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
 # Kafka's tool asks again this often while the reassignment creates the replicas.
@@ -131,7 +132,7 @@ async def request_moves(admin, moves: dict[ReplicaKey, str], outcome: MovesOutco
     for key, err in result.items():
         if err is None:
             outcome.accepted.append(key)
-        elif err.code == REPLICA_NOT_AVAILABLE:
+        elif err.code == ErrorCode.REPLICA_NOT_AVAILABLE:
             pending[key] = moves[key]
         else:
             outcome.failed[key] = err

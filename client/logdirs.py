@@ -23,6 +23,7 @@ from dataclasses import dataclass
 
 from client.errors import KafkaApiError, error_for_code
 from client.metadata import LogDirsResult
+from protocol.errors import ErrorCode
 
 ReplicaKey = tuple[str, int, int]  # (topic, partition, broker)
 
@@ -34,8 +35,6 @@ NOT_STARTED = "not started"
 MISSING = "missing"
 UNAVAILABLE = "broker unavailable"
 
-REPLICA_NOT_AVAILABLE = 9  # the broker does not host the replica yet: ask again after the move
-UNKNOWN_SERVER_ERROR = -1
 
 
 @dataclass(frozen=True, order=True)
@@ -95,7 +94,7 @@ def results(broker: int, answer: dict, asked: list[ReplicaKey]) -> dict[ReplicaK
         topic, partition, _ = key
         code = codes.get((topic, partition))
         if code is None:
-            out[key] = error_for_code(UNKNOWN_SERVER_ERROR, f"broker {broker}'s answer left this replica out",
+            out[key] = error_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, f"broker {broker}'s answer left this replica out",
                                       topic=topic, partition=partition, broker_id=broker)
         else:
             out[key] = None if code == 0 else error_for_code(code, topic=topic, partition=partition, broker_id=broker)

@@ -16,6 +16,7 @@ from collections.abc import Callable
 from client.errors import KafkaApiError, ProtocolViolationError, error_for_code
 from client.metadata import Reassignment, ReassignmentDescription
 from client.results import KeyedResult
+from protocol.errors import ErrorCode
 from znodes.throttle_keys import RATE_KEYS
 from znodes.values import TopicPartition
 
@@ -27,7 +28,6 @@ REASSIGN_V_PLAIN = (0, 0)
 REASSIGN_V_ADDITIONAL = (1, 1)
 # KIP-179: Long.MAX_VALUE means "not throttled".
 UNTHROTTLED = 2**63 - 1
-UNKNOWN_SERVER_ERROR = -1
 BROKER_RESOURCE = 4  # DescribeConfigs resource type
 THROTTLE_RATE_KEYS = list(RATE_KEYS)
 
@@ -42,7 +42,7 @@ def _by_topic(keys) -> dict[str, list[int]]:
 
 
 def _missing(key) -> KafkaApiError:
-    return error_for_code(UNKNOWN_SERVER_ERROR, "the controller's answer left this out")
+    return error_for_code(ErrorCode.UNKNOWN_SERVER_ERROR, "the controller's answer left this out")
 
 
 # ---- Metadata, DescribeLogDirs, DescribeConfigs ---------------------------------------------
