@@ -613,7 +613,16 @@ async def connect(
                 admin.stop()
                 admin.close()
         client = start(server_list + chroot)
-        if chroot and not create_chroot and client.exists("/") is None:
+        try:
+            missing = bool(chroot) and not create_chroot and client.exists("/") is None
+        except BaseException:
+            # A refused login (SessionClosedRequireSasl, NoAuth) fails the first read: stop
+            # the client before the error reaches the caller, or its thread goes on logging
+            # its reconnects after the command printed its message.
+            client.stop()
+            client.close()
+            raise
+        if missing:
             client.stop()
             client.close()
             raise NoNodeError(
