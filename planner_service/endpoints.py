@@ -6,7 +6,7 @@ POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?broke
 /stop_proposal_execution. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
 ``excluded_topics`` (regex) and ``excluded_brokers_for_replica_move``; the POSTs also
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
-``replication_throttle`` (or ``throttle``) and ``deadline_s``, and ``proposal_id=N`` executes the
+``replication_throttle`` (or ``throttle``), ``replica_movement_strategies`` and ``deadline_s``, and ``proposal_id=N`` executes the
 reviewed proposal N as planned (Strimzi's approve). Errors are JSON: 400 bad parameter, 404
 unknown path, 405 wrong method, 409 a reassignment is running or the cluster changed since the
 reviewed proposal, 503 the model is not ready.
@@ -24,13 +24,14 @@ from planner_service.clock import now_ms
 from planner_service.controller_caps import clamp, read_caps
 from planner_service.http_server import HttpError
 from planner_service.scope import Scope
+from znodes import strategies
 
 # Cruise Control's names. Scope: what a plan may move (every planning endpoint); wave shaping:
 # how the plan is cut and run (the POSTs); the reviewed proposal's own parameters cannot be
 # given again with proposal_id.
 SCOPE_PARAMS = {"excluded_topics", "excluded_brokers_for_replica_move"}
 EXECUTION_PARAMS = {"concurrent_partition_movements_per_broker", "max_partition_movements_in_cluster",
-                    "replication_throttle", "throttle", "deadline_s", "proposal_id"}
+                    "replication_throttle", "throttle", "deadline_s", "proposal_id", "replica_movement_strategies"}
 # Cruise Control's force_stop default: the running wave finishes, nothing more starts.
 DEFAULT_FORCE_STOP = False
 
@@ -143,6 +144,7 @@ class RestApi:
                       if "concurrent_partition_movements_per_broker" in query else None)
         cluster_cap = (_positive(query["max_partition_movements_in_cluster"], "max_partition_movements_in_cluster")
                        if "max_partition_movements_in_cluster" in query else None)
+        strategies = _strategies(query)
         if path == "/rebalance":
             mode, kwargs = "rebalance", {}
             if "brokerid" in query:  # the broker set to balance over (default: every broker)
@@ -168,10 +170,10 @@ class RestApi:
             # ... and never more than the active controller's own per-broker caps, when readable
             per_broker, concurrency = clamp(per_broker, await read_caps(self.opts.controller_ops))
             kwargs["max_in"] = kwargs["max_out"] = per_broker
-        execution = {"throttle": throttle, "cluster_cap": cluster_cap}
+        execution = {"throttle": throttle, "cluster_cap": cluster_cap, "movement_strategies": strategies}
         # The cached proposal answers a plain rebalance only: a cap is part of what is reviewed.
         if path == "/rebalance" and not kwargs and throttle == self.opts.throttle and scope is None \
-                and cluster_cap is None:
+                and cluster_cap is None and strategies is None:
             planned = await self.current_proposal()
         else:
             request = {"path": path, "params": {k: v for k, v in query.items() if k not in ("dryrun", "deadline_s")},
@@ -182,7 +184,7 @@ class RestApi:
             body["concurrency"] = concurrency
         if not dryrun:
             body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle, cluster_cap,
-                                                    deadline_s)).view()
+                                                    deadline_s, movement_strategies=strategies)).view()
         return 200, body
 
     async def _demote(self, query: dict, dryrun: bool, deadline_s: int | None) -> tuple[int, dict]:
@@ -220,7 +222,8 @@ class RestApi:
             req = planned["request"]
             throttle = req.get("throttle", self.opts.throttle)
             body["execution"] = (await self.execute(planned, f"POST {path}?proposal_id={pid}", "api", throttle,
-                                                    req.get("cluster_cap"), deadline_s)).view()
+                                                    req.get("cluster_cap"), deadline_s,
+                                                    movement_strategies=req.get("movement_strategies"))).view()
         return 200, body
 
 
@@ -237,6 +240,18 @@ def _positive(text: str, name: str) -> int:
     if not text.isdigit() or int(text) < 1:
         raise HttpError(400, f"{name} must be a positive integer, got {text!r}")
     return int(text)
+
+
+def _strategies(query: dict) -> tuple[str, ...] | None:
+    """Cruise Control's ``replica_movement_strategies`` (a comma list): the order in which the
+    controller starts each wave's moves (controller.core.move_order), carried by every
+    reassignment the execution sends; None: the controller's own setting."""
+    if "replica_movement_strategies" not in query:
+        return None
+    try:
+        return strategies.parse(query["replica_movement_strategies"])
+    except strategies.StrategyError as e:
+        raise HttpError(400, f"replica_movement_strategies: {e}") from None
 
 
 def _scope(query: dict) -> Scope | None:

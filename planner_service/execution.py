@@ -71,6 +71,8 @@ class Execution:
     # partitions whose preferred leader is elected once every wave is done (a demotion's)
     elect: list = field(default_factory=list)
     elections: dict | None = None  # {"elected": [...], "failed": [...]} once they ran
+    # Cruise Control's replica_movement_strategies: sent with every wave (None: the controller's)
+    movement_strategies: tuple[str, ...] | None = None
     started_ms: int = field(default_factory=now_ms)
     finished_ms: int | None = None
     state: str = "running"  # running, done, stopped, failed
@@ -142,6 +144,7 @@ class Execution:
             "unmoved_count": len(self.unmoved), "unmoved": self.unmoved[:LISTED_MAX],
             "still_moving_count": len(self.still_moving), "still_moving": self.still_moving[:LISTED_MAX],
             "elect_total": len(self.elect), "elections": self.elections,
+            "movement_strategies": list(self.movement_strategies) if self.movement_strategies else None,
         }
 
 
@@ -242,7 +245,8 @@ async def run_waves(bootstrap: str, ex: Execution, poll_s: float, view: Reassign
             # The first wave is refused if anything else is running; later ones join our own
             # (the controller may still be tidying the previous wave's request znode).
             marks = {t: view.topic_changes.get(t, 0) for t, _ in targets}  # before: the controller may act at once
-            result = await admin.reassign_partitions(targets, throttle=ex.throttle, additional=i > 0)
+            result = await admin.reassign_partitions(targets, throttle=ex.throttle, additional=i > 0,
+                                                     movement_strategies=ex.movement_strategies)
             refused = result.errors
             for tp, err in sorted(refused.items()):
                 ex.unmoved.append(unmoved_entry(tp, targets[tp], view.replicas_of(tp)[0], f"refused: {err}"))

@@ -383,9 +383,11 @@ class PlannerService(RestApi):
         return None
 
     async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None,
-                      cluster_cap: int | None = None, deadline_s: float | None = None) -> Execution:
+                      cluster_cap: int | None = None, deadline_s: float | None = None, *,
+                      movement_strategies: tuple[str, ...] | None = None) -> Execution:
         """Start executing ``planned``: its waves, cut to at most ``cluster_cap`` partitions
-        each, until the deadline (``deadline_s``, default --execution-deadline)."""
+        each, until the deadline (``deadline_s``, default --execution-deadline), each wave's
+        moves started in the order of ``movement_strategies`` (None: the controller's setting)."""
         why = self._conflict()
         if why:
             raise HttpError(409, why)
@@ -395,7 +397,8 @@ class PlannerService(RestApi):
         caps = {"per_broker_in": result.batches["max_in"], "per_broker_out": result.batches["max_out"],
                 "cluster": cluster_cap}
         ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle, deadline_ms=deadline,
-                       proposal_id=planned.get("proposal_id"), caps=caps, elect=list(planned.get("elect", ())))
+                       proposal_id=planned.get("proposal_id"), caps=caps, elect=list(planned.get("elect", ())),
+                       movement_strategies=movement_strategies)
         if not waves and not ex.elect:
             ex.state, ex.finished_ms = "done", now_ms()
         else:

@@ -147,11 +147,17 @@ async def test_a_graceful_stop_finishes_the_running_wave_and_starts_no_more(zk_h
         before = assignment(zk)
         # One move into and out of each broker per wave, at most two partitions per piece,
         # and this request's own throttle.
+        # Cruise Control's replica_movement_strategies go with every wave's reassignment.
         code, body = await call("POST", "/rebalance?dryrun=false&concurrent_partition_movements_per_broker=1"
-                                        "&max_partition_movements_in_cluster=2&replication_throttle=3000000")
+                                        "&max_partition_movements_in_cluster=2&replication_throttle=3000000"
+                                        "&replica_movement_strategies=smallest_first,leader_moves_first")
         assert code == 200, body
         ex = body["execution"]
         assert ex["throttle"] == 3_000_000 and ex["caps"] == {"per_broker_in": 1, "per_broker_out": 1, "cluster": 2}
+        assert ex["movement_strategies"] == ["smallest_first", "leader_moves_first"], ex
+        entries = await _until(lambda: zk.exists("/admin/reassign_partitions") and json.loads(
+            zk.get("/admin/reassign_partitions")[0])["partitions"] or None, 30, "the first wave's entries")
+        assert all(e.get("movement_strategies") == ["smallest_first", "leader_moves_first"] for e in entries), entries
         assert ex["waves_total"] >= 2 and 0 < len(ex["running_wave"]) <= 2, ex
         current = {(t, int(p)): r for (t, p), r in before.items()}
         for w in c["svc"].execution.waves:  # what the service sends, wave by wave
@@ -225,7 +231,9 @@ async def test_a_reviewed_proposal_executes_as_reviewed_or_409_when_the_cluster_
                      "/rebalance?excluded_topics=(", "/rebalance?excluded_brokers_for_replica_move=a",
                      "/remove_broker?brokerid=4&excluded_brokers_for_replica_move=4",
                      "/rebalance?concurrent_partition_movements_per_broker=0",
-                     "/rebalance?throttle=5&replication_throttle=5"]:
+                     "/rebalance?throttle=5&replication_throttle=5",
+                     "/rebalance?replica_movement_strategies=fastest",
+                     "/rebalance?replica_movement_strategies=smallest_first,smallest_first"]:
             code, body = await call("POST", path)
             assert code == 400, (path, body)
         assert assignment(zk) == before
