@@ -45,6 +45,7 @@ from client.errors import (
 )
 from client.transport import NodeConnection
 from protocol import ApiKey
+from tests.chaos.checker import IN_DOUBT_CODES
 from tests.chaos.history import History
 
 DOORS = {  # door -> weight
@@ -233,8 +234,13 @@ class Workload:
             except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError, asyncio.TimeoutError) as e:
                 self._record(door, kind, t0, "in_doubt", error=repr(e)[:300], **fields)
                 return
-            except KafkaApiError as e:  # a request-wide error: nothing applied
-                self._record(door, kind, t0, "refused", error=repr(e)[:300], **fields)
+            except KafkaApiError as e:
+                # A request-wide error applied nothing - unless it says the controller's
+                # ZooKeeper write broke off (REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR: "it may or
+                # may not have been applied"), which leaves the request in doubt as the same
+                # per-partition codes do (checker.IN_DOUBT_CODES).
+                outcome = "in_doubt" if e.code in IN_DOUBT_CODES else "refused"
+                self._record(door, kind, t0, outcome, error=repr(e)[:300], **fields)
                 return
             results = {_key(k): _code(v) for k, v in result.items()}
             accepted = any(c == 0 for c in results.values()) or (kind == "cancel" and fields.get("partitions") is None)
