@@ -69,7 +69,7 @@ class ScriptedAdmin:
     async def __aexit__(self, *exc):
         return False
 
-    async def reassign_partitions(self, targets, throttle=None, additional=False):
+    async def reassign_partitions(self, targets, throttle=None, additional=False, movement_strategies=None):
         self.sent.append(dict(targets))
         return KeyedResult({tp: ReassignmentInProgressError("busy") if tp in self.refuse else None for tp in targets})
 
