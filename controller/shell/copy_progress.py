@@ -39,6 +39,7 @@ import time
 from collections import defaultdict, deque
 
 from controller.core import move_order
+from controller.core.commands import hosted_sizes
 from controller.core.events import ReplicaSizes
 from controller.core.task import Phase
 from controller.shell.throttles import read_listed
@@ -257,13 +258,4 @@ class CopyProgress:
         except Exception as e:  # a garbled answer: that broker is left out of this sample
             log.debug("copy progress: broker %d: %r", broker, e)
             return None
-        out = {}
-        for result in answer.get("results") or []:
-            if result.get("error_code", 0):
-                continue
-            for topic in result.get("topics") or []:
-                for p in topic.get("partitions") or []:
-                    if not p.get("is_future_key"):
-                        tp = (topic["name"], p["partition_index"])
-                        out[tp] = max(out.get(tp, 0), p["partition_size"])
-        return out
+        return hosted_sizes(answer)
