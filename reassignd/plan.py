@@ -10,12 +10,21 @@ Usage::
     python -m spark_jobs.plan --snapshot cluster.json --replication-factor 3 --topics orders --out plan.json
     python -m spark_jobs.plan --snapshot cluster.json --rebalance --capacity capacity.json --disk-threshold 0.8 --out plan.json
     python -m spark_jobs.plan --snapshot clusters/ --rebalance --out plans/      # fleet mode
+    python -m spark_jobs.plan --snapshot cluster.json --rebalance-disks --out plan.json --report report.json
     spark-submit spark_jobs/plan.py --snapshot cluster.json --rebalance --out plan.json --master local[2]
 
 PLAN.json is Kafka's reassignment JSON and lists only partitions whose replica list changes
 (order included). Fleet mode (``--snapshot DIR``) plans every .json/.msgpack/.mpk snapshot in
 the directory in one Spark job and writes ``NAME.plan.json``, ``NAME.report.json`` and
 ``NAME.batches.json`` (and ``NAME.png`` with ``--chart DIR``) into ``--out DIR``.
+
+``--rebalance-disks`` balances the log directories inside each broker instead (Cruise Control's
+``rebalance_disk``, :mod:`spark_jobs.disks`): it asks every registered broker of the snapshot
+(its host and port) for its directories through DescribeLogDirs and writes intra-broker moves,
+replicas unchanged and ``log_dirs`` naming each moved replica's new directory, for
+``kafka-reassign --execute``. No Spark; ``--broker-list`` limits the brokers,
+``--disk-threshold`` is the share of a directory no move fills past, ``--disk-balance-band``
+how far from its broker's mean a directory may stay.
 
 Exit codes: 0 done, 1 bad snapshot or impossible plan, 2 bad arguments. Nothing is written
 unless the whole plan succeeds.
@@ -28,7 +37,7 @@ import sys
 from pathlib import Path
 
 from reassignd.args import USAGE_EXIT, Parser, UsageError
-from spark_jobs import api, batching, capacity, chart
+from spark_jobs import api, batching, capacity, chart, disks
 from spark_jobs import snapshot as snapshots
 from spark_jobs.errors import PlanError, SnapshotError
 from spark_jobs.outputs import json_bytes, output_files, write_all
@@ -64,6 +73,16 @@ def _fraction(text: str) -> float:
         raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1], got {text!r}") from None
 
 
+def _band(text: str) -> float:
+    try:
+        v = float(text)
+    except ValueError:
+        v = -1.0
+    if not 0 < v < 1:
+        raise argparse.ArgumentTypeError(f"expected a fraction in (0, 1), got {text!r}")
+    return v
+
+
 def _topics(text: str) -> list[str]:
     out = [t.strip() for t in text.split(",") if t.strip()]
     if not out:
@@ -79,6 +98,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--decommission-broker", type=_ids, metavar="IDS")
     mode.add_argument("--add-brokers", type=_ids, metavar="IDS")
     mode.add_argument("--replication-factor", type=_positive, metavar="N")
+    mode.add_argument("--rebalance-disks", action="store_true",
+                      help="balance the log directories inside each broker (intra-broker moves, log_dirs)")
     p.add_argument("--topics", type=_topics, metavar="T,...", help="only these topics (default: all)")
     p.add_argument("--broker-list", type=_ids, metavar="IDS", help="the broker set (default: every broker in the snapshot)")
     p.add_argument("--out", required=True, metavar="PLAN.json|DIR")
@@ -93,6 +114,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="disk capacities, Cruise Control's capacity file (DISK in MiB, brokerId -1 the default)")
     p.add_argument("--disk-threshold", type=_fraction, default=capacity.DEFAULT_THRESHOLD, metavar="F",
                    help=f"no broker's disk above this share of its capacity (default {capacity.DEFAULT_THRESHOLD})")
+    p.add_argument("--disk-balance-band", type=_band, default=disks.DEFAULT_BAND, metavar="F",
+                   help=f"--rebalance-disks: a directory within F x its broker's mean use is balanced "
+                        f"(default {disks.DEFAULT_BAND})")
+    p.add_argument("--log-dirs-timeout", type=_positive, default=10, metavar="S",
+                   help="--rebalance-disks: seconds to wait for each broker's DescribeLogDirs (default 10)")
     p.add_argument("--max-in", type=_positive, default=batching.DEFAULT_MAX_IN, metavar="N")
     p.add_argument("--max-out", type=_positive, default=batching.DEFAULT_MAX_OUT, metavar="N")
     p.add_argument("--throttle", type=_positive, metavar="BYTES_PER_S")
@@ -132,6 +158,8 @@ def main(argv: list[str] | None = None, *, spark=None) -> int:
         return USAGE_EXIT
     src = Path(args.snapshot)
     fleet = src.is_dir()
+    if args.rebalance_disks:
+        return _rebalance_disks(args, src)
     try:
         req = _request(args)
         if args.chart:
@@ -228,3 +256,60 @@ def _fleet(spark, files, req, args) -> int:
     write_all(outs)
     print(f"fleet: {len(results) - failed} planned, {failed} failed -> {out_dir}")
     return 1 if failed else 0
+
+
+# What --rebalance-disks does not read: it plans no inter-broker move, so none of these apply.
+NOT_FOR_DISKS = ("topics", "batches", "chart", "capacity", "fix_racks", "replication_factor", "throttle")
+
+
+def _rebalance_disks(args, src: Path) -> int:
+    """--rebalance-disks: the brokers' directories over DescribeLogDirs, the pure plan
+    (spark_jobs.disks), then the plan and report files, all or none."""
+    import asyncio
+
+    from spark_jobs.logdirs import query_layouts
+    from spark_jobs.outputs import plan_json
+
+    given = [f"--{k.replace('_', '-')}" for k in NOT_FOR_DISKS if getattr(args, k, None) not in (None, False)]
+    if given:
+        print(f"{PROG}: error: --rebalance-disks moves replicas between directories only; "
+              f"{', '.join(given)} do not apply", file=sys.stderr)
+        return USAGE_EXIT
+    if src.is_dir():
+        print(f"{PROG}: error: --rebalance-disks reads one snapshot, not a directory", file=sys.stderr)
+        return USAGE_EXIT
+    try:
+        snap = snapshots.load(src)
+    except SnapshotError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    known = {b["id"] for b in snap["brokers"]}
+    wanted = args.broker_list or sorted(known)
+    unknown = sorted(set(wanted) - known)
+    if unknown:
+        print(f"{PROG}: --broker-list: broker(s) {', '.join(map(str, unknown))} not in the snapshot", file=sys.stderr)
+        return 1
+    endpoints = {b["id"]: (b["host"], b["port"]) if b.get("alive", True) and b["host"] and b["port"] else None
+                 for b in snap["brokers"] if b["id"] in wanted}
+    layouts = asyncio.run(query_layouts(endpoints, timeout=float(args.log_dirs_timeout)))
+    assignments = {(t["name"], p["partition"]): p["replicas"] for t in snap["topics"] for p in t["partitions"]}
+    try:
+        plan = disks.plan_disks(layouts, assignments, band=args.disk_balance_band, threshold=args.disk_threshold)
+    except PlanError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    report = plan.report()
+    outs = [(Path(args.out), plan_json(plan.reassignment()))]
+    if args.report:
+        outs.append((Path(args.report), json_bytes(report)))
+    try:
+        write_all(outs)
+    except OSError as e:
+        print(f"{PROG}: cannot write output: {e}", file=sys.stderr)
+        return 1
+    for s in report["brokers_skipped"]:
+        print(f"broker {s['broker']}: no move: {s['reason']}", file=sys.stderr)
+    print(f"rebalance-disks: {report['moves']} intra-broker moves ({report['bytes_moved']} bytes) on "
+          f"{len({m['broker'] for m in report['moves_listed']})} brokers, {report['unmovable_count']} replicas "
+          f"unmovable -> {args.out}")
+    return 0

@@ -69,8 +69,9 @@ def sizes_from_answer(answer: dict) -> BrokerLogDirs:
     return out
 
 
-async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> bytes for every replica one broker holds (future logs excluded)."""
+async def broker_answer(host: str, port: int, timeout: float = 10.0) -> dict:
+    """One broker's whole DescribeLogDirs answer (every partition, every directory), at the
+    highest version both sides speak; LogDirsError when it cannot be had or carries an error."""
 
     async def run():
         reader, writer = await asyncio.open_connection(host, port)
@@ -92,7 +93,9 @@ async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tupl
                 await writer.wait_closed()
             except OSError:
                 pass
-        return sizes_from_answer(answer)
+        if answer.get("error_code", 0) != 0:
+            raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
+        return answer
 
     try:
         return await asyncio.wait_for(run(), timeout)
@@ -106,6 +109,11 @@ async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tupl
         raise LogDirsError(f"malformed response: {e}") from None
 
 
+async def broker_sizes(host: str, port: int, timeout: float = 10.0) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> bytes for every replica one broker holds (future logs excluded)."""
+    return sizes_from_answer(await broker_answer(host, port, timeout))
+
+
 async def query_sizes(
     endpoints: dict[int, tuple[str, int]], timeout: float = 10.0, fetch=None
 ) -> tuple[dict[int, dict[tuple[str, int], int]], list[str]]:
@@ -113,7 +121,8 @@ async def query_sizes(
 
     ``fetch(host, port, timeout=)`` asks one broker, raising LogDirsError when it cannot;
     :func:`broker_sizes` (PLAINTEXT) unless given (the planner service passes one that speaks
-    TLS and SASL)."""
+    TLS and SASL; :func:`query_layouts` one that returns the whole answer, which is then what
+    the result maps each broker to)."""
     fetch = fetch or broker_sizes
     ids = sorted(endpoints)
     results = await asyncio.gather(
@@ -129,3 +138,19 @@ async def query_sizes(
         else:
             sizes[b] = r
     return sizes, warnings
+
+
+async def query_layouts(endpoints: dict[int, tuple[str, int] | None], timeout: float = 10.0, fetch=None) -> dict:
+    """Every broker's log directories (:func:`spark_jobs.disks.dirs_from_answer`), asked in
+    parallel: broker id -> its directories, or the reason it has none (no endpoint: not
+    registered; an answer that failed) - what :func:`spark_jobs.disks.plan_disks` takes.
+    ``fetch(host, port, timeout=)`` returns one broker's answer (default :func:`broker_answer`)."""
+    from spark_jobs.disks import dirs_from_answer
+
+    reachable = {b: e for b, e in endpoints.items() if e is not None}
+    answers, warnings = await query_sizes(reachable, timeout=timeout, fetch=fetch or broker_answer)
+    out: dict = {b: "not registered (no endpoint to ask)" for b in endpoints if endpoints[b] is None}
+    for b in reachable:
+        out[b] = dirs_from_answer(answers[b]) if b in answers else next(
+            w.split("DescribeLogDirs failed: ", 1)[-1] for w in warnings if w.startswith(f"broker {b} "))
+    return out
