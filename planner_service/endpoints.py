@@ -3,6 +3,7 @@ section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 
 Endpoints: GET /state, GET /load, GET /proposals, POST /rebalance, POST /remove_broker?brokerid=,
 POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?brokerid=, POST
+/rebalance_disk[?brokerid=] (moves between each broker's log directories), POST
 /stop_proposal_execution. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
 ``excluded_topics`` (regex) and ``excluded_brokers_for_replica_move``; the POSTs also
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
@@ -100,6 +101,8 @@ class RestApi:
                   "/fix_rack_violations": ("POST", posts),
                   # Cruise Control's demote_broker: reorders and elections, nothing to scope or throttle
                   "/demote_broker": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
+                  # Cruise Control's rebalance_disk: moves inside brokers, no controller caps or throttle
+                  "/rebalance_disk": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
                   "/stop_proposal_execution": ("POST", {"force_stop"})}
         if path not in routes:
             raise HttpError(404, f"no endpoint {path} (endpoints: {', '.join(sorted(routes))})")
@@ -134,6 +137,8 @@ class RestApi:
             return await self._reviewed(path, query, dryrun, deadline_s)
         if path == "/demote_broker":
             return await self._demote(query, dryrun, deadline_s)
+        if path == "/rebalance_disk":
+            return await self._rebalance_disk(query, dryrun, deadline_s)
         if "throttle" in query and "replication_throttle" in query:
             raise HttpError(400, "give replication_throttle or throttle (the same setting), not both")
         throttle_text = query.get("replication_throttle", query.get("throttle"))
@@ -201,6 +206,22 @@ class RestApi:
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if not dryrun:
             body["execution"] = (await self.execute(planned, "POST /demote_broker", "api", None, None,
+                                                    deadline_s)).view()
+        return 200, body
+
+    async def _rebalance_disk(self, query: dict, dryrun: bool, deadline_s: int | None) -> tuple[int, dict]:
+        """POST /rebalance_disk[?brokerid=ID,...]: each broker's log directories evened out by
+        moves inside it (spark_jobs.disks); executed, AlterReplicaLogDirs to the brokers."""
+        ids = _ids(query["brokerid"]) if "brokerid" in query else None
+        if not dryrun:
+            why = self._conflict()
+            if why:
+                raise HttpError(409, why)
+        params = {"brokerid": query["brokerid"]} if "brokerid" in query else {}
+        planned = await self.rebalance_disk(ids, {"path": "/rebalance_disk", "params": params})
+        body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
+        if not dryrun:
+            body["execution"] = (await self.execute(planned, "POST /rebalance_disk", "api", None, None,
                                                     deadline_s)).view()
         return 200, body
 

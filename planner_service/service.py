@@ -36,6 +36,7 @@ from __future__ import annotations
 
 import asyncio
 import concurrent.futures
+import functools
 import itertools
 import logging
 import time
@@ -48,7 +49,7 @@ from planner_service.http_server import ApiServer, HttpError, audit_line
 from planner_service.model import ClusterModel
 from planner_service.scope import Scope, ScopeError, restore, restrict
 from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT, ZkFeed
-from spark_jobs import api, batching, demote
+from spark_jobs import api, batching, demote, disks
 from spark_jobs.capacity import DEFAULT_THRESHOLD
 from spark_jobs.errors import PlanError, SnapshotError
 
@@ -292,6 +293,57 @@ class PlannerService(RestApi):
                            "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": "in-process",
                            "result": result, "layout_version": layout, "request": request, "elect": list(d.elect)})
 
+    async def rebalance_disk(self, brokers: list[int] | None, request: dict) -> dict:
+        """Cruise Control's rebalance_disk: intra-broker moves that even out each broker's log
+        directories (spark_jobs.disks), from the brokers' DescribeLogDirs asked now (the model
+        keeps sizes per broker, not per directory) and the model's assignments; kept like a
+        plan. Executed, the moves are AlterReplicaLogDirs to the brokers
+        (planner_service.disk_execution), not a reassignment."""
+        self._require_ready()
+        version, layout = self.model.version, self.model.layout_version
+        unknown = sorted(set(brokers or ()) - set(self.model.brokers))
+        if unknown:
+            raise HttpError(400, f"broker(s) {', '.join(map(str, unknown))} not registered "
+                                 f"(registered: {', '.join(map(str, sorted(self.model.brokers)))})")
+        t0 = time.perf_counter()
+        wanted = brokers or sorted(self.model.brokers)
+        layouts = await self._query_layouts({b: self.model.brokers[b] for b in wanted})
+        assignments = {(t, p): list(a.replicas) for t, parts in self.model.topics.items() for p, a in parts.items()}
+        try:
+            plan = disks.plan_disks(layouts, assignments, brokers=wanted,
+                                    threshold=self.opts.disk_threshold)
+        except PlanError as e:
+            raise HttpError(400, str(e)) from None
+        reassignment, report = plan.reassignment(), plan.report()
+        wave = {"wave": 0, "kind": "intra-broker", "moves": report["moves"], "bytes": report["bytes_moved"],
+                "partitions": reassignment["partitions"]}
+        batches = {"waves": [wave] if plan.moves else [], "max_in": None, "max_out": None,
+                   "estimated_seconds": None, "lower_bound_seconds": None}
+        report["waves"] = len(batches["waves"])
+        result = api.PlanResult(reassignment, report, batches, list(plan.moves))
+        return self._keep({"mode": "rebalance_disk", "model_version": version, "computed_ms": now_ms(),
+                           "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": "in-process",
+                           "result": result, "layout_version": layout, "request": request})
+
+    async def _query_layouts(self, brokers: dict) -> dict:
+        """Each broker's log directories (spark_jobs.disks.LogDir list) or why it has none,
+        asked as the sizes poll asks (PLAINTEXT, or --command-config's protocol where a broker
+        registered an endpoint of it)."""
+        from planner_service.sizes import secured_broker_answer
+        from spark_jobs.logdirs import query_layouts
+
+        timeout = min(10.0, self.opts.sizes_interval_s)
+        plain = {b: (r.host, r.port) if r.port >= 0 else None for b, r in brokers.items()}
+        protocol = self._security_protocol()
+        if protocol == "PLAINTEXT":
+            return await query_layouts(plain, timeout=timeout)
+        secured = {b: e for b, e in (await self.feed.broker_endpoints(protocol)).items() if b in brokers}
+        fetch = functools.partial(secured_broker_answer, security=self.opts.security)
+        rest = {b: e for b, e in plain.items() if b not in secured}
+        mine, theirs = await asyncio.gather(query_layouts(rest, timeout=timeout),
+                                            query_layouts(secured, timeout=timeout, fetch=fetch))
+        return {**mine, **theirs}
+
     def reviewed(self, proposal_id: int, path: str) -> dict:
         """The proposal ``proposal_id`` to execute as reviewed: 400 if it is unknown (or no
         longer kept) or was planned by another endpoint, 409 if the brokers or any replica list
@@ -396,6 +448,10 @@ class PlannerService(RestApi):
         deadline = now_ms() + int(1000 * (deadline_s if deadline_s is not None else self.opts.execution_deadline_s))
         caps = {"per_broker_in": result.batches["max_in"], "per_broker_out": result.batches["max_out"],
                 "cluster": cluster_cap}
+        # a disk proposal's moves (spark_jobs.disks.DiskMove): replica -> directory, sent as
+        # AlterReplicaLogDirs by _run_execution
+        log_dir_moves = ({(m.topic, m.partition, m.broker): m.target for m in result.moves}
+                         if planned["mode"] == "rebalance_disk" else None)
         ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle, deadline_ms=deadline,
                        proposal_id=planned.get("proposal_id"), caps=caps, elect=list(planned.get("elect", ())),
                        movement_strategies=movement_strategies)
@@ -404,7 +460,8 @@ class PlannerService(RestApi):
         else:
             self.execution = ex
             # One of the service's tasks: stop() cancels it (the execution ends "service stopped").
-            self._tasks.append(asyncio.get_running_loop().create_task(self._run_execution(ex), name=f"execution-{ex.id}"))
+            self._tasks.append(asyncio.get_running_loop().create_task(self._run_execution(ex, log_dir_moves),
+                                                                      name=f"execution-{ex.id}"))
         self.executions = ([ex.view()] + self.executions)[:HISTORY]
         log.info("execution %d (%s, %s): %d partitions in %d waves: %s", ex.id, ex.mode, started_by,
                  ex.partitions_total, len(waves), reason)
@@ -425,12 +482,18 @@ class PlannerService(RestApi):
     def _security_protocol(self) -> str:
         return getattr(self.opts.security, "protocol", "PLAINTEXT")
 
-    async def _run_execution(self, ex: Execution) -> None:
+    async def _run_execution(self, ex: Execution, log_dir_moves: dict | None = None) -> None:
         bootstrap = None
         try:
             bootstrap = self.opts.bootstrap or ",".join(await self.feed.controllers())
             if not bootstrap:
                 raise RuntimeError("no controller admin listener registered under /reassignd/controllers")
+            if log_dir_moves is not None:  # the brokers' own moves: the controller only bootstraps
+                from planner_service.disk_execution import run_disk_moves
+
+                await run_disk_moves(bootstrap, ex, log_dir_moves, self.opts.wave_poll_s,
+                                     self.opts.admin_timeout_ms, self.opts.security)
+                return
             await run_waves(bootstrap, ex, self.opts.wave_poll_s, self.model, self.opts.admin_timeout_ms,
                             self.opts.security)
         except asyncio.CancelledError:

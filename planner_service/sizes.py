@@ -34,9 +34,9 @@ from spark_jobs.logdirs import (
 CLIENT_ID = "reassignd-planner"
 
 
-async def secured_broker_sizes(host: str, port: int, security, timeout: float = 10.0) -> dict[tuple[str, int], int]:
-    """(topic, partition) -> bytes for every replica one broker holds, asked over ``security``
-    (a client.security.ClientSecurity); LogDirsError, naming the protocol, when it cannot answer."""
+async def secured_broker_answer(host: str, port: int, security, timeout: float = 10.0) -> dict:
+    """One broker's whole DescribeLogDirs answer, asked over ``security`` (a
+    client.security.ClientSecurity); LogDirsError, naming the protocol, when it cannot answer."""
     from client.errors import ReassignError
     from client.transport import NodeConnection
 
@@ -47,7 +47,9 @@ async def secured_broker_sizes(host: str, port: int, security, timeout: float = 
             _, answer = await conn.request(ApiKey.DESCRIBE_LOG_DIRS, {"topics": None}, OUR_LOG_DIRS_VERSIONS)
         finally:
             await conn.close()
-        return sizes_from_answer(answer)
+        if answer.get("error_code", 0) != 0:
+            raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
+        return answer
 
     try:
         return await asyncio.wait_for(run(), timeout)
@@ -55,6 +57,12 @@ async def secured_broker_sizes(host: str, port: int, security, timeout: float = 
         raise LogDirsError(f"{security.protocol}: no answer within {timeout:g}s") from None
     except (LogDirsError, ReassignError) as e:  # refused, failed TLS or login, no DescribeLogDirs, garbage
         raise LogDirsError(f"{security.protocol}: {e}") from None
+
+
+async def secured_broker_sizes(host: str, port: int, security, timeout: float = 10.0) -> dict[tuple[str, int], int]:
+    """(topic, partition) -> bytes for every replica one broker holds, asked over ``security``;
+    LogDirsError, naming the protocol, when it cannot answer."""
+    return sizes_from_answer(await secured_broker_answer(host, port, security, timeout))
 
 
 async def poll_sizes(
