@@ -45,6 +45,12 @@ class FrameConnection:
         """Bytes held for the frame in progress."""
         return self._reader.buffered
 
+    @property
+    def frame_in_progress(self) -> int | None:
+        """The body size of the frame in progress once its size prefix is in, else None (a
+        server waits for room for it before reading on)."""
+        return self._reader.frame_in_progress
+
     def receive(self, data) -> list[bytes]:
         """The frames ``data`` completes (each with its size prefix), in order, up to a bad size
         prefix (then kept in ``error``)."""

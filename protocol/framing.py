@@ -58,6 +58,11 @@ class FrameReader:
         """Bytes held for the frame in progress."""
         return len(self._buf)
 
+    @property
+    def frame_in_progress(self) -> int | None:
+        """The body size of the frame in progress once its prefix has been read, else None."""
+        return self._need if self._need >= 0 else None
+
     def _check(self, size: int) -> None:
         try:
             check_size(size, self._low, self._high)

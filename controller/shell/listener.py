@@ -20,16 +20,18 @@ One connection, step by step:
     ``session_factory``, the connection gets its security session (``SESSION``; see
     controller.shell.security.session): until it is authenticated, requests are read one at
     a time and bounded by its smaller limit, and an answer it marks ``closing`` is the last.
- 2. A reader reads frames: the 4-byte size first, checked by protocol.connection against
-    ``[MIN_REQUEST_BYTES, max_request_bytes]`` (protocol.wire_limits; the session's bounds
-    before authentication) before the body is read, then the body. Each frame starts its own
-    task (decode, handle, encode) and joins the connection's FIFO; at most ``max_pipelined``
-    requests and ``max_pipelined_bytes`` request bytes wait there (a request bigger than
-    that is read once the FIFO is empty), so a client that sends faster than it reads meets
-    TCP back-pressure and a connection's read-ahead memory stays bounded.
- 3. A writer takes the FIFO in order and writes each answer when ITS task is done: requests
-    are handled concurrently but answered in request order (Kafka's guarantee per connection).
- 4. Nothing read and nothing in flight for ``idle_timeout_s``: the connection is closed.
+ 2. The connection runs on protocol_aio's server loop (``serve_frames``), the one the simulated
+    brokers run. Before each size prefix the loop asks this listener's gate for the limits
+    (``_frame_limits``: ``[MIN_REQUEST_BYTES, max_request_bytes]`` from protocol.wire_limits, the
+    session's smaller bound before authentication, SASL's bare tokens from 0); a size is
+    checked before the body is read. Each frame starts its own task (decode, handle, encode);
+    at most ``max_pipelined`` requests and ``max_pipelined_bytes`` request bytes are read and
+    not yet answered (a request bigger than that is read once nothing is in flight), so a
+    client that sends faster than it reads meets TCP back-pressure and a connection's
+    read-ahead memory stays bounded.
+ 3. Answers are written in request order, each when ITS task is done: requests are handled
+    concurrently but answered in request order (Kafka's guarantee per connection).
+ 4. No whole request read and nothing in flight for ``idle_timeout_s``: the connection is closed.
  5. What closes only this connection (after the answers to earlier requests are written):
     a bad size, bytes that do not decode (bytes left over after a request's body are not
     that: they are ignored and counted in ``stats``, as Kafka ignores them), an API key or
@@ -46,8 +48,6 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import struct
-import time
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Protocol
@@ -59,6 +59,7 @@ from protocol.wire_limits import Limit
 from protocol.errors import ErrorCode
 from controller.shell.security.quotas import AddressCounts
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
+from protocol_aio import IDLE, LAST_ANSWER, PEER_CLOSED, Pipelining, serve_frames
 
 log = logging.getLogger("reassignd.listener")
 
@@ -148,15 +149,6 @@ class UnservedRequest(Exception):
     """A request for an API the handler does not serve: the connection is closed."""
 
 
-class _Close:
-    """Queued in place of a request: close the connection once earlier answers are out."""
-
-    __slots__ = ("reason",)
-
-    def __init__(self, reason: str):
-        self.reason = reason
-
-
 @dataclass
 class Stats:
     accepted: int = 0
@@ -206,6 +198,8 @@ class AdminListener:
         # as max.connections.per.ip promises), else this listener's own.
         self.addresses = addresses if addresses is not None else AddressCounts(limits.max_connections_per_address)
         self._open = 0  # accepted and not closed yet, TLS handshakes included
+        self._pipelining = Pipelining(max_requests=limits.max_pipelined, max_bytes=limits.max_pipelined_bytes,
+                                      idle_timeout_s=limits.idle_timeout_s)
 
     @property
     def max_request_bytes(self) -> int:
@@ -285,69 +279,31 @@ class AdminListener:
         return True
 
     async def _converse(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter, peer) -> None:
+        """Steps 2 to 5 on protocol_aio's server loop, the simulated brokers' own."""
         session = None
         if self.session_factory is not None:
             session = self.session_factory(peer, writer.get_extra_info("peercert"))
-        SESSION.set(session)  # the reader task and every request task inherit it
+        SESSION.set(session)  # the loop's reader and every request task inherit it
         self._writers.add(writer)
-        queue: asyncio.Queue = asyncio.Queue(self.limits.max_pipelined)
-        conn = _Connection(session)
-        reading = asyncio.create_task(self._read(reader, queue, conn, peer))
         try:
-            await self._write(writer, queue, conn, peer)
-        except (ConnectionError, asyncio.IncompleteReadError):
+            ending = await serve_frames(reader, writer, self.respond, FrameConnection.server(self._max_frame),
+                                        pipelining=self._pipelining, gate=_SessionGate(self, session))
+        except (DecodeError, EncodeError, UnservedRequest) as e:
+            log.info("closing admin connection from %s: %s", peer, e)
+        except ConnectionError:
             pass
         except Exception:  # one bad request must never take the listener down
             log.exception("closing admin connection from %s after an unexpected error", peer)
+        else:
+            if ending == IDLE:
+                self.stats.idle_closed += 1
+                log.info("closing idle admin connection from %s", peer)
+            elif ending == LAST_ANSWER:
+                log.info("closing admin connection from %s after a failed authentication", peer)
+            elif ending != PEER_CLOSED:
+                log.info("closing admin connection from %s: %s", peer, ending)
         finally:
-            reading.cancel()
-            await asyncio.gather(reading, return_exceptions=True)  # queues nothing more
-            while not queue.empty():  # requests read but not answered: dropped with the connection
-                item = queue.get_nowait()
-                if isinstance(item, tuple):
-                    item[0].cancel()
             self._writers.discard(writer)
-
-    async def _read(self, reader: asyncio.StreamReader, queue: asyncio.Queue, conn: _Connection, peer) -> None:
-        """Steps 2 and 4: frames in, one task each, queued in arrival order."""
-        try:
-            while True:
-                head = await self._read_idle(reader, 4, conn)
-                if head is None:
-                    await queue.put(_Close("idle"))
-                    return
-                # The security hook: before authentication the session bounds the frame (its
-                # pre-auth maximum) and, after SaslHandshake v0, takes bare SASL tokens.
-                conn.frames.limits = self._frame_limits(conn.session)
-                done = conn.frames.receive(head)
-                if conn.frames.error is not None:
-                    await queue.put(_Close(str(conn.frames.error)))
-                    return
-                (size,) = struct.unpack(">i", head)
-                # Read-ahead bound in bytes: wait for earlier answers before taking this body.
-                while conn.in_flight and conn.bytes_in_flight + size > self.limits.max_pipelined_bytes:
-                    conn.freed.clear()
-                    await conn.freed.wait()
-                if not done:
-                    rest = await self._read_idle(reader, size, conn)
-                    if rest is None:
-                        await queue.put(_Close("idle in the middle of a request"))
-                        return
-                    done = conn.frames.receive(rest)
-                conn.in_flight += 1
-                conn.bytes_in_flight += size
-                conn.touch()
-                self.stats.requests += 1
-                task = asyncio.create_task(self.respond(done[0]))
-                await queue.put((task, size))
-                if conn.session is not None and not conn.session.authenticated:
-                    # Unauthenticated: one request at a time, so the next is read (and bounded)
-                    # knowing how this one ended.
-                    await asyncio.wait({task})
-        except (asyncio.IncompleteReadError, ConnectionError):
-            await queue.put(None)  # the peer went away: stop after what is queued
-        except asyncio.CancelledError:
-            raise
 
     def _frame_limits(self, session) -> tuple[Limit, Limit]:
         """(minimum, maximum) frame for the next request on a connection with ``session``."""
@@ -362,54 +318,10 @@ class AdminListener:
                 return wire_limits.MIN_SASL_TOKEN_FRAME, high
         return wire_limits.MIN_REQUEST_FRAME, high
 
-    async def _read_idle(self, reader: asyncio.StreamReader, n: int, conn: _Connection) -> bytes | None:
-        """``n`` bytes, or None once the connection has been idle for the idle timeout."""
-        idle = self.limits.idle_timeout_s
-        while True:
-            wait = conn.last_activity + idle - time.monotonic()
-            if conn.in_flight:
-                wait = max(wait, idle)  # busy is not idle: look again later
-            if wait <= 0:
-                return None
-            try:
-                # readexactly only consumes once all n bytes are there: a timeout loses nothing.
-                return await asyncio.wait_for(reader.readexactly(n), wait)
-            except TimeoutError:
-                continue
-
-    async def _write(self, writer: asyncio.StreamWriter, queue: asyncio.Queue, conn: _Connection, peer) -> None:
-        """Step 3: answers out in request order; step 5: closing after the earlier answers."""
-        while True:
-            item = await queue.get()
-            if item is None:
-                return
-            if isinstance(item, _Close):
-                if item.reason == "idle":
-                    self.stats.idle_closed += 1
-                    log.info("closing idle admin connection from %s", peer)
-                else:
-                    log.info("closing admin connection from %s: %s", peer, item.reason)
-                return
-            task, size = item
-            try:
-                answer = await task
-            except (DecodeError, EncodeError, UnservedRequest) as e:
-                log.info("closing admin connection from %s: %s", peer, e)
-                return
-            finally:
-                conn.in_flight -= 1
-                conn.bytes_in_flight -= size
-                conn.freed.set()
-                conn.touch()
-            writer.write(answer)
-            await writer.drain()
-            if conn.session is not None and conn.session.closing:
-                log.info("closing admin connection from %s after a failed authentication", peer)
-                return
-
     async def respond(self, frame: bytes) -> bytes:
         """The response frame for one request frame; raises DecodeError, EncodeError or
         UnservedRequest when the connection must be closed instead."""
+        self.stats.requests += 1
         session = SESSION.get()
         if session is not None and session.raw_tokens:
             # After SaslHandshake v0 the client sends bare SASL tokens, without Kafka headers.
@@ -447,16 +359,22 @@ class AdminListener:
             return protocol.encode_response(key, version, correlation, error)
 
 
-class _Connection:
-    __slots__ = ("in_flight", "bytes_in_flight", "freed", "last_activity", "session", "frames")
+class _SessionGate:
+    """protocol_aio's gate for one connection: the listener's limits, and its security session's
+    (None: a plain listener, pipelined from the first request)."""
 
-    def __init__(self, session=None) -> None:
-        self.session = session
-        self.frames = FrameConnection.server()  # the size checks; limits set per request
-        self.in_flight = 0
-        self.bytes_in_flight = 0
-        self.freed = asyncio.Event()  # set whenever an answer leaves (read-ahead room freed)
-        self.last_activity = time.monotonic()
+    __slots__ = ("listener", "session")
 
-    def touch(self) -> None:
-        self.last_activity = time.monotonic()
+    def __init__(self, listener: AdminListener, session) -> None:
+        self.listener, self.session = listener, session
+
+    def limits(self) -> tuple[Limit, Limit]:
+        return self.listener._frame_limits(self.session)
+
+    def one_at_a_time(self) -> bool:
+        # Unauthenticated: one request at a time, so the next is read (and bounded) knowing
+        # how this one ended.
+        return self.session is not None and not self.session.authenticated
+
+    def last_answer(self) -> bool:
+        return self.session is not None and self.session.closing

@@ -1,7 +1,8 @@
 """Each server - the admin listener and a simulated broker - gets a frame at each limit of
 protocol.wire_limits and one byte past it, and gives the same documented answer: a frame within
 the limits is a request and is answered; a size prefix past one closes the connection with
-nothing written. The listener's SASL listener also gets the pre-authentication maximum."""
+nothing written. The listener's SASL listener also gets the pre-authentication maximum. Both
+servers run protocol_aio.serve_frames, the listener with its security session as the gate."""
 
 from __future__ import annotations
 
@@ -122,3 +123,21 @@ async def test_requests_before_a_bad_size_are_answered_then_the_connection_close
             assert protocol.decode_response(ApiKey.API_VERSIONS, 0, frame)[0]["correlation_id"] == 7
         assert await reader.read() == b""
         writer.close()
+
+
+async def test_a_configured_maximum_is_kept_alike_by_both_servers_on_the_one_loop():
+    """The maximum each server is configured with (listener_max_request_bytes, a broker's
+    max_frame_size) goes through protocol_aio's loop the same way: at it answered, one past it
+    closed with nothing written."""
+    broker = BrokerServer(_api_versions_only, lambda: [], name="sim", max_frame_size=1024)
+    await broker.start("127.0.0.1", 0)
+    listener = AdminListener("127.0.0.1", 0, AdminHandler(AdminContext(Role(5), ControllerConfig()), {}),
+                             limits=ListenerLimits(max_request_bytes=1024))
+    await listener.start()
+    try:
+        for port in (broker.port, listener.port):
+            assert await _send(port, 1024) == ANSWERED
+            assert await _send(port, 1025) == CLOSED
+    finally:
+        await listener.close()
+        await broker.close()
