@@ -535,6 +535,8 @@ class SimulatedCluster:
                             "topic": r.topic,
                             "partition": r.partition,
                             "role": r.role.value,
+                            # The last LeaderAndIsr applied (-1: none since the broker started).
+                            "leader_epoch": r.leader_epoch,
                             "size": r.size_bytes,
                             "log_end_offset": r.log_end_offset,
                             "lag": self.model.lag(r),

@@ -3,7 +3,7 @@
 One command per line, one answer line per command: ``OK <json>`` or ``ERR <reason>``.
 
 =================  ==================================================================
-``status``         brokers (running, port, rack, replicas with size/lag/role), throttles
+``status``         brokers (running, port, rack, replicas with size/lag/role/leader epoch), throttles
 ``stop N``         stop broker N as if its process died: its session ends, so
                    ``/brokers/ids/N`` goes; its listener closes; the others keep running
 ``start N``        start broker N again: new session and registration, logs kept

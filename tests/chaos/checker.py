@@ -37,6 +37,25 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    throttle key and the removal lists are empty.
 5. Quiescence: after every fault, once healed, the cluster is quiescent within the bound.
 6. No controller process exits on its own (``crash`` records).
+7. Caps (issue 25 item 6b): in every ``moves`` sample the moves still copying stay within the
+   caps the controllers ran with (``meta``'s ``caps``): partitions adding a replica out of the
+   ISR to a broker (incoming), removing one from it (outgoing), moving at all (cluster). A move
+   whose whole target is in its ISR copies nothing and is not counted (the stateful suite's
+   rule). A history with no sampled move fails: the caps would have judged nothing.
+8. Settled moments (item 6c-e; :func:`settled_problems`): after a broker's failure (the
+   nemesis looks once its hold is over) and after every quiescence, a ``settled`` snapshot:
+   every partition with a live in-sync replica has a live leader; at quiescence also every live
+   broker hosts exactly the replicas assigned to it (a finished move's, rollback's or
+   override's removed replicas gone, none missing) and each of them holds its state znode's
+   leader epoch (the last LeaderAndIsr it applied). The run waits for these before recording
+   the snapshot (a bound, not a margin: they are what settling means), so a snapshot that still
+   shows one is a violation. A quiescence without its snapshot fails.
+9. Leader epochs (item 6e): per partition, in zxid order, the sampled state znodes' leader
+   epochs never go back, and a new leader always comes with a higher one.
+
+Item 6a (auto-removed throttles gone once no move involves them) is held where the chaos run
+can see it settle: at each quiescence (no throttle and empty removal lists are part of it, so a
+stranded one is a quiescence that never came, check 5) and in the final state (check 4).
 """
 
 from __future__ import annotations
@@ -72,6 +91,12 @@ class Report:
     writes_exact: int = 0
     isr_samples: int = 0
     isr_violations: int = 0
+    caps_samples: int = 0  # moves samples with a move in them
+    caps_reached: int = 0  # of those, samples where some count stood at its cap
+    caps_violations: int = 0
+    settled_snapshots: int = 0
+    settled_violations: int = 0
+    epoch_violations: int = 0
     stranded_throttles: int = 0
     quiesce_seconds: list[float] = field(default_factory=list)
 
@@ -88,6 +113,12 @@ class Report:
             "unfenced_writes": self.unfenced_writes,
             "isr_samples": self.isr_samples,
             "isr_violations": self.isr_violations,
+            "caps_samples": self.caps_samples,
+            "caps_reached": self.caps_reached,
+            "caps_violations": self.caps_violations,
+            "settled_snapshots": self.settled_snapshots,
+            "settled_violations": self.settled_violations,
+            "leader_epoch_violations": self.epoch_violations,
             "stranded_throttles": self.stranded_throttles,
             "faults_injected": self.faults_injected,
             "faults_survived": self.faults_survived,
@@ -116,6 +147,9 @@ def check(records: list[dict], quiesce_bound_s: float = 120.0) -> Report:
     _check_zombies(by_type.get("epoch", []), by_type.get("audit", []), by_type.get("state", []), report)
     _check_throttles(by_type.get("final", []), report)
     _check_quiescence(by_type, quiesce_bound_s, report)
+    _check_caps((by_type.get("meta") or [{}])[0].get("caps"), by_type.get("moves", []), report)
+    _check_settled(by_type.get("settled", []), by_type.get("quiesced", []), report)
+    _check_epochs(by_type.get("state", []), report)
     for c in by_type.get("crash", []):
         report.violations.append(f"controller {c['controller']} exited on its own (code {c['returncode']})")
     return report
@@ -382,3 +416,130 @@ def _check_quiescence(by_type: dict[str, list[dict]], bound_s: float, report: Re
         else:
             report.faults_survived += 1
             report.quiesce_seconds.append(q["seconds"])
+
+
+# ---- 7. caps -----------------------------------------------------------------------------------
+
+
+def caps_usage(moving: dict[str, dict]) -> tuple[list[str], dict[int, list[str]], dict[int, list[str]]]:
+    """The moves one sample shows still copying, and per broker the partitions adding a replica
+    to it out of the ISR (incoming) and removing one from it (outgoing)."""
+    copying = {tp: m for tp, m in moving.items()
+               if not {b for b in m["replicas"] if b not in m["removing"]} <= set(m["isr"])}
+    incoming: dict[int, list[str]] = {}
+    outgoing: dict[int, list[str]] = {}
+    for tp, m in sorted(copying.items()):
+        for b in m["adding"]:
+            if b not in m["isr"]:
+                incoming.setdefault(b, []).append(tp)
+        for b in m["removing"]:
+            outgoing.setdefault(b, []).append(tp)
+    return sorted(copying), incoming, outgoing
+
+
+def caps_problems(moving: dict[str, dict], caps: dict[str, int]) -> tuple[list[str], bool]:
+    """What in one ``moves`` sample exceeds ``caps``, and whether some count stood at its cap."""
+    copying, incoming, outgoing = caps_usage(moving)
+    problems, reached = [], len(copying) >= caps["max_cluster_moves"]
+    if len(copying) > caps["max_cluster_moves"]:
+        problems.append(f"cluster cap {caps['max_cluster_moves']}: {len(copying)} moves copying {copying}")
+    for what, per_broker, cap in (("incoming", incoming, caps["max_incoming_per_broker"]),
+                                  ("outgoing", outgoing, caps["max_outgoing_per_broker"])):
+        for b, tps in sorted(per_broker.items()):
+            reached = reached or len(tps) >= cap
+            if len(tps) > cap:
+                problems.append(f"{what} cap {cap} of broker {b}: {len(tps)} moves {tps}")
+    return problems, reached
+
+
+def _check_caps(caps: dict | None, samples: list[dict], report: Report) -> None:
+    if caps is None:
+        report.violations.append("history has no caps (meta): the caps check cannot run")
+        return
+    for s in samples:
+        if not s["moving"]:
+            continue
+        report.caps_samples += 1
+        problems, reached = caps_problems(s["moving"], caps)
+        report.caps_reached += reached
+        for problem in problems:
+            report.caps_violations += 1
+            report.violations.append(f"caps exceeded at t={s['t']:.2f}: {problem}")
+    if report.caps_samples == 0:
+        report.violations.append("no move was sampled: the caps check had nothing to judge")
+
+
+# ---- 8. settled moments ------------------------------------------------------------------------
+
+
+def settled_problems(snapshot: dict) -> list[str]:
+    """What keeps one snapshot (``live`` brokers, partition ``states``, ``assignments``, and at
+    quiescence what each running broker ``hosted``: {broker: {tp: leader epoch}}) from being
+    settled. Also what the run waits on before it records the snapshot."""
+    live = set(snapshot["live"])
+    states = snapshot["states"]
+    problems = []
+    for tp, s in sorted(states.items()):
+        in_sync_live = sorted(set(s["isr"]) & live)
+        if in_sync_live and s["leader"] not in live:
+            problems.append(f"no live leader: {tp} has live in-sync replicas {in_sync_live} and leader {s['leader']} "
+                            f"(live brokers {sorted(live)})")
+    hosted = snapshot.get("hosted")
+    if hosted is None:
+        return problems
+    for broker, held in sorted(hosted.items(), key=lambda kv: int(kv[0])):
+        b = int(broker)
+        if b not in live:
+            continue
+        assigned = {tp for tp, replicas in snapshot["assignments"].items() if b in replicas}
+        extra, missing = sorted(set(held) - assigned), sorted(assigned - set(held))
+        if extra:
+            problems.append(f"broker {b} hosts replicas not assigned to it (a finished move's, rollback's or "
+                            f"override's removed replicas): {extra}")
+        if missing:
+            problems.append(f"broker {b} lacks replicas assigned to it: {missing}")
+        for tp in sorted(set(held) & assigned):
+            if held[tp] != states[tp]["leader_epoch"]:
+                problems.append(f"leader epoch at broker {b}: {tp} holds epoch {held[tp]}, its state znode "
+                                f"{states[tp]['leader_epoch']}")
+    return problems
+
+
+def _check_settled(snapshots: list[dict], quiesced: list[dict], report: Report) -> None:
+    report.settled_snapshots = len(snapshots)
+    for snap in snapshots:
+        where = f"after fault {snap.get('fault')} ({snap.get('why')}, looked for {snap.get('waited_s')}s)"
+        if "states" not in snap:
+            report.settled_violations += 1
+            report.violations.append(f"not settled {where}: no snapshot could be read: {snap.get('error')}")
+            continue
+        for problem in settled_problems(snap):
+            report.settled_violations += 1
+            report.violations.append(f"not settled {where}: {problem}")
+    taken = {s.get("fault") for s in snapshots if s.get("why") == "quiescent"}
+    for q in quiesced:
+        if q.get("ok", True) and q["fault"] not in taken:
+            report.violations.append(f"no settled snapshot at the quiescence after fault {q['fault']}: "
+                                     "leaders, hosting and the brokers' epochs went unchecked")
+
+
+# ---- 9. leader epochs --------------------------------------------------------------------------
+
+
+def _check_epochs(states: list[dict], report: Report) -> None:
+    by_tp: dict[str, list[dict]] = {}
+    for s in states:
+        if s.get("leader_epoch") is not None and s.get("mzxid") is not None:
+            by_tp.setdefault(s["tp"], []).append(s)
+    for tp, samples in sorted(by_tp.items()):
+        samples.sort(key=lambda s: s["mzxid"])
+        for a, b in zip(samples, samples[1:]):
+            went_back = b["leader_epoch"] < a["leader_epoch"]
+            same = b["leader"] != a["leader"] and b["leader_epoch"] == a["leader_epoch"]
+            if went_back or same:
+                report.epoch_violations += 1
+                what = "went back" if went_back else "stayed the same for a new leader"
+                report.violations.append(
+                    f"leader epoch {what}: {tp} leader {a['leader']} epoch {a['leader_epoch']} (zxid {a['mzxid']:#x}) "
+                    f"then leader {b['leader']} epoch {b['leader_epoch']} (zxid {b['mzxid']:#x})"
+                )

@@ -29,7 +29,7 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
-from controller.core.config import to_toml
+from controller.core.config import ControllerConfig, to_toml
 from tests.chaos.history import History
 from tests.chaos.proxy import ProxyGroup
 from znodes.launcher import LocalZooKeeper, free_port
@@ -48,6 +48,10 @@ CONTROLLER_SETTINGS = {
     "max_incoming_per_broker": 4,
     "max_outgoing_per_broker": 4,
 }
+# The move caps the controllers run with (the settings above, the defaults for the rest): the
+# checker holds every sampled moment to them (history ``meta``).
+CAP_KEYS = ("max_incoming_per_broker", "max_outgoing_per_broker", "max_cluster_moves")
+CAPS = {k: CONTROLLER_SETTINGS.get(k, getattr(ControllerConfig(), k)) for k in CAP_KEYS}
 SIM_ARGS = ["--brokers", str(BROKERS), "--topics", *(f"{t}:{n}:{REPLICATION}:{PARTITION_SIZE}" for t, n in TOPICS.items()),
             "--bandwidth", "1MiB", "--produce-rate", "0", "--tick-ms", "100", "--replica-lag-time-max-ms", "3000"]
 STARTUP_TIMEOUT_S = 60
@@ -214,6 +218,33 @@ class ChaosCluster:
     def start_broker(self, broker: int) -> None:
         self.sim_command(f"start {broker}")
         self.brokers_down.discard(broker)
+
+    def hosted(self) -> dict[str, dict[str, int]]:
+        """What each running simulated broker hosts, from the sim's ``status``: broker id ->
+        {"topic/partition": the leader epoch its replica holds (-1: never told since it started)}."""
+        status = json.loads(self.sim_command("status")[3:])
+        return {b: {f"{r['topic']}/{r['partition']}": r.get("leader_epoch", -1) for r in info["replicas"]}
+                for b, info in status["brokers"].items() if info["running"]}
+
+    def snapshot(self, *, hosted: bool) -> dict:
+        """The cluster as a settled moment shows it (checker.settled_problems judges it): the
+        registered brokers, every partition's state and assignment, and with ``hosted`` what
+        each running broker hosts. Raises on a ZooKeeper or sim error (the caller looks again)."""
+        zk = self.kazoo
+        live = sorted(int(b) for b in zk.get_children("/brokers/ids"))
+        states = {}
+        for tp in sorted(self.initial_assignments):
+            topic, p = tp.split("/")
+            s = json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
+            states[tp] = {"leader": s["leader"], "isr": s["isr"], "leader_epoch": s.get("leader_epoch")}
+        assignments = {}
+        for topic in sorted({tp.split("/")[0] for tp in self.initial_assignments}):
+            doc = json.loads(zk.get(f"/brokers/topics/{topic}")[0])
+            assignments.update({f"{topic}/{p}": r for p, r in doc["partitions"].items()})
+        out = {"live": live, "states": states, "assignments": assignments}
+        if hosted:
+            out["hosted"] = self.hosted()
+        return out
 
     @property
     def broker_ids(self) -> list[int]:

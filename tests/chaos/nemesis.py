@@ -5,7 +5,9 @@ Faults (each recorded as ``{"type": "fault", "id", "kind", "target", "t0", "t_he
 ``kill_active``      SIGKILL the active controller; start it again a moment later
 ``zombie``           SIGSTOP the active controller past its ZooKeeper session timeout, then
                      SIGCONT: it wakes deposed and must write nothing (the epoch fence)
-``broker_restart``   stop a simulated broker (its session and listener go), start it again
+``broker_restart``   stop a simulated broker (its session and listener go), start it again once
+                     the hold is over and a settled snapshot is recorded (tests/chaos/settle.py:
+                     every partition with a live in-sync replica led by a live broker)
 ``zk_restart``       SIGKILL one ZooKeeper server and restart it (the quorum holds)
 ``zk_no_quorum``     SIGKILL two of the three servers for a few seconds, then restart them
 ``proxy_cut``        cut a controller's links to every ZooKeeper server (mostly the active one's)
@@ -32,6 +34,7 @@ import time
 
 from tests.chaos.cluster import CONTROLLER_IDS, SESSION_TIMEOUT_S
 from tests.chaos.history import History
+from tests.chaos.settle import record_settled
 
 # How late the old controller hears ZooKeeper: below kazoo's shortest ping deadline (a third of
 # the 4 s session, less up to 0.4 s of jitter), so its link to ZooKeeper holds.
@@ -95,6 +98,7 @@ class Nemesis:
         broker = fault["target"] = self.rng.choice(self.cluster.broker_ids)
         await asyncio.to_thread(self.cluster.stop_broker, broker)
         await self._hold(0.5, 5.0, fault)
+        await record_settled(self.cluster, self.history, fault_id=fault["id"], why="broker_down", hosted=False)
         await asyncio.to_thread(self.cluster.start_broker, broker)
 
     async def _zk_restart(self, fault: dict) -> None:

@@ -32,10 +32,11 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
 from tests.chaos import checker
-from tests.chaos.cluster import BROKERS, CONTROLLER_IDS, ChaosCluster
+from tests.chaos.cluster import BROKERS, CAPS, CONTROLLER_IDS, ChaosCluster
 from tests.chaos.history import History, read
 from tests.chaos.nemesis import Nemesis
 from tests.chaos.observer import Observer
+from tests.chaos.settle import record_settled
 from tests.chaos.workload import Workload
 
 QUIESCE_BOUND_S = 120.0
@@ -71,7 +72,7 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
     workdir.mkdir(parents=True, exist_ok=True)
     history_path = workdir / "history.jsonl"
     history = History(history_path)
-    history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence)
+    history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence, caps=CAPS)
     # One seed; each actor draws from its own stream of it, so the schedule of faults (kinds,
     # holds, round lengths) is the seed's whatever the workload's timing makes it draw.
     master = random.Random(seed)
@@ -130,6 +131,8 @@ async def _rounds(cluster: ChaosCluster, history: History, rng: random.Random, w
         history.add("quiesced", fault=fault["id"], seconds=round(time.time() - calm_since, 3), ok=ok, left=left)
         if not ok:
             return  # stuck: later rounds would judge nothing new
+        # Quiet in ZooKeeper; the brokers hear of it a moment later (StopReplica, LeaderAndIsr).
+        await record_settled(cluster, history, fault_id=fault["id"], why="quiescent", hosted=True)
 
 
 def _restart_crashed(cluster: ChaosCluster, history: History) -> None:

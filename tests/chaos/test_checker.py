@@ -1,6 +1,7 @@
 """The chaos checker on hand-written histories: a clean one passes, and each kind of violation
-(a lost request, a zombie write, a stranded throttle, a partition with no ISR, no quiescence)
-fails it with a message that names it."""
+(a lost request, a zombie write, a stranded throttle, a partition with no ISR, no quiescence,
+a cap exceeded, a moment that never settled, a leader epoch going back) fails it with a message
+that names it."""
 
 from __future__ import annotations
 
@@ -18,14 +19,16 @@ T2 = [1, 5, 6]
 def _history(final_replicas=T1, ops=None, extra=()) -> list[dict]:
     ops = ops if ops is not None else [_submit(1, {"orders/0": T1})]
     return [
-        {"type": "meta", "t": 0.0, "seed": 1},
+        {"type": "meta", "t": 0.0, "seed": 1, "caps": CAPS},
         {"type": "initial", "t": 0.0, "assignments": {"orders/0": R0, "orders/1": R0}},
         {"type": "epoch", "t": 0.5, "epoch": 1, "version": 0, "mzxid": 100},
         {"type": "audit", "event": "elected", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "mzxid": None},
         {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 120,
          "after_zxid": 110, "upto_zxid": 120, "ops": [["create", "/admin/reassignments/orders/0"]]},
         *ops,
-        {"type": "state", "t": 2.0, "tp": "orders/0", "leader": 4, "isr": [4, 5, 6], "mzxid": 130},
+        {"type": "moves", "t": 1.2, "moving": {"orders/0": _moving(T1, R0, isr=R0)}},
+        {"type": "state", "t": 2.0, "tp": "orders/0", "leader": 4, "isr": [4, 5, 6], "leader_epoch": 2, "mzxid": 130},
+        {"type": "moves", "t": 2.1, "moving": {}},
         {"type": "fault", "t": 3.0, "id": 1, "kind": "zombie", "t0": 2.0, "t_heal": 3.0, "target": 101},
         {"type": "epoch", "t": 3.0, "epoch": 2, "version": 1, "mzxid": 200},
         {"type": "audit", "event": "elected", "controller": 102, "epoch": 2, "epoch_zkversion": 1, "mzxid": 200},
@@ -33,12 +36,36 @@ def _history(final_replicas=T1, ops=None, extra=()) -> list[dict]:
          "after_zxid": 205, "upto_zxid": 212, "ops": [["delete", "/admin/reassign_partitions"]]},
         {"type": "audit", "event": "fenced", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "ops": [["set", "/x"]]},
         {"type": "quiesced", "t": 5.0, "fault": 1, "seconds": 2.0, "ok": True, "left": {}},
+        _settled(final_replicas),
         *extra,
         {"type": "final", "t": 6.0,
          "assignments": {"orders/0": {"replicas": final_replicas, "adding": [], "removing": []},
                          "orders/1": {"replicas": R0, "adding": [], "removing": []}},
          "throttles": {}, "removal_lists": {"/admin/throttled_rates_removal": []}},
     ]
+
+
+# Tight enough that the clean history's one move stands at the per-broker caps.
+CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 1, "max_cluster_moves": 2}
+
+
+def _moving(target, before, isr):
+    """A moves sample's entry for a move from ``before`` to ``target`` (Kafka's RS = TRS + RR)."""
+    adding = [b for b in target if b not in before]
+    removing = [b for b in before if b not in target]
+    return {"replicas": target + removing, "adding": adding, "removing": removing, "isr": isr}
+
+
+def _settled(orders0=T1, why="quiescent", fault=1):
+    """The clean snapshot at the quiescence after fault 1: orders/0 on ``orders0`` at leader
+    epoch 2, orders/1 on R0 at epoch 0, every broker live and hosting exactly its replicas."""
+    assignments = {"orders/0": list(orders0), "orders/1": R0}
+    epochs = {"orders/0": 2, "orders/1": 0}
+    hosted = {str(b): {tp: epochs[tp] for tp, r in assignments.items() if b in r} for b in range(1, 7)}
+    return {"type": "settled", "t": 5.5, "fault": fault, "why": why, "waited_s": 0.0, "live": [1, 2, 3, 4, 5, 6],
+            "states": {"orders/0": {"leader": orders0[0], "isr": list(orders0), "leader_epoch": 2},
+                       "orders/1": {"leader": 1, "isr": R0, "leader_epoch": 0}},
+            "assignments": assignments, "hosted": hosted}
 
 
 def _submit(op_id, targets, t0=1.0, outcome="accepted", results=None, door="reassign"):
@@ -227,3 +254,114 @@ def test_only_unguarded_unfenced_writes_count_as_nothing_audited():
     history.insert(-1, {"type": "audit", "event": "write", "fenced": False, "controller": 102, "epoch": 2,
                         "epoch_zkversion": 1, "zxid": 240, "ops": [["create", "/reassignd/controllers/102"]]})
     assert "no write was audited" in " ".join(check(history).violations)
+
+
+# ---- issue 25 item 6: caps, settled moments, leader epochs ---------------------------------------
+
+
+def _with(history: list[dict], *records: dict) -> list[dict]:
+    """``history`` with ``records`` put before its final record."""
+    return history[:-1] + list(records) + history[-1:]
+
+
+def test_the_clean_history_judged_its_caps_and_its_settled_moment():
+    report = check(_history())
+    assert report.caps_samples == 1 and report.caps_reached == 1 and report.caps_violations == 0
+    assert report.settled_snapshots == 1 and report.settled_violations == 0 and report.epoch_violations == 0
+
+
+def test_a_broker_receiving_more_copies_than_its_cap_fails():
+    # orders/0 and orders/1 both adding a replica to broker 6, out of the ISR: 2 > 1.
+    over = {"type": "moves", "t": 1.8, "moving": {"orders/0": _moving(T1, R0, isr=R0),
+                                                   "orders/1": _moving([1, 2, 6], R0, isr=R0)}}
+    report = check(_with(_history(), over))
+    assert report.caps_violations >= 1
+    assert any("caps exceeded at t=1.80: incoming cap 1 of broker 6: 2 moves ['orders/0', 'orders/1']" in v
+               for v in report.violations), report.violations
+    # The same moves with orders/1's new replica already in sync: it copies nothing more.
+    done = {"type": "moves", "t": 1.8, "moving": {"orders/0": _moving(T1, R0, isr=R0),
+                                                   "orders/1": _moving([1, 2, 6], R0, isr=[1, 2, 3, 6])}}
+    assert check(_with(_history(), done)).ok
+
+
+def test_outgoing_and_cluster_caps_bind_too():
+    two_out = {"type": "moves", "t": 1.8, "moving": {"orders/0": _moving([4, 2, 3], R0, isr=R0),
+                                                      "orders/1": _moving([5, 2, 3], R0, isr=R0)}}
+    violations = check(_with(_history(), two_out)).violations
+    assert any("outgoing cap 1 of broker 1: 2 moves" in v for v in violations), violations
+    three = {f"t/{i}": _moving([4 + i], [1 + i], isr=[1 + i]) for i in range(3)}
+    violations = check(_with(_history(), {"type": "moves", "t": 1.8, "moving": three})).violations
+    assert any("cluster cap 2: 3 moves copying" in v for v in violations), violations
+
+
+def test_a_history_without_a_sampled_move_or_without_caps_fails():
+    quiet = [r for r in _history() if r["type"] != "moves" or not r["moving"]]
+    assert "no move was sampled: the caps check had nothing to judge" in check(quiet).violations
+    capless = _history()
+    del capless[0]["caps"]
+    assert "history has no caps (meta): the caps check cannot run" in check(capless).violations
+
+
+def test_a_live_in_sync_replica_without_a_live_leader_fails():
+    down = _settled(why="broker_down")
+    down.update(live=[1, 2, 3, 5, 6])  # broker 4 stopped, still leading orders/0 with 5 and 6 in sync
+    del down["hosted"]
+    report = check(_with(_history(), down))
+    assert report.settled_violations == 1
+    assert "not settled after fault 1 (broker_down, looked for 0.0s): no live leader: orders/0 has live in-sync " \
+           "replicas [5, 6] and leader 4" in report.violations[0]
+    # Leaderless with no live in-sync replica left is what an election without one gives.
+    down["states"]["orders/0"].update(isr=[4], leader=-1)
+    assert check(_with(_history(), down)).ok
+
+
+def test_a_finished_rollbacks_added_replica_left_on_a_broker_fails():
+    # Rolled back to R0: broker 4 still hosts the replica the move had added.
+    ops = [_submit(1, {"orders/0": T1}), _cancel(2, ["orders/0"], {"orders/0": 0})]
+    history = _history(final_replicas=R0, ops=ops)
+    snapshot = next(r for r in history if r["type"] == "settled")
+    snapshot["hosted"]["4"]["orders/0"] = 2
+    report = check(history)
+    assert report.settled_violations == 1 and "broker 4 hosts replicas not assigned to it" in report.violations[0]
+    assert "['orders/0']" in report.violations[0]
+
+
+def test_a_missing_replica_and_a_stale_epoch_at_a_broker_fail():
+    history = _history()
+    snapshot = next(r for r in history if r["type"] == "settled")
+    del snapshot["hosted"]["5"]["orders/0"]
+    snapshot["hosted"]["6"]["orders/0"] = 1  # the LeaderAndIsr of epoch 2 never reached it
+    violations = check(history).violations
+    assert "broker 5 lacks replicas assigned to it: ['orders/0']" in violations[0]
+    assert "leader epoch at broker 6: orders/0 holds epoch 1, its state znode 2" in violations[1]
+
+
+def test_a_quiescence_without_its_snapshot_or_with_an_unreadable_one_fails():
+    history = [r for r in _history() if r["type"] != "settled"]
+    assert check(history).violations == [
+        "no settled snapshot at the quiescence after fault 1: leaders, hosting and the brokers' epochs went unchecked"]
+    unreadable = {"type": "settled", "t": 5.5, "fault": 1, "why": "quiescent", "waited_s": 30.1, "error": "ConnectionLoss()"}
+    violations = check(_with(history, unreadable)).violations
+    assert violations == ["not settled after fault 1 (quiescent, looked for 30.1s): no snapshot could be read: ConnectionLoss()"]
+
+
+@pytest.mark.parametrize("later", [
+    {"leader": 4, "leader_epoch": 1},  # went back
+    {"leader": 5, "leader_epoch": 2},  # a new leader under the old epoch
+])
+def test_a_leader_epoch_that_does_not_grow_fails(later):
+    sample = {"type": "state", "t": 2.5, "tp": "orders/0", "isr": [4, 5, 6], "mzxid": 140, **later}
+    report = check(_with(_history(), sample))
+    assert report.epoch_violations == 1 and report.violations[0].startswith("leader epoch ")
+    assert "orders/0 leader 4 epoch 2 (zxid 0x82)" in report.violations[0]
+
+
+def test_leader_epochs_are_judged_in_zxid_order_not_sampling_order():
+    # Recorded after the epoch-2 sample but written before it (zxid 0x78 < 0x82): growth.
+    earlier = {"type": "state", "t": 2.5, "tp": "orders/0", "leader": 1, "isr": R0, "leader_epoch": 1, "mzxid": 120}
+    assert check(_with(_history(), earlier)).ok
+
+
+def test_an_isr_change_keeps_the_epoch():
+    shrink = {"type": "state", "t": 2.5, "tp": "orders/0", "leader": 4, "isr": [4, 5], "leader_epoch": 2, "mzxid": 140}
+    assert check(_with(_history(), shrink)).ok
