@@ -32,6 +32,13 @@ STEPS = (
     ("alter_reassignments", "alter reassignments"),
     ("list_reassignments", "list reassignments"),
     ("cancel_reassignments", "cancel reassignments"),
+    # issue 23: Kafka's topic configs and log directories (KIP-113)
+    ("create_topic", "create topic with configs"),
+    ("describe_topic_configs", "describe configs: value and source"),
+    ("alter_configs", "alter configs, bad value refused"),
+    ("describe_log_dirs", "describe log dirs of every broker"),
+    ("move_log_dir", "move a replica between log dirs"),
+    ("delete_topic", "delete topic"),
 )
 TARGETS = (("standby", "standby controller"), ("broker", "simulated broker"))
 PASSED, FAILED, NO_SUCH_CALL = "ok", "FAILED", "no such call"
@@ -40,6 +47,16 @@ TIMEOUT_S = 20
 
 class NoSuchCall(Exception):
     """The client has no call for this step."""
+
+
+class Refused(Exception):
+    """The cluster refused a request; the message is its error and reason as the client gives them."""
+
+
+# Kafka's ConfigSource ids (DescribeConfigs v1+), for clients that hand back the number.
+CONFIG_SOURCES = {0: "UNKNOWN", 1: "DYNAMIC_TOPIC_CONFIG", 2: "DYNAMIC_BROKER_CONFIG",
+                  3: "DYNAMIC_DEFAULT_BROKER_CONFIG", 4: "STATIC_BROKER_CONFIG", 5: "DEFAULT_CONFIG",
+                  6: "DYNAMIC_BROKER_LOGGER_CONFIG", 7: "CLIENT_METRICS_CONFIG", 8: "GROUP_CONFIG"}
 
 
 class Adapter:
@@ -76,6 +93,28 @@ class Adapter:
 
     def list_reassignments(self) -> dict[tuple[str, int], dict]:
         """(topic, partition) -> {"replicas", "adding", "removing"}."""
+        raise NoSuchCall()
+
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict[str, str]) -> None:
+        raise NoSuchCall()
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str, str]]:
+        """Every config of the topic: key -> (value, Kafka's ConfigSource name)."""
+        raise NoSuchCall()
+
+    def alter_config(self, topic: str, key: str, value: str, current: dict[str, str]) -> None:
+        """Set ``key`` to ``value`` (``current``: the topic's own configs, for a client whose only
+        call replaces them all); Refused with the client's error text when the cluster refuses."""
+        raise NoSuchCall()
+
+    def describe_log_dirs(self) -> dict[int, dict[tuple[str, int], str]]:
+        """Every node's replicas and the directory each is in (nodes with none: empty)."""
+        raise NoSuchCall()
+
+    def move_replica(self, topic: str, partition: int, broker: int, directory: str) -> None:
+        raise NoSuchCall()
+
+    def delete_topic(self, topic: str) -> None:
         raise NoSuchCall()
 
 
@@ -137,6 +176,53 @@ class KafkaPython(Adapter):
                                            "removing": r["removing_replicas"]}
                 for tp, r in self.admin.list_partition_reassignments().items()}
 
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict[str, str]) -> None:
+        from kafka.admin import NewTopic
+
+        answer = self.admin.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)],
+                                          timeout_ms=TIMEOUT_S * 1000)
+        assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [(topic, 0)], answer
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str, str]]:
+        from kafka.admin import ConfigResource, ConfigResourceType
+
+        got = self.admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)], config_filter="all")
+        return {k: (v["value"], v["config_source"]) for k, v in got["topic"][topic].items()}
+
+    def alter_config(self, topic: str, key: str, value: str, current: dict[str, str]) -> None:
+        from kafka.admin import AlterConfigOp, ConfigResource, ConfigResourceType
+
+        # IncrementalAlterConfigs (the client's default when the cluster offers it): SET one key.
+        # raise_on_unknown=False: the client's own pre-check (a DescribeConfigs to any node, which
+        # may not know a topic created a moment ago) is skipped, so the cluster judges the value.
+        result = self.admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
+                                                          configs={key: (AlterConfigOp.SET, value)})],
+                                          incremental=True, raise_on_unknown=False)["topic"][topic]
+        if result != "OK":
+            raise Refused(str(result))
+
+    def describe_log_dirs(self) -> dict[int, dict[tuple[str, int], str]]:
+        out = {}
+        for node in self.admin.describe_log_dirs():  # every node of the cluster
+            dirs = out.setdefault(node["broker"], {})
+            for d in node["log_dirs"]:
+                assert d["error_code"] == 0, d
+                for t in d["topics"]:
+                    for p in t["partitions"]:
+                        if not p["is_future_key"]:
+                            dirs[(t["name"], p["partition_index"])] = d["log_dir"]
+        return out
+
+    def move_replica(self, topic: str, partition: int, broker: int, directory: str) -> None:
+        from kafka.errors import NoError
+
+        answer = self.admin.alter_replica_log_dirs({(topic, partition, broker): directory})
+        assert list(answer.values()) == [NoError], answer
+
+    def delete_topic(self, topic: str) -> None:
+        answer = self.admin.delete_topics([topic], timeout_ms=TIMEOUT_S * 1000)
+        assert [(t["name"], t["error_code"]) for t in answer["topics"]] == [(topic, 0)], answer
+
 
 class AioKafka(Adapter):
     """aiokafka's AIOKafkaAdminClient, driven from its own event loop."""
@@ -196,6 +282,41 @@ class AioKafka(Adapter):
                     out.update({entry[0]: entry[1] for entry in entries})
         return out
 
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict[str, str]) -> None:
+        from aiokafka.admin import NewTopic
+
+        answer = self.run(self.admin.create_topics([NewTopic(topic, partitions, replication, topic_configs=configs)]))
+        assert [(t[0], t[1]) for t in answer.topic_errors] == [(topic, 0)], answer
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str, str]]:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        responses = self.run(self.admin.describe_configs([ConfigResource(ConfigResourceType.TOPIC, topic)],
+                                                         include_synonyms=True))
+        out = {}
+        for response in responses:
+            for error_code, message, _type, name, entries in response.resources:
+                assert error_code == 0, (error_code, message)
+                if name == topic:
+                    # v1+: (name, value, read_only, config_source, is_sensitive, synonyms, ...)
+                    out.update({e[0]: (e[1], CONFIG_SOURCES.get(e[3], str(e[3]))) for e in entries})
+        return out
+
+    def alter_config(self, topic: str, key: str, value: str, current: dict[str, str]) -> None:
+        from aiokafka.admin.config_resource import ConfigResource, ConfigResourceType
+
+        # aiokafka has AlterConfigs only (no IncrementalAlterConfigs): the whole set, one key changed
+        responses = self.run(self.admin.alter_configs([ConfigResource(ConfigResourceType.TOPIC, topic,
+                                                                      configs={**current, key: value})]))
+        for response in responses:
+            for error_code, message, _type, _name in response.resources:
+                if error_code:
+                    raise Refused(f"error {error_code}: {message}")
+
+    def delete_topic(self, topic: str) -> None:
+        answer = self.run(self.admin.delete_topics([topic]))
+        assert [(t[0], t[1]) for t in answer.topic_error_codes] == [(topic, 0)], answer
+
 
 class ConfluentKafka(Adapter):
     """confluent-kafka's AdminClient (librdkafka)."""
@@ -239,6 +360,36 @@ class ConfluentKafka(Adapter):
         resource = ConfigResource("topic", topic)
         entries = self.admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
         return {name: entry.value for name, entry in entries.items()}
+
+    def create_topic(self, topic: str, partitions: int, replication: int, configs: dict[str, str]) -> None:
+        from confluent_kafka.admin import NewTopic
+
+        [future] = self.admin.create_topics([NewTopic(topic, num_partitions=partitions, replication_factor=replication,
+                                                      config=configs)], request_timeout=TIMEOUT_S).values()
+        future.result(TIMEOUT_S)
+
+    def topic_configs(self, topic: str) -> dict[str, tuple[str, str]]:
+        from confluent_kafka.admin import ConfigResource, ConfigSource
+
+        resource = ConfigResource("topic", topic)
+        entries = self.admin.describe_configs([resource], request_timeout=TIMEOUT_S)[resource].result(TIMEOUT_S)
+        return {name: (e.value, ConfigSource(e.source).name) for name, e in entries.items()}
+
+    def alter_config(self, topic: str, key: str, value: str, current: dict[str, str]) -> None:
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import AlterConfigOpType, ConfigEntry, ConfigResource
+
+        entry = ConfigEntry(key, value, incremental_operation=AlterConfigOpType.SET)
+        [future] = self.admin.incremental_alter_configs([ConfigResource("topic", topic, incremental_configs=[entry])],
+                                                        request_timeout=TIMEOUT_S).values()
+        try:
+            future.result(TIMEOUT_S)
+        except KafkaException as e:
+            raise Refused(f"{e.args[0].name()}: {e.args[0].str()}") from None
+
+    def delete_topic(self, topic: str) -> None:
+        [future] = self.admin.delete_topics([topic], request_timeout=TIMEOUT_S).values()
+        future.result(TIMEOUT_S)
 
 
 class Kcat(Adapter):

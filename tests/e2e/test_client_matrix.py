@@ -33,6 +33,7 @@ from tests.e2e.client_matrix import (
     STEPS,
     TARGETS,
     NoSuchCall,
+    Refused,
     save_results,
 )
 from tests.e2e.processes import running_cluster, wait_for
@@ -43,8 +44,15 @@ pytestmark = [pytest.mark.e2e, pytest.mark.zk, pytest.mark.timeout(180)]
 CONTROLLER_IDS = (101, 102)
 BROKERS = (1, 2, 3)
 TOPIC = "orders"
-SIM_ARGS = ["--brokers", "3", "--topics", f"{TOPIC}:4:2:64MiB", "--bandwidth", "1KiB", "--produce-rate", "0"]
+LOG_DIRS = ("/data/d1", "/data/d2")
+SIM_ARGS = ["--brokers", "3", "--topics", f"{TOPIC}:4:2:64MiB", "--bandwidth", "1KiB", "--produce-rate", "0",
+            "--log-dirs", ",".join(LOG_DIRS)]
 TOPIC_CONFIG = {"retention.ms": "86400000"}
+# The topic each client creates (its own name per client and target), with standard configs
+NEW_TOPIC_CONFIGS = {"retention.ms": "3600000", "cleanup.policy": "compact,delete", "min.insync.replicas": "1",
+                     "segment.bytes": "16777216"}
+# A config the topic does not set: described at Kafka's default
+DEFAULT_KEY = ("retention.bytes", "-1", "DEFAULT_CONFIG")
 # The partition each (client, target) that can reassign moves and cancels.
 PARTITION = {("kafka-python", "standby"): 0, ("kafka-python", "broker"): 1,
              ("aiokafka", "standby"): 2, ("aiokafka", "broker"): 3,
@@ -93,8 +101,10 @@ def _requests_seen(c) -> Counter:
 # The requests that surely reach a controller when a client bootstraps from the standby: its
 # first ApiVersions and Metadata go to the bootstrap address, and reassignments to the active
 # controller. Other requests (DescribeConfigs, later Metadata) go to whichever node the client
-# picks, so counting them would make the column change from run to run.
-ALWAYS_TO_A_CONTROLLER = {18, 3, 45, 46}
+# picks, so counting them would make the column change from run to run. CreateTopics and
+# DeleteTopics go to the controller Metadata names; DescribeLogDirs to every node, controllers
+# included (a client that has it fans it out).
+ALWAYS_TO_A_CONTROLLER = {18, 3, 45, 46, 19, 20, 35}
 
 
 def _sent(before: Counter, after: Counter) -> list[str]:
@@ -118,8 +128,9 @@ def _eventually(ask, expected) -> None:
     assert got == want
 
 
-def _scenario(c, adapter, partition: int):
-    """(step, callable) in STEPS order; each callable raises on a wrong answer."""
+def _scenario(c, adapter, partition: int, topic: str):
+    """(step, callable) in STEPS order; each callable raises on a wrong answer. ``topic``: the
+    one this client creates, describes, alters and deletes."""
     original = c.replicas(TOPIC, partition)
     spare = next(b for b in BROKERS if b not in original)
     target = [original[0], spare]
@@ -169,7 +180,84 @@ def _scenario(c, adapter, partition: int):
         "list_topics": list_topics, "list_brokers": list_brokers, "find_controller": find_controller,
         "describe_topics": describe_topics, "describe_configs": describe_configs,
         "alter_reassignments": alter, "list_reassignments": list_, "cancel_reassignments": cancel,
+        **_topic_and_log_dir_steps(c, adapter, topic),
     }
+
+
+def _topic_and_log_dir_steps(c, adapter, topic: str) -> dict:
+    """Issue 23's steps: a topic created with standard configs, described (value and source),
+    altered (a bad value refused with its reason), every broker's log dirs described, a replica
+    moved between two directories of its broker and seen there, the topic deleted."""
+
+    def create():
+        adapter.create_topic(topic, 2, 2, NEW_TOPIC_CONFIGS)
+        wait_for(lambda: c.zk.exists(f"/brokers/topics/{topic}"), WAIT_S, "the topic znode")
+        assert c.json(f"/config/topics/{topic}")["config"] == NEW_TOPIC_CONFIGS
+
+    def describe():
+        want = {k: (v, "DYNAMIC_TOPIC_CONFIG") for k, v in NEW_TOPIC_CONFIGS.items()}
+        key, value, source = DEFAULT_KEY
+        want[key] = (value, source)
+
+        # A simulated broker may answer, and learns of the topic and its configs from ZooKeeper
+        # watches: until then it answers UNKNOWN_TOPIC_OR_PARTITION, as a Kafka broker would.
+        deadline = time.monotonic() + WAIT_S
+        while True:
+            try:
+                got = adapter.topic_configs(topic)
+                got = {k: got.get(k) for k in want}
+            except NoSuchCall:
+                raise
+            except Exception as e:  # noqa: BLE001 - asked again until WAIT_S, then raised
+                got = e
+            if got == want:
+                return
+            if time.monotonic() > deadline:
+                raise AssertionError(f"described {got!r}, want {want!r}")
+            time.sleep(0.2)
+
+    def alter():
+        adapter.alter_config(topic, "retention.ms", "7200000", NEW_TOPIC_CONFIGS)
+        wait_for(lambda: c.json(f"/config/topics/{topic}")["config"].get("retention.ms") == "7200000", WAIT_S,
+                 "retention.ms altered in ZooKeeper")
+        now = c.json(f"/config/topics/{topic}")["config"]
+        try:
+            adapter.alter_config(topic, "min.insync.replicas", "0", now)
+        except Refused as e:  # Kafka's reason names the key and the rule
+            assert "min.insync.replicas" in str(e) and "at least 1" in str(e), str(e)
+        else:
+            raise AssertionError("min.insync.replicas=0 was accepted")
+        assert c.json(f"/config/topics/{topic}")["config"] == now  # nothing written
+
+    def assigned() -> dict[tuple[str, int], list[int]]:
+        return {(topic, int(p)): r for p, r in c.topic(topic)["partitions"].items()}
+
+    def log_dirs():
+        def every_replica():
+            got = adapter.describe_log_dirs()
+            if not set(BROKERS) <= set(got):
+                return None
+            assert all(not got[n] for n in CONTROLLER_IDS if n in got)  # controllers hold no directory
+            return all(got[b].get(tp) in LOG_DIRS for tp, replicas in assigned().items() for b in replicas) or None
+        wait_for(every_replica, WAIT_S, "every broker to describe its replicas of the topic in its directories")
+
+    def move():
+        tp = (topic, 0)
+        described = adapter.describe_log_dirs()  # first: a client without the call has no move either
+        broker = assigned()[tp][0]
+        where = described[broker][tp]
+        other = next(d for d in LOG_DIRS if d != where)
+        adapter.move_replica(topic, 0, broker, other)
+        wait_for(lambda: adapter.describe_log_dirs()[broker].get(tp) == other, WAIT_S,
+                 f"the replica of {topic}-0 on broker {broker} to be described in {other}")
+
+    def delete():
+        adapter.delete_topic(topic)
+        wait_for(lambda: not c.zk.exists(f"/brokers/topics/{topic}") and topic not in adapter.list_topics(), WAIT_S,
+                 "the topic to be gone, in ZooKeeper and for the client")
+
+    return {"create_topic": create, "describe_topic_configs": describe, "alter_configs": alter,
+            "describe_log_dirs": log_dirs, "move_log_dir": move, "delete_topic": delete}
 
 
 @pytest.mark.parametrize("target", [t for t, _ in TARGETS])
@@ -178,7 +266,7 @@ def test_client_runs_the_admin_scenario(cluster, adapter_class, target):
     adapter = adapter_class()
     version = adapter.version()
     rows, failures = [], []
-    steps = _scenario(cluster, adapter, PARTITION[(adapter.name, target)])
+    steps = _scenario(cluster, adapter, PARTITION[(adapter.name, target)], f"matrix-{adapter.name}-{target}")
     opened = False
     before = _requests_seen(cluster)
     for step, _label in STEPS:
