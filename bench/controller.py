@@ -89,6 +89,23 @@ Figures (printed last, one per line):
   of about that size, so the ceiling is approximate, and it holds for instant brokers only: with
   real brokers, copying data is the limit long before ZooKeeper is.
 
+* ``partitions_per_second_sockets``, ``zk_ops_per_partition_sockets`` and
+  ``controller_fraction_of_zk_limit_sockets`` (the same ceiling at this run's ops per
+  partition): the same coalescing controller, in this process, against ``reassignd sim``'s
+  brokers over real sockets (12 brokers started as the end-to-end tests start them, replicas
+  of 1 KiB fetched at 1 GiB/s and nothing produced, so copies are unthrottled and done within
+  a tick), on ``--socket-partitions`` partitions fed the same way, without the failover.
+  LeaderAndIsr, StopReplica, UpdateMetadata and DescribeLogDirs are framed, sent and answered
+  over TCP, and the new replicas' ISR growth comes from the leaders' own ISR writes and
+  notifications. The sim writes each ISR change with its own conditional set, one after the
+  other for all its brokers (Kafka's ZooKeeper-mode brokers also write one partition's ISR
+  per update, but each broker on its own), so this rate is bound by the sim's writes, not the
+  controller's: ``controller_cpu_ms_per_partition_sockets`` is the controller's own CPU per
+  partition in that run.
+
+The default sizes finish in about a minute on a shared 2-core machine (``DEFAULT_SIZES``);
+``--full`` runs the issue's 100,000 partitions (``FULL_SIZES``).
+
 All figures go to bench/results.json through bench.results.
 
 A run that completes no partition for STALL_S seconds prints where the controller, the
@@ -96,7 +113,8 @@ instant brokers and every task stand and fails, rather than hanging. Completed p
 counted as a set: those of the killed controller's last step, whose writes may have landed
 without it seeing them, are read back from the topic znodes after the kill.
 
-    .venv/bin/python bench/controller.py [--partitions 100000] [--peer-partitions 1000] [--rounds 1]
+    .venv/bin/python bench/controller.py [--partitions 10000] [--peer-partitions 500] [--socket-partitions 2000]
+                                         [--rounds 1] [--full]
 """
 
 from __future__ import annotations
@@ -105,7 +123,9 @@ import argparse
 import asyncio
 import json
 import logging
+import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -126,6 +146,7 @@ from controller.shell.inbox import Inbox  # noqa: E402
 from controller.shell.journal import MoveJournal, RecordIds  # noqa: E402
 from controller.shell.metrics import MeteredInbox, MeteredStore, Metrics  # noqa: E402
 from controller.shell.role import Role  # noqa: E402
+from controller.shell.transport import TcpTransport  # noqa: E402
 from znodes import paths  # noqa: E402
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, SetData  # noqa: E402
 from znodes.batch import BatchedWriter, FlushError  # noqa: E402
@@ -378,13 +399,23 @@ async def create_cluster(store, topics):
     await writer.flush()
 
 
+def feed_window(n_partitions: int) -> tuple[int, int]:
+    """The feeder's (low, high) entries: FEED_LOW and FEED_HIGH, or for a run under 20,000
+    partitions a fifth and two fifths of it, so that the work keeps arriving while moves run
+    (with all of it in the znode at once, instant brokers finish every move in a burst and a
+    failover half-way finds nothing in flight to resume)."""
+    low = min(FEED_LOW, max(1, n_partitions // 5))
+    return low, min(FEED_HIGH, 2 * low)
+
+
 async def feed(store, targets: dict, stop: asyncio.Event):
-    """Keep /admin/reassign_partitions between FEED_LOW and FEED_HIGH entries."""
+    """Keep /admin/reassign_partitions between feed_window's low and high entries."""
+    low, high = feed_window(len(targets))
     queue = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]
     while queue and not stop.is_set():
         # Look at the size first: parsing a 600 KB znode every poll would only steal CPU.
         stat = await store.exists(paths.REASSIGN_PARTITIONS)
-        if stat is not None and stat.data_length > FEED_LOW * FEED_BYTES_PER_ENTRY:
+        if stat is not None and stat.data_length > low * FEED_BYTES_PER_ENTRY:
             await asyncio.sleep(0.02)
             continue
         try:
@@ -393,8 +424,8 @@ async def feed(store, targets: dict, stop: asyncio.Event):
         except NoNodeError:
             data, stat, doc = None, None, {"version": 1, "partitions": []}
         have = len(doc["partitions"])
-        if have < FEED_LOW:
-            take = queue[: FEED_HIGH - have]
+        if have < low:
+            take = queue[: high - have]
             doc["partitions"] += take
             payload = json.dumps(doc, separators=(",", ":")).encode()
             try:
@@ -434,6 +465,11 @@ async def count_in_flight(store, topics) -> int:
 
 # ---- one run ------------------------------------------------------------------------------------------
 
+
+# The default run finishes in about a minute on a shared 2-core machine; --full is the issue's
+# 100,000 partitions (the sockets run too: the sim then ticks over 300,000 replicas).
+DEFAULT_SIZES = {"partitions": 10_000, "peer_partitions": 500, "socket_partitions": 2_000}
+FULL_SIZES = {"partitions": 100_000, "peer_partitions": 1_000, "socket_partitions": 100_000}
 
 # Prometheus scrapes this often in docker/prometheus.yml: the metrics-on run is scraped too.
 SCRAPE_INTERVAL_S = 5.0
@@ -526,7 +562,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         while len(completed) < n_partitions // 2:
             await asyncio.sleep(0.01)
         most, deadline = 0, time.perf_counter() + KILL_WINDOW_S
-        while (now := running()) < min(FEED_LOW // 2, n_partitions // 10) and time.perf_counter() < deadline:
+        while (now := running()) < min(feed_window(n_partitions)[0] // 2, n_partitions // 10) and time.perf_counter() < deadline:
             most = max(most, now)
             await asyncio.sleep(0.001)
         print(f"killing with {running()} moves running (most seen while waiting: {most})", file=sys.stderr)
@@ -577,7 +613,8 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         "timed_calls": sum(sum(t[0]) for r in registries for t in r.zk.calls.values()),
         "partitions": n_partitions,
         "counts": counts,
-        "failover": (first_step_after_failover[0] - elected_at) if failover else None,
+        # None: the new controller completed nothing (every move had finished before the kill).
+        "failover": (first_step_after_failover[0] - elected_at) if failover and first_step_after_failover else None,
         "in_flight_at_failover": in_flight_at_failover,
         "election_seconds": election_seconds,
     }
@@ -603,7 +640,8 @@ async def stall_watchdog(completed, actives, brokers) -> None:
                   f"{len(state.requests)} requests, {len(state.states)} states held", file=out)
             for tp, move in list(state.tasks.items())[:5]:
                 print(f"  {tp}: {move!r}; state {state.states.get(tp)!r}", file=out)
-        print(f"instant brokers: {len(brokers.pending)} ISR writes pending", file=out)
+        if brokers is not None:
+            print(f"instant brokers: {len(brokers.pending)} ISR writes pending", file=out)
         for task in asyncio.all_tasks():
             task.print_stack(limit=6, file=out)
         raise RuntimeError(f"stalled: no partition completed for {STALL_S:.0f}s")
@@ -613,6 +651,127 @@ async def scrape_forever(registry: Metrics) -> None:
     while True:
         await asyncio.sleep(SCRAPE_INTERVAL_S)
         registry.scrape()
+
+
+# ---- simulated brokers over real sockets ------------------------------------------------------------
+
+REPO = Path(__file__).resolve().parents[1]
+# Each replica holds this much and every broker fetches at this rate, with nothing produced:
+# a copy is done within one tick of the simulation, unthrottled, so what the figure adds to
+# the instant brokers' is the brokers' side over TCP (LeaderAndIsr, StopReplica and
+# UpdateMetadata framed, sent and answered; DescribeLogDirs at the election; ISR changes
+# written by the leaders' own sessions when the new replicas have caught up).
+SOCKET_PARTITION_SIZE = "1KiB"
+SOCKET_SIM_ARGS = ["--bandwidth", "1GiB", "--produce-rate", "0", "--tick-ms", "20"]
+# The sim creates its topics and registers its brokers before it prints its ready line.
+SIM_START_TIMEOUT_S = 300
+
+
+def socket_topics(n_partitions: int) -> list[str]:
+    """``--topics`` specs for the sim: topics of PARTITIONS_PER_TOPIC partitions, RF 3."""
+    specs, left, i = [], n_partitions, 0
+    while left > 0:
+        count = min(PARTITIONS_PER_TOPIC, left)
+        specs.append(f"topic{i:04d}:{count}:{RF}:{SOCKET_PARTITION_SIZE}")
+        left, i = left - count, i + 1
+    return specs
+
+
+def moved_targets(assignments: dict[str, dict[str, list[int]]], brokers: list[int]) -> dict[tuple[str, int], list[int]]:
+    """Every replica moves, as with the instant brokers: a partition's target is the first RF
+    brokers after its last replica (in id order, wrapping) that do not hold it."""
+    out = {}
+    for topic, parts in assignments.items():
+        for p, replicas in parts.items():
+            start = brokers.index(replicas[-1])
+            ring = brokers[start + 1:] + brokers[:start + 1]
+            out[(topic, int(p))] = [b for b in ring if b not in replicas][:RF]
+    return out
+
+
+def start_sim(hosts: str, n_partitions: int, log_path: Path) -> tuple[subprocess.Popen, dict]:
+    """``reassignd sim`` on ``hosts``, as the end-to-end tests start it; its ready line."""
+    args = [sys.executable, "-m", "reassignd", "sim", "--zookeeper", hosts, "--brokers", str(BROKERS),
+            "--topics", *socket_topics(n_partitions), *SOCKET_SIM_ARGS]
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(args, cwd=REPO, stdout=subprocess.PIPE, stderr=log,
+                                env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    line = proc.stdout.readline()  # the sim prints nothing else on stdout
+    if not line:
+        proc.wait(SIM_START_TIMEOUT_S)
+        raise RuntimeError(f"reassignd sim did not start: {log_path.read_text()[-2000:]}")
+    return proc, json.loads(line)
+
+
+def stop_sim(proc: subprocess.Popen) -> None:
+    if proc.poll() is None:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+
+
+async def run_sockets(hosts: str, n_partitions: int, workdir: Path) -> dict:
+    """The coalescing controller in this process, its brokers the sim's over TCP: election,
+    the work fed as for the instant brokers, until every partition is at its target. No
+    failover (the instant-broker run measures that)."""
+    feeder_store = await connect(hosts, session_timeout=30, create_chroot=True)
+    proc, ready = await asyncio.to_thread(start_sim, hosts, n_partitions, workdir / "sim.log")
+    try:
+        brokers = sorted(int(b) for b in ready["brokers"])
+        endpoints = {int(b): (a.rsplit(":", 1)[0], int(a.rsplit(":", 1)[1])) for b, a in ready["brokers"].items()}
+        targets = moved_targets(ready["topics"], brokers)
+        topics = sorted(ready["topics"])
+        counts: dict = {}
+        completed: set = set()
+        done = asyncio.Event()
+
+        def on_step(step):
+            completed.update(step.completed)
+            if len(completed) >= n_partitions:
+                done.set()
+
+        store = CountingStore(await connect(hosts, session_timeout=10), counts)
+        won = await try_elect(store, 1)
+        assert won is not None, "another controller is active"
+        inbox = Inbox(store)
+        transport = TcpTransport(endpoints.get)
+        active = CountedController(
+            store, inbox, controller_id=1, epoch=won.epoch, epoch_zkversion=won.epoch_zkversion, transport=transport,
+            config=ControllerConfig(max_incoming_per_broker=10**6, max_outgoing_per_broker=10**6,
+                                    max_cluster_moves=FEED_HIGH),
+            on_step=on_step,
+        )
+        task = asyncio.create_task(active.run())
+        while active.state is None or len(active.state.states) < n_partitions:
+            if task.done():
+                task.result()  # raises what stopped it
+            await asyncio.sleep(0.01)
+        stop_feeding = asyncio.Event()
+        started, cpu_started = time.perf_counter(), time.process_time()
+        feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
+        watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), [active], None))
+        finished = asyncio.create_task(done.wait())
+        await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
+        if not finished.done():
+            finished.cancel()
+            watchdog.result()  # raises the stall
+        watchdog.cancel()
+        elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
+        stop_feeding.set()
+        await feeder
+        assert await at_target(feeder_store, topics, targets) == set(targets), "not every partition at its target"
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        inbox.close()
+        await transport.close()
+        await store.close()
+    finally:
+        await asyncio.to_thread(stop_sim, proc)
+        await feeder_store.close()
+    return {"elapsed": elapsed, "cpu": cpu, "partitions": n_partitions, "counts": counts}
 
 
 # ZooKeeper ops the ceiling measurement writes: 20 multi-ops of 1,000, as bench/zk_writes.py.
@@ -648,6 +807,10 @@ async def main_async(args) -> dict:
                 results["peer"] = await run(
                     zk.connect_string + "/peer", args.peer_partitions, coalesce=False, failover=False
                 )
+            if args.socket_partitions:
+                results["sockets"] = await run_sockets(zk.connect_string + "/sockets", args.socket_partitions, Path(tmp))
+                one = results["sockets"]
+                print(f"sockets: {one['partitions'] / one['elapsed']:.0f} partitions/s", file=sys.stderr)
             # The limit, on the same ZooKeeper in the same run: partition-state-sized creates in
             # multi-ops of the controller's size (BatchedWriter), every multi-op in flight at once.
             ceiling_s, _ = await multi_ceiling(zk.connect_string, "/ceiling", workload("/ceiling", CEILING_OPS))
@@ -659,8 +822,15 @@ async def main_async(args) -> dict:
 
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    parser.add_argument("--partitions", type=int, default=100_000)
-    parser.add_argument("--peer-partitions", type=int, default=1_000)
+    parser.add_argument("--partitions", type=int, default=DEFAULT_SIZES["partitions"],
+                        help=f"partitions of the instant-broker runs (default {DEFAULT_SIZES['partitions']:,})")
+    parser.add_argument("--peer-partitions", type=int, default=DEFAULT_SIZES["peer_partitions"],
+                        help=f"partitions of the uncoalesced peer's run (default {DEFAULT_SIZES['peer_partitions']:,})")
+    parser.add_argument("--socket-partitions", type=int, default=DEFAULT_SIZES["socket_partitions"],
+                        help="partitions of the run with simulated brokers over real sockets "
+                             f"(default {DEFAULT_SIZES['socket_partitions']:,}; 0 skips it)")
+    parser.add_argument("--full", action="store_true",
+                        help="the issue's sizes: " + ", ".join(f"--{k.replace('_', '-')} {v:,}" for k, v in FULL_SIZES.items()))
     parser.add_argument("--debug", action="store_true", help="log every controller step")
     parser.add_argument("--no-metrics-off-run", dest="metrics_off_run", action="store_false",
                         help="skip the second run without metrics (partitions_per_second_metrics_off)")
@@ -668,6 +838,9 @@ def main() -> int:
                         help="pairs of runs with metrics on and off, alternating which goes first; the figures "
                              "are the medians (default 1)")
     args = parser.parse_args()
+    if args.full:
+        for name, value in FULL_SIZES.items():
+            setattr(args, name, value)
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.debug:
         logging.getLogger("reassignd.controller").setLevel(logging.DEBUG)
@@ -722,17 +895,37 @@ def main() -> int:
     figures["zk_limit_partitions_per_second"] = round(limit)
     figures["controller_fraction_of_zk_limit"] = round(rate / limit, 2)
     figures["in_flight_at_failover"] = ours["in_flight_at_failover"]
-    figures["failover_resume_seconds"] = round(ours["failover"], 2)
+    if ours["failover"] is not None:
+        figures["failover_resume_seconds"] = round(ours["failover"], 2)
+    else:
+        print("failover_resume_seconds not measured: every move had finished before the kill", file=sys.stderr)
     if ratio is not None:
         figures["speedup_vs_uncoalesced"] = round(ratio, 1)
+    if "sockets" in results:
+        sock = results["sockets"]
+        sock_rate = sock["partitions"] / sock["elapsed"]
+        sock_ops = (sock["counts"].get("writes", 0) + sock["counts"].get("reads", 0)) / sock["partitions"]
+        print(f"simulated brokers over sockets: {sock['partitions']} partitions in {sock['elapsed']:.1f}s, "
+              f"{sock['counts'].get('multis', 0)} multi-ops, {sock['counts'].get('metadata_reads', 0)} reads for the "
+              "election's full UpdateMetadata (not counted, as above)")
+        figures["partitions_per_second_sockets"] = round(sock_rate)
+        figures["zk_ops_per_partition_sockets"] = round(sock_ops, 2)
+        # The same ceiling, at the ops per partition this run paid.
+        figures["controller_fraction_of_zk_limit_sockets"] = round(sock_rate / (results["ceiling_ops_per_second"] / sock_ops), 2)
+        # This process's CPU (the controller and the feeder; the sim is its own process) per
+        # partition: how much of the wall clock the controller itself accounts for.
+        figures["controller_cpu_ms_per_partition_sockets"] = round(sock["cpu"] * 1000 / sock["partitions"], 2)
     bench_results.finish(
         "controller", figures,
         peer="this controller with coalescing off (one engine step and one flush per partition change), "
              "on --peer-partitions; both sides with instant brokers",
         sizes={"partitions": args.partitions, "peer_partitions": args.peer_partitions, "rounds": args.rounds,
-               "brokers": "instant (in-process)"},
+               "socket_partitions": args.socket_partitions,
+               "brokers": "instant (in-process); *_sockets: reassignd sim over TCP"},
         notes=["instant brokers: an in-process stand-in whose replicas catch up the moment a LeaderAndIsr names them "
-               "(requests still encoded and framed); no sockets, no copying"],
+               "(requests still encoded and framed); no sockets, no copying",
+               f"*_sockets: the same controller against {BROKERS} reassignd sim brokers over TCP (replicas of "
+               f"{SOCKET_PARTITION_SIZE}, 1 GiB/s fetches: copies unthrottled), on --socket-partitions, no failover"],
         started=started)
     return 0
 
