@@ -14,10 +14,8 @@ from __future__ import annotations
 
 import asyncio
 
-import protocol.messages as wire
 from protocol import ApiKey
-from protocol.connection import FrameConnection
-from protocol_aio import read_frame
+from protocol_aio import ClientConnection
 
 OUR_LOG_DIRS_VERSIONS = (0, 4)  # the versions of DescribeLogDirs our codec speaks
 CLIENT_ID = "reassignd-snapshot"
@@ -25,18 +23,6 @@ CLIENT_ID = "reassignd-snapshot"
 
 class LogDirsError(Exception):
     """One broker's size query failed (unreachable, error code, malformed answer)."""
-
-
-async def _roundtrip(reader, writer, api_key: int, version: int, correlation_id: int, body: dict) -> dict:
-    writer.write(wire.encode_request(api_key, version, correlation_id, CLIENT_ID, body))
-    await writer.drain()
-    # A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each); its size is
-    # checked against protocol.wire_limits before it is read (a FrameError is a ValueError).
-    frame = await read_frame(reader, FrameConnection.client())
-    header, decoded = wire.decode_response(api_key, version, frame)
-    if header.get("correlation_id") != correlation_id:
-        raise LogDirsError(f"correlation id {header.get('correlation_id')} does not match {correlation_id}")
-    return decoded
 
 
 class BrokerLogDirs(dict):
@@ -74,9 +60,12 @@ async def broker_answer(host: str, port: int, timeout: float = 10.0) -> dict:
     highest version both sides speak; LogDirsError when it cannot be had or carries an error."""
 
     async def run():
-        reader, writer = await asyncio.open_connection(host, port)
+        # A DescribeLogDirs answer lists every replica a broker holds (~40 bytes each); its size
+        # is checked against protocol.wire_limits before it is read (a FrameError is a ValueError).
+        conn = await ClientConnection.open(host, port, connect_timeout_s=timeout, client_id=CLIENT_ID,
+                                           name=f"{host}:{port}")
         try:
-            versions = await _roundtrip(reader, writer, ApiKey.API_VERSIONS, 0, 1, {})
+            versions = await conn.request(ApiKey.API_VERSIONS, 0, {})
             if versions.get("error_code", 0) != 0:
                 raise LogDirsError(f"ApiVersions error code {versions['error_code']}")
             theirs = {k["api_key"]: (k["min_version"], k["max_version"]) for k in versions.get("api_keys", [])}
@@ -86,13 +75,9 @@ async def broker_answer(host: str, port: int, timeout: float = 10.0) -> dict:
             version = min(hi, OUR_LOG_DIRS_VERSIONS[1])
             if version < max(lo, OUR_LOG_DIRS_VERSIONS[0]):
                 raise LogDirsError(f"no common DescribeLogDirs version (broker {lo}-{hi})")
-            answer = await _roundtrip(reader, writer, ApiKey.DESCRIBE_LOG_DIRS, version, 2, {"topics": None})
+            answer = await conn.request(ApiKey.DESCRIBE_LOG_DIRS, version, {"topics": None})
         finally:
-            writer.close()
-            try:
-                await writer.wait_closed()
-            except OSError:
-                pass
+            await conn.close()
         if answer.get("error_code", 0) != 0:
             raise LogDirsError(f"DescribeLogDirs error code {answer['error_code']}")
         return answer
