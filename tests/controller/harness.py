@@ -309,13 +309,16 @@ class ControllerHandle:
 
 
 class Harness:
-    def __init__(self, brokers: int = 6, topics=("t:4:3:64KiB",), config: ControllerConfig | None = None):
+    def __init__(self, brokers: int = 6, topics=("t:4:3:64KiB",), config: ControllerConfig | None = None,
+                 log_dirs: tuple[str, ...] = ()):
+        """``log_dirs``: every broker's log directories (KIP-113; default one)."""
         self.server = TwinServer()
         self.clock = ManualClock()
         settings = ClusterSettings(
             brokers=brokers,
             copy=CopySettings(bandwidth=2 * MB, produce_bytes=0, produce_messages=0),
-            broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.25, isr_notification_max_delay=1.0),
+            broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.25, isr_notification_max_delay=1.0,
+                                log_dirs=log_dirs),
         )
         self.cluster = SimulatedCluster(self.server.connect, settings, clock=self.clock, serve=False)
         self.topic_specs = [parse_topic_spec(t) for t in topics]
