@@ -178,6 +178,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from controller.core import (
+    admin_requests,
     broker_failure,
     cancel,
     elections,
@@ -198,16 +199,19 @@ from controller.core.events import (
     MetadataRead,
     OfflineCheck,
     QueueRead,
+    ReassignRequested,
     ReplicaSizes,
     ReplicasHosted,
     RequestsRead,
     Resume,
+    ScheduleDue,
     StatesRead,
     StopReplicaSent,
+    ThrottleRequested,
     TopicConfigsRead,
     TopicsRead,
 )
-from controller.core.flush import OTHER, QUEUE, ROLLBACK
+from controller.core.flush import ADMIN, OTHER, QUEUE, ROLLBACK
 from controller.core.state import ClusterState, Delta
 from controller.core.task import Phase
 from controller.core.working_set import WorkingSet
@@ -249,6 +253,10 @@ class Step:
     # Step 12: (token, {partition: (error code, message)}) per ElectionRequested, answered by
     # the shell once ``writes`` landed.
     elections: list = field(default_factory=list)
+    # An admin_requests.Answer per admin request of the step: answered once ``writes`` landed.
+    answers: list = field(default_factory=list)
+    # Moves held back until the step's entries landed: the shell queues a ScheduleDue then.
+    follow_up: bool = False
 
 
 slot_usage = reassignment.slot_usage  # (moves holding a slot, incoming, outgoing): for tests and metrics
@@ -297,6 +305,12 @@ def handle(ws: WorkingSet, event: Event) -> None:
         reassignment.on_sizes(ws, event)
     elif isinstance(event, DeletionsRead):
         topic_deletion.on_deletions(ws, event.topics)
+    elif isinstance(event, ScheduleDue):
+        ws.schedule_needed = True
+    elif isinstance(event, ReassignRequested):
+        admin_requests.on_reassign(ws, event)
+    elif isinstance(event, ThrottleRequested):
+        admin_requests.on_throttle(ws, event)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):
         elections.elect(ws, event)
     elif isinstance(event, (CancelRequested, QueueRead)):
@@ -380,12 +394,14 @@ def finish(ws: WorkingSet) -> Step:
     if ws.requests_version_changed:
         delta.requests_version = ws.requests_version
     finished = ws.touched and ws.requests_version is None and len(ws.tasks) == 0
-    own = parents_before + ws.early.ops + middle + ws.late.ops + parents_after + ws.notifications.ops
+    throttles = ws.throttles.ops()  # before any move of the step starts (admin_requests step 4)
+    own = throttles + parents_before + ws.early.ops + middle + ws.late.ops + parents_after + ws.notifications.ops
     by_op = {
         id(op): frozenset({kind})
         for part in (ws.early, ws.late, ws.with_requests, ws.notifications)
         for op, kind in zip(part.ops, part.kinds)
     }
+    by_op.update((id(op), frozenset({ADMIN})) for op in throttles)
     return Step(
         delta=delta,
         writes=own + tail,
@@ -405,4 +421,6 @@ def finish(ws: WorkingSet) -> Step:
         topics_deleted=ws.topics_deleted,
         markers_dropped=ws.markers_dropped,
         elections=ws.elections,
+        answers=ws.answers,
+        follow_up=bool(ws.held),
     )

@@ -192,8 +192,71 @@ class TopicConfigsRead:
     min_isr: dict[str, int | None]
 
 
+@dataclass(frozen=True, slots=True)
+class ZnodeRead:
+    """One znode as the shell read it for an admin request: ``value`` decoded (a config's
+    ``{key: value}``, a removal znode's members), ``version`` None when absent, ``error`` set
+    when it exists but does not parse (never overwritten on a guess)."""
+
+    value: object = None
+    version: int | None = None
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottlesRead:
+    """What the throttle writes of an admin request start from, read in the step that takes it:
+    the configs (``("topics", T)`` / ``("brokers", B)``) and the two removal znodes (by path)."""
+
+    configs: Mapping[tuple[str, str | int], ZnodeRead] = field(default_factory=dict)
+    listed: Mapping[str, ZnodeRead] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class ReassignRequested:
+    """ReassignPartitions (KIP-179, v0 and v1) or AlterPartitionReassignments (KIP-455): start
+    these moves (controller.core.admin_requests has the algorithm). ``targets``: (partition,
+    replicas) in request order, each partition once (the shell refused repeats). ``throttle``
+    None: unthrottled. ``token`` comes back with the per-partition results in
+    ``Step.answers``; the shell answers once the step's writes landed."""
+
+    targets: tuple[tuple[TopicPartition, tuple[int, ...]], ...]
+    door: str = "ReassignPartitions"
+    create_only: bool = False  # v0: refused while /admin/reassign_partitions exists
+    keep_replication_factor: bool = False  # KIP-860: allow_replication_factor_change false
+    skip_isr_check: bool = False
+    movement_strategies: tuple[str, ...] = ()
+    throttle: int | None = None  # bytes/s on the brokers involved
+    remove_throttle: bool = False
+    validate_only: bool = False
+    read: ThrottlesRead | None = None  # filled in by the shell when ``throttle`` is set
+    token: object = None
+
+
+@dataclass(frozen=True, slots=True)
+class ThrottleRequested:
+    """AlterInterbrokerThrottledRates (``kind`` "brokers": ``entities`` broker -> (leader rate,
+    follower rate)) or AlterInterbrokerThrottledReplicas (``kind`` "topics": ``entities``
+    topic -> {partition: brokers}) (KIP-179; controller.core.admin_requests)."""
+
+    kind: str
+    entities: Mapping
+    remove_throttle: bool = True
+    validate_only: bool = False
+    read: ThrottlesRead | None = None
+    token: object = None
+
+
+AdminRequest = ReassignRequested | ThrottleRequested
+
+
+@dataclass(frozen=True, slots=True)
+class ScheduleDue:
+    """Run step 2 (and 4b's waiting overrides) again: the moves an admin request held back
+    while its entries were written (``Step.follow_up``) may start now that they landed."""
+
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
-    | ReplicaSizes
+    | ReplicaSizes | ReassignRequested | ThrottleRequested | ScheduleDue
 )

@@ -45,9 +45,12 @@ DELETE = "delete"
 ELECT = "elect"  # a leader election asked for (controller.core.elections): the state znode
 # Leaders and ISRs after a broker failed or registered (controller.core.broker_failure): state znodes.
 BROKER_FAILURE = "broker-failure"
+# An admin request's throttle configs and removal znodes (controller.core.admin_requests), first
+# in the step's flush; its entries of /admin/reassign_partitions go with the znode's other kinds.
+ADMIN = "admin"
 
 FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, OTHER)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, ADMIN, OTHER)
 
 
 def writing(kind: str):

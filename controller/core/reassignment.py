@@ -338,6 +338,8 @@ def schedule(ws: WorkingSet) -> None:
         throttled = cfg.isr_throttled_concurrency
     order = start_order(ws, ws.pending.keys(), move_order.setting(cfg.replica_movement_strategies))  # step 2c
     for tp in list(order):
+        if tp in ws.held:
+            continue  # an admin request's new move: after its entry landed
         move = ws.tasks[tp]
         reason = isr_wait(ws, move)  # step 2a
         if reason != move.waiting:
@@ -561,6 +563,8 @@ def take_overrides(ws: WorkingSet) -> None:
     usage = None  # slots in use, counted once for all of them
     for tp in ws.overrides:
         move = ws.tasks.get(tp)
+        if tp in ws.held:
+            continue  # an admin request's: after its entry landed (take_waiting_overrides)
         if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None and not move.resend:
             usage = usage if usage is not None else slots_in_use(ws)
             override(ws, move, move.next_target, usage)
@@ -576,6 +580,7 @@ def take_waiting_overrides(ws: WorkingSet) -> None:
             and move.next_target != move.original
             and not move.resend
             and move.tp in ws.states
+            and move.tp not in ws.held
         ):
             usage = usage if usage is not None else slots_in_use(ws)
             override(ws, move, move.next_target, usage, retry=True)

@@ -24,6 +24,7 @@ from controller.core.config import ControllerConfig
 from controller.core.flush import OTHER, Writes
 from controller.core.state import ClusterState, Overlay
 from controller.core.task import Move, Phase
+from controller.core.throttle_writes import Staged
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, Delete, Op, SetData
@@ -70,6 +71,9 @@ class WorkingSet:
     cancel_znode_version: int | None = None  # delete the cancel znode (this version)
     queue_version: int | None = None  # delete the queue znode (this version)
     parents_created: set[str] = field(default_factory=set)  # step 10: partition parents this step creates
+    # Admin requests' throttle configs and removal znodes (controller.core.admin_requests): first
+    # in the flush.
+    throttles: Staged = field(default_factory=Staged)
     # ---- what the shell will send, read and answer -----------------------------------------
     outbox: Outbox | None = None
     reads: set[TopicPartition] = field(default_factory=set)
@@ -79,6 +83,7 @@ class WorkingSet:
     cancels: list = field(default_factory=list)  # a controller.core.cancel.CancelOutcome per CancelRequested
     created: list[TopicPartition] = field(default_factory=list)  # partitions given their first state (step 10)
     elections: list = field(default_factory=list)  # step 12: (token, results) per ElectionRequested
+    answers: list = field(default_factory=list)  # an admin_requests.Answer per admin request
     topics_deleted: list[str] = field(default_factory=list)
     markers_dropped: list[str] = field(default_factory=list)
     # ---- decisions the step takes after every event is in ---------------------------------
@@ -88,6 +93,9 @@ class WorkingSet:
     # Replicating moves given a new target in this step (step 4b, made after every event:
     # a failover's Resume must have created or rewritten the records first).
     overrides: dict[TopicPartition, None] = field(default_factory=dict)
+    # Partitions an admin request named in this step (controller.core.admin_requests step 5):
+    # no move of theirs starts or changes target before their entries landed (the next step).
+    held: set[TopicPartition] = field(default_factory=set)
     hosted_answers: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)  # step 9b: this step's answers
     startup: list[TopicPartition] = field(default_factory=list)  # step 8b: partitions of a (re)load's chunks
     missing_key: tuple[int, int] | None = None  # states_missing's memo

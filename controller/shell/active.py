@@ -42,6 +42,7 @@ from controller.core.config import ControllerConfig
 from controller.core.events import (
     BrokersRead,
     CancelRequested,
+    ScheduleDue,
     DeletionsRead,
     ElectionRequested,
     Event,
@@ -57,7 +58,7 @@ from controller.core.flush import DELETE
 from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
 from controller.core.state import ClusterState
-from controller.shell import gctune, recovery
+from controller.shell import admin_events, gctune, recovery
 from controller.shell.config_watch import ConfigChanges
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
@@ -211,6 +212,9 @@ class ActiveController:
         finally:
             if rebalancer is not None:
                 rebalancer.cancel()
+            # Admin requests nobody will take now: NOT_CONTROLLER, at once.
+            for item in admin_events.fail_queued(self.inbox.drain(self.inbox.queue.qsize())):
+                self.inbox.queue.put_nowait(item)
             await self.dispatcher.close()
 
     async def _rebalance_leaders(self) -> None:
@@ -320,6 +324,8 @@ class ActiveController:
         if reload:
             self.stats.reloads += 1
             await self.reload()
+        # Admin requests: the throttle znodes they change, topics they name (controller.shell.admin_events).
+        engine_events = await admin_events.prepare(self.store, self.state, engine_events)
         # Read before the changes: a state read later (an ISR change's) must win in the step.
         metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)
@@ -332,7 +338,12 @@ class ActiveController:
             for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
         offline = await self.offline_checks(first + metadata)
-        await self.execute(first + metadata + engine_events + rest + offline)
+        # Admin requests after the reads: a read of /admin/reassign_partitions in the step is
+        # older than the write a request makes of it, and must not undo it.
+        admin = [e for e in engine_events if isinstance(e, admin_events.ADMIN_EVENTS)]
+        if admin:
+            engine_events = [e for e in engine_events if not isinstance(e, admin_events.ADMIN_EVENTS)]
+        await self.execute(first + metadata + engine_events + rest + admin + offline)
         self.plan_metadata(brokers_before, partitions_before)
 
     async def offline_checks(self, events: list[Event]) -> list[Event]:
@@ -536,7 +547,8 @@ class ActiveController:
                 try:
                     await self.writer.flush(self.epoch_zkversion)
                 except FlushError as e:
-                    if isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                    raced = isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError))
+                    if raced:
                         # A partition state changed under the step (a leader's ISR change):
                         # the reload that follows rebuilds the state; take the cancels again
                         # after it rather than failing them.
@@ -546,10 +558,12 @@ class ActiveController:
                     else:
                         self._fail_cancels(step, e)
                     self._fail_elections(step, e)
+                    admin_events.fail(step, e, retry=raced)  # raced: taken again after the reload
                     raise
                 except BaseException as e:
                     self._fail_cancels(step, e)
                     self._fail_elections(step, e)
+                    admin_events.fail(step, e, retry=False)
                     raise
                 self.stats.flushes += 1
             if shared:
@@ -562,9 +576,12 @@ class ActiveController:
                 except FlushError as e:
                     if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
                         self._fail_cancels(step, e)
+                        admin_events.fail(step, e, retry=False)
                         raise
-                    # Keep the step (its other writes landed), then re-read and merge the znode.
+                    # Keep the step (its other writes landed), then re-read and merge the znode;
+                    # admin requests are taken again on the merged znode.
                     conflict = True
+                    admin_events.fail(step, e, retry=True)
                     log.info("/admin/reassign_partitions changed under this controller: re-reading it")
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
@@ -575,6 +592,9 @@ class ActiveController:
             self.journal.observe(events, step, self.state)
         self.state.apply(step.delta)
         self._answer_elections(step)  # their writes are the step's own: landed even on a conflict
+        admin_events.answer(step)  # (a conflict failed them above: those are taken again)
+        if step.follow_up:
+            self.inbox.queue.put_nowait(ScheduleDue())  # the moves held until the entries landed
         if not conflict:
             self._answer_cancels(step)
         if self.on_step is not None:

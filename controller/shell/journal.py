@@ -48,12 +48,13 @@ import logging
 from collections import Counter
 from operator import attrgetter
 
-from controller.core.events import QueueRead, RequestsRead, Resume
+from controller.core.events import QueueRead, ReassignRequested, RequestsRead, Resume
 from controller.core.state import DELETED
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, SetData, ZnodeStat
 from znodes.reads import get_many
+from znodes.values import Request
 
 log = logging.getLogger("reassignd.controller")
 
@@ -220,6 +221,12 @@ class MoveJournal:
                 if recovering:
                     for r in e.requests:
                         entries.setdefault(r.tp, (r, RECOVERED))
+            elif isinstance(e, ReassignRequested) and not e.validate_only:
+                # An admin request's targets the engine took (answered NONE): entries of its door.
+                taken = next((a.results for a in step.answers if a.token is e.token and a.results), None) or {}
+                for tp, replicas in e.targets:
+                    if int(taken.get(tp, (1,))[0]) == 0:
+                        entries[tp] = (Request(tp[0], tp[1], tuple(replicas)), e.door)
         self._entries = (recovering, entries, znode_reads)
         znode_entries = None  # tp -> (Request, ZNODE), built if a queued target needs it
         if recovering:

@@ -26,9 +26,9 @@ yet) each:
 
 A deposed controller removes nothing (the epoch check), a crash before the multi landed leaves
 the removal znodes for the next controller, and stripping an already stripped config is a no-op.
-The throttle lock (:func:`lock`) still serialises this with the admin write APIs, which write
-throttle configs themselves (controller.shell.admin.kip179, submit); the guard, not the lock,
-is what keeps out writers outside this process.
+Both run in the active controller's loop, after a step (controller.shell.active), as the admin
+requests that write throttles are steps of that loop (controller.core.admin_requests): nothing of
+this controller interleaves with them, and the guard keeps out writers outside it.
 
 A removal znode or config that does not parse is reported and left alone.
 
@@ -38,7 +38,6 @@ A removal znode or config that does not parse is reported and left alone.
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import weakref
 
@@ -58,18 +57,9 @@ log = logging.getLogger("reassignd.controller")
 REPLICA_KEYS = tc.REPLICA_KEYS
 RATE_KEYS = tc.RATE_KEYS
 
-_locks: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 # Per store: (mzxid, topics, brokers) of the last /admin/reassign_partitions parsed for the busy
 # set, so a step that ends moves re-parses the znode only when it changed.
 _znode_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def lock(store: Store) -> asyncio.Lock:
-    """The lock serialising throttle writes and removals of one controller session."""
-    found = _locks.get(store)
-    if found is None:
-        found = _locks[store] = asyncio.Lock()
-    return found
 
 
 async def read_listed(store: Store, path: str) -> Listed:
@@ -143,12 +133,11 @@ async def _remove(store: Store, epoch_zkversion: int, decide_now) -> int:
 
 async def remove_throttles(store: Store, epoch_zkversion: int) -> int:
     """Mode ALL (no reassignment left); returns the number of ops written."""
-    async with lock(store):
 
-        async def decide_now(limit: int) -> Decision:
-            return rule.decide(await snapshot(store), Mode.ALL, limit=limit)
+    async def decide_now(limit: int) -> Decision:
+        return rule.decide(await snapshot(store), Mode.ALL, limit=limit)
 
-        return await _remove(store, epoch_zkversion, decide_now)
+    return await _remove(store, epoch_zkversion, decide_now)
 
 
 def busy_in_state(state: ClusterState) -> tuple[set[str], set[int]]:
@@ -202,8 +191,8 @@ async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[int |
     return stat.version, topics, brokers
 
 
-async def remove_idle_unlocked(store: Store, epoch_zkversion: int, state: ClusterState | None) -> int:
-    """Mode IDLE; the caller holds :func:`lock`."""
+async def remove_idle(store: Store, epoch_zkversion: int, state: ClusterState | None) -> int:
+    """Mode IDLE, with the moves and entries ``state`` holds as busy."""
 
     async def decide_now(limit: int) -> Decision:
         topics, brokers = busy_in_state(state) if state is not None else (set(), set())
@@ -215,11 +204,10 @@ async def remove_idle_unlocked(store: Store, epoch_zkversion: int, state: Cluste
 async def remove_idle_throttles(active) -> int:
     """Early removal for an ActiveController after a step that ended moves."""
     store = active.store
-    async with lock(store):
-        # Cheap exit first: nothing is listed for auto-removal.
-        if (
-            await store.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
-            and await store.exists(paths.THROTTLED_RATES_REMOVAL) is None
-        ):
-            return 0
-        return await remove_idle_unlocked(store, active.epoch_zkversion, active.state)
+    # Cheap exit first: nothing is listed for auto-removal.
+    if (
+        await store.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+        and await store.exists(paths.THROTTLED_RATES_REMOVAL) is None
+    ):
+        return 0
+    return await remove_idle(store, active.epoch_zkversion, active.state)

@@ -18,7 +18,7 @@ import json
 import pytest
 
 from controller.shell import throttle_configs as tc
-from controller.shell.throttles import remove_idle_unlocked, remove_throttles
+from controller.shell.throttles import remove_idle, remove_throttles
 from znodes import paths
 from znodes.reads import get_or_none
 from znodes.store import connect
@@ -139,7 +139,7 @@ async def test_removal_on_completion_spares_throttles_a_tool_wrote_in_the_window
 async def test_early_removal_spares_throttles_a_tool_wrote_in_the_window(sessions):
     # No moves in memory (a controller just elected): everything listed is idle by its state.
     reader, store, epoch = await _cluster(sessions, leftover=True)
-    await remove_idle_unlocked(store, epoch, None)
+    await remove_idle(store, epoch, None)
     assert store.fired
     assert await _config(reader, paths.topic_config("v")) == REPLICAS
     assert await _config(reader, paths.broker_config(2)) == RATES

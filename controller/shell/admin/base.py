@@ -70,6 +70,19 @@ def session_failure(e: BaseException) -> ApiError | None:
     return None
 
 
+def not_recorded(e) -> ApiError:
+    """The answer to a request whose writes did not land (controller.shell.admin_events.NotRecorded):
+    its flush's failure as :func:`session_failure` says, else NOT_CONTROLLER (deposed, or
+    resigned before taking it) or, after every retry lost its race, UNKNOWN_SERVER_ERROR."""
+    cause = getattr(e, "cause", None)
+    found = session_failure(cause) if cause is not None else None
+    if found is not None:
+        return found
+    if getattr(e, "retry", False):
+        return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; other writers kept changing the same znodes")
+    return ApiError(ErrorCode.NOT_CONTROLLER, str(e))
+
+
 @dataclass(frozen=True)
 class Api:
     key: int

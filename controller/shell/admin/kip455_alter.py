@@ -2,11 +2,12 @@
 reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unchanged.
 
  1. Group the request: a topic or partition named twice -> INVALID_REQUEST for it.
- 2. Non-null replicas: check them like Kafka (unknown topic or partition ->
+ 2. Non-null replicas: an event of the active controller (controller.shell.admin_events), which
+    checks them like Kafka against its state (unknown topic or partition ->
     UNKNOWN_TOPIC_OR_PARTITION; empty, duplicate or unregistered brokers ->
-    INVALID_REPLICA_ASSIGNMENT) and add the valid ones to ``/admin/reassign_partitions`` with
-    their ``original_replicas``, merged with what is running (a version-conditional write,
-    re-read on a conflict; controller.shell.admin.submit). A partition already moving takes the new
+    INVALID_REPLICA_ASSIGNMENT) and adds the valid ones to ``/admin/reassign_partitions`` with
+    their ``original_replicas``, merged with what is running (controller.core.admin_requests),
+    answering once that landed. A partition already moving takes the new
     target as Kafka's controller does: in place while it replicates (controller.core.engine step
     4b; a target equal to its original replicas cancels it), after it once it is completing
     or being rolled back. No throttle is set (KIP-455 has none; use KIP-179's
@@ -22,25 +23,15 @@ reassignments, so standard admin clients (kafka-python, Kafka's Admin) work unch
 
 from __future__ import annotations
 
-from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
+from controller.core.events import ReassignRequested
+from controller.shell.admin.base import AdminContext, Api
 from controller.shell.admin.cancel import cancel_partitions
+from controller.shell.admin.kip179 import take
+from controller.shell.admin.submit import OK, by_topic, group_partitions
 from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS as ALTER_PARTITION_REASSIGNMENTS_DOOR
 from controller.shell.journal import count_refused, write_noted
-from controller.shell.admin.submit import (
-    OK,
-    add_entries,
-    by_topic,
-    group_partitions,
-    original_replicas,
-    read_view,
-    target_error,
-)
 from protocol import ApiKey
 from protocol.errors import ErrorCode
-from znodes.api import ZkError
-from znodes.batch import RequestTooLargeError
-from znodes.errors import ZnodeFormatError
-
 
 
 def _order(body: dict):
@@ -77,47 +68,17 @@ def _allow_rf_change(version: int, body: dict) -> bool:
     return version < 1 or bool(body.get("allow_replication_factor_change", True))
 
 
-def _rf_change_error(view, tp, replicas) -> tuple[ErrorCode, str] | None:
-    """Refused when the flag is off: Kafka compares with the partition's replication factor,
-    which for a moving partition is its original replicas' count, not RS's."""
-    current = len(original_replicas(view.assignment(tp)))
-    if len(replicas) == current:
-        return None
-    return (ErrorCode.INVALID_REPLICATION_FACTOR,
-            f"the replication factor would change from {current} to {len(replicas)} and "
-            "allow_replication_factor_change is false")
-
-
 async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
-    store = active.store
     order, values, results = _order(body)
     allow_rf_change = _allow_rf_change(version, body)
     targets = {tp: tuple(r) for tp, r in values.items() if r is not None}
     cancels = [tp for tp, r in values.items() if r is None]
     if targets:
-        try:
-            view = await read_view(store, {tp[0] for tp in targets}, active.state)
-            valid = {}
-            for tp, replicas in targets.items():
-                problem = target_error(view, tp[0], tp[1], replicas)
-                if problem is None and not allow_rf_change:
-                    problem = _rf_change_error(view, tp, replicas)
-                if problem is not None:
-                    results[tp] = problem
-                else:
-                    valid[tp] = replicas
-            results.update(await write_noted(
-                active, ALTER_PARTITION_REASSIGNMENTS_DOOR, valid,
-                lambda: add_entries(store, active.epoch_zkversion, valid, view, create_only=False),
-            ))
-        except ZnodeFormatError as e:
-            raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"cannot merge into /admin/reassign_partitions: {e}") from e
-        except RequestTooLargeError as e:
-            raise ApiError(ErrorCode.INVALID_REQUEST, f"too many reassignments for one ZooKeeper write: {e}") from e
-        except ZkError as e:  # FlushError included
-            raise session_failure(e) or ApiError(
-                ErrorCode.UNKNOWN_SERVER_ERROR, f"writing /admin/reassign_partitions failed: {e!r}") from e
+        event = ReassignRequested(tuple(targets.items()), ALTER_PARTITION_REASSIGNMENTS_DOOR,
+                                  keep_replication_factor=not allow_rf_change)
+        results.update(await write_noted(active, ALTER_PARTITION_REASSIGNMENTS_DOOR, targets,
+                                         lambda: take(ctx, event, body["timeout_ms"])))
     count_refused(active, ALTER_PARTITION_REASSIGNMENTS_DOOR, results, targets)
     if cancels:
         timeout_s = max(body["timeout_ms"], 0) / 1000

@@ -1,0 +1,189 @@
+"""Admin requests as engine events, the shell's half: submit, read what the step needs, answer.
+
+An admin handler (controller.shell.admin.kip179, kip455_alter) makes a ReassignRequested or
+ThrottleRequested (controller.core.events) and awaits :func:`submit`. The active controller's
+loop takes the event with everything else queued (one writer: controller.shell.active), and
+before the step :func:`prepare` reads what the engine cannot know from its state - the throttle
+configs and removal znodes the request changes, topics it names that a tool created a moment ago,
+their ``min.insync.replicas``. After the step's flush, :func:`answer` resolves each request's
+future; :func:`fail` when the flush did not land.
+
+    results = await submit(active, ReassignRequested(targets, throttle=1000), timeout_s=30)
+
+A request is answered only once its writes landed (an acknowledged request is never lost);
+"retry" (a conflict with a writer outside this controller, or a znode the step needed and the
+read missed) takes it again with fresh reads, at most ``RETRIES`` times; a controller deposed or
+failing before its flush landed raises :class:`NotRecorded`, which the handlers answer
+NOT_CONTROLLER.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import dataclasses
+import json
+
+from controller.core import isr_health
+from controller.core.admin_requests import Answer, throttle_reads_needed
+from controller.core.events import (
+    ReassignRequested,
+    ThrottleRequested,
+    ThrottlesRead,
+    TopicConfigsRead,
+    TopicsRead,
+    ZnodeRead,
+)
+from controller.core.throttle_writes import config_path
+from controller.shell.zkread import read_topics
+from znodes import models, paths
+from znodes.errors import ZnodeFormatError
+from znodes.reads import get_many
+
+# A request that lost a race with a writer outside this controller (a tool rewrote
+# /admin/reassign_partitions, a standby's AlterConfigs) is taken again with fresh reads this many
+# times before it is answered as failed: each retry costs one step.
+RETRIES = 5
+REMOVAL_PATHS = (paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL)
+ADMIN_EVENTS = (ReassignRequested, ThrottleRequested)
+
+
+class NotRecorded(Exception):
+    """The request's writes did not land: nothing of it is taken beyond the documented prefix.
+    ``retry``: they lost a race (or the step lacked a read) and may be taken again."""
+
+    def __init__(self, message: str, retry: bool = False, cause: BaseException | None = None):
+        super().__init__(message)
+        self.retry = retry
+        self.cause = cause  # the flush's failure (a lost connection leaves the outcome unknown)
+
+
+async def submit(active, event, timeout_s: float):
+    """Queue ``event`` on the active controller and wait for its Answer; retries included.
+    Raises NotRecorded (deposed, or still racing after RETRIES) and TimeoutError."""
+    loop = asyncio.get_running_loop()
+    async with asyncio.timeout(timeout_s):
+        for attempt in range(RETRIES + 1):
+            future = loop.create_future()
+            active.inbox.queue.put_nowait(dataclasses.replace(event, token=future, read=None))
+            try:
+                answer: Answer = await future
+            except NotRecorded as e:
+                if e.retry and attempt < RETRIES:
+                    continue
+                raise
+            if answer.retry and attempt < RETRIES:
+                continue
+            if answer.retry:
+                raise NotRecorded("the request kept racing with other writers", retry=True)
+            return answer
+    raise AssertionError("unreachable")
+
+
+async def prepare(store, state, events: list) -> list:
+    """The reads the step's admin requests need, as events before them, and each request with
+    its ThrottlesRead."""
+    requests = [e for e in events if isinstance(e, ADMIN_EVENTS)]
+    if not requests:
+        return events
+    out_before: list = []
+    # Topics a request names that the controller does not know yet (created a moment ago by a
+    # tool): read now, so that the request is judged by ZooKeeper as it is.
+    named = {tp[0] for e in requests if isinstance(e, ReassignRequested) for tp, _ in e.targets}
+    named |= {tp[0] for e in requests if isinstance(e, ThrottleRequested) and e.kind == "topics" for tp in e.entities}
+    unknown = sorted(n for n in named if n not in state.topic_versions and _valid(("topics", n)))
+    if unknown:
+        reads, _ = await read_topics(store, unknown)
+        found = {n: r for n, r in reads.items() if r is not None}
+        if found:
+            out_before.append(TopicsRead(found))
+    moving = sorted({tp[0] for e in requests if isinstance(e, ReassignRequested) and not e.validate_only
+                     for tp, _ in e.targets if _valid(("topics", tp[0]))})
+    if moving:
+        out_before.append(TopicConfigsRead(await _min_isr(store, moving)))
+    throttled = [e for e in requests if isinstance(e, ThrottleRequested)
+                 or (e.throttle is not None and not e.validate_only)]
+    filled = {}
+    if throttled:
+        listed = dict(zip(REMOVAL_PATHS, [_listed(p, r) for p, r in zip(REMOVAL_PATHS, await get_many(store, list(REMOVAL_PATHS)))]))
+        members = {p: (r.value or ()) for p, r in listed.items()}
+        topics: set[str] = set()
+        brokers: set[int] = set()
+        for e in throttled:
+            t, b = throttle_reads_needed(e, state.assignments, members)
+            topics |= t
+            brokers |= b
+        keys = [k for k in [("topics", t) for t in sorted(topics)] + [("brokers", b) for b in sorted(brokers)]
+                if _valid(k)]  # a bad name or id is refused by the engine's checks, never read
+        reads = await get_many(store, [config_path(*k) for k in keys])
+        configs = {k: _config(config_path(*k), r) for k, r in zip(keys, reads)}
+        read = ThrottlesRead(configs, listed)
+        for e in throttled:
+            filled[id(e)] = dataclasses.replace(e, read=read)
+    return out_before + [filled.get(id(e), e) for e in events]
+
+
+def _valid(key) -> bool:
+    try:
+        config_path(*key)
+    except (ValueError, TypeError):
+        return False
+    return True
+
+
+async def _min_isr(store, names: list[str]) -> dict[str, int | None]:
+    found: dict[str, int | None] = {}
+    for name, got in zip(names, await get_many(store, [paths.topic_config(n) for n in names])):
+        try:
+            config = json.loads(got[0]).get("config") if got is not None else None
+        except (ValueError, AttributeError):
+            config = None
+        found[name] = isr_health.parse_min_isr(config if isinstance(config, dict) else None)
+    return found
+
+
+def _config(path: str, read) -> ZnodeRead:
+    if read is None:
+        return ZnodeRead()
+    try:
+        return ZnodeRead(dict(models.EntityConfig.from_bytes(path, read[0]).config), read[1].version)
+    except ZnodeFormatError as e:
+        return ZnodeRead(None, read[1].version, str(e))
+
+
+def _listed(path: str, read) -> ZnodeRead:
+    if read is None:
+        return ZnodeRead(frozenset())
+    try:
+        if path == paths.THROTTLED_REPLICAS_REMOVAL:
+            members = frozenset(models.ThrottledReplicasRemoval.from_bytes(path, read[0]).topics)
+        else:
+            members = frozenset(models.ThrottledRatesRemoval.from_bytes(path, read[0]).brokers)
+    except ZnodeFormatError as e:
+        return ZnodeRead(None, read[1].version, f"the removal znode is malformed; fix or delete it first ({e})")
+    return ZnodeRead(members, read[1].version)
+
+
+def answer(step) -> None:
+    """The step's writes landed: resolve each request's future with its Answer."""
+    for a in step.answers:
+        if isinstance(a.token, asyncio.Future) and not a.token.done():
+            a.token.set_result(a)
+
+
+def fail(step, error: BaseException, retry: bool) -> None:
+    for a in step.answers:
+        if isinstance(a.token, asyncio.Future) and not a.token.done():
+            a.token.set_exception(NotRecorded(f"the controller could not record the request: {error!r}", retry, error))
+
+
+def fail_queued(items) -> list:
+    """A resigning controller's queued admin requests: answered NOT_CONTROLLER; the other items
+    are returned to be queued again."""
+    kept = []
+    for item in items:
+        if isinstance(item, ADMIN_EVENTS):
+            if isinstance(item.token, asyncio.Future) and not item.token.done():
+                item.token.set_exception(NotRecorded("this controller resigned before taking the request"))
+        else:
+            kept.append(item)
+    return kept
