@@ -65,7 +65,6 @@ from controller.core import reassignment
 from controller.core.events import RequestsRead, ReassignRequested, ThrottleRequested, ThrottlesRead
 from controller.core.flush import ADMIN, writing
 from controller.core.throttle_writes import (
-    Staged,
     ThrottleWriteError,
     add_replicas,
     drop_keys,

@@ -17,12 +17,19 @@ Every config write goes with a ``/config/changes/config_change_<seq>`` notificat
 
 from __future__ import annotations
 
-import json
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable
 
-from protocol import throttled_replicas
-from znodes import models, paths
-from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, Op, SetData, Store
+from controller.core.events import ZnodeRead
+from controller.core.throttle_writes import (  # noqa: F401 (re-exported: the shell's writers use tc.*)
+    add_replicas,
+    change_notification,
+    config_path,
+    drop_keys,
+    set_keys,
+)
+from controller.core.throttle_writes import config_ops as config_write
+from znodes import models
+from znodes.api import BadVersionError, NodeExistsError, NoNodeError, Op, Store
 from znodes.batch import BatchedWriter, FlushError
 from znodes.reads import get_many, get_or_none
 from znodes.throttle_keys import (  # noqa: F401 (re-exported: callers write tc.LEADER_RATE)
@@ -40,14 +47,6 @@ from znodes.throttle_keys import (  # noqa: F401 (re-exported: callers write tc.
 CONFLICT_RETRIES = 5
 _CONFLICTS = (BadVersionError, NodeExistsError, NoNodeError)
 
-def change_notification(entity_path: str) -> Create:
-    payload = json.dumps({"version": 2, "entity_path": entity_path}, separators=(",", ":")).encode()
-    return Create(paths.config_change_prefix(), payload, sequential=True)
-
-
-def config_path(kind: str, name: str | int) -> str:
-    return paths.topic_config(str(name)) if kind == "topics" else paths.broker_config(name)
-
 
 async def config_ops(store: Store, kind: str, name: str | int, update: Callable[[dict[str, str]], dict[str, str]]) -> list[Op]:
     """Ops that apply ``update`` to one entity's config (``kind`` "topics" or "brokers"),
@@ -62,12 +61,7 @@ async def config_ops(store: Store, kind: str, name: str | int, update: Callable[
 def _ops(kind: str, name: str | int, read, update) -> list[Op]:
     path = config_path(kind, name)
     current = dict(models.EntityConfig.from_bytes(path, read[0]).config) if read is not None else {}
-    new = update(dict(current))
-    if new == current:
-        return []
-    data = models.EntityConfig(version=1, config=new).to_bytes()
-    op: Op = Create(path, data) if read is None else SetData(path, data, read[1].version)
-    return [op, change_notification(f"{kind}/{name}")]
+    return config_write(kind, name, ZnodeRead(current, read[1].version if read is not None else None), update(dict(current)))
 
 
 async def configs_ops(store: Store, updates: list[tuple[tuple[str, str | int], Callable[[dict[str, str]], dict[str, str]]]]) -> list[Op]:
@@ -77,42 +71,6 @@ async def configs_ops(store: Store, updates: list[tuple[tuple[str, str | int], C
     for ((kind, name), update), read in zip(updates, reads):
         ops += _ops(kind, name, read, update)
     return ops
-
-
-def set_keys(values: dict[str, str]) -> Callable[[dict[str, str]], dict[str, str]]:
-    def update(config: dict[str, str]) -> dict[str, str]:
-        config.update(values)
-        return config
-
-    return update
-
-
-def drop_keys(keys: Iterable[str]) -> Callable[[dict[str, str]], dict[str, str]]:
-    keys = tuple(keys)
-
-    def update(config: dict[str, str]) -> dict[str, str]:
-        return {k: v for k, v in config.items() if k not in keys}
-
-    return update
-
-
-def add_replicas(leader: Iterable[tuple[int, int]], follower: Iterable[tuple[int, int]], replace_partitions: set[int] = frozenset()):
-    """An update merging pairs into a topic's leader and follower throttled-replicas lists; the
-    pairs of ``replace_partitions`` already there are dropped first, a ``"*"`` stays."""
-    leader, follower = set(leader), set(follower)
-
-    def update(config: dict[str, str]) -> dict[str, str]:
-        for key, pairs in ((LEADER_REPLICAS, leader), (FOLLOWER_REPLICAS, follower)):
-            # A value already there that is not Kafka's format raises ThrottledReplicasError:
-            # it is never overwritten on a guess.
-            merged = throttled_replicas.parse(config.get(key)).merged(pairs, replace_partitions)
-            if merged.empty:
-                config.pop(key, None)
-            else:
-                config[key] = str(merged)
-        return config
-
-    return update
 
 
 def is_conflict(error: FlushError) -> bool:
