@@ -186,6 +186,7 @@ from controller.core import (
     reassignment,
     replica_sync,
     topic_deletion,
+    topic_requests,
 )
 from controller.core.cancel import CancelOutcome
 from controller.core.commands import BrokerCommand
@@ -210,6 +211,7 @@ from controller.core.events import (
     ThrottleRequested,
     TopicConfigsRead,
     TopicsRead,
+    TopicsRequested,
 )
 from controller.core.flush import ADMIN, OTHER, QUEUE, ROLLBACK
 from controller.core.state import ClusterState, Delta
@@ -311,6 +313,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         admin_requests.on_reassign(ws, event)
     elif isinstance(event, ThrottleRequested):
         admin_requests.on_throttle(ws, event)
+    elif isinstance(event, TopicsRequested):
+        topic_requests.on_topics(ws, event)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):
         elections.elect(ws, event)
     elif isinstance(event, (CancelRequested, QueueRead)):
@@ -395,10 +399,10 @@ def finish(ws: WorkingSet) -> Step:
         delta.requests_version = ws.requests_version
     finished = ws.touched and ws.requests_version is None and len(ws.tasks) == 0
     throttles = ws.throttles.ops()  # before any move of the step starts (admin_requests step 4)
-    own = throttles + parents_before + ws.early.ops + middle + ws.late.ops + parents_after + ws.notifications.ops
+    own = throttles + ws.admin_first.ops + parents_before + ws.early.ops + middle + ws.late.ops + parents_after + ws.notifications.ops
     by_op = {
         id(op): frozenset({kind})
-        for part in (ws.early, ws.late, ws.with_requests, ws.notifications)
+        for part in (ws.admin_first, ws.early, ws.late, ws.with_requests, ws.notifications)
         for op, kind in zip(part.ops, part.kinds)
     }
     by_op.update((id(op), frozenset({ADMIN})) for op in throttles)

@@ -247,7 +247,38 @@ class ThrottleRequested:
     token: object = None
 
 
-AdminRequest = ReassignRequested | ThrottleRequested
+@dataclass(frozen=True, slots=True)
+class TopicsSeen:
+    """What a topic request needs beyond the engine's state, read in the step that takes it:
+    every topic name in ZooKeeper (a tool's creation the controller has not read yet counts),
+    the markers of ``/admin/delete_topics`` and whether that parent exists, which of the named
+    topics have a ``/config/topics/T`` left over, and the cluster's replica and preferred-leader
+    counts per broker (placement: controller.core.placement)."""
+
+    names: frozenset[str] = frozenset()
+    markers: frozenset[str] = frozenset()
+    markers_parent: bool = False
+    configs_existing: frozenset[str] = frozenset()
+    replica_counts: Mapping[int, int] = field(default_factory=dict)
+    leader_counts: Mapping[int, int] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class TopicsRequested:
+    """CreateTopics (``kind`` "create": ``requests`` controller.core.topic_creation.TopicRequest),
+    CreatePartitions ("partitions": PartitionsRequest) or DeleteTopics ("delete": topic names),
+    after the shell's checks (names given twice, authorization). controller.core.topic_requests
+    has the algorithm; ``policy`` is controller.core.topic_policy.TopicPolicy."""
+
+    kind: str
+    requests: tuple
+    validate_only: bool = False
+    policy: object = None
+    read: TopicsSeen | None = None
+    token: object = None
+
+
+AdminRequest = ReassignRequested | ThrottleRequested | TopicsRequested
 
 
 @dataclass(frozen=True, slots=True)
@@ -258,5 +289,5 @@ class ScheduleDue:
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
-    | ReplicaSizes | ReassignRequested | ThrottleRequested | ScheduleDue
+    | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
 )

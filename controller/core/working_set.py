@@ -74,6 +74,10 @@ class WorkingSet:
     # Admin requests' throttle configs and removal znodes (controller.core.admin_requests): first
     # in the flush.
     throttles: Staged = field(default_factory=Staged)
+    # Other admin requests' writes, first in the flush after the throttles: topics created,
+    # partitions added, deletion markers (controller.core.topic_requests).
+    admin_first: Writes = None
+    placement: tuple[dict, dict] | None = None  # replicas, leaders per broker (topic_requests)
     # ---- what the shell will send, read and answer -----------------------------------------
     outbox: Outbox | None = None
     reads: set[TopicPartition] = field(default_factory=set)
@@ -123,6 +127,7 @@ class WorkingSet:
             deferred=list(state.deferred),
         )
         ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)
+        ws.admin_first = Writes(ws)
         return ws
 
     # ---- primitives ------------------------------------------------------------------------

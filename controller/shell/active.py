@@ -57,6 +57,7 @@ from controller.core.elections import PREFERRED, imbalanced
 from controller.core.flush import DELETE
 from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
+from controller.core.placement_counts import PlacementCounts
 from controller.core.state import ClusterState
 from controller.shell import admin_events, gctune, recovery
 from controller.shell.config_watch import ConfigChanges
@@ -184,6 +185,7 @@ class ActiveController:
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.config_changes = ConfigChanges()  # topics' config change notifications (step 2a's floors)
+        self.placement_counts = PlacementCounts()  # what topic requests place against (admin_events)
         self.stats = Stats()
         self.writer = BatchedWriter(store)
         # Full UpdateMetadata sends under way (election, registered brokers, new topics).
@@ -325,7 +327,7 @@ class ActiveController:
             self.stats.reloads += 1
             await self.reload()
         # Admin requests: the throttle znodes they change, topics they name (controller.shell.admin_events).
-        engine_events = await admin_events.prepare(self.store, self.state, engine_events)
+        engine_events = await admin_events.prepare(self, engine_events)
         # Read before the changes: a state read later (an ISR change's) must win in the step.
         metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)
@@ -592,20 +594,25 @@ class ActiveController:
             self.journal.observe(events, step, self.state)
         self.state.apply(step.delta)
         self._answer_elections(step)  # their writes are the step's own: landed even on a conflict
-        admin_events.answer(step)  # (a conflict failed them above: those are taken again)
-        if step.follow_up:
-            self.inbox.queue.put_nowait(ScheduleDue())  # the moves held until the entries landed
         if not conflict:
             self._answer_cancels(step)
         if self.on_step is not None:
             self.on_step(step)
-        self.dispatcher.send(step.commands)
+        # CreateTopics and CreatePartitions answer once their LeaderAndIsr and UpdateMetadata
+        # went out (Kafka's waits for the metadata); the other admin requests below, at once.
+        topics_answered = admin_events.topic_answers(step)
+        self.dispatcher.send(step.commands, on_sent=(lambda: admin_events.answer(topics_answered)) if topics_answered else None)
         if step.created:
             for listener in list(self.created_listeners):
                 listener(step.created)
         if step.topics_deleted:
             for listener in list(self.deleted_listeners):
                 listener(step.topics_deleted)
+        # Admin requests, once their writes landed and the step's broker requests went out (a
+        # conflict failed them above: those are taken again).
+        admin_events.answer([a for a in step.answers if a not in topics_answered])
+        if step.follow_up:
+            self.inbox.queue.put_nowait(ScheduleDue())  # the moves held until the entries landed
         if step.reads:
             states, lines = await read_states(self.store, sorted(step.reads))
             _warn(lines)

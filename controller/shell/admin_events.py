@@ -31,20 +31,22 @@ from controller.core.events import (
     ThrottlesRead,
     TopicConfigsRead,
     TopicsRead,
+    TopicsRequested,
+    TopicsSeen,
     ZnodeRead,
 )
 from controller.core.throttle_writes import config_path
 from controller.shell.zkread import read_topics
 from znodes import models, paths
 from znodes.errors import ZnodeFormatError
-from znodes.reads import get_many
+from znodes.reads import children_or_empty, get_many
 
 # A request that lost a race with a writer outside this controller (a tool rewrote
 # /admin/reassign_partitions, a standby's AlterConfigs) is taken again with fresh reads this many
 # times before it is answered as failed: each retry costs one step.
 RETRIES = 5
 REMOVAL_PATHS = (paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL)
-ADMIN_EVENTS = (ReassignRequested, ThrottleRequested)
+ADMIN_EVENTS = (ReassignRequested, ThrottleRequested, TopicsRequested)
 
 
 class NotRecorded(Exception):
@@ -64,6 +66,8 @@ async def submit(active, event, timeout_s: float):
     async with asyncio.timeout(timeout_s):
         for attempt in range(RETRIES + 1):
             future = loop.create_future()
+            # CreateTopics and CreatePartitions are answered after their broker requests went out.
+            future.topic_request = isinstance(event, TopicsRequested) and event.kind != "delete"
             active.inbox.queue.put_nowait(dataclasses.replace(event, token=future, read=None))
             try:
                 answer: Answer = await future
@@ -79,17 +83,19 @@ async def submit(active, event, timeout_s: float):
     raise AssertionError("unreachable")
 
 
-async def prepare(store, state, events: list) -> list:
+async def prepare(active, events: list) -> list:
     """The reads the step's admin requests need, as events before them, and each request with
-    its ThrottlesRead."""
+    its ThrottlesRead or TopicsSeen."""
     requests = [e for e in events if isinstance(e, ADMIN_EVENTS)]
     if not requests:
         return events
+    store, state = active.store, active.state
     out_before: list = []
     # Topics a request names that the controller does not know yet (created a moment ago by a
     # tool): read now, so that the request is judged by ZooKeeper as it is.
     named = {tp[0] for e in requests if isinstance(e, ReassignRequested) for tp, _ in e.targets}
     named |= {tp[0] for e in requests if isinstance(e, ThrottleRequested) and e.kind == "topics" for tp in e.entities}
+    named |= {_topic_of(r) for e in requests if isinstance(e, TopicsRequested) and e.kind != "create" for r in e.requests}
     unknown = sorted(n for n in named if n not in state.topic_versions and _valid(("topics", n)))
     if unknown:
         reads, _ = await read_topics(store, unknown)
@@ -101,7 +107,7 @@ async def prepare(store, state, events: list) -> list:
     if moving:
         out_before.append(TopicConfigsRead(await _min_isr(store, moving)))
     throttled = [e for e in requests if isinstance(e, ThrottleRequested)
-                 or (e.throttle is not None and not e.validate_only)]
+                 or (isinstance(e, ReassignRequested) and e.throttle is not None and not e.validate_only)]
     filled = {}
     if throttled:
         listed = dict(zip(REMOVAL_PATHS, [_listed(p, r) for p, r in zip(REMOVAL_PATHS, await get_many(store, list(REMOVAL_PATHS)))]))
@@ -119,7 +125,30 @@ async def prepare(store, state, events: list) -> list:
         read = ThrottlesRead(configs, listed)
         for e in throttled:
             filled[id(e)] = dataclasses.replace(e, read=read)
+    topic_requests = [e for e in requests if isinstance(e, TopicsRequested)]
+    if topic_requests:
+        seen = await _topics_seen(active, topic_requests)
+        for e in topic_requests:
+            filled[id(e)] = dataclasses.replace(e, read=seen)
     return out_before + [filled.get(id(e), e) for e in events]
+
+
+def _topic_of(request) -> str:
+    return request if isinstance(request, str) else request.name
+
+
+async def _topics_seen(active, requests) -> TopicsSeen:
+    store = active.store
+    names = frozenset(await children_or_empty(store, paths.TOPICS))
+    parent = await store.exists(paths.DELETE_TOPICS) is not None
+    markers = frozenset(await children_or_empty(store, paths.DELETE_TOPICS)) if parent else frozenset()
+    created = sorted({r.name for e in requests if e.kind == "create" for r in e.requests if _valid(("topics", r.name))})
+    existing = frozenset()
+    if created:
+        stats = await asyncio.gather(*(store.exists(paths.topic_config(n)) for n in created))
+        existing = frozenset(n for n, stat in zip(created, stats) if stat is not None)
+    replicas, leaders = active.placement_counts.counts(active.state)
+    return TopicsSeen(names, markers, parent, existing, replicas, leaders)
 
 
 def _valid(key) -> bool:
@@ -163,9 +192,15 @@ def _listed(path: str, read) -> ZnodeRead:
     return ZnodeRead(members, read[1].version)
 
 
-def answer(step) -> None:
-    """The step's writes landed: resolve each request's future with its Answer."""
-    for a in step.answers:
+def topic_answers(step) -> list:
+    """The step's answers to CreateTopics and CreatePartitions: given once the step's broker
+    requests went out (the new partitions' LeaderAndIsr and UpdateMetadata)."""
+    return [a for a in step.answers if getattr(a.token, "topic_request", False)]
+
+
+def answer(answers) -> None:
+    """Their writes landed: resolve each request's future with its Answer."""
+    for a in answers:
         if isinstance(a.token, asyncio.Future) and not a.token.done():
             a.token.set_result(a)
 
@@ -187,3 +222,42 @@ def fail_queued(items) -> list:
         else:
             kept.append(item)
     return kept
+
+
+class Seen:
+    """What one of the active controller's listener lists (``created_listeners``: partitions
+    given their first state; ``deleted_listeners``: topics whose znodes are gone) reports while
+    a request is in flight, registered before the request is submitted so nothing is missed.
+
+        with Seen(active.created_listeners) as created:
+            answer = await submit(active, event, timeout_s)
+            missing = await created.wait_for({("orders", 0)}, timeout_s)
+    """
+
+    def __init__(self, listeners: list):
+        self.listeners = listeners
+        self.got: set = set()
+        self._changed = asyncio.Event()
+
+    def __enter__(self) -> Seen:
+        self.listeners.append(self._note)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self.listeners.remove(self._note)
+
+    def _note(self, items) -> None:
+        self.got.update(items)
+        self._changed.set()
+
+    async def wait_for(self, wanted, timeout_s: float) -> set:
+        """Wait until every item of ``wanted`` was reported or ``timeout_s`` passed; what is missing."""
+        wanted = set(wanted)
+        try:
+            async with asyncio.timeout(max(timeout_s, 0.0)):
+                while not wanted <= self.got:
+                    self._changed.clear()
+                    await self._changed.wait()
+        except TimeoutError:
+            pass
+        return wanted - self.got

@@ -78,7 +78,15 @@ class Dispatcher:
         self.sent = 0
         self.failed = 0
 
-    def send(self, commands: list[BrokerCommand]) -> None:
+    def send(self, commands: list[BrokerCommand], on_sent: Callable[[], None] | None = None) -> None:
+        """Queue ``commands`` to their brokers; ``on_sent`` once every one of them was sent
+        (answered or given up on): CreateTopics answers then, as Kafka's waits for metadata."""
+        every = None
+        if on_sent is not None:
+            if not commands:
+                on_sent()
+            else:
+                every = _Countdown(len(commands), on_sent)
         # Only the StopReplica requests a move waits for (those naming partitions) count.
         stops = [c for c in commands if c.api_key == ApiKey.STOP_REPLICA and c.partitions]
         countdown = None
@@ -92,14 +100,15 @@ class Dispatcher:
                 self._workers[command.broker_id] = asyncio.create_task(
                     self._worker(command.broker_id, q), name=f"dispatch-{command.broker_id}"
                 )
-            q.put_nowait((command, countdown if command.api_key == ApiKey.STOP_REPLICA and command.partitions else None))
+            q.put_nowait((command, countdown if command.api_key == ApiKey.STOP_REPLICA and command.partitions else None,
+                          every))
 
     async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
         while True:
             item = await q.get()
             if item is None:  # close()
                 return
-            command, countdown = item
+            command, countdown, every = item
             try:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
@@ -113,6 +122,8 @@ class Dispatcher:
             finally:
                 if countdown is not None:
                     countdown.done()
+                if every is not None:
+                    every.done()
 
     async def _send(self, command: BrokerCommand) -> dict | None:
         """The broker's answer, or None if it was not delivered."""

@@ -159,8 +159,6 @@ def codes_of(answer: dict) -> dict:
 # Modules that write ZooKeeper themselves, and why (docs/DESIGN.md 6): configs, ACLs and SCRAM
 # credentials are served unfenced by every instance, as Kafka's brokers serve them.
 UNFENCED_CONFIG_PATHS = {"alter_configs.py", "acls.py", "scram_users.py"}
-# Still writing their own znodes (issue 20 item 1's rest): topic creation, partitions, deletion.
-NOT_EVENTS_YET = {"create_topics.py", "create_partitions.py", "delete_topics.py"}
 WRITERS = {"create", "set", "delete", "multi", "fenced_multi", "write_with_retry", "flush", "ensure_path", "extend"}
 WRITER_MODULES = {"znodes.batch", "controller.shell.throttle_configs"}
 
@@ -168,7 +166,7 @@ WRITER_MODULES = {"znodes.batch", "controller.shell.throttle_configs"}
 def test_no_admin_handler_writes_zookeeper():
     offenders = []
     for path in sorted((ROOT / "controller" / "shell" / "admin").glob("*.py")):
-        if path.name in UNFENCED_CONFIG_PATHS | NOT_EVENTS_YET:
+        if path.name in UNFENCED_CONFIG_PATHS:
             continue
         tree = ast.parse(path.read_text())
         for node in ast.walk(tree):

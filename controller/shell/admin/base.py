@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 from controller.core import acl
+from controller.shell import admin_events
 from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
 from znodes.api import ConnectionLossError, FencedError, SessionExpiredError
@@ -81,6 +82,25 @@ def not_recorded(e) -> ApiError:
     if getattr(e, "retry", False):
         return ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; other writers kept changing the same znodes")
     return ApiError(ErrorCode.NOT_CONTROLLER, str(e))
+
+
+async def take_event(ctx: AdminContext, event, timeout_s: float):
+    """Hand an admin request's event to the active controller (one writer:
+    controller.shell.admin_events) and wait up to ``timeout_s`` for its Answer, once its writes
+    landed. Raises ApiError for the whole request: NOT_CONTROLLER (a standby, or deposed before
+    the writes landed), REQUEST_TIMED_OUT (not taken in time: it may still be), or the engine's
+    request-wide error (INVALID_CONFIG for a malformed throttle znode)."""
+    active = ctx.require_active()
+    try:
+        answer = await admin_events.submit(active, event, timeout_s)
+    except TimeoutError:
+        raise ApiError(ErrorCode.REQUEST_TIMED_OUT,
+                       "the controller did not take the request in time; it may still be taken: check with --verify") from None
+    except admin_events.NotRecorded as e:
+        raise not_recorded(e) from None
+    if answer.error is not None:
+        raise ApiError(*answer.error)
+    return answer
 
 
 @dataclass(frozen=True)

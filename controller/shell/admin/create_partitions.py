@@ -10,12 +10,12 @@ Active controller only. Per topic, in request order:
     POLICY_VIOLATION (the new total over ``topic_policy_max_partitions``),
     REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR.
  2. ``validate_only``: answer now.
- 3. The topic znode rewritten with the new partitions, conditional on the zkVersion read and
-    fenced by the controller epoch (a conflict: read again and re-check, a few times). Then the
-    controller is told (a TopicsRead in its queue: the znode's data has no watch here, as its
-    children do), and engine step 10 gives the new partitions their states, LeaderAndIsr and
-    UpdateMetadata - the same path as a new topic's, so a controller failing after the write
-    leaves partitions the next one finishes at its election.
+ 3. The rest is an event of the active controller (controller.core.topic_requests, one writer):
+    the topic znode rewritten with the new partitions first in the step's flush, conditional
+    on the zkVersion the controller holds and fenced by its epoch, and engine step 10 giving
+    them their states, LeaderAndIsr and UpdateMetadata in the same flush - a controller failing
+    after the topic znode's write leaves partitions the next one finishes at its election.
+    Answered once that landed.
  4. ``timeout_ms`` > 0: wait until every new partition has a leader, else REQUEST_TIMED_OUT.
 
     # kafka-python
@@ -24,125 +24,54 @@ Active controller only. Per topic, in request order:
 
 from __future__ import annotations
 
-import asyncio
-import time
-
 from controller.core import acl
-from controller.core.events import TopicsRead
-from controller.core.topic_creation import (
-    CreationView,
-    PartitionsRequest,
-    Refused,
-    plan_partitions,
-)
+from controller.core.events import TopicsRequested
+from controller.core.topic_creation import PartitionsRequest
 from controller.core.topic_policy import TopicPolicy
-from controller.shell.admin.base import AdminContext, Api, allows_on_topic
-from controller.shell.admin.create_topics import _creations
-from controller.shell.zkread import read_topics
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic, take_event
+from controller.shell.admin_events import Seen
 from protocol import ApiKey
 from protocol.errors import ErrorCode
-from znodes import paths
-from znodes.api import BadVersionError, MultiOpError, SetData
-from znodes.payloads import encode_topic
-from znodes.reads import children_or_empty
-from znodes.values import Assignment
 
-CONFLICT_RETRIES = 5
+MIN_WAIT_S = 1.0  # a request waits at least this long for the controller to take it
 
 
 def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
     return {"name": name, "error_code": int(code), "error_message": message}
 
 
-async def _add(ctx: AdminContext, active, creations, r: PartitionsRequest, validate_only: bool):
-    """One topic: (result, the new partitions' futures)."""
-    store = ctx.store
-    for _ in range(CONFLICT_RETRIES):
-        state = active.state
-        deleting = frozenset(await children_or_empty(store, paths.DELETE_TOPICS))
-        reads, _ = await read_topics(store, [r.name]) if _valid(r.name) else ({}, [])
-        read = reads.get(r.name)
-        current = {p: a.replicas for p, a in read[1].items()} if read is not None else None
-        moving = read is not None and (
-            any(a.moving for a in read[1].values()) or any(tp[0] == r.name for tp in state.tasks)
-        )
-        replicas, leaders = creations.counts(state)
-        view = CreationView(frozenset(), deleting, {b.id: b.rack for b in state.brokers.values()}, replicas, leaders,
-                            TopicPolicy.from_config(getattr(ctx, "config", None)))
-        plan = plan_partitions(r, current, view, moving=moving)
-        if isinstance(plan, Refused):
-            return _result(r.name, plan.code, plan.message), []
-        if validate_only:
-            return _result(r.name), []
-        version, parts = read
-        parts = dict(parts) | {p: Assignment(rs) for p, rs in plan.items()}
-        loop = asyncio.get_running_loop()
-        waits = {(r.name, p): loop.create_future() for p in plan}
-        creations.waiting.update(waits)
-        try:
-            await store.fenced_multi([SetData(paths.topic(r.name), encode_topic(parts), version)], active.epoch_zkversion)
-        except MultiOpError as e:
-            for tp in waits:
-                creations.waiting.pop(tp, None)
-            if isinstance(e.cause, BadVersionError):
-                continue  # changed meanwhile (a move's write, another request): check again
-            raise
-        # The controller's loop learns the new partitions from this read, as from a watch.
-        active.inbox.queue.put_nowait(TopicsRead({r.name: (version + 1, parts)}))
-        return _result(r.name), list(waits.values())
-    return _result(r.name, ErrorCode.UNKNOWN_SERVER_ERROR, f"topic {r.name!r} kept changing while partitions were added; retry"), []
-
-
-def _valid(name: str) -> bool:
-    try:
-        paths.validate_topic_name(name)
-    except ValueError:
-        return False
-    return True
-
-
 async def handle_create_partitions(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
-    creations = _creations(active)
     topics = body.get("topics") or []
     counts: dict[str, int] = {}
     for t in topics:
         counts[t["name"]] = counts.get(t["name"], 0) + 1
-    results: list[dict] = []
-    waits: dict[str, list[asyncio.Future]] = {}
-    async with creations.lock:  # placements see each other
-        for t in topics:
-            name = t["name"]
-            if counts[name] > 1:
-                results.append(_result(name, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once"))
-                continue
-            if not await allows_on_topic(ctx, acl.ALTER, name):
-                results.append(_result(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ALTER is not allowed"))
-                continue
+    early: dict[int, dict] = {}
+    asked: list[PartitionsRequest] = []
+    for i, t in enumerate(topics):
+        name = t["name"]
+        if counts[name] > 1:
+            early[i] = _result(name, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once")
+        elif not await allows_on_topic(ctx, acl.ALTER, name):
+            early[i] = _result(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ALTER is not allowed")
+        else:
             given = t.get("assignments")
-            r = PartitionsRequest(name, t["count"], None if given is None else tuple(tuple(a["broker_ids"] or ()) for a in given))
-            result, futures = await _add(ctx, active, creations, r, bool(body.get("validate_only")))
-            results.append(result)
-            if futures:
-                waits[name] = futures
+            asked.append(PartitionsRequest(name, t["count"], None if given is None else tuple(tuple(a["broker_ids"] or ()) for a in given)))
     timeout_s = body.get("timeout_ms", 0) / 1000
-    if waits and timeout_s > 0:
-        deadline = time.monotonic() + timeout_s
-        for name, futures in waits.items():
-            try:
-                await asyncio.wait_for(asyncio.gather(*(asyncio.shield(f) for f in futures)),
-                                       max(0.0, deadline - time.monotonic()))
-            except asyncio.TimeoutError:
-                for out in results:
-                    if out["name"] == name and out["error_code"] == 0:
-                        out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
-                        out["error_message"] = f"the new partitions of {name!r} did not all have a leader in time"
-    for futures in waits.values():
-        for f in futures:
-            if not f.done():
-                f.cancel()
-    for tp in [tp for tp, f in creations.waiting.items() if f.cancelled()]:
-        del creations.waiting[tp]
+    with Seen(active.created_listeners) as created:
+        taken = {}
+        if asked:
+            event = TopicsRequested("partitions", tuple(asked), bool(body.get("validate_only")),
+                                    TopicPolicy.from_config(getattr(ctx, "config", None)))
+            taken = (await take_event(ctx, event, max(timeout_s, MIN_WAIT_S))).results
+        results = [early[i] if i in early else _result(t["name"], *taken[t["name"]][:2]) for i, t in enumerate(topics)]
+        waiting = {name: {(name, p) for p in answer[3]} for name, answer in taken.items() if answer[3]}
+        if waiting and timeout_s > 0:  # step 4: every new partition with a leader, or REQUEST_TIMED_OUT
+            missing = await created.wait_for(set().union(*waiting.values()), timeout_s)
+            for out in results:
+                if out["error_code"] == 0 and waiting.get(out["name"], set()) & missing:
+                    out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
+                    out["error_message"] = f"the new partitions of {out['name']!r} did not all have a leader in time"
     return {"throttle_time_ms": 0, "results": results}
 
 

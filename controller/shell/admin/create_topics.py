@@ -7,17 +7,17 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
     gets TOPIC_AUTHORIZATION_FAILED. v5+: without DESCRIBE_CONFIGS on the topic its answer
     carries no configs, partition count or replication factor, and ``topic_config_error_code``
     TOPIC_AUTHORIZATION_FAILED (Kafka's rule).
- 2. The view: existing topic names and those in ``/admin/delete_topics`` (read from
-    ZooKeeper: the controller's memory may lag a tool's creation), live brokers with racks, and
-    every broker's replicas and preferred leaders (the controller's assignments plus topics this
-    controller created that its loop has not read back yet). Requests are planned and written
-    one at a time, so each one's placement counts the ones before it.
+ 2. The rest is an event of the active controller (controller.core.topic_requests, one writer):
+    checked against ZooKeeper's topic names and deletion markers (read in the step that takes
+    it: the controller's memory may lag a tool's creation), the live brokers with racks and every
+    broker's replicas and preferred leaders (topics accepted earlier in the step counted).
  3. ``plan_topics`` (steps 1-2). ``validate_only``: answer now, nothing written.
- 4. Per accepted topic, its config and topic znodes in one multi fenced by the controller epoch
-    (step 3); a topic created meanwhile by someone else -> TOPIC_ALREADY_EXISTS.
- 5. ``timeout_ms`` > 0: wait (up to it) until the loop gave every partition of the topic a
-    leader and sent its metadata (engine step 10, ``Step.created``); still waiting ->
-    REQUEST_TIMED_OUT for that topic (its creation goes on, as in Kafka).
+ 4. Per accepted topic, its config and topic znodes first in the step's flush, fenced by the
+    controller epoch, and its partitions' states after them in the same flush; answered once
+    that landed (NOT_CONTROLLER if it did not).
+ 5. ``timeout_ms`` > 0: wait (up to it) for partitions left without a leader (no live replica
+    yet) to get one (engine step 10, ``Step.created``); still waiting -> REQUEST_TIMED_OUT for
+    that topic (its creation goes on, as in Kafka).
 
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
 configs (every Kafka topic config, with its source); v7 a topic id, the zero UUID: topic
@@ -29,120 +29,23 @@ znodes here are version 2 (Kafka 2.4's) and carry none.
 
 from __future__ import annotations
 
-import asyncio
-import time
-import weakref
 from collections import Counter
 
 from controller.core import acl
-from controller.core.placement import cluster_counts
-from controller.core.topic_creation import (
-    CreationView,
-    Planned,
-    Refused,
-    TopicRequest,
-    creation_ops,
-    plan_topics,
-)
+from controller.core.events import TopicsRequested
+from controller.core.topic_creation import Planned, TopicRequest
 from controller.core.topic_policy import TopicPolicy
-from controller.shell.admin.base import AdminContext, Api, allows_on_topic
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic, take_event
 from controller.shell.admin.configs import read_configs
+from controller.shell.admin_events import Seen
 from protocol import ApiKey
 from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
-from znodes.api import MultiOpError, NodeExistsError
-from znodes.reads import children_or_empty
 
-
-
-class _Creations:
-    """Per active controller: the lock that serialises creations, the topics written but not yet
-    read back by its loop (their replicas count for the next placement), and who waits for
-    which partitions to be created.
-
-    The cluster's replica and leader counts are kept per topic, keyed by the topic's zkVersion
-    and partition tuple in the state (every change of a topic's assignment in memory comes with
-    a new version: the engine's write or a read), so a request recounts only the topics that
-    changed since the last one instead of every partition of the cluster (which, once per step,
-    was the cost of a creation: bench/rpc.py's ``create_topics_per_second``)."""
-
-    def __init__(self, active):
-        self.lock = asyncio.Lock()
-        self.written: dict[str, tuple[tuple[int, ...], ...]] = {}
-        self.waiting: dict[tuple[str, int], asyncio.Future] = {}
-        self.memo_state = None
-        self.memo_generation = -1
-        # topic -> (version, partitions tuple, replicas per broker, leaders per broker, partitions counted)
-        self.per_topic: dict[str, tuple[int, tuple, dict, dict, int]] = {}
-        self.replicas: dict[int, int] = {}
-        self.leaders: dict[int, int] = {}
-        self.partitions = 0
-        active.created_listeners.append(self.created)
-
-    def created(self, tps) -> None:
-        for tp in tps:
-            future = self.waiting.pop(tp, None)
-            if future is not None and not future.done():
-                future.set_result(None)
-
-    def _add(self, replicas: dict, leaders: dict, sign: int) -> None:
-        for b, n in replicas.items():
-            self.replicas[b] = self.replicas.get(b, 0) + sign * n
-        for b, n in leaders.items():
-            self.leaders[b] = self.leaders.get(b, 0) + sign * n
-
-    def _refresh(self, state) -> None:
-        if self.memo_state is not state:
-            self.memo_state, self.per_topic, self.replicas, self.leaders, self.partitions = state, {}, {}, {}, 0
-        versions, parts, assignments = state.topic_versions, state.topic_partitions, state.assignments
-        for name in [n for n in self.per_topic if n not in versions]:
-            _, _, r, l, n = self.per_topic.pop(name)
-            self._add(r, l, -1)
-            self.partitions -= n
-        for name, version in versions.items():
-            ps = parts.get(name, ())
-            known = self.per_topic.get(name)
-            if known is not None and known[0] == version and known[1] is ps:
-                continue
-            if known is not None:
-                self._add(known[2], known[3], -1)
-                self.partitions -= known[4]
-            held = [assignments[(name, p)].replicas for p in ps if (name, p) in assignments]
-            r, l = cluster_counts(held)
-            self.per_topic[name] = (version, ps, r, l, len(held))
-            self._add(r, l, 1)
-            self.partitions += len(held)
-        if self.partitions != len(assignments):
-            # Assignments without a topic version (a state built by hand): count them all.
-            self.per_topic, self.partitions = {}, len(assignments)
-            self.replicas, self.leaders = (dict(c) for c in cluster_counts(a.replicas for a in assignments.values()))
-            self.memo_state = None
-        self.memo_generation = state.generation
-
-    def counts(self, state) -> tuple[dict[int, int], dict[int, int]]:
-        if self.memo_state is not state or self.memo_generation != state.generation:
-            self._refresh(state)
-        for name in [n for n in self.written if n in state.topic_versions]:
-            del self.written[name]  # read back: counted in the assignments now
-        replicas = {b: n for b, n in self.replicas.items() if n}
-        leaders = {b: n for b, n in self.leaders.items() if n}
-        for rs in (rs for topic in self.written.values() for rs in topic):
-            for b in rs:
-                replicas[b] = replicas.get(b, 0) + 1
-            leaders[rs[0]] = leaders.get(rs[0], 0) + 1
-        return replicas, leaders
-
-
-_CREATIONS: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
-def _creations(active) -> _Creations:
-    c = _CREATIONS.get(active)
-    if c is None:
-        c = _CREATIONS[active] = _Creations(active)
-    return c
+# A request waits at least this long for the controller to take it (one step on a loaded machine).
+MIN_WAIT_S = 1.0
 
 
 def _requests(body: dict) -> list[TopicRequest]:
@@ -188,7 +91,6 @@ def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
 
 async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
-    store = ctx.store
     requests = _requests(body)
     timeout_s = body.get("timeout_ms", 60_000) / 1000
     validate_only = version >= 1 and bool(body.get("validate_only"))
@@ -196,73 +98,32 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     named = Counter(r.name for r in requests)
     denied = {r.name for r in requests
               if named[r.name] == 1 and not await allows_on_topic(ctx, acl.CREATE, r.name, or_cluster=True)}
-    creations = _creations(active)
-    futures: dict[str, list[asyncio.Future]] = {}
-    results: dict[int, dict] = {}
     # The broker defaults the new topics' configs fall back to (shown in v5+ answers).
-    defaults = await _broker_defaults(store) if version >= 5 else {}
-    async with creations.lock:
-        names = await children_or_empty(store, paths.TOPICS)
-        deleting = await children_or_empty(store, paths.DELETE_TOPICS)
-        state = active.state
-        replicas, leaders = creations.counts(state)
-        view = CreationView(
-            topics=frozenset(names) | frozenset(creations.written),
-            deleting=frozenset(deleting),
-            brokers={b.id: b.rack for b in state.brokers.values()},
-            replica_counts=replicas,
-            leader_counts=leaders,
-            policy=TopicPolicy.from_config(getattr(ctx, "config", None)),
-        )
-        allowed = [r for r in requests if r.name not in denied]
-        plans = iter(plan_topics(allowed, view))
+    defaults = await _broker_defaults(ctx.store) if version >= 5 else {}
+    allowed = [r for r in requests if r.name not in denied]
+    results: dict[int, dict] = {}
+    waiting: dict[str, set] = {}
+    with Seen(active.created_listeners) as created:
+        taken = {}
+        if allowed:
+            event = TopicsRequested("create", tuple(allowed), validate_only, TopicPolicy.from_config(getattr(ctx, "config", None)))
+            taken = (await take_event(ctx, event, max(timeout_s, MIN_WAIT_S))).results
+        answers = iter(taken[i] for i in range(len(allowed)))
         for i, r in enumerate(requests):
             if r.name in denied:
                 results[i] = _result(r.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "CREATE is not allowed")
                 continue
-            plan = next(plans)
-            if isinstance(plan, Refused):
-                results[i] = _result(r.name, plan.code, plan.message)
-                continue
-            if validate_only:
-                results[i] = _result(r.name, plan=plan, defaults=defaults)
-                continue
-            config_exists = await store.exists(paths.topic_config(r.name)) is not None
-            waits = [asyncio.get_running_loop().create_future() for _ in plan.assignment]
-            for p, future in zip(plan.assignment, waits):
-                creations.waiting[(r.name, p)] = future
-            try:
-                await store.fenced_multi(creation_ops(plan, config_exists), active.epoch_zkversion)
-            except MultiOpError as e:
-                for p in plan.assignment:
-                    creations.waiting.pop((r.name, p), None)
-                if isinstance(e.cause, NodeExistsError):
-                    results[i] = _result(r.name, ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} was created meanwhile")
-                    continue
-                raise
-            creations.written[r.name] = tuple(plan.assignment[p] for p in sorted(plan.assignment))
-            futures[r.name] = waits
-            results[i] = _result(r.name, plan=plan, defaults=defaults)
-    if futures and timeout_s > 0:
-        deadline = time.monotonic() + timeout_s
-        for name, waits in futures.items():
-            left = deadline - time.monotonic()
-            try:
-                if left <= 0:
-                    raise asyncio.TimeoutError
-                await asyncio.wait_for(asyncio.gather(*(asyncio.shield(f) for f in waits)), left)
-            except asyncio.TimeoutError:
-                for i, out in results.items():
-                    if out["name"] == name and out["error_code"] == 0:
-                        out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
-                        out["error_message"] = (f"topic {name!r} is being created: not every partition had a leader "
-                                                f"within {body.get('timeout_ms')} ms")
-    for name, waits in futures.items():
-        for p, f in enumerate(waits):
-            if not f.done():
-                f.cancel()  # nobody waits any more
-                if creations.waiting.get((name, p)) is f:
-                    del creations.waiting[(name, p)]
+            code, message, plan, left = next(answers)
+            results[i] = _result(r.name, code, message, plan, defaults)
+            if left:
+                waiting[r.name] = {(r.name, p) for p in left}
+        if waiting and timeout_s > 0:  # step 5: every partition with a leader, or REQUEST_TIMED_OUT
+            missing = await created.wait_for(set().union(*waiting.values()), timeout_s)
+            for i, out in results.items():
+                if out["error_code"] == 0 and waiting.get(out["name"], set()) & missing:
+                    out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
+                    out["error_message"] = (f"topic {out['name']!r} is being created: not every partition had a "
+                                            f"leader within {body.get('timeout_ms')} ms")
     if version >= 5:
         await _hide_configs(ctx, results.values())
     return {"throttle_time_ms": 0, "topics": [results[i] for i in range(len(requests))]}

@@ -25,8 +25,7 @@ import logging
 
 from controller.core import move_order
 from controller.core.events import ReassignRequested, ThrottleRequested
-from controller.shell import admin_events
-from controller.shell.admin.base import AdminContext, Api, ApiError, not_recorded
+from controller.shell.admin.base import AdminContext, Api, take_event
 from controller.shell.admin.submit import OK, Result, by_topic, group_partitions
 from controller.shell.journal import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS_DOOR
 from controller.shell.journal import count_refused, write_noted
@@ -45,7 +44,7 @@ UNTHROTTLED = 2**63 - 1
 # A request waits at least this long for the controller, whatever its timeout says: one step and
 # its flush on a loaded machine (a timed-out request may still be taken: check with --verify).
 MIN_WAIT_S = 1.0
-DEFAULT_TIMEOUT_MS = 30_000
+DEFAULT_TIMEOUT_MS = 30_000  # the request specs' default
 
 
 def _partition_results(order, results, topic_key, parts_key, error_key_fields) -> list[dict]:
@@ -57,20 +56,10 @@ def _partition_results(order, results, topic_key, parts_key, error_key_fields) -
 
 
 async def take(ctx: AdminContext, event, timeout_ms) -> dict:
-    """Hand ``event`` to the active controller; its per-entity results once its writes landed.
-    Raises ApiError for the whole request (NOT_CONTROLLER, REQUEST_TIMED_OUT, INVALID_CONFIG)."""
-    active = ctx.require_active()
+    """Hand ``event`` to the active controller (``timeout`` in ms, the request's field); its
+    per-entity results once its writes landed."""
     timeout_s = max((timeout_ms if timeout_ms and timeout_ms > 0 else DEFAULT_TIMEOUT_MS) / 1000, MIN_WAIT_S)
-    try:
-        answer = await admin_events.submit(active, event, timeout_s)
-    except TimeoutError:
-        raise ApiError(ErrorCode.REQUEST_TIMED_OUT,
-                       "the controller did not take the request in time; it may still be taken: check with --verify") from None
-    except admin_events.NotRecorded as e:
-        raise not_recorded(e) from None
-    if answer.error is not None:
-        raise ApiError(*answer.error)
-    return answer.results
+    return (await take_event(ctx, event, timeout_s)).results
 
 
 # ---- ReassignPartitions ----------------------------------------------------------------------
