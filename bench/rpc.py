@@ -92,7 +92,7 @@ sys.path.insert(0, str(REPO))
 
 import protocol  # noqa: E402
 from protocol.connection import FrameConnection  # noqa: E402
-from protocol_aio import read_frame, serve_frames  # noqa: E402
+from protocol_aio import ClientConnection, serve_frames  # noqa: E402
 from controller.core.config import to_toml  # noqa: E402
 from kazoo.client import KazooClient  # noqa: E402
 from znodes.launcher import LocalZooKeeper  # noqa: E402
@@ -211,42 +211,23 @@ def targets(topics: dict, brokers: int, shift: int) -> dict[tuple[str, int], lis
 # ---- wire helpers ------------------------------------------------------------------------------
 
 
-# Frames go through protocol's one wire layer (protocol.connection's limits, protocol_aio's
-# reads, protocol's header writers): nothing here knows the frame layout.
+# Clients go through protocol_aio's one client connection (protocol.connection's limits, answers
+# matched by correlation id, protocol's header writers): nothing here knows the frame layout.
+CONNECT_TIMEOUT_S = 30.0
 
 
-class Connection:
-    """A client connection that asks one thing at a time: the request out, its answer in."""
-
-    def __init__(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter):
-        self.reader, self.writer = reader, writer
-        self.frames = FrameConnection.client()
-
-    @classmethod
-    async def open(cls, addr, ssl_context=None) -> Connection:
-        return cls(*await asyncio.open_connection(*addr, ssl=ssl_context))
-
-    async def exchange(self, frame: bytes) -> bytes:
-        """Send one request frame; its answer's frame."""
-        self.writer.write(frame)
-        return await read_frame(self.reader, self.frames)
-
-    async def ask(self, key: int, version: int, body: dict, correlation: int = 1) -> dict:
-        answer = await self.exchange(protocol.encode_request(key, version, correlation, "bench", body))
-        return protocol.decode_response(key, version, answer)[1]
-
-    def close(self) -> None:
-        self.writer.close()
+async def connect(addr, ssl_context=None) -> ClientConnection:
+    """A client connection that asks one thing at a time."""
+    return await ClientConnection.open(*addr, connect_timeout_s=CONNECT_TIMEOUT_S, ssl=ssl_context,
+                                       client_id="bench", name=f"{addr[0]}:{addr[1]}", max_in_flight=1)
 
 
-async def call(addr, key: int, version: int, body: dict, correlation: int = 1) -> dict:
-    conn = await Connection.open(addr)
+async def call(addr, key: int, version: int, body: dict) -> dict:
+    conn = await connect(addr)
     try:
-        return await conn.ask(key, version, body, correlation)
+        return await conn.request(key, version, body)
     finally:
-        conn.close()
-
-
+        await conn.close()
 
 
 def create_body(name: str, partitions: int, rf: int) -> dict:
@@ -260,14 +241,14 @@ async def bench_create_topics(addr, count: int, clients: int, prefix: str) -> fl
     names = iter(f"{prefix}{i:05d}" for i in range(count))
 
     async def client(n: int) -> None:
-        conn = await Connection.open(addr)
+        conn = await connect(addr)
         try:
-            for correlation, name in enumerate(names, 1):
-                answer = await conn.ask(protocol.ApiKey.CREATE_TOPICS, 7, create_body(name, 12, RF), correlation)
+            for name in names:
+                answer = await conn.request(protocol.ApiKey.CREATE_TOPICS, 7, create_body(name, 12, RF))
                 if answer["topics"][0]["error_code"]:
                     raise RuntimeError(f"CreateTopics {name}: {answer['topics'][0]}")
         finally:
-            conn.close()
+            await conn.close()
 
     began = time.perf_counter()
     await asyncio.gather(*(client(n) for n in range(clients)))
@@ -299,22 +280,22 @@ def p99(samples: list[float]) -> float:
 # ---- part 1: ReassignPartitions ----------------------------------------------------------------
 
 
-async def sasl_ssl_login(addr, ssl_context) -> Connection:
+async def sasl_ssl_login(addr, ssl_context) -> ClientConnection:
     """A TLS connection authenticated with SCRAM-SHA-512 (SaslHandshake v1, SaslAuthenticate)."""
     from controller.shell.security.scram import client_exchange
 
-    conn = await Connection.open(addr, ssl_context)
-    handshake = await conn.ask(protocol.ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"}, 1)
+    conn = await connect(addr, ssl_context)
+    handshake = await conn.request(protocol.ApiKey.SASL_HANDSHAKE, 1, {"mechanism": "SCRAM-SHA-512"})
     if handshake["error_code"]:
         raise RuntimeError(f"SaslHandshake refused: error {handshake['error_code']}")
     exchange = client_exchange("SCRAM-SHA-512", SECURE_USER, SECURE_PASSWORD, "benchnonce")
-    token, correlation = next(exchange), 2
+    token = next(exchange)
     while True:
-        answer = await conn.ask(protocol.ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token}, correlation)
+        answer = await conn.request(protocol.ApiKey.SASL_AUTHENTICATE, 1, {"auth_bytes": token})
         if answer["error_code"]:
             raise RuntimeError(f"SASL login failed: {answer['error_message']}")
         try:
-            token, correlation = exchange.send(answer["auth_bytes"]), correlation + 1
+            token = exchange.send(answer["auth_bytes"])
         except StopIteration:
             return conn
 
@@ -322,14 +303,15 @@ async def sasl_ssl_login(addr, ssl_context) -> Connection:
 async def time_reassign(addr, moves: dict, ssl_context=None) -> float:
     """One ReassignPartitions v0 (KIP-179's schema), sent to answer read, in seconds; with
     ``ssl_context``, over SASL_SSL (logged in before the clock starts)."""
-    conn = await (Connection.open(addr) if ssl_context is None else sasl_ssl_login(addr, ssl_context))
+    conn = await (connect(addr) if ssl_context is None else sasl_ssl_login(addr, ssl_context))
     try:
-        frame = protocol.encode_request(protocol.ApiKey.REASSIGN_PARTITIONS, 0, 1, "bench", reassign_body(moves, THROTTLE))
+        key = protocol.ApiKey.REASSIGN_PARTITIONS
+        encoded = protocol.encode_body(key, 0, "request", reassign_body(moves, THROTTLE))
         started = time.perf_counter()
-        answer = await conn.exchange(frame)
+        answer = await conn.exchange(key, 0, encoded)
         took = time.perf_counter() - started
     finally:
-        conn.close()
+        await conn.close()
     _, body = protocol.decode_response(protocol.ApiKey.REASSIGN_PARTITIONS, 0, answer)
     errors = [(t["topic"], p["partition_id"], p["error_code"], p.get("error_message"))
               for t in body["reassign_partition_result"] for p in t["partition_error"] if p["error_code"]]
@@ -405,17 +387,13 @@ async def _load(addr, connections: int, seconds: float) -> int:
 
     async def client() -> None:
         nonlocal done
-        conn = await Connection.open(addr)
-        correlation = 0
+        conn = await connect(addr)
         try:
             while time.perf_counter() < deadline:
-                correlation += 1
-                answer = await conn.exchange(protocol.request_frame(key, 0, correlation, "bench", body))
-                if protocol.response_correlation_id(answer) != correlation:  # the answer is not decoded
-                    raise RuntimeError("answers out of order")
+                await conn.exchange(key, 0, body)  # matched by correlation id, not decoded
                 done += 1
         finally:
-            conn.close()
+            await conn.close()
 
     await asyncio.gather(*(client() for _ in range(connections)))
     return done

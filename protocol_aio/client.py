@@ -90,27 +90,34 @@ class ClientConnection:
 
     async def _send(self, api_key: int, api_version: int, body: dict | None, encoded: bytes | None,
                     timeout_s: float | None) -> bytes:
+        timeout_s = self.timeout_s if timeout_s is None else timeout_s
+        if timeout_s is None:
+            return await self._answer(api_key, api_version, body, encoded)
+        async with asyncio.timeout(timeout_s):
+            return await self._answer(api_key, api_version, body, encoded)
+
+    async def _answer(self, api_key: int, api_version: int, body: dict | None, encoded: bytes | None) -> bytes:
         if self.error is not None:
             raise self._raised(self.error)
-        async with asyncio.timeout(self.timeout_s if timeout_s is None else timeout_s):
-            async with self._slots:
-                if self.error is not None:
-                    raise self._raised(self.error)
-                correlation_id = next(self._correlation) & _CORRELATION_MASK
-                if encoded is None:
-                    frame = protocol.encode_request(api_key, api_version, correlation_id, self.client_id, body)
-                else:
-                    frame = protocol.request_frame(api_key, api_version, correlation_id, self.client_id, encoded)
-                answer = asyncio.get_running_loop().create_future()
-                self._pending[correlation_id] = answer
-                try:
-                    self.writer.write(frame)
-                    await self.writer.drain()
-                except OSError as e:
-                    self._fail(ConnectionResetError(f"{self.name}: send failed ({e!r})"))
-                    raise self._raised(self.error) from None
-                # shield: a timeout leaves the entry, whose late answer is then read and dropped.
-                return await asyncio.shield(answer)
+        async with self._slots:
+            if self.error is not None:
+                raise self._raised(self.error)
+            correlation_id = next(self._correlation) & _CORRELATION_MASK
+            if encoded is None:
+                frame = protocol.encode_request(api_key, api_version, correlation_id, self.client_id, body)
+            else:
+                frame = protocol.request_frame(api_key, api_version, correlation_id, self.client_id, encoded)
+            answer = asyncio.get_running_loop().create_future()
+            self._pending[correlation_id] = answer
+            try:
+                self.writer.write(frame)
+                await self.writer.drain()
+            except OSError as e:
+                self._fail(ConnectionResetError(f"{self.name}: send failed ({e!r})"))
+                raise self._raised(self.error) from None
+            # A cancelled wait (a timeout) cancels the future but leaves its entry: the late
+            # answer is then read and dropped instead of desynchronising the stream.
+            return await answer
 
     async def close(self) -> None:
         self._reading.cancel()
