@@ -16,7 +16,7 @@ from controller.core.topic_creation import (
     plan_topics,
 )
 from controller.core.topic_policy import TopicPolicy
-from controller.shell.admin.create_topics import _Creations
+from controller.core.placement_counts import PlacementCounts
 from protocol.errors import ErrorCode
 from znodes.values import Assignment
 
@@ -58,10 +58,7 @@ def test_create_partitions_is_held_to_the_partition_maximum_only():
 
 
 def test_incremental_counts_equal_a_full_recount():
-    class Active:
-        created_listeners: list = []
-
-    creations = _Creations(Active())
+    creations = PlacementCounts()
     state = SimpleNamespace(topic_versions={}, topic_partitions={}, assignments={}, generation=0)
     rnd = random.Random(7)
     for step in range(400):
