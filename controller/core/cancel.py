@@ -16,7 +16,9 @@ TRS target replicas, AR = TRS - ORS the replicas the move added):
     the entry is simply withdrawn from ``/admin/reassign_partitions`` - unless it carries no
     ``original_replicas`` (KIP-236 skip 1: written by a tool that never said where the
     partition came from; the controller adds them only when it starts the move). Already
-    cancelling: nothing more to do (success, idempotent).
+    cancelling: nothing more to do (success, idempotent). A target waiting behind a started
+    move (an override waiting for a slot, a target queued behind its completion or rollback)
+    is cancelled with it: the cancel is of the partition's whole reassignment.
  2. Completing (STOPPING, past "TRS in ISR"): skipped with REASSIGNMENT_IN_PROGRESS. The
     original replicas already got StopReplica(delete) when the leader moved into TRS, so there
     is nothing left to roll back to; Kafka 2.4 can cancel "until completion" for the same
@@ -76,7 +78,7 @@ replicas an earlier target added (its ``dropped``): they are in AR's place above
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from controller.core.events import CancelRequested
 from controller.core.flush import ROLLBACK, ROLLBACK_FINISH, writing
@@ -139,6 +141,8 @@ def cancel_one(ws: WorkingSet, tp: TopicPartition, *, dry_run: bool = False, wit
             return UNKNOWN_PARTITION, f"unknown partition {_name(tp)}"
         return NOT_REASSIGNING, f"{_name(tp)} is not being reassigned"
     if move.phase is Phase.CANCELLING:
+        if move.next_target is not None and not dry_run:
+            forget_next_target(ws, move)
         return CANCELLED, "already being cancelled"
     if not move.started:
         request = ws.requests.get(tp)
@@ -167,8 +171,28 @@ def cancel_one(ws: WorkingSet, tp: TopicPartition, *, dry_run: bool = False, wit
     if unsafe is not None:
         return SKIP_ORIGINAL_OUT_OF_SYNC, unsafe
     if not dry_run:
+        if move.next_target is not None:
+            move = forget_next_target(ws, move)
         begin_cancel(ws, move, state)
     return CANCELLED, None
+
+
+def forget_next_target(ws: WorkingSet, move: Move) -> Move:
+    """A cancel asked for is the partition's whole reassignment: a target waiting behind the
+    move (an override waiting for a slot, a target queued behind its completion or rollback)
+    is cancelled with it, or the partition would end on it after an acknowledged cancel. Its
+    entry goes back to the move's own target, which the rollback drops when it ends."""
+    tp = move.tp
+    ws.log.append(f"cancel of {_name(tp)}: its waiting target {list(move.next_target)} is cancelled too")
+    move = move.with_changes(next_target=None)
+    ws.set_task(move)
+    request = ws.requests.get(tp)
+    if request is not None and request.replicas != move.target:
+        ws.requests[tp] = replace(request, replicas=move.target)
+        ws.requests_dirty = True
+    if move.phase is Phase.CANCELLING:
+        ws.late.append(SetData(paths.reassignment(*tp), encode_record(move.target, move.original, cancelling=True)))
+    return move
 
 
 def rollback_unsafe(ws: WorkingSet, move: Move, state: LeaderIsr) -> str | None:

@@ -287,3 +287,31 @@ async def test_an_isr_change_racing_the_cancel_is_retried_not_failed(h):
     await h.run_until_quiet()
     h.check_invariants(expected={TP: [4, 2, 3]})
     assert hosted(h, TP) == [2, 3, 4]
+
+
+async def test_an_acknowledged_cancel_also_cancels_a_target_waiting_for_a_slot():
+    """Found by the chaos checker (seed 3, broker restarts): a new target for a replicating move
+    that waited for a slot under the caps started once the cancel's rollback ended, so the
+    partition ended on it although the cancel was answered NONE. The cancel takes it too."""
+    from controller.core.config import ControllerConfig
+    from controller.shell.admin.kip455_alter import handle_alter
+
+    h = Harness(topics=(TOPIC,), config=ControllerConfig(max_incoming_per_broker=1))
+    await h.start()
+    try:
+        c = await h.start_controller(101)
+        await h.submit({("t", 0): [1, 2, 3], ("t", 1): [6, 3, 4]})
+        await started(h, [("t", 0), ("t", 1)])
+        body = {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [{"partition_index": 0, "replicas": [6, 2, 3]}]}]}
+        answer = await handle_alter(ctx_of(c), 0, body)
+        assert answer["responses"][0]["partitions"][0]["error_code"] == 0
+        move = c.active.state.tasks[("t", 0)]
+        assert move.next_target == (6, 2, 3) and move.target == (1, 2, 3)  # broker 6's slot is t-1's
+        results = await cancel_partitions(ctx_of(c), [("t", 0)])
+        assert results[("t", 0)][0] is ErrorCode.NONE, results
+        h.requested = {("t", 1): [6, 3, 4]}
+        await h.run_until_quiet()
+        h.check_invariants(expected={("t", 0): [4, 2, 3], ("t", 1): [6, 3, 4]})
+        assert hosted(h, ("t", 0)) == [2, 3, 4]
+    finally:
+        await h.close()
