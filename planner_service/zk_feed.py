@@ -1,8 +1,9 @@
 """The planner service's ZooKeeper feed: keeps a :class:`~planner_service.model.ClusterModel`
 current from watches, and reconnects forever.
 
-One full read (brokers, topics, partition states, ``/admin/reassign_partitions`` and
-``/admin/reassignments``) fills the model; watch events then re-read only what they name.
+One full read (brokers, topics, partition states through znodes.cluster_reader, the reader the
+controller and the snapshot share; ``/admin/reassign_partitions`` and ``/admin/reassignments``)
+fills the model; watch events then re-read only what they name.
 Above ``state_watch_limit`` partitions, partition states carry no watch: they are read in bulk
 (multiRead) when their topic changes and at every sizes poll (``read_states_bulk``). After a
 suspension the model is served as it was and everything is read again on reconnection (kazoo
@@ -164,48 +165,38 @@ class ZkFeed:
         self.on_change()
 
     async def _read_brokers(self) -> None:
-        from znodes.reads import read_brokers
+        from znodes import cluster_reader
 
-        brokers, problems = await read_brokers(self.store, watch=True)
-        for p in problems:
-            log.warning("%s", p)
+        brokers, bad = await cluster_reader.brokers(self.store, watch=True)
+        for u in bad:
+            log.warning("ignoring %s", u)
         if self.model.set_brokers(brokers, time.time()):
             self.on_change()
 
     async def _read_topic_list(self) -> list[str]:
-        from znodes import paths
-        from znodes.reads import children_or_empty
+        from znodes import cluster_reader
 
-        if await self.store.exists(paths.TOPICS, watch=True) is None:
-            return []
-        names = sorted(await children_or_empty(self.store, paths.TOPICS, watch=True))
-        good = []
-        for n in names:
-            try:
-                paths.validate_topic_name(n)
-                good.append(n)
-            except ValueError as e:
-                log.warning("ignoring topic %r: %s", n, e)
-        return good
+        names, bad = await cluster_reader.topic_names(self.store, watch=True)
+        for u in bad:
+            log.warning("ignoring topic %s", u)
+        return names
 
     async def _read_topic(self, name: str, states: bool = True) -> tuple[str, list[int]]:
         """Read (and watch) a topic znode; its new partitions' states too unless ``states`` is
         false, in which case they are returned for the caller to read."""
-        from znodes import paths
-        from znodes.errors import ZnodeFormatError
-        from znodes.payloads import decode_topic
+        from znodes import cluster_reader
 
-        path = paths.topic(name)
-        read = await self._get_or_watch(path)
+        found, bad = await cluster_reader.topics(self.store, [name], watch=True)
+        for u in bad:
+            log.warning("ignoring %s", u)
+        if name not in found:  # unreadable: the model keeps what it had
+            return name, []
+        read = found[name]
         if read is None:
             if self.model.set_topic(name, None, time.time()):
                 self.on_change()
             return name, []
-        try:
-            parts = decode_topic(path, read[0])
-        except ZnodeFormatError as e:
-            log.warning("ignoring %s: %s", path, e)
-            return name, []
+        parts = read.partitions
         old = self.model.topics.get(name, {})
         changed = self.model.set_topic(name, parts, time.time())
         new_parts = [p for p in parts if p not in old or name not in self._known_topics]
@@ -225,58 +216,31 @@ class ZkFeed:
 
     async def read_states_bulk(self, keys: list[tuple[str, int]] | None = None) -> None:
         """Read partition states without watches (multiRead); all of them when ``keys`` is None."""
-        from znodes import paths
-        from znodes.errors import ZnodeFormatError
-        from znodes.payloads import decode_state
-        from znodes.reads import get_many
+        from znodes import cluster_reader
 
         if keys is None:
             keys = [(t, p) for t, parts in list(self.model.topics.items()) for p in parts]
         changed = False
         for i in range(0, len(keys), 50_000):
             chunk = keys[i : i + 50_000]
-            reads = await get_many(self.store, [paths.partition_state(t, p) for t, p in chunk])
-            for (t, p), read in zip(chunk, reads):
-                state = None
-                if read is not None:
-                    try:
-                        state = decode_state(paths.partition_state(t, p), read[0], read[1].version)
-                    except ZnodeFormatError as e:
-                        log.warning("ignoring the state of %s-%d: %s", t, p, e)
-                changed |= self.model.set_state(t, p, state, time.time())
+            states, bad = await cluster_reader.partition_states(self.store, chunk)
+            for u in bad:
+                log.warning("ignoring %s", u)
+            now = time.time()
+            for t, p in chunk:  # absent or unreadable: no state
+                changed |= self.model.set_state(t, p, states.get((t, p)), now)
         if changed:
             self.on_change()
 
     async def _read_state(self, topic: str, partition: int) -> None:
-        from znodes import paths
-        from znodes.errors import ZnodeFormatError
-        from znodes.payloads import decode_state
+        from znodes import cluster_reader
 
-        path = paths.partition_state(topic, partition)
-        read = await self._get_or_watch(path)  # absent: the watch fires when the controller creates it
-        state = None
-        if read is not None:
-            try:
-                state = decode_state(path, read[0], read[1].version)
-            except ZnodeFormatError as e:
-                log.warning("ignoring %s: %s", path, e)
-        if self.model.set_state(topic, partition, state, time.time()):
+        # absent: watched, so the feed hears when the controller creates it
+        states, bad = await cluster_reader.partition_states(self.store, [(topic, partition)], watch=True)
+        for u in bad:
+            log.warning("ignoring %s", u)
+        if self.model.set_state(topic, partition, states.get((topic, partition)), time.time()):
             self.on_change()
-
-    async def _get_or_watch(self, path: str):
-        """(data, stat) of ``path`` with a watch on it; None if it does not exist, with a watch
-        that fires when it is created.
-
-        ZooKeeper sets no watch on a getData that finds no node, so an absent znode is watched
-        with exists - and it may be created between the two (the controller writes a new
-        partition's state as the feed reads the new topic): exists then finds it, and with a
-        watch only on its next change, so it is read again rather than taken as absent."""
-        from znodes.reads import get_or_none
-
-        while True:
-            read = await get_or_none(self.store, path, watch=True)
-            if read is not None or await self.store.exists(path, watch=True) is None:
-                return read
 
     async def _read_admin(self, path: str) -> None:
         from znodes import paths

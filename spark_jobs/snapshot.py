@@ -320,12 +320,14 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
 
     Returns a validated snapshot. Malformed znodes raise SnapshotError naming the znode.
     """
-    from znodes import models, paths
+    from znodes import cluster_reader
     from znodes.api import ConnectionLossError, ZkError
-    from znodes.errors import ZnodeFormatError
-    from znodes.payloads import decode_state, decode_topic
-    from znodes.reads import children_or_empty, get_many
     from znodes.security import ZkSecurity, auth_hint
+
+    def refuse(bad: list) -> None:
+        """The snapshot is all or nothing: the first znode the shared reader could not read."""
+        if bad:
+            raise SnapshotError(hosts, f"znode {bad[0]}")
 
     security = security or ZkSecurity()
     warnings: list[str] = []
@@ -334,57 +336,33 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
     except (ConnectionLossError, ZkError, ValueError) as e:
         raise SnapshotError(hosts, f"cannot read the cluster: {e}{auth_hint(e, security)}") from None
     try:
-        broker_ids = []
-        for name in sorted(await children_or_empty(zk, paths.BROKER_IDS)):
-            try:
-                broker_ids.append(paths.parse_id(name, "broker id"))
-            except ValueError as e:
-                raise SnapshotError(hosts, f"znode {paths.join(paths.BROKER_IDS, name)}: {e}") from None
-        brokers: dict[int, dict] = {}
-        endpoints: dict[int, tuple[str, int]] = {}
-        for bid, read in zip(broker_ids, await get_many(zk, [paths.broker(b) for b in broker_ids])):
-            if read is None:
-                continue  # went away between the listing and the read
-            path = paths.broker(bid)
-            try:
-                # The model, not payloads.decode_broker: a broker without a PLAINTEXT listener
-                # is still in the snapshot (decode_broker refuses it, the controller needs one).
-                reg = models.BrokerRegistration.from_bytes(path, read[0])
-            except ZnodeFormatError as e:
-                raise SnapshotError(hosts, f"znode {path}: {e}") from None
-            host, port = reg.host, reg.port if reg.port >= 0 else None
-            eps = reg.parsed_endpoints()
-            plain = [e for e in eps if e.security_protocol == "PLAINTEXT"] or eps
-            if plain:
-                host, port = plain[0].host, plain[0].port
-                endpoints[bid] = (host, port)
-            brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
-
-        topic_names = sorted(await children_or_empty(zk, paths.TOPICS))
-        for name in topic_names:
-            try:
-                paths.validate_topic_name(name)
-            except ValueError as e:
-                raise SnapshotError(hosts, f"znode {paths.join(paths.TOPICS, name)}: {e}") from None
-        assignments: dict[str, dict[int, list[int]]] = {}
-        removing: dict[str, dict[int, list[int]]] = {}
-        for name, read in zip(topic_names, await get_many(zk, [paths.topic(t) for t in topic_names])):
-            if read is None:
-                continue
-            try:
-                parts = decode_topic(paths.topic(name), read[0])  # as the controller reads it
-            except ZnodeFormatError as e:
-                raise SnapshotError(hosts, f"znode {paths.topic(name)}: {e}") from None
-            assignments[name] = {p: list(a.replicas) for p, a in parts.items()}
-            removing[name] = {p: list(a.removing) for p, a in parts.items() if a.removing}
-
+        # Whole registrations, not the controller's view of them: a broker without a PLAINTEXT
+        # listener is still in the snapshot (the controller needs one; the planner does not).
+        registrations, bad = await cluster_reader.registrations(zk)
+        refuse(bad)
+        names, bad = await cluster_reader.topic_names(zk)
+        refuse(bad)
+        topic_reads, bad = await cluster_reader.topics(zk, names)
+        refuse(bad)
+        assignments = {t: read.partitions for t, read in topic_reads.items() if read is not None}
         keys = [(t, p) for t in sorted(assignments) for p in sorted(assignments[t])]
-        state_paths = [paths.partition_state(t, p) for t, p in keys]
-        state_reads = await get_many(zk, state_paths)
+        states, bad = await cluster_reader.partition_states(zk, keys)
+        refuse(bad)
     except ZkError as e:
         raise SnapshotError(hosts, f"reading the cluster: {e!r}{auth_hint(e, security)}") from None
     finally:
         await zk.close()
+
+    brokers: dict[int, dict] = {}
+    endpoints: dict[int, tuple[str, int]] = {}
+    for bid, reg in registrations.items():
+        host, port = reg.host, reg.port if reg.port >= 0 else None
+        eps = reg.parsed_endpoints()
+        plain = [e for e in eps if e.security_protocol == "PLAINTEXT"] or eps
+        if plain:
+            host, port = plain[0].host, plain[0].port
+            endpoints[bid] = (host, port)
+        brokers[bid] = {"id": bid, "host": host, "port": port, "rack": reg.rack, "alive": True}
 
     log_sizes: dict[int, dict[tuple[str, int], int]] = {}
     if sizes and endpoints:
@@ -398,16 +376,11 @@ async def read_cluster(hosts: str, *, sizes: bool = True, timeout: float = 10.0,
         if disk is not None and b in brokers:
             brokers[b]["disk_bytes"] = disk
     topics_out: dict[str, list[dict]] = {t: [] for t in assignments}
-    for (t, p), path, read in zip(keys, state_paths, state_reads):
-        leader, isr = -1, None
-        if read is not None:
-            try:
-                state = decode_state(path, read[0], read[1].version)  # as the controller reads it
-            except ZnodeFormatError as e:
-                raise SnapshotError(hosts, str(e)) from None
-            leader, isr = state.leader, list(state.isr)
-        reps = list(assignments[t][p])
-        rem = removing[t].get(p, [])
+    for t, p in keys:
+        state = states.get((t, p))
+        leader, isr = (-1, None) if state is None else (state.leader, list(state.isr))
+        reps = list(assignments[t][p].replicas)
+        rem = list(assignments[t][p].removing)
         target = [r for r in reps if r not in rem]
         if leader not in target:
             leader = -1

@@ -11,6 +11,9 @@ Other store errors propagate.
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TypeVar
 
 from znodes import paths
 from znodes.api import NoNodeError, Store, ZnodeStat
@@ -21,6 +24,8 @@ from znodes.values import Broker
 # Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
 # partition states do not become 100,000 pending futures.
 READ_CONCURRENCY = 2000
+
+T = TypeVar("T")
 
 
 async def get_or_none(store: Store, path: str, watch: bool = False) -> tuple[bytes, ZnodeStat] | None:
@@ -53,23 +58,63 @@ async def get_many(store: Store, path_list: list[str]) -> list[tuple[bytes, Znod
     return out
 
 
-async def read_brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
-    log: list[str] = []
-    names = await children_or_empty(store, paths.BROKER_IDS, watch=watch)
+@dataclass(frozen=True, slots=True)
+class Unreadable:
+    """A znode, or a child name, that is not what its path must hold."""
+
+    path: str
+    reason: str
+
+    def __str__(self) -> str:
+        return f"{self.path}: {self.reason}"
+
+
+UNREADABLE = object()  # what decoded() returns for a znode it noted as Unreadable
+
+
+def decoded(path: str, read: tuple[bytes, ZnodeStat] | None, decode: Callable[[str, bytes, ZnodeStat], T],
+            bad: list[Unreadable]) -> T | None | object:
+    """``decode(path, data, stat)`` of one read; None for an absent znode; UNREADABLE, noted in
+    ``bad``, for one that does not decode."""
+    if read is None:
+        return None
+    try:
+        return decode(path, read[0], read[1])
+    except ZnodeFormatError as e:
+        bad.append(Unreadable(path, e.reason))
+        return UNREADABLE
+
+
+async def registered_brokers(store: Store, decode: Callable[[str, bytes, ZnodeStat, int], T], watch: bool = False
+                             ) -> tuple[dict[int, T], list[Unreadable]]:
+    """``decode(path, data, stat, broker_id)`` of each ``/brokers/ids/N``, by id (the listing
+    watched with ``watch``); ids that are not numbers and registrations that do not decode are
+    Unreadable."""
+    bad: list[Unreadable] = []
     ids = []
-    for name in names:
+    for name in await children_or_empty(store, paths.BROKER_IDS, watch=watch):
         try:
             ids.append(paths.parse_id(name, "broker id"))
         except ValueError as e:
-            log.append(f"ignoring /brokers/ids/{name}: {e}")
-    reads = await get_many(store, [paths.broker(b) for b in ids])
-    brokers: dict[int, Broker] = {}
-    for broker_id, read in zip(ids, reads):
-        if read is None:
-            continue  # deregistered between the listing and the read
-        data, stat = read
-        try:
-            brokers[broker_id] = decode_broker(paths.broker(broker_id), data, broker_id, stat.czxid)
-        except ZnodeFormatError as e:
-            log.append(f"ignoring broker {broker_id}: {e}")
-    return dict(sorted(brokers.items())), log
+            bad.append(Unreadable(paths.join(paths.BROKER_IDS, name), str(e)))
+    ids.sort()
+    out: dict[int, T] = {}
+    for b, read in zip(ids, await get_many(store, [paths.broker(b) for b in ids])):
+        # None: deregistered between the listing and the read
+        found = decoded(paths.broker(b), read, lambda p, d, s, b=b: decode(p, d, s, b), bad)
+        if found is not None and found is not UNREADABLE:
+            out[b] = found
+    return out, bad
+
+
+def controller_broker(path: str, data: bytes, stat: ZnodeStat, broker_id: int) -> Broker:
+    """A registration as the controller needs it: a PLAINTEXT endpoint, the rack, the czxid as
+    the broker's epoch."""
+    return decode_broker(path, data, broker_id, stat.czxid)
+
+
+async def read_brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
+    """The registered brokers as the controller needs them (znodes.cluster_reader.brokers), with
+    a log line for each one skipped."""
+    brokers, bad = await registered_brokers(store, controller_broker, watch)
+    return brokers, [f"ignoring {u}" for u in bad]

@@ -1,4 +1,7 @@
-"""The controller's ZooKeeper reads, turned into the engine's state types.
+"""The controller's ZooKeeper reads, turned into the engine's state types. Topics, partition
+states and brokers are read through znodes.cluster_reader, the reader the planner service's feed
+and the snapshot share; this module adds the controller's own znodes (requests, records,
+notifications) and its log lines.
 
 Every function takes a :class:`znodes.api.Store`, reads concurrently in bounded chunks, and
 returns what it read plus log lines for payloads it had to skip (a malformed znode is reported,
@@ -15,16 +18,10 @@ import asyncio
 from collections.abc import Iterable
 
 from controller.core.events import QueueRead, RequestsRead
-from znodes import paths
+from znodes import cluster_reader, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import (
-    decode_notification,
-    decode_record_full,
-    decode_requests,
-    decode_state,
-    decode_topic,
-)
+from znodes.payloads import decode_notification, decode_record_full, decode_requests
 from znodes.reads import READ_CONCURRENCY, children_or_empty, get_many, get_or_none
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
@@ -36,26 +33,10 @@ async def read_topic_names(store: Store, watch: bool = False) -> list[str]:
 async def read_topics(
     store: Store, names: Iterable[str]
 ) -> tuple[dict[str, tuple[int, dict[int, Assignment]] | None], list[str]]:
-    log: list[str] = []
-    valid = []
-    for name in names:
-        try:
-            paths.validate_topic_name(name)
-            valid.append(name)
-        except ValueError as e:
-            log.append(f"ignoring topic {name!r}: {e}")
-    reads = await get_many(store, [paths.topic(n) for n in valid])
-    out: dict[str, tuple[int, dict[int, Assignment]] | None] = {}
-    for name, read in zip(valid, reads):
-        if read is None:
-            out[name] = None
-            continue
-        data, stat = read
-        try:
-            out[name] = (stat.version, decode_topic(paths.topic(name), data))
-        except ZnodeFormatError as e:
-            log.append(f"ignoring topic {name!r}: {e}")
-    return out, log
+    """Each topic's (znode version, partitions), None when absent (znodes.cluster_reader); a
+    name that is not Kafka's or a znode that does not decode is skipped with a log line."""
+    found, bad = await cluster_reader.topics(store, names)
+    return found, [f"ignoring topic {u}" for u in bad]
 
 
 async def _read_entries(store: Store, path: str, event):
@@ -141,20 +122,10 @@ async def read_records(
 
 
 async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict[TopicPartition, LeaderIsr | None], list[str]]:
-    log: list[str] = []
-    keys = list(tps)
-    reads = await get_many(store, [paths.partition_state(*tp) for tp in keys])
-    out: dict[TopicPartition, LeaderIsr | None] = {}
-    for tp, read in zip(keys, reads):
-        if read is None:
-            out[tp] = None
-            continue
-        data, stat = read
-        try:
-            out[tp] = decode_state(paths.partition_state(*tp), data, stat.version)
-        except ZnodeFormatError as e:
-            log.append(f"unreadable partition state: {e}")
-    return out, log
+    """Each partition's state, None when absent (znodes.cluster_reader); one that does not
+    decode is left out with a log line."""
+    found, bad = await cluster_reader.partition_states(store, tps)
+    return found, [f"unreadable partition state {u}" for u in bad]
 
 
 async def read_notifications(
