@@ -9,7 +9,9 @@ active controller after any number of its ZooKeeper ops (a flush cut at any op b
 depose it in the middle of a flush (another controller elected), cut a chosen kind of flush
 just before a chosen op (crash-point coverage: tests/controller/crashpoints.py), expire its
 session, start new controllers, stop and restart brokers, submit with auto-removable throttles
-(KIP-179: gone at the end, invariant 3), and let time pass. After every
+(KIP-179: gone at the end, invariant 3), move a replica between the two log directories of its
+broker (KIP-113's AlterReplicaLogDirs, to the broker: a future log copies, then takes over),
+and let time pass. After every
 step docs/DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that holds at every
 moment; at the end (brokers back, a controller running) the quiescent forms and invariant 3.
 Schedules run by the thousand through tests/controller/soak.py (``make soak``; the pytest
@@ -42,7 +44,9 @@ from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
 from controller.shell.throttles import remove_idle_throttles, remove_throttles
+from protocol import ApiKey
 from protocol.errors import ErrorCode
+from sim.inprocess import InProcessTransport
 from tests import figures
 from tests.controller import crash_schedules, soak
 from tests.controller.crashpoints import POINTS, SHAPES, Coverage
@@ -51,6 +55,7 @@ from znodes import paths
 from znodes.api import BadVersionError, NoNodeError
 
 TARGET_BROKERS = (1, 2, 3, 4)
+LOG_DIRS = ("/data/d1", "/data/d2")  # every broker's (KIP-113): replicas move between them
 FLAKY_BROKERS = (5, 6)
 PARTITIONS = 6
 MAX_CONTROLLERS = 2
@@ -66,6 +71,13 @@ STATS = {"schedules": 0, "steps": 0, "coverage": Coverage(), "digest": hashlib.s
 # invariant can only fail in shards run at TIGHT_CAPS, where moves wait for slots: one shard in
 # soak.TIGHT_CAPS_EVERY, 4 by default).
 CAPS: dict | None = None
+# replica.alter.log.dirs.io.max.bytes.per.second on every broker: a 64 KiB replica's future log
+# copies in 4 ticks (harness.TICK_S), so failovers, restarts and moves overlap with it.
+ALTER_LOG_DIRS_RATE = "replica.alter.log.dirs.io.max.bytes.per.second"
+DIR_COPY_RATE = 64 * 1024
+# Ticks the end of a schedule allows future logs to take over (all brokers' copies share each
+# broker's rate: at most 6 replicas of 64 KiB each, 24 ticks).
+DIR_MOVE_TICKS = 60
 TIGHT_CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 2, "max_cluster_moves": 2}
 
 
@@ -74,7 +86,7 @@ class ControllerMachine(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         config = ControllerConfig(retry_backoff_s=0.0, request_retries=0, **(CAPS or {}))
-        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",), config=config)
+        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",), config=config, log_dirs=LOG_DIRS)
         self.h.check_leader_epochs = True  # on every LeaderAndIsr sent (harness.check_leader_epoch)
         self.next_id = 101
         # Per partition: every replica list it started from or was sent to (see the docstring).
@@ -85,6 +97,10 @@ class ControllerMachine(RuleBasedStateMachine):
         self.last_queue: dict = {}
         self.steps = 0  # steps run, the initial one included (counted by the first invariant)
         self.throttled = False  # auto-removable throttles were set: invariant 3 at the end
+        # (partition, broker) -> (the directory an accepted AlterReplicaLogDirs moves it into,
+        # the replica it moves, how many requests the controllers had sent then), while that
+        # replica lives (intra_broker_moves)
+        self.dir_moves: dict[tuple[tuple[str, int], int], tuple] = {}
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -92,9 +108,18 @@ class ControllerMachine(RuleBasedStateMachine):
     @initialize()
     def start(self):
         self.run(self.h.start())
+        # Copies between a broker's directories take a few ticks, so controllers fail over
+        # while future logs copy (the cluster default, as kafka-reassign's throttle sets it).
+        self.run(self.set_dir_copy_rate())
         self.final = dict(self.h.assignments)
         self.endpoints = {tp: [list(r)] for tp, r in self.h.assignments.items()}
         self.run(self.start_new_controller())
+
+    async def set_dir_copy_rate(self) -> None:
+        admin = self.h.admin
+        await admin.multi(await tc.configs_ops(admin, [
+            (("brokers", "<default>"), tc.set_keys({ALTER_LOG_DIRS_RATE: str(DIR_COPY_RATE)}))]))
+        await self.h.settle()
 
     async def start_new_controller(self):
         # As the daemon runs it: KIP-179 throttle removal on completion and as moves end.
@@ -137,6 +162,7 @@ class ControllerMachine(RuleBasedStateMachine):
             c.store.remaining = None
             c.store.depose_after = None
         await self.h.run_until_quiet(max_seconds=300)
+        await self.finish_dir_moves()
         assert self.h.server.exists(paths.CANCEL_REASSIGNMENT) is None
         assert self.h.server.exists(paths.REASSIGN_QUEUE) is None
         self.h.check_invariants({tp: r for tp, r in self.final.items() if r is not None})
@@ -158,6 +184,22 @@ class ControllerMachine(RuleBasedStateMachine):
             for path, keys in configs:
                 config = self.h.json(path)["config"] if self.h.server.exists(path) is not None else {}
                 assert not set(keys) & set(config), (path, config)
+
+    async def finish_dir_moves(self) -> None:
+        """Quiescent: every future log has taken over (each broker running and told its roles,
+        a copy of these sizes takes a tick), and each accepted move whose broker still hosts
+        the replica ended in its directory."""
+        for _ in range(DIR_MOVE_TICKS):
+            if not any(r.future for b in self.h.cluster.brokers.values() for r in b.core.replicas()):
+                break
+            await self.h.tick()
+        futures = [(b, r.key, r.future.log_dir) for b, broker in self.h.cluster.brokers.items()
+                   for r in broker.core.replicas() if r.future is not None]
+        assert not futures, ("future logs left at quiescence", futures)
+        for (tp, b), (target, moved, _) in sorted(self.dir_moves.items(), key=lambda kv: kv[0]):
+            replica = self.h.cluster.brokers[b].core.model.get(*tp, b)
+            assert replica is not moved or replica.log_dir == target, ("intra-broker move not done", tp, b, target,
+                                                                       replica.log_dir)
 
     # ---- rules -----------------------------------------------------------------------------
 
@@ -373,6 +415,30 @@ class ControllerMachine(RuleBasedStateMachine):
             self.run(self.h.cluster.start_broker(b))
         self.run(self.h.settle())
 
+    @rule(p=st.integers(0, PARTITIONS - 1), i=st.integers(0, 3), directory=st.sampled_from(LOG_DIRS))
+    def move_log_dir(self, p, i, directory):
+        """KIP-113: AlterReplicaLogDirs to broker ``b`` moves its replica of t-``p`` into
+        ``directory`` (as kafka-reassign and the planner send it, straight to the broker): hosted,
+        a future log copies there and takes over; not hosted (or not started since a restart),
+        REPLICA_NOT_AVAILABLE and the broker remembers the directory for the replica's
+        creation. The controller is not involved and must not be disturbed by it. ``i`` picks
+        the broker: the partition's i-th replica now, or (past the list) one that holds none."""
+        tp = ("t", p)
+        replicas = self.h.json(paths.topic("t"))["partitions"][str(p)]
+        b = replicas[i] if i < len(replicas) else next(x for x in ALL_BROKERS if x not in replicas)
+        body = {"dirs": [{"path": directory, "topics": [{"name": "t", "partitions": [p]}]}]}
+        try:
+            answer = self.run(InProcessTransport(self.h.cluster).request(b, ApiKey.ALTER_REPLICA_LOG_DIRS, 2, body))
+        except ConnectionRefusedError:  # a stopped broker
+            return
+        (code,) = [q["error_code"] for r in answer["results"] for q in r["partitions"]]
+        if code == ErrorCode.NONE:  # the replica it moves (kept: a new one is another), and from when
+            self.dir_moves[(tp, b)] = (directory, self.h.cluster.brokers[b].core.model.get(*tp, b), len(self.h.sent))
+        else:  # a request refused still stops a copy into another directory, as Kafka's does
+            assert code == ErrorCode.REPLICA_NOT_AVAILABLE, (tp, b, directory, code)
+            self.dir_moves.pop((tp, b), None)
+        self.run(self.h.settle())
+
     @rule(n=st.integers(1, 8))
     def tick(self, n):
         for _ in range(n):
@@ -478,6 +544,34 @@ class ControllerMachine(RuleBasedStateMachine):
             assert len(outgoing) <= cfg.max_outgoing_per_broker, ("outgoing cap", b, outgoing, znode)
 
     @invariant()
+    def intra_broker_moves(self):
+        """KIP-113 moves: a future log is its replica's, on the replica's broker, in another
+        directory; an accepted move is done or copying into its directory (visible as the
+        future log) for as long as its replica lives; and the controller never deletes a
+        replica for it: a replica that was moving goes only by a StopReplica(delete) sent to its
+        broker (which invariant 4 judged when it was sent, harness.check_removal), after which
+        the move is over (a replica created there again is a new one)."""
+        if not hasattr(self.h, "admin"):
+            return
+        for (tp, b), (target, moved, since) in sorted(self.dir_moves.items(), key=lambda kv: kv[0]):
+            replica = self.h.cluster.brokers[b].core.model.get(*tp, b)
+            if replica is not moved:
+                assert any(to == b and api == ApiKey.STOP_REPLICA and any(
+                    t["topic_name"] == tp[0] and e["partition_index"] == tp[1] and e.get("delete_partition")
+                    for t in body["topic_states"] for e in t["partition_states"])
+                    for to, api, body in self.h.sent[since:]), (
+                    "a replica moving between directories went without a StopReplica(delete)", tp, b)
+                del self.dir_moves[(tp, b)]
+                continue
+            future = replica.future.log_dir if replica.future is not None else None
+            assert replica.log_dir == target or future == target, (
+                "an accepted intra-broker move is neither done nor copying", tp, b, target, replica.log_dir, future)
+        for b, broker in self.h.cluster.brokers.items():
+            for r in broker.core.replicas():
+                if r.future is not None:
+                    assert r.future.log_dir != r.log_dir and r.future.log_dir in LOG_DIRS, (b, r.key, r.log_dir)
+
+    @invariant()
     def removal_and_fencing(self):
         """4 and 5, recorded as they happen by the harness."""
         assert not self.h.violations, self.h.violations
@@ -578,6 +672,33 @@ def test_the_leaders_invariant_flags_a_leader_outside_its_isr_and_a_dead_leader(
                 m.leaders()
         finally:
             m.h.cluster.brokers[5].running = True
+    finally:
+        m.run(m.h.close())
+        m.loop.close()
+
+
+def test_the_intra_broker_moves_invariant_flags_a_lost_move_and_a_replica_gone_unasked():
+    """intra_broker_moves on a hand-made state: an accepted move copying, then done, holds; a
+    future log dropped while the replica stays is a lost move; a moving replica removed from
+    its broker with no StopReplica(delete) sent is one deleted behind the controller's rules."""
+    m = ControllerMachine()
+    try:
+        m.start()
+        replicas = m.h.json(paths.topic("t"))["partitions"]["0"]
+        b = replicas[0]
+        replica = m.h.cluster.brokers[b].core.model.get("t", 0, b)
+        other = next(d for d in LOG_DIRS if d != replica.log_dir)
+        m.move_log_dir(p=0, i=0, directory=other)
+        assert m.dir_moves[(("t", 0), b)][0] == other and replica.future is not None
+        m.intra_broker_moves()  # copying into its directory
+        replica.future = None  # the copy lost: neither done nor copying
+        with pytest.raises(AssertionError, match="neither done nor copying"):
+            m.intra_broker_moves()
+        replica.log_dir = other  # done
+        m.intra_broker_moves()
+        m.h.cluster.brokers[b].core.model.remove("t", 0, b)  # gone, and nothing asked for it
+        with pytest.raises(AssertionError, match="without a StopReplica"):
+            m.intra_broker_moves()
     finally:
         m.run(m.h.close())
         m.loop.close()
