@@ -21,6 +21,9 @@ and turns the set into a :class:`Step`. The algorithms are in one module per con
     step 10                  controller.core.topic_creation
     step 11                  controller.core.topic_deletion
     step 12                  controller.core.elections, controller.core.broker_failure
+    admin requests           controller.core.admin_requests (reassignments, throttles),
+                             controller.core.topic_requests (topics): validated against the
+                             working set, their writes first in the flush (docs/DESIGN.md 4.11)
 
 Algorithm (docs/DESIGN.md section 4, Kafka 2.4's ``onPartitionReassignment``); terms: ORS original
 replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, RR = ORS - TRS.
@@ -164,6 +167,9 @@ one partition, in flush order (optional ops in brackets):
     queue            the record of a move a queued target follows (next_replicas), then
                      /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
+    admin            (first in the flush) an admin request's removal znodes, throttle configs,
+                     topic znodes, deletion markers; its entries of /admin/reassign_partitions
+                     go with that znode's other kinds
 
 Writes are coalesced: a step doing several of these for several partitions writes each znode
 once, in the order of docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal
