@@ -191,6 +191,7 @@ from controller.core import (
     queue,
     reassignment,
     replica_sync,
+    throttle_removal,
     topic_deletion,
     topic_requests,
 )
@@ -214,12 +215,13 @@ from controller.core.events import (
     ScheduleDue,
     StatesRead,
     StopReplicaSent,
+    ThrottleRemovalRead,
     ThrottleRequested,
     TopicConfigsRead,
     TopicsRead,
     TopicsRequested,
 )
-from controller.core.flush import ADMIN, OTHER, QUEUE, ROLLBACK
+from controller.core.flush import ADMIN, OTHER, QUEUE, ROLLBACK, THROTTLE_REMOVAL
 from controller.core.state import ClusterState, Delta
 from controller.core.task import Phase
 from controller.core.working_set import WorkingSet
@@ -265,6 +267,11 @@ class Step:
     answers: list = field(default_factory=list)
     # Moves held back until the step's entries landed: the shell queues a ScheduleDue then.
     follow_up: bool = False
+    # writes[removal_from:]: throttle removal's write, flushed last and alone, as one multi (a
+    # conflict there is read and decided again); throttle_check: the removal the step asks the
+    # shell to read for (controller.core.throttle_removal.check_due), or None.
+    removal_from: int | None = None
+    throttle_check: object = None
 
 
 slot_usage = reassignment.slot_usage  # (moves holding a slot, incoming, outgoing): for tests and metrics
@@ -321,6 +328,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         admin_requests.on_throttle(ws, event)
     elif isinstance(event, TopicsRequested):
         topic_requests.on_topics(ws, event)
+    elif isinstance(event, ThrottleRemovalRead):
+        throttle_removal.on_removal(ws, event)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):
         elections.elect(ws, event)
     elif isinstance(event, (CancelRequested, QueueRead)):
@@ -412,12 +421,16 @@ def finish(ws: WorkingSet) -> Step:
         for op, kind in zip(part.ops, part.kinds)
     }
     by_op.update((id(op), frozenset({ADMIN})) for op in throttles)
+    removal = ws.removal.ops
+    by_op.update((id(op), frozenset({THROTTLE_REMOVAL})) for op in removal)
     return Step(
         delta=delta,
-        writes=own + tail,
+        writes=own + tail + removal,
         # An op neither list nor table labels is "other": a label never fails a step.
-        kinds=[by_op.get(id(op)) or labels.get(op.path, frozenset({OTHER})) for op in own + tail],
+        kinds=[by_op.get(id(op)) or labels.get(op.path, frozenset({OTHER})) for op in own + tail + removal],
         shared_from=len(own),
+        removal_from=len(own) + len(tail),
+        throttle_check=throttle_removal.check_due(finished, bool(ws.completed or ws.cancelled)) or ws.removal_again,
         commands=ws.outbox.commands() if ws.outbox is not None else [],
         reads=frozenset(
             tp for tp in ws.reads if (m := ws.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)

@@ -278,6 +278,19 @@ class TopicsRequested:
     token: object = None
 
 
+@dataclass(frozen=True, slots=True)
+class ThrottleRemovalRead:
+    """What a step's throttle check asked for (controller.core.throttle_removal): ``mode``
+    "all" or "idle", the ``snapshot`` (controller.core.throttle_removal.Snapshot: the removal
+    znodes and /admin/reassign_partitions as read), the configs of every listed entity, and the
+    store's chroot (a write must fit one multi, measured as the store sends it)."""
+
+    mode: str
+    snapshot: object
+    configs: Mapping[tuple[str, str | int], ZnodeRead] = field(default_factory=dict)
+    chroot: str = ""
+
+
 AdminRequest = ReassignRequested | ThrottleRequested | TopicsRequested
 
 
@@ -290,4 +303,5 @@ Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
+    | ThrottleRemovalRead
 )

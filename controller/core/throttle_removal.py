@@ -1,6 +1,10 @@
 """KIP-179 throttle removal: which listed throttles go, and the guard that makes the write
-conditional on what the decision read. Pure: no I/O (the shell, controller.shell.throttles,
-reads what :class:`Snapshot` holds and writes what :func:`decide` returns).
+conditional on what the decision read. Pure: no I/O. An engine rule: a step that
+ends moves (IDLE) or leaves nothing running (ALL, also at failover) asks for a check
+(``Step.throttle_check``); the shell reads what :class:`Snapshot` holds and the configs of what
+is listed (controller.shell.throttles.read_removal) and queues it as a ThrottleRemovalRead;
+:func:`on_removal` decides in that step and its write goes last in the step's flush, alone, as
+one multi (``Step.removal``); a conflict there is read and decided again.
 
 The removal znodes (``/admin/throttled_replicas_removal`` listing topics,
 ``/admin/throttled_rates_removal`` brokers) name the auto-removable throttles; a listed topic
@@ -41,8 +45,14 @@ from __future__ import annotations
 import enum
 from dataclasses import dataclass, field
 
-from znodes import models, paths
+from controller.core.events import ThrottleRemovalRead, ZnodeRead
+from controller.core.flush import THROTTLE_REMOVAL, writing
+from controller.core.throttle_writes import config_ops, config_path, drop_keys, listed_bytes
+from controller.core.working_set import WorkingSet
+from znodes import paths
 from znodes.api import Check, Create, Delete, Op, SetData
+from znodes.batch import plan_chunks
+from znodes.throttle_keys import RATE_KEYS, REPLICA_KEYS
 
 # Entities stripped per write: each costs two ops (its config and a change notification), so
 # with the guard and the removal znodes one write stays below ZooKeeper's 1,000 ops per multi
@@ -96,12 +106,6 @@ class Decision:
         return not self.tail
 
 
-def listed_bytes(path: str, members) -> bytes:
-    if path == paths.THROTTLED_REPLICAS_REMOVAL:
-        return models.ThrottledReplicasRemoval(version=1, topics=sorted(members)).to_bytes()
-    return models.ThrottledRatesRemoval(version=1, brokers=sorted(members)).to_bytes()
-
-
 def guard_ops(requests_version: int | None) -> list[Op]:
     """Step 3: ``/admin/reassign_partitions`` is still as read."""
     if requests_version is not None:
@@ -143,3 +147,84 @@ def decide(
     if out.tail:
         out.guard = guard_ops(snap.requests_version)
     return out
+
+
+# ---- the engine's rule (docs/DESIGN.md 4.10) ------------------------------------------------------
+
+
+def check_due(finished: bool, moves_ended: bool) -> Mode | None:
+    """Which removal a step asks for (``Step.throttle_check``): ALL once nothing is left,
+    IDLE after moves ended, none otherwise. The shell answers with a ThrottleRemovalRead."""
+    if finished:
+        return Mode.ALL
+    if moves_ended:
+        return Mode.IDLE
+    return None
+
+
+def busy_in_state(tasks, requests, assignments) -> tuple[set[str], set[int]]:
+    """Topics and brokers of the running moves and of the accepted entries not started yet."""
+    topics: set[str] = set()
+    brokers: set[int] = set()
+    for tp, move in tasks.items():
+        topics.add(tp[0])
+        brokers.update(move.target)
+        brokers.update(move.original or ())
+        if move.next_target:
+            brokers.update(move.next_target)
+        assignment = assignments.get(tp)
+        if assignment is not None:
+            brokers.update(assignment.replicas)
+    for tp, request in requests.items():
+        topics.add(tp[0])
+        brokers.update(request.replicas)
+        brokers.update(request.original_replicas or ())
+        assignment = assignments.get(tp)
+        if assignment is not None:
+            brokers.update(assignment.replicas)
+    return topics, brokers
+
+
+def removal_ops(decision: Decision, configs, log: list[str]) -> list[Op]:
+    """The decision's write: guard, the stripped configs (each with its change notification,
+    conditional on the version read; one that does not parse is left alone, said in ``log``),
+    the removal znodes."""
+    strips: list[Op] = []
+    for kind, names, keys in (("topics", decision.topics, REPLICA_KEYS), ("brokers", decision.brokers, RATE_KEYS)):
+        for name in names:
+            read = configs.get((kind, name)) or ZnodeRead()
+            if read.error is not None:
+                log.append(f"throttle removal: leaving {config_path(kind, name)} alone: {read.error}")
+                continue
+            strips += config_ops(kind, name, read, drop_keys(keys)(dict(read.value or {})))
+    return decision.guard + strips + decision.tail
+
+
+def plan(snap: Snapshot, mode: Mode, busy_topics, busy_brokers, configs, log: list[str], chroot: str = "") -> tuple[list[Op], bool]:
+    """Steps 1-3 as one write that fits ONE multi (the guard must cover all of it): the
+    limit halves until it does. Returns the ops and whether listed entities were held back
+    for a next write."""
+    limit = ENTITIES_PER_WRITE
+    while True:
+        decision = decide(snap, mode, busy_topics, busy_brokers, limit)
+        if decision.empty:
+            return [], False
+        ops = removal_ops(decision, configs, [])
+        if limit == 1 or len(plan_chunks(ops, chroot=chroot, fenced=True)) == 1:
+            removal_ops(decision, configs, log)  # its log lines, once
+            return ops, decision.held_back
+        limit //= 2
+
+
+@writing(THROTTLE_REMOVAL)
+def on_removal(ws: WorkingSet, event: ThrottleRemovalRead) -> None:
+    """The shell read what a step's ``throttle_check`` asked for: decide from it and from the
+    moves and entries the working set holds, and write the removal last in the flush, alone
+    (``Step.removal``). A write held back by the limit asks for the next round."""
+    mode = Mode(event.mode)
+    topics, brokers = busy_in_state(ws.tasks, ws.requests, ws.assignments)
+    ops, held_back = plan(event.snapshot, mode, topics, brokers, event.configs, ws.log, event.chroot)
+    for op in ops:
+        ws.removal.append(op)
+    if held_back:
+        ws.removal_again = mode

@@ -26,7 +26,6 @@ import json
 from collections.abc import Callable, Iterable
 
 from controller.core.events import ZnodeRead
-from controller.core.throttle_removal import listed_bytes
 from protocol import throttled_replicas
 from protocol.throttled_replicas import ThrottledReplicasError
 from znodes import models, paths
@@ -51,6 +50,12 @@ def change_notification(entity_path: str) -> Create:
 
 def config_path(kind: str, name: str | int) -> str:
     return paths.topic_config(str(name)) if kind == "topics" else paths.broker_config(name)
+
+
+def listed_bytes(path: str, members) -> bytes:
+    if path == paths.THROTTLED_REPLICAS_REMOVAL:
+        return models.ThrottledReplicasRemoval(version=1, topics=sorted(members)).to_bytes()
+    return models.ThrottledRatesRemoval(version=1, brokers=sorted(members)).to_bytes()
 
 
 def set_keys(values: dict[str, str]) -> Update:

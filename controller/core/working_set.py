@@ -78,6 +78,10 @@ class WorkingSet:
     # partitions added, deletion markers (controller.core.topic_requests).
     admin_first: Writes = None
     placement: tuple[dict, dict] | None = None  # replicas, leaders per broker (topic_requests)
+    # Throttle removal's write (controller.core.throttle_removal): last in the flush, one multi;
+    # removal_again: the mode of a next round, when the limit held entities back.
+    removal: Writes = None
+    removal_again: object = None
     # ---- what the shell will send, read and answer -----------------------------------------
     outbox: Outbox | None = None
     reads: set[TopicPartition] = field(default_factory=set)
@@ -127,7 +131,7 @@ class WorkingSet:
             deferred=list(state.deferred),
         )
         ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)
-        ws.admin_first = Writes(ws)
+        ws.admin_first, ws.removal = Writes(ws), Writes(ws)
         return ws
 
     # ---- primitives ------------------------------------------------------------------------

@@ -34,7 +34,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 
 from controller.core import engine, full_metadata, isr_health
@@ -59,10 +59,12 @@ from controller.core.topic_deletion import deletion_ops
 from controller.core.full_metadata import MetadataDue
 from controller.core.placement_counts import PlacementCounts
 from controller.core.state import ClusterState
+from controller.core.throttle_removal import Mode
 from controller.shell import admin_events, gctune, recovery
 from controller.shell.config_watch import ConfigChanges
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
+from controller.shell.throttles import read_removal
 from controller.shell.zkread import (
     missing_parents,
     read_notifications,
@@ -154,9 +156,8 @@ class ActiveController:
         epoch_zkversion: int,
         transport,
         config: ControllerConfig,
-        on_finished: Callable[[Store, int], Awaitable[None]] | None = None,
+        throttle_removal: Iterable[str] = (),
         on_step: Callable[[engine.Step], None] | None = None,
-        on_moves_ended: Callable[[ActiveController], Awaitable[None]] | None = None,
     ):
         self.store = store
         self.inbox = inbox
@@ -164,10 +165,10 @@ class ActiveController:
         self.epoch = epoch
         self.epoch_zkversion = epoch_zkversion
         self.config = config
-        # KIP-179 throttle removal runs here when no reassignment is left (controller.shell.throttles).
-        self.on_finished = on_finished
-        # Going past KIP-179: throttles no running move needs go as soon as moves end.
-        self.on_moves_ended = on_moves_ended
+        # KIP-179 throttle removal (controller.core.throttle_removal): the checks the engine's steps
+        # ask for that this controller reads for - "all" when no reassignment is left, "idle"
+        # (going past KIP-179) as soon as moves end; the daemon runs both.
+        self.throttle_removal = frozenset(Mode(m) for m in throttle_removal)
         self.on_step = on_step  # observation hook for tests and benchmarks
         # Told each step with its events and the state before it, once its writes landed:
         # per-partition log lines and counts by door (controller.shell.journal), set by the daemon.
@@ -532,6 +533,7 @@ class ActiveController:
         for line in step.log:
             log.info("%s", line)
         conflict = False
+        removal_raced = False
         self.flushing = step
         if self.journal is not None:
             self.journal.prepare(events, step, self.state)  # each move's door, which its record carries
@@ -543,7 +545,8 @@ class ActiveController:
                     split -= 1
             # The znodes others write too go last and alone, so that a concurrent change by a
             # tool fails those writes only.
-            own, shared = step.writes[:split], step.writes[split:]
+            end = step.removal_from if step.removal_from is not None else len(step.writes)
+            own, shared, removal = step.writes[:split], step.writes[split:end], step.writes[end:]
             if own:
                 self.writer.extend(own)
                 try:
@@ -585,6 +588,20 @@ class ActiveController:
                     conflict = True
                     admin_events.fail(step, e, retry=True)
                     log.info("/admin/reassign_partitions changed under this controller: re-reading it")
+                self.stats.flushes += 1
+            if removal:
+                # Throttle removal's write: one multi, its guard first (controller.core.throttle_removal).
+                self.writer.extend(removal)
+                try:
+                    await self.writer.flush(self.epoch_zkversion)
+                except FlushError as e:
+                    if not isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError)):
+                        raise
+                    removal_raced = True  # a tool wrote what it was decided from: read and decide again
+                    log.info("throttle removal: what it was decided from changed; deciding again")
+                else:
+                    written = len(removal) - sum(1 for op in removal if op.path == paths.REASSIGN_PARTITIONS)
+                    log.info("removed auto-removable throttles (%d znode writes)", written)
                 self.stats.flushes += 1
             self.stats.ops_written += len(step.writes) - conflict
         if step.topics_deleted or step.markers_dropped:
@@ -640,10 +657,11 @@ class ActiveController:
             else:
                 await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
             return
-        if step.finished and self.on_finished is not None:
-            await self.on_finished(self.store, self.epoch_zkversion)
-        elif (step.completed or step.cancelled) and self.on_moves_ended is not None:
-            await self.on_moves_ended(self)
+        check = Mode.IDLE if removal_raced else step.throttle_check
+        if check is not None and (check in self.throttle_removal or (removal_raced and self.throttle_removal)):
+            read = await read_removal(self.store, self.state, check)
+            if read is not None:
+                self.inbox.queue.put_nowait(read)  # the engine decides in the next step
 
     async def _delete_topic_znodes(self, step: engine.Step) -> None:
         """controller.core.topic_deletion step 5: what exists of each deleted topic's znodes,

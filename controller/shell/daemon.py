@@ -57,7 +57,6 @@ from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore,
 from controller.shell.ops import OpsServer
 from controller.shell.options import load_settings, parse_args, unknown_env
 from controller.shell.role import Role
-from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from controller.shell.transport import TcpTransport
 from znodes import paths, secure_paths
 from znodes.api import NodeExistsError, NoNodeError, Store, ZkError
@@ -279,8 +278,7 @@ class ControllerDaemon:
                     epoch_zkversion=won.epoch_zkversion,
                     transport=transport,
                     config=self.config,
-                    on_finished=remove_throttles,
-                    on_moves_ended=remove_idle_throttles,
+                    throttle_removal=("all", "idle"),
                     on_step=self.metrics.observe_step,
                 )
                 self.journal.begin_term()

@@ -10,7 +10,6 @@ import pytest
 from controller.shell.admin.base import AdminContext, ApiError, NotController
 from controller.shell.admin.kip179 import UNTHROTTLED, handle_rates, handle_reassign, handle_replicas
 from controller.shell.role import Role
-from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from protocol.errors import ErrorCode
 from tests.controller.harness import Harness
 from znodes import paths
@@ -27,7 +26,7 @@ FOLLOWER_RATE = "follower.replication.throttled.rate"
 async def cluster(topics=("t:4:3:64KiB",), controller_id=101) -> Harness:
     h = Harness(topics=topics)
     await h.start()
-    await h.start_controller(controller_id, on_finished=remove_throttles, on_moves_ended=remove_idle_throttles)
+    await h.start_controller(controller_id, throttle_removal=("all", "idle"))
     return h
 
 

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 from controller.shell.admin.base import ApiError
 from controller.shell.admin.kip179 import handle_rates, handle_reassign, handle_replicas
-from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from tests.admin.test_kip179 import (
     FOLLOWER_RATE,
     FOLLOWER_REPLICAS,
@@ -86,7 +85,7 @@ async def _crash_schedule(request, check):
                 assert k < n, f"failed although all {n} ops landed"
             if not first.store.crashed:
                 h.server.expire_session(first.store.session_id)  # killed right after answering
-            await h.start_controller(102, on_finished=remove_throttles, on_moves_ended=remove_idle_throttles)
+            await h.start_controller(102, throttle_removal=("all", "idle"))
             await h.run_until_quiet(max_seconds=600)
             await h.tick()
             h.check_invariants(expected={})

@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-from controller.core.flush import THROTTLE_REMOVAL
 from controller.core.config import ControllerConfig
 from controller.shell.active import ActiveController
 from controller.shell.election import campaign
@@ -233,15 +232,13 @@ class WatchingTransport:
 
 
 class ControllerHandle:
-    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore, on_finished=None, on_moves_ended=None):
-        self.on_finished = on_finished
-        self.on_moves_ended = on_moves_ended
+    def __init__(self, harness: Harness, controller_id: int, store: CrashingStore, throttle_removal=()):
+        self.throttle_removal = tuple(throttle_removal)
         self.harness = harness
         self.id = controller_id
         self.store = store
         self.inbox = Inbox(store)
         self.active: ActiveController | None = None
-        self.throttling = False  # a throttle removal (on_finished, on_moves_ended) is writing
         store.labels = self.labels
         self.task = asyncio.create_task(self._run())
         self.outcomes: list[str] = []
@@ -259,8 +256,7 @@ class ControllerHandle:
                 epoch_zkversion=won.epoch_zkversion,
                 transport=WatchingTransport(self.harness),
                 config=self.harness.config,
-                on_finished=self._throttle_removal(self.on_finished),
-                on_moves_ended=self._throttle_removal(self.on_moves_ended),
+                throttle_removal=self.throttle_removal,
             )
             reason = await self.active.run()
             self.outcomes.append(reason)
@@ -269,8 +265,8 @@ class ControllerHandle:
                 break
 
     def labels(self, op) -> frozenset[str]:
-        """The kinds of flush ``op`` is written for: its step's (engine.Step.kinds), or the
-        throttle removal's."""
+        """The kinds of flush ``op`` is written for: its step's (engine.Step.kinds; throttle
+        removal's write is the step's too), or a topic deletion's."""
         step = self.active.flushing if self.active is not None else None
         if self.active is not None and self.active.own_flush is not None:
             return frozenset({self.active.own_flush})  # a topic deletion's znodes
@@ -278,21 +274,7 @@ class ControllerHandle:
             for written, kinds in zip(step.writes, step.kinds):
                 if written is op:
                     return kinds
-        return frozenset({THROTTLE_REMOVAL if self.throttling else "unlabelled"})
-
-    def _throttle_removal(self, remove):
-        """``remove`` (a throttle removal callback), its writes labelled as such."""
-        if remove is None:
-            return None
-
-        async def run(*args):
-            self.throttling = True
-            try:
-                return await remove(*args)
-            finally:
-                self.throttling = False
-
-        return run
+        return frozenset({"unlabelled"})
 
     @property
     def alive(self) -> bool:
@@ -362,13 +344,15 @@ class Harness:
         await self.cluster.close()
 
     async def start_controller(
-        self, controller_id: int, crash_after: int | None = None, on_finished=None, on_moves_ended=None
+        self, controller_id: int, crash_after: int | None = None, throttle_removal=()
     ) -> ControllerHandle:
+        """A controller candidate; ``throttle_removal``: the throttle checks it reads for ("all",
+        "idle"; none: throttles stay, as a test of something else wants)."""
         store = CrashingStore(self.server.connect(), self.server, crash_after, self.violations)
         store.points = self.points
         store.cut_at = self.cut_at
         store.on_landed = self._state_epochs_landed
-        handle = ControllerHandle(self, controller_id, store, on_finished, on_moves_ended)
+        handle = ControllerHandle(self, controller_id, store, throttle_removal)
         self.controllers.append(handle)
         await self.settle()
         return handle

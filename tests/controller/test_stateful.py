@@ -43,7 +43,6 @@ from controller.core.flush import THROTTLE_REMOVAL
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
-from controller.shell.throttles import remove_idle_throttles, remove_throttles
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from sim.inprocess import InProcessTransport
@@ -123,7 +122,7 @@ class ControllerMachine(RuleBasedStateMachine):
 
     async def start_new_controller(self):
         # As the daemon runs it: KIP-179 throttle removal on completion and as moves end.
-        return await self.h.start_controller(self.new_id(), on_finished=remove_throttles, on_moves_ended=remove_idle_throttles)
+        return await self.h.start_controller(self.new_id(), throttle_removal=("all", "idle"))
 
     def new_id(self) -> int:
         self.next_id += 1

@@ -18,7 +18,7 @@ import json
 import pytest
 
 from controller.shell import throttle_configs as tc
-from controller.shell.throttles import remove_idle, remove_throttles
+from tests.controller.removal_rounds import remove_idle, remove_throttles
 from znodes import paths
 from znodes.reads import get_or_none
 from znodes.store import connect

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import json
 
-from controller.shell.throttles import remove_throttles
 from tests.controller.harness import Harness
 from znodes import paths
 
@@ -39,7 +38,7 @@ async def test_throttles_go_when_the_last_reassignment_completes():
     await h.start()
     try:
         await _throttle(h)
-        await h.start_controller(101, on_finished=remove_throttles)
+        await h.start_controller(101, throttle_removal=("all",))
         # Nothing running at start-up (KIP-179 failover rule) already removes them ...
         assert h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
         assert _config(h, paths.topic_config("t")) == {"retention.ms": "1000"}
@@ -66,7 +65,7 @@ async def test_operator_throttles_without_auto_removal_stay():
     await h.start()
     try:
         await _throttle(h, auto_remove=False)
-        await h.start_controller(101, on_finished=remove_throttles)
+        await h.start_controller(101, throttle_removal=("all",))
         await h.submit({("t", 1): [4, 5, 6]})
         await h.run_until_quiet()
         assert _config(h, paths.topic_config("t")) == TOPIC_THROTTLES
@@ -81,7 +80,7 @@ async def test_a_garbled_removal_znode_is_reported_and_left_alone(caplog):
     try:
         await _throttle(h, auto_remove=False)
         await h.admin.create(paths.THROTTLED_REPLICAS_REMOVAL, b"{not json")
-        await h.start_controller(101, on_finished=remove_throttles)
+        await h.start_controller(101, throttle_removal=("all",))
         assert h.server.read(paths.THROTTLED_REPLICAS_REMOVAL)[0] == b"{not json"
         assert _config(h, paths.topic_config("t")) == TOPIC_THROTTLES
         assert "throttle removal" in caplog.text

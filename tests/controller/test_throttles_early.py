@@ -7,7 +7,7 @@ import json
 import pytest
 
 from controller.shell import throttle_configs as tc
-from controller.shell.throttles import remove_idle, remove_throttles
+from tests.controller.removal_rounds import remove_idle, remove_throttles
 from protocol.throttled_replicas import ThrottledReplicasError
 from znodes import paths
 from znodes.twin import TwinServer
