@@ -137,6 +137,8 @@ async def serve_frames(
         while not answers.empty():  # read but not answered: dropped with the connection
             item = answers.get_nowait()
             if isinstance(item, tuple) and isinstance(item[0], asyncio.Future):
+                if item[0].done() and not item[0].cancelled():
+                    item[0].exception()  # retrieved: nobody is left to hear of it
                 item[0].cancel()
 
 
