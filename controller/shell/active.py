@@ -187,6 +187,9 @@ class ActiveController:
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.config_changes = ConfigChanges()  # topics' config change notifications (step 2a's floors)
         self.placement_counts = PlacementCounts()  # what topic requests place against (admin_events)
+        # Read caches of this term, by user (the admin handlers' record ids and encoded list,
+        # the throttle check's parsed /admin/reassign_partitions): gone with the term.
+        self.caches: dict[str, dict] = {}
         self.stats = Stats()
         self.writer = BatchedWriter(store)
         # Full UpdateMetadata sends under way (election, registered brokers, new topics).
@@ -659,7 +662,7 @@ class ActiveController:
             return
         check = Mode.IDLE if removal_raced else step.throttle_check
         if check is not None and (check in self.throttle_removal or (removal_raced and self.throttle_removal)):
-            read = await read_removal(self.store, self.state, check)
+            read = await read_removal(self.store, self.state, check, self.caches.setdefault("throttles", {}))
             if read is not None:
                 self.inbox.queue.put_nowait(read)  # the engine decides in the next step
 

@@ -41,7 +41,6 @@ A removal znode or config that does not parse is reported and left alone.
 from __future__ import annotations
 
 import logging
-import weakref
 
 from controller.core.events import ThrottleRemovalRead, ZnodeRead
 from controller.core.state import ClusterState
@@ -55,11 +54,6 @@ from znodes.payloads import decode_requests
 from znodes.reads import get_many, get_or_none
 
 log = logging.getLogger("reassignd.controller")
-
-
-# Per store: (mzxid, topics, brokers) of the last /admin/reassign_partitions parsed for the busy
-# set, so a step that ends moves re-parses the znode only when it changed.
-_znode_cache: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 async def read_listed(store: Store, path: str) -> Listed:
@@ -77,11 +71,11 @@ async def read_listed(store: Store, path: str) -> Listed:
     return Listed(members, read[1].version)
 
 
-async def snapshot(store: Store, state: ClusterState | None = None) -> Snapshot:
+async def snapshot(store: Store, state: ClusterState | None = None, cache: dict | None = None) -> Snapshot:
     """Step 1's reads. ``/admin/reassign_partitions`` first: a tool writes its removal list
     before its reassignment, so a list read after an absent reassignment znode is at least as
     new as that read (and the guard checks both anyway)."""
-    version, topics, brokers = await busy_in_znode(store, state)
+    version, topics, brokers = await busy_in_znode(store, state, cache)
     return Snapshot(
         replicas=await read_listed(store, paths.THROTTLED_REPLICAS_REMOVAL),
         rates=await read_listed(store, paths.THROTTLED_RATES_REMOVAL),
@@ -91,15 +85,16 @@ async def snapshot(store: Store, state: ClusterState | None = None) -> Snapshot:
     )
 
 
-async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[int | None, set[str], set[int]]:
+async def busy_in_znode(store: Store, state: ClusterState | None, cache: dict | None = None) -> tuple[int | None, set[str], set[int]]:
     """``/admin/reassign_partitions`` as it is now: its version (None: absent) and the topics
     and brokers of its entries (the controller may not have read them yet), with each
-    partition's current replicas."""
+    partition's current replicas. ``cache`` (the active controller's, one per term) keeps what
+    the last znode parsed to, so a step that ends moves re-parses it only when it changed."""
     read = await get_or_none(store, paths.REASSIGN_PARTITIONS)
     if read is None:
         return None, set(), set()
     data, stat = read
-    cached = _znode_cache.get(store)
+    cached = cache.get("entries") if cache is not None else None
     if cached is not None and cached[0] == stat.mzxid:
         return stat.version, set(cached[1]), set(cached[2])
     try:
@@ -115,11 +110,12 @@ async def busy_in_znode(store: Store, state: ClusterState | None) -> tuple[int |
         assignment = state.assignments.get(r.tp) if state is not None else None
         if assignment is not None:
             brokers.update(assignment.replicas)
-    _znode_cache[store] = (stat.mzxid, frozenset(topics), frozenset(brokers))
+    if cache is not None:
+        cache["entries"] = (stat.mzxid, frozenset(topics), frozenset(brokers))
     return stat.version, topics, brokers
 
 
-async def read_removal(store: Store, state: ClusterState | None, mode: Mode) -> ThrottleRemovalRead | None:
+async def read_removal(store: Store, state: ClusterState | None, mode: Mode, cache: dict | None = None) -> ThrottleRemovalRead | None:
     """Step 1's reads for the check a step asked for (``Step.throttle_check``): the snapshot and
     the configs of every listed entity; None when nothing is listed (the cheap exit)."""
     if (
@@ -127,7 +123,7 @@ async def read_removal(store: Store, state: ClusterState | None, mode: Mode) -> 
         and await store.exists(paths.THROTTLED_RATES_REMOVAL) is None
     ):
         return None
-    snap = await snapshot(store, state)
+    snap = await snapshot(store, state, cache)
     keys = [("topics", t) for t in sorted(snap.replicas.members)] + [("brokers", b) for b in sorted(snap.rates.members)]
     reads = await get_many(store, [tc.config_path(*k) for k in keys])
     configs = {}

@@ -38,7 +38,6 @@ DescribeReassignments, step by step (the KIP's "Proposed Changes"):
 
 from __future__ import annotations
 
-import weakref
 
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api, ApiError
@@ -54,15 +53,11 @@ from znodes.reads import get_many
 UNTHROTTLED = 2**63 - 1  # Java's Long.MAX_VALUE: KIP-240's "not throttled"
 NO_LEADER = -1
 
-# Per active controller: record path -> (the Move it was read for, czxid, ctime).
-_record_ids: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
-
-
 async def running_ids(ctx: AdminContext, tps: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
     """Step 2 of ListReassignments: the record czxid of each running partition in ``tps``."""
     active = ctx.require_active()
     tasks = active.state.tasks
-    cache = _record_ids.setdefault(active, {})
+    cache = active.caches.setdefault("record_ids", {})  # tp -> (the Move it was read for, czxid, ctime)
     out: dict[tuple[str, int], int] = {}
     missing: list[tuple[str, int]] = []
     for tp in tps:

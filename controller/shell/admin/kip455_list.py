@@ -17,7 +17,6 @@ which holds what it wrote to the topic znodes (ZooKeeper before memory), so no r
 
 from __future__ import annotations
 
-import weakref
 
 import protocol
 from controller.core.state import ClusterState
@@ -25,10 +24,6 @@ from controller.shell.admin.base import AdminContext, Api
 from controller.shell.listener import EncodedBody
 from protocol import ApiKey
 from protocol.errors import ErrorCode
-
-
-# Per active controller: (state, its generation, version, encoded answer to "list everything").
-_memo: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 
 
 def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[dict]:
@@ -74,11 +69,12 @@ async def handle_list(ctx: AdminContext, version: int, body: dict) -> dict | Enc
         return _answer(ongoing(state, wanted))
     # Step 4: the whole list is encoded once per state change and its bytes reused (the state
     # is read and the answer built without a suspension point, so it is one consistent view).
-    memo = _memo.get(active)
-    if memo is not None and memo[0] is state and memo[1] == state.generation and memo[2] == version:
-        return memo[3]
+    memos = active.caches.setdefault("list_everything", {})  # version -> (state, generation, encoded)
+    memo = memos.get(version)
+    if memo is not None and memo[0] is state and memo[1] == state.generation:
+        return memo[2]
     encoded = EncodedBody(protocol.encode_body(ApiKey.LIST_PARTITION_REASSIGNMENTS, version, "response", _answer(ongoing(state, None))))
-    _memo[active] = (state, state.generation, version, encoded)
+    memos[version] = (state, state.generation, encoded)
     return encoded
 
 
