@@ -167,9 +167,12 @@ one partition, in flush order (optional ops in brackets):
     queue            the record of a move a queued target follows (next_replicas), then
                      /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
-    admin            (first in the flush) an admin request's removal znodes, throttle configs,
-                     topic znodes, deletion markers; its entries of /admin/reassign_partitions
-                     go with that znode's other kinds
+    admin            (first in the flush) a reassignment or throttle request's removal znodes
+                     (those gaining members), throttle configs (each with its notification),
+                     removal znodes (their final contents); last, /admin/reassign_partitions
+                     (its entries)
+    topics           (first in the flush) a topic request's config and topic znodes, partitions
+                     added to a topic znode, deletion markers
 
 Writes are coalesced: a step doing several of these for several partitions writes each znode
 once, in the order of docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal

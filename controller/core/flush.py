@@ -45,12 +45,16 @@ DELETE = "delete"
 ELECT = "elect"  # a leader election asked for (controller.core.elections): the state znode
 # Leaders and ISRs after a broker failed or registered (controller.core.broker_failure): state znodes.
 BROKER_FAILURE = "broker-failure"
-# An admin request's throttle configs and removal znodes (controller.core.admin_requests), first
-# in the step's flush; its entries of /admin/reassign_partitions go with the znode's other kinds.
+# A reassignment or throttle request's removal znodes and throttle configs
+# (controller.core.admin_requests), first in the step's flush, and its entries of
+# /admin/reassign_partitions, last with that znode's other kinds.
 ADMIN = "admin"
+# A topic request's topic and config znodes and deletion markers (controller.core.topic_requests),
+# first in the flush; a bookkeeping kind until the stateful test cuts them as it cuts CREATE's.
+TOPICS = "topics"
 
-FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, ADMIN, OTHER)
+FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, TOPICS, OTHER)
 
 
 def writing(kind: str):

@@ -54,7 +54,7 @@ from __future__ import annotations
 from controller.core import topic_deletion
 from controller.core.admin_requests import Answer
 from controller.core.events import TopicsRequested, TopicsSeen
-from controller.core.flush import ADMIN, writing
+from controller.core.flush import TOPICS, writing
 from controller.core.topic_creation import (
     CreationView,
     Refused,
@@ -106,7 +106,7 @@ def _count(ws: WorkingSet, assignment) -> None:
             leaders[rs[0]] = leaders.get(rs[0], 0) + 1
 
 
-@writing(ADMIN)
+@writing(TOPICS)
 def _create_topics(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen) -> dict:
     """Index in the request -> (code, message, Planned or None, partitions without a leader)."""
     known = read.names | frozenset(ws.topic_partitions.keys())
@@ -142,7 +142,7 @@ def _give_states(ws: WorkingSet, name: str, partitions, parents: frozenset[str])
     return tuple(p for p in partitions if p not in done)
 
 
-@writing(ADMIN)
+@writing(TOPICS)
 def _create_partitions(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen) -> dict:
     """Topic name -> (code, message, new partitions or None, partitions without a leader)."""
     results = {}
@@ -174,7 +174,7 @@ def _create_partitions(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen)
     return results
 
 
-@writing(ADMIN)
+@writing(TOPICS)
 def _delete_topics(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen) -> dict:
     """Topic name -> (code, message)."""
     results = {}

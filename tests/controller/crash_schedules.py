@@ -68,6 +68,10 @@ def _common() -> list[tuple]:
         submit("submit", {4: [1, 2, 3], 5: [2, 3, 4]}), REVIVE,
         rule("cancel_all"), REVIVE,
         rule("tick", n=8), REVIVE,
+        # admin: ReassignPartitions through the API (its throttles and entries are the engine's
+        # writes), once the earlier throttles are gone so that every config write changes something
+        submit("reassign_api", {4: [2, 3, 4]}), REVIVE,
+        rule("tick", n=8), REVIVE,
     ]
 
 

@@ -44,6 +44,10 @@ SHAPES: dict[str, tuple[str, ...]] = {
     flush.QUEUE: ("record write", "requests", "queue znode"),
     # The guard first (controller.core.throttle_removal step 3: /admin/reassign_partitions as read).
     flush.THROTTLE_REMOVAL: ("requests", "topic config", "config change", "broker config", "replicas removal", "rates removal"),
+    # ReassignPartitions with an auto-removable throttle (controller.core.admin_requests): the
+    # removal znodes gaining members, the configs (brokers, then topics, each with its change
+    # notification), /admin/reassign_partitions last.
+    flush.ADMIN: ("rates removal", "replicas removal", "broker config", "config change", "topic config", "requests"),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)
 

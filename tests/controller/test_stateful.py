@@ -43,6 +43,7 @@ from controller.core.flush import THROTTLE_REMOVAL
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
+from controller.shell.admin.kip179 import handle_reassign
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from sim.inprocess import InProcessTransport
@@ -77,6 +78,9 @@ DIR_COPY_RATE = 64 * 1024
 # Ticks the end of a schedule allows future logs to take over (all brokers' copies share each
 # broker's rate: at most 6 replicas of 64 KiB each, 24 ticks).
 DIR_MOVE_TICKS = 60
+# ReassignPartitions' throttle (bytes/s): far above the copy bandwidth (the schedule's timing
+# stays), and unlike submit_throttled's, so its config writes are never no-ops.
+API_THROTTLE = 200 * 1_000_000
 TIGHT_CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 2, "max_cluster_moves": 2}
 
 
@@ -326,6 +330,47 @@ class ControllerMachine(RuleBasedStateMachine):
         self.last_queue = batch
         entries = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in sorted(batch.items())]
         self.run(self.h.admin.create(paths.REASSIGN_QUEUE, json.dumps({"version": 1, "partitions": entries}).encode()))
+        self.run(self.h.settle())
+
+    @precondition(lambda self: any(c.active is not None and c.active.state is not None for c in self.alive()))
+    @rule(data=st.data())
+    def reassign_api(self, data):
+        """KIP-179's ReassignPartitions (v1, with an auto-removable throttle) through the API door:
+        an engine event (controller.core.admin_requests) whose throttles and entries the
+        controller's own flush writes. Answered NONE, it holds as a tool's entry does (the
+        retarget rule's exceptions included); refused, nothing of it; unanswered (the
+        controller crashed or was deposed first), it may or may not have been taken."""
+        handle = next(c for c in self.alive() if c.active is not None and c.active.state is not None)
+        ctx = AdminContext(SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id), self.h.config)
+        before = dict(self.final)
+        try:
+            asked = {(e["topic"], e["partition"]): e["replicas"]
+                     for e in self.h.json(paths.REASSIGN_PARTITIONS)["partitions"]}
+        except NoNodeError:
+            asked = {}
+        batch = self.draw_requested(data)
+        undone = {tp: self.undone_by_rollback(tp) for tp in batch}
+        self.throttled = True
+        body = {"topic_reassignments": [{"topic": "t", "partition_reassignments": [
+            {"partition_id": p, "broker": list(r)} for (_, p), r in sorted(batch.items())]}],
+            "timeout": 1000, "validate_only": False, "throttle": API_THROTTLE, "remove_throttle": True}
+        try:
+            answer = self.run(handle_reassign(ctx, 1, body))
+            codes = {("t", p["partition_id"]): p["error_code"] for t in answer["reassign_partition_result"]
+                     for p in t["partition_error"]}
+        except ApiError:
+            codes = {tp: None for tp in batch}
+        for tp, target in batch.items():
+            code = codes.get(tp)
+            if code is None:
+                self.final[tp] = None  # in doubt: either endpoint
+            elif code != ErrorCode.NONE:
+                assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT, (tp, code)  # a target broker is down
+                self.final[tp] = before.get(tp)
+            elif asked.get(tp) == target:
+                self.final[tp] = before.get(tp)
+            elif target == undone[tp]:
+                self.final[tp] = None
         self.run(self.h.settle())
 
     @precondition(lambda self: any(c.active is not None and c.active.state is not None for c in self.alive()))
