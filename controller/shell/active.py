@@ -430,9 +430,9 @@ class ActiveController:
         """The ``min.insync.replicas`` of the topics ``entries`` name, from ``/config/topics/T``
         (engine step 2a's floor, controller.core.isr_health): read with the entries, so a move
         is judged by the topic's config as it was when the move was asked for."""
-        return await self._read_min_isr_of(sorted({r.topic for r in entries or ()}))
+        return await self.read_min_isr(sorted({r.topic for r in entries or ()}))
 
-    async def _read_min_isr_of(self, names: list[str]) -> list[Event]:
+    async def read_min_isr(self, names: list[str]) -> list[Event]:
         if not names:
             return []
         found: dict[str, int | None] = {}
@@ -500,7 +500,7 @@ class ActiveController:
             # waiting for its ISR is judged by the new value.
             named = await self.config_changes.topics(self.store)
             held = {tp[0] for tp in state.requests} | set(state.min_isr)
-            out += await self._read_min_isr_of(sorted(named & held))
+            out += await self.read_min_isr(sorted(named & held))
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:
@@ -618,19 +618,17 @@ class ActiveController:
             self._answer_cancels(step)
         if self.on_step is not None:
             self.on_step(step)
-        # CreateTopics and CreatePartitions answer once their LeaderAndIsr and UpdateMetadata
-        # went out (Kafka's waits for the metadata); the other admin requests below, at once.
-        topics_answered = admin_events.topic_answers(step)
-        self.dispatcher.send(step.commands, on_sent=(lambda: admin_events.answer(topics_answered)) if topics_answered else None)
+        self.dispatcher.send(step.commands)
         if step.created:
             for listener in list(self.created_listeners):
                 listener(step.created)
         if step.topics_deleted:
             for listener in list(self.deleted_listeners):
                 listener(step.topics_deleted)
-        # Admin requests, once their writes landed and the step's broker requests went out (a
-        # conflict failed them above: those are taken again).
-        admin_events.answer([a for a in step.answers if a not in topics_answered])
+        # Admin requests, once their writes landed and the step's broker requests went out -
+        # CreateTopics' LeaderAndIsr and UpdateMetadata included (a conflict failed them above:
+        # those are taken again).
+        admin_events.answer(step.answers)
         if step.follow_up:
             self.inbox.queue.put_nowait(ScheduleDue())  # the moves held until the entries landed
         if step.reads:

@@ -23,22 +23,19 @@ import asyncio
 import dataclasses
 import json
 
-from controller.core import isr_health
 from controller.core.admin_requests import Answer, throttle_reads_needed
 from controller.core.events import (
     ReassignRequested,
     ThrottleRequested,
     ThrottlesRead,
-    TopicConfigsRead,
     TopicsRead,
     TopicsRequested,
     TopicsSeen,
-    ZnodeRead,
 )
 from controller.core.throttle_writes import config_path
+from controller.shell.throttles import decode_config, decode_listed
 from controller.shell.zkread import read_topics
-from znodes import models, paths
-from znodes.errors import ZnodeFormatError
+from znodes import paths
 from znodes.reads import children_or_empty, get_many
 
 # A request that lost a race with a writer outside this controller (a tool rewrote
@@ -66,8 +63,6 @@ async def submit(active, event, timeout_s: float):
     async with asyncio.timeout(timeout_s):
         for attempt in range(RETRIES + 1):
             future = loop.create_future()
-            # CreateTopics and CreatePartitions are answered after their broker requests went out.
-            future.topic_request = isinstance(event, TopicsRequested) and event.kind != "delete"
             active.inbox.queue.put_nowait(dataclasses.replace(event, token=future, read=None))
             try:
                 answer: Answer = await future
@@ -105,12 +100,12 @@ async def prepare(active, events: list) -> list:
     moving = sorted({tp[0] for e in requests if isinstance(e, ReassignRequested) and not e.validate_only
                      for tp, _ in e.targets if _valid(("topics", tp[0]))})
     if moving:
-        out_before.append(TopicConfigsRead(await _min_isr(store, moving)))
+        out_before += await active.read_min_isr(moving)
     throttled = [e for e in requests if isinstance(e, ThrottleRequested)
                  or (isinstance(e, ReassignRequested) and e.throttle is not None and not e.validate_only)]
     filled = {}
     if throttled:
-        listed = dict(zip(REMOVAL_PATHS, [_listed(p, r) for p, r in zip(REMOVAL_PATHS, await get_many(store, list(REMOVAL_PATHS)))]))
+        listed = {p: decode_listed(p, r) for p, r in zip(REMOVAL_PATHS, await get_many(store, list(REMOVAL_PATHS)))}
         members = {p: (r.value or ()) for p, r in listed.items()}
         topics: set[str] = set()
         brokers: set[int] = set()
@@ -121,7 +116,7 @@ async def prepare(active, events: list) -> list:
         keys = [k for k in [("topics", t) for t in sorted(topics)] + [("brokers", b) for b in sorted(brokers)]
                 if _valid(k)]  # a bad name or id is refused by the engine's checks, never read
         reads = await get_many(store, [config_path(*k) for k in keys])
-        configs = {k: _config(config_path(*k), r) for k, r in zip(keys, reads)}
+        configs = {k: decode_config(config_path(*k), r) for k, r in zip(keys, reads)}
         read = ThrottlesRead(configs, listed)
         for e in throttled:
             filled[id(e)] = dataclasses.replace(e, read=read)
@@ -157,45 +152,6 @@ def _valid(key) -> bool:
     except (ValueError, TypeError):
         return False
     return True
-
-
-async def _min_isr(store, names: list[str]) -> dict[str, int | None]:
-    found: dict[str, int | None] = {}
-    for name, got in zip(names, await get_many(store, [paths.topic_config(n) for n in names])):
-        try:
-            config = json.loads(got[0]).get("config") if got is not None else None
-        except (ValueError, AttributeError):
-            config = None
-        found[name] = isr_health.parse_min_isr(config if isinstance(config, dict) else None)
-    return found
-
-
-def _config(path: str, read) -> ZnodeRead:
-    if read is None:
-        return ZnodeRead()
-    try:
-        return ZnodeRead(dict(models.EntityConfig.from_bytes(path, read[0]).config), read[1].version)
-    except ZnodeFormatError as e:
-        return ZnodeRead(None, read[1].version, str(e))
-
-
-def _listed(path: str, read) -> ZnodeRead:
-    if read is None:
-        return ZnodeRead(frozenset())
-    try:
-        if path == paths.THROTTLED_REPLICAS_REMOVAL:
-            members = frozenset(models.ThrottledReplicasRemoval.from_bytes(path, read[0]).topics)
-        else:
-            members = frozenset(models.ThrottledRatesRemoval.from_bytes(path, read[0]).brokers)
-    except ZnodeFormatError as e:
-        return ZnodeRead(None, read[1].version, f"the removal znode is malformed; fix or delete it first ({e})")
-    return ZnodeRead(members, read[1].version)
-
-
-def topic_answers(step) -> list:
-    """The step's answers to CreateTopics and CreatePartitions: given once the step's broker
-    requests went out (the new partitions' LeaderAndIsr and UpdateMetadata)."""
-    return [a for a in step.answers if getattr(a.token, "topic_request", False)]
 
 
 def answer(answers) -> None:

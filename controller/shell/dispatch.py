@@ -78,15 +78,7 @@ class Dispatcher:
         self.sent = 0
         self.failed = 0
 
-    def send(self, commands: list[BrokerCommand], on_sent: Callable[[], None] | None = None) -> None:
-        """Queue ``commands`` to their brokers; ``on_sent`` once every one of them was sent
-        (answered or given up on): CreateTopics answers then, as Kafka's waits for metadata."""
-        every = None
-        if on_sent is not None:
-            if not commands:
-                on_sent()
-            else:
-                every = _Countdown(len(commands), on_sent)
+    def send(self, commands: list[BrokerCommand]) -> None:
         # Only the StopReplica requests a move waits for (those naming partitions) count.
         stops = [c for c in commands if c.api_key == ApiKey.STOP_REPLICA and c.partitions]
         countdown = None
@@ -100,15 +92,14 @@ class Dispatcher:
                 self._workers[command.broker_id] = asyncio.create_task(
                     self._worker(command.broker_id, q), name=f"dispatch-{command.broker_id}"
                 )
-            q.put_nowait((command, countdown if command.api_key == ApiKey.STOP_REPLICA and command.partitions else None,
-                          every))
+            q.put_nowait((command, countdown if command.api_key == ApiKey.STOP_REPLICA and command.partitions else None))
 
     async def _worker(self, broker_id: int, q: asyncio.Queue) -> None:
         while True:
             item = await q.get()
             if item is None:  # close()
                 return
-            command, countdown, every = item
+            command, countdown = item
             try:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
@@ -122,8 +113,6 @@ class Dispatcher:
             finally:
                 if countdown is not None:
                     countdown.done()
-                if every is not None:
-                    every.done()
 
     async def _send(self, command: BrokerCommand) -> dict | None:
         """The broker's answer, or None if it was not delivered."""

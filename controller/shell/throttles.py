@@ -56,19 +56,37 @@ from znodes.reads import get_many, get_or_none
 log = logging.getLogger("reassignd.controller")
 
 
-async def read_listed(store: Store, path: str) -> Listed:
-    read = await get_or_none(store, path)
+def decode_listed(path: str, read) -> ZnodeRead:
+    """A removal znode as read (``(data, stat)`` or None): its members and version, or the error
+    of one that does not parse (left alone, never overwritten on a guess)."""
     if read is None:
-        return Listed(frozenset(), None)
+        return ZnodeRead(frozenset())
     try:
         if path == paths.THROTTLED_REPLICAS_REMOVAL:
             members = frozenset(models.ThrottledReplicasRemoval.from_bytes(path, read[0]).topics)
         else:
             members = frozenset(models.ThrottledRatesRemoval.from_bytes(path, read[0]).brokers)
     except ZnodeFormatError as e:
-        log.warning("throttle removal: leaving %s alone: %s", path, e)
+        return ZnodeRead(None, read[1].version, f"the removal znode is malformed; fix or delete it first ({e})")
+    return ZnodeRead(members, read[1].version)
+
+
+def decode_config(path: str, read) -> ZnodeRead:
+    """A config znode as read: its map and version (absent: empty, no version), or its error."""
+    if read is None:
+        return ZnodeRead()
+    try:
+        return ZnodeRead(dict(models.EntityConfig.from_bytes(path, read[0]).config), read[1].version)
+    except ZnodeFormatError as e:
+        return ZnodeRead(None, read[1].version, str(e))
+
+
+async def read_listed(store: Store, path: str) -> Listed:
+    found = decode_listed(path, await get_or_none(store, path))
+    if found.error is not None:
+        log.warning("throttle removal: leaving %s alone: %s", path, found.error)
         return Listed(frozenset(), None)
-    return Listed(members, read[1].version)
+    return Listed(found.value, found.version)
 
 
 async def snapshot(store: Store, state: ClusterState | None = None, cache: dict | None = None) -> Snapshot:
@@ -126,14 +144,5 @@ async def read_removal(store: Store, state: ClusterState | None, mode: Mode, cac
     snap = await snapshot(store, state, cache)
     keys = [("topics", t) for t in sorted(snap.replicas.members)] + [("brokers", b) for b in sorted(snap.rates.members)]
     reads = await get_many(store, [tc.config_path(*k) for k in keys])
-    configs = {}
-    for key, read in zip(keys, reads):
-        path = tc.config_path(*key)
-        if read is None:
-            configs[key] = ZnodeRead()
-            continue
-        try:
-            configs[key] = ZnodeRead(dict(models.EntityConfig.from_bytes(path, read[0]).config), read[1].version)
-        except ZnodeFormatError as e:
-            configs[key] = ZnodeRead(None, read[1].version, str(e))
+    configs = {key: decode_config(tc.config_path(*key), read) for key, read in zip(keys, reads)}
     return ThrottleRemovalRead(mode.value, snap, configs, getattr(store, "chroot", "") or "")

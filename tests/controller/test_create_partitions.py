@@ -38,9 +38,9 @@ async def test_new_partitions_are_placed_led_and_hosted(h):
     await h.tick()
     answer = await handle_create_partitions(context(h), 3, body(("t", 7, None), ("u", 3, [(5, 6)])))
     assert codes(answer) == [0, 0]
-    t = assert_created(h, "t", 7)
+    t = await assert_created(h, "t", 7)
     assert {p: rs for p, rs in t.items() if int(p) < 3} == {str(p): h.assignments[("t", p)] for p in range(3)}
-    assert assert_created(h, "u", 3)["2"] == [5, 6]
+    assert (await assert_created(h, "u", 3))["2"] == [5, 6]
     # t's 4 new partitions x 3 (12) + the 9 + 4 + 2 before = 27 replicas on 6 brokers: 4 or 5 each.
     counts = collections.Counter(b for name in ("t", "u") for rs in h.json(paths.topic(name))["partitions"].values() for b in rs)
     assert max(counts.values()) - min(counts.values()) <= 1, counts

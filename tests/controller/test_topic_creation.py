@@ -218,7 +218,10 @@ def hosted(h: Harness, name: str) -> dict[int, set[int]]:
     return out
 
 
-def assert_created(h: Harness, name: str, partitions: int) -> dict:
+async def assert_created(h: Harness, name: str, partitions: int) -> dict:
+    """Every partition with its state; its replicas on their brokers once the loop delivered the
+    LeaderAndIsr that went out with the answer."""
+    await h.settle()
     znode = h.json(paths.topic(name))["partitions"]
     assert sorted(int(p) for p in znode) == list(range(partitions))
     on_disk = hosted(h, name)
@@ -262,7 +265,11 @@ async def test_create_topics_blocks_until_every_partition_has_a_leader_and_metad
     assert given["segment.bytes"] == ("1073741824", 5)
     assert given["follower.replication.throttled.replicas"] == ("", 5) and given["cleanup.policy"] == ("delete", 5)
     assert json.loads(h.server.read(paths.topic_config("orders"))[0])["config"] == {"retention.ms": "3600000"}
-    znode = assert_created(h, "orders", 6)
+    # Answered once every partition has its state (a leader) and its LeaderAndIsr and
+    # UpdateMetadata went out; the brokers act on them as the loop runs.
+    for tp in [("orders", p) for p in range(6)]:
+        assert h.server.exists(paths.partition_state(*tp)) is not None, tp
+    znode = await assert_created(h, "orders", 6)
     # Placement: with "t" (4 x 3 on 6 brokers: 12 replicas) the cluster ends at 30 = 5 each.
     counts = collections.Counter(b for rs in h.json(paths.topic("t"))["partitions"].values() for b in rs)
     counts.update(b for rs in znode.values() for b in rs)
@@ -294,7 +301,7 @@ async def test_explicit_assignment_and_configs_are_written_as_given(h):
     answer = await handle_create(context(h), 7, create_body(
         topic("e", assignments=[(0, [5, 6]), (1, [6, 4])], configs=configs)))
     assert answer["topics"][0]["error_code"] == 0
-    assert assert_created(h, "e", 2) == {"0": [5, 6], "1": [6, 4]}
+    assert await assert_created(h, "e", 2) == {"0": [5, 6], "1": [6, 4]}
     assert json.loads(h.server.read(paths.topic_config("e"))[0])["config"] == dict(configs)
     again = await handle_create(context(h), 7, create_body(topic("e", 1, 1)))
     assert again["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
@@ -306,7 +313,7 @@ async def test_timeout_zero_returns_after_the_write_and_creation_completes(h):
     answer = await handle_create(context(h), 2, create_body(topic("q", 3, 2), timeout_ms=0))
     assert answer["topics"][0]["error_code"] == 0
     await h.tick()
-    assert_created(h, "q", 3)
+    await assert_created(h, "q", 3)
 
 
 async def test_a_creation_left_half_done_is_finished_by_the_next_controller(h):
@@ -323,7 +330,7 @@ async def test_a_creation_left_half_done_is_finished_by_the_next_controller(h):
     assert h.server.exists(paths.partition_state("half", 0)) is None
     await h.start_controller(102)
     await h.tick()
-    assert_created(h, "half", 2)
+    await assert_created(h, "half", 2)
 
 
 async def test_a_partition_with_no_live_replica_gets_its_leader_when_one_registers(h):
@@ -393,4 +400,4 @@ async def test_a_controller_dying_between_a_new_state_and_its_leader_and_isr(h, 
     await h.start_controller(102)
     for _ in range(3):
         await h.tick()
-    assert_created(h, "n0", 2)
+    await assert_created(h, "n0", 2)
