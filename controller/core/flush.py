@@ -49,12 +49,12 @@ BROKER_FAILURE = "broker-failure"
 # (controller.core.admin_requests), first in the step's flush, and its entries of
 # /admin/reassign_partitions, last with that znode's other kinds.
 ADMIN = "admin"
-# A topic request's topic and config znodes and deletion markers (controller.core.topic_requests),
-# first in the flush; a bookkeeping kind until the stateful test cuts them as it cuts CREATE's.
+# A topic request's config and topic znodes, partitions added, deletion markers
+# (controller.core.topic_requests), first in the flush.
 TOPICS = "topics"
 
-FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, TOPICS, OTHER)
+FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN, TOPICS)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, OTHER)
 
 
 def writing(kind: str):

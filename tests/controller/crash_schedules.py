@@ -98,8 +98,34 @@ def _rare() -> dict[tuple[str, str], list[tuple]]:
     }
 
 
+# Topic requests (flush kind "topics") are rules of the topics machine
+# (tests/controller/test_stateful_topics.py), which runs the reassignment machine's rules too:
+# a topic created (twice: a cut may take the first), given a partition, then deleted, a
+# controller revived after each.
+def _topics() -> list[tuple]:
+    return [
+        ("create_topic", {"name": "n0", "partitions": 2, "rf": 2}), REVIVE,
+        # again: a cut may have taken the first one (an answered second one is TOPIC_ALREADY_EXISTS)
+        ("create_topic", {"name": "n0", "partitions": 2, "rf": 2}), REVIVE,
+        rule("add_partitions", data=Drawn("n0"), more=1), REVIVE,
+        rule("delete_topic", data=Drawn("n0")), REVIVE,
+        rule("tick", n=8), REVIVE,
+    ]
+
+
 def script(point: tuple[str, str]) -> list[tuple]:
+    if point[0] == flush.TOPICS:
+        return _topics()
     return _common() + _rare().get(point, [])
+
+
+def machine_of(point: tuple[str, str]):
+    """The state machine a point's script runs on."""
+    if point[0] == flush.TOPICS:
+        from tests.controller.test_stateful_topics import TopicsMachine
+
+        return TopicsMachine
+    return None  # replay's default, the reassignment machine
 
 
 def _holds(m, name: str) -> bool:
@@ -142,7 +168,7 @@ def run_one(point: tuple[str, str], deposing: bool) -> tuple[Points | None, str 
     """The scripted schedule of ``point``: its points, or the failure's report."""
     where = f"scripted schedule cutting {point[0]} before its {point[1]} ({'deposing' if deposing else 'crashing'})"
     try:
-        points = replay([rule("cut_flush", point=point, deposing=deposing), *script(point)])
+        points = replay([rule("cut_flush", point=point, deposing=deposing), *script(point)], machine_of(point))
     except BaseException as e:  # noqa: BLE001 (any failure is reported with its traceback)
         if isinstance(e, KeyboardInterrupt):
             raise

@@ -48,6 +48,10 @@ SHAPES: dict[str, tuple[str, ...]] = {
     # removal znodes gaining members, the configs (brokers, then topics, each with its change
     # notification), /admin/reassign_partitions last.
     flush.ADMIN: ("rates removal", "replicas removal", "broker config", "config change", "topic config", "requests"),
+    # CreateTopics, CreatePartitions, DeleteTopics (controller.core.topic_requests): a new topic's
+    # config and topic znodes, a topic znode with partitions added, the deletion markers' parent
+    # and a marker (run by tests/controller/test_stateful_topics.py's machine).
+    flush.TOPICS: ("topic config", "topic", "deletions parent", "deletion marker"),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)
 
@@ -57,6 +61,7 @@ _NAMES = {
     paths.REASSIGN_QUEUE: "queue znode",
     paths.THROTTLED_REPLICAS_REMOVAL: "replicas removal",
     paths.THROTTLED_RATES_REMOVAL: "rates removal",
+    paths.DELETE_TOPICS: "deletions parent",
 }
 _KINDS = {
     paths.ZnodeKind.REASSIGNMENT: "record",
@@ -77,6 +82,8 @@ def role(op) -> str:
     if name is None:
         if paths.parent(op.path) == paths.REASSIGNMENTS:
             name = "records parent"
+        elif paths.parent(op.path) == paths.DELETE_TOPICS:
+            name = "deletion marker"
         elif op.path.startswith(paths.config_change_prefix()):
             name = "config change"  # a sequential create's path is only the prefix
         else:
