@@ -9,6 +9,7 @@ take the same verdict on the same znode.
     states, bad = await partition_states(store, [("t", 0)]) # tp -> LeaderIsr | None (absent)
     brokers, bad = await brokers(store)                     # id -> Broker (needs a PLAINTEXT listener)
     regs, bad = await registrations(store)                  # id -> BrokerRegistration (any listener)
+    found, bad = await configs(store, [paths.topic_config("t")])  # path -> ConfigRead | None (absent)
 
 Every function takes a :class:`znodes.api.Store` (kazoo's or the twin's). A znode that does not
 exist is an answer (left out, or None), and one that is not what its path must hold is an
@@ -27,7 +28,7 @@ from typing import NamedTuple
 
 from znodes import paths
 from znodes.api import Store, ZnodeStat
-from znodes.models import BrokerRegistration
+from znodes.models import BrokerRegistration, EntityConfig
 from znodes.payloads import decode_state, decode_topic
 from znodes.reads import (
     READ_CONCURRENCY,
@@ -42,8 +43,8 @@ from znodes.reads import (
 )
 from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition
 
-__all__ = ["TopicRead", "Unreadable", "brokers", "get_or_watch", "partition_states", "registrations", "topic_names",
-           "topics"]
+__all__ = ["ConfigRead", "TopicRead", "Unreadable", "brokers", "configs", "get_or_watch", "partition_states",
+           "registrations", "topic_names", "topics"]
 
 
 class TopicRead(NamedTuple):
@@ -140,3 +141,28 @@ async def brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker],
 async def registrations(store: Store, watch: bool = False) -> tuple[dict[int, BrokerRegistration], list[Unreadable]]:
     """The registered brokers' whole registrations (any listeners, the rack), by id."""
     return await registered_brokers(store, lambda p, d, s, b: BrokerRegistration.from_bytes(p, d), watch)
+
+
+class ConfigRead(NamedTuple):
+    """An entity's config znode (``/config/topics/T``, ``/config/brokers/N`` or ``<default>``):
+    its map and zkVersion."""
+
+    config: dict[str, str]
+    version: int
+
+
+def _config_read(path: str, data: bytes, stat: ZnodeStat) -> ConfigRead:
+    return ConfigRead(dict(EntityConfig.from_bytes(path, data).config), stat.version)
+
+
+async def configs(store: Store, config_paths: Iterable[str]) -> tuple[dict[str, ConfigRead | None], list[Unreadable]]:
+    """Entity configs by path, in one bulk read: None for one that does not exist; one that is not
+    a config is left out and named in the second list (never overwritten on a guess)."""
+    wanted = list(dict.fromkeys(config_paths))
+    bad: list[Unreadable] = []
+    out: dict[str, ConfigRead | None] = {}
+    for path, read in zip(wanted, await get_many(store, wanted)):
+        found = decoded(path, read, _config_read, bad)
+        if found is not UNREADABLE:
+            out[path] = found
+    return out, bad

@@ -31,7 +31,6 @@ the failed flush left half-written.
 from __future__ import annotations
 
 import asyncio
-import json
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
@@ -74,7 +73,7 @@ from controller.shell.zkread import (
     read_topic_names,
     read_topics,
 )
-from znodes import paths
+from znodes import cluster_reader, paths
 from znodes.api import (
     BadVersionError,
     ConnectionLossError,
@@ -375,13 +374,8 @@ class ActiveController:
                 read, state.assignments, live)
         unclean: set[str] = set()
         if topics:
-            names = sorted(topics)
-            for name, got in zip(names, await get_many(self.store, [paths.topic_config(n) for n in names])):
-                try:
-                    config = json.loads(got[0]).get("config") if got is not None else None
-                except (ValueError, AttributeError):
-                    config = None
-                if unclean_enabled(config if isinstance(config, dict) else None):
+            for name, config in (await self.topic_configs(sorted(topics))).items():
+                if unclean_enabled(config):
                     unclean.add(name)
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
@@ -435,14 +429,15 @@ class ActiveController:
     async def read_min_isr(self, names: list[str]) -> list[Event]:
         if not names:
             return []
-        found: dict[str, int | None] = {}
-        for name, got in zip(names, await get_many(self.store, [paths.topic_config(n) for n in names])):
-            try:
-                config = json.loads(got[0]).get("config") if got is not None else None
-            except (ValueError, AttributeError):
-                config = None
-            found[name] = isr_health.parse_min_isr(config if isinstance(config, dict) else None)
+        found = {name: isr_health.parse_min_isr(config) for name, config in (await self.topic_configs(names)).items()}
         return [TopicConfigsRead(found)]
+
+    async def topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:
+        """Each topic's ``/config/topics/T`` map (None: absent or not a config, logged)."""
+        found, bad = await cluster_reader.configs(self.store, [paths.topic_config(n) for n in names])
+        for unreadable in bad:
+            log.warning("ignoring %s: %s", unreadable.path, unreadable.reason)
+        return {n: (r.config if (r := found.get(paths.topic_config(n))) is not None else None) for n in names}
 
     async def read_changes(self, kinds: set[str]) -> list[Event]:
         """Re-read (and re-watch) what the watches said changed."""

@@ -33,7 +33,7 @@ from controller.core.events import (
     TopicsSeen,
 )
 from controller.core.throttle_writes import config_path
-from controller.shell.throttles import decode_config, decode_listed
+from controller.shell.throttles import config_reads, decode_listed
 from controller.shell.zkread import read_topics
 from znodes import paths
 from znodes.reads import children_or_empty, get_many
@@ -115,8 +115,7 @@ async def prepare(active, events: list) -> list:
             brokers |= b
         keys = [k for k in [("topics", t) for t in sorted(topics)] + [("brokers", b) for b in sorted(brokers)]
                 if _valid(k)]  # a bad name or id is refused by the engine's checks, never read
-        reads = await get_many(store, [config_path(*k) for k in keys])
-        configs = {k: decode_config(config_path(*k), r) for k, r in zip(keys, reads)}
+        configs = await config_reads(store, keys)
         read = ThrottlesRead(configs, listed)
         for e in throttled:
             filled[id(e)] = dataclasses.replace(e, read=read)

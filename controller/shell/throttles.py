@@ -47,11 +47,11 @@ from controller.core.state import ClusterState
 from controller.core.throttle_removal import Listed, Mode, Snapshot
 from controller.core.throttle_writes import listed_bytes  # noqa: F401 (re-exported)
 from controller.shell import throttle_configs as tc
-from znodes import models, paths
+from znodes import cluster_reader, models, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_requests
-from znodes.reads import get_many, get_or_none
+from znodes.reads import get_or_none
 
 log = logging.getLogger("reassignd.controller")
 
@@ -71,14 +71,20 @@ def decode_listed(path: str, read) -> ZnodeRead:
     return ZnodeRead(members, read[1].version)
 
 
-def decode_config(path: str, read) -> ZnodeRead:
-    """A config znode as read: its map and version (absent: empty, no version), or its error."""
-    if read is None:
-        return ZnodeRead()
-    try:
-        return ZnodeRead(dict(models.EntityConfig.from_bytes(path, read[0]).config), read[1].version)
-    except ZnodeFormatError as e:
-        return ZnodeRead(None, read[1].version, str(e))
+async def config_reads(store: Store, keys) -> dict[tuple[str, str | int], ZnodeRead]:
+    """The configs of ``keys`` (("topics", T) / ("brokers", B)) as the engine takes them: the map
+    and version (absent: empty, no version), or the error of one that is not a config."""
+    wanted = {key: tc.config_path(*key) for key in keys}
+    found, bad = await cluster_reader.configs(store, list(wanted.values()))
+    errors = {u.path: u.reason for u in bad}
+    out = {}
+    for key, path in wanted.items():
+        read = found.get(path)
+        if path in errors:
+            out[key] = ZnodeRead(None, None, errors[path])
+        else:
+            out[key] = ZnodeRead() if read is None else ZnodeRead(read.config, read.version)
+    return out
 
 
 async def read_listed(store: Store, path: str) -> Listed:
@@ -143,6 +149,5 @@ async def read_removal(store: Store, state: ClusterState | None, mode: Mode, cac
         return None
     snap = await snapshot(store, state, cache)
     keys = [("topics", t) for t in sorted(snap.replicas.members)] + [("brokers", b) for b in sorted(snap.rates.members)]
-    reads = await get_many(store, [tc.config_path(*k) for k in keys])
-    configs = {key: decode_config(tc.config_path(*key), read) for key, read in zip(keys, reads)}
+    configs = await config_reads(store, keys)
     return ThrottleRemovalRead(mode.value, snap, configs, getattr(store, "chroot", "") or "")

@@ -53,9 +53,8 @@ from protocol.describe_configs import (
     config_entries,
 )
 from protocol.errors import ErrorCode
-from znodes import models, paths
+from znodes import cluster_reader, paths
 from znodes.api import Store
-from znodes.errors import ZnodeFormatError
 from znodes.reads import get_many
 
 
@@ -126,24 +125,16 @@ def static_configs(config) -> dict[str, Static]:
 
 
 class UnreadableConfig(Exception):
-    def __init__(self, error: ZnodeFormatError):
-        super().__init__(str(error))
+    """A config znode that is not a config (znodes.cluster_reader's verdict)."""
 
 
 async def read_configs(store: Store, config_paths: list[str]) -> list[dict[str, str] | UnreadableConfig]:
-    """The ``config`` map of each entity znode ({} when it does not exist), in one bulk read."""
-    from controller.shell.admin.metadata import read_data
-
-    out: list = []
-    for path, data in zip(config_paths, await read_data(store, config_paths)):
-        if data is None:
-            out.append({})
-            continue
-        try:
-            out.append(dict(models.EntityConfig.from_bytes(path, data).config))
-        except ZnodeFormatError as e:
-            out.append(UnreadableConfig(e))
-    return out
+    """The ``config`` map of each entity znode ({} when it does not exist), in one bulk read
+    (znodes.cluster_reader.configs)."""
+    found, bad = await cluster_reader.configs(store, config_paths)
+    errors = {u.path: u.reason for u in bad}
+    return [UnreadableConfig(f"{path}: {errors[path]}") if path in errors
+            else (found[path].config if found.get(path) is not None else {}) for path in config_paths]
 
 
 def broker_config_path(name: str) -> str:
