@@ -224,3 +224,20 @@ def _spread(dirs: list[LogDir]) -> float:
         return 0.0
     m = sum(sum(d.replicas.values()) for d in dirs if d.online) / sum(d.total_bytes for d in dirs if d.online)
     return sum((x - m) ** 2 for x in u)
+
+
+@pytest.mark.parametrize("extra", [["--chart", "c.png"], ["--capacity", "cap.json"], ["--topics", "a"],
+                                   ["--fix-racks"], ["--throttle", "5"]])
+def test_the_command_refuses_inter_broker_options_with_rebalance_disks(extra, tmp_path, capsys):
+    from reassignd.plan import main
+
+    out = tmp_path / "plan.json"
+    assert main(["--snapshot", str(tmp_path / "none.json"), "--rebalance-disks", "--out", str(out), *extra]) == 2
+    assert "do not apply" in capsys.readouterr().err and not out.exists()
+
+
+def test_the_command_names_a_bad_band(tmp_path, capsys):
+    from reassignd.plan import main
+
+    assert main(["--snapshot", "x.json", "--rebalance-disks", "--out", "p.json", "--disk-balance-band", "1.5"]) == 2
+    assert "--disk-balance-band" in capsys.readouterr().err
