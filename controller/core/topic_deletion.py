@@ -23,11 +23,12 @@ and, per marked topic:
     is down answers when it registers again (Kafka: deletion resumes on broker start-up).
  5. Every replica gone: the topic leaves memory, and before that (ZooKeeper first) the shell
     deletes, in one fenced flush, whatever exists of the topic's subtree (states, partitions,
-    ``partitions``), the topic znode, ``/config/topics/T`` and last the marker, as Kafka's
-    recursive deletes do (:func:`deletion_ops` over what the shell read: kind "delete"). A cut
-    flush leaves the marker: the next controller resumes at 1-3; partitions whose state went
-    are not given one again (engine step 10 skips marked topics). A marker dropped at 1 goes
-    the same way, alone.
+    ``partitions``), ``/config/topics/T``, the topic znode and last the marker (Kafka deletes
+    the topic znode before its config; here the config goes first, so that a cut between them
+    never leaves a config whose topic is gone) (:func:`deletion_ops` over what the shell read:
+    kind "delete"). A cut flush leaves the topic znode or at least the marker: the next
+    controller resumes at 1-3; partitions whose state went are not given one again (engine
+    step 10 skips marked topics). A marker dropped at 1 goes the same way, alone.
 
 Worked table, topic "t" = p0 [1,2], broker 2 down:
 
@@ -39,8 +40,8 @@ Worked table, topic "t" = p0 [1,2], broker 2 down:
     4 broker 2 registers, answers     -                  -
       (hosts it: StopReplica, asked
       again; answers gone)
-    5 flush                           -                  state, partition, partitions, topic,
-                                                         config, marker deleted
+    5 flush                           -                  state, partition, partitions, config,
+                                                         topic, marker deleted
 
     on_deletions(ws, frozenset({"t"}))   # engine: the DeletionsRead's topics
 """
@@ -180,7 +181,10 @@ def deletion_ops(name: str, partitions: list[int], present: set[str], *, whole: 
     if whole:
         for p in sorted(partitions):
             ops += [Delete(x) for x in (paths.partition_state(name, p), paths.partition(name, p)) if x in present]
-        ops += [Delete(x) for x in (paths.partitions(name), paths.topic(name), paths.topic_config(name)) if x in present]
+        # The config before the topic znode: a flush cut between them leaves the topic and its
+        # marker, and the next controller finishes the deletion (a config outliving its topic
+        # znode would be left behind, its marker then naming an unknown topic).
+        ops += [Delete(x) for x in (paths.partitions(name), paths.topic_config(name), paths.topic(name)) if x in present]
     if paths.delete_topic(name) in present:
         ops.append(Delete(paths.delete_topic(name)))
     return ops

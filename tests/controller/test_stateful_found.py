@@ -9,7 +9,7 @@ its quiescent checks at the end.
 from __future__ import annotations
 
 from tests.controller.crash_schedules import replay as replay_rules
-from tests.controller.crash_schedules import rule, submit
+from tests.controller.crash_schedules import REVIVE, rule, submit
 from tests.controller import test_stateful
 from tests.controller.test_stateful import ControllerMachine
 from znodes import paths
@@ -230,3 +230,16 @@ def test_a_completed_move_retargeted_after_a_failover_counts_only_its_copies(mon
         submit("retarget", {0: [1, 2, 4]}),
         rule("start_controller"),
     ])
+
+
+def test_a_deletion_cut_between_its_topic_and_its_config_leaves_no_config_behind():
+    """Found by the topics machine: a DeleteTopics acknowledged, the controller's deletion flush
+    cut after the topic znode's delete and before its config's; the next controller saw a
+    marker of an unknown topic, dropped it, and /config/topics/n0 stayed for ever. The config
+    now goes before the topic znode (controller.core.topic_deletion step 5)."""
+    from tests.controller.crash_schedules import Drawn
+    from tests.controller.test_stateful_topics import TopicsMachine
+
+    for k in range(0, 12):
+        replay_rules([("create_topic", {"name": "n0", "partitions": 2, "rf": 2}), rule("crash_active_after", k=k),
+                      rule("delete_topic", data=Drawn("n0")), REVIVE, rule("tick", n=8), REVIVE], TopicsMachine)
