@@ -330,7 +330,12 @@ class ActiveController:
             self.stats.reloads += 1
             await self.reload()
         # Admin requests: the throttle znodes they change, topics they name (controller.shell.admin_events).
-        engine_events = await admin_events.prepare(self, engine_events)
+        try:
+            engine_events = await admin_events.prepare(self, engine_events)
+        except BaseException as e:
+            # Their reads failed (the controller reloads or resigns): taken again from scratch.
+            admin_events.fail_taken(engine_events, e)
+            raise
         # Read before the changes: a state read later (an ISR change's) must win in the step.
         metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)

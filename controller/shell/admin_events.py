@@ -216,3 +216,10 @@ class Seen:
         except TimeoutError:
             pass
         return wanted - self.got
+
+
+def fail_taken(events, error: BaseException) -> None:
+    """Admin requests of a batch whose reads failed before the step: taken again (retry)."""
+    for item in events:
+        if isinstance(item, ADMIN_EVENTS) and isinstance(item.token, asyncio.Future) and not item.token.done():
+            item.token.set_exception(NotRecorded(f"the controller could not read for the request: {error!r}", True, error))
