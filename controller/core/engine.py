@@ -268,8 +268,8 @@ class Step:
     elections: list = field(default_factory=list)
     # An admin_requests.Answer per admin request of the step: answered once ``writes`` landed.
     answers: list = field(default_factory=list)
-    # Moves held back until the step's entries landed: the shell queues a ScheduleDue then.
-    follow_up: bool = False
+    # Partitions held back until the step's entries landed: the shell queues a ScheduleDue then.
+    held: tuple = ()
     # writes[removal_from:]: throttle removal's write, flushed last and alone, as one multi (a
     # conflict there is read and decided again); throttle_check: the removal the step asks the
     # shell to read for (controller.core.throttle_removal.check_due), or None.
@@ -324,7 +324,7 @@ def handle(ws: WorkingSet, event: Event) -> None:
     elif isinstance(event, DeletionsRead):
         topic_deletion.on_deletions(ws, event.topics)
     elif isinstance(event, ScheduleDue):
-        ws.schedule_needed = True
+        reassignment.on_held_landed(ws, event)
     elif isinstance(event, ReassignRequested):
         admin_requests.on_reassign(ws, event)
     elif isinstance(event, ThrottleRequested):
@@ -448,5 +448,5 @@ def finish(ws: WorkingSet) -> Step:
         markers_dropped=ws.markers_dropped,
         elections=ws.elections,
         answers=ws.answers,
-        follow_up=bool(ws.held),
+        held=tuple(ws.held),
     )

@@ -296,8 +296,11 @@ AdminRequest = ReassignRequested | ThrottleRequested | TopicsRequested
 
 @dataclass(frozen=True, slots=True)
 class ScheduleDue:
-    """Run step 2 (and 4b's waiting overrides) again: the moves an admin request held back
-    while its entries were written (``Step.follow_up``) may start now that they landed."""
+    """The partitions an admin request held back while its entries were written
+    (``Step.held``): their entries landed, so their moves may start (step 2) and their new
+    targets replace running ones (step 4b) now."""
+
+    partitions: tuple[TopicPartition, ...] = ()
 
 Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead

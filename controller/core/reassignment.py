@@ -22,6 +22,7 @@ from controller.core.events import (
     ReplicasHosted,
     RequestsRead,
     Resume,
+    ScheduleDue,
     StatesRead,
     StopReplicaSent,
     TopicConfigsRead,
@@ -556,6 +557,17 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
     delete_dropped(ws, tp, gone, state)
     ws.box.update_metadata(tp, state, new.replicas)
     check_complete(ws, new)
+
+
+def on_held_landed(ws: WorkingSet, event: ScheduleDue) -> None:
+    """An admin request's entries landed (controller.core.admin_requests step 5): its new moves
+    may start (step 2) and its new targets for replicating moves are taken in place (step 4b,
+    a target equal to the original replicas as a cancel) in this step."""
+    ws.schedule_needed = True
+    for tp in event.partitions:
+        move = ws.tasks.get(tp)
+        if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None:
+            ws.overrides[tp] = None
 
 
 def take_overrides(ws: WorkingSet) -> None:

@@ -629,8 +629,8 @@ class ActiveController:
         # CreateTopics' LeaderAndIsr and UpdateMetadata included (a conflict failed them above:
         # those are taken again).
         admin_events.answer(step.answers)
-        if step.follow_up:
-            self.inbox.queue.put_nowait(ScheduleDue())  # the moves held until the entries landed
+        if step.held:
+            self.inbox.queue.put_nowait(ScheduleDue(step.held))  # held until the entries landed
         if step.reads:
             states, lines = await read_states(self.store, sorted(step.reads))
             _warn(lines)

@@ -175,3 +175,34 @@ def test_no_admin_handler_writes_zookeeper():
             if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in WRITERS:
                 offenders.append(f"{path.name}:{node.lineno}: calls .{node.func.attr}()")
     assert offenders == []
+
+
+async def test_a_new_target_equal_to_the_original_replicas_cancels_the_running_move():
+    """KIP-455 through the engine: a replicating move given its original replicas as the new
+    target is rolled back (step 4b's cancel) once the request's entry landed - not completed
+    first and moved back."""
+    from controller.core.task import Phase
+
+    h = await cluster(topics=("t:2:3:8MiB",))  # copies take simulated seconds
+    try:
+        tp = ("t", 0)
+        original = list(h.assignments[tp])
+        answer = await handle_alter(context(h), 0, alter_body({tp: _away(h, tp)}))
+        assert codes_of(answer) == {tp: 0}
+        for _ in range(20):
+            move = context(h).role.active.state.tasks.get(tp)
+            if move is not None and move.phase is Phase.REPLICATING:
+                break
+            await h.tick(0.05)
+        assert move is not None and move.phase is Phase.REPLICATING
+        answer = await handle_alter(context(h), 0, alter_body({tp: original}))
+        assert codes_of(answer) == {tp: 0}
+        await h.settle()
+        move = context(h).role.active.state.tasks.get(tp)
+        assert move is None or move.phase is Phase.CANCELLING, move
+        h.requested[tp] = original
+        await h.run_until_quiet()
+        h.check_invariants()
+        assert h.current()[tp] == original
+    finally:
+        await h.close()
