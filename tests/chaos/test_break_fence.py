@@ -3,7 +3,7 @@ with controllers that write WITHOUT the ``/controller_epoch`` check (tests/chaos
 nemesis that only forces controller moves. Each move makes its own zombie write rather than
 hoping for one (nemesis ``_controller_moved_with_write``): the old controller hears ZooKeeper
 0.7 s late, ``/controller`` is deleted, and once the new controller has bumped the epoch the old
-one - not yet aware - is sent an AlterPartitionReassignments, which it writes with its old epoch.
+one - not yet aware - is sent an AlterInterbrokerThrottledRates, which it writes with its old epoch.
 The checker must find those writes; a checker that stopped seeing zombie writes (a broken epoch
 timeline, audits read wrongly) would pass every real chaos run and fails here.
 

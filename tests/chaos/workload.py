@@ -143,31 +143,24 @@ class Workload:
                          outcome=outcome, **fields)
 
     async def to_controller(self, cid: int, ready: asyncio.Event, go: asyncio.Event) -> str | None:
-        """The break-fence self-test's write: an ``alter`` (a new target for 2-3 free partitions)
-        sent to controller ``cid`` alone, however the cluster's election stands - a deposed
-        controller that has not yet heard so takes it and writes. The partitions are taken as
-        the workers take them (never a busy one), then ``ready`` is set and the request waits for
-        ``go``. None (and ``ready`` set) if none came free within 3 s."""
-        deadline = time.monotonic() + 3.0
-        while True:
-            free = [tp for tp in self.partitions if tp not in self.busy]
-            if not self.exclusive and free:
-                break
-            if time.monotonic() > deadline:
-                ready.set()
-                return None
-            await asyncio.sleep(0.02)
-        picked = self.rng.sample(free, min(len(free), self.rng.randint(2, 3)))
-        self.busy.update(picked)  # no await since the check: as _acquire would have
-        try:
-            ready.set()
-            await go.wait()
-            await self._do("alter", picked, False, direct=("127.0.0.1", self.cluster.listen_ports[cid]),
-                           to_controller=cid)
-        finally:
-            await self._release(picked, False)
-            self.last_op_end = time.time()
-        return ",".join(picked)
+        """The break-fence self-test's write: AlterInterbrokerThrottledRates (auto-removable
+        rates on two brokers) sent to controller ``cid`` alone, however the cluster's election
+        stands - a deposed controller that has not yet heard so takes it and writes its removal
+        znode and the broker configs, conditional only on what it has just read. (A reassignment
+        would not do: its entries are written conditional on the version of
+        ``/admin/reassign_partitions`` the deposed controller holds, which the new controller's
+        own writes make stale, so the zombie's write fails before the fence is even asked.)
+        Sets ``ready`` and waits for ``go``; returns the brokers throttled."""
+        brokers = sorted(self.rng.sample(range(1, 7), 2))
+        rate = self.rng.randint(*THROTTLE_BYTES)
+        ready.set()
+        await go.wait()
+        t0 = time.time()
+        await self._api("rates", "throttle", t0, {"brokers": brokers, "throttle": rate},
+                        lambda a: _rates(a, {b: rate for b in brokers}),
+                        ("127.0.0.1", self.cluster.listen_ports[cid]))
+        self.last_op_end = time.time()
+        return ",".join(map(str, brokers))
 
     async def _do(self, door: str, picked: list[str], everything: bool, direct: tuple[str, int] | None = None,
                   **extra) -> None:
@@ -337,6 +330,20 @@ async def _alter(admin: AdminClient, targets: dict[str, list[int] | None]) -> di
             code = p.get("error_code", 0)
             out[(t["name"], p["partition_index"])] = None if code == 0 else _CodeError(code)
     return {_tp(k): out.get(_tp(k), _CodeError(-1)) for k in targets}
+
+
+async def _rates(admin: AdminClient, rates: dict[int, int]) -> dict[tuple[str, int], KafkaApiError | None]:
+    """AlterInterbrokerThrottledRates (KIP-179) with auto-removal: both rates on each broker
+    (results keyed ("broker", id))."""
+    body = {"broker_throttles": [{"broker_id": b, "leader_rate": r, "follower_rate": r} for b, r in sorted(rates.items())],
+            "remove_throttle": True, "timeout": REQUEST_TIMEOUT_MS, "validate_only": False}
+
+    def codes(answer: dict) -> list[int]:
+        return [b.get("error_code", 0) for b in answer.get("broker_error") or []]
+
+    _, answer = await admin._controller_request(ApiKey.ALTER_INTERBROKER_THROTTLED_RATES, body, codes)
+    return {("broker", b["broker_id"]): None if not b.get("error_code") else _CodeError(b["error_code"])
+            for b in answer.get("broker_error") or []}
 
 
 class _Direct:

@@ -55,6 +55,7 @@ from protocol.describe_configs import (
 from protocol.errors import ErrorCode
 from znodes import cluster_reader, paths
 from znodes.api import Store
+from znodes.errors import ZnodeFormatError
 from znodes.reads import get_many
 
 
@@ -133,7 +134,7 @@ async def read_configs(store: Store, config_paths: list[str]) -> list[dict[str, 
     (znodes.cluster_reader.configs)."""
     found, bad = await cluster_reader.configs(store, config_paths)
     errors = {u.path: u.reason for u in bad}
-    return [UnreadableConfig(f"{path}: {errors[path]}") if path in errors
+    return [UnreadableConfig(str(ZnodeFormatError(path, errors[path]))) if path in errors
             else (found[path].config if found.get(path) is not None else {}) for path in config_paths]
 
 
