@@ -42,8 +42,7 @@ from dataclasses import dataclass, field
 
 from spark_jobs import batching
 from spark_jobs.errors import PlanError
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 SKIP_MOVING = "being reassigned: its move owns its replica list and its leader"
 SKIP_NO_STATE = "no leader state known"

@@ -49,8 +49,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from spark_jobs.errors import PlanError
-
-TopicPartition = tuple[str, int]
+from znodes.values import TopicPartition
 
 # Cruise Control's disk balance threshold (1.10): a directory within 10% of its broker's mean
 # used fraction is balanced. Tighter costs moves that buy little.
