@@ -210,7 +210,12 @@ class ActiveController:
             while True:
                 first = await self.inbox.queue.get()
                 batch = [first, *self.inbox.drain(self.config.max_events_per_step - 1)]
-                await self._safely(lambda: self.process(batch))
+                try:
+                    await self._safely(lambda: self.process(batch))
+                except Resign as r:
+                    # Admin requests of the batch not answered yet: NOT_CONTROLLER, at once.
+                    admin_events.fail_queued(batch, r.reason)
+                    raise
         except Resign as r:
             log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
             return r.reason

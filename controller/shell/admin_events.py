@@ -166,14 +166,14 @@ def fail(step, error: BaseException, retry: bool) -> None:
             a.token.set_exception(NotRecorded(f"the controller could not record the request: {error!r}", retry, error))
 
 
-def fail_queued(items) -> list:
-    """A resigning controller's queued admin requests: answered NOT_CONTROLLER; the other items
-    are returned to be queued again."""
+def fail_queued(items, why: str = "") -> list:
+    """A resigning controller's admin requests not answered yet (queued, or in the batch it was
+    taking): answered NOT_CONTROLLER; the other items are returned to be queued again."""
     kept = []
     for item in items:
         if isinstance(item, ADMIN_EVENTS):
             if isinstance(item.token, asyncio.Future) and not item.token.done():
-                item.token.set_exception(NotRecorded("this controller resigned before taking the request"))
+                item.token.set_exception(NotRecorded(f"this controller resigned before taking the request {why}".strip()))
         else:
             kept.append(item)
     return kept

@@ -37,7 +37,7 @@ from tests.chaos.history import History, read
 from tests.chaos.nemesis import Nemesis
 from tests.chaos.observer import Observer
 from tests.chaos.settle import record_settled
-from tests.chaos.workload import Workload
+from tests.chaos.workload import NO_THROTTLE_DOORS, Workload
 
 QUIESCE_BOUND_S = 120.0
 ROUND_S = (6.0, 12.0)
@@ -83,12 +83,11 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
         observer_zk = KazooClient(hosts=cluster.zk.connect_string, timeout=15)
         observer_zk.start(timeout=60)
         observer = Observer(observer_zk, history, sorted(cluster.initial_assignments)).start()
-        workload = Workload(cluster, history, workload_rng)
+        workload = Workload(cluster, history, workload_rng, NO_THROTTLE_DOORS if break_fence else None)
         nemesis = Nemesis(cluster, history, nemesis_rng, faults={"controller_moved": 1} if break_fence else None,
                           deposed_write=workload.to_controller if break_fence else None)
         try:
-            asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s,
-                                strike_when_moving=break_fence))
+            asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s))
             history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments))
         finally:
             observer.stop()
@@ -108,10 +107,7 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
 
 
 async def _rounds(cluster: ChaosCluster, history: History, rng: random.Random, workload: Workload, nemesis: Nemesis,
-                  duration_s: float, bound_s: float, *, strike_when_moving: bool = False) -> None:
-    """``strike_when_moving``: the fault waits (until the round's end at most) for a move in
-    flight, so the active controller has writes to send while it is being deposed (the
-    break-fence self-test: a controller with nothing to write makes no zombie write)."""
+                  duration_s: float, bound_s: float) -> None:
     deadline = time.monotonic() + duration_s
     while time.monotonic() < deadline:
         began = time.monotonic()
@@ -119,8 +115,6 @@ async def _rounds(cluster: ChaosCluster, history: History, rng: random.Random, w
         stop = asyncio.Event()
         requests = asyncio.create_task(workload.run(stop))
         await asyncio.sleep(rng.uniform(0.5, window - 1.0))
-        if strike_when_moving:
-            await _wait_moving(cluster, began + window)
         fault = await nemesis.strike()
         await asyncio.sleep(max(0.0, window - (time.monotonic() - began)))
         stop.set()
@@ -155,22 +149,6 @@ async def _wait_quiescent(cluster: ChaosCluster, until: float) -> tuple[bool, di
         if time.time() > until:
             return False, left
         await asyncio.sleep(0.25)
-
-
-async def _wait_moving(cluster: ChaosCluster, until: float) -> None:
-    """Until a KIP-240 record exists (a move in flight), or ``until`` (monotonic) passes."""
-    def moving() -> bool:
-        zk = cluster.kazoo
-        topics = zk.get_children("/admin/reassignments") if zk.exists("/admin/reassignments") else []
-        return any(zk.get_children(f"/admin/reassignments/{t}") for t in topics)
-
-    while time.monotonic() < until:
-        try:
-            if await asyncio.to_thread(moving):
-                return
-        except Exception:  # a record's topic went between the two reads, or ZooKeeper reconnecting
-            pass
-        await asyncio.sleep(0.05)
 
 
 def _leftovers(zk: KazooClient, cluster: ChaosCluster) -> dict:

@@ -8,7 +8,11 @@ The checker must find those writes; a checker that stopped seeing zombie writes 
 timeline, audits read wrongly) would pass every real chaos run and fails here.
 
 (It once left the zombie to chance - a deposed controller's in-flight writes on a slowed link -
-and on a loaded machine three moves in a row found the old controller with nothing to write.)
+and on a loaded machine three moves in a row found the old controller with nothing to write.
+Then an AlterPartitionReassignments was the zombie, until admin requests became engine events:
+its entries are written against the /admin/reassign_partitions version the deposed controller
+holds, which the new controller's writes make stale. The run's workload sets no throttles of its
+own, so nothing else writes what the throttle request writes.)
 
 ``make break-fence`` runs the same outside pytest (``python -m tests.chaos --break-fence``).
 ``BREAK_FENCE_DURATION`` and ``BREAK_FENCE_SEED`` change the schedule.

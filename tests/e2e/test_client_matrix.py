@@ -161,7 +161,11 @@ def _scenario(c, adapter, partition: int, topic: str):
         wait_for(same, WAIT_S, "the described replicas to match ZooKeeper's")
 
     def describe_configs():
-        got = adapter.describe_configs(TOPIC)
+        # A simulated broker learns configs from /config/changes at its next tick (as a Kafka
+        # broker does): its answer may trail ZooKeeper for a moment on a loaded machine.
+        deadline = time.monotonic() + WAIT_S
+        while not TOPIC_CONFIG.items() <= (got := adapter.describe_configs(TOPIC)).items() and time.monotonic() < deadline:
+            time.sleep(0.2)
         assert TOPIC_CONFIG.items() <= got.items(), got
 
     def list_topics():
