@@ -134,7 +134,13 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
         assert assignment(zk) == before
         assert {tp for tp, b in _leaders(zk).items() if b == 2} == led_before
 
-        # The planner service, two brokers at once: a dry run changes nothing ...
+        # The planner service, two brokers at once: a dry run changes nothing ... once its model
+        # has heard of the undo's elections (its feed's watches may trail ZooKeeper a moment).
+        model = c["svc"].model
+        deadline = time.monotonic() + 20
+        while ({(t, p): s.leader for t, parts in model.states.items() for p, s in parts.items()} != _leaders(zk)
+               and time.monotonic() < deadline):
+            await asyncio.sleep(0.05)
         led34 = {tp for tp, b in _leaders(zk).items() if b in (3, 4)}
         # A partition on 3 and 4 alone keeps its leader: no other ISR member to take it.
         stays = {tp for tp in led34 if set(before[tp]) <= {3, 4}}
