@@ -6,8 +6,8 @@ landed and before memory changes (the ActiveController's ``journal``).
 
 Doors (the ``door`` label and log field):
 
-* ``ReassignPartitions``, ``AlterPartitionReassignments``: the admin handler noted the target
-  (:meth:`MoveJournal.note`) before writing it into ``/admin/reassign_partitions``;
+* ``ReassignPartitions``, ``AlterPartitionReassignments``: the target came with the request's
+  engine event (controller.core.events.ReassignRequested, its ``door``), answered NONE;
 * ``queue``: the entry came from ``/admin/reassign_partitions_queue`` (KIP-236);
 * ``znode``: an entry of ``/admin/reassign_partitions`` this controller found without having
   written it for its listener (a third-party tool, ``kafka-reassign --zookeeper``);
@@ -151,17 +151,6 @@ class MoveJournal:
 
     # ---- what the shell tells it ------------------------------------------------------------
 
-    def note(self, targets, door: str) -> None:
-        """An admin handler is about to write these targets (tp -> replicas)."""
-        for tp, replicas in targets.items():
-            self._noted[tp] = (tuple(replicas), door)
-
-    def forget(self, targets) -> None:
-        """The handler's write failed: those targets did not come through it."""
-        for tp, replicas in targets.items():
-            if self._noted.get(tp, (None,))[0] == tuple(replicas):
-                del self._noted[tp]
-
     def refused(self, door: str, count: int) -> None:
         """An admin handler answered ``count`` targets with an error (nothing written for them)."""
         if count and self.metrics is not None:
@@ -259,7 +248,7 @@ class MoveJournal:
             queued = move.next_target
             if queued is not None and (old is None or old.next_target != queued):
                 # A target queued behind the move (controller.core.queue) starts in a later
-                # step with no event naming it: its door is noted now, as a handler notes its own.
+                # step with no event naming it: its door is noted now, as the request step notes its own.
                 found = entries.get(tp)
                 if found is None and znode_reads and not recovering:
                     if znode_entries is None:
@@ -445,22 +434,6 @@ class RecordIds:
 
 
 # ---- the admin handlers' side -------------------------------------------------------------------
-
-
-async def write_noted(active, door: str, targets: dict, write):
-    """Run an admin handler's ``write()`` (per-partition results) with ``targets`` noted as
-    coming through ``door``; what it did not write is forgotten again."""
-    journal = getattr(active, "journal", None)
-    if journal is None or not targets:
-        return await write()
-    journal.note(targets, door)
-    try:
-        outcome = await write()
-    except BaseException:
-        journal.forget(targets)
-        raise
-    journal.forget({tp: r for tp, r in targets.items() if int(outcome.get(tp, (0,))[0]) != 0})
-    return outcome
 
 
 def count_refused(active, door: str, results: dict, requested) -> None:

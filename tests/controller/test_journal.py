@@ -20,7 +20,9 @@ from controller.core.config import ControllerConfig
 from controller.core.events import (
     CancelRequested,
     QueueRead,
+    ReassignRequested,
     RequestsRead,
+    ScheduleDue,
     StatesRead,
     StopReplicaSent,
 )
@@ -57,10 +59,12 @@ def test_doors_outcomes_and_fields_from_engine_steps(caplog):
     s = cluster(topics={"t": {0: (1, 2, 3), 1: (1, 2, 3), 2: (1, 2, 3), 3: (1, 2, 3), 4: (1, 2, 3)}})
     for p in range(5):
         s.states[("t", p)] = state(1, (1, 2, 3))
-    journal.note({("t", 0): (4, 2, 3)}, ALTER_PARTITION_REASSIGNMENTS)  # the handler, before its write
     journal.created("/admin/reassignments/t/0", 4242)  # as RecordIds reports the start's multi
-    run(journal, s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)), req("t", 2, (1, 2, 3)),
-                                     req("t", 3, (1, 2, 42)))))
+    # t-0 through the API (its engine event names its door), the others a tool's entries; the
+    # request's move starts in the next step, once its entry landed.
+    run(journal, s, RequestsRead(0, (req("t", 1, (5, 2, 3)), req("t", 2, (1, 2, 3)), req("t", 3, (1, 2, 42)))),
+        ReassignRequested(((("t", 0), (4, 2, 3)),), ALTER_PARTITION_REASSIGNMENTS, token="api"))
+    run(journal, s, ScheduleDue((("t", 0),)))
     lines = moves(caplog)
     assert {"move": "started", "topic": "t", "partition": 0, "door": ALTER_PARTITION_REASSIGNMENTS,
             "target": [4, 2, 3], "reassignment_id": 4242} in lines
@@ -282,14 +286,15 @@ async def test_a_move_keeps_its_door_across_a_failover():
     for p in range(4):
         s.states[("t", p)] = state(1, (1, 2, 3))
     entries = (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)), req("t", 2, (6, 2, 3)), req("t", 3, (4, 1, 2)))
-    first.note({("t", 0): (4, 2, 3)}, ALTER_PARTITION_REASSIGNMENTS)
-    first.note({("t", 3): (4, 1, 2)}, ALTER_PARTITION_REASSIGNMENTS)
-    events = [RequestsRead(0, entries)]
-    step = engine.step(s, events, tight)
-    first.prepare(events, step, s)  # as the ActiveController does before the flush
-    await store.fenced_multi(step.writes, 0)
-    first.observe(events, step, s)
-    s.apply(step.delta)
+    # t-0 and t-3 through the API (their engine event names the door), t-1 and t-2 a tool's; the
+    # request's moves start in the step after its entries landed.
+    api = ReassignRequested(((("t", 0), (4, 2, 3)), (("t", 3), (4, 1, 2))), ALTER_PARTITION_REASSIGNMENTS, token="api")
+    for events in ([RequestsRead(0, (entries[1], entries[2])), api], [ScheduleDue((("t", 0), ("t", 3)))]):
+        step = engine.step(s, events, tight)
+        first.prepare(events, step, s)  # as the ActiveController does before the flush
+        await store.fenced_multi(step.writes, 0)
+        first.observe(events, step, s)
+        s.apply(step.delta)
     # t-3 waits for broker 4 (the cap); the other three started: their records say their door
     assert not s.tasks[("t", 3)].started and all(s.tasks[("t", p)].started for p in range(3))
     doors = {p: json.loads(zk.data[paths.reassignment("t", p)]).get("door") for p in range(3)}

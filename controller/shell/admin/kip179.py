@@ -28,7 +28,7 @@ from controller.core.events import ReassignRequested, ThrottleRequested
 from controller.shell.admin.base import AdminContext, Api, take_event
 from controller.shell.admin.submit import OK, Result, by_topic, group_partitions
 from controller.shell.journal import REASSIGN_PARTITIONS as REASSIGN_PARTITIONS_DOOR
-from controller.shell.journal import count_refused, write_noted
+from controller.shell.journal import count_refused
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes.values import TopicPartition
@@ -104,11 +104,7 @@ async def handle_reassign(ctx: AdminContext, version: int, body: dict) -> dict:
             throttle=None if throttle == UNTHROTTLED else throttle, remove_throttle=bool(body["remove_throttle"]),
             validate_only=bool(body["validate_only"]),
         )
-        if event.validate_only:
-            results.update(await take(ctx, event, body.get("timeout")))
-        else:
-            results.update(await write_noted(active, REASSIGN_PARTITIONS_DOOR, targets,
-                                             lambda: take(ctx, event, body.get("timeout"))))
+        results.update(await take(ctx, event, body.get("timeout")))
     if not body["validate_only"]:
         count_refused(active, REASSIGN_PARTITIONS_DOOR, results, values)
     return _reassign_response(order, results)

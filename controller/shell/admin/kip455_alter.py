@@ -29,7 +29,7 @@ from controller.shell.admin.cancel import cancel_partitions
 from controller.shell.admin.kip179 import take
 from controller.shell.admin.submit import OK, by_topic, group_partitions
 from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS as ALTER_PARTITION_REASSIGNMENTS_DOOR
-from controller.shell.journal import count_refused, write_noted
+from controller.shell.journal import count_refused
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 
@@ -77,8 +77,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     if targets:
         event = ReassignRequested(tuple(targets.items()), ALTER_PARTITION_REASSIGNMENTS_DOOR,
                                   keep_replication_factor=not allow_rf_change)
-        results.update(await write_noted(active, ALTER_PARTITION_REASSIGNMENTS_DOOR, targets,
-                                         lambda: take(ctx, event, body["timeout_ms"])))
+        results.update(await take(ctx, event, body["timeout_ms"]))
     count_refused(active, ALTER_PARTITION_REASSIGNMENTS_DOOR, results, targets)
     if cancels:
         timeout_s = max(body["timeout_ms"], 0) / 1000
