@@ -251,11 +251,7 @@ class ControllerMachine(RuleBasedStateMachine):
         again while no controller ran, it is byte for byte the cancel's): the partition may
         end at either (docs/DESIGN.md 4, "Queue")."""
         before = dict(self.final)
-        try:
-            asked = {(e["topic"], e["partition"]): e["replicas"]
-                     for e in self.h.json(paths.REASSIGN_PARTITIONS)["partitions"]}
-        except NoNodeError:
-            asked = {}
+        asked = self.asked()
         batch = self.draw_requested(data)
         for tp, target in batch.items():
             if asked.get(tp) == target:
@@ -263,6 +259,14 @@ class ControllerMachine(RuleBasedStateMachine):
             elif target == self.undone_by_rollback(tp):
                 self.final[tp] = None
         self.run(self.rewrite_requests(batch))
+
+    def asked(self) -> dict:
+        """What ``/admin/reassign_partitions`` asks for now, by partition ({} when absent)."""
+        try:
+            return {(e["topic"], e["partition"]): e["replicas"]
+                    for e in self.h.json(paths.REASSIGN_PARTITIONS)["partitions"]}
+        except NoNodeError:
+            return {}
 
     def undone_by_rollback(self, tp) -> list[int] | None:
         """The target a KIP-236 rollback of ``tp`` is undoing (one begun: its record flagged,
@@ -343,11 +347,7 @@ class ControllerMachine(RuleBasedStateMachine):
         handle = next(c for c in self.alive() if c.active is not None and c.active.state is not None)
         ctx = AdminContext(SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id), self.h.config)
         before = dict(self.final)
-        try:
-            asked = {(e["topic"], e["partition"]): e["replicas"]
-                     for e in self.h.json(paths.REASSIGN_PARTITIONS)["partitions"]}
-        except NoNodeError:
-            asked = {}
+        asked = self.asked()
         batch = self.draw_requested(data)
         undone = {tp: self.undone_by_rollback(tp) for tp in batch}
         self.throttled = True
