@@ -484,6 +484,20 @@ class IsrChangeNotification(ZnodeModel):
         return {"version": 1, "partitions": out}
 
 
+class LogDirEventNotification(ZnodeModel):
+    """``/log_dir_event_notification/log_dir_event_<seq>``: a broker's log directory failed
+    (Kafka's LogDirEventNotificationSequenceZNode, written by its LogDirFailureHandler):
+    ``{"version":1,"broker":N,"event":1}``. Kafka's controller reads only ``broker``; ``event``
+    (1, LogDirFailureEvent, the only one Kafka defines) is kept as written."""
+
+    version: Annotated[StrictInt, Field(ge=1, le=1)] = 1
+    broker: BrokerId
+    event: StrictInt = 1
+
+    def _to_json(self) -> dict:
+        return {"version": 1, "broker": self.broker, "event": self.event}
+
+
 # ---- /config ---------------------------------------------------------------------------------
 
 

@@ -215,6 +215,10 @@ TOPICS = "/brokers/topics"
 
 ISR_CHANGE_NOTIFICATION = "/isr_change_notification"
 ISR_CHANGE_PREFIX = f"{ISR_CHANGE_NOTIFICATION}/isr_change_"  # created sequential
+# Kafka's log directory failure notifications (KIP-113): a broker creates one when a directory
+# fails; the controller reads and deletes them (controller.core.log_dir_failure).
+LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
+LOG_DIR_EVENT_PREFIX = f"{LOG_DIR_EVENT_NOTIFICATION}/log_dir_event_"  # created sequential
 
 CONFIG = "/config"
 CONFIG_TOPICS = "/config/topics"

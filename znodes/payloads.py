@@ -262,6 +262,11 @@ def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, Le
     return out
 
 
+def decode_log_dir_event(path: str, data: bytes) -> int:
+    """The broker a log directory event notification names (ZnodeFormatError if malformed)."""
+    return models.LogDirEventNotification.from_bytes(path, data).broker
+
+
 def encode_listener(host: str, port: int, endpoints: dict[str, tuple[str, int]] | None = None) -> bytes:
     """``/reassignd/controllers/<id>``: where a controller's admin listener is; with several
     listeners, ``"endpoints":["NAME://host:port",...]`` too (Kafka's broker registration form)."""

@@ -17,8 +17,11 @@ The shell asks for it (``OfflineCheck``, controller.shell.active) in the step th
 change of ``/brokers/ids`` (every partition whose state the controller holds), and in the
 step of each chunk of a full-metadata read (those partitions): a new controller's reads, so
 brokers that died while no controller was active are handled at election and after every
-recovery. L is the live broker set once the step's BrokersRead is in, RS the partition's
-replicas (a moving partition's RS = TRS followed by ORS - TRS), S its state held.
+recovery. L is the partition's online replicas' brokers: the live broker set once the step's
+BrokersRead is in, less the brokers that reported their replica of it on an offline log
+directory (``WorkingSet.live_for``; controller.core.log_dir_failure, which runs this check
+for the partitions whose replicas went offline). RS is the partition's replicas (a moving
+partition's RS = TRS followed by ORS - TRS), S its state held.
 
 Per partition checked, in order:
 
@@ -83,7 +86,7 @@ from controller.core import reassignment
 from controller.core.events import BrokersRead, OfflineCheck
 from controller.core.flush import BROKER_FAILURE, BROKERS, writing
 from controller.core.task import Phase
-from controller.core.working_set import WorkingSet
+from controller.core.working_set import WorkingSet, live_replicas
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
 NO_LEADER = -1
@@ -117,15 +120,21 @@ def decide(
 def unclean_candidates(
     states: Mapping[TopicPartition, LeaderIsr | None],
     assignments: Mapping[TopicPartition, Assignment],
-    live,
+    brokers,
     partitions: Iterable[TopicPartition] | None = None,
+    *,
+    offline: Mapping[int, frozenset[TopicPartition]] | None = None,
 ) -> set[str]:
     """Topics with a partition that only an unclean election can give a leader now (no live
-    ISR member, a live replica): the shell reads their configs for step 4."""
+    ISR member, a live replica): the shell reads their configs for step 4. ``offline``: each
+    broker's replicas on offline log directories (not live for their partition)."""
     out: set[str] = set()
     for tp in states.keys() if partitions is None else partitions:
         state, assignment = states.get(tp), assignments.get(tp)
-        if state is None or assignment is None or tp[0] in out or state.leader in live:
+        if state is None or assignment is None or tp[0] in out:
+            continue
+        live = live_replicas(brokers, offline, tp) if offline else brokers
+        if state.leader in live:
             continue
         if not any(b in live for b in state.isr) and any(b in live for b in assignment.replicas):
             out.add(tp[0])
@@ -151,8 +160,13 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
     if ws.outbox is not None:
         ws.outbox.brokers = ws.brokers
     back = {b for b, info in ws.brokers.items() if b not in old or old[b].epoch != info.epoch}
-    if back or set(old) - set(ws.brokers):
+    gone = set(old) - set(ws.brokers)
+    if back or gone:
         ws.box.live_brokers_changed()
+    for b in back | gone:
+        # A restart opens its log directories again; a broker gone has no replica online
+        # (controller.core.log_dir_failure step 6).
+        ws.offline_replicas.pop(b)
     for b in sorted(back):
         ws.box.describe_log_dirs(b)  # step 9: what it hosts, for its strays
     for move in list(ws.tasks.values()):
@@ -182,7 +196,6 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
 @writing(BROKER_FAILURE)
 def on_offline(ws: WorkingSet, event: OfflineCheck) -> None:
     """Steps 1-7 for the partitions the check names (every one held when it names none)."""
-    live = ws.brokers
     wanted = list(ws.states.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
     counts = {"clean": 0, "shrink": 0, "unclean": 0, "none": 0}
     leaderless: list[TopicPartition] = []
@@ -196,6 +209,7 @@ def on_offline(ws: WorkingSet, event: OfflineCheck) -> None:
         if move is not None and (move.resend or (move.started and move.phase is not Phase.REPLICATING)):
             continue  # step 1: the move's
         moving = move is not None and move.started
+        live = ws.live_for(tp)
         decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving)
         if decision is None:
             continue

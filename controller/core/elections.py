@@ -74,7 +74,7 @@ def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: Lead
     state = held if read is None or (held is not None and held.zk_version >= read.zk_version) else read
     if state is None:
         return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{_name(tp)} has no leader state yet"
-    live, replicas = ws.brokers, assignment.replicas
+    live, replicas = ws.live_for(tp), assignment.replicas  # online replicas (log dirs: log_dir_failure)
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:

@@ -21,6 +21,7 @@ and turns the set into a :class:`Step`. The algorithms are in one module per con
     step 10                  controller.core.topic_creation
     step 11                  controller.core.topic_deletion
     step 12                  controller.core.elections, controller.core.broker_failure
+    step 12b                 controller.core.log_dir_failure
     admin requests           controller.core.admin_requests (reassignments, throttles),
                              controller.core.topic_requests (topics): validated against the
                              working set, their writes first in the flush (docs/DESIGN.md 4.11)
@@ -119,6 +120,11 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
 12. Elections (KIP-460 ElectLeaders, controller.core.elections) and the controller's own after a
     broker failed or registered (controller.core.broker_failure); held back, as cancels and
     queued batches are, while a failover's resumed moves have no state yet.
+12b. Log directory failures (KIP-113; controller.core.log_dir_failure, with its worked table):
+    a notification's broker is asked (LeaderAndIsr, state held) which replicas are offline;
+    those it answers KAFKA_STORAGE_ERROR are taken offline through step 12's broker-failure
+    check with a live set per partition; a move with an offline TRS replica does not complete
+    (step 5), and a move that ended in the step with its leader offline is checked then.
 
 Leader epochs and the flush's order and coalescing: docs/DESIGN.md section 4 ("Leader epochs",
 4.8). Every LeaderAndIsr with a new replica set or leader carries leader epoch + 1, written
@@ -191,6 +197,7 @@ from controller.core import (
     broker_failure,
     cancel,
     elections,
+    log_dir_failure,
     queue,
     reassignment,
     replica_sync,
@@ -207,12 +214,14 @@ from controller.core.events import (
     DeletionsRead,
     ElectionRequested,
     Event,
+    LogDirEventsRead,
     MetadataRead,
     OfflineCheck,
     QueueRead,
     ReassignRequested,
     ReplicaSizes,
     ReplicasHosted,
+    ReplicasOffline,
     RequestsRead,
     Resume,
     ScheduleDue,
@@ -289,6 +298,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
         handle(ws, event)  # steps 1, 3-7, 8, 9, 10, 11, 12: each event to its concern
     take_deferred(ws)  # cancels, queued batches and elections that waited for a failover's states
     reassignment.take_overrides(ws)  # step 4b
+    log_dir_failure.check_ended(ws)  # step 12b: a move that ended with its leader offline
     if ws.deleting:
         topic_deletion.advance_deletions(ws)  # step 11: after the cancels and overrides of the step
     replica_sync.missing_replicas(ws)  # step 9b
@@ -335,6 +345,10 @@ def handle(ws: WorkingSet, event: Event) -> None:
         throttle_removal.on_removal(ws, event)
     elif isinstance(event, (ElectionRequested, OfflineCheck)):
         elections.elect(ws, event)
+    elif isinstance(event, LogDirEventsRead):
+        log_dir_failure.on_log_dir_events(ws, event)
+    elif isinstance(event, ReplicasOffline):
+        log_dir_failure.on_replicas_offline(ws, event)
     elif isinstance(event, (CancelRequested, QueueRead)):
         if ws.states_missing():
             # Just failed over: a cancel needs the partition state of the moves it rolls
@@ -410,6 +424,7 @@ def finish(ws: WorkingSet) -> Step:
         unhosted=ws.unhosted.changes,
         min_isr=ws.min_isr.changes,
         sizes=ws.sizes.changes,
+        offline_replicas=ws.offline_replicas.changes,
     )
     if tuple(ws.deferred) != ws.base.deferred:
         delta.deferred = tuple(ws.deferred)
@@ -433,7 +448,7 @@ def finish(ws: WorkingSet) -> Step:
         kinds=[by_op.get(id(op)) or labels.get(op.path, frozenset({OTHER})) for op in own + tail + removal],
         shared_from=len(own),
         removal_from=len(own) + len(tail),
-        throttle_check=throttle_removal.check_due(finished, bool(ws.completed or ws.cancelled)) or ws.removal_again,
+        throttle_check=throttle_removal.check_due(finished, bool(ws.ended or ws.cancelled or ws.idle_check)) or ws.removal_again,
         commands=ws.outbox.commands() if ws.outbox is not None else [],
         reads=frozenset(
             tp for tp in ws.reads if (m := ws.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)

@@ -184,6 +184,32 @@ def offline_check(partitions: tuple[TopicPartition, ...] | None, unclean_topics=
 
 
 @dataclass(frozen=True, slots=True)
+class LogDirEventsRead:
+    """``/log_dir_event_notification`` read (Kafka's ``processLogDirEventNotification``): the
+    brokers its notifications name, each reporting a failed log directory, and every
+    notification read (malformed ones too), which the engine deletes in the step's flush
+    (controller.core.log_dir_failure steps 1-2)."""
+
+    brokers: frozenset[int]
+    notifications: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class ReplicasOffline:
+    """A broker answered LeaderAndIsr with KAFKA_STORAGE_ERROR for these partitions: its replicas
+    of them are on an offline log directory (Kafka's ``replicasOnOfflineDirs``; the dispatcher
+    turns the answer into this). ``broker_epoch``: the registration the request was addressed
+    to (an answer from before a restart is stale). ``unclean_topics``: of the topics only an
+    unclean election can lead now, those whose ``unclean.leader.election.enable`` is true (the
+    shell reads them; controller.core.log_dir_failure steps 3-5)."""
+
+    broker_id: int
+    broker_epoch: int
+    partitions: frozenset[TopicPartition]
+    unclean_topics: frozenset[str] = frozenset()
+
+
+@dataclass(frozen=True, slots=True)
 class TopicConfigsRead:
     """Topics' ``min.insync.replicas`` read from ``/config/topics/T`` (None: no override, the
     cluster default applies), for the topics entries of ``/admin/reassign_partitions`` or its
@@ -306,5 +332,5 @@ Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
-    | ThrottleRemovalRead
+    | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline
 )

@@ -45,6 +45,9 @@ DELETE = "delete"
 ELECT = "elect"  # a leader election asked for (controller.core.elections): the state znode
 # Leaders and ISRs after a broker failed or registered (controller.core.broker_failure): state znodes.
 BROKER_FAILURE = "broker-failure"
+# Log directory event notifications deleted once read (controller.core.log_dir_failure; the
+# state znodes its check writes are broker-failure's).
+LOG_DIR = "log-dir"
 # A reassignment or throttle request's removal znodes and throttle configs
 # (controller.core.admin_requests), first in the step's flush, and its entries of
 # /admin/reassign_partitions, last with that znode's other kinds.
@@ -54,7 +57,7 @@ ADMIN = "admin"
 TOPICS = "topics"
 
 FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN, TOPICS)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, OTHER)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, LOG_DIR, OTHER)
 
 
 def writing(kind: str):

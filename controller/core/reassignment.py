@@ -103,9 +103,13 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
             continue
         seen[tp] = r
     # Entries gone from the znode: a move not started yet is withdrawn; a started one runs on.
-    for tp in list(ws.requests.keys()):
+    # An entry gone or changed may leave what it involved idle: throttle removal checks.
+    for tp, before in list(ws.requests.items()):
         if tp not in seen:
             ws.requests.pop(tp)
+            ws.idle_check = True
+        elif seen[tp] != before:
+            ws.idle_check = True
     for tp, move in list(ws.tasks.items()):
         if tp in seen:
             continue
@@ -222,6 +226,8 @@ def on_stop_replica_sent(ws: WorkingSet, event: StopReplicaSent) -> None:
 @writing(RESUME)
 def on_resume(ws: WorkingSet, event: Resume) -> None:
     """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
+    # The previous controller may have died between a move's end and its throttle removal.
+    ws.idle_check = True
     for b in sorted(ws.brokers):
         # Step 9: brokers that registered while no controller was active are asked too.
         ws.box.describe_log_dirs(b)
@@ -621,7 +627,11 @@ def check_complete(ws: WorkingSet, move: Move) -> None:
     state = ws.states.get(move.tp)
     if state is None or not set(move.target).issubset(state.isr):
         return
-    live = ws.brokers
+    live = ws.live_for(move.tp)
+    if live is not ws.brokers and any(b in ws.brokers and b not in live for b in move.target):
+        # A TRS replica on an offline log directory serves nobody: not done until it is back,
+        # and RR's in-sync copies stay (controller.core.log_dir_failure step 5).
+        return
     if state.leader in move.target and state.leader in live:
         leader = state.leader
     else:

@@ -133,6 +133,7 @@ class Delta:
     unhosted: dict = field(default_factory=dict)
     min_isr: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)
+    offline_replicas: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -176,6 +177,11 @@ class ClusterState:
     # step 2c's smallest_first / largest_first (controller.core.move_order). A cache of what
     # the brokers said, not ZooKeeper content: a new controller asks them again.
     sizes: dict[TopicPartition, int] = field(default_factory=dict)
+    # Per broker, the partitions whose replica there is on an offline log directory (its
+    # LeaderAndIsr answers said KAFKA_STORAGE_ERROR; Kafka's ``replicasOnOfflineDirs``):
+    # controller.core.log_dir_failure. Cleared when the broker registers again or goes; a
+    # cache of what brokers said, asked again by a new controller's LeaderAndIsr.
+    offline_replicas: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -198,6 +204,7 @@ class ClusterState:
         apply_changes(self.unhosted, delta.unhosted)
         apply_changes(self.min_isr, delta.min_isr)
         apply_changes(self.sizes, delta.sizes)
+        apply_changes(self.offline_replicas, delta.offline_replicas)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -53,6 +53,7 @@ class WorkingSet:
     unhosted: Overlay  # step 9b
     min_isr: Overlay  # step 2a: topics' min.insync.replicas overrides
     sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
+    offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     kind: str = OTHER  # what the writes are for now (controller.core.flush.writing)
     brokers_changed: bool = False
@@ -82,6 +83,10 @@ class WorkingSet:
     # removal_again: the mode of a next round, when the limit held entities back.
     removal: Writes = None
     removal_again: object = None
+    # What a move or an entry involved may be idle now without a move ending (an entry
+    # withdrawn or given another target, a failover that may have cut the last removal): the
+    # step asks for throttle removal's IDLE check (controller.core.throttle_removal).
+    idle_check: bool = False
     # ---- what the shell will send, read and answer -----------------------------------------
     outbox: Outbox | None = None
     reads: set[TopicPartition] = field(default_factory=set)
@@ -128,6 +133,7 @@ class WorkingSet:
             unhosted=Overlay(state.unhosted),
             min_isr=Overlay(state.min_isr),
             sizes=Overlay(state.sizes),
+            offline_replicas=Overlay(state.offline_replicas),
             deferred=list(state.deferred),
         )
         ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)
@@ -270,6 +276,15 @@ class WorkingSet:
             return f"unknown partition {r.partition} of topic {r.topic!r}"
         return replicas_problem(r.replicas, self.brokers)
 
+    def live_for(self, tp: TopicPartition):
+        """The brokers whose replica of ``tp`` is online: registered, and not on a log directory
+        its broker reported offline (Kafka's ``isReplicaOnline``). The live broker map itself
+        when no broker reported ``tp`` offline (the common case: nothing is built)."""
+        offline = self.offline_replicas
+        if not offline.base and not offline.changes:
+            return self.brokers
+        return live_replicas(self.brokers, offline, tp)
+
     def states_missing(self) -> bool:
         """A started move whose partition state is not known yet (just failed over). Asked for
         every election, cancel and queue event: one scan of the moves per change of the moves
@@ -279,3 +294,24 @@ class WorkingSet:
             self.missing_key = key
             self.missing = any(move.started and move.tp not in self.states for move in self.tasks.values())
         return self.missing
+
+
+class LiveReplicas:
+    """``b in live``: broker ``b`` is registered and its replica of one partition is not on an
+    offline log directory (:meth:`WorkingSet.live_for`)."""
+
+    __slots__ = ("brokers", "offline")
+
+    def __init__(self, brokers, offline: frozenset[int]):
+        self.brokers = brokers
+        self.offline = offline
+
+    def __contains__(self, broker_id: object) -> bool:
+        return broker_id in self.brokers and broker_id not in self.offline
+
+
+def live_replicas(brokers, offline, tp: TopicPartition):
+    """``brokers`` less those whose replica of ``tp`` ``offline`` (broker -> its partitions on
+    offline log directories) names; ``brokers`` itself when none does."""
+    out = frozenset(b for b, tps in offline.items() if tp in tps)
+    return LiveReplicas(brokers, out) if out else brokers

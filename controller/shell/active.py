@@ -34,7 +34,7 @@ import asyncio
 import logging
 import time
 from collections.abc import Awaitable, Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from controller.core import engine, full_metadata, isr_health
 from controller.core.config import ControllerConfig
@@ -45,12 +45,15 @@ from controller.core.events import (
     DeletionsRead,
     ElectionRequested,
     Event,
+    LogDirEventsRead,
     MetadataRead,
+    ReplicasOffline,
     StatesRead,
     TopicConfigsRead,
     TopicsRead,
     offline_check,
 )
+from controller.core import log_dir_failure
 from controller.core.broker_failure import unclean_candidates, unclean_enabled
 from controller.core.elections import PREFERRED, imbalanced
 from controller.core.flush import DELETE
@@ -66,6 +69,7 @@ from controller.shell.inbox import Inbox
 from controller.shell.throttles import read_removal
 from controller.shell.zkread import (
     missing_parents,
+    read_log_dir_events,
     read_notifications,
     read_queue,
     read_requests,
@@ -103,6 +107,7 @@ WATCHED = {
     paths.REASSIGN_QUEUE: "queue",  # KIP-236 (controller.core.queue)
     paths.DELETE_TOPICS: "deletes",  # KIP-4 DeleteTopics (controller.core.topic_deletion)
     paths.CONFIG_CHANGES: "configs",  # min.insync.replicas changed (controller.shell.config_watch)
+    paths.LOG_DIR_EVENT_NOTIFICATION: "logdirs",  # KIP-113 (controller.core.log_dir_failure)
 }
 # Written last in a step, in this order, by the controller and by tools alike: a conflict on
 # them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
@@ -299,7 +304,7 @@ class ActiveController:
         await self.execute(await self._read_min_isr(self.state.requests.values()) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
-        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes"}))
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs"}))
         # After the resume work (its states are read and queued already): every partition to
         # every live broker, chunk by chunk between other events (controller.core.full_metadata).
         self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
@@ -341,6 +346,7 @@ class ActiveController:
             # Their reads failed (the controller reloads or resigns): taken again from scratch.
             admin_events.fail_taken(engine_events, e)
             raise
+        engine_events = await self.offline_replica_configs(engine_events)
         # Read before the changes: a state read later (an ISR change's) must win in the step.
         metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)
@@ -375,13 +381,14 @@ class ActiveController:
         state = self.state
         live = brokers if brokers is not None else state.brokers
         read = {tp: st for e in chunks for tp, st in e.states.items() if st is not None}
+        offline = state.offline_replicas  # replicas on offline log dirs are not live either
         if brokers is None:
             partitions = tuple(read)
-            topics = unclean_candidates(read, state.assignments, live)
+            topics = unclean_candidates(read, state.assignments, live, offline=offline)
         else:
             partitions = None
-            topics = unclean_candidates(state.states, state.assignments, live) | unclean_candidates(
-                read, state.assignments, live)
+            topics = unclean_candidates(state.states, state.assignments, live, offline=offline) | unclean_candidates(
+                read, state.assignments, live, offline=offline)
         unclean: set[str] = set()
         if topics:
             for name, config in (await self.topic_configs(sorted(topics))).items():
@@ -389,6 +396,24 @@ class ActiveController:
                     unclean.add(name)
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
+
+    async def offline_replica_configs(self, events: list[Event]) -> list[Event]:
+        """Each ReplicasOffline (a broker's LeaderAndIsr answer, controller.shell.dispatch) with
+        the ``unclean.leader.election.enable`` of the topics only an unclean election can lead
+        once its replicas are offline (controller.core.log_dir_failure step 4)."""
+        if not any(isinstance(e, ReplicasOffline) for e in events):
+            return events
+        state = self.state
+        out: list[Event] = []
+        for e in events:
+            if isinstance(e, ReplicasOffline):
+                topics = log_dir_failure.unclean_candidates(
+                    state.states, state.assignments, state.brokers, state.offline_replicas, e)
+                if topics:
+                    configs = await self.topic_configs(sorted(topics))
+                    e = replace(e, unclean_topics=frozenset(n for n, c in configs.items() if unclean_enabled(c)))
+            out.append(e)
+        return out
 
     async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
         """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""
@@ -506,6 +531,11 @@ class ActiveController:
             named = await self.config_changes.topics(self.store)
             held = {tp[0] for tp in state.requests} | set(state.min_isr)
             out += await self.read_min_isr(sorted(named & held))
+        if "logdirs" in kinds:
+            notes, named, lines = await read_log_dir_events(self.store, watch=True)
+            _warn(lines)
+            if notes:
+                out.append(LogDirEventsRead(named, tuple(notes)))
         if topic_reads:
             out.insert(0, TopicsRead(topic_reads))
         if "notifications" in kinds:

@@ -5,9 +5,10 @@ partition's LeaderAndIsr before its StopReplica); different brokers proceed in p
 send that fails for a connection reason is retried with backoff while the broker is still
 registered. When every StopReplica of a step that a move waits for has been sent (answered or
 given up on), a :class:`controller.core.events.StopReplicaSent` goes on the controller's event
-queue, and a broker's DescribeLogDirs answer becomes a
-:class:`controller.core.events.ReplicasHosted`: broker responses become events like everything
-else. Error codes in answers are logged, never retried: a LeaderAndIsr partition answered
+queue, a broker's DescribeLogDirs answer becomes a
+:class:`controller.core.events.ReplicasHosted` and a LeaderAndIsr answer with KAFKA_STORAGE_ERROR
+partitions a :class:`controller.core.events.ReplicasOffline`: broker responses become events like
+everything else. Error codes in answers are logged, never retried: a LeaderAndIsr partition answered
 STALE_CONTROLLER_EPOCH is a broker that already holds that leader epoch (a resend after a
 failover or to a broker back), which is how Kafka's brokers say "already have it".
 
@@ -24,7 +25,8 @@ from collections.abc import Callable
 
 from controller.core.commands import BrokerCommand, hosted_partitions, hosted_sizes
 from controller.core.config import ControllerConfig
-from controller.core.events import ReplicasHosted, StopReplicaSent
+from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
+from controller.core.log_dir_failure import offline_in_answer
 from protocol import ApiKey
 from protocol.errors import ErrorCode, error_name
 from protocol.exceptions import DecodeError, EncodeError
@@ -108,6 +110,12 @@ class Dispatcher:
                         log.info("broker %d could not say what it hosts: %s", broker_id, body)
                     else:
                         self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted), hosted_sizes(body)))
+                elif command.api_key == ApiKey.LEADER_AND_ISR and body is not None:
+                    # Replicas on an offline log directory (controller.core.log_dir_failure step 3).
+                    offline = offline_in_answer(body)
+                    if offline:
+                        epoch = command.body.get("broker_epoch", -1)
+                        self.queue.put_nowait(ReplicasOffline(broker_id, epoch, offline))
             except Exception:  # a bug in one send must not stop this broker's worker
                 log.exception("sending %s to broker %d failed", command.name, broker_id)
             finally:

@@ -21,7 +21,7 @@ from controller.core.events import QueueRead, RequestsRead
 from znodes import cluster_reader, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_notification, decode_record_full, decode_requests
+from znodes.payloads import decode_log_dir_event, decode_notification, decode_record_full, decode_requests
 from znodes.reads import READ_CONCURRENCY, children_or_empty, get_many, get_or_none
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
@@ -165,6 +165,28 @@ async def read_notifications(
             elif state.zk_version > known.zk_version:
                 partitions[tp] = state
     return found, partitions, log
+
+
+async def read_log_dir_events(store: Store, watch: bool = False) -> tuple[list[str], frozenset[int], list[str]]:
+    """(notification paths under ``/log_dir_event_notification``, in sequence order; the brokers
+    they name; log). The parent is watched for its creation while absent (a broker creates it
+    with its first notification), its children once present. A malformed notification is listed
+    for deletion too and names no broker: it can never become readable."""
+    if await store.exists(paths.LOG_DIR_EVENT_NOTIFICATION, watch=watch) is None:
+        return [], frozenset(), []
+    names = sorted(await children_or_empty(store, paths.LOG_DIR_EVENT_NOTIFICATION, watch=watch))
+    note_paths = [paths.join(paths.LOG_DIR_EVENT_NOTIFICATION, n) for n in names]
+    log: list[str] = []
+    found, brokers = [], set()
+    for path, read in zip(note_paths, await get_many(store, note_paths)):
+        if read is None:
+            continue
+        found.append(path)
+        try:
+            brokers.add(decode_log_dir_event(path, read[0]))
+        except ZnodeFormatError as e:
+            log.append(f"deleting malformed log directory event notification: {e}")
+    return found, frozenset(brokers), log
 
 
 async def missing_parents(store: Store, tps: Iterable[TopicPartition]) -> frozenset[str]:
