@@ -152,12 +152,13 @@ def decide(
 # ---- the engine's rule (docs/DESIGN.md 4.10) ------------------------------------------------------
 
 
-def check_due(finished: bool, moves_ended: bool) -> Mode | None:
+def check_due(finished: bool, busy_shrank: bool) -> Mode | None:
     """Which removal a step asks for (``Step.throttle_check``): ALL once nothing is left,
-    IDLE after moves ended, none otherwise. The shell answers with a ThrottleRemovalRead."""
+    IDLE when what moves and entries involve may have shrunk (moves ended, entries withdrawn or
+    retargeted, a failover), none otherwise. The shell answers with a ThrottleRemovalRead."""
     if finished:
         return Mode.ALL
-    if moves_ended:
+    if busy_shrank:
         return Mode.IDLE
     return None
 

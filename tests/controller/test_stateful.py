@@ -104,6 +104,9 @@ class ControllerMachine(RuleBasedStateMachine):
         # the replica it moves, how many requests the controllers had sent then), while that
         # replica lives (intra_broker_moves)
         self.dir_moves: dict[tuple[tuple[str, int], int], tuple] = {}
+        # Entities listed for automatic throttle removal that a settled step saw busy (a move
+        # or an entry involved them) while listed (throttles_follow_moves).
+        self.seen_busy: set[tuple[str, object]] = set()
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -614,6 +617,54 @@ class ControllerMachine(RuleBasedStateMachine):
             for r in broker.core.replicas():
                 if r.future is not None:
                     assert r.future.log_dir != r.log_dir and r.future.log_dir in LOG_DIRS, (b, r.key, r.log_dir)
+
+    @invariant()
+    def throttles_follow_moves(self):
+        """6(a), KIP-179 beyond completion: once a settled step (a controller active and loaded)
+        sees a topic or broker listed for automatic throttle removal that no move and no entry
+        involves any more, although one did earlier while it was listed, its throttle is gone
+        (and it with it from the list); when nothing moves and nothing is asked at all, nothing
+        listed is left. An entity listed but never involved (a tool lists every broker, its
+        reassignment moves some) is left until one of those two holds, as the engine decides
+        only after moves end or all is done (controller.core.throttle_removal)."""
+        if not hasattr(self.h, "admin"):
+            return
+        listed = self.listed_for_removal()
+        self.seen_busy &= listed
+        if not listed:
+            return
+        busy = self.busy_entities()
+        self.seen_busy |= listed & busy
+        if not any(c.active is not None and c.active.state is not None for c in self.alive()):
+            return
+        stale = listed - busy if not busy else (listed - busy) & self.seen_busy
+        assert not stale, ("throttles kept for what no move or entry involves", sorted(stale, key=str), sorted(busy, key=str))
+
+    def listed_for_removal(self) -> set[tuple[str, object]]:
+        out = set()
+        for path, kind, key in ((paths.THROTTLED_REPLICAS_REMOVAL, "topic", "topics"),
+                                (paths.THROTTLED_RATES_REMOVAL, "broker", "brokers")):
+            if self.h.server.exists(path) is not None:
+                out |= {(kind, m) for m in self.h.json(path).get(key, [])}
+        return out
+
+    def busy_entities(self) -> set[tuple[str, object]]:
+        """What the running moves (the topic znode's adding/removing) and the entries of
+        /admin/reassign_partitions involve: their topics, and the brokers of their replica
+        sets, targets and originals (controller.core.throttle_removal.busy_in_state, read
+        from ZooKeeper)."""
+        znode = self.h.json(paths.topic("t"))
+        adding, removing = znode.get("adding_replicas", {}), znode.get("removing_replicas", {})
+        busy: set[tuple[str, object]] = set()
+        for p, replicas in znode["partitions"].items():
+            if adding.get(p) or removing.get(p):
+                busy |= {("topic", "t")} | {("broker", b) for b in replicas}
+        if self.h.server.exists(paths.REASSIGN_PARTITIONS) is not None:
+            for e in self.h.json(paths.REASSIGN_PARTITIONS).get("partitions", []):
+                current = znode["partitions"].get(str(e["partition"]), []) if e["topic"] == "t" else []
+                busy.add(("topic", e["topic"]))
+                busy |= {("broker", b) for b in [*e["replicas"], *(e.get("original_replicas") or []), *current]}
+        return busy
 
     @invariant()
     def removal_and_fencing(self):

@@ -62,3 +62,51 @@ def test_the_limit_holds_entities_back_and_keeps_them_listed():
     d = rule.decide(snap, Mode.ALL, limit=3)
     assert d.brokers == [] and d.held_back and len(d.tail) == 1  # the rates znode is not written
     assert not rule.decide(snap, Mode.ALL).held_back
+
+
+# ---- when the engine asks for a check (Step.throttle_check) -------------------------------------
+
+
+def _engine_run(s, event, config=None):
+    from controller.core import engine
+    from controller.core.config import ControllerConfig
+
+    step = engine.step(s, event, config or ControllerConfig())
+    s.apply(step.delta)
+    return step
+
+
+def test_a_step_that_only_adds_entries_asks_for_no_check():
+    from controller.core.events import RequestsRead
+    from tests.controller.helpers import cluster, req
+
+    s = cluster(topics={"t": {0: (1, 2, 3), 1: (1, 2, 3)}})
+    assert _engine_run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)),))).throttle_check is None
+    step = _engine_run(s, RequestsRead(1, (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)))))
+    assert step.throttle_check is None
+
+
+def test_an_entry_withdrawn_or_retargeted_before_it_started_asks_for_an_idle_check():
+    """6(a): what the entry involved (broker 5 here) may be idle at once, with no move ended."""
+    from controller.core.config import ControllerConfig
+    from controller.core.events import RequestsRead
+    from tests.controller.helpers import cluster, req
+
+    config = ControllerConfig(max_cluster_moves=1)
+    s = cluster(topics={"t": {0: (1, 2, 3), 1: (1, 2, 3)}})
+    _engine_run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)), req("t", 1, (5, 2, 3)))), config)
+    step = _engine_run(s, RequestsRead(1, (req("t", 0, (4, 2, 3)), req("t", 1, (6, 2, 3)))), config)
+    assert step.throttle_check is Mode.IDLE  # retargeted: 5 is no longer asked for
+    step = _engine_run(s, RequestsRead(2, (req("t", 0, (4, 2, 3)),)), config)
+    assert step.throttle_check is Mode.IDLE  # withdrawn
+
+
+def test_a_failover_resume_with_moves_left_asks_for_an_idle_check():
+    """The previous controller may have died between a move's end and its removal write."""
+    from controller.core.events import RequestsRead, Resume, StatesRead
+    from tests.controller.helpers import cluster, req, state
+
+    s = cluster(topics={"t": {0: (1, 2, 3)}})
+    _engine_run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)),)))
+    _engine_run(s, StatesRead({("t", 0): state(1, (1, 2, 3))}))
+    assert _engine_run(s, Resume()).throttle_check is Mode.IDLE
