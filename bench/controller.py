@@ -137,6 +137,7 @@ import protocol  # noqa: E402
 from bench import results as bench_results  # noqa: E402
 from bench.zk_writes import multi_ceiling, workload  # noqa: E402
 from controller.core.commands import LEADER_AND_ISR  # noqa: E402
+from protocol import ApiKey  # noqa: E402
 from controller.core.config import ControllerConfig  # noqa: E402
 from controller.core.events import StatesRead, StopReplicaSent  # noqa: E402
 from controller.core.shared_body import request_frame  # noqa: E402
@@ -167,6 +168,7 @@ BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long bef
 # No partition completed for this long: the run is stuck (a whole run takes seconds); say where
 # everything is and fail instead of hanging.
 STALL_S = 60.0
+DESCRIBE_LOG_DIRS, STOP_REPLICA = ApiKey.DESCRIBE_LOG_DIRS, ApiKey.STOP_REPLICA
 
 
 # ---- counting the controller's operations ------------------------------------------------------
@@ -279,14 +281,25 @@ def state_payload(leader, leader_epoch, controller_epoch, isr) -> bytes:
 
 
 class InstantBrokers:
-    """The BrokerTransport of brokers whose new replicas are in sync at once."""
+    """The BrokerTransport of brokers whose new replicas are in sync at once.
 
-    def __init__(self, store):
+    Each broker hosts the replicas the cluster was laid out with, plus those a LeaderAndIsr
+    names it for, minus those a StopReplica(delete) removes, and says so when asked
+    (DescribeLogDirs, as every live broker is at an election): a broker that answered "nothing"
+    would have the controller send every assigned replica LeaderAndIsr again as missing
+    (engine step 9b), work no real cluster asks of it."""
+
+    def __init__(self, store, topics: dict[str, dict[int, list[int]]]):
         self.store = store
         self.pending: dict[tuple[str, int], dict] = {}
         self.wake = asyncio.Event()
         self.task = asyncio.create_task(self._flush_forever())
         self.correlation = 0
+        self.hosted: dict[int, set[tuple[str, int]]] = {b: set() for b in range(1, BROKERS + 1)}
+        for topic, parts in topics.items():
+            for p, replicas in parts.items():
+                for b in replicas:
+                    self.hosted[b].add((topic, p))
 
     # Like controller.shell.transport.TcpTransport: a body the controller encoded once for many
     # brokers (UpdateMetadata) is framed as is.
@@ -299,9 +312,24 @@ class InstantBrokers:
             protocol.encode_request(api_key, api_version, self.correlation, "reassignd-controller", body)
         else:
             request_frame(api_key, api_version, self.correlation, "reassignd-controller", encoded)
-        if api_key == LEADER_AND_ISR:
+        hosted = self.hosted.setdefault(broker_id, set())
+        if api_key == DESCRIBE_LOG_DIRS:
+            by_topic: dict[str, list[dict]] = {}
+            for t, p in sorted(hosted):
+                by_topic.setdefault(t, []).append(
+                    {"partition_index": p, "partition_size": 0, "offset_lag": 0, "is_future_key": False})
+            return {"throttle_time_ms": 0, "results": [{"error_code": 0, "log_dir": "/instant", "topics": [
+                {"name": t, "partitions": parts} for t, parts in by_topic.items()]}]}
+        if api_key == STOP_REPLICA:
             for topic in body["topic_states"]:
                 for e in topic["partition_states"]:
+                    if e["delete_partition"]:
+                        hosted.discard((topic["topic_name"], e["partition_index"]))
+        if api_key == LEADER_AND_ISR:
+            for topic in body["topic_states"]:
+                name = topic["topic_name"]
+                for e in topic["partition_states"]:
+                    hosted.add((name, e["partition_index"]))
                     if e["leader"] == broker_id and e["adding_replicas"]:
                         isr = list(e["isr"]) + [b for b in e["adding_replicas"] if b not in e["isr"]]
                         if isr != list(e["isr"]):
@@ -486,7 +514,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         max_outgoing_per_broker=10**6,
         max_cluster_moves=FEED_HIGH,
     )
-    brokers = InstantBrokers(brokers_store)
+    brokers = InstantBrokers(brokers_store, topics)
     # Partitions at their target. A set, not a count: the killed controller's last step may
     # have landed its writes without reaching on_step, so those are read back from ZooKeeper
     # after the kill, and a partition the next controller finishes again counts once.
