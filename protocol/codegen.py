@@ -24,11 +24,14 @@ Inside those functions:
   one dict display; encoding reads the dict with plain subscripts and falls back to `.get` with
   the spec default only when a key is missing (try/except costs nothing in 3.11).
 * Arrays of "flat" structs (only fixed fields, strings/bytes and number arrays: partitions in
-  Metadata, ListPartitionReassignments, LeaderAndIsr, ...) are decoded by shape speculation:
-  after one element is read normally, a Struct for "an element of that shape" walks the rest
-  with `iter_unpack`, one C call per element, checking every length byte; the first element of
-  another shape falls back to the normal path (shapes.py). Encoding packs each such element in
-  one call with a Struct cached per shape.
+  Metadata, ListPartitionReassignments, LeaderAndIsr, ...) go by shape speculation (shapes.py):
+  after one element is read or written the ordinary way, a run function for "an element of
+  that shape" takes the elements that follow. Decoding, it checks every length byte of the run
+  at once (one strided slice per byte, in C), then builds the dicts in one list comprehension
+  over `iter_unpack`; encoding, it unpacks each element's arrays into as many names as the
+  shape says (another shape raises there and ends the run) and packs it in one call whose
+  length prefixes are constants. The first element of another shape goes the ordinary way and
+  starts the next run.
 * Compact lengths, tags and other unsigned varints take an inline one-byte fast path; only
   longer varints call a helper.
 * Every length and count read from the wire is checked against the bytes left BEFORE anything is
@@ -506,13 +509,23 @@ class _Gen:
                 self.emit(ind, f"w(_wtags((), {d}[{unk!r}]) if {unk!r} in {d} else _Z)")
 
     def enc_flat_elements(self, f: FieldSpec, plan, vv: str, ind: int, path: str) -> None:
-        """Each element in one pack call, by shape (see shapes.EncodeSite); else field by field."""
+        """Runs of same-shaped elements through a run function (shapes.EncodeSite.make_run);
+        each element before a run, field by field with one pack call, learns the shape."""
         st = f.struct
         present, tagged = self.parts(st)
-        site = shapes.EncodeSite(plan)
-        ev = self.name("e")
-        self.emit(ind, f"for {ev} in {vv}:")
+        strict = any(self.v not in g.versions and not g.ignorable for g in st.fields)
+        site = shapes.EncodeSite(plan, strict_keys=strict)
+        ev, i, n, ms, shape, k = (self.name(p) for p in ("e", "i", "n", "ms", "sh", "k"))
+        runs = self.const(site.runs, "_eruns")
+        make_run = self.const(site.make_run, "_mkerun")
+        self.emit(ind, f"if type({vv}) is not list and type({vv}) is not tuple: {vv} = list({vv})")
+        self.emit(ind, f"{i} = 0")
+        self.emit(ind, f"{n} = len({vv})")
+        self.emit(ind, f"{ms} = 0")
+        self.emit(ind, f"while {i} < {n}:")
         body = ind + 1
+        self.emit(body, f"{ev} = {vv}[{i}]")
+        self.emit(body, f"{i} += 1")
         vals = self.enc_fetch(st, present, ev, body, path)
         args: list[str] = []
         lens: list[str] = []
@@ -521,8 +534,8 @@ class _Gen:
             if g.kind in FIXED_TYPES:
                 args.append(f"{x}.bytes" if g.kind == "uuid" else x)
                 continue
-            n = self.name("l")
-            lens.append(n)
+            ln = self.name("l")
+            lens.append(ln)
             if g.kind == "string":
                 b = self.name("b")
                 self.emit(body, f"{b} = {x}.encode()")
@@ -531,25 +544,28 @@ class _Gen:
             else:
                 b = self.name("b")
                 self.emit(body, f"{b} = {x} if type({x}) is bytes else _asb({x})")
-            self.emit(body, f"{n} = len({b})")
+            self.emit(body, f"{ln} = len({b})")
             compact = self.prefix_char(g) is None
-            args.append(f"{n} + 1" if compact else n)
+            args.append(f"{ln} + 1" if compact else ln)
             args.append(b if g.kind != "array" else f"*{b}")
         unk = UNKNOWN_TAGS_KEY
+        self.emit(body, f"{shape} = (" + "".join(f"{ln}, " for ln in lens) + ")")
         if not lens:
             pack = site.make(())
             self.emit(body, f"if {unk!r} not in {ev}: w({self.const(pack, '_pk')}({', '.join(args)}))")
         else:
             packers = self.const(site.packers, "_pks")
             make = self.const(site.make, "_mkpk")
-            shape = self.name("sh")
             pk = self.name("pk")
-            self.emit(body, f"{shape} = (" + "".join(f"{n}, " for n in lens) + ")")
             self.emit(body, f"{pk} = {packers}.get({shape})")
             self.emit(body, f"if {pk} is None: {pk} = {make}({shape})")
             self.emit(body, f"if {pk} and {unk!r} not in {ev}: w({pk}({', '.join(args)}))")
         self.emit(body, "else:")
         self.enc_writes(present, tagged, vals, ev, body + 1, path)
+        self.emit(body, f"if {i} < {n} and {ms} < {shapes.MISS_LIMIT}:")
+        self.emit(body + 1, f"{k} = ({runs}.get({shape}) or {make_run}({shape}))({vv}, {i}, w)")
+        self.emit(body + 1, f"{i} += {k}")
+        self.emit(body + 1, f"if {i} < {n}: {ms} += 1")
 
     def enc_group(self, run: list[FieldSpec], pf: FieldSpec | None, vals: dict, ind: int, path: str) -> None:
         fmt = ">" + "".join(FIXED_TYPES[f.kind][0] for f in run)
