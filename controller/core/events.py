@@ -199,14 +199,17 @@ class ReplicasOffline:
     """A broker answered LeaderAndIsr with KAFKA_STORAGE_ERROR for these partitions: its replicas
     of them are on an offline log directory (Kafka's ``replicasOnOfflineDirs``; the dispatcher
     turns the answer into this). ``broker_epoch``: the registration the request was addressed
-    to (an answer from before a restart is stale). ``unclean_topics``: of the topics only an
-    unclean election can lead now, those whose ``unclean.leader.election.enable`` is true (the
-    shell reads them; controller.core.log_dir_failure steps 3-5)."""
+    to (an answer from before a restart is stale). ``online``: partitions the same answer said
+    NONE for that the controller held offline on this broker (a replica deleted and created
+    again in an online directory). ``unclean_topics``: of the topics only an unclean election
+    can lead now, those whose ``unclean.leader.election.enable`` is true (the shell reads them;
+    controller.core.log_dir_failure steps 3-5)."""
 
     broker_id: int
     broker_epoch: int
     partitions: frozenset[TopicPartition]
     unclean_topics: frozenset[str] = frozenset()
+    online: frozenset[TopicPartition] = frozenset()
 
 
 @dataclass(frozen=True, slots=True)

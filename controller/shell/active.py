@@ -199,7 +199,8 @@ class ActiveController:
         # Full UpdateMetadata sends under way (election, registered brokers, new topics).
         self.metadata = full_metadata.Planner()
         self.dispatcher = Dispatcher(
-            transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers
+            transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers,
+            offline_of=lambda b: self.state.offline_replicas.get(b, frozenset()) if self.state is not None else frozenset(),
         )
 
     # ---- the loop --------------------------------------------------------------------------

@@ -26,7 +26,7 @@ from collections.abc import Callable
 from controller.core.commands import BrokerCommand, hosted_partitions, hosted_sizes
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
-from controller.core.log_dir_failure import offline_in_answer
+from controller.core.log_dir_failure import offline_in_answer, online_in_answer
 from protocol import ApiKey
 from protocol.errors import ErrorCode, error_name
 from protocol.exceptions import DecodeError, EncodeError
@@ -70,11 +70,15 @@ class Dispatcher:
         queue: asyncio.Queue,
         config: ControllerConfig,
         is_live: Callable[[int], bool],
+        offline_of: Callable[[int], frozenset] = lambda broker_id: frozenset(),
     ):
         self.transport = transport
         self.queue = queue
         self.config = config
         self.is_live = is_live
+        # The broker's replicas the controller holds offline (a LeaderAndIsr answer NONE for
+        # one brings it back: controller.core.log_dir_failure step 3).
+        self.offline_of = offline_of
         self._queues: dict[int, asyncio.Queue] = {}
         self._workers: dict[int, asyncio.Task] = {}
         self.sent = 0
@@ -113,9 +117,11 @@ class Dispatcher:
                 elif command.api_key == ApiKey.LEADER_AND_ISR and body is not None:
                     # Replicas on an offline log directory (controller.core.log_dir_failure step 3).
                     offline = offline_in_answer(body)
-                    if offline:
+                    held = self.offline_of(broker_id)
+                    back = online_in_answer(body) & held if held else frozenset()
+                    if offline or back:
                         epoch = command.body.get("broker_epoch", -1)
-                        self.queue.put_nowait(ReplicasOffline(broker_id, epoch, offline))
+                        self.queue.put_nowait(ReplicasOffline(broker_id, epoch, offline, online=back))
             except Exception:  # a bug in one send must not stop this broker's worker
                 log.exception("sending %s to broker %d failed", command.name, broker_id)
             finally:
