@@ -35,6 +35,9 @@ Terms: RS a partition's replicas (a moving one's RS = TRS followed by ORS - TRS)
     through the dispatcher. Dropped when its broker is no longer registered, or registered
     again since the request (another broker epoch: its directories came back). Else the
     partitions of which the broker holds a replica join O(b); those already in it do nothing.
+    A partition of O(b) the broker answers NONE for (its replica was deleted and created again
+    in an online directory) leaves O(b), as Kafka's ``onlineReplicas`` do; the dispatcher
+    reports those only for the replicas held offline.
  4. Each partition with a newly offline replica goes through controller.core.broker_failure's
     check (its steps 1-6) with L its online replicas: a leader offline - the first online
     replica of RS in the ISR leads, the ISR its online members (clean); none - the first
@@ -83,7 +86,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from controller.core import broker_failure, elections
+from controller.core import broker_failure, elections, reassignment
 from controller.core.events import LogDirEventsRead, ReplicasOffline, offline_check
 from controller.core.flush import LOG_DIR, writing
 from controller.core.task import Phase
@@ -147,12 +150,26 @@ def on_replicas_offline(ws: WorkingSet, event: ReplicasOffline) -> None:
         assignment = ws.assignments.get(tp)
         if tp not in known and assignment is not None and b in assignment.replicas:
             new.append(tp)
-    if not new:
+    back = sorted(known & event.online)
+    if not new and not back:
         return
-    ws.offline_replicas[b] = known | frozenset(new)
-    names = ", ".join(f"{t}-{p}" for t, p in new[:20]) + (" ..." if len(new) > 20 else "")
-    ws.log.append(f"broker {b}: {len(new)} replica(s) on an offline log directory: {names}")
-    elections.elect(ws, offline_check(tuple(new), event.unclean_topics))  # step 4 (deferred if must)
+    held = (known - frozenset(back)) | frozenset(new)
+    if held:
+        ws.offline_replicas[b] = held
+    else:
+        ws.offline_replicas.pop(b)
+    if new:
+        names = ", ".join(f"{t}-{p}" for t, p in new[:20]) + (" ..." if len(new) > 20 else "")
+        ws.log.append(f"broker {b}: {len(new)} replica(s) on an offline log directory: {names}")
+    if back:
+        ws.log.append(f"broker {b}: {len(back)} replica(s) online again (created in an online log directory)")
+    # Step 4 (deferred while a failover's states are read); a replica back may lead a partition
+    # that has none, or let a move whose ISR holds TRS complete.
+    elections.elect(ws, offline_check(tuple(new + back), event.unclean_topics))
+    for tp in back:
+        move = ws.tasks.get(tp)
+        if move is not None and move.started and move.phase is Phase.REPLICATING and not move.resend:
+            reassignment.check_complete(ws, move)
 
 
 def check_ended(ws: WorkingSet) -> None:
@@ -175,6 +192,19 @@ def offline_in_answer(body: dict) -> frozenset[TopicPartition]:
         (e.get("topic_name"), e.get("partition_index"))
         for e in body.get("partition_errors") or ()
         if e.get("error_code") == STORAGE_ERROR and isinstance(e.get("topic_name"), str)
+        and isinstance(e.get("partition_index"), int)
+    )
+
+
+def online_in_answer(body: dict) -> frozenset[TopicPartition]:
+    """Step 3: the partitions a LeaderAndIsr answer says NONE for (none when the request as a
+    whole was refused)."""
+    if body.get("error_code", 0):
+        return frozenset()
+    return frozenset(
+        (e.get("topic_name"), e.get("partition_index"))
+        for e in body.get("partition_errors") or ()
+        if e.get("error_code", 0) == 0 and isinstance(e.get("topic_name"), str)
         and isinstance(e.get("partition_index"), int)
     )
 

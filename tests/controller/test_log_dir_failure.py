@@ -12,7 +12,7 @@ from controller.core import engine
 from controller.core.broker_failure import NO_LEADER
 from controller.core.config import ControllerConfig
 from controller.core.events import BrokersRead, LogDirEventsRead, ReplicasOffline, StatesRead, StopReplicaSent, offline_check
-from controller.core.log_dir_failure import offline_in_answer, unclean_candidates
+from controller.core.log_dir_failure import offline_in_answer, online_in_answer, unclean_candidates
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from protocol import ApiKey
@@ -200,3 +200,27 @@ def test_offline_in_answer():
     assert offline_in_answer(body) == {("a", 0)}
     assert offline_in_answer({**body, "error_code": 11}) == frozenset()  # refused as a whole
     assert offline_in_answer({"error_code": 0}) == frozenset()
+
+
+def test_a_replica_created_again_in_an_online_directory_is_online_again():
+    # Kafka's onlineReplicas: a NONE answer for a replica held offline (deleted, then created
+    # again in an online directory) takes it out of O(b); d, led by nobody, gets it back as
+    # leader, and f, whose TRS is in its ISR, completes.
+    s = _cluster()
+    s.apply(_offline(s).delta)
+    st = engine.step(s, ReplicasOffline(1, EPOCHS[1], frozenset(), online=frozenset({("d", 0), ("f", 0), ("c", 0)})),
+                     ControllerConfig())
+    assert st.delta.offline_replicas == {1: OFFLINE - {("d", 0), ("f", 0)}}
+    written = _written(st)
+    assert written[("d", 0)] == (11, 1, [1], 4)
+    assert written[("f", 0)] == (10, 4, [1, 4], 6) and st.delta.tasks[("f", 0)].phase is Phase.STOPPING
+    assert set(written) == {("d", 0), ("f", 0)}
+
+
+def test_online_in_answer():
+    body = {"error_code": 0, "partition_errors": [
+        {"topic_name": "a", "partition_index": 0, "error_code": 56},
+        {"topic_name": "b", "partition_index": 1, "error_code": 0},
+    ]}
+    assert online_in_answer(body) == {("b", 1)}
+    assert online_in_answer({**body, "error_code": 11}) == frozenset()
