@@ -157,9 +157,12 @@ from znodes.store import connect  # noqa: E402
 BROKERS = 12
 RF = 3
 PARTITIONS_PER_TOPIC = 1000
-# The feeder keeps the znode between these many entries (JSON ~ 90 bytes per entry once the
-# controller has added original_replicas: 8,000 entries stay well under 1 MiB).
-FEED_LOW, FEED_HIGH = 4000, 8000
+# The feeder keeps the znode between these many entries (JSON ~ 88 bytes per entry once the
+# controller has added original_replicas: 10,000 entries are ~880 KB, under ZooKeeper's 1 MiB).
+FEED_LOW, FEED_HIGH = 6000, 10000
+# The issue's failover goal: at least this many moves in flight when the controller dies (the
+# kill waits for them, at most KILL_WINDOW_S; the feeder's low mark must leave room for them).
+KILL_IN_FLIGHT = 3000
 # After half-way, wait at most this long for a moment with many moves running to kill at.
 KILL_WINDOW_S = 5.0
 FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
@@ -315,7 +318,7 @@ class InstantBrokers:
         hosted = self.hosted.setdefault(broker_id, set())
         if api_key == DESCRIBE_LOG_DIRS:
             by_topic: dict[str, list[dict]] = {}
-            for t, p in sorted(hosted):
+            for t, p in hosted:
                 by_topic.setdefault(t, []).append(
                     {"partition_index": p, "partition_size": 0, "offset_lag": 0, "is_future_key": False})
             return {"throttle_time_ms": 0, "results": [{"error_code": 0, "log_dir": "/instant", "topics": [
@@ -428,7 +431,7 @@ async def create_cluster(store, topics):
 
 
 def feed_window(n_partitions: int) -> tuple[int, int]:
-    """The feeder's (low, high) entries: FEED_LOW and FEED_HIGH, or for a run under 20,000
+    """The feeder's (low, high) entries: FEED_LOW and FEED_HIGH, or for a run under 30,000
     partitions a fifth and two fifths of it, so that the work keeps arriving while moves run
     (with all of it in the znode at once, instant brokers finish every move in a burst and a
     failover half-way finds nothing in flight to resume)."""
@@ -590,7 +593,8 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         while len(completed) < n_partitions // 2:
             await asyncio.sleep(0.01)
         most, deadline = 0, time.perf_counter() + KILL_WINDOW_S
-        while (now := running()) < min(feed_window(n_partitions)[0] // 2, n_partitions // 10) and time.perf_counter() < deadline:
+        want = min(KILL_IN_FLIGHT, feed_window(n_partitions)[0] // 2, n_partitions // 10)
+        while (now := running()) < want and time.perf_counter() < deadline:
             most = max(most, now)
             await asyncio.sleep(0.001)
         print(f"killing with {running()} moves running (most seen while waiting: {most})", file=sys.stderr)
@@ -601,10 +605,11 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         for scraper in scrapers:
             scraper.cancel()  # the killed controller's process would be gone, /metrics with it
         in_flight_at_failover = await count_in_flight(feeder_store, topics)
+        # Before the next election (this process's CPU is the new controller's from then on):
+        # what the killed controller's last step finished without telling on_step.
+        completed.update(await at_target(feeder_store, topics, targets))
         store, inbox, task = await start_controller(2)  # elected when this returns
         elected_at = time.perf_counter()
-        # While the new controller works (a finished partition stays finished).
-        completed.update(await at_target(feeder_store, topics, targets))
         if len(completed) >= n_partitions:
             done.set()
     watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))

@@ -32,11 +32,11 @@ def test_socket_topics_cover_the_partitions_in_topics_of_the_usual_size():
     assert sum(int(spec.split(":")[1]) for spec in socket_topics(100_000)) == 100_000
 
 
-@pytest.mark.parametrize("n", [1, 200, 2_000, 4_999, 10_000, 100_000])
+@pytest.mark.parametrize("n", [1, 200, 2_000, 4_999, 10_000, 30_000, 100_000])
 def test_the_feed_window_keeps_work_arriving_at_any_size(n):
     low, high = feed_window(n)
     assert 1 <= low <= high <= FEED_HIGH
-    if n >= 20_000:
+    if n >= 30_000:
         assert (low, high) == (FEED_LOW, FEED_HIGH)
     else:
         assert high < n or n < 5, (n, low, high)  # never the whole run in one write

@@ -433,14 +433,17 @@ def finish(ws: WorkingSet) -> Step:
     finished = ws.touched and ws.requests_version is None and len(ws.tasks) == 0
     throttles = ws.throttles.ops()  # before any move of the step starts (admin_requests step 4)
     own = throttles + ws.admin_first.ops + parents_before + ws.early.ops + middle + ws.late.ops + parents_after + ws.notifications.ops
+    single: dict[str, frozenset[str]] = {}  # one label per kind, shared by its ops (100,000s a step)
     by_op = {
-        id(op): frozenset({kind})
+        id(op): single.get(kind) or single.setdefault(kind, frozenset({kind}))
         for part in (ws.admin_first, ws.early, ws.late, ws.with_requests, ws.notifications)
         for op, kind in zip(part.ops, part.kinds)
     }
-    by_op.update((id(op), frozenset({ADMIN})) for op in throttles)
+    admin = frozenset({ADMIN})
+    by_op.update((id(op), admin) for op in throttles)
     removal = ws.removal.ops
-    by_op.update((id(op), frozenset({THROTTLE_REMOVAL})) for op in removal)
+    removal_label = frozenset({THROTTLE_REMOVAL})
+    by_op.update((id(op), removal_label) for op in removal)
     return Step(
         delta=delta,
         writes=own + tail + removal,

@@ -428,15 +428,18 @@ def on_sizes(ws: WorkingSet, event: ReplicasHosted | ReplicaSizes) -> None:
     """Step 2c's sizes from a broker's DescribeLogDirs answer: those of the partitions assigned
     to it (a stray's size says nothing of its partition)."""
     b = event.broker_id
+    # Locals bound once: an election brings one answer per broker, each naming every replica.
+    assignments, states, sizes, size_after = ws.assignments.get, ws.states.get, ws.sizes, move_order.size_after
+    known = sizes.get
     for tp, reported in event.sizes.items():
-        assignment = ws.assignments.get(tp)
+        assignment = assignments(tp)
         if assignment is None or b not in assignment.replicas:
             continue
-        state = ws.states.get(tp)
-        old = ws.sizes.get(tp)
-        new = move_order.size_after(old, reported, state is None or b in state.isr)
+        state = states(tp)
+        old = known(tp)
+        new = size_after(old, reported, state is None or b in state.isr)
         if new != old:
-            ws.sizes[tp] = new
+            sizes[tp] = new
 
 
 def isr_wait(ws: WorkingSet, move: Move) -> str | None:

@@ -170,11 +170,13 @@ class Move:
     @property
     def adding(self) -> tuple[int, ...]:
         original = self.original or ()
-        return tuple(r for r in self.target if r not in original)
+        return tuple([r for r in self.target if r not in original])
 
     @property
     def removing(self) -> tuple[int, ...]:
-        return tuple(r for r in (self.original or ()) if r not in self.target) + self.dropped
+        target = self.target
+        removing = tuple([r for r in (self.original or ()) if r not in target])
+        return removing + self.dropped if self.dropped else removing
 
     @property
     def added(self) -> tuple[int, ...]:
@@ -222,7 +224,7 @@ def stray_partitions(broker_id, hosted, assignments, tasks, states) -> list[tupl
     What is left is a replica whose deletion was missed while its broker was down: RR of a
     completed move, AR of a rolled-back one, an override's dropped replica."""
     out = []
-    for tp in sorted(hosted):
+    for tp in hosted:
         assignment = assignments.get(tp)
         if assignment is None or broker_id in assignment.replicas:
             continue
@@ -233,4 +235,5 @@ def stray_partitions(broker_id, hosted, assignments, tasks, states) -> list[tupl
         if state is not None and broker_id in state.isr:
             continue
         out.append(tp)
+    out.sort()  # the strays in order (a broker hosts tens of thousands; few are strays)
     return out

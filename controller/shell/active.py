@@ -289,7 +289,8 @@ class ActiveController:
     async def reload(self) -> None:
         """Failover recovery (also after any failed write): rebuild the state and resume."""
         await self.store.exists(paths.CONTROLLER, watch=True)
-        recovered = await recovery.recover(self.store, self.controller_id, self.epoch)
+        # The resumed moves' states with the records: Resume announces them in its own step.
+        recovered = await recovery.recover(self.store, self.controller_id, self.epoch, states=True)
         for line in recovered.log:
             log.warning("recovery: %s", line)
         self.state = recovered.state

@@ -115,9 +115,12 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
 
     Every KIP-240 record is read (one bulk read): it is the only witness of a move's newest
     target, since a KIP-455 override writes its record before its state and topic znode, so a
-    flush cut in between leaves a topic znode that shows the older target. Partition states are
-    not read here unless ``states``: the resumed moves ask for them (``Step.reads``) and carry
-    on as they arrive.
+    flush cut in between leaves a topic znode that shows the older target. With ``states``,
+    the partition states of the moves found (records and adding/removing lists) are read
+    right after, in bulk, and Resume announces those moves at once; without (or for a state
+    znode that is absent), the resumed moves ask for them (``Step.reads``) and carry on as
+    they arrive. Either way the state is read after the records and topic znodes it is judged
+    with, and every write made from it is conditional on its zkVersion.
     """
     log: list[str] = []
     brokers, more = await read_brokers(store, watch=watch)
@@ -256,9 +259,11 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
     return Recovered(state, events, log)
 
 
-async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool = True) -> Recovered:
-    """Steps 1-3; the caller feeds ``events`` to the engine (step 4)."""
-    return rebuild(await load(store, watch=watch), controller_id, epoch)
+async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool = True, states: bool = False) -> Recovered:
+    """Steps 1-3; the caller feeds ``events`` to the engine (step 4). ``states``: read the
+    resumed moves' partition states with the records (the active controller does), so that
+    Resume announces them in its own step instead of a step later."""
+    return rebuild(await load(store, watch=watch, states=states), controller_id, epoch)
 
 
 def running_summary(state: ClusterState) -> dict[str, int]:
