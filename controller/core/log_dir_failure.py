@@ -51,8 +51,9 @@ Terms: RS a partition's replicas (a moving one's RS = TRS followed by ORS - TRS)
  5. Moves: one with a TRS replica offline does not complete (controller.core.reassignment,
     engine step 5): that copy serves nobody, and completing would delete RR's in-sync copies.
     It completes once the replica is back (its broker restarted) and in the ISR. A STOPPING
-    or CANCELLING move (step 4 leaves it alone) whose leader went offline is checked when it
-    ends, in that step (:func:`check_ended`; clean only: no topic config was read for it).
+    or CANCELLING move (step 4 leaves it alone) with a replica offline is checked when it
+    ends, in that step (:func:`check_ended`; clean only: no topic config was read for it), its
+    state written after the move's record is deleted.
  6. Forgotten: O(b) when b registers again (a restart opens its directories again; its
     registration's LeaderAndIsr gives it its roles back, broker_failure step 7) or goes, and
     everything at failover: the new controller's LeaderAndIsr to every replica (engine step
@@ -179,8 +180,18 @@ def check_ended(ws: WorkingSet) -> None:
     if not ws.ended or (not offline.base and not offline.changes):
         return
     due = tuple(tp for tp in sorted(ws.ended) if ws.live_for(tp) is not ws.brokers)
-    if due:
-        elections.elect(ws, offline_check(due))
+    if not due:
+        return
+    early, mark = ws.early, len(ws.early.ops)
+    elections.elect(ws, offline_check(due))
+    # Its state writes go after the step's record deletes (ws.late): cut between them, the
+    # flush must not leave a state whose ISR lost a TRS replica beside the record of a move
+    # whose completion counted that replica in sync (the next controller would resume the
+    # move and delete RR again, judged against the shrunk ISR).
+    for op, kind in zip(early.ops[mark:], early.kinds[mark:]):
+        ws.late.ops.append(op)
+        ws.late.kinds.append(kind)
+    del early.ops[mark:], early.kinds[mark:]
 
 
 def offline_in_answer(body: dict) -> frozenset[TopicPartition]:

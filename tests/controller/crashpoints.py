@@ -84,6 +84,8 @@ def role(op) -> str:
             name = "records parent"
         elif paths.parent(op.path) == paths.DELETE_TOPICS:
             name = "deletion marker"
+        elif paths.parent(op.path) == paths.LOG_DIR_EVENT_NOTIFICATION:
+            name = "log-dir notification"
         elif op.path.startswith(paths.config_change_prefix()):
             name = "config change"  # a sequential create's path is only the prefix
         else:

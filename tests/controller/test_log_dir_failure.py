@@ -181,6 +181,10 @@ def test_a_stopping_move_whose_leader_went_offline_is_checked_when_it_ends():
     ended = engine.step(s, StopReplicaSent((g,)), ControllerConfig())
     assert ended.completed == [g]
     assert _written(ended) == {g: (10, 2, [2], 7)}  # its leader was offline: 2 leads
+    # written after the finish deleted the move's record: a cut between them leaves no record
+    # beside an ISR that lost a replica the completion counted in sync
+    at = [op.path for op in ended.writes]
+    assert at.index("/brokers/topics/g/partitions/0/state") > at.index("/admin/reassignments/g/0")
 
 
 def test_checks_wait_for_a_failovers_resumed_states():

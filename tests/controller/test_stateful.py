@@ -11,7 +11,8 @@ just before a chosen op (crash-point coverage: tests/controller/crashpoints.py),
 session, start new controllers, stop and restart brokers, submit with auto-removable throttles
 (KIP-179: gone at the end, invariant 3), move a replica between the two log directories of its
 broker (KIP-113's AlterReplicaLogDirs, to the broker: a future log copies, then takes over),
-and let time pass. After every
+fail a broker's log directory (its replicas there go offline until the broker restarts; the
+controller takes them out of leadership and ISRs), and let time pass. After every
 step docs/DESIGN.md section 7 invariants 1, 2, 4 and 5 are checked in the form that holds at every
 moment; at the end (brokers back, a controller running) the quiescent forms and invariant 3.
 Schedules run by the thousand through tests/controller/soak.py (``make soak``; the pytest
@@ -162,6 +163,9 @@ class ControllerMachine(RuleBasedStateMachine):
         for b in FLAKY_BROKERS:
             if not self.h.cluster.brokers[b].running:
                 await self.h.cluster.start_broker(b)
+        for b, broker in self.h.cluster.brokers.items():
+            if broker.running and broker.core.log_dirs.any_offline:
+                await self.h.cluster.restart_broker(b)  # its failed directories come back (fail_dir)
         if not self.alive():
             await self.start_new_controller()
         for c in self.alive():
@@ -482,8 +486,30 @@ class ControllerMachine(RuleBasedStateMachine):
         if code == ErrorCode.NONE:  # the replica it moves (kept: a new one is another), and from when
             self.dir_moves[(tp, b)] = (directory, self.h.cluster.brokers[b].core.model.get(*tp, b), len(self.h.sent))
         else:  # a request refused still stops a copy into another directory, as Kafka's does
-            assert code == ErrorCode.REPLICA_NOT_AVAILABLE, (tp, b, directory, code)
+            # KAFKA_STORAGE_ERROR: a directory of the broker is offline (fail_dir), as Kafka refuses
+            refused = {ErrorCode.REPLICA_NOT_AVAILABLE}
+            if self.h.cluster.brokers[b].core.log_dirs.any_offline:
+                refused.add(ErrorCode.KAFKA_STORAGE_ERROR)
+            assert code in refused, (tp, b, directory, code)
             self.dir_moves.pop((tp, b), None)
+        self.run(self.h.settle())
+
+    @rule(b=st.sampled_from(ALL_BROKERS), directory=st.sampled_from(LOG_DIRS))
+    def fail_dir(self, b, directory):
+        """KIP-113: broker ``b``'s ``directory`` fails as a disk does (sim.cluster.fail_log_dir):
+        its replicas there go offline, its future logs there are lost, and the broker writes a
+        log directory event notification; the controller, active or next, asks it which replicas
+        are offline and takes them out of leadership and ISRs (controller.core.log_dir_failure),
+        while controllers fail over. The directory comes back when its broker restarts:
+        toggle_broker for 5 and 6, the end of the schedule for every broker. An intra-broker
+        move into or out of it is over (its future log went with it)."""
+        broker = self.h.cluster.brokers[b]
+        if not broker.running or directory in broker.core.log_dirs.offline:
+            return
+        for (tp, mb), (target, moved, _) in list(self.dir_moves.items()):
+            if mb == b and (target == directory or moved.log_dir == directory):
+                del self.dir_moves[(tp, mb)]
+        self.run(self.h.cluster.fail_log_dir(b, directory))
         self.run(self.h.settle())
 
     @rule(n=st.integers(1, 8))
@@ -547,20 +573,34 @@ class ControllerMachine(RuleBasedStateMachine):
 
     @invariant()
     def leaders(self):
-        """A partition's leader is in its ISR or is -1; once a step settled with a controller
-        active and loaded, a partition with a live ISR member has a live leader (the controller
-        elected one when the last leader's broker went)."""
+        """5c: a partition's leader is in its ISR or is -1; once a step settled with a controller
+        active and loaded, a partition with an online ISR member (its broker live, its replica
+        not on a failed log directory) has an online leader (the controller elected one when the
+        last leader's broker or directory went), and beside an online leader the ISR names no
+        replica on a failed directory, bar a moving partition's (its move owns its ISR)."""
         if not hasattr(self.h, "admin"):
             return
         registered = {int(b) for b in self.h.server.children(paths.BROKER_IDS)}
         live = {b for b, broker in self.h.cluster.brokers.items() if broker.running} & registered
+        offline = {(r.partition, b) for b, broker in self.h.cluster.brokers.items() if b in live
+                   for r in broker.core.replicas() if r.storage_error and r.topic == "t"}
         settled = any(c.active is not None and c.active.state is not None for c in self.alive())
+        # Moving: a KIP-240 record exists (a move that only reorders its replicas has no
+        # adding or removing in its topic znode).
+        moving = {p for p in range(PARTITIONS) if offline and self.h.server.exists(paths.reassignment("t", p)) is not None}
         for p in range(PARTITIONS):
             state = self.h.json(paths.partition_state("t", p))
             leader, isr = state["leader"], state["isr"]
             assert leader == -1 or leader in isr, ("leader outside the ISR", p, state)
-            if settled and set(isr) & live:
+            if not settled:
+                continue
+            online = {b for b in isr if b in live and (p, b) not in offline}
+            if online:
                 assert leader in live, ("no live leader with a live ISR member", p, state, sorted(live))
+                assert (p, leader) not in offline, ("a leader on a failed log directory", p, state, sorted(offline))
+                if p not in moving:
+                    assert not {b for b in isr if (p, b) in offline}, (
+                        "a replica on a failed log directory in the ISR", p, state, sorted(offline))
 
     @invariant()
     def caps(self):
@@ -794,6 +834,28 @@ def test_the_intra_broker_moves_invariant_flags_a_lost_move_and_a_replica_gone_u
         m.h.cluster.brokers[b].core.model.remove("t", 0, b)  # gone, and nothing asked for it
         with pytest.raises(AssertionError, match="without a StopReplica"):
             m.intra_broker_moves()
+    finally:
+        m.run(m.h.close())
+        m.loop.close()
+
+
+def test_the_leaders_invariant_flags_a_leader_or_an_isr_member_on_a_failed_log_directory():
+    """5c with log directories: marked offline behind the controller's back (nothing told it),
+    a leader's replica fails the check, and so does a follower's left in the ISR."""
+    m = ControllerMachine()
+    try:
+        m.start()
+        state = m.h.json(paths.partition_state("t", 0))
+        leader, follower = state["leader"], next(b for b in state["isr"] if b != state["leader"])
+        m.leaders()  # as the controller left it
+        replica = m.h.cluster.brokers[follower].core.model.get("t", 0, follower)
+        replica.storage_error = True
+        with pytest.raises(AssertionError, match="a replica on a failed log directory in the ISR"):
+            m.leaders()
+        replica.storage_error = False
+        m.h.cluster.brokers[leader].core.model.get("t", 0, leader).storage_error = True
+        with pytest.raises(AssertionError, match="a leader on a failed log directory"):
+            m.leaders()
     finally:
         m.run(m.h.close())
         m.loop.close()
