@@ -59,7 +59,7 @@ Terms: RS a partition's replicas (a moving one's RS = TRS followed by ORS - TRS)
     everything at failover: the new controller's LeaderAndIsr to every replica (engine step
     8b) finds the offline ones again through 3.
 
-Invariant protected (docs/DESIGN.md 4.12, 7 5c): once the step that took an answer has
+Invariant protected (docs/DESIGN.md 4.7.1, 7 5c): once the step that took an answer has
 landed, every partition with an online replica in its ISR has an online leader from that ISR
 (bar a running move's, owned by its move), and no ISR beside an online leader names an offline
 replica (bar a REPLICATING move's).
