@@ -3,7 +3,8 @@
 /log_dir_event_notification, the probe's LeaderAndIsr, the brokers' KAFKA_STORAGE_ERROR answers
 through the dispatcher): the partitions the broker led there get leaders from the online ISR,
 its replicas there leave every ISR, the notification is deleted; the broker restarts and its
-replicas come back into the ISRs."""
+replicas come back into the ISRs. Then, on the ZooKeeper twin, the reads' edge cases:
+notifications written while no controller ran, malformed ones, one naming a broker that is down."""
 
 from __future__ import annotations
 
@@ -113,3 +114,38 @@ async def test_a_failed_directory_moves_its_leaders_and_a_restart_brings_its_rep
 
 async def _true(value):
     return value
+
+
+# ---- the shell's reads on the ZooKeeper twin ---------------------------------------------------
+
+
+async def test_a_malformed_notification_is_logged_and_deleted_and_the_others_acted_on(caplog):
+    from tests.controller.harness import Harness
+
+    h = Harness(topics=("t:3:3:64KiB",), log_dirs=LOG_DIRS)
+    await h.start()
+    try:
+        # Written while no controller runs: the one elected reads them.
+        await h.admin.create(paths.LOG_DIR_EVENT_PREFIX, b"{not json", sequential=True, makepath=True)
+        await h.admin.create(paths.LOG_DIR_EVENT_PREFIX, b'{"version":1,"broker":-3,"event":1}', sequential=True)
+        lost = await h.cluster.fail_log_dir(2, LOG_DIRS[0])
+        assert lost
+        with caplog.at_level("WARNING", logger="reassignd.controller"):
+            await h.start_controller(101)
+            await h.settle()
+        assert h.server.children(paths.LOG_DIR_EVENT_NOTIFICATION) == []  # all three deleted
+        assert sum("deleting malformed log directory event notification" in r.message for r in caplog.records) == 2
+        for t, p in lost:  # the good one was acted on: broker 2's replicas there lead nothing, left the ISRs
+            state = h.json(paths.partition_state(t, p))
+            assert state["leader"] != 2 and 2 not in state["isr"], (p, state)
+        assert not h.violations
+        # A later notification of a broker not registered: deleted, nobody asked.
+        await h.cluster.stop_broker(3)
+        await h.settle()
+        sent = len(h.sent)
+        await h.admin.create(paths.LOG_DIR_EVENT_PREFIX, b'{"version":1,"broker":3,"event":1}', sequential=True)
+        await h.settle()
+        assert h.server.children(paths.LOG_DIR_EVENT_NOTIFICATION) == []
+        assert not [s for s in h.sent[sent:] if s[0] == 3]
+    finally:
+        await h.close()
