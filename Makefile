@@ -5,7 +5,7 @@ VENV := .venv
 PY := $(VENV)/bin/python
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test soak system-deps venv bench chaos break-fence mutants clean
+.PHONY: demo test soak system-deps venv bench chaos break-fence mutants clean codec-compiled
 
 # Debian packages: ZooKeeper (Debian's server, run by znodes.launcher), a Java 17 runtime for it
 # and for Spark, kcat (a standard Kafka client the tests point at the admin listener), and
@@ -82,5 +82,16 @@ bench: system-deps venv
 	for b in codec zk_writes rpc controller planner; do echo "== bench/$$b.py"; $(PY) bench/$$b.py || exit 1; done
 	$(PY) -m bench.report
 
+# Optional: the codec's runs over arrays of flat structs compiled with Cython and the machine's
+# C compiler (protocol/_flatruns.pyx; README "Performance" says what it costs). Built once and
+# kept until the .pyx changes; without it the pure-Python codec runs, which is the default and
+# what make test and make demo need. REASSIGND_PURE_CODEC=1 keeps the pure runs even when built.
+FLATRUNS = protocol/_flatruns$(shell $(PY) -c 'import sysconfig; print(sysconfig.get_config_var("EXT_SUFFIX"))' 2>/dev/null)
+codec-compiled: venv $(FLATRUNS)
+
+$(FLATRUNS): protocol/_flatruns.pyx
+	$(PY) -m pip install -q "cython>=3.0,<4"  # as pyproject.toml's extra "compiled"
+	$(VENV)/bin/cythonize -q -i -3 protocol/_flatruns.pyx
+
 clean:
-	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis
+	rm -rf $(VENV) build *.egg-info .pytest_cache .hypothesis protocol/_flatruns.c protocol/_flatruns.*.so

@@ -116,7 +116,8 @@ class Compiled:
 
 
 class _Gen:
-    def __init__(self, spec: MessageSpec, version: int) -> None:
+    def __init__(self, spec: MessageSpec, version: int, compiled: bool | None = None) -> None:
+        self.compiled = compiled  # compiled runs for flat-struct arrays (None: shapes.USE_COMPILED)
         self.spec = spec
         self.v = version
         self.flex = spec.is_flexible(version)
@@ -410,7 +411,7 @@ class _Gen:
         return not tagged and not any(f.kind not in FIXED_TYPES and self.v in f.nullable for f in present)
 
     def dec_flat_elements(self, f: FieldSpec, plan, n: str, x: str, ap: str, ind: int, path: str) -> None:
-        site = shapes.DecodeSite(plan, self.g)
+        site = shapes.DecodeSite(plan, self.g, compiled=self.compiled)
         runs = self.const(site.runs, "_runs")
         make = self.const(site.make, "_mkrun")
         i, sh, ms, k, rf = (self.name(p) for p in ("i", "sh", "ms", "k", "rf"))
@@ -514,7 +515,7 @@ class _Gen:
         st = f.struct
         present, tagged = self.parts(st)
         strict = any(self.v not in g.versions and not g.ignorable for g in st.fields)
-        site = shapes.EncodeSite(plan, strict_keys=strict)
+        site = shapes.EncodeSite(plan, strict_keys=strict, compiled=self.compiled)
         ev, i, n, ms, shape, k = (self.name(p) for p in ("e", "i", "n", "ms", "sh", "k"))
         runs = self.const(site.runs, "_eruns")
         make_run = self.const(site.make_run, "_mkerun")
@@ -714,9 +715,11 @@ def generate_source(spec: MessageSpec, version: int) -> str:
     return _Gen(spec, version).build()[0]
 
 
-def compile_codec(spec: MessageSpec, version: int) -> Compiled:
-    """Generate, exec and return the decode/encode functions for one message version."""
-    source, namespace, tag_tables = _Gen(spec, version).build()
+def compile_codec(spec: MessageSpec, version: int, compiled: bool | None = None) -> Compiled:
+    """Generate, exec and return the decode/encode functions for one message version. `compiled`
+    says whether arrays of flat structs use the optional compiled runs (shapes.py) where they
+    can; None: when they were built (shapes.USE_COMPILED)."""
+    source, namespace, tag_tables = _Gen(spec, version, compiled).build()
     code = compile(source, f"<codec {spec.name} v{version}>", "exec")
     exec(code, namespace)
     # Tag tables name their decoder functions; resolve them now that the functions exist.

@@ -28,11 +28,23 @@ more than a small constant over the ordinary one.
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from struct import Struct, calcsize
 from struct import error as StructError
 
 from .primitives import UNKNOWN_TAGS_KEY, uuid_from_bytes
+
+try:
+    from . import _flatruns  # the optional compiled runs (make codec-compiled): absent by default
+except ImportError:
+    _flatruns = None
+else:
+    _flatruns.set_uuid_reader(uuid_from_bytes)
+# Whether the compiled runs were built, and whether sites use them by default: when built, unless
+# REASSIGND_PURE_CODEC=1 (the pure-Python runs stay the fallback for every shape they cannot take).
+COMPILED = _flatruns is not None
+USE_COMPILED = COMPILED and os.environ.get("REASSIGND_PURE_CODEC", "") != "1"
 
 # Distinct shapes compiled per array site (bounded work and memory under hostile input).
 MAX_SHAPES_PER_SITE = 64
@@ -69,18 +81,62 @@ def _no_run(buf, pos, count, lst):
     return 0, pos
 
 
+def compiled_layout(plan: FlatPlan, shape: tuple, strict_keys: bool = False):
+    """The compiled runs' Layout of `plan` at `shape` (byte offsets of its fields, the bytes its
+    length prefixes and tag count hold), or None where they cannot take it: not built, a field
+    this version lacks (its default would have to be made), float64, or a shape the Python runs
+    refuse too."""
+    if _flatruns is None or any(default is not None for _, default in plan.items):
+        return None
+    fmt = ">"
+    fields: dict[str, tuple] = {}
+    checks: list[tuple[int, int]] = []
+    lengths = iter(shape)
+    for f in plan.fields:
+        if f.kind == "fixed":
+            if f.code == "d":
+                return None
+            fields[f.key] = (f.key, "uuid" if f.uuid else "fixed", "" if f.uuid else f.code, calcsize(fmt), 0, False)
+            fmt += f.code
+            continue
+        n = next(lengths)
+        value = n + 1 if f.prefix == "B" else n
+        if (n < 0 and not f.nullable) or (f.prefix == "B" and value >= 128):
+            return None
+        width = calcsize(">" + f.prefix)
+        offset = calcsize(fmt)
+        checks.extend((offset + j, b) for j, b in enumerate(value.to_bytes(width, "big", signed=f.prefix != "B")))
+        fmt += f.prefix
+        blob = f.kind == "blob"
+        fields[f.key] = (f.key, "blob" if blob else "array", "" if blob else f.code, calcsize(fmt), n, f.string)
+        if n > 0:
+            fmt += f"{n}s" if blob else f"{n}{f.code}"
+    if plan.tagged_section:
+        checks.append((calcsize(fmt), 0))
+        fmt += "B"
+    size = calcsize(fmt)
+    if size == 0:
+        return None
+    try:
+        return _flatruns.Layout([fields[key] for key, _ in plan.items], checks, size, strict_keys, UNKNOWN_TAGS_KEY)
+    except ValueError:  # more fields or length bytes than the compiled layout holds
+        return None
+
+
 class DecodeSite:
     """Run functions of one array-of-flat-struct site, by shape."""
 
-    def __init__(self, plan: FlatPlan, namespace: dict) -> None:
+    def __init__(self, plan: FlatPlan, namespace: dict, compiled: bool | None = None) -> None:
         self.plan = plan
         self.namespace = namespace
+        self.compiled = USE_COMPILED if compiled is None else compiled
         self.runs: dict[tuple, object] = {}
 
     def make(self, shape: tuple):
         if len(self.runs) >= MAX_SHAPES_PER_SITE:
             return _no_run
-        fn = self._compile(shape)
+        layout = compiled_layout(self.plan, shape) if self.compiled else None
+        fn = layout.decode if layout is not None else self._compile(shape)
         self.runs[shape] = fn
         return fn
 
@@ -179,8 +235,9 @@ class EncodeSite:
     128 or more) map to False and such elements are encoded field by field.
     """
 
-    def __init__(self, plan: FlatPlan, strict_keys: bool = False) -> None:
+    def __init__(self, plan: FlatPlan, strict_keys: bool = False, compiled: bool | None = None) -> None:
         self.plan = plan
+        self.compiled = USE_COMPILED if compiled is None else compiled
         # True when the struct has fields this version lacks that are not ignorable: a run then
         # takes only elements holding exactly the present keys (the field-by-field path checks
         # the others and refuses them).
@@ -225,7 +282,11 @@ class EncodeSite:
         pack = self.packers.get(shape)
         if pack is None:
             pack = self.make(shape)
-        run = self._compile(shape, pack) if pack else _no_encode_run
+        layout = compiled_layout(self.plan, shape, self.strict_keys) if pack and self.compiled else None
+        if layout is not None:
+            run = layout.encode
+        else:
+            run = self._compile(shape, pack) if pack else _no_encode_run
         self.runs[shape] = run
         return run
 
