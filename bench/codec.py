@@ -22,7 +22,9 @@ compared at the newest version it has of each message (v5 for Metadata), this co
 Then the same four for the ListPartitionReassignmentsResponse workload alone
 (`lpr_encode_speedup_vs_kafka_python`, ...), the message issue 25's goal is stated on (>= 8x
 encoding, >= 6x decoding against kafka-python); its timings are the best of LPR_REPEAT runs,
-as they take a fraction of a second each.
+as they take a fraction of a second each. Where the optional compiled runs were built (make
+codec-compiled), the same LPR timings are taken with them too (`lpr_*_compiled`), checked
+byte-identical first; every other figure is the pure-Python codec's.
 
 Usage::
 
@@ -41,8 +43,14 @@ import uuid
 from io import BytesIO
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+# Every figure without "_compiled" in its name is the pure-Python codec's, the default install's,
+# even where the optional compiled runs (make codec-compiled) were built.
+os.environ["REASSIGND_PURE_CODEC"] = "1"
 
 import protocol  # noqa: E402
+from protocol import shapes  # noqa: E402
+from protocol.codegen import compile_codec  # noqa: E402
+from protocol.messages import _decode, run_encode  # noqa: E402
 from bench import results as bench_results  # noqa: E402
 
 QUICK = "--quick" in sys.argv
@@ -260,6 +268,26 @@ def workload_body(title, api_key, version, body, kp_obj, kp_cls, aio=None, n_ite
     print(f"  speedup vs kafka-python: encode {k_enc / t_enc:.2f}x, decode {k_dec / t_dec:.2f}x")
     results.append((title, k_enc / t_enc, k_dec / t_dec))
     mine.update(encode_speedup_vs_kafka_python=k_enc / t_enc, decode_speedup_vs_kafka_python=k_dec / t_dec)
+    if key and shapes.COMPILED:
+        # The same message through the compiled runs: same bytes and dicts first, then timed.
+        c = compile_codec(protocol.REGISTRY.spec(api_key, "response"), version, compiled=True)
+
+        def c_encode():
+            out = []
+            run_encode(c, body, out.append)
+            return b"".join(out)
+
+        if c_encode() != ours or _decode(None, c, ours, 0)[1] != protocol.decode_body(api_key, version, "response", ours):
+            raise SystemExit("the compiled runs and the pure codec disagree")
+        c_enc = timed(c_encode)
+        c_dec = timed(lambda: _decode(None, c, ours, 0))
+        row("protocol encode, compiled runs", c_enc, n_items)
+        row("protocol decode, compiled runs", c_dec, n_items)
+        print(f"  compiled runs, speedup vs kafka-python: encode {k_enc / c_enc:.2f}x, decode {k_dec / c_dec:.2f}x")
+        mine.update(encode_speedup_vs_kafka_python_compiled=k_enc / c_enc,
+                    decode_speedup_vs_kafka_python_compiled=k_dec / c_dec)
+        if aio is not None and aio[2] == version:
+            mine.update(encode_speedup_vs_aiokafka_compiled=a_enc / c_enc, decode_speedup_vs_aiokafka_compiled=a_dec / c_dec)
 
 
 def workload_small() -> None:
@@ -366,9 +394,16 @@ def main() -> None:
     }
     order = ("encode_speedup_vs_kafka_python", "decode_speedup_vs_kafka_python",
              "encode_speedup_vs_aiokafka", "decode_speedup_vs_aiokafka")
+    order += tuple(f"{name}_compiled" for name in order)
     for key, speedups in by_key.items():
         figures.update({f"{key}_{name}": round(speedups[name], 2) for name in order if name in speedups})
-    bench_results.finish("codec", figures, peer=f"kafka-python {kafka.__version__} and aiokafka {aiokafka.__version__} (their protocol classes)",
+    notes = ["every figure is the pure-Python codec's (the default install) except *_compiled: the optional "
+             "compiled runs for arrays of flat structs (make codec-compiled), on the LPR message"]
+    if shapes.COMPILED:
+        figures["compiled_module_kib"] = round(os.path.getsize(shapes._flatruns.__file__) / 1024)
+    else:
+        notes.append("compiled runs not built in this run (make codec-compiled): no *_compiled figures")
+    bench_results.finish("codec", figures, notes=notes, peer=f"kafka-python {kafka.__version__} and aiokafka {aiokafka.__version__} (their protocol classes)",
         sizes={"quick": QUICK, "lpr_partitions": LPR_TOPICS * LPR_PARTS, "metadata_partitions": MD_TOPICS * MD_PARTS,
                "small_frames": SMALL},
         started=started)
