@@ -44,8 +44,12 @@ demo: system-deps venv
 # Within 12 minutes on 2 cores: the stateful suite at 2,000 schedules plus the scripted ones
 # that cut every crash point, 90 s of chaos with a fixed seed and the break-fence self-test
 # (tests/chaos/test_break_fence.py); the long runs are `make soak` and `make chaos`.
+# Two pytest-xdist workers (TEST_WORKERS), a file at a time, the longest files first
+# (tests/conftest.py SLOW_FIRST): most tests wait on processes and sockets, so two keep both
+# cores busy. TEST_WORKERS=0 runs everything in one process.
+TEST_WORKERS ?= 2
 test: system-deps venv
-	$(PY) -m pytest -q -p no:cacheprovider tests
+	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) tests
 
 # The chaos suite (tests/chaos) outside pytest, any length and seed: a 3-server ensemble,
 # simulated brokers and 3 controllers under a nemesis; prints its figures last.

@@ -14,6 +14,8 @@ figures, each under its title, so the figures stay the run's last lines.
 
 from __future__ import annotations
 
+import json
+
 # block name -> {figure name: value}, in recording order.
 BLOCKS: dict[str, dict[str, object]] = {}
 # title -> lines, in recording order.
@@ -26,6 +28,20 @@ def record(block: str, **values: object) -> None:
 
 def table(title: str, rows: list[str]) -> None:
     TABLES[title] = list(rows)
+
+
+def dump() -> str:
+    """Everything recorded, as JSON: how a pytest-xdist worker hands it to the controller."""
+    return json.dumps({"blocks": BLOCKS, "tables": TABLES}, default=str)
+
+
+def merge(dumped: str) -> None:
+    """Add what :func:`dump` gave (another process's records) to this process's."""
+    data = json.loads(dumped)
+    for block, values in data["blocks"].items():
+        record(block, **values)
+    for title, rows in data["tables"].items():
+        table(title, rows)
 
 
 def lines() -> list[str]:

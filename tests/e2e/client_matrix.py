@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import subprocess
 from pathlib import Path
@@ -446,4 +447,7 @@ def save_results(rows: list[dict], sent: dict[tuple[str, str], list[str]], path:
     rows = sorted(rows, key=lambda r: (clients.index(r["client"]), targets.index(r["target"]), steps.index(r["step"])))
     sent_rows = [{"client": c, "target": t, "requests": sent[(c, t)]}
                  for c, t in sorted(sent, key=lambda ct: (clients.index(ct[0]), targets.index(ct[1])))]
-    path.write_text(json.dumps({"rows": rows, "sent": sent_rows}, indent=1) + "\n")
+    # Replaced whole: tests/e2e/test_matrix_report.py may read it meanwhile (pytest-xdist).
+    tmp = path.with_name(path.name + f".{os.getpid()}.tmp")
+    tmp.write_text(json.dumps({"rows": rows, "sent": sent_rows}, indent=1) + "\n")
+    os.replace(tmp, path)
