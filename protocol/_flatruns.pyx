@@ -154,7 +154,7 @@ cdef class Layout:
         self.strict_keys = strict_keys
         self.unknown_key = unknown_key
 
-    def decode(self, bytes buf, Py_ssize_t pos, Py_ssize_t count, list lst):
+    def decode(self, bytes buf not None, Py_ssize_t pos, Py_ssize_t count, list lst not None):
         """As a Python decode run: (elements taken, new pos)."""
         cdef const unsigned char* base = <const unsigned char*> PyBytes_AS_STRING(buf)
         cdef Py_ssize_t end = PyBytes_GET_SIZE(buf)
