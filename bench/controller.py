@@ -104,6 +104,11 @@ Figures (printed last, one per line):
   of about that size, so the ceiling is approximate, and it holds for instant brokers only: with
   real brokers, copying data is the limit long before ZooKeeper is.
 
+* ``process_cpu_ms_per_partition``: this process's CPU seconds (controller, instant brokers,
+  feeder) per partition in the run of record, from the first submission to the last
+  completion: the controller runs on one core, so 1,000 over this is the most partitions per
+  second the run could reach with ZooKeeper answering instantly.
+
 * ``partitions_per_second_sockets``, ``zk_ops_per_partition_sockets`` and
   ``controller_fraction_of_zk_limit_sockets`` (the same ceiling at this run's ops per
   partition): the same coalescing controller, in this process, against ``reassignd sim``'s
@@ -943,6 +948,9 @@ def main() -> int:
           "reassignment causes; zk_election_reads_per_partition the full-metadata reads each election makes "
           "of every partition, reassigned or not; zk_all_ops_per_partition both")
     figures: dict = {"partitions_per_second": round(rate)}
+    # This process's CPU per partition in the run of record (controller, instant brokers and
+    # feeder; median over rounds): the run is CPU-bound on one core, so this is what bounds it.
+    figures["process_cpu_ms_per_partition"] = round(statistics.median(r["cpu"] for r in runs) * 1000 / n, 3)
     if "ours_metrics_off" in results:
         offs = results["ours_metrics_off"]
         off_rate = statistics.median(r["partitions"] / r["elapsed"] for r in offs)
