@@ -56,6 +56,8 @@ SLOW_FIRST = (
 
 
 def pytest_collection_modifyitems(config, items):
+    if not hasattr(config, "workerinput"):
+        return  # one process (a file or two run by hand, tests.mutants): the order as written
     rank = {path: i for i, path in enumerate(SLOW_FIRST)}
     root = str(config.rootpath) + os.sep
     items.sort(key=lambda item: rank.get(str(item.path).removeprefix(root), len(rank)))
