@@ -88,6 +88,14 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
         ws.log.append(reason)
         ws.requests_dirty = True
     entries = event.requests or ()
+    # Entries this step already dropped with their move (a rollback or completion finished, a
+    # cancel withdrew it) from a read of the znode as the step found it: that read is older
+    # than the drop, and taking such an entry again would restart a cancelled move.
+    stale = (
+        {tp for tp in ws.ended if tp in ws.base.requests and tp not in ws.requests}
+        if event.version is not None and event.version == ws.base.requests_version
+        else set()
+    )
     seen: dict[TopicPartition, Request] = {}
     for r in entries:
         tp = r.tp
@@ -120,6 +128,9 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
         elif move.next_target is not None:
             ws.set_task(move.with_changes(next_target=None))
     for tp, r in seen.items():
+        if tp in stale and r == ws.base.requests[tp]:
+            ws.requests_dirty = True  # dropped in this step: the write leaves it out
+            continue
         ws.requests[tp] = r
         move = ws.tasks.get(tp)
         if move is None:

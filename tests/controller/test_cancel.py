@@ -81,6 +81,27 @@ def test_worked_state_table_cancel_during_replicating():
     assert s.assignments[TP] == Assignment((1, 2, 3)) and s.tasks == {} and s.requests == {}
 
 
+def test_a_read_of_the_requests_znode_older_than_the_rollback_finishing_in_its_step_does_not_restart_it():
+    """A RequestsRead taken before the step (a watch left from before a reload, say) shows the
+    cancel's own entry, which the rollback finishing in the same step (StopReplicaSent, handled
+    first) drops: the entry is not taken again as a new request (it would move the partition
+    to the cancelled target after an acknowledged cancel)."""
+    s = replicating()
+    cancel(s, (TP,))
+    held = s.requests[TP]
+    version = s.requests_version
+    step = run(s, [StopReplicaSent((TP,)), RequestsRead(version, (held,))])
+    assert step.cancelled == [TP]
+    assert TP not in s.tasks and TP not in s.requests
+    assert s.assignments[TP] == Assignment((1, 2, 3))
+    assert any(getattr(w, "path", None) == "/admin/reassign_partitions" for w in step.writes)
+    # A newer znode (a tool wrote it again) still counts as a new request.
+    s2 = replicating()
+    cancel(s2, (TP,))
+    step = run(s2, [StopReplicaSent((TP,)), RequestsRead(s2.requests_version + 1, (s2.requests[TP],))])
+    assert s2.tasks[TP].phase is not Phase.CANCELLING and s2.tasks[TP].target == (4, 5, 6)
+
+
 def test_an_added_leader_is_replaced_by_the_first_live_original_replica_in_the_isr():
     s = replicating(leader=4, isr=(4, 2, 3, 1))
     step, _ = cancel(s, (TP,))
