@@ -29,6 +29,7 @@ more than a small constant over the ordinary one.
 from __future__ import annotations
 
 import os
+import sys
 from dataclasses import dataclass
 from struct import Struct, calcsize
 from struct import error as StructError
@@ -36,14 +37,15 @@ from struct import error as StructError
 from .primitives import UNKNOWN_TAGS_KEY, uuid_from_bytes
 
 try:
-    from . import _flatruns  # the optional compiled runs (make codec-compiled): absent by default
+    from ._flatruns import Layout as _Layout, set_uuid_reader as _set_uuid_reader  # the optional compiled runs (make codec-compiled): absent by default
 except ImportError:
-    _flatruns = None
+    _Layout = _flatruns = None
 else:
-    _flatruns.set_uuid_reader(uuid_from_bytes)
+    _set_uuid_reader(uuid_from_bytes)
+    _flatruns = sys.modules[__name__.rpartition(".")[0] + "._flatruns"]  # the module (its file, its types)
 # Whether the compiled runs were built, and whether sites use them by default: when built, unless
 # REASSIGND_PURE_CODEC=1 (the pure-Python runs stay the fallback for every shape they cannot take).
-COMPILED = _flatruns is not None
+COMPILED = _Layout is not None
 USE_COMPILED = COMPILED and os.environ.get("REASSIGND_PURE_CODEC", "") != "1"
 
 # Distinct shapes compiled per array site (bounded work and memory under hostile input).
@@ -86,7 +88,7 @@ def compiled_layout(plan: FlatPlan, shape: tuple, strict_keys: bool = False):
     length prefixes and tag count hold), or None where they cannot take it: not built, a field
     this version lacks (its default would have to be made), float64, or a shape the Python runs
     refuse too."""
-    if _flatruns is None or any(default is not None for _, default in plan.items):
+    if _Layout is None or any(default is not None for _, default in plan.items):
         return None
     fmt = ">"
     fields: dict[str, tuple] = {}
@@ -118,7 +120,7 @@ def compiled_layout(plan: FlatPlan, shape: tuple, strict_keys: bool = False):
     if size == 0:
         return None
     try:
-        return _flatruns.Layout([fields[key] for key, _ in plan.items], checks, size, strict_keys, UNKNOWN_TAGS_KEY)
+        return _Layout([fields[key] for key, _ in plan.items], checks, size, strict_keys, UNKNOWN_TAGS_KEY)
     except ValueError:  # more fields or length bytes than the compiled layout holds
         return None
 
