@@ -49,9 +49,11 @@ REPO = __file__.rsplit("/tests/", 1)[0]
 # What the flood may cost, stated: the median and 95th percentile of the ApiVersions probe and
 # of the engine probe (an election due -> its step done), each timed from when it was due. With
 # PBKDF2 on the loop they were 1.5 s and 3.4 s (2 cores at a load of 10); with the fix, on the
-# same machine, ~15 ms and ~130 ms, most of it the flood's own connection churn and the load.
-API_VERSIONS_MEDIAN_S, API_VERSIONS_P95_S = 0.050, 0.250
-ENGINE_STEP_MEDIAN_S, ENGINE_STEP_P95_S = 0.050, 0.250
+# same machine, ~15 ms and ~130 ms, most of it the flood's own connection churn and the load
+# (a p95 of 450 ms beside other tests on two pytest-xdist workers and a load of 6). The bounds sit
+# between the two, nearer the bug's: a loaded machine keeps them, PBKDF2 on the loop does not.
+API_VERSIONS_MEDIAN_S, API_VERSIONS_P95_S = 0.150, 1.0
+ENGINE_STEP_MEDIAN_S, ENGINE_STEP_P95_S = 0.150, 1.0
 FLOOD_CLIENTS, FLOOD_SECONDS = 64, 5.0
 
 # 64 clients: connect, SaslHandshake v1 PLAIN, SaslAuthenticate with a wrong password, wait for
