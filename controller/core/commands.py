@@ -63,10 +63,13 @@ def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
 class Outbox:
     """Per-broker requests being assembled by one engine step (later entries win per partition)."""
 
-    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker]):
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], offline=None):
         self.controller_id = controller_id
         self.epoch = epoch
         self.brokers = brokers
+        # broker -> its replicas on failed log directories (controller.core.log_dir_failure):
+        # offline in UpdateMetadata too, as Kafka's isReplicaOnline says.
+        self.offline = offline if offline is not None else {}
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
         self._stop_waited: dict[int, set[TopicPartition]] = {}  # stops a move waits for
@@ -137,7 +140,7 @@ class Outbox:
         entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
         entries[tp] = {
             **_partition_state(tp, state, replicas),
-            "offline_replicas": [r for r in replicas if r not in self.brokers],
+            "offline_replicas": [r for r in replicas if r not in self.brokers or tp in self.offline.get(r, ())],
         }
 
     def live_brokers_changed(self) -> None:

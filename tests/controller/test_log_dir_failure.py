@@ -119,6 +119,12 @@ def test_worked_table_broker_1s_directory_fails():
     metadata = {(t["topic_name"], p["partition_index"]) for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA
                 for t in c.body.get("topic_states") or [] for p in t["partition_states"]}
     assert metadata == {("a", 0), ("b", 0), ("d", 0), ("e", 0)}
+    # UpdateMetadata names broker 1's replicas on its failed directory offline (Kafka's
+    # isReplicaOnline), though broker 1 itself is live
+    offline = {(t["topic_name"], p["partition_index"]): p["offline_replicas"]
+               for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA
+               for t in c.body.get("topic_states") or [] for p in t["partition_states"]}
+    assert offline == {("a", 0): [1], ("b", 0): [1], ("d", 0): [1], ("e", 0): [1]}
 
 
 def test_unclean_election_where_the_topic_allows_it():
