@@ -46,7 +46,8 @@ Terms: RS a partition's replicas (a moving one's RS = TRS followed by ORS - TRS)
     a leader online - the ISR loses its offline members, bar a REPLICATING move's (its ISR is
     the move's: the leader shrinks it, engine step 5 reads it). Leader epoch + 1, written
     conditional on the zkVersion in the step's flush, then LeaderAndIsr to the online
-    replicas and UpdateMetadata to every live broker. Deferred, as every election is, while a
+    replicas and UpdateMetadata to every live broker (its offline_replicas naming O(b)'s, as
+    Kafka's isReplicaOnline does). Deferred, as every election is, while a
     failover's resumed moves have no state.
  5. Moves: one with a TRS replica offline does not complete (controller.core.reassignment,
     engine step 5): that copy serves nobody, and completing would delete RR's in-sync copies.
