@@ -250,6 +250,30 @@ def hosted_partitions(body: dict) -> set[TopicPartition] | None:
     return out
 
 
+def hosted_replicas(body: dict) -> tuple[set[TopicPartition], dict[TopicPartition, int]] | None:
+    """:func:`hosted_partitions` and :func:`hosted_sizes` of one answer in one pass (an
+    election's answers name every replica of the cluster: two passes were a visible part of
+    the step a failover first completes moves in); None when the answer is an error."""
+    if body.get("error_code", 0):
+        return None
+    hosted: set[TopicPartition] = set()
+    sizes: dict[TopicPartition, int] = {}
+    for result in body.get("results") or []:
+        if result.get("error_code", 0):
+            return None
+        for topic in result.get("topics") or []:
+            name = topic["name"]
+            for p in topic.get("partitions") or []:
+                if p.get("is_future_key", False):
+                    continue
+                tp = (name, p["partition_index"])
+                hosted.add(tp)
+                size = p.get("partition_size")
+                if isinstance(size, int) and size >= 0 and size > sizes.get(tp, -1):
+                    sizes[tp] = size
+    return hosted, sizes
+
+
 def _partition_state(tp: TopicPartition, state: LeaderIsr, replicas) -> dict:
     """The fields LeaderAndIsr and UpdateMetadata partition states share."""
     return {

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_partitions, hosted_sizes
+from controller.core.commands import BrokerCommand, hosted_replicas
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
 from controller.core.log_dir_failure import offline_in_answer, online_in_answer
@@ -109,11 +109,11 @@ class Dispatcher:
             try:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
-                    hosted = hosted_partitions(body)
+                    hosted = hosted_replicas(body)
                     if hosted is None:
                         log.info("broker %d could not say what it hosts: %s", broker_id, body)
                     else:
-                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted), hosted_sizes(body)))
+                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted[0]), hosted[1]))
                 elif command.api_key == ApiKey.LEADER_AND_ISR and body is not None:
                     # Replicas on an offline log directory (controller.core.log_dir_failure step 3).
                     offline = offline_in_answer(body)
