@@ -560,6 +560,7 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
         return
     usage.replace(move, new)
     ws.set_task(new)
+    ws.idle_check = True  # the old target's brokers may be involved no more (throttle removal)
     ws.log.append(
         f"{name}: target {list(move.target)} replaced by {list(target)}"
         + (f"; {list(gone)} deleted now" if gone else "")

@@ -113,18 +113,24 @@ async def busy_in_znode(store: Store, state: ClusterState | None, cache: dict | 
     """``/admin/reassign_partitions`` as it is now: its version (None: absent) and the topics
     and brokers of its entries (the controller may not have read them yet), with each
     partition's current replicas. ``cache`` (the active controller's, one per term) keeps what
-    the last znode parsed to, so a step that ends moves re-parses it only when it changed."""
+    the last znode parsed to, so a step that ends moves re-parses it only when it changed; the
+    current replicas are taken from ``state`` every time (they change while the znode does not:
+    an override deletes a dropped replica, and a cached answer kept it busy)."""
     read = await get_or_none(store, paths.REASSIGN_PARTITIONS)
     if read is None:
         return None, set(), set()
     data, stat = read
     cached = cache.get("entries") if cache is not None else None
     if cached is not None and cached[0] == stat.mzxid:
-        return stat.version, set(cached[1]), set(cached[2])
-    try:
-        entries, _ = decode_requests(paths.REASSIGN_PARTITIONS, data)
-    except ZnodeFormatError:
-        entries = []
+        entries = cached[1]
+    else:
+        try:
+            entries, _ = decode_requests(paths.REASSIGN_PARTITIONS, data)
+        except ZnodeFormatError:
+            entries = []
+        entries = tuple(entries)
+        if cache is not None:
+            cache["entries"] = (stat.mzxid, entries)
     topics: set[str] = set()
     brokers: set[int] = set()
     for r in entries:
@@ -134,8 +140,6 @@ async def busy_in_znode(store: Store, state: ClusterState | None, cache: dict | 
         assignment = state.assignments.get(r.tp) if state is not None else None
         if assignment is not None:
             brokers.update(assignment.replicas)
-    if cache is not None:
-        cache["entries"] = (stat.mzxid, frozenset(topics), frozenset(brokers))
     return stat.version, topics, brokers
 
 

@@ -110,3 +110,29 @@ def test_a_failover_resume_with_moves_left_asks_for_an_idle_check():
     _engine_run(s, RequestsRead(0, (req("t", 0, (4, 2, 3)),)))
     _engine_run(s, StatesRead({("t", 0): state(1, (1, 2, 3))}))
     assert _engine_run(s, Resume()).throttle_check is Mode.IDLE
+
+
+async def test_the_shells_busy_read_takes_current_replicas_from_the_state_each_time():
+    """controller.shell.throttles.busy_in_znode caches the znode's parse, not the brokers: an
+    override deletes a dropped replica while /admin/reassign_partitions stays as it was, and a
+    cached answer kept that broker busy (its throttle stayed; found by the stateful suite's
+    throttles_follow_moves)."""
+    import json as _json
+
+    from controller.core.state import ClusterState
+    from controller.shell.throttles import busy_in_znode
+    from znodes.twin import TwinServer
+    from znodes.values import Assignment
+
+    store = TwinServer().connect()
+    await store.create("/admin", b"")
+    await store.create(paths.REASSIGN_PARTITIONS, _json.dumps({"version": 1, "partitions": [
+        {"topic": "t", "partition": 3, "replicas": [1, 2, 3], "original_replicas": [1, 5, 6]}]}).encode())
+    state = ClusterState(controller_id=101, epoch=1)
+    state.assignments[("t", 3)] = Assignment((1, 2, 4, 5, 6), (2, 4), (5, 6))  # moving to 1,2,4
+    cache: dict = {}
+    _, _, brokers = await busy_in_znode(store, state, cache)
+    assert brokers == {1, 2, 3, 4, 5, 6}
+    state.assignments[("t", 3)] = Assignment((1, 2, 3, 5, 6), (2, 3), (5, 6))  # overridden: 4 deleted
+    _, topics, brokers = await busy_in_znode(store, state, cache)
+    assert topics == {"t"} and brokers == {1, 2, 3, 5, 6}
