@@ -168,12 +168,12 @@ def _scenario(c, adapter, partition: int, topic: str):
             time.sleep(0.2)
         assert TOPIC_CONFIG.items() <= got.items(), got
 
-    def list_topics():
-        assert TOPIC in adapter.list_topics()
-
     # The client may ask any node it knows, and a simulated broker, like a Kafka broker, learns
     # the cluster from ZooKeeper watches (sim.clusterwatch) at its next tick: its answer may
     # trail ZooKeeper for a moment, so these wait for it (and fail if it never catches up).
+    def list_topics():
+        _eventually(lambda: TOPIC in adapter.list_topics(), lambda: True)
+
     def list_brokers():
         _eventually(adapter.list_brokers, lambda: set(BROKERS) | set(CONTROLLER_IDS))
 
