@@ -135,11 +135,20 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
         assert {tp for tp, b in _leaders(zk).items() if b == 2} == led_before
 
         # The planner service, two brokers at once: a dry run changes nothing ... once its model
-        # has heard of the undo's elections (its feed's watches may trail ZooKeeper a moment).
+        # has heard of the undo's elections and reorders and of every ISR (its feed's watches
+        # may trail ZooKeeper a moment; a demotion's plan depends on all three, and a model
+        # that changed between the dry run and kafka-reassign's request plans differently).
         model = c["svc"].model
+
+        def model_view():
+            return ({(t, p): list(a.replicas) for t, parts in model.topics.items() for p, a in parts.items()},
+                    {(t, p): (s.leader, sorted(s.isr)) for t, parts in model.states.items() for p, s in parts.items()})
+
+        def zk_view():
+            return (assignment(zk), {tp: (s["leader"], sorted(s["isr"])) for tp, s in _states(zk).items()})
+
         deadline = time.monotonic() + 20
-        while ({(t, p): s.leader for t, parts in model.states.items() for p, s in parts.items()} != _leaders(zk)
-               and time.monotonic() < deadline):
+        while model_view() != zk_view() and time.monotonic() < deadline:
             await asyncio.sleep(0.05)
         led34 = {tp for tp, b in _leaders(zk).items() if b in (3, 4)}
         # A partition on 3 and 4 alone keeps its leader: no other ISR member to take it.
