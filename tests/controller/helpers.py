@@ -41,3 +41,17 @@ def body_partitions(command) -> dict:
 
 def loads(data: bytes):
     return json.loads(data)
+
+
+def leader_and_isr_sent(step, fields: tuple[str, ...]) -> dict:
+    """The LeaderAndIsr entries an engine step sends: {partition: {broker: (the entry's
+    ``fields``, in order)}}."""
+    from protocol import ApiKey
+
+    out: dict = {}
+    for c in step.commands:
+        if c.api_key == ApiKey.LEADER_AND_ISR:
+            for t in c.body["topic_states"]:
+                for ps in t["partition_states"]:
+                    out.setdefault((t["topic_name"], ps["partition_index"]), {})[c.broker_id] = tuple(ps[f] for f in fields)
+    return out

@@ -16,6 +16,7 @@ from controller.core.log_dir_failure import offline_in_answer, online_in_answer,
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from protocol import ApiKey
+from tests.controller.helpers import leader_and_isr_sent
 from znodes.api import Delete
 from znodes.values import Assignment, Broker, LeaderIsr
 
@@ -68,14 +69,7 @@ def _written(st: engine.Step) -> dict:
 
 def _lai(st: engine.Step) -> dict:
     """LeaderAndIsr per partition: {broker: (leader, leader epoch, replicas, adding, removing)}."""
-    out: dict = {}
-    for c in st.commands:
-        if c.api_key == ApiKey.LEADER_AND_ISR:
-            for t in c.body["topic_states"]:
-                for ps in t["partition_states"]:
-                    out.setdefault((t["topic_name"], ps["partition_index"]), {})[c.broker_id] = (
-                        ps["leader"], ps["leader_epoch"], ps["replicas"], ps["adding_replicas"], ps["removing_replicas"])
-    return out
+    return leader_and_isr_sent(st, ("leader", "leader_epoch", "replicas", "adding_replicas", "removing_replicas"))
 
 
 def test_notifications_are_deleted_in_the_fenced_flush_and_the_named_brokers_asked():

@@ -21,6 +21,7 @@ from controller.core.topic_deletion import TopicDeletion
 from protocol import ApiKey
 from sim.replica import Role
 from tests.controller.harness import Harness
+from tests.controller.helpers import leader_and_isr_sent
 from znodes import paths
 from znodes.values import Assignment, Broker, LeaderIsr
 
@@ -58,14 +59,7 @@ READ = {
 
 def _lai(st: engine.Step) -> dict:
     """{partition: {broker: (leader, leader epoch, isr, replicas, is_new)}}"""
-    out: dict = {}
-    for c in st.commands:
-        if c.api_key == ApiKey.LEADER_AND_ISR:
-            for t in c.body["topic_states"]:
-                for ps in t["partition_states"]:
-                    out.setdefault((t["topic_name"], ps["partition_index"]), {})[c.broker_id] = (
-                        ps["leader"], ps["leader_epoch"], ps["isr"], ps["replicas"], ps["is_new"])
-    return out
+    return leader_and_isr_sent(st, ("leader", "leader_epoch", "isr", "replicas", "is_new"))
 
 
 def test_a_reload_chunk_gives_every_live_replica_its_state_held():
