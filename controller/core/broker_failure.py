@@ -175,20 +175,13 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
         state = ws.states.get(move.tp)
         if state is None:
             continue
+        # A (re)started replica learns the move; a new leader may now be electable.
+        replicas, adding, removing = move.told()
+        for b in back.intersection(replicas):
+            ws.box.leader_and_isr(b, move.tp, state, replicas=replicas, adding=adding, removing=removing,
+                                  is_new=b in adding)
         if move.phase is Phase.REPLICATING:
-            # A (re)started replica learns the move; a new leader may now be electable.
-            for b in back.intersection(move.replicas):
-                ws.box.leader_and_isr(
-                    b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
-                    is_new=b in move.adding,
-                )
             reassignment.check_complete(ws, move)
-        elif move.phase is Phase.STOPPING:
-            for b in back.intersection(move.target):
-                ws.box.leader_and_isr(b, move.tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
-        elif move.phase is Phase.CANCELLING:
-            for b in back.intersection(move.original):
-                ws.box.leader_and_isr(b, move.tp, state, replicas=move.original, adding=(), removing=(), is_new=False)
     if back:
         ws.schedule_needed = True
 

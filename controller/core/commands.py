@@ -9,8 +9,8 @@ handful of requests, not 10,000.
     box = Outbox(controller_id=101, epoch=3, brokers={1: Broker(1, "127.0.0.1", 9092)})
     box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
     box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
-    hosted_partitions(describe_log_dirs_answer)   # {("t", 0), ...}, or None if it failed
-    hosted_sizes(describe_log_dirs_answer)        # {("t", 0): 1048576, ...}
+    hosted_replicas(describe_log_dirs_answer)     # ({("t", 0), ...}, {("t", 0): 1048576, ...}), or None if it failed
+    hosted_sizes(describe_log_dirs_answer)        # {("t", 0): 1048576, ...}, failed dirs left out
 """
 
 from __future__ import annotations
@@ -63,13 +63,13 @@ def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
 class Outbox:
     """Per-broker requests being assembled by one engine step (later entries win per partition)."""
 
-    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], offline=None):
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], live_for=None):
         self.controller_id = controller_id
         self.epoch = epoch
         self.brokers = brokers
-        # broker -> its replicas on failed log directories (controller.core.log_dir_failure):
-        # offline in UpdateMetadata too, as Kafka's isReplicaOnline says.
-        self.offline = offline if offline is not None else {}
+        # partition -> the brokers whose replica of it is online (WorkingSet.live_for: a replica
+        # on a failed log directory is offline in UpdateMetadata too); None: the live brokers.
+        self.live_for = live_for
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
         self._stop_waited: dict[int, set[TopicPartition]] = {}  # stops a move waits for
@@ -138,9 +138,10 @@ class Outbox:
         """Tell every live broker (or only the brokers ``to``) the partition's state (sent
         once per step and set of brokers)."""
         entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
+        live = self.brokers if self.live_for is None else self.live_for(tp)
         entries[tp] = {
             **_partition_state(tp, state, replicas),
-            "offline_replicas": [r for r in replicas if r not in self.brokers or tp in self.offline.get(r, ())],
+            "offline_replicas": [r for r in replicas if r not in live],
         }
 
     def live_brokers_changed(self) -> None:
@@ -217,43 +218,12 @@ class Outbox:
         return out
 
 
-def hosted_sizes(body: dict) -> dict[TopicPartition, int]:
-    """The size in bytes of each replica a DescribeLogDirs answer lists (current logs; a log
-    dir that failed is left out: its sizes are unknown, not 0)."""
-    out: dict[TopicPartition, int] = {}
-    for result in body.get("results") or []:
-        if result.get("error_code", 0):
-            continue
-        for topic in result.get("topics") or []:
-            for p in topic.get("partitions") or []:
-                size = p.get("partition_size")
-                if not p.get("is_future_key", False) and isinstance(size, int) and size >= 0:
-                    tp = (topic["name"], p["partition_index"])
-                    out[tp] = max(out.get(tp, 0), size)
-    return out
-
-
-def hosted_partitions(body: dict) -> set[TopicPartition] | None:
-    """The partitions a DescribeLogDirs answer says the broker hosts (current logs, not an
-    intra-broker move's future ones), or None if the answer is an error: a log dir that could
-    not be described makes the whole answer unknown, so nothing is taken for absent."""
-    if body.get("error_code", 0):
-        return None
-    out: set[TopicPartition] = set()
-    for result in body.get("results") or []:
-        if result.get("error_code", 0):
-            return None
-        for topic in result.get("topics") or []:
-            for p in topic.get("partitions") or []:
-                if not p.get("is_future_key", False):
-                    out.add((topic["name"], p["partition_index"]))
-    return out
-
-
 def hosted_replicas(body: dict) -> tuple[set[TopicPartition], dict[TopicPartition, int]] | None:
-    """:func:`hosted_partitions` and :func:`hosted_sizes` of one answer in one pass (an
-    election's answers name every replica of the cluster: two passes were a visible part of
-    the step a failover first completes moves in); None when the answer is an error."""
+    """What a DescribeLogDirs answer says the broker hosts, in one pass (an election's answers
+    name every replica of the cluster): the partitions of its current logs (not an intra-broker
+    move's future ones) and the size in bytes of each that reports one (the largest, should two
+    directories hold it). None if the answer is an error: a log dir that could not be described
+    makes the whole answer unknown, so nothing is taken for absent."""
     if body.get("error_code", 0):
         return None
     hosted: set[TopicPartition] = set()
@@ -272,6 +242,19 @@ def hosted_replicas(body: dict) -> tuple[set[TopicPartition], dict[TopicPartitio
                 if isinstance(size, int) and size >= 0 and size > sizes.get(tp, -1):
                     sizes[tp] = size
     return hosted, sizes
+
+
+def hosted_sizes(body: dict) -> dict[TopicPartition, int]:
+    """The sizes :func:`hosted_replicas` reads, directory by directory: a log dir that failed is
+    left out (its sizes are unknown, not 0), the others still count."""
+    out: dict[TopicPartition, int] = {}
+    for result in body.get("results") or []:
+        if result.get("error_code", 0):
+            continue
+        for tp, size in hosted_replicas({"results": [result]})[1].items():
+            if size > out.get(tp, -1):
+                out[tp] = size
+    return out
 
 
 def _partition_state(tp: TopicPartition, state: LeaderIsr, replicas) -> dict:

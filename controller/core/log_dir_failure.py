@@ -125,14 +125,7 @@ def probe(ws: WorkingSet, brokers: frozenset[int]) -> None:
         if state is None:
             continue
         move = ws.tasks.get(tp)
-        replicas, adding, removing = assignment.replicas, (), ()
-        if move is not None and move.started:
-            if move.phase is Phase.REPLICATING:
-                replicas, adding, removing = move.replicas, move.adding, move.removing
-            elif move.phase is Phase.STOPPING:
-                replicas = move.target
-            elif move.phase is Phase.CANCELLING:
-                replicas = move.original
+        replicas, adding, removing = move.told() if move is not None and move.started else (assignment.replicas, (), ())
         for b in replicas:
             if b in brokers:
                 ws.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing,
@@ -198,25 +191,22 @@ def check_ended(ws: WorkingSet) -> None:
 def offline_in_answer(body: dict) -> frozenset[TopicPartition]:
     """Step 3: the partitions a LeaderAndIsr answer says KAFKA_STORAGE_ERROR for (none when the
     request as a whole was refused)."""
-    if body.get("error_code", 0):
-        return frozenset()
-    return frozenset(
-        (e.get("topic_name"), e.get("partition_index"))
-        for e in body.get("partition_errors") or ()
-        if e.get("error_code") == STORAGE_ERROR and isinstance(e.get("topic_name"), str)
-        and isinstance(e.get("partition_index"), int)
-    )
+    return _answered(body, STORAGE_ERROR)
 
 
 def online_in_answer(body: dict) -> frozenset[TopicPartition]:
     """Step 3: the partitions a LeaderAndIsr answer says NONE for (none when the request as a
     whole was refused)."""
+    return _answered(body, 0)
+
+
+def _answered(body: dict, code: int) -> frozenset[TopicPartition]:
     if body.get("error_code", 0):
         return frozenset()
     return frozenset(
         (e.get("topic_name"), e.get("partition_index"))
         for e in body.get("partition_errors") or ()
-        if e.get("error_code", 0) == 0 and isinstance(e.get("topic_name"), str)
+        if e.get("error_code", 0) == code and isinstance(e.get("topic_name"), str)
         and isinstance(e.get("partition_index"), int)
     )
 

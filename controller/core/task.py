@@ -197,6 +197,14 @@ class Move:
         """RS of the rollback (KIP-236): ORS followed by the replicas it deletes."""
         return (self.original or ()) + self.added
 
+    def told(self) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
+        """(replicas, adding, removing) a started move's LeaderAndIsr names in its phase, told
+        again to a broker with the state held: REPLICATING its RS, AR and RR; STOPPING TRS and
+        CANCELLING ORS, the RS each already wrote, with nothing moving."""
+        if self.phase is Phase.REPLICATING:
+            return self.replicas, self.adding, self.removing
+        return (self.target if self.phase is Phase.STOPPING else self.original or ()), (), ()
+
 
 def reassigning_replicas(target, original) -> tuple[tuple[int, ...], tuple[int, ...], tuple[int, ...]]:
     """(RS, AR, RR) for a move from ``original`` to ``target``."""

@@ -176,14 +176,21 @@ def busy_in_state(tasks, requests, assignments) -> tuple[set[str], set[int]]:
         assignment = assignments.get(tp)
         if assignment is not None:
             brokers.update(assignment.replicas)
-    for tp, request in requests.items():
-        topics.add(tp[0])
-        brokers.update(request.replicas)
-        brokers.update(request.original_replicas or ())
-        assignment = assignments.get(tp)
+    entries_involve(requests.values(), assignments, topics, brokers)
+    return topics, brokers
+
+
+def entries_involve(entries, assignments, topics: set[str], brokers: set[int]) -> None:
+    """Add what entries of ``/admin/reassign_partitions`` involve to ``topics`` and ``brokers``:
+    their topics, targets, originals and their partitions' current replicas (the engine's held
+    entries here, a fresh read of the znode in controller.shell.throttles)."""
+    for r in entries:
+        topics.add(r.topic)
+        brokers.update(r.replicas)
+        brokers.update(r.original_replicas or ())
+        assignment = assignments.get(r.tp)
         if assignment is not None:
             brokers.update(assignment.replicas)
-    return topics, brokers
 
 
 def removal_ops(decision: Decision, configs, log: list[str]) -> list[Op]:

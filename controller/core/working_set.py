@@ -157,7 +157,7 @@ class WorkingSet:
     @property
     def box(self) -> Outbox:
         if self.outbox is None:
-            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers, self.offline_replicas)
+            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers, self.live_for)
         return self.outbox
 
     def set_task(self, move: Move) -> None:

@@ -44,7 +44,7 @@ import logging
 
 from controller.core.events import ThrottleRemovalRead, ZnodeRead
 from controller.core.state import ClusterState
-from controller.core.throttle_removal import Listed, Mode, Snapshot
+from controller.core.throttle_removal import Listed, Mode, Snapshot, entries_involve
 from controller.core.throttle_writes import listed_bytes  # noqa: F401 (re-exported)
 from controller.shell import throttle_configs as tc
 from znodes import cluster_reader, models, paths
@@ -133,13 +133,7 @@ async def busy_in_znode(store: Store, state: ClusterState | None, cache: dict | 
             cache["entries"] = (stat.mzxid, entries)
     topics: set[str] = set()
     brokers: set[int] = set()
-    for r in entries:
-        topics.add(r.topic)
-        brokers.update(r.replicas)
-        brokers.update(r.original_replicas or ())
-        assignment = state.assignments.get(r.tp) if state is not None else None
-        if assignment is not None:
-            brokers.update(assignment.replicas)
+    entries_involve(entries, state.assignments if state is not None else {}, topics, brokers)
     return stat.version, topics, brokers
 
 

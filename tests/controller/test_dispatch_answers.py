@@ -96,8 +96,8 @@ async def test_a_partition_refused_for_its_leader_epoch_is_not_retried_nor_a_war
     assert [r for r in caplog.records if r.levelno >= logging.WARNING]
 
 
-def test_hosted_replicas_is_hosted_partitions_and_hosted_sizes_in_one_pass():
-    from controller.core.commands import hosted_partitions, hosted_replicas, hosted_sizes
+def test_hosted_replicas_reads_partitions_and_sizes_in_one_pass():
+    from controller.core.commands import hosted_replicas, hosted_sizes
 
     def part(i, size, future=False):
         return {"partition_index": i, "partition_size": size, "offset_lag": 0, "is_future_key": future}
@@ -106,8 +106,9 @@ def test_hosted_replicas_is_hosted_partitions_and_hosted_sizes_in_one_pass():
         {"error_code": 0, "log_dir": "/a", "topics": [{"name": "t", "partitions": [part(0, 5), part(1, -1), part(2, 7, True)]}]},
         {"error_code": 0, "log_dir": "/b", "topics": [{"name": "t", "partitions": [part(0, 9), part(3, 2)]}]},
     ]}
-    assert hosted_replicas(ok) == (hosted_partitions(ok), hosted_sizes(ok))
     assert hosted_replicas(ok) == ({("t", 0), ("t", 1), ("t", 3)}, {("t", 0): 9, ("t", 3): 2})
-    failed_dir = {"error_code": 0, "results": [dict(ok["results"][0], error_code=57)]}
-    assert hosted_replicas(failed_dir) is None and hosted_partitions(failed_dir) is None
+    assert hosted_sizes(ok) == {("t", 0): 9, ("t", 3): 2}
+    failed_dir = {"error_code": 0, "results": [dict(ok["results"][0], error_code=57), ok["results"][1]]}
+    assert hosted_replicas(failed_dir) is None
+    assert hosted_sizes(failed_dir) == {("t", 0): 9, ("t", 3): 2}  # the failed dir's sizes are unknown, not 0
     assert hosted_replicas({"error_code": 1}) is None
