@@ -451,7 +451,7 @@ def finish(ws: WorkingSet) -> Step:
         kinds=[by_op.get(id(op)) or labels.get(op.path, frozenset({OTHER})) for op in own + tail + removal],
         shared_from=len(own),
         removal_from=len(own) + len(tail),
-        throttle_check=throttle_removal.check_due(finished, bool(ws.ended or ws.cancelled or ws.idle_check)) or ws.removal_again,
+        throttle_check=throttle_removal.check_due(finished, bool(ws.ended or ws.idle_check)) or ws.removal_again,
         commands=ws.outbox.commands() if ws.outbox is not None else [],
         reads=frozenset(
             tp for tp in ws.reads if (m := ws.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)
