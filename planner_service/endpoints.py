@@ -167,7 +167,7 @@ class RestApi:
             mode = "decommission" if path == "/remove_broker" else "add-brokers"
             kwargs = {"brokers": ids}
         if not dryrun:
-            why = self._conflict()  # before planning: a refused request costs no plan
+            why = await self.refusal()  # before planning: a refused request costs no plan
             if why:
                 raise HttpError(409, why)
         concurrency = None
@@ -199,7 +199,7 @@ class RestApi:
             raise HttpError(400, "/demote_broker needs brokerid=ID[,ID...]")
         ids = _ids(query["brokerid"])
         if not dryrun:
-            why = self._conflict()
+            why = await self.refusal()
             if why:
                 raise HttpError(409, why)
         planned = self.demote(ids, {"path": "/demote_broker", "params": {"brokerid": query["brokerid"]}})
@@ -214,7 +214,7 @@ class RestApi:
         moves inside it (spark_jobs.disks); executed, AlterReplicaLogDirs to the brokers."""
         ids = _ids(query["brokerid"]) if "brokerid" in query else None
         if not dryrun:
-            why = self._conflict()
+            why = await self.refusal()
             if why:
                 raise HttpError(409, why)
         params = {"brokerid": query["brokerid"]} if "brokerid" in query else {}
@@ -234,7 +234,7 @@ class RestApi:
                                  "is part of it and cannot be given again")
         pid = _positive(query["proposal_id"], "proposal_id")
         if not dryrun:
-            why = self._conflict()
+            why = await self.refusal()
             if why:
                 raise HttpError(409, why)
         planned = self.reviewed(pid, path)

@@ -434,13 +434,26 @@ class PlannerService(RestApi):
                     f"{', /admin/reassign_partitions pending' if self.model.request_pending else ''})")
         return None
 
+    async def refusal(self) -> str | None:
+        """Why an execution would be refused now (409), or None: :meth:`_conflict`, with the
+        cluster's part confirmed by a fresh read first (ZkFeed.confirm_running), so a request
+        made just after a reassignment ended is not refused on the model's last view of it."""
+        from znodes.api import ZkError
+
+        if self._conflict() and self.model.reassignment_running():
+            try:
+                await self.feed.confirm_running()
+            except ZkError as e:  # the model's view stands: the refusal says so
+                log.warning("could not confirm a running reassignment: %s", e)
+        return self._conflict()
+
     async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None,
                       cluster_cap: int | None = None, deadline_s: float | None = None, *,
                       movement_strategies: tuple[str, ...] | None = None) -> Execution:
         """Start executing ``planned``: its waves, cut to at most ``cluster_cap`` partitions
         each, until the deadline (``deadline_s``, default --execution-deadline), each wave's
         moves started in the order of ``movement_strategies`` (None: the controller's setting)."""
-        why = self._conflict()
+        why = await self.refusal()
         if why:
             raise HttpError(409, why)
         result = planned["result"]

@@ -242,6 +242,20 @@ class ZkFeed:
         if self.model.set_state(topic, partition, states.get((topic, partition)), time.time()):
             self.on_change()
 
+    async def confirm_running(self) -> None:
+        """Read again what says a reassignment runs (both admin znodes, the topics the model
+        lists as moving): their watches may trail ZooKeeper a moment, as right after a
+        reassignment ends, and a refusal to execute must not rest on such a read. Not
+        connected: the model stays as it is."""
+        from znodes import paths
+
+        if not self.connected or self.store is None:
+            return
+        await self._read_admin(paths.REASSIGN_PARTITIONS)
+        await self._read_admin(paths.REASSIGNMENTS)
+        for t in sorted({t for t, _ in self.model.moving_partitions()}):
+            await self._read_topic(t)
+
     async def _read_admin(self, path: str) -> None:
         from znodes import paths
         from znodes.reads import children_or_empty

@@ -121,3 +121,34 @@ async def test_model_catches_up_after_its_zookeeper_server_crashes(zk_ensemble):
         _RECONNECT.copy()(zk.delete, chroot, recursive=True)
         zk.stop()
         zk.close()
+
+
+async def test_a_refusal_to_execute_rests_on_a_fresh_read_not_on_a_trailing_watch(zk_hosts):
+    """CI saw a 409 "reassignment running (0 partitions moving, /admin/reassign_partitions
+    pending)" just after kafka-reassign had seen its reassignment end: the feed's watch on the
+    deleted znode had not fired yet. The refusal reads the cluster's markers again first."""
+    from znodes.values import Assignment
+
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    svc = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False))
+    try:
+        _write_cluster(zk)
+        await svc.start()
+        await _until(lambda: svc.feed.ready, 20, "the model")
+        assert await svc.refusal() is None
+        # The model trails ZooKeeper: it still holds a request znode and a move that have ended.
+        svc.model.set_request_pending(True)
+        svc.model.set_topic("orders", {**svc.model.topics["orders"], 0: Assignment((1, 2, 3), adding=(3,))})
+        assert "0 partitions" not in svc._conflict() and svc.model.reassignment_running()
+        assert await svc.refusal() is None
+        assert not svc.model.request_pending and svc.model.moving_partitions() == []
+        # What ZooKeeper holds is refused, named as before, once the feed has heard of it.
+        zk.create("/admin/reassign_partitions", json.dumps({"version": 1, "partitions": []}).encode(), makepath=True)
+        await _until(lambda: svc.model.request_pending, 10, "the request znode")
+        why = await svc.refusal()
+        assert why and "/admin/reassign_partitions pending" in why, why
+    finally:
+        await svc.stop()
+        zk.stop()
+        zk.close()
