@@ -25,8 +25,16 @@ would give it: a feeder keeps ``/admin/reassign_partitions`` topped up in Kafka'
 controller works. Every partition moves all three replicas (RR = 3 brokers), so every move
 goes the whole way: start, ISR growth, leader change and ISR shrink, StopReplica, finish.
 
-Half-way, the active controller is killed (task cancelled, its session closed so its
-``/controller`` goes at once) and a second one is elected and recovers from ZooKeeper.
+Half-way, the failover wave: the feeder stops after the first half of the partitions and
+every move fed finishes (``/admin/reassign_partitions`` gone); then the feeder writes the next
+KILL_IN_FLIGHT (3,000) entries in one write while the instant brokers hold their ISR growth
+(the copies are running), the controller starts all of them, and once every one is started
+(its KIP-240 record, state and topic znodes written) the active controller is killed (task
+cancelled, its session closed so its ``/controller`` goes at once). The brokers' held ISR
+writes are dropped (the copies had not caught up) and they catch up at once again from then
+on; a second controller is elected and recovers from ZooKeeper. The feeder resumes once the
+new controller has completed a move (the failover figure is taken then), so the figure times
+the resumption of those moves, not the start of new ones.
 
 The peer is the same controller with coalescing off: every partition's every change is its
 own engine step and its own fenced multi-op (the write pattern of Kafka 2.x's ZooKeeper
@@ -71,17 +79,19 @@ Figures (printed last, one per line):
 * ``failover_resume_seconds``: "resume" is the new controller completing a move again: from
   the moment its election returns (``/controller`` created and ``/controller_epoch`` bumped
   in one multi) to the end of its first engine step that completes a partition, that step's
-  writes landed (recovery, the resumed moves' new leader epochs, the brokers' ISR writes and
-  the completion included; the killed controller's own last completions, read back from the
-  topic znodes, are read before the election and do not count). ``in_flight_at_failover`` says
-  how many moves had started and not finished (KIP-240 records) when the old one died: the
-  kill waits for KILL_IN_FLIGHT (3,000, the issue's goal) to KILL_IN_FLIGHT_MAX running for
-  at most KILL_WINDOW_S, then for at least KILL_IN_FLIGHT; moves start in waves as the feeder
-  tops the znode up, so it may be more.
-  It is bounded by ``/admin/reassign_partitions``, which holds every unfinished entry and
-  must stay under ZooKeeper's 1 MiB limit (as in Kafka): the feeder's window of at most
-  FEED_HIGH (10,000) entries is ~880 KB once the controller added ``original_replicas``, so
-  100,000 moves are never all in flight at once.
+  writes landed (recovery's reads of the brokers, the topic znodes, the KIP-240 records and
+  the resumed moves' states, the resumed moves' new leader epochs and LeaderAndIsr, the
+  brokers' ISR writes and notifications, the completion's writes and StopReplica included).
+  ``in_flight_at_failover`` is how many moves had started and not finished (KIP-240 records)
+  when the old controller died: the failover wave's KILL_IN_FLIGHT on a cluster of 100,000
+  partitions (a tenth of the partitions on smaller runs), every other partition idle, half
+  of them already moved, nothing else in ``/admin/reassign_partitions``. The wave is needed
+  because moves otherwise start in waves of up to FEED_HIGH (10,000: the feeder's window, an
+  ``/admin/reassign_partitions`` of ~880 KB once the controller added ``original_replicas``,
+  under ZooKeeper's 1 MiB limit as in Kafka) that instant brokers finish within a second, so
+  a kill at a random moment finds anything from none to 10,000 in flight.
+  ``--profile-failover FILE`` writes cProfile's stats of that window (this process: the new
+  controller, the instant brokers and the feeder).
 * The run of record counts Prometheus metrics as the daemon does (controller.shell.metrics:
   every ZooKeeper call timed, every step's results counted by door through the journal, whose
   RecordIds writes each move's door into its record, a scrape every 5 s);
@@ -135,13 +145,14 @@ counted as a set: those of the killed controller's last step, whose writes may h
 without it seeing them, are read back from the topic znodes after the kill.
 
     .venv/bin/python bench/controller.py [--partitions 10000] [--peer-partitions 500] [--socket-partitions 2000]
-                                         [--rounds 1] [--full]
+                                         [--rounds 1] [--full] [--profile-failover FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import cProfile
 import json
 import logging
 import os
@@ -181,16 +192,9 @@ PARTITIONS_PER_TOPIC = 1000
 # The feeder keeps the znode between these many entries (JSON ~ 88 bytes per entry once the
 # controller has added original_replicas: 10,000 entries are ~880 KB, under ZooKeeper's 1 MiB).
 FEED_LOW, FEED_HIGH = 6000, 10000
-# The issue's failover goal: at least this many moves in flight when the controller dies (the
-# kill waits for them, at most KILL_WINDOW_S; the feeder's low mark must leave room for them).
+# The issue's failover goal: this many moves in flight when the controller dies (the failover
+# wave of run(); a tenth of the partitions on smaller runs).
 KILL_IN_FLIGHT = 3000
-# Moves start in waves (a feeder write of thousands of entries starts at once): within
-# KILL_WINDOW_S the kill waits for a moment with at most this many running, so that the figure
-# is taken near the goal's condition, not at a whole wave of 10,000; after it, at the first
-# moment with KILL_IN_FLIGHT or more.
-KILL_IN_FLIGHT_MAX = 4500
-# After half-way, wait at most this long for a moment with many moves running to kill at.
-KILL_WINDOW_S = 5.0
 FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
 NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~140 bytes each: < 1 MiB)
 BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
@@ -324,6 +328,10 @@ class InstantBrokers:
         self.wake = asyncio.Event()
         self.task = asyncio.create_task(self._flush_forever())
         self.correlation = 0
+        # Cleared while the failover wave's copies run (run()): ISR growth waits, as a real
+        # follower's would until it caught up.
+        self.copies_done = asyncio.Event()
+        self.copies_done.set()
         self.hosted: dict[int, set[tuple[str, int]]] = {b: set() for b in range(1, BROKERS + 1)}
         for topic, parts in topics.items():
             for p, replicas in parts.items():
@@ -382,6 +390,7 @@ class InstantBrokers:
         while True:
             await self.wake.wait()
             await asyncio.sleep(BROKER_FLUSH_DELAY_S)
+            await self.copies_done.wait()
             self.wake.clear()
             batch, self.pending = self.pending, {}
             await self._write(batch)
@@ -466,36 +475,75 @@ def feed_window(n_partitions: int) -> tuple[int, int]:
     return low, min(FEED_HIGH, 2 * low)
 
 
-async def feed(store, targets: dict, stop: asyncio.Event):
-    """Keep /admin/reassign_partitions between feed_window's low and high entries."""
-    low, high = feed_window(len(targets))
-    queue = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]
-    while queue and not stop.is_set():
-        # Look at the size first: parsing a 600 KB znode every poll would only steal CPU.
-        stat = await store.exists(paths.REASSIGN_PARTITIONS)
-        if stat is not None and stat.data_length > low * FEED_BYTES_PER_ENTRY:
-            await asyncio.sleep(0.02)
-            continue
+class Feeder:
+    """Keeps /admin/reassign_partitions between feed_window's low and high entries, as a
+    third-party tool appending with conditional writes; paused around the failover (run())."""
+
+    def __init__(self, store, targets: dict, pause_at: int | None = None):
+        self.store = store
+        self.queue = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]
+        self.low, self.high = feed_window(len(targets))
+        # Entries fed before the feeder pauses by itself (the failover's drain), None: never.
+        self.left_before_pause = pause_at
+        self.lock = asyncio.Lock()  # held by each read-modify-write of the znode
+
+    @property
+    def paused(self) -> bool:
+        return self.left_before_pause == 0
+
+    def resume(self) -> None:
+        self.left_before_pause = None
+
+    async def run(self, stop: asyncio.Event) -> None:
+        while self.queue and not stop.is_set():
+            async with self.lock:
+                wrote = not self.paused and await self._top_up()
+            if not wrote:
+                await asyncio.sleep(0.02)
+
+    async def _top_up(self, exactly: int | None = None) -> bool:
+        """One conditional append: up to the high mark when the znode is under the low one, or
+        ``exactly`` entries. False: nothing to do now (poll again later); True after a write,
+        or after a conflict without ``exactly`` (read again at once)."""
+        if exactly is None:
+            # Look at the size first: parsing a 600 KB znode every poll would only steal CPU.
+            stat = await self.store.exists(paths.REASSIGN_PARTITIONS)
+            if stat is not None and stat.data_length > self.low * FEED_BYTES_PER_ENTRY:
+                return False
         try:
-            data, stat = await store.get(paths.REASSIGN_PARTITIONS)
+            data, stat = await self.store.get(paths.REASSIGN_PARTITIONS)
             doc = json.loads(data)
         except NoNodeError:
             data, stat, doc = None, None, {"version": 1, "partitions": []}
         have = len(doc["partitions"])
-        if have < low:
-            take = queue[: high - have]
-            doc["partitions"] += take
-            payload = json.dumps(doc, separators=(",", ":")).encode()
-            try:
-                if stat is None:
-                    await store.create(paths.REASSIGN_PARTITIONS, payload)
-                else:
-                    await store.set(paths.REASSIGN_PARTITIONS, payload, stat.version)
-                del queue[: len(take)]
-                continue
-            except (BadVersionError, NodeExistsError, NoNodeError):
-                continue  # the controller wrote it meanwhile: read again
-        await asyncio.sleep(0.02)
+        if exactly is None and have >= self.low:
+            return False
+        want = exactly if exactly is not None else self.high - have
+        if exactly is None and self.left_before_pause is not None:
+            want = min(want, self.left_before_pause)
+        take = self.queue[:want]
+        doc["partitions"] += take
+        payload = json.dumps(doc, separators=(",", ":")).encode()
+        try:
+            if stat is None:
+                await self.store.create(paths.REASSIGN_PARTITIONS, payload)
+            else:
+                await self.store.set(paths.REASSIGN_PARTITIONS, payload, stat.version)
+        except (BadVersionError, NodeExistsError, NoNodeError):
+            return exactly is None  # the controller wrote it meanwhile: read again
+        del self.queue[: len(take)]
+        if exactly is None and self.left_before_pause is not None:
+            self.left_before_pause -= len(take)
+        return True
+
+    async def wave(self, n: int) -> int:
+        """Append the next ``n`` entries in one write (the feeder paused: nothing else in the
+        znode then); how many it wrote."""
+        async with self.lock:
+            while True:
+                count = min(n, len(self.queue))
+                if await self._top_up(exactly=count):
+                    return count
 
 
 async def at_target(store, topics, targets) -> set:
@@ -536,8 +584,12 @@ FULL_SIZES = {"partitions": 100_000, "peer_partitions": 1_000, "socket_partition
 SCRAPE_INTERVAL_S = 5.0
 
 
-async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, metrics: bool = False) -> dict:
+async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, metrics: bool = False,
+              profile_failover: str | None = None) -> dict:
+    """One run; ``profile_failover``: a file for cProfile's stats of this process from the new
+    controller's election to its first completed move."""
     topics, targets = layout(n_partitions)
+    profiler = cProfile.Profile()
     brokers_store = await connect(hosts, session_timeout=30, create_chroot=True)
     feeder_store = await connect(hosts, session_timeout=30)
     await create_cluster(brokers_store, topics)
@@ -559,6 +611,10 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         completed.update(step.completed)
         if not first_step_after_failover and elected_at and step.completed:
             first_step_after_failover.append(time.perf_counter())
+            if profile_failover:
+                profiler.disable()
+                profiler.dump_stats(profile_failover)
+            feeder.resume()  # the figure is taken: the rest of the work arrives again
         if len(completed) >= n_partitions:
             done.set()
 
@@ -612,36 +668,42 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     election_seconds = time.perf_counter() - began_election
     started = time.perf_counter()
     cpu_started = time.process_time()
-    feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
+    feeder = Feeder(feeder_store, targets, pause_at=n_partitions // 2 if failover else None)
+    feeding = asyncio.create_task(feeder.run(stop_feeding))
     if failover:
-        # Half-way, and at a moment when many moves are running (instant brokers finish
-        # them fast, so the running set empties now and then): failover must resume them.
         def running() -> int:
             state = actives[0].state
             return 0 if state is None else sum(1 for _ in state.running())
 
-        while len(completed) < n_partitions // 2:
-            await asyncio.sleep(0.01)
-        most, deadline = 0, time.perf_counter() + KILL_WINDOW_S
-        want = min(KILL_IN_FLIGHT, feed_window(n_partitions)[0] // 2, n_partitions // 10)
-        while not (want <= (now := running()) <= max(want, KILL_IN_FLIGHT_MAX)) and time.perf_counter() < deadline:
-            most = max(most, now)
+        # Half-way, the failover wave (see the docstring): the feeder pauses after the first
+        # half and every move fed finishes; then one write of the next `wave` entries, which the
+        # controller starts while the brokers' copies run, and the kill once all are started.
+        while not feeder.paused or actives[0].state.tasks or await feeder_store.exists(paths.REASSIGN_PARTITIONS):
+            await asyncio.sleep(0.01)  # the controller deletes the znode once every entry is done
+        brokers.copies_done.clear()
+        wave = await feeder.wave(min(KILL_IN_FLIGHT, n_partitions // 10))
+        while running() < wave:
             await asyncio.sleep(0.001)
-        while running() < want:  # the window passed without one: the first moment with enough
-            await asyncio.sleep(0.001)
-        print(f"killing with {running()} moves running (most seen while waiting: {most})", file=sys.stderr)
+        print(f"killing with {running()} moves running", file=sys.stderr)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
         inbox.close()
         await store.close()  # the session ends: /controller goes now
         for scraper in scrapers:
             scraper.cancel()  # the killed controller's process would be gone, /metrics with it
+        # The copies had not caught up when the controller died: the leaders' ISR writes for
+        # them would name the dead controller's leader epochs; the new one's LeaderAndIsr
+        # (a new leader epoch for every resumed move) lets them catch up at once.
+        brokers.pending.clear()
+        brokers.copies_done.set()
         in_flight_at_failover = await count_in_flight(feeder_store, topics)
         # Before the next election (this process's CPU is the new controller's from then on):
         # what the killed controller's last step finished without telling on_step.
         completed.update(await at_target(feeder_store, topics, targets))
         store, inbox, task = await start_controller(2)  # elected when this returns
         elected_at = time.perf_counter()
+        if profile_failover:
+            profiler.enable()
         if len(completed) >= n_partitions:
             done.set()
     watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))
@@ -654,7 +716,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     elapsed = time.perf_counter() - started
     cpu = time.process_time() - cpu_started
     stop_feeding.set()
-    await feeder
+    await feeding
     # every partition at its target, nothing left running
     reader = brokers_store
     for topic, parts in topics.items():
@@ -816,7 +878,7 @@ async def run_sockets(hosts: str, n_partitions: int, workdir: Path) -> dict:
             await asyncio.sleep(0.01)
         stop_feeding = asyncio.Event()
         started, cpu_started = time.perf_counter(), time.process_time()
-        feeder = asyncio.create_task(feed(feeder_store, targets, stop_feeding))
+        feeder = asyncio.create_task(Feeder(feeder_store, targets).run(stop_feeding))
         watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), [active], None))
         finished = asyncio.create_task(done.wait())
         await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
@@ -866,7 +928,8 @@ async def main_async(args) -> dict:
                         continue
                     name = "ours" if metrics else "ours_metrics_off"
                     one = await run(f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, coalesce=True,
-                                    failover=True, metrics=metrics)
+                                    failover=True, metrics=metrics,
+                                    profile_failover=args.profile_failover if (i, metrics) == (0, True) else None)
                     results[name].append(one)
                     print(f"round {i + 1}: metrics {'on' if metrics else 'off'}: "
                           f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s", file=sys.stderr)
@@ -907,6 +970,9 @@ def main() -> int:
     parser.add_argument("--full", action="store_true",
                         help="the issue's sizes: " + ", ".join(f"--{k.replace('_', '-')} {v:,}" for k, v in FULL_SIZES.items()))
     parser.add_argument("--debug", action="store_true", help="log every controller step")
+    parser.add_argument("--profile-failover", metavar="FILE", default=None,
+                        help="write cProfile stats of the first run's window from the new controller's election to "
+                             "its first completed move to FILE (read them with python -m pstats)")
     parser.add_argument("--no-metrics-off-run", dest="metrics_off_run", action="store_false",
                         help="skip the second run without metrics (partitions_per_second_metrics_off)")
     parser.add_argument("--rounds", type=int, default=1,

@@ -4,17 +4,24 @@ finished every move in a burst and failed its failover, which found nothing to r
 
 from __future__ import annotations
 
+import asyncio
+import json
+
 import pytest
 
 from bench.controller import (
     FEED_HIGH,
     FEED_LOW,
+    Feeder,
     PARTITIONS_PER_TOPIC,
     RF,
     feed_window,
     moved_targets,
     socket_topics,
 )
+from znodes import paths
+from znodes.api import NoNodeError
+from znodes.twin import TwinServer
 
 
 def test_every_replica_of_every_partition_moves():
@@ -40,3 +47,42 @@ def test_the_feed_window_keeps_work_arriving_at_any_size(n):
         assert (low, high) == (FEED_LOW, FEED_HIGH)
     else:
         assert high < n or n < 5, (n, low, high)  # never the whole run in one write
+
+
+async def _entries(store) -> list:
+    try:
+        return json.loads((await store.get(paths.REASSIGN_PARTITIONS))[0])["partitions"]
+    except NoNodeError:
+        return []
+
+
+async def test_the_feeder_pauses_after_its_first_part_and_the_wave_writes_exactly_its_entries():
+    """The failover wave (run()): the feeder stops by itself after ``pause_at`` entries, writes
+    nothing more while paused (the znode empties as a controller finishes them), and the wave
+    is one write of exactly the entries asked for, the next ones in order."""
+    store = TwinServer().connect("/bench", create_chroot=True)
+    for path in paths.PERSISTENT_PATHS:
+        await store.ensure_path(path)
+    targets = {("t", p): [1, 2, 3] for p in range(100)}
+    feeder = Feeder(store, targets, pause_at=50)
+    stop = asyncio.Event()
+    task = asyncio.create_task(feeder.run(stop))
+    fed: list = []
+    for _ in range(200):
+        # A controller finishing everything at once: take what is there, delete the znode.
+        fed += await _entries(store)
+        if await store.exists(paths.REASSIGN_PARTITIONS):
+            await store.delete(paths.REASSIGN_PARTITIONS)
+        if feeder.paused:
+            break
+        await asyncio.sleep(0.001)
+    await asyncio.sleep(0.05)  # paused: nothing more arrives
+    fed += await _entries(store)
+    assert feeder.paused and [e["partition"] for e in fed] == list(range(50))
+    assert await feeder.wave(30) == 30
+    assert [e["partition"] for e in await _entries(store)] == list(range(50, 80))
+    await asyncio.sleep(0.05)
+    assert len(await _entries(store)) == 30  # still paused after the wave
+    feeder.resume()
+    stop.set()
+    await task
