@@ -26,11 +26,117 @@ LISTENER = "PLAINTEXT"
 
 
 def decode_topic(path: str, data: bytes) -> dict[int, Assignment]:
+    # Hot (every topic znode at every election: 100 topics of 1,000 partitions took ~1 s
+    # through the model, the larger part of a failover's reads): the plain shape is checked
+    # here as the model would check it; anything else - an error, an extra key, a topic id -
+    # goes to the model, which accepts it or says what is wrong.
+    plain = _plain_topic(data)
+    if plain is not None:
+        return plain
     m = models.TopicAssignment.from_bytes(path, data)
     return {
         p: Assignment(tuple(replicas), tuple(m.adding_replicas.get(p, ())), tuple(m.removing_replicas.get(p, ())))
         for p, replicas in sorted(m.partitions.items())
     }
+
+
+_PLAIN_TOPIC_KEYS = frozenset({"version", "partitions", "adding_replicas", "removing_replicas"})
+_NO_MOVES: dict = {}
+
+
+# Canonical partition keys seen, by text: every topic znode names 0..n-1 again. Bounded: past
+# this many, a key is checked each time.
+_PARTITION_KEYS: dict[str, int] = {}
+_PARTITION_KEYS_MAX = 100_000
+
+
+def _partition_id(key: str) -> int | None:
+    """A canonical partition key ("0", "17"), as paths.parse_id reads it; None otherwise."""
+    p = _PARTITION_KEYS.get(key)
+    if p is not None:
+        return p
+    if key.isascii() and key.isdigit() and (key == "0" or key[0] != "0"):
+        p = int(key)
+        if p <= _INT32_MAX:
+            if len(_PARTITION_KEYS) < _PARTITION_KEYS_MAX:
+                _PARTITION_KEYS[key] = p
+            return p
+    return None
+
+
+def _broker_ids(values, empty_ok: bool) -> tuple[int, ...] | None:
+    """A list of distinct int32 broker ids (models.Replicas, or BrokerSet with ``empty_ok``)."""
+    if type(values) is not list or not (values or empty_ok):
+        return None
+    for b in values:
+        if type(b) is not int or not 0 <= b <= _INT32_MAX:
+            return None
+    out = tuple(values)
+    return out if len(set(out)) == len(out) else None
+
+
+def _not_a_float(text: str):
+    raise ValueError(text)  # never in a plain znode: the model says what is wrong
+
+
+
+
+def _plain_topic(data) -> dict[int, Assignment] | None:
+    """decode_topic's answer if ``data`` is a plain v1/v2 topic znode the model accepts; else
+    None (not an error)."""
+    if type(data) is not bytes or b"true" in data or b"false" in data:
+        return None  # a JSON boolean equals 0 or 1 too (see the cache below): the model's case
+    try:
+        doc = _PLAIN_JSON.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if type(doc) is not dict or not doc.keys() <= _PLAIN_TOPIC_KEYS:
+        return None
+    version, parts = doc.get("version"), doc.get("partitions")
+    if type(version) is not int or version not in (1, 2) or type(parts) is not dict:
+        return None
+    moving: dict[int, list] = {}  # partition -> [adding, removing]
+    for i, key in enumerate(("adding_replicas", "removing_replicas")):
+        listed = doc.get(key, _NO_MOVES)
+        if type(listed) is not dict:
+            return None
+        for k, brokers in listed.items():
+            p, ids = _partition_id(k), _broker_ids(brokers, empty_ok=True)
+            if p is None or ids is None:
+                return None
+            if ids:  # an empty list is no entry (models.TopicAssignment._drop_empty)
+                moving.setdefault(p, [(), ()])[i] = ids
+    found: dict[int, Assignment] = {}
+    # Replica lists repeat (a cluster has few broker combinations): one check and one frozen
+    # Assignment per distinct list. Safe as a cache key: no bools or floats got this far, and
+    # an unhashable element (a nested list) raises TypeError, answered by the model.
+    plain: dict[tuple, Assignment] = {}
+    try:
+        keys = _PARTITION_KEYS.get
+        for key, replicas in parts.items():
+            p = keys(key)
+            if p is None:
+                p = _partition_id(key)
+            if p is None or type(replicas) is not list:
+                return None
+            key_tuple = tuple(replicas)
+            assignment = plain.get(key_tuple)
+            if assignment is None:
+                ids = _broker_ids(replicas, empty_ok=False)
+                if ids is None:
+                    return None
+                assignment = plain[key_tuple] = Assignment(ids)
+            found[p] = assignment
+    except TypeError:
+        return None
+    for p, (adding, removing) in moving.items():
+        current = found.get(p)
+        if current is None or not set(adding) <= set(current.replicas) or not set(removing) <= set(current.replicas):
+            return None
+        if set(adding) & set(removing):
+            return None
+        found[p] = Assignment(current.replicas, adding, removing)
+    return dict(sorted(found.items()))
 
 
 def encode_topic(assignments: dict[int, Assignment]) -> bytes:
@@ -98,6 +204,9 @@ def _no_constant(name: str):
 
 
 _STATE_JSON = json.JSONDecoder(parse_constant=_no_constant)  # one decoder, not one per call
+# Floats and NaN/Infinity refused while parsing: a float equal to an int (1.0) would pass for
+# it in the replica-list cache of _plain_topic.
+_PLAIN_JSON = json.JSONDecoder(parse_constant=_no_constant, parse_float=_not_a_float)
 
 
 def encode_state(state: LeaderIsr) -> bytes:
@@ -210,9 +319,42 @@ def decode_record_full(
 ) -> tuple[tuple[int, ...], tuple[int, ...], bool, tuple[int, ...] | None]:
     """(target replicas, original replicas, a KIP-236 rollback of the move is under way, the
     target queued behind the move or None)."""
+    # Hot (every record at every failover, thousands with moves in flight): the plain shape,
+    # as encode_record writes it, checked here as the model would check it; anything else
+    # goes to the model, which accepts it or says what is wrong.
+    plain = _plain_record(data)
+    if plain is not None:
+        return plain
     m = _Record.from_bytes(path, data)
     queued = tuple(m.next_replicas) if m.next_replicas is not None else None
     return tuple(m.replicas), tuple(m.original_replicas), m.cancelling, queued
+
+
+_PLAIN_RECORD_KEYS = frozenset({"version", "replicas", "original_replicas", "cancelling", "next_replicas"})
+
+
+def _plain_record(data):
+    """decode_record_full's answer if ``data`` is a plain record the model accepts; else None."""
+    if type(data) is not bytes:
+        return None
+    try:
+        doc = _STATE_JSON.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    if type(doc) is not dict or not doc.keys() <= _PLAIN_RECORD_KEYS:
+        return None
+    version, cancelling, queued = doc.get("version"), doc.get("cancelling", False), doc.get("next_replicas")
+    if type(version) is not int or version != 1 or type(cancelling) is not bool:
+        return None
+    target = _broker_ids(doc.get("replicas"), empty_ok=False)
+    original = _broker_ids(doc.get("original_replicas"), empty_ok=False)
+    if target is None or original is None:
+        return None
+    if queued is not None:
+        queued = _broker_ids(queued, empty_ok=False)
+        if queued is None:
+            return None
+    return target, original, cancelling, queued
 
 
 def encode_record(target, original, cancelling: bool = False, next_target=None) -> bytes:

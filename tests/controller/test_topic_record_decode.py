@@ -1,0 +1,153 @@
+"""znodes.payloads.decode_topic and decode_record_full: their fast paths for plain topic znodes
+and KIP-240 records (every one is read at every failover) say exactly what the models say -
+the same assignments for a valid payload, the same ZnodeFormatError for a bad one."""
+
+from __future__ import annotations
+
+import pytest
+
+from znodes import models, payloads
+from znodes.errors import ZnodeFormatError
+from znodes.values import Assignment
+
+TOPIC = "/brokers/topics/t"
+RECORD = "/admin/reassignments/t/0"
+
+TOPICS = [
+    b'{"version":2,"partitions":{"0":[1,2,3],"1":[2,3,1],"2":[1,2,3]},"adding_replicas":{},"removing_replicas":{}}',
+    b'{"version":1,"partitions":{"0":[1,2]}}',
+    b'{"version":2,"partitions":{"1":[4,5,6,1,2,3],"0":[1,2,3]},"adding_replicas":{"1":[4,5,6]},'
+    b'"removing_replicas":{"1":[1,2,3]}}',
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{"0":[]},"removing_replicas":{}}',  # empty: no entry
+    b'{"version":2,"partitions":{}}',
+    b'{"version":3,"partitions":{"0":[1]},"topic_id":"AAAAAAAAAAAAAAAAAAAAAA","adding_replicas":{},'
+    b'"removing_replicas":{}}',
+    b'{"version":2,"partitions":{"0":[1]},"other":"ignored"}',
+    b'{"partitions":{"0":[1,2]}}',  # no version
+    b'{"version":4,"partitions":{"0":[1,2]}}',
+    b'{"version":true,"partitions":{"0":[1,2]}}',
+    b'{"version":2,"partitions":{"0":[1,1]}}',  # a broker twice
+    b'{"version":2,"partitions":{"0":[]}}',  # no replica
+    b'{"version":2,"partitions":{"0":[true,2]}}',
+    b'{"version":2,"partitions":{"0":[1.0,2]},"adding_replicas":{},"removing_replicas":{}}',
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{},"removing_replicas":{},"x":[1.5]}',
+    b'{"version":2,"partitions":{"0":[1,NaN]}}',
+    b'{"version":2,"partitions":{"0":[-1,2]}}',
+    b'{"version":2,"partitions":{"0":[2147483648]}}',
+    b'{"version":2,"partitions":{"0":["1"]}}',
+    b'{"version":2,"partitions":{"0":[[1],2]}}',  # unhashable in the replica-list cache
+    b'{"version":2,"partitions":{"0":[1,2],"1":[[1],2]}}',
+    b'{"version":2,"partitions":{"0":null}}',
+    b'{"version":2,"partitions":{"01":[1,2]}}',  # not a canonical partition key
+    b'{"version":2,"partitions":{"-1":[1,2]}}',
+    b'{"version":2,"partitions":{"2147483648":[1,2]}}',
+    b'{"version":2,"partitions":{"\xd9\xa1":[1,2]}}',  # an Arabic-Indic digit
+    b'{"version":2,"partitions":[[1,2]]}',
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":null}',
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{"1":[2]}}',  # no such partition
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{"0":[3]}}',  # not a replica
+    b'{"version":2,"partitions":{"0":[1,2]},"adding_replicas":{"0":[2]},"removing_replicas":{"0":[2]}}',
+    b'{"version":2,"partitions":{"0":[1,2]},"removing_replicas":{"0":[1,1]}}',
+    b'{"version":2,"partitions":{"0":[1,2]},"removing_replicas":{"x":[1]}}',
+    b'{"version":2,"partitions":{"0":[1,2]},"removing_replicas":{"0":[true]}}',
+    b'{"version":2,"partitions":{"0":[1,2]}',
+    b"[1,2]",
+    b"",
+    b"not json",
+    '{"version":2,"partitions":{"0":[1,2]}}'.encode("utf-16"),
+    b'\xff{"version":2}',
+]
+
+RECORDS = [
+    b'{"version":1,"replicas":[4,5,6],"original_replicas":[1,2,3]}',
+    b'{"version":1,"replicas":[4,5,6],"original_replicas":[1,2,3],"cancelling":true}',
+    b'{"version":1,"replicas":[4,5,6],"original_replicas":[1,2,3],"cancelling":false,"next_replicas":[7]}',
+    b'{"version":1,"replicas":[4,5,6],"original_replicas":[1,2,3],"next_replicas":null}',
+    b'{"version":1,"replicas":[4,5,6],"original_replicas":[1,2,3],"extra":1}',
+    b'{"replicas":[4,5,6],"original_replicas":[1,2,3]}',  # no version
+    b'{"version":2,"replicas":[4,5,6],"original_replicas":[1,2,3]}',
+    b'{"version":1,"replicas":[],"original_replicas":[1,2,3]}',
+    b'{"version":1,"replicas":[4,4],"original_replicas":[1,2,3]}',
+    b'{"version":1,"replicas":[4,5,6]}',
+    b'{"version":1,"replicas":[4,5.0],"original_replicas":[1]}',
+    b'{"version":1,"replicas":[4,true],"original_replicas":[1]}',
+    b'{"version":1,"replicas":[4],"original_replicas":[1],"cancelling":1}',
+    b'{"version":1,"replicas":[4],"original_replicas":[1],"cancelling":"true"}',
+    b'{"version":1,"replicas":[4],"original_replicas":[1],"next_replicas":[]}',
+    b'{"version":1,"replicas":[4],"original_replicas":[-1]}',
+    b"[1]",
+    b"",
+    b'{"version":1,"replicas":[4]',
+]
+
+
+def topic_model_says(data: bytes):
+    try:
+        m = models.TopicAssignment.from_bytes(TOPIC, data)
+    except ZnodeFormatError as e:
+        return ("error", str(e))
+    return ("topic", {
+        p: Assignment(tuple(r), tuple(m.adding_replicas.get(p, ())), tuple(m.removing_replicas.get(p, ())))
+        for p, r in sorted(m.partitions.items())
+    })
+
+
+def topic_decoder_says(data: bytes):
+    try:
+        found = payloads.decode_topic(TOPIC, data)
+    except ZnodeFormatError as e:
+        return ("error", str(e))
+    return ("topic", found)
+
+
+def record_model_says(data: bytes):
+    try:
+        m = payloads._Record.from_bytes(RECORD, data)
+    except ZnodeFormatError as e:
+        return ("error", str(e))
+    queued = tuple(m.next_replicas) if m.next_replicas is not None else None
+    return ("record", (tuple(m.replicas), tuple(m.original_replicas), m.cancelling, queued))
+
+
+def record_decoder_says(data: bytes):
+    try:
+        return ("record", payloads.decode_record_full(RECORD, data))
+    except ZnodeFormatError as e:
+        return ("error", str(e))
+
+
+@pytest.mark.parametrize("data", TOPICS)
+def test_decode_topic_says_what_the_model_says(data):
+    said = topic_decoder_says(data)
+    assert said == topic_model_says(data)
+    if said[0] == "topic":  # the order of partitions too (the state keeps it)
+        assert list(said[1]) == sorted(said[1])
+
+
+@pytest.mark.parametrize("data", RECORDS)
+def test_decode_record_says_what_the_model_says(data):
+    assert record_decoder_says(data) == record_model_says(data)
+
+
+def test_the_fast_paths_take_the_plain_shapes_and_leave_the_rest_to_the_models():
+    assert payloads._plain_topic(TOPICS[2]) == {
+        0: Assignment((1, 2, 3)), 1: Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3))}
+    for data in TOPICS[:5]:
+        assert payloads._plain_topic(data) is not None, data
+    for data in TOPICS[5:]:
+        assert payloads._plain_topic(data) is None, data
+    assert payloads._plain_record(RECORDS[2]) == ((4, 5, 6), (1, 2, 3), False, (7,))
+    for data in RECORDS[:5]:
+        if b"extra" not in data:
+            assert payloads._plain_record(data) is not None, data
+    for data in RECORDS[4:]:
+        assert payloads._plain_record(data) is None, data
+
+
+def test_a_malformed_topic_znode_still_gets_the_models_clear_error():
+    with pytest.raises(ZnodeFormatError) as e:
+        payloads.decode_topic(TOPIC, b'{"version":2,"partitions":{"0":[1,1]}}')
+    assert str(e.value) == f"malformed znode {TOPIC}: partitions.0: 1 is listed twice"
+    with pytest.raises(ZnodeFormatError) as e:
+        payloads.decode_record_full(RECORD, b'{"version":1,"replicas":[4,4],"original_replicas":[1]}')
+    assert "replicas: 4 is listed twice" in str(e.value)
