@@ -63,6 +63,9 @@ class MetadataRead:
     # A chunk of a (re)load's full send: every live replica also gets LeaderAndIsr with the
     # state (controller.core.engine step 8b, Kafka's replicaStateMachine.startup).
     leader_and_isr: bool = False
+    # The last chunk of a (re)load's full send: every live broker is asked what it hosts
+    # (DescribeLogDirs, engine step 9), now that every partition's state is held.
+    probe: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -238,10 +238,9 @@ def on_stop_replica_sent(ws: WorkingSet, event: StopReplicaSent) -> None:
 def on_resume(ws: WorkingSet, event: Resume) -> None:
     """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
     # The previous controller may have died between a move's end and its throttle removal.
+    # (Every live broker is asked what it hosts, step 9, with the last chunk of the full send
+    # that follows: controller.core.replica_sync.on_metadata.)
     ws.idle_check = True
-    for b in sorted(ws.brokers):
-        # Step 9: brokers that registered while no controller was active are asked too.
-        ws.box.describe_log_dirs(b)
     for tp in sorted(event.stale_records):
         # Before any create: a new move of the same partition may start in this flush.
         ws.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")

@@ -7,7 +7,8 @@ functions of its working set (controller.core.working_set). Pure.
   (step 10, controller.core.topic_creation);
 * step 8b, :func:`replica_states`: LeaderAndIsr with the state held to every live replica of a
   (re)load's chunks (Kafka's ``replicaStateMachine.startup``), last in the step;
-* step 9, :func:`on_hosted`: a broker's DescribeLogDirs answer; :func:`delete_strays`, after
+* step 9, :func:`on_hosted`: a broker's DescribeLogDirs answer (asked when it registers, and of
+  every live broker with the last chunk of a (re)load's full send); :func:`delete_strays`, after
   the step's moves started: its strays get StopReplica(delete) (controller.core.task.stray_partitions);
 * step 9b, :func:`missing_replicas`: replicas assigned to a broker that it does not host get
   LeaderAndIsr (``is_new``); :func:`tell_unhosted` once a state not read yet is.
@@ -47,6 +48,14 @@ def on_metadata(ws: WorkingSet, event: MetadataRead) -> None:
         ws.box.update_metadata(tp, state, assignment.replicas, to)
         if event.leader_and_isr:
             ws.startup.append(tp)  # step 8b, at the end of the step
+    if event.probe:
+        # Step 9 after a (re)load: asked once the full send has read every partition's state,
+        # not at Resume - an election's answers name every replica of the cluster, and judging
+        # them (strays, missing replicas, sizes) in the steps that complete the resumed moves
+        # held those up (docs/DESIGN.md section 4, failover). The outbox sends it after the
+        # step's LeaderAndIsr (step 8b's included), so the answer reflects them.
+        for b in sorted(ws.brokers):
+            ws.box.describe_log_dirs(b)
 
 
 def replica_states(ws: WorkingSet) -> None:

@@ -429,7 +429,9 @@ class ActiveController:
                 _warn(lines)
                 unborn = [tp for tp, st in states.items() if st is None]
                 parents = await missing_parents(self.store, unborn) if unborn else frozenset()
-                out.append(MetadataRead(states, item.brokers, parents, item.leader_and_isr))
+                # The last chunk of a (re)load's send asks every broker what it hosts (step 9).
+                probe = item.leader_and_isr and rest is None
+                out.append(MetadataRead(states, item.brokers, parents, item.leader_and_isr, probe))
         return out
 
     def plan_metadata(self, brokers_before: dict, partitions_before: dict[str, set[int]]) -> None:

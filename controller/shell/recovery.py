@@ -54,13 +54,15 @@ it wrote is the truth and every half-finished move is finished, never restarted 
     before the brokers heard of its RS at the state's epoch, and they would refuse that state
     resent as is - or, for a move that only reorders its replicas (RS = TRS from its first
     topic write, so resumed as STOPPING), hold one epoch with two orders. Dropped replicas that
-    left the ISR are deleted then (engine step 4b). Every live broker is also asked what it hosts, for its strays (engine step 9). The shell then
+    left the ISR are deleted then (engine step 4b). The shell then
     reads ``/admin/cancel_reassignment_in_progress`` and ``/admin/reassign_partitions_queue``
     (setting their watches): a cancel or queue the dead controller had not finished taking is
     taken now (both znodes are deleted only in the flush that took them). Then, as Kafka's
     ``onControllerFailover`` does, every partition's state goes to every live broker in
     UpdateMetadata (controller.core.full_metadata), after the resumed work, and as held to
-    every live replica of a partition no resumed move owns in LeaderAndIsr (engine step 8b).
+    every live replica of a partition no resumed move owns in LeaderAndIsr (engine step 8b);
+    with its last chunk every live broker is asked what it hosts, for its strays and missing
+    replicas (engine step 9: not with Resume, whose moves its answers would hold up).
 
 Usage::
 

@@ -13,7 +13,7 @@ import pytest
 
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
-from controller.core.events import MetadataRead
+from controller.core.events import MetadataRead, Resume
 from controller.core.state import ClusterState
 from protocol import ApiKey
 from sim.topics import parse_topic_spec
@@ -175,6 +175,77 @@ async def test_after_failover_resumed_moves_are_announced_before_the_full_metada
         assert_complete(h, h.cluster.brokers)
     finally:
         await h.close()
+
+
+def _named(body) -> set:
+    return {(t["topic_name"], e["partition_index"]) for t in body["topic_states"] for e in t["partition_states"]}
+
+
+async def test_after_failover_brokers_are_asked_what_they_host_once_the_full_send_is_done(monkeypatch):
+    """Step 9 after a (re)load goes with the full send's last chunk, not with Resume: every live
+    broker is asked what it hosts once it was sent every partition's state, and a stray left
+    while no controller ran is deleted then. A request written while no controller ran, for a
+    partition in the last chunk (w-0), is taken at once from a read of its own state."""
+    monkeypatch.setattr(full_metadata, "CHUNK", SMALL_CHUNK)
+    h = Harness(topics=TOPICS)
+    await h.start()
+    try:
+        c1 = await h.start_controller(101)
+        tp = ("t", 0)
+        ors = h.assignments[tp]
+        gone = ors[-1]  # a follower the move removes, down while it does: left on its disk
+        new = next(b for b in range(1, 7) if b not in ors)
+        await h.cluster.stop_broker(gone)
+        await h.submit({tp: [*ors[:-1], new]})
+        await h.run_until_quiet()
+        assert h.cluster.model.get("t", 0, gone) is not None
+        h.server.expire_session(c1.store.session_id)
+        await h.settle()
+        await h.cluster.start_broker(gone)  # registers while no controller runs: nobody asks it
+        await h.settle()
+        w0 = h.assignments[("w", 0)]
+        target = [next(b for b in range(1, 7) if b not in w0 and b != gone)]
+        await h.submit({("w", 0): target})
+        h.sent.clear()
+        await h.start_controller(102)
+        await h.run_until_quiet()
+        h.check_invariants()
+        assert h.json(paths.topic("w"))["partitions"]["0"] == target
+        assert h.cluster.model.get("t", 0, gone) is None  # the stray went
+        every = {(t, int(p)) for t in ("t", "u", "w") for p in h.json(paths.topic(t))["partitions"]}
+        # The last chunk's UpdateMetadata goes out in the probe's own step, after it (the outbox
+        # sends a broker's LeaderAndIsr, StopReplica and DescribeLogDirs, then UpdateMetadata).
+        in_order = sorted(every)
+        last = set(in_order[-(len(in_order) % SMALL_CHUNK or SMALL_CHUNK):])
+        for b in range(1, 7):
+            told: set = set()
+            asked = False
+            for broker, api_key, body in h.sent:
+                if broker != b:
+                    continue
+                if api_key == ApiKey.UPDATE_METADATA:
+                    told |= _named(body)
+                elif api_key == ApiKey.DESCRIBE_LOG_DIRS and not asked:
+                    asked = True
+                    assert every - told <= last, (b, every - told)  # asked with the last chunk
+            assert asked, b
+    finally:
+        await h.close()
+
+
+def test_resume_asks_no_broker_what_it_hosts_and_the_last_chunk_of_the_send_asks_every_live_one():
+    state = _state()
+    read = {("t", 0): LeaderIsr(1, 4, 2, (1, 2), 7), ("t", 1): LeaderIsr(2, 0, 2, (2,), 1)}
+    step = engine.step(state, [Resume()], ControllerConfig())
+    assert not [c for c in step.commands if c.api_key == ApiKey.DESCRIBE_LOG_DIRS]
+    step = engine.step(state, [MetadataRead(read, leader_and_isr=True)], ControllerConfig())
+    assert not [c for c in step.commands if c.api_key == ApiKey.DESCRIBE_LOG_DIRS]
+    step = engine.step(state, [MetadataRead(read, leader_and_isr=True, probe=True)], ControllerConfig())
+    asked = [c.broker_id for c in step.commands if c.api_key == ApiKey.DESCRIBE_LOG_DIRS]
+    assert asked == [1, 2, 3]
+    for b in asked:  # after the step's LeaderAndIsr to the same broker (step 8b's)
+        kinds = [c.api_key for c in step.commands if c.broker_id == b]
+        assert kinds.index(ApiKey.LEADER_AND_ISR) < kinds.index(ApiKey.DESCRIBE_LOG_DIRS), (b, kinds)
 
 
 # ---- the engine's part and the planner (pure) -----------------------------------------------
