@@ -238,6 +238,8 @@ class RestApi:
             if why:
                 raise HttpError(409, why)
         planned = self.reviewed(pid, path)
+        if not dryrun and planned["mode"] == "rebalance_disk":
+            await self.disk_proposal_stands(planned, pid)
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if not dryrun:
             req = planned["request"]

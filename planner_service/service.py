@@ -325,6 +325,19 @@ class PlannerService(RestApi):
                            "seconds": round(time.perf_counter() - t0, 4), "tasks_ran": "in-process",
                            "result": result, "layout_version": layout, "request": request})
 
+    async def disk_proposal_stands(self, planned: dict, proposal_id: int) -> None:
+        """409 unless every move of the reviewed disk proposal still fits its broker's
+        directories, asked again now (spark_jobs.disks.moves_out_of_date): the layout version
+        covers brokers and replica lists, not directories."""
+        moves = planned["result"].moves
+        asked = {b: self.model.brokers[b] for b in sorted({m.broker for m in moves}) if b in self.model.brokers}
+        layouts = await self._query_layouts(asked)
+        stale = disks.moves_out_of_date(moves, layouts)
+        if stale:
+            shown = "; ".join(stale[:5]) + (f"; and {len(stale) - 5} more" if len(stale) > 5 else "")
+            raise HttpError(409, f"the log directories changed since proposal {proposal_id} was planned: "
+                                 f"{shown}; review a new proposal", proposal_id=proposal_id)
+
     async def _query_layouts(self, brokers: dict) -> dict:
         """Each broker's log directories (spark_jobs.disks.LogDir list) or why it has none,
         asked as the sizes poll asks (PLAINTEXT, or --command-config's protocol where a broker

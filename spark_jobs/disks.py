@@ -211,6 +211,37 @@ def plan_disks(layouts: Mapping[int, list[LogDir] | str], assignments: Mapping[T
     return plan
 
 
+def moves_out_of_date(moves: Iterable[DiskMove], layouts: Mapping[int, list[LogDir] | str]) -> list[str]:
+    """Why the reviewed ``moves`` no longer fit the brokers' directories as ``layouts`` give
+    them now (one line per move that does not; empty: every move still stands as planned). A
+    move stands while its broker answers with every directory online (else no future log can be
+    made), its replica is still a current log in its source directory with no future log
+    anywhere, and its target directory is still there. Executing a reviewed proposal checks this
+    first, as the inter-broker planner's proposals check the layout version: a disk proposal
+    depends on directories, which the model does not hold."""
+    out = []
+    for m in sorted(moves):
+        layout = layouts.get(m.broker, "not asked")
+        where = f"{m.topic}-{m.partition} on broker {m.broker}"
+        if isinstance(layout, str):
+            out.append(f"{where}: no DescribeLogDirs answer ({layout})")
+            continue
+        by_path = {d.path: d for d in layout}
+        tp = (m.topic, m.partition)
+        offline = [d.path for d in layout if not d.online]
+        moving = [d.path for d in layout if tp in d.futures]
+        if offline:
+            out.append(f"{where}: log directory {', '.join(offline)} is offline now")
+        elif m.source not in by_path or tp not in by_path[m.source].replicas:
+            now = [d.path for d in layout if tp in d.replicas]
+            out.append(f"{where}: no longer in {m.source} (now in {', '.join(now) or 'no directory'})")
+        elif moving:
+            out.append(f"{where}: already moving to {', '.join(moving)}")
+        elif m.target not in by_path:
+            out.append(f"{where}: target directory {m.target} is gone")
+    return out
+
+
 def _plan_broker(plan: DiskPlan, b: int, dirs: list[LogDir], assigned: dict, hosted: list[TopicPartition]) -> None:
     offline = [d.path for d in dirs if not d.online]
     where = {}

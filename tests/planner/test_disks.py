@@ -241,3 +241,24 @@ def test_the_command_names_a_bad_band(tmp_path, capsys):
 
     assert main(["--snapshot", "x.json", "--rebalance-disks", "--out", "p.json", "--disk-balance-band", "1.5"]) == 2
     assert "--disk-balance-band" in capsys.readouterr().err
+
+
+def test_a_reviewed_move_stands_only_while_its_directories_are_as_planned():
+    tp = ("orders", 0)
+    move = disks.DiskMove("orders", 0, 1, "/d1", "/d2", 10)
+    now = [disks.LogDir("/d1", replicas={tp: 10}), disks.LogDir("/d2")]
+    assert disks.moves_out_of_date([move], {1: now}) == []
+    cases = [
+        ({1: "timed out"}, "orders-0 on broker 1: no DescribeLogDirs answer (timed out)"),
+        ({}, "orders-0 on broker 1: no DescribeLogDirs answer (not asked)"),
+        ({1: [disks.LogDir("/d1"), disks.LogDir("/d2", replicas={tp: 10})]},
+         "orders-0 on broker 1: no longer in /d1 (now in /d2)"),
+        ({1: [disks.LogDir("/d1", replicas={tp: 10}), disks.LogDir("/d2", futures={tp: 3})]},
+         "orders-0 on broker 1: already moving to /d2"),
+        ({1: [disks.LogDir("/d1", replicas={tp: 10}), disks.LogDir("/d3")]},
+         "orders-0 on broker 1: target directory /d2 is gone"),
+        ({1: [disks.LogDir("/d1", replicas={tp: 10}), disks.LogDir("/d2", online=False)]},
+         "orders-0 on broker 1: log directory /d2 is offline now"),
+    ]
+    for layouts, why in cases:
+        assert disks.moves_out_of_date([move], layouts) == [why], layouts

@@ -98,6 +98,24 @@ async def test_rebalance_disk_proposes_then_executes_intra_broker_moves(zk_hosts
                 assert now[(m["topic"], m["partition"], 2)][0] == m["to"]
             assert all(now[k][0] == D1 for k in now if k[2] == 1)
 
+            # A reviewed proposal whose replica moved to another directory since: 409 naming it,
+            # nothing sent (the layout version covers replicas, not directories).
+            status, body = await asyncio.to_thread(http, base, "POST", "/rebalance_disk")
+            stale_pid, first = body["proposal"]["proposal_id"], body["proposal"]["report"]["moves_listed"][0]
+            key = (first["topic"], first["partition"], first["broker"])
+            async with AdminClient(f"{ctl['host']}:{ctl['port']}") as admin:
+                assert not any((await admin.alter_replica_log_dirs({key: first["to"]})).values())
+            await asyncio.to_thread(wait_for, lambda: _placement(port)[key][:2] == (first["to"], None), 60,
+                                    "the replica moved by hand")
+            moved_by_hand = _placement(port)
+            status, body = await asyncio.to_thread(http, base, "POST",
+                                                   f"/rebalance_disk?dryrun=false&proposal_id={stale_pid}")
+            assert status == 409 and "log directories changed" in body["error"]["message"], body
+            assert f"{first['topic']}-{first['partition']} on broker {first['broker']}: no longer in {first['from']}" \
+                in body["error"]["message"], body
+            await asyncio.sleep(0.5)
+            assert _placement(port) == moved_by_hand and svc.execution.id == ex_id
+
             # The reviewed proposal of all brokers, executed by its id: both balanced.
             status, body = await asyncio.to_thread(http, base, "POST", "/rebalance_disk")
             pid = body["proposal"]["proposal_id"]
