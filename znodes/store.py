@@ -43,6 +43,7 @@ from __future__ import annotations
 import asyncio
 import functools
 import threading
+import time
 from collections.abc import Callable
 
 import kazoo.exceptions as kx
@@ -87,6 +88,9 @@ from znodes.api import (
 from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
 from znodes.multiread import MultiRead
 
+# How often a connect in progress looks whether its caller was cancelled: a stopping daemon
+# waits at most this long for the connect thread, not the whole connect timeout.
+CONNECT_POLL_S = 0.1
 # Reconnect quickly (local and in-datacenter ensembles): 50 ms first, doubling, at most 1 s
 # between attempts, forever - the session timeout, not the client, decides when to give up.
 _RECONNECT = dict(max_tries=-1, delay=0.05, backoff=2, max_delay=1.0)
@@ -584,6 +588,12 @@ async def connect(
             chroot = ""
     loop = asyncio.get_running_loop()
     server_list = ",".join(f"{h}:{p}" for h, p in host_list)
+    # The connect runs in a thread, which a cancelled caller (a daemon told to stop while
+    # ZooKeeper is away) cannot interrupt: it polls this flag instead of waiting out the whole
+    # timeout, and a client made after the caller left is closed, not leaked.
+    abort = threading.Event()
+    made: list[KazooClient] = []
+    handover = threading.Lock()
 
     def start(client_hosts: str) -> KazooClient:
         handler = _OrderedHandler()
@@ -597,10 +607,15 @@ async def connect(
         )
         # start_async + wait, not start(): start() warns about a missing chroot, which
         # open_client() reports as an error instead.
-        client.start_async().wait(timeout=timeout)
-        if not client.connected:
+        live = client.start_async()
+        deadline = time.monotonic() + timeout
+        while not live.is_set() and not abort.is_set() and (left := deadline - time.monotonic()) > 0:
+            live.wait(min(left, CONNECT_POLL_S))
+        if not client.connected or abort.is_set():
             client.stop()
             client.close()
+            if abort.is_set():
+                raise ConnectionLossError(f"connecting to ZooKeeper at {client_hosts}: cancelled")
             raise ConnectionLossError(f"could not connect to ZooKeeper at {client_hosts} within {timeout:g}s")
         return client
 
@@ -631,8 +646,25 @@ async def connect(
             )
         return client
 
+    def open_and_hand_over() -> KazooClient:
+        client = open_client()
+        with handover:
+            if abort.is_set():
+                client.stop()
+                client.close()
+                raise ConnectionLossError(f"connecting to ZooKeeper at {server_list}: cancelled")
+            made.append(client)
+        return client
+
     try:
-        client = await loop.run_in_executor(None, open_client)
+        client = await loop.run_in_executor(None, open_and_hand_over)
     except kx.KazooException as e:  # e.g. the connection dropped after a refused SASL login
         raise _map_error(e, chroot or "/") from None
+    except asyncio.CancelledError:
+        with handover:
+            abort.set()
+            orphan = made[0] if made else None
+        if orphan is not None:  # connected just as the caller left: nobody else will close it
+            loop.run_in_executor(None, lambda: (orphan.stop(), orphan.close()))
+        raise
     return KazooStore(client, loop, acl_for)

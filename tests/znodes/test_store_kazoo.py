@@ -68,6 +68,25 @@ async def test_connect_to_a_closed_port_fails_within_timeout():
     assert loop.time() - started < 15  # 0.5 s to connect, plus stopping kazoo on a busy machine
 
 
+def test_a_cancelled_connect_leaves_no_thread_waiting_out_its_timeout():
+    """A daemon told to stop while ZooKeeper is away: the connect's thread sees the cancel
+    within CONNECT_POLL_S and stops its client, so the loop's shutdown (asyncio.run waits for
+    the default executor's threads) does not wait out the 30 s connect timeout."""
+    import time
+
+    async def cancel_a_connect():
+        task = asyncio.ensure_future(connect(f"127.0.0.1:{free_port()}", timeout=30))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        with pytest.raises(asyncio.CancelledError):
+            await task
+
+    started = time.monotonic()
+    asyncio.run(cancel_a_connect())
+    assert time.monotonic() - started < 10
+    assert not [t for t in threading.enumerate() if t.name.startswith("asyncio_")]
+
+
 @pytest.mark.parametrize("hosts", ["", "127.0.0.1:2181/bad//chroot", "127.0.0.1:2181/trailing/"])
 async def test_connect_rejects_bad_connect_strings(hosts):
     with pytest.raises(ValueError):
