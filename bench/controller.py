@@ -153,6 +153,7 @@ from __future__ import annotations
 import argparse
 import asyncio
 import cProfile
+import gc
 import json
 import logging
 import os
@@ -700,6 +701,10 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         # Before the next election (this process's CPU is the new controller's from then on):
         # what the killed controller's last step finished without telling on_step.
         completed.update(await at_target(feeder_store, topics, targets))
+        # The killed controller's objects die with its process in production; here they are
+        # this process's garbage (reference cycles of its tasks and state: a collection of
+        # ~400,000 objects took 0.7 s inside the window in a run at 100,000 partitions).
+        gc.collect()
         store, inbox, task = await start_controller(2)  # elected when this returns
         elected_at = time.perf_counter()
         if profile_failover:
