@@ -141,7 +141,8 @@ def test_the_dockerfile_keeps_the_controller_image_free_of_java_and_spark():
     assert not names & {"pyspark", "numpy"}
     code = ("import sys, importlib.metadata as md; import controller.shell.daemon, reassignd.sim, sim.server, reassignd.cli;"
             "tops = {m.split('.')[0] for m in sys.modules};"
-            "dists = {d for top in tops for d in md.packages_distributions().get(top, [])};"
+            "owners = md.packages_distributions();"  # a scan of every installed distribution: once
+            "dists = {d for top in tops for d in owners.get(top, [])};"
             "print(' '.join(sorted(dists)))")
     out = subprocess.run([sys.executable, "-c", code], cwd=REPO, capture_output=True, text=True, timeout=180, check=True)
     used = {d.lower().replace("_", "-") for d in out.stdout.split()} - {"reassignd"}
