@@ -129,8 +129,11 @@ def build_parser() -> argparse.ArgumentParser:
                    help="ZooKeeper security properties (zookeeper.auth.digest or zookeeper.sasl.jaas.config, "
                         "zookeeper.ssl.*), as the controller's, `reassignd users`' and `reassignd sim`'")
     p.add_argument("--listen", required=True, type=_listen, metavar="HOST:PORT", help="port 0 picks a free one")
-    p.add_argument("--master", metavar="URL", help="Spark master for the session (default: local[*])",
-                   default="local[*]")
+    spark = p.add_mutually_exclusive_group()
+    spark.add_argument("--master", metavar="URL", help="Spark master for the session (default: local[*])",
+                       default="local[*]")
+    spark.add_argument("--no-spark", dest="master", action="store_const", const=None,
+                       help="no Spark session (no JVM): every proposal is planned in-process")
     p.add_argument("--spark-min-partitions", type=int, default=DEFAULT_SPARK_MIN_PARTITIONS, metavar="N",
                    help=f"plan smaller clusters in-process (default {DEFAULT_SPARK_MIN_PARTITIONS})")
     p.add_argument("--self-healing", type=_healing, default=(), metavar="KINDS",

@@ -140,7 +140,7 @@ def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tm
     svc = c.processes.spawn("planner", [
         "planner", "serve", "--zookeeper", zk_hosts, "--listen", "127.0.0.1:0", "--insecure-no-auth",
         "--command-config", planner_props,
-        "--master", "local[1]", "--sizes-interval", "1", "--session-timeout", "4", "--throttle", "50000000"])
+        "--no-spark", "--sizes-interval", "1", "--session-timeout", "4", "--throttle", "50000000"])
     try:
         line = svc.stdout.readline()
         assert line, c.processes.log("planner").read_text()[-3000:]

@@ -171,11 +171,11 @@ def test_snapshot_and_planner_read_the_secured_cluster_with_zk_config(secured_zk
         assert "ZooKeeper requires authentication: give --zk-config FILE" in last, refused.stderr
         assert not out.exists()
 
-        # The planner service with the same identity: its model is the cluster. It does not wait
-        # for its Spark session (the model is read without it), and stops before it matters.
+        # The planner service with the same identity: its model is the cluster (read without
+        # Spark, so it runs none).
         planner = c.processes.spawn("planner", [
             "planner", "serve", "--zookeeper", secured_zk, "--zk-config", str(zk_props), "--listen", "127.0.0.1:0",
-            "--insecure-no-auth", "--master", "local[1]", "--no-sizes"])
+            "--insecure-no-auth", "--no-spark", "--no-sizes"])
         line = planner.stdout.readline()
         assert line, c.processes.log("planner").read_text()[-3000:]
         base = "http://" + json.loads(line)["listen"]

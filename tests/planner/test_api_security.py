@@ -180,7 +180,7 @@ def test_served_over_tls_with_basic_credentials_and_open_only_with_a_warning(fil
     ``--insecure-no-auth``, which serves plain HTTP open and says so in its log."""
     from tests.e2e.processes import spawn_reassignd
 
-    base_args = ["planner", "serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--master", "local[1]",
+    base_args = ["planner", "serve", "--zookeeper", "127.0.0.1:1", "--listen", "127.0.0.1:0", "--no-spark",
                  "--no-sizes", "--session-timeout", "1"]
     secured = spawn_reassignd([*base_args, "--api-tls-cert", str(pki.server), "--api-credentials",
                                str(files["creds"])], tmp_path / "secured.log")
@@ -193,6 +193,7 @@ def test_served_over_tls_with_basic_credentials_and_open_only_with_a_warning(fil
         assert http(base, "GET", "/state", tls=tls, auth=("carol", "wrong"))[0] == 401
         status, state = http(base, "GET", "/state", tls=tls, auth=("carol", "carol-pw"))
         assert status == 200 and "model" in state
+        assert state["spark"]["master"] is None and not state["spark"]["ready"]  # --no-spark: no JVM
         assert http(base, "POST", "/rebalance", tls=tls, auth=("carol", "carol-pw"))[0] == 403
         with pytest.raises(Exception):  # plain HTTP to the TLS port: no answer
             http("http://" + ready["listen"], "GET", "/state")

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import asyncio
 
+import pytest
+
 from planner_service.controller_caps import clamp, parse_caps, read_caps
 
 PAGE = """# HELP reassignd_broker_move_slots per-broker cap on concurrent moves, by direction
@@ -48,3 +50,14 @@ def test_the_service_takes_an_execution_deadline():
     assert cli.build_parser().parse_args(base).execution_deadline == DEFAULT_EXECUTION_DEADLINE_S
     assert cli.build_parser().parse_args(base + ["--execution-deadline", "90"]).execution_deadline == 90.0
     assert cli.main(["serve", *base, "--execution-deadline", "0"]) == 2
+
+
+def test_no_spark_plans_in_process_and_excludes_a_master():
+    from reassignd import planner as cli
+    from reassignd.args import UsageError
+
+    base = ["--zookeeper", "z", "--listen", "127.0.0.1:0"]
+    assert cli.build_parser().parse_args(base).master == "local[*]"
+    assert cli.build_parser().parse_args(base + ["--no-spark"]).master is None
+    with pytest.raises(UsageError, match="--master: not allowed with argument --no-spark"):
+        cli.build_parser().parse_args(base + ["--no-spark", "--master", "local[1]"])
