@@ -312,6 +312,18 @@ class ActiveController:
         self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
 
     async def process(self, batch: list) -> None:
+        dues = [item for item in batch if isinstance(item, MetadataDue)]
+        if dues and len(dues) < len(batch):
+            # What else came first, in a step of its own, then the full send's chunks in the
+            # same turn: a chunk (thousands of states read and sent) must not hold up what
+            # arrived meanwhile - after a failover, the resumed moves' ISR changes and
+            # StopReplica answers waited for a chunk's read at every step (issue 25 item 3).
+            await self._process([item for item in batch if not isinstance(item, MetadataDue)])
+            await self._process(dues)
+        else:
+            await self._process(batch)
+
+    async def _process(self, batch: list) -> None:
         kinds: set[str] = set()
         engine_events: list[Event] = []
         dues: list[MetadataDue] = []

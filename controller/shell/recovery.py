@@ -72,6 +72,7 @@ Usage::
 
 from __future__ import annotations
 
+import asyncio
 from dataclasses import dataclass, field, replace
 
 from controller.core.events import Event, RequestsRead, Resume
@@ -127,16 +128,25 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     log: list[str] = []
     brokers, more = await read_brokers(store, watch=watch)
     log += more
-    names = await read_topic_names(store, watch=watch)
-    topics_read, more = await read_topics(store, names)
-    log += more
+
+    async def all_topics():
+        return await read_topics(store, await read_topic_names(store, watch=watch))
+
+    async def requests_read():
+        if watch:
+            await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
+        return await read_requests(store)
+
+    # The topic znodes, the requests and the records are read together: a failover waits for
+    # the longest of the three, not their sum. Read one after the other they were never one
+    # snapshot either; the records and topic znodes are the controller's alone, and the
+    # election fenced the last one's writes; what tools write meanwhile comes with the watches
+    # these reads set. The states follow both the records and the topic znodes.
+    (topics_read, more), requests, (records, record_counts, cancelling, queued, more_records) = await asyncio.gather(
+        all_topics(), requests_read(), read_records(store))
+    log += more + more_records
     topics = {name: read for name, read in topics_read.items() if read is not None}
-    if watch:
-        await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
-    requests = await read_requests(store)
     moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
-    records, record_counts, cancelling, queued, more = await read_records(store)
-    log += more
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
     return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling, queued)

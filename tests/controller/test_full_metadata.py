@@ -13,7 +13,7 @@ import pytest
 
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
-from controller.core.events import MetadataRead, Resume
+from controller.core.events import MetadataRead, Resume, StatesRead
 from controller.core.state import ClusterState
 from protocol import ApiKey
 from sim.topics import parse_topic_spec
@@ -229,6 +229,34 @@ async def test_after_failover_brokers_are_asked_what_they_host_once_the_full_sen
                     asked = True
                     assert every - told <= last, (b, every - told)  # asked with the last chunk
             assert asked, b
+    finally:
+        await h.close()
+
+
+async def test_a_turn_with_a_chunk_and_other_events_steps_the_others_first(monkeypatch):
+    """A full send's chunk taken with other events goes in a step of its own after theirs (in
+    the same turn): its read must not hold up what arrived meanwhile (a failover's resumed
+    moves completing)."""
+    monkeypatch.setattr(full_metadata, "CHUNK", SMALL_CHUNK)
+    h = Harness(topics=TOPICS)
+    await h.start()
+    try:
+        c = await h.start_controller(101)
+        await h.run_until_quiet()
+        active = c.active
+        steps: list[set] = []
+        real = active.execute
+
+        async def execute(events):
+            steps.append({type(e).__name__ for e in events})
+            await real(events)
+
+        monkeypatch.setattr(active, "execute", execute)
+        due = active.metadata.everyone(list(active.state.assignments))
+        tp = ("t", 0)
+        await active.process([due, StatesRead({tp: active.state.states[tp]})])
+        assert steps[0] == {"StatesRead"}, steps
+        assert "MetadataRead" in steps[1] and "StatesRead" not in steps[1], steps
     finally:
         await h.close()
 
