@@ -304,11 +304,12 @@ def announce(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
             ws.set_assignment(move.tp, Assignment(move.replicas, move.adding, move.removing))
             state = ws.new_epoch(move.tp, state)
             delete_dropped(ws, move.tp, gone, state)
-        for b in move.replicas:
+        # RS, AR and RR once (each a property computed anew): a failover announces thousands.
+        replicas, adding, removing = move.replicas, move.adding, move.removing
+        for b in replicas:
             if b in ws.brokers:
                 ws.box.leader_and_isr(
-                    b, move.tp, state, replicas=move.replicas, adding=move.adding, removing=move.removing,
-                    is_new=b in move.adding,
+                    b, move.tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding,
                 )
         if move.next_target is not None:
             override(ws, move, move.next_target)  # a new target came while its state was read
