@@ -1,14 +1,17 @@
-"""znodes.payloads.decode_topic and decode_record_full: their fast paths for plain topic znodes
-and KIP-240 records (every one is read at every failover) say exactly what the models say -
-the same assignments for a valid payload, the same ZnodeFormatError for a bad one."""
+"""znodes.payloads.decode_topic, decode_record_full and decode_requests: their fast paths for
+plain topic znodes, KIP-240 records and /admin/reassign_partitions entries (a failover reads
+every one) say exactly what the models say - the same values for a valid payload, the same
+ZnodeFormatError (or, for an entry, the same reason it is dropped) for a bad one."""
 
 from __future__ import annotations
+
+import json
 
 import pytest
 
 from znodes import models, payloads
 from znodes.errors import ZnodeFormatError
-from znodes.values import Assignment
+from znodes.values import Assignment, Request
 
 TOPIC = "/brokers/topics/t"
 RECORD = "/admin/reassignments/t/0"
@@ -151,3 +154,55 @@ def test_a_malformed_topic_znode_still_gets_the_models_clear_error():
     with pytest.raises(ZnodeFormatError) as e:
         payloads.decode_record_full(RECORD, b'{"version":1,"replicas":[4,4],"original_replicas":[1]}')
     assert "replicas: 4 is listed twice" in str(e.value)
+
+
+REQUESTS = "/admin/reassign_partitions"
+ENTRIES = [
+    {"topic": "t", "partition": 0, "replicas": [1, 2, 3]},
+    {"topic": "t.x_y-1", "partition": 2147483647, "replicas": [4], "original_replicas": [1, 2]},
+    {"topic": "t", "partition": 1, "replicas": [4], "original_replicas": None},
+    {"topic": "t", "partition": 2, "replicas": [4, 5], "log_dirs": ["any", "/d"]},
+    {"topic": "t", "partition": 3, "replicas": [4, 5], "log_dirs": ["any"]},
+    {"topic": "t", "partition": 4, "replicas": [4], "skip_isr_check": True},
+    {"topic": "t", "partition": 5, "replicas": [4], "movement_strategies": ["smallest_first"]},
+    {"topic": "t", "partition": 6, "replicas": [4], "other": 1},
+    {"topic": "a b", "partition": 0, "replicas": [1]},
+    {"topic": "", "partition": 0, "replicas": [1]},
+    {"topic": ".", "partition": 0, "replicas": [1]},
+    {"topic": "x" * 250, "partition": 0, "replicas": [1]},
+    {"topic": 7, "partition": 0, "replicas": [1]},
+    {"topic": "t", "partition": True, "replicas": [1]},
+    {"topic": "t", "partition": -1, "replicas": [1]},
+    {"topic": "t", "partition": 2147483648, "replicas": [1]},
+    {"topic": "t", "partition": "0", "replicas": [1]},
+    {"topic": "t", "partition": 0.0, "replicas": [1]},
+    {"topic": "t", "partition": 7, "replicas": []},
+    {"topic": "t", "partition": 8, "replicas": [1, 1]},
+    {"topic": "t", "partition": 9, "replicas": [1.0]},
+    {"topic": "t", "partition": 10, "replicas": [True]},
+    {"topic": "t", "partition": 11, "replicas": "1"},
+    {"topic": "t", "partition": 12},
+    {"partition": 13, "replicas": [1]},
+    {"topic": "t", "partition": 14, "replicas": [1], "original_replicas": []},
+    {"topic": "t", "partition": 15, "replicas": [1], "original_replicas": [2, 2]},
+    {"topic": "t", "partition": 16, "replicas": [-1]},
+    [1, 2],
+    None,
+]
+
+
+def test_decode_requests_says_what_the_model_says_entry_by_entry(monkeypatch):
+    data = json.dumps({"version": 1, "partitions": ENTRIES}).encode()
+    fast = payloads.decode_requests(REQUESTS, data)
+    monkeypatch.setattr(payloads, "_plain_entry", lambda raw: None)  # every entry through the model
+    assert fast == payloads.decode_requests(REQUESTS, data)
+    good, bad = fast
+    assert len(good) == 7 and len(bad) == len(ENTRIES) - 7  # a bad entry dropped with its reason
+
+
+def test_the_entry_fast_path_takes_the_plain_shape_only():
+    assert payloads._plain_entry(ENTRIES[1]) == Request("t.x_y-1", 2147483647, (4,), (1, 2))
+    for raw in ENTRIES[:3]:
+        assert payloads._plain_entry(raw) is not None, raw
+    for raw in ENTRIES[3:]:
+        assert payloads._plain_entry(raw) is None, raw
