@@ -48,6 +48,7 @@ from controller.core.events import (
     LogDirEventsRead,
     MetadataRead,
     ReplicasOffline,
+    RequestsRead,
     StatesRead,
     TopicConfigsRead,
     TopicsRead,
@@ -303,7 +304,9 @@ class ActiveController:
         # The floors of the topics the recovered entries name (step 2a), before they schedule;
         # changes notified from here on are read again as they come.
         await self.config_changes.arm(self.store)
-        await self.execute(await self._read_min_isr(self.state.requests.values()) + recovered.events)
+        # (The entries are the RequestsRead's: the rebuilt state holds none until its step.)
+        entries = next((e.requests for e in recovered.events if isinstance(e, RequestsRead)), None)
+        await self.execute(await self._read_min_isr(entries) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
         await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs"}))
