@@ -146,7 +146,7 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
         all_topics(), requests_read(), read_records(store))
     log += more + more_records
     topics = {name: read for name, read in topics_read.items() if read is not None}
-    moving = {(t, p): a for t, (_, parts) in topics.items() for p, a in parts.items() if a.moving}
+    moving = [(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.adding or a.removing]
     read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
     log += more
     return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling, queued)
@@ -177,11 +177,13 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
     state.record_counts = dict(snapshot.record_counts)
     for topic, _ in snapshot.records:
         state.record_counts.setdefault(topic, 1)
+    assignments = state.assignments
+    moving: list[TopicPartition] = []  # of every partition (100,000 on a large cluster), once
     for name, (version, parts) in sorted(snapshot.topics.items()):
         state.topic_versions[name] = version
         state.topic_partitions[name] = tuple(parts)
-        for p, assignment in parts.items():
-            state.assignments[(name, p)] = assignment
+        assignments.update({(name, p): assignment for p, assignment in parts.items()})
+        moving += [(name, p) for p, a in parts.items() if a.adding or a.removing]
     log = list(snapshot.log)
     create_records: set[TopicPartition] = set()
     rewrite_records: set[TopicPartition] = set()
@@ -235,9 +237,9 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
             move = Move.resumed(tp, target, assignment.replicas, Phase.REPLICATING)
         state.tasks[tp] = move
 
-    for tp, assignment in state.assignments.items():
-        if assignment.moving and tp not in state.tasks:
-            target, original = _split(assignment)
+    for tp in moving:
+        if tp not in state.tasks:
+            target, original = _split(state.assignments[tp])
             state.tasks[tp] = Move.resumed(tp, target, original, Phase.REPLICATING)
             create_records.add(tp)
             log.append(f"{tp[0]}-{tp[1]}: adopting the move its topic znode shows (no record)")
