@@ -122,33 +122,43 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     the partition states of the moves found (records and adding/removing lists) are read
     right after, in bulk, and Resume announces those moves at once; without (or for a state
     znode that is absent), the resumed moves ask for them (``Step.reads``) and carry on as
-    they arrive. Either way the state is read after the records and topic znodes it is judged
-    with, and every write made from it is conditional on its zkVersion.
+    they arrive. Either way the state is read after the topic znode it is judged with (and
+    after its record, or while the records are read: they cannot change meanwhile), and every
+    write made from it is conditional on its zkVersion.
     """
     log: list[str] = []
     brokers, more = await read_brokers(store, watch=watch)
     log += more
 
-    async def all_topics():
-        return await read_topics(store, await read_topic_names(store, watch=watch))
+    async def topics_and_moving_states():
+        topics_read, lines = await read_topics(store, await read_topic_names(store, watch=watch))
+        topics = {name: read for name, read in topics_read.items() if read is not None}
+        moving = [(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.adding or a.removing]
+        # The moving partitions' states right after their topic znodes, while the records are
+        # still being read.
+        found, more_lines = await read_states(store, moving) if states and moving else ({}, [])
+        return topics, moving, found, lines + more_lines
 
     async def requests_read():
         if watch:
             await store.exists(paths.REASSIGN_PARTITIONS, watch=True)
         return await read_requests(store)
 
-    # The topic znodes, the requests and the records are read together: a failover waits for
-    # the longest of the three, not their sum. Read one after the other they were never one
-    # snapshot either; the records and topic znodes are the controller's alone, and the
-    # election fenced the last one's writes; what tools write meanwhile comes with the watches
-    # these reads set. The states follow both the records and the topic znodes.
-    (topics_read, more), requests, (records, record_counts, cancelling, queued, more_records) = await asyncio.gather(
-        all_topics(), requests_read(), read_records(store))
+    # The topic znodes (then the moving partitions' states), the requests and the records are
+    # read together: a failover waits for the longest, not the sum. Read one after the other
+    # they were never one snapshot either. Only a controller writes the records, and the
+    # election fenced the last one, so they cannot change while this one reads: a state read
+    # before its record is as good as one read after. What tools write meanwhile (entries,
+    # topics) comes with the watches these reads set.
+    (topics, moving, read, more), requests, (records, record_counts, cancelling, queued, more_records) = (
+        await asyncio.gather(topics_and_moving_states(), requests_read(), read_records(store)))
     log += more + more_records
-    topics = {name: read for name, read in topics_read.items() if read is not None}
-    moving = [(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.adding or a.removing]
-    read, more = await read_states(store, sorted(set(records) | set(moving))) if states else ({}, [])
-    log += more
+    # The states of moves only a record shows (its topic znode plain: RS = TRS written).
+    rest = sorted(set(records) - set(moving)) if states else []
+    if rest:
+        found, more = await read_states(store, rest)
+        read.update(found)
+        log += more
     return Snapshot(brokers, topics, requests, records, read, record_counts, log, cancelling, queued)
 
 

@@ -333,3 +333,34 @@ def test_a_target_queued_behind_a_rollback_is_kept_by_its_record_through_a_failo
     s, step, _ = resume(snap)
     move = s.tasks[TP]
     assert (move.phase, move.target, move.next_target) == (Phase.CANCELLING, (4, 5, 6), (4, 5, 6))
+
+
+async def test_recovery_reads_the_state_of_every_move_it_finds_moving_or_recorded_only():
+    """The moving partitions' states are read right after the topic znodes (while the records
+    are read); a move only its record shows (RS = TRS written, the record's delete cut: resumed
+    as STOPPING) has its state read after the records. Both go into Resume's own step; a
+    partition neither moving nor recorded is left to the full metadata read."""
+    from controller.shell.recovery import load
+    from znodes.twin import TwinServer
+
+    server = TwinServer()
+    store = server.connect()
+    for path in ("/brokers", "/brokers/ids", "/brokers/topics", "/admin", "/admin/reassignments",
+                 "/admin/reassignments/t"):
+        await store.create(path, b"")
+    await store.create(paths.topic("t"), json.dumps({
+        "version": 2, "partitions": {"0": [4, 5, 6, 1, 2, 3], "1": [4, 5, 6], "2": [1, 2, 3]},
+        "adding_replicas": {"0": [4, 5, 6]}, "removing_replicas": {"0": [1, 2, 3]}}).encode())
+    for p in (0, 1):
+        await store.create(paths.reassignment("t", p), json.dumps(
+            {"version": 1, "replicas": [4, 5, 6], "original_replicas": [1, 2, 3]}).encode())
+    for p, isr in ((0, [1, 2, 3]), (1, [4, 5, 6]), (2, [1, 2, 3])):
+        await store.ensure_path(paths.partition("t", p))
+        await store.create(paths.partition_state("t", p), json.dumps(
+            {"controller_epoch": 1, "leader": isr[0], "version": 1, "leader_epoch": 3, "isr": isr}).encode())
+    snap = await load(store, watch=False, states=True)
+    assert set(snap.states) == {("t", 0), ("t", 1)}
+    assert snap.states[("t", 1)].isr == (4, 5, 6) and snap.states[("t", 0)].isr == (1, 2, 3)
+    s = rebuild(snap, controller_id=102, epoch=9).state
+    assert (s.tasks[("t", 0)].phase, s.tasks[("t", 1)].phase) == (Phase.REPLICATING, Phase.STOPPING)
+    assert ("t", 0) in s.states and ("t", 1) in s.states and ("t", 2) not in s.states
