@@ -4,8 +4,9 @@ section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 Endpoints: GET /state, GET /load, GET /proposals, POST /rebalance, POST /remove_broker?brokerid=,
 POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?brokerid=, POST
 /rebalance_disk[?brokerid=] (moves between each broker's log directories), POST
-/stop_proposal_execution. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
-``excluded_topics`` (regex) and ``excluded_brokers_for_replica_move``; the POSTs also
+/stop_proposal_execution, POST /admin?drop_recently_demoted_brokers=. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
+``excluded_topics`` (regex), ``excluded_brokers_for_replica_move`` and
+``exclude_recently_demoted_brokers``; the POSTs also
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
 ``replication_throttle`` (or ``throttle``), ``replica_movement_strategies`` and ``deadline_s``, and ``proposal_id=N`` executes the
 reviewed proposal N as planned (Strimzi's approve). Errors are JSON: 400 bad parameter, 404
@@ -30,7 +31,7 @@ from znodes import strategies
 # Cruise Control's names. Scope: what a plan may move (every planning endpoint); wave shaping:
 # how the plan is cut and run (the POSTs); the reviewed proposal's own parameters cannot be
 # given again with proposal_id.
-SCOPE_PARAMS = {"excluded_topics", "excluded_brokers_for_replica_move"}
+SCOPE_PARAMS = {"excluded_topics", "excluded_brokers_for_replica_move", "exclude_recently_demoted_brokers"}
 EXECUTION_PARAMS = {"concurrent_partition_movements_per_broker", "max_partition_movements_in_cluster",
                     "replication_throttle", "throttle", "deadline_s", "proposal_id", "replica_movement_strategies"}
 # Cruise Control's force_stop default: the running wave finishes, nothing more starts.
@@ -74,6 +75,7 @@ class RestApi:
                              "min_interval_s": self.opts.healing_min_interval_s, "actions": self.healing},
             "spark": self.spark_state,
             "admin": self.admin_view(),
+            "recently_demoted_brokers": self.recently_demoted(),
         }
 
     def admin_view(self) -> dict:
@@ -103,7 +105,9 @@ class RestApi:
                   "/demote_broker": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
                   # Cruise Control's rebalance_disk: moves inside brokers, no controller caps or throttle
                   "/rebalance_disk": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
-                  "/stop_proposal_execution": ("POST", {"force_stop"})}
+                  "/stop_proposal_execution": ("POST", {"force_stop"}),
+                  # Cruise Control's admin endpoint, its part that this service has
+                  "/admin": ("POST", {"drop_recently_demoted_brokers"})}
         if path not in routes:
             raise HttpError(404, f"no endpoint {path} (endpoints: {', '.join(sorted(routes))})")
         want, allowed = routes[path]
@@ -122,15 +126,26 @@ class RestApi:
                          "message": "no execution is running" if ex is None else
                          (f"execution {ex.id}: the running wave is being rolled back (KIP-236), no more waves start"
                           if force else f"execution {ex.id}: the running wave finishes, no more waves start")}
+        if path == "/admin":
+            if "drop_recently_demoted_brokers" not in query:
+                raise HttpError(400, "/admin needs drop_recently_demoted_brokers=ID[,ID...]")
+            dropped = self.drop_recently_demoted(_ids(query["drop_recently_demoted_brokers"],
+                                                      "drop_recently_demoted_brokers"))
+            return 200, {"dropped": dropped, "recently_demoted_brokers": self.recently_demoted()}
         self._require_ready()
         if path == "/load":
             return 200, {"model_version": self.model.version, "brokers": self.model.load()}
         scope = _scope(query)
+        # Cruise Control's exclude_recently_demoted_brokers (default false): those brokers lead
+        # nothing the plan orders.
+        demoted = (self.recently_demoted() if _bool(query.get("exclude_recently_demoted_brokers", "false"),
+                                                    "exclude_recently_demoted_brokers") else [])
+        leadership = {"leaders_excluded": demoted} if demoted else {}
         if path == "/proposals":
-            if scope is None:
+            if scope is None and not leadership:
                 return 200, self._proposal_view(await self.current_proposal())
             return 200, self._proposal_view(await self.plan(
-                "rebalance", scope=scope, request={"path": "/rebalance", "params": dict(query)}))
+                "rebalance", scope=scope, request={"path": "/rebalance", "params": dict(query)}, **leadership))
         dryrun = _bool(query.get("dryrun", "true"), "dryrun")
         deadline_s = _positive(query["deadline_s"], "deadline_s") if "deadline_s" in query else None
         if "proposal_id" in query:
@@ -166,6 +181,7 @@ class RestApi:
             ids = _ids(query["brokerid"])
             mode = "decommission" if path == "/remove_broker" else "add-brokers"
             kwargs = {"brokers": ids}
+        kwargs.update(leadership)
         if not dryrun:
             why = await self.refusal()  # before planning: a refused request costs no plan
             if why:

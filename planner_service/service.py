@@ -69,6 +69,9 @@ PROPOSALS_KEPT = 10
 # An execution's deadline unless the request gives one (deadline_s): past it the execution
 # ends and lists what is still moving. Six hours covers a large drain at a modest throttle.
 DEFAULT_EXECUTION_DEADLINE_S = 6 * 3600
+# How long a demoted broker is remembered (Cruise Control's demotion.history.retention.time.ms,
+# 14 days): a plan asked with exclude_recently_demoted_brokers=true makes it lead nothing.
+DEFAULT_DEMOTION_RETENTION_S = 14 * 24 * 3600
 
 
 @dataclass
@@ -103,6 +106,7 @@ class Options:
     # plan may fill past (--disk-threshold); brokers reporting total_bytes count without a file
     capacity: object | None = None
     disk_threshold: float = DEFAULT_THRESHOLD
+    demotion_retention_s: float = DEFAULT_DEMOTION_RETENTION_S
 
 
 class PlannerService(RestApi):
@@ -129,6 +133,8 @@ class PlannerService(RestApi):
         self._proposal_ids = itertools.count(1)
         self.healing: list[dict] = []
         self.last_healing_at: float | None = None
+        # broker -> when an executed demotion named it (ms); in memory, as Cruise Control keeps it
+        self.demoted_at: dict[int, int] = {}
         # secured_brokers: those the last poll asked with --command-config's security
         self.sizes_state = {"enabled": opts.sizes, "interval_s": opts.sizes_interval_s, "last_poll_ms": None,
                             "warnings": [], "secured_brokers": []}
@@ -481,6 +487,8 @@ class PlannerService(RestApi):
         ex = Execution(next(self._ids), planned["mode"], reason, started_by, waves, throttle, deadline_ms=deadline,
                        proposal_id=planned.get("proposal_id"), caps=caps, elect=list(planned.get("elect", ())),
                        movement_strategies=movement_strategies)
+        if planned["mode"] == "demote":  # Cruise Control remembers it as the execution starts
+            self.demoted_at.update({b: ex.started_ms for b in result.report["demoted_brokers"]})
         if not waves and not ex.elect:
             ex.state, ex.finished_ms = "done", now_ms()
         else:
@@ -492,6 +500,18 @@ class PlannerService(RestApi):
         log.info("execution %d (%s, %s): %d partitions in %d waves: %s", ex.id, ex.mode, started_by,
                  ex.partitions_total, len(waves), reason)
         return ex
+
+    def recently_demoted(self) -> list[int]:
+        """The brokers an executed demotion named within --demotion-history-retention (Cruise
+        Control's recently demoted brokers); older ones are forgotten here."""
+        oldest = now_ms() - int(self.opts.demotion_retention_s * 1000)
+        for b in [b for b, at in self.demoted_at.items() if at < oldest]:
+            del self.demoted_at[b]
+        return sorted(self.demoted_at)
+
+    def drop_recently_demoted(self, brokers: list[int]) -> list[int]:
+        """Cruise Control's admin drop_recently_demoted_brokers: forget these; the ones dropped."""
+        return [b for b in brokers if self.demoted_at.pop(b, None) is not None]
 
     def stop_execution(self, force: bool) -> Execution | None:
         """Cruise Control's stop_proposal_execution: the running execution starts no more

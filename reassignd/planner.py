@@ -119,7 +119,8 @@ def _http_url(text: str) -> str:
 
 def build_parser() -> argparse.ArgumentParser:
     from planner_service.api_auth import ROLES
-    from planner_service.service import DEFAULT_EXECUTION_DEADLINE_S, DEFAULT_SPARK_MIN_PARTITIONS
+    from planner_service.service import (DEFAULT_DEMOTION_RETENTION_S, DEFAULT_EXECUTION_DEADLINE_S,
+                                          DEFAULT_SPARK_MIN_PARTITIONS)
     from planner_service.zk_feed import DEFAULT_STATE_WATCH_LIMIT
     from spark_jobs import batching, capacity
 
@@ -171,6 +172,9 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--execution-deadline", type=_pos_float, default=DEFAULT_EXECUTION_DEADLINE_S, metavar="S",
                    help="an execution still running this long after it started ends, listing what still moves "
                         f"(default {DEFAULT_EXECUTION_DEADLINE_S:g}; a request's deadline_s overrides it)")
+    p.add_argument("--demotion-history-retention", type=_pos_float, default=DEFAULT_DEMOTION_RETENTION_S,
+                   metavar="S", help="seconds an executed demotion's brokers are remembered for "
+                                     "exclude_recently_demoted_brokers (default 14 days, Cruise Control's)")
     p.add_argument("--controller-ops", type=_http_url, metavar="URL",
                    help="the active controller's operations port (its --ops-listen, e.g. http://127.0.0.1:9191): "
                         "a request's concurrent_partition_movements_per_broker is clamped to its per-broker caps")
@@ -298,6 +302,7 @@ def main(argv: list[str] | None = None) -> int:
         healing_min_interval_s=args.healing_min_interval, throttle=args.throttle, bootstrap=args.bootstrap_server,
         max_in=args.max_in, max_out=args.max_out, controller_ops=args.controller_ops,
         execution_deadline_s=args.execution_deadline, session_timeout_s=args.session_timeout,
+        demotion_retention_s=args.demotion_history_retention,
         state_watch_limit=args.state_watch_limit, zk_security=zk_security, security=security,
         api_security=api_sec, capacity=disk_capacity, disk_threshold=args.disk_threshold,
     )

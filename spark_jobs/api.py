@@ -122,13 +122,16 @@ def plan(
     max_out: int = batching.DEFAULT_MAX_OUT,
     throttle: int | None = None,
     assume_valid: bool = False,
+    leaders_excluded=None,
 ) -> PlanResult:
     """Plan one cluster. SnapshotError for a bad snapshot, PlanError for an impossible request.
 
     ``capacity`` (:func:`spark_jobs.capacity.load_file`) gives disk capacities; with it, or
     with capacities the snapshot reports, no target broker ends above ``disk_threshold`` of its
     disk (PlanError saying why when no plan can). ``assume_valid`` skips re-validating a snapshot that came from ``snapshot.load`` or
-    ``snapshot.validate`` (seconds saved on millions of partitions).
+    ``snapshot.validate`` (seconds saved on millions of partitions). ``leaders_excluded``:
+    brokers that lead nothing the plan orders (Cruise Control's recently demoted brokers); the
+    preferred leaders are balanced over the other target brokers.
     """
     snap = snapshot if assume_valid else snapshots.validate(snapshot)
     req = core.PlanRequest(
@@ -140,6 +143,7 @@ def plan(
         fix_racks=fix_racks,
         capacity=capacity,
         disk_threshold=disk_threshold,
+        leaders_excluded=list(leaders_excluded) if leaders_excluded is not None else None,
     )
     mapper = spark_mapper(spark) if spark is not None else None
     out = core.plan_cluster(snap, req, mapper)

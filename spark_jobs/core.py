@@ -74,6 +74,9 @@ class PlanRequest:
     fix_racks: bool = False
     capacity: capacities.CapacitySpec | None = None  # disk capacities (else only what the snapshot reports)
     disk_threshold: float = capacities.DEFAULT_THRESHOLD
+    # Brokers that may hold replicas but lead nothing the plan orders (Cruise Control's
+    # recently demoted brokers): the preferred leaders are balanced over the other targets.
+    leaders_excluded: list | None = None
 
 
 @dataclass
@@ -198,6 +201,14 @@ class _Planner:
                 "give every target broker a rack, or none"
             )
         self.rule = RackRule.build(c.racks, self.target)
+        # Who may be a preferred leader: the targets, less the brokers excluded from leadership.
+        self.leads = self.target.copy()
+        for b in ids(req.leaders_excluded, "excluded from leadership"):
+            if b in index:
+                self.leads[index[b]] = False
+        if not self.leads.any():
+            raise PlanError("every broker that would hold replicas is excluded from leadership: "
+                            "no partition could have a preferred leader")
         # Disk capacity per broker index (-1 unknown) and the limit the capacity goal holds.
         try:
             threshold = capacities.check_threshold(req.disk_threshold)
@@ -873,7 +884,7 @@ class _Planner:
                 self._parts_of = None
         after = self.rep[self.rows_idx]
         moved = _set_changed(before_rows, after)
-        leaders.balance_leaders(after, self.target, prefer=moved)
+        leaders.balance_leaders(after, self.leads, prefer=moved)
         self.rep[self.rows_idx] = after
         return self._outcome(before_rows, fixed[self.rows_idx], after, lb_initial, lower_bound, exact_used)
 
@@ -927,7 +938,7 @@ class _Planner:
         n_t = int(self.target.sum())
         total = int(self.new_rf[rows_idx].sum())
         low, _ = divmod(total, n_t)
-        lead_low, _ = leaders.leader_targets(len(rows_idx), n_t)
+        lead_low, _ = leaders.leader_targets(len(rows_idx), int(self.leads.sum()))
 
         def counts(rows):
             flat = rows.ravel()
@@ -965,7 +976,8 @@ class _Planner:
             )
         tgt = self.target
         fair = bool(((rc_a[tgt] == low) | (rc_a[tgt] == low + 1)).all() and (rc_a[~tgt] == 0).all())
-        leaders_fair = bool(((lc_a[tgt] == lead_low) | (lc_a[tgt] == lead_low + 1)).all())
+        leads = self.leads
+        leaders_fair = bool(((lc_a[leads] == lead_low) | (lc_a[leads] == lead_low + 1)).all())
         rule = self.rule
         report = {
             "version": 1,
@@ -988,6 +1000,7 @@ class _Planner:
             "bytes_to_move_known_part": bytes_total,
             "replica_target": [low, low + 1],
             "leader_target": [lead_low, lead_low + 1],
+            "leaders_excluded": [int(ids[i]) for i in np.nonzero(tgt & ~leads)[0]],
             "fair": fair,
             "fairness_reachable": bool(self.fair_possible),
             "leaders_fair": leaders_fair,

@@ -221,3 +221,24 @@ def test_bytes_objective_keeps_counts_moves_and_topic_evenness():
     assert [b["replicas_after"] for b in with_bytes["per_broker"]] == [b["replicas_after"] for b in without["per_broker"]]
     assert with_bytes["bytes_spread_after"] < without["bytes_spread_after"] / 2
     assert with_bytes["bytes_spread_after"] < with_bytes["bytes_spread_before"]
+
+
+def test_brokers_excluded_from_leadership_lead_nothing_and_the_others_share_the_leaders():
+    """Cruise Control's recently demoted brokers: they keep their replicas (counts as any
+    rebalance), lead nothing the plan orders, and the other targets lead L or L+1 each."""
+    assignment = {("t", p): [p % 5, (p + 1) % 5, (p + 2) % 5] for p in range(20)}
+    snap = cluster(assignment, [0, 1, 2, 3, 4])
+    plain = api.plan(snap, "rebalance")
+    assert plain.report["leaders_excluded"] == [] and plain.report["moves"] == 0
+    result = api.plan(snap, "rebalance", leaders_excluded=[2])
+    rows = {(t["name"], p["partition"]): p["replicas"] for t in snap["topics"] for p in t["partitions"]}
+    for e in result.reassignment["partitions"]:
+        assert sorted(e["replicas"]) == sorted(rows[(e["topic"], e["partition"])])  # reorders only
+        rows[(e["topic"], e["partition"])] = e["replicas"]
+    assert result.report["moves"] == 0 and result.report["leaders_excluded"] == [2]
+    leads = Counter(r[0] for r in rows.values())
+    assert leads[2] == 0 and sorted(leads[b] for b in (0, 1, 3, 4)) == [5, 5, 5, 5]
+    assert result.report["leaders_fair"] and result.report["leader_target"] == [5, 6]
+    assert counts_after(snap, result) == counts_after(snap, plain)
+    with pytest.raises(PlanError, match="excluded from leadership"):
+        api.plan(snap, "rebalance", leaders_excluded=[0, 1, 2, 3, 4])

@@ -13,6 +13,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.retry import KazooRetry
 
+from planner_service.clock import now_ms
 from planner_service.service import Options, PlannerService
 
 pytestmark = pytest.mark.zk
@@ -148,6 +149,66 @@ async def test_a_refusal_to_execute_rests_on_a_fresh_read_not_on_a_trailing_watc
         await _until(lambda: svc.model.request_pending, 10, "the request znode")
         why = await svc.refusal()
         assert why and "/admin/reassign_partitions pending" in why, why
+    finally:
+        await svc.stop()
+        zk.stop()
+        zk.close()
+
+
+async def test_a_demotion_is_remembered_and_later_plans_may_keep_its_brokers_from_leading(zk_hosts):
+    """Cruise Control's recently demoted brokers: an executed demotion's brokers are listed in
+    /state from the moment it starts; a plan asked with exclude_recently_demoted_brokers=true
+    gives them no leadership; POST /admin drops them; past --demotion-history-retention they
+    are forgotten. (The execution's AdminClient finds no controller here: the memory is the
+    service's, kept as the execution starts, as Cruise Control keeps it.)"""
+    from tests.planner.service_http import http
+
+    zk = KazooClient(hosts=zk_hosts, timeout=10)
+    zk.start(timeout=30)
+    svc = PlannerService(Options(zookeeper=zk_hosts, port=0, sizes=False, bootstrap="127.0.0.1:1",
+                                 admin_timeout_ms=1000))
+    try:
+        _write_cluster(zk)
+        await svc.start()
+        await _until(lambda: svc.feed.ready and svc.model.n_partitions == 3, 20, "the model")
+        base = f"http://{svc.address}"
+
+        async def call(method, path):
+            return await asyncio.to_thread(http, base, method, path)
+
+        assert (await call("GET", "/state"))[1]["recently_demoted_brokers"] == []
+        status, body = await call("POST", "/demote_broker?brokerid=2&dryrun=false")
+        assert status == 200 and body["execution"]["mode"] == "demote", body
+        assert (await call("GET", "/state"))[1]["recently_demoted_brokers"] == [2]
+        await _until(lambda: svc.execution.state != "running", 30, "the execution to end")
+
+        def firsts(proposal) -> dict:
+            rows = {(t, p): list(a.replicas) for t, parts in svc.model.topics.items() for p, a in parts.items()}
+            for e in proposal["reassignment"]["partitions"]:
+                rows[(e["topic"], e["partition"])] = e["replicas"]
+            return {tp: r[0] for tp, r in rows.items()}
+
+        assert 2 in firsts({"reassignment": {"partitions": []}}).values()  # 2 still leads orders-1
+        status, plain = await call("POST", "/rebalance")
+        assert status == 200 and plain["proposal"]["report"]["leaders_excluded"] == []
+        status, kept = await call("POST", "/rebalance?exclude_recently_demoted_brokers=true")
+        assert status == 200 and kept["proposal"]["report"]["leaders_excluded"] == [2], kept
+        assert 2 not in firsts(kept["proposal"]).values() and kept["proposal"]["report"]["moves"] == 0
+        status, seen = await call("GET", "/proposals?exclude_recently_demoted_brokers=true")
+        assert status == 200 and 2 not in firsts(seen).values()
+        status, bad = await call("POST", "/rebalance?exclude_recently_demoted_brokers=maybe")
+        assert status == 400 and "exclude_recently_demoted_brokers" in bad["error"]["message"]
+
+        status, body = await call("POST", "/admin?drop_recently_demoted_brokers=2,3")
+        assert status == 200 and body == {"dropped": [2], "recently_demoted_brokers": []}, body
+        status, again = await call("POST", "/rebalance?exclude_recently_demoted_brokers=true")
+        assert again["proposal"]["report"]["leaders_excluded"] == []
+        assert (await call("POST", "/admin"))[0] == 400
+
+        # Past the retention a demotion is forgotten.
+        svc.demoted_at[3] = now_ms() - int(svc.opts.demotion_retention_s * 1000) - 1
+        svc.demoted_at[1] = now_ms()
+        assert svc.recently_demoted() == [1] and 3 not in svc.demoted_at
     finally:
         await svc.stop()
         zk.stop()
