@@ -196,6 +196,33 @@ def check_op(op: Op) -> None:
             raise ValueError(f"version of {op.path!r} must be an int >= -1, not {op.version!r}")
 
 
+def _plain_op_size(op: Op, chroot_bytes: int) -> int | None:
+    """:func:`multi_op_size` of an op :func:`check_op` accepts on sight (an exact op type, a
+    plain ASCII path, bytes data, an int version >= -1); None for anything else, which the
+    caller checks the long way. A flush of 100,000 ops queues them all through here."""
+    kind = type(op)
+    if kind is not SetData and kind is not Create and kind is not Delete and kind is not Check:
+        return None
+    path = op.path
+    if type(path) is not str or not _PLAIN_PATH.fullmatch(path):
+        return None
+    # A plain path is ASCII: its UTF-8 length is its length (and it is never "/").
+    size = _MULTI_HEADER + _INT + chroot_bytes + len(path) + TXN_EXTRA_PER_MULTI_OP
+    if kind is SetData:
+        data, version = op.data, op.version
+        if type(data) is bytes and type(version) is int and version >= -1:
+            return size + _INT + len(data) + _INT
+    elif kind is Create:
+        data = op.data
+        if type(data) is bytes:
+            return size + _INT + len(data) + _OPEN_ACL + _INT
+    elif kind is Delete or kind is Check:
+        version = op.version
+        if type(version) is int and version >= -1:
+            return size + _INT
+    return None
+
+
 def plan_chunks(
     ops: Sequence[Op],
     *,
@@ -251,9 +278,16 @@ def _too_large(i: int, op: Op, op_size: int, base: int, limit: int) -> RequestTo
 class CheckedChunk(list):
     """A chunk a BatchedWriter planned: every op passed :func:`check_op` when queued and the
     chunk was sized to fit one multi (the epoch check included). A store may skip checking
-    such a chunk again (KazooStore does: re-checking 100,000 queued ops was measurable)."""
+    such a chunk again (KazooStore does: re-checking 100,000 queued ops was measurable).
+    ``size``: its :func:`multi_request_size` as planned (with the epoch check when fenced), or
+    None: a store wrapper that changes an op's data (controller.shell.journal.RecordIds) keeps
+    the chunk checked when the size it grows to still fits."""
 
-    __slots__ = ()
+    __slots__ = ("size",)
+
+    def __init__(self, ops=(), size: int | None = None):
+        super().__init__(ops)
+        self.size = size
 
 
 def _flatten(chunks: list[list[Op]]) -> list[Op]:
@@ -279,6 +313,7 @@ class BatchedWriter:
         self.max_ops = max_ops
         # Paths travel chroot-prefixed, so the chroot counts toward every op's size.
         self.chroot: str = getattr(store, "chroot", "") or ""
+        self._chroot_bytes = len(self.chroot.encode("utf-8"))
         self._ops: list[Op] = []
         self._sizes: list[int] = []  # each queued op's multi_op_size, computed once
         # Every op must fit a fenced chunk on its own, whichever flush it ends up in.
@@ -288,8 +323,10 @@ class BatchedWriter:
         return len(self._ops)
 
     def _checked_size(self, i: int, op: Op) -> int:
-        check_op(op)
-        size = multi_op_size(op, self.chroot)
+        size = _plain_op_size(op, self._chroot_bytes)
+        if size is None:
+            check_op(op)
+            size = multi_op_size(op, self.chroot)
         if size > self._largest_op:
             raise _too_large(i, op, size, self.max_request_bytes - self._largest_op, self.max_request_bytes)
         return size
@@ -325,7 +362,11 @@ class BatchedWriter:
         happens; on failure a :class:`FlushError` (or :class:`FencedFlushError`) tells what landed.
         """
         fenced = epoch_zkversion is not None
-        chunks = [CheckedChunk(chunk) for chunk in self.chunks(fenced=fenced)]
+        chunks = []
+        base, sizes, at = _chunk_base(self.chroot, fenced), self._sizes, 0
+        for chunk in self.chunks(fenced=fenced):
+            chunks.append(CheckedChunk(chunk, base + sum(sizes[at : at + len(chunk)])))
+            at += len(chunk)
         self._ops, self._sizes = [], []
         results: list = []
         done = 0

@@ -102,6 +102,38 @@ class Outbox:
         }
         self._lai_last[is_new] = (tp, state, replicas, adding, removing, entry)
 
+    def leader_and_isr_replicas(self, tp: TopicPartition, state: LeaderIsr, *, replicas, adding, removing, new=()) -> None:
+        """:meth:`leader_and_isr` to every live broker of ``replicas``, ``is_new`` for those in
+        ``new``, in one call: at most two entries (``is_new`` or not), shared by the brokers.
+        A move's start and completion tell every replica this (a call per replica was a
+        measurable part of a step completing 10,000 partitions)."""
+        lai, live = self._lai, self.brokers
+        old = fresh = None
+        for b in replicas:
+            if b not in live:
+                continue
+            if b in new:
+                if fresh is None:
+                    fresh = {**(old or self._lai_entry(tp, state, replicas, adding, removing)), "is_new": True}
+                entry = fresh
+            else:
+                if old is None:
+                    old = {**fresh, "is_new": False} if fresh is not None else self._lai_entry(tp, state, replicas, adding, removing)
+                entry = old
+            entries = lai.get(b)
+            if entries is None:
+                entries = lai[b] = {}
+            entries[tp] = entry
+
+    @staticmethod
+    def _lai_entry(tp: TopicPartition, state: LeaderIsr, replicas, adding, removing) -> dict:
+        return {
+            **_partition_state(tp, state, replicas),
+            "adding_replicas": list(adding),
+            "removing_replicas": list(removing),
+            "is_new": False,
+        }
+
     def leader_and_isr_held(self, tp: TopicPartition, state: LeaderIsr, replicas) -> None:
         """The state held, to every live broker of ``replicas`` this step has no LeaderAndIsr
         entry of ``tp`` for yet (engine step 8b: a resend never replaces what the step decided);

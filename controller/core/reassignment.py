@@ -511,10 +511,9 @@ def start(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
     ws.set_assignment(tp, Assignment(replicas, adding, removing))
     ws.record_original(move)
     state = ws.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
-    for b in replicas:
-        if b in ws.brokers:
-            ws.box.leader_and_isr(b, tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding)
-    ws.box.update_metadata(tp, state, replicas)
+    box = ws.box
+    box.leader_and_isr_replicas(tp, state, replicas=replicas, adding=adding, removing=removing, new=adding)
+    box.update_metadata(tp, state, replicas)
     check_complete(ws, move)
 
 
@@ -569,12 +568,9 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
     ws.early.append(SetData(paths.reassignment(*tp), encode_record(new.target, new.original)))
     ws.set_assignment(tp, Assignment(new.replicas, new.adding, new.removing))
     state = ws.new_epoch(tp, state)  # a new RS: a new leader epoch, written first
-    for b in new.replicas:
-        if b in ws.brokers:
-            ws.box.leader_and_isr(
-                b, tp, state, replicas=new.replicas, adding=new.adding, removing=new.removing,
-                is_new=b not in move.replicas,
-            )
+    replicas = new.replicas
+    ws.box.leader_and_isr_replicas(tp, state, replicas=replicas, adding=new.adding, removing=new.removing,
+                                   new=tuple(b for b in replicas if b not in move.replicas))
     delete_dropped(ws, tp, gone, state)
     ws.box.update_metadata(tp, state, new.replicas)
     check_complete(ws, new)
@@ -666,9 +662,7 @@ def stop_removed(ws: WorkingSet, move: Move, state: LeaderIsr | None) -> None:
     """LeaderAndIsr with RS = TRS to TRS, StopReplica(delete) to RR; finish if nothing to stop."""
     tp = move.tp
     if state is not None:
-        for b in move.target:
-            if b in ws.brokers:
-                ws.box.leader_and_isr(b, tp, state, replicas=move.target, adding=(), removing=(), is_new=False)
+        ws.box.leader_and_isr_replicas(tp, state, replicas=move.target, adding=(), removing=())
     if not ws.stop_replicas(tp, move.removing, state):
         finish_move(ws, move)
 

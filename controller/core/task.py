@@ -128,6 +128,11 @@ class Move:
 
     def _copy(self, phase: Phase, changes: dict) -> Move:
         # dataclasses.replace, without its per-call field introspection (hot: every phase change).
+        if not changes:  # a phase change alone (most of them): nothing to look up
+            return Move(
+                self.tp, self.target, phase, self.original, self.next_target, self.resend, self.dropped,
+                self.new_epoch, self.waiting if phase is Phase.PENDING else None,
+            )
         unknown = changes.keys() - _COPIED_FIELDS
         if unknown:
             raise TypeError(f"Move has no field(s) {sorted(unknown)}")

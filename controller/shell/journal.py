@@ -53,6 +53,7 @@ from controller.core.state import DELETED
 from controller.core.validation import replicas_problem
 from znodes import paths
 from znodes.api import Create, SetData, ZnodeStat
+from znodes.batch import JUTE_MAXBUFFER, CheckedChunk
 from znodes.reads import get_many
 from znodes.values import Request
 
@@ -398,6 +399,7 @@ class RecordIds:
         # costs a type check and, for a record write, one dict lookup by path.
         created = []
         written = None
+        grown = 0  # bytes the doors add
         doors = self._journal.record_doors
         for i, op in enumerate(ops):
             kind = type(op)
@@ -419,8 +421,14 @@ class RecordIds:
             if data is not op.data:
                 if written is None:
                     written = list(ops)
+                grown += len(data) - len(op.data)
                 written[i] = (Create(op.path, data, op.ephemeral, op.sequential) if kind is Create
                               else SetData(op.path, data, op.version))
+        if written is not None and type(ops) is CheckedChunk and ops.size is not None and ops.size + grown <= JUTE_MAXBUFFER:
+            # A writer's chunk still fits with the doors: only bytes changed, so the store need
+            # not check every op of it again; one that no longer fits goes as a plain list, which
+            # the store checks and refuses whole.
+            written = CheckedChunk(written, ops.size + grown)
         results = await self._inner.fenced_multi(ops if written is None else written, epoch_zkversion)
         if created:
             zxid = next((r.mzxid for r in results if isinstance(r, ZnodeStat)), None)
