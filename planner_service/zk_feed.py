@@ -249,12 +249,19 @@ class ZkFeed:
         connected: the model stays as it is."""
         from znodes import paths
 
+        from znodes.api import ConnectionLossError
+
         if not self.connected or self.store is None:
             return
-        await self._read_admin(paths.REASSIGN_PARTITIONS)
-        await self._read_admin(paths.REASSIGNMENTS)
-        for t in sorted({t for t, _ in self.model.moving_partitions()}):
-            await self._read_topic(t)
+        try:
+            await self._read_admin(paths.REASSIGN_PARTITIONS)
+            await self._read_admin(paths.REASSIGNMENTS)
+            for t in sorted({t for t, _ in self.model.moving_partitions()}):
+                await self._read_topic(t)
+        except AttributeError:  # the session ended meanwhile and run() dropped its store
+            if self.store is not None:
+                raise
+            raise ConnectionLossError("the ZooKeeper session ended while reading") from None
 
     async def _read_admin(self, path: str) -> None:
         from znodes import paths
