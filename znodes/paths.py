@@ -279,7 +279,8 @@ def partition(name: str, partition_id: int) -> str:
 
 
 def partition_state(name: str, partition_id: int) -> str:
-    return f"{partition(name, partition_id)}/state"
+    # One format, not four nested calls: a controller builds one per partition state it writes.
+    return f"{TOPICS}/{validate_topic_name(name)}/partitions/{_check_id(partition_id, 'partition')}/state"
 
 
 def isr_change_prefix() -> str:
