@@ -22,6 +22,7 @@ and turns the set into a :class:`Step`. The algorithms are in one module per con
     step 11                  controller.core.topic_deletion
     step 12                  controller.core.elections, controller.core.broker_failure
     step 12b                 controller.core.log_dir_failure
+    step 12c                 controller.core.ended_moves
     admin requests           controller.core.admin_requests (reassignments, throttles),
                              controller.core.topic_requests (topics): validated against the
                              working set, their writes first in the flush (docs/DESIGN.md 4.11)
@@ -124,7 +125,10 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     a notification's broker is asked (LeaderAndIsr, state held) which replicas are offline;
     those it answers KAFKA_STORAGE_ERROR are taken offline through step 12's broker-failure
     check with a live set per partition; a move with an offline TRS replica does not complete
-    (step 5), and a move that ended in the step with its leader offline is checked then.
+    (step 5).
+12c. A move that ended in the step with its leader or an ISR member offline (a broker stopped
+    or a directory failed while the move owned the partition): step 12's broker-failure check
+    for it, clean, its state written after the record delete (controller.core.ended_moves).
 
 Leader epochs and the flush's order and coalescing: docs/DESIGN.md section 4 ("Leader epochs",
 4.8). Every LeaderAndIsr with a new replica set or leader carries leader epoch + 1, written
@@ -197,6 +201,7 @@ from controller.core import (
     broker_failure,
     cancel,
     elections,
+    ended_moves,
     log_dir_failure,
     queue,
     reassignment,
@@ -298,7 +303,7 @@ def step(state: ClusterState, events: Sequence[Event] | Event, config: Controlle
         handle(ws, event)  # steps 1, 3-7, 8, 9, 10, 11, 12: each event to its concern
     take_deferred(ws)  # cancels, queued batches and elections that waited for a failover's states
     reassignment.take_overrides(ws)  # step 4b
-    log_dir_failure.check_ended(ws)  # step 12b: a move that ended with its leader offline
+    ended_moves.check_ended(ws)  # step 12c: a move that ended with a replica offline in its state
     if ws.deleting:
         topic_deletion.advance_deletions(ws)  # step 11: after the cancels and overrides of the step
     replica_sync.missing_replicas(ws)  # step 9b

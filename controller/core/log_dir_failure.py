@@ -51,10 +51,10 @@ Terms: RS a partition's replicas (a moving one's RS = TRS followed by ORS - TRS)
     failover's resumed moves have no state.
  5. Moves: one with a TRS replica offline does not complete (controller.core.reassignment,
     engine step 5): that copy serves nobody, and completing would delete RR's in-sync copies.
-    It completes once the replica is back (its broker restarted) and in the ISR. A STOPPING
-    or CANCELLING move (step 4 leaves it alone) with a replica offline is checked when it
-    ends, in that step (:func:`check_ended`; clean only: no topic config was read for it), its
-    state written after the move's record is deleted.
+    It completes once the replica is back (its broker restarted) and in the ISR. A move that
+    ends with a replica offline in its partition's state (step 4 left a running move alone)
+    is checked in the step that ends it (controller.core.ended_moves: clean only, its state
+    written after the move's record is deleted).
  6. Forgotten: O(b) when b registers again (a restart opens its directories again; its
     registration's LeaderAndIsr gives it its roles back, broker_failure step 7) or goes, and
     everything at failover: the new controller's LeaderAndIsr to every replica (engine step
@@ -165,27 +165,6 @@ def on_replicas_offline(ws: WorkingSet, event: ReplicasOffline) -> None:
         move = ws.tasks.get(tp)
         if move is not None and move.started and move.phase is Phase.REPLICATING and not move.resend:
             reassignment.check_complete(ws, move)
-
-
-def check_ended(ws: WorkingSet) -> None:
-    """Step 5's second half: partitions whose move ended in this step, with a replica offline,
-    get step 4's check (a STOPPING or CANCELLING move's leader may have gone offline)."""
-    offline = ws.offline_replicas
-    if not ws.ended or (not offline.base and not offline.changes):
-        return
-    due = tuple(tp for tp in sorted(ws.ended) if ws.live_for(tp) is not ws.brokers)
-    if not due:
-        return
-    early, mark = ws.early, len(ws.early.ops)
-    elections.elect(ws, offline_check(due))
-    # Its state writes go after the step's record deletes (ws.late): cut between them, the
-    # flush must not leave a state whose ISR lost a TRS replica beside the record of a move
-    # whose completion counted that replica in sync (the next controller would resume the
-    # move and delete RR again, judged against the shrunk ISR).
-    for op, kind in zip(early.ops[mark:], early.kinds[mark:]):
-        ws.late.ops.append(op)
-        ws.late.kinds.append(kind)
-    del early.ops[mark:], early.kinds[mark:]
 
 
 def offline_in_answer(body: dict) -> frozenset[TopicPartition]:

@@ -33,6 +33,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
+from collections import ChainMap
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass, replace
 
@@ -95,6 +96,7 @@ from znodes.api import (
 )
 from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
 from znodes.reads import children_or_empty, get_many, read_brokers
+from znodes.values import LeaderIsr, TopicPartition
 
 log = logging.getLogger("reassignd.controller")
 
@@ -363,28 +365,55 @@ class ActiveController:
             # Their reads failed (the controller reloads or resigns): taken again from scratch.
             admin_events.fail_taken(engine_events, e)
             raise
-        engine_events = await self.offline_replica_configs(engine_events)
         # Read before the changes: a state read later (an ISR change's) must win in the step.
         metadata = await self.read_metadata(dues)
         events = await self.read_changes(kinds)
         first = [e for e in events if isinstance(e, (TopicsRead, BrokersRead))]
         rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
+        fresh = await self.states_for_offline(engine_events, first)
+        engine_events = await self.offline_replica_configs(engine_events, fresh)
         brokers_before = self.state.brokers
         partitions_before = {
             # CreatePartitions puts its TopicsRead in the queue (engine_events): new partitions too.
             name: set(self.state.topic_partitions.get(name, ()))
             for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
-        offline = await self.offline_checks(first + metadata)
+        offline = await self.offline_checks(first + metadata, fresh)
         # Admin requests after the reads: a read of /admin/reassign_partitions in the step is
         # older than the write a request makes of it, and must not undo it.
         admin = [e for e in engine_events if isinstance(e, admin_events.ADMIN_EVENTS)]
         if admin:
             engine_events = [e for e in engine_events if not isinstance(e, admin_events.ADMIN_EVENTS)]
-        await self.execute(first + metadata + engine_events + rest + admin + offline)
+        # The fresh states before the events that take replicas offline (the ISR changes read
+        # earlier in the step come after them, and on_states keeps the higher zkVersion).
+        fresh_read = [StatesRead(fresh)] if fresh else []
+        await self.execute(first + metadata + fresh_read + engine_events + rest + admin + offline)
         self.plan_metadata(brokers_before, partitions_before)
 
-    async def offline_checks(self, events: list[Event]) -> list[Event]:
+    async def states_for_offline(self, events: list[Event], changes: list[Event]) -> dict[TopicPartition, LeaderIsr]:
+        """The states of the partitions this step may take replicas out of, read now, as Kafka's
+        ``removeReplicasFromIsr`` reads them: the state held may predate a leader's ISR change
+        whose notification has not come yet (broker_failure and log_dir_failure decide from the
+        state held), so a replica that rejoined an ISR and then lost its broker or directory would
+        stay in that ISR. The partitions a ReplicasOffline names, and those with a replica on a
+        broker the step's BrokersRead no longer lists; absent or unreadable ones are left out."""
+        state = self.state
+        wanted: set[TopicPartition] = set()
+        for e in events:
+            if isinstance(e, ReplicasOffline):
+                wanted |= e.partitions
+        brokers = next((e.brokers for e in reversed(changes) if isinstance(e, BrokersRead)), None)
+        gone = set(state.brokers) - set(brokers) if brokers is not None else set()
+        if gone:
+            wanted |= {tp for tp, a in state.assignments.items() if not gone.isdisjoint(a.replicas)}
+        wanted = {tp for tp in wanted if tp in state.assignments}
+        if not wanted:
+            return {}
+        states, lines = await read_states(self.store, sorted(wanted))
+        _warn(lines)
+        return {tp: st for tp, st in states.items() if st is not None}
+
+    async def offline_checks(self, events: list[Event], fresh: dict | None = None) -> list[Event]:
         """controller.core.broker_failure's check, last in the step: every partition held after a
         change of ``/brokers/ids`` (a broker gone or back), the partitions of a full-metadata
         chunk (at election and after every recovery: brokers that died while no controller was
@@ -404,7 +433,8 @@ class ActiveController:
             topics = unclean_candidates(read, state.assignments, live, offline=offline)
         else:
             partitions = None
-            topics = unclean_candidates(state.states, state.assignments, live, offline=offline) | unclean_candidates(
+            held = ChainMap(fresh, state.states) if fresh else state.states
+            topics = unclean_candidates(held, state.assignments, live, offline=offline) | unclean_candidates(
                 read, state.assignments, live, offline=offline)
         unclean: set[str] = set()
         if topics:
@@ -414,18 +444,19 @@ class ActiveController:
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
 
-    async def offline_replica_configs(self, events: list[Event]) -> list[Event]:
+    async def offline_replica_configs(self, events: list[Event], fresh: dict | None = None) -> list[Event]:
         """Each ReplicasOffline (a broker's LeaderAndIsr answer, controller.shell.dispatch) with
         the ``unclean.leader.election.enable`` of the topics only an unclean election can lead
         once its replicas are offline (controller.core.log_dir_failure step 4)."""
         if not any(isinstance(e, ReplicasOffline) for e in events):
             return events
         state = self.state
+        held = ChainMap(fresh, state.states) if fresh else state.states
         out: list[Event] = []
         for e in events:
             if isinstance(e, ReplicasOffline):
                 topics = log_dir_failure.unclean_candidates(
-                    state.states, state.assignments, state.brokers, state.offline_replicas, e)
+                    held, state.assignments, state.brokers, state.offline_replicas, e)
                 if topics:
                     configs = await self.topic_configs(sorted(topics))
                     e = replace(e, unclean_topics=frozenset(n for n, c in configs.items() if unclean_enabled(c)))

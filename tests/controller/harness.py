@@ -421,11 +421,14 @@ class Harness:
                 )
             return
         # A replica no move keeps and holding no in-sync copy - an override's dropped replica
-        # outside the ISR, a stray a registering broker still hosts - goes at once (invariant 4
-        # protects in-sync copies and the original replicas a rollback returns to).
+        # outside the ISR, a stray a registering broker still hosts, a finished move's removed
+        # replica that the ISR lost since - goes at once. Invariant 4 protects in-sync copies
+        # and the original replicas a rollback returns to; while a move can still roll back its
+        # topic znode lists them (RS = TRS + ORS - TRS), and once its finish wrote RS = TRS (a
+        # cut before the record delete leaves the record: the next controller resumes it
+        # STOPPING, which no cancel rolls back) none is left to return to.
         replicas = self.json(paths.topic(topic))["partitions"].get(str(partition), [])
-        original = record["original_replicas"] if record is not None else []
-        if broker_id not in replicas and broker_id not in state["isr"] and broker_id not in original:
+        if broker_id not in replicas and broker_id not in state["isr"]:
             return
         # The move's own target: its KIP-240 record while it runs (a later target may be queued).
         target = record["replicas"] if record is not None else self.requested.get((topic, partition))

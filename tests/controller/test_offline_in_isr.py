@@ -1,0 +1,49 @@
+"""Schedules of the stateful suite (tests/controller/test_stateful.py) that once left an offline
+replica in an ISR beside a live leader, replayed step by step (tests/controller/crash_schedules
+.replay: every invariant after every step, the quiescent checks at the end).
+
+- A replica rejoins an ISR (its leader writes the state; the ISR change notification is still to
+  come), then its broker stops or its directory fails: the controller decided from the state it
+  held, which did not name the replica, and left it in the ISR. It now reads the states of the
+  partitions it takes replicas out of first (controller.shell.active.states_for_offline, as
+  Kafka's removeReplicasFromIsr reads them). Found by seed 682840250, shard 7.
+- A broker stops while a move owns its partition's ISR, and the move is rolled back: the
+  original replicas came back with the stopped broker still in the ISR. A move that ends with
+  an offline replica in its state now gets the broker-failure check (controller.core.ended_moves).
+  Found by seed 16 once invariant 5c checked stopped brokers too.
+- A move's finish wrote RS = TRS and was cut before its record delete; a TRS replica's
+  directory failed, and the next controller resumed the move STOPPING and sent StopReplica to
+  the removed replica again. Correct (the completion was decided with TRS in the ISR, and no
+  cancel rolls a STOPPING move back), but the harness's invariant 4 counted the removed
+  replica among the originals a rollback returns to. Found by seed 522949629, shard 2.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from tests.controller.crash_schedules import replay, rule, submit
+
+pytestmark = pytest.mark.timeout(120)
+
+
+def test_a_directory_fails_under_a_replica_whose_return_to_the_isr_was_not_notified_yet():
+    replay([rule("start_controller"), rule("toggle_broker", b=5), rule("toggle_broker", b=5),
+            submit("queue", {0: [1, 2, 3]}), rule("tick", n=1), rule("fail_dir", b=5, directory="/data/d1")])
+
+
+def test_a_broker_stops_again_before_its_return_to_the_isr_was_notified():
+    replay([rule("start_controller"), rule("toggle_broker", b=5), rule("toggle_broker", b=5), rule("tick", n=1),
+            rule("toggle_broker", b=5)])
+
+
+def test_a_rollback_does_not_bring_back_a_broker_that_stopped_mid_move_in_the_isr():
+    replay([submit("queue", {2: [1, 2, 3]}), rule("toggle_broker", b=5), rule("cancel_all")])
+
+
+def test_a_resumed_finish_resends_its_stop_replica_after_the_isr_lost_a_target_replica():
+    replay([submit("queue", {1: [1, 2, 3]}), rule("cancel_api", partitions={0}), rule("tick", n=1), rule("tick", n=1),
+            submit("queue", {0: [1, 2, 3]}), submit("queue", {0: [1, 2, 4]}),
+            rule("cut_flush", deposing=False, point=("finish", "record delete")), rule("tick", n=2),
+            submit("queue", {0: [1, 2, 3]}), rule("tick", n=1), rule("tick", n=1),
+            rule("fail_dir", b=1, directory="/data/d1"), *[rule("tick", n=1)] * 5, rule("tick", n=8)])
