@@ -173,6 +173,7 @@ class WorkingSet:
         else:
             self.set_task(move.with_changes(target=tuple(target)))
         self.schedule_needed = True
+        self.idle_check = True  # the old target's brokers may be involved no more (throttle removal)
 
     def end_task(self, tp: TopicPartition) -> None:
         # The partition's state stays: it is as fresh as this controller's writes and the ISR
