@@ -304,6 +304,8 @@ def announce(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
             ws.set_assignment(move.tp, Assignment(move.replicas, move.adding, move.removing))
             state = ws.new_epoch(move.tp, state)
             delete_dropped(ws, move.tp, gone, state)
+            if gone:
+                ws.idle_check = True  # a shed replica's broker may be involved no more (throttle removal)
         # RS, AR and RR once (each a property computed anew): a failover announces thousands.
         replicas, adding, removing = move.replicas, move.adding, move.removing
         for b in replicas:

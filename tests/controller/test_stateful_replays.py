@@ -19,6 +19,9 @@ every step, the quiescent checks at the end), so that each stays fixed whatever 
 - A pending entry (waiting at its ISR's floor) retargeted by a KIP-236 queue before it started:
   the broker only its old target named kept its auto-removable throttle, as no throttle check
   was asked for (WorkingSet.retarget_unstarted asks for one now). Found by seed 424242, shard 5.
+- An override kept an in-sync dropped replica until its move completes; the replica left the
+  ISR (its directory failed) and was shed then (reassignment.announce), with no throttle check:
+  its broker kept its auto-removable throttle. Seed 424242, shard 5, once the previous was fixed.
 """
 
 from __future__ import annotations
@@ -55,3 +58,10 @@ def test_a_resumed_finish_resends_its_stop_replica_after_the_isr_lost_a_target_r
 def test_a_pending_entry_retargeted_by_the_queue_frees_its_old_targets_throttle():
     replay([rule("fail_dir", b=1, directory="/data/d2"), rule("fail_dir", b=2, directory="/data/d2"),
             submit("reassign_api", {4: [1, 2, 4]}), submit("queue", {4: [1, 2, 3]})])
+
+
+def test_an_overrides_kept_replica_shed_when_it_leaves_the_isr_frees_its_brokers_throttle():
+    replay([submit("queue", {0: [1, 2, 3], 1: [1, 2, 3], 2: [1, 2, 3], 4: [1, 2, 3]}),
+            rule("fail_dir", b=2, directory="/data/d2"), rule("fail_dir", b=6, directory="/data/d1"),
+            submit("reassign_api", {4: [4, 2, 3]}), rule("tick", n=1), rule("fail_dir", b=1, directory="/data/d2"),
+            submit("queue", {4: [1, 2, 3]}), rule("cancel_all"), rule("fail_dir", b=4, directory="/data/d2")])
