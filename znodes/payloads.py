@@ -79,6 +79,16 @@ def _not_a_float(text: str):
     raise ValueError(text)  # never in a plain znode: the model says what is wrong
 
 
+def _plain_doc(data, decoder: json.JSONDecoder) -> dict | None:
+    """``data`` decoded as one JSON object by ``decoder``, or None (not bytes, not UTF-8, not
+    JSON, not an object): the fast paths' first check, each leaving anything odd to its model."""
+    if type(data) is not bytes:
+        return None
+    try:
+        doc = decoder.decode(data.decode("utf-8"))
+    except (ValueError, RecursionError):
+        return None
+    return doc if type(doc) is dict else None
 
 
 def _plain_topic(data) -> dict[int, Assignment] | None:
@@ -86,11 +96,8 @@ def _plain_topic(data) -> dict[int, Assignment] | None:
     None (not an error)."""
     if type(data) is not bytes or b"true" in data or b"false" in data:
         return None  # a JSON boolean equals 0 or 1 too (see the cache below): the model's case
-    try:
-        doc = _PLAIN_JSON.decode(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if type(doc) is not dict or not doc.keys() <= _PLAIN_TOPIC_KEYS:
+    doc = _plain_doc(data, _PLAIN_JSON)
+    if doc is None or not doc.keys() <= _PLAIN_TOPIC_KEYS:
         return None
     version, parts = doc.get("version"), doc.get("partitions")
     if type(version) is not int or version not in (1, 2) or type(parts) is not dict:
@@ -171,13 +178,8 @@ def decode_state(path: str, data: bytes, zk_version: int) -> LeaderIsr:
 
 def _plain_state(data, zk_version: int) -> LeaderIsr | None:
     """The state if ``data`` is a plain, valid state znode; else None (not an error)."""
-    if type(data) is not bytes:
-        return None
-    try:
-        doc = _STATE_JSON.decode(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if type(doc) is not dict or doc.keys() != _PLAIN_STATE_KEYS:
+    doc = _plain_doc(data, _STATE_JSON)
+    if doc is None or doc.keys() != _PLAIN_STATE_KEYS:
         return None
     version = doc["version"]
     leader, leader_epoch, controller_epoch, isr = (
@@ -365,13 +367,8 @@ _PLAIN_RECORD_KEYS = frozenset({"version", "replicas", "original_replicas", "can
 
 def _plain_record(data):
     """decode_record_full's answer if ``data`` is a plain record the model accepts; else None."""
-    if type(data) is not bytes:
-        return None
-    try:
-        doc = _STATE_JSON.decode(data.decode("utf-8"))
-    except (ValueError, RecursionError):
-        return None
-    if type(doc) is not dict or not doc.keys() <= _PLAIN_RECORD_KEYS:
+    doc = _plain_doc(data, _STATE_JSON)
+    if doc is None or not doc.keys() <= _PLAIN_RECORD_KEYS:
         return None
     version, cancelling, queued = doc.get("version"), doc.get("cancelling", False), doc.get("next_replicas")
     if type(version) is not int or version != 1 or type(cancelling) is not bool:
