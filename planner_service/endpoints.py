@@ -183,9 +183,7 @@ class RestApi:
             kwargs = {"brokers": ids}
         kwargs.update(leadership)
         if not dryrun:
-            why = await self.refusal()  # before planning: a refused request costs no plan
-            if why:
-                raise HttpError(409, why)
+            await self.refuse_if_running()  # before planning: a refused request costs no plan
         concurrency = None
         if per_broker is not None:  # each wave: at most N moves into and N out of any broker
             # ... and never more than the active controller's own per-broker caps, when readable
@@ -215,9 +213,7 @@ class RestApi:
             raise HttpError(400, "/demote_broker needs brokerid=ID[,ID...]")
         ids = _ids(query["brokerid"])
         if not dryrun:
-            why = await self.refusal()
-            if why:
-                raise HttpError(409, why)
+            await self.refuse_if_running()
         planned = self.demote(ids, {"path": "/demote_broker", "params": {"brokerid": query["brokerid"]}})
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if not dryrun:
@@ -230,9 +226,7 @@ class RestApi:
         moves inside it (spark_jobs.disks); executed, AlterReplicaLogDirs to the brokers."""
         ids = _ids(query["brokerid"]) if "brokerid" in query else None
         if not dryrun:
-            why = await self.refusal()
-            if why:
-                raise HttpError(409, why)
+            await self.refuse_if_running()
         params = {"brokerid": query["brokerid"]} if "brokerid" in query else {}
         planned = await self.rebalance_disk(ids, {"path": "/rebalance_disk", "params": params})
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
@@ -250,9 +244,7 @@ class RestApi:
                                  "is part of it and cannot be given again")
         pid = _positive(query["proposal_id"], "proposal_id")
         if not dryrun:
-            why = await self.refusal()
-            if why:
-                raise HttpError(409, why)
+            await self.refuse_if_running()
         planned = self.reviewed(pid, path)
         if not dryrun and planned["mode"] == "rebalance_disk":
             await self.disk_proposal_stands(planned, pid)

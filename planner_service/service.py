@@ -466,15 +466,19 @@ class PlannerService(RestApi):
                 log.warning("could not confirm a running reassignment: %s", e)
         return self._conflict()
 
+    async def refuse_if_running(self) -> None:
+        """409 with :meth:`refusal`'s reason, if there is one."""
+        why = await self.refusal()
+        if why:
+            raise HttpError(409, why)
+
     async def execute(self, planned: dict, reason: str, started_by: str, throttle: int | None,
                       cluster_cap: int | None = None, deadline_s: float | None = None, *,
                       movement_strategies: tuple[str, ...] | None = None) -> Execution:
         """Start executing ``planned``: its waves, cut to at most ``cluster_cap`` partitions
         each, until the deadline (``deadline_s``, default --execution-deadline), each wave's
         moves started in the order of ``movement_strategies`` (None: the controller's setting)."""
-        why = await self.refusal()
-        if why:
-            raise HttpError(409, why)
+        await self.refuse_if_running()
         result = planned["result"]
         waves = cap_waves([w for w in result.batches["waves"] if w["partitions"]], cluster_cap)
         deadline = now_ms() + int(1000 * (deadline_s if deadline_s is not None else self.opts.execution_deadline_s))

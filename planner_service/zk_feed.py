@@ -248,7 +248,6 @@ class ZkFeed:
         reassignment ends, and a refusal to execute must not rest on such a read. Not
         connected: the model stays as it is."""
         from znodes import paths
-
         from znodes.api import ConnectionLossError
 
         if not self.connected or self.store is None:

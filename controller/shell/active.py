@@ -34,7 +34,7 @@ import asyncio
 import logging
 import time
 from collections import ChainMap
-from collections.abc import Awaitable, Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 
 from controller.core import engine, full_metadata, isr_health
@@ -371,14 +371,16 @@ class ActiveController:
         first = [e for e in events if isinstance(e, (TopicsRead, BrokersRead))]
         rest = [e for e in events if not isinstance(e, (TopicsRead, BrokersRead))]
         fresh = await self.states_for_offline(engine_events, first)
-        engine_events = await self.offline_replica_configs(engine_events, fresh)
+        # The states the unclean candidates are judged from: those read now over those held.
+        held = ChainMap(fresh, self.state.states) if fresh else self.state.states
+        engine_events = await self.offline_replica_configs(engine_events, held)
         brokers_before = self.state.brokers
         partitions_before = {
             # CreatePartitions puts its TopicsRead in the queue (engine_events): new partitions too.
             name: set(self.state.topic_partitions.get(name, ()))
             for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
-        offline = await self.offline_checks(first + metadata, fresh)
+        offline = await self.offline_checks(first + metadata, held)
         # Admin requests after the reads: a read of /admin/reassign_partitions in the step is
         # older than the write a request makes of it, and must not undo it.
         admin = [e for e in engine_events if isinstance(e, admin_events.ADMIN_EVENTS)]
@@ -413,13 +415,14 @@ class ActiveController:
         _warn(lines)
         return {tp: st for tp, st in states.items() if st is not None}
 
-    async def offline_checks(self, events: list[Event], fresh: dict | None = None) -> list[Event]:
+    async def offline_checks(self, events: list[Event], held: Mapping) -> list[Event]:
         """controller.core.broker_failure's check, last in the step: every partition held after a
         change of ``/brokers/ids`` (a broker gone or back), the partitions of a full-metadata
         chunk (at election and after every recovery: brokers that died while no controller was
         active), with the ``unclean.leader.election.enable`` of the topics whose partitions only
         an unclean election can lead (their ``/config/topics/T``, read for those only), and the
-        brokers that registered in the step (not yet in the state: they get LeaderAndIsr)."""
+        brokers that registered in the step (not yet in the state: they get LeaderAndIsr).
+        ``held``: the states to judge from (this step's fresh reads over the state's)."""
         brokers = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), None)
         chunks = [e for e in events if isinstance(e, MetadataRead)]
         if brokers is None and not chunks:
@@ -433,7 +436,6 @@ class ActiveController:
             topics = unclean_candidates(read, state.assignments, live, offline=offline)
         else:
             partitions = None
-            held = ChainMap(fresh, state.states) if fresh else state.states
             topics = unclean_candidates(held, state.assignments, live, offline=offline) | unclean_candidates(
                 read, state.assignments, live, offline=offline)
         unclean: set[str] = set()
@@ -444,14 +446,14 @@ class ActiveController:
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
 
-    async def offline_replica_configs(self, events: list[Event], fresh: dict | None = None) -> list[Event]:
+    async def offline_replica_configs(self, events: list[Event], held: Mapping) -> list[Event]:
         """Each ReplicasOffline (a broker's LeaderAndIsr answer, controller.shell.dispatch) with
         the ``unclean.leader.election.enable`` of the topics only an unclean election can lead
-        once its replicas are offline (controller.core.log_dir_failure step 4)."""
+        once its replicas are offline (controller.core.log_dir_failure step 4), judged from
+        ``held`` (this step's fresh reads over the state's)."""
         if not any(isinstance(e, ReplicasOffline) for e in events):
             return events
         state = self.state
-        held = ChainMap(fresh, state.states) if fresh else state.states
         out: list[Event] = []
         for e in events:
             if isinstance(e, ReplicasOffline):
