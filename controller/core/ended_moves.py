@@ -15,8 +15,21 @@ L its online replicas (``WorkingSet.live_for``: registered, not on a failed dire
     t-2        rollback      6 [6,4,5] 1            live 1,2,3,4,6         6 [6,4] 2
     t-3        completion    1 [1,2,5] 3            5's /d1 failed         1 [1,2] 4
 
-Clean only: no topic config is read for it (a leader offline goes to the first online ISR
-member, else -1 until one comes back). Its state writes go after the step's record deletes
+Unclean where the topic allows it, as for a broker failure outside a move (broker_failure step
+4): with no online ISR member, the first online replica leads alone if the topic's
+``unclean.leader.election.enable`` is true, else leader -1 until an ISR member comes back. The
+engine cannot know before the step which moves end in it, so the setting is not read for the
+step: it comes from the config view the shell keeps for the topics of every move it holds
+(``ws.unclean``, fed by ``TopicConfigsRead`` with step 2a's floors - the same znode, read when
+the move's entry or its failover is read and again on a config change notification naming the
+topic). ORS (1,2,3) -> TRS (4,5,6); the partition's remaining replica out of the ISR is live,
+every ISR member stopped while the move was ending:
+
+    partition  move ended    state after the end    stopped mid-move   checked: unclean off / on
+    u-0        rollback      1 [1,2] 4 (RS 1,2,3)   1, 2               -1 [1,2] 5  /  3 [3] 5
+    u-1        completion    4 [4,5] 6 (RS 4,5,6)   4, 5               -1 [4,5] 7  /  6 [6] 7
+
+Its state writes go after the step's record deletes
 (``ws.late``): cut between them, the flush must not leave a state whose ISR lost a TRS replica
 beside the record of a move whose completion counted that replica in sync (the next
 controller would resume the move and delete RR again, judged against the shrunk ISR).
@@ -34,14 +47,16 @@ from znodes.values import TopicPartition
 
 def check_ended(ws: WorkingSet) -> None:
     """The partitions whose move ended in this step with their leader or an ISR member
-    offline get broker_failure's check, its state writes after the step's record deletes."""
+    offline get broker_failure's check (unclean for the topics ``ws.unclean`` holds), its
+    state writes after the step's record deletes."""
     if not ws.ended:
         return
     due = tuple(tp for tp in sorted(ws.ended) if offline_in_state(ws, tp))
     if not due:
         return
     early, mark = ws.early, len(ws.early.ops)
-    elections.elect(ws, offline_check(due))
+    unclean = {tp[0] for tp in due if ws.unclean.get(tp[0])}
+    elections.elect(ws, offline_check(due, unclean))
     for op, kind in zip(early.ops[mark:], early.kinds[mark:]):
         ws.late.ops.append(op)
         ws.late.kinds.append(kind)

@@ -128,7 +128,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     (step 5).
 12c. A move that ended in the step with its leader or an ISR member offline (a broker stopped
     or a directory failed while the move owned the partition): step 12's broker-failure check
-    for it, clean, its state written after the record delete (controller.core.ended_moves).
+    for it, unclean only for a topic the config view holds with unclean.leader.election.enable
+    true (``TopicConfigsRead``), its state written after the record delete
+    (controller.core.ended_moves).
 
 Leader epochs and the flush's order and coalescing: docs/DESIGN.md section 4 ("Leader epochs",
 4.8). Every LeaderAndIsr with a new replica set or leader carries leader epoch + 1, written
@@ -428,6 +430,7 @@ def finish(ws: WorkingSet) -> Step:
         deleting=ws.deleting.changes,
         unhosted=ws.unhosted.changes,
         min_isr=ws.min_isr.changes,
+        unclean=ws.unclean.changes,
         sizes=ws.sizes.changes,
         offline_replicas=ws.offline_replicas.changes,
     )

@@ -219,9 +219,13 @@ class ReplicasOffline:
 class TopicConfigsRead:
     """Topics' ``min.insync.replicas`` read from ``/config/topics/T`` (None: no override, the
     cluster default applies), for the topics entries of ``/admin/reassign_partitions`` or its
-    queue name: step 2a (controller.core.isr_health) judges their moves' ISR against it."""
+    queue name: step 2a (controller.core.isr_health) judges their moves' ISR against it.
+    ``unclean``: the same topics' ``unclean.leader.election.enable`` (every topic read, true or
+    false): step 12c (controller.core.ended_moves) elects an unclean leader for a move that
+    ends with no online ISR member only where it is true."""
 
     min_isr: dict[str, int | None]
+    unclean: dict[str, bool] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

@@ -473,12 +473,18 @@ def isr_wait(ws: WorkingSet, move: Move) -> str | None:
 
 
 def on_topic_configs(ws: WorkingSet, event: TopicConfigsRead) -> None:
-    """Topics' min.insync.replicas overrides (step 2a's floor) read with the entries naming them."""
+    """Topics' min.insync.replicas overrides (step 2a's floor) and unclean settings (step 12c)
+    read with the entries naming them or their moves."""
     for topic, value in event.min_isr.items():
         if value is None:
             ws.min_isr.pop(topic)
         elif ws.min_isr.get(topic) != value:
             ws.min_isr[topic] = value
+    for topic, enabled in event.unclean.items():
+        if not enabled:
+            ws.unclean.pop(topic)  # held only where true: the view stays as small as its use
+        elif topic not in ws.unclean:
+            ws.unclean[topic] = True
     if len(ws.pending):
         ws.schedule_needed = True
 

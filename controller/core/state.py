@@ -144,6 +144,7 @@ class Delta:
     deleting: dict = field(default_factory=dict)
     unhosted: dict = field(default_factory=dict)
     min_isr: dict = field(default_factory=dict)
+    unclean: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)
     offline_replicas: dict = field(default_factory=dict)
 
@@ -185,6 +186,10 @@ class ClusterState:
     # Topics' ``min.insync.replicas`` overrides (``/config/topics/T``, read with the entries
     # naming the topic): step 2a (controller.core.isr_health). Absent: the cluster default.
     min_isr: dict[str, int] = field(default_factory=dict)
+    # Topics whose ``unclean.leader.election.enable`` is true, read with min_isr (same znode,
+    # same topics, same notifications): a move that ends with no online ISR member gets an
+    # unclean leader only for these (engine step 12c, controller.core.ended_moves).
+    unclean: dict[str, bool] = field(default_factory=dict)
     # Partitions' sizes in bytes from the brokers' DescribeLogDirs answers to the controller:
     # step 2c's smallest_first / largest_first (controller.core.move_order). A cache of what
     # the brokers said, not ZooKeeper content: a new controller asks them again.
@@ -215,6 +220,7 @@ class ClusterState:
         apply_changes(self.deleting, delta.deleting)
         apply_changes(self.unhosted, delta.unhosted)
         apply_changes(self.min_isr, delta.min_isr)
+        apply_changes(self.unclean, delta.unclean)
         apply_changes(self.sizes, delta.sizes)
         apply_changes(self.offline_replicas, delta.offline_replicas)
 

@@ -52,6 +52,7 @@ class WorkingSet:
     deleting: Overlay  # step 11 (controller.core.topic_deletion)
     unhosted: Overlay  # step 9b
     min_isr: Overlay  # step 2a: topics' min.insync.replicas overrides
+    unclean: Overlay  # step 12c: topics whose unclean.leader.election.enable is true
     sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
     offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
@@ -132,6 +133,7 @@ class WorkingSet:
             deleting=Overlay(state.deleting),
             unhosted=Overlay(state.unhosted),
             min_isr=Overlay(state.min_isr),
+            unclean=Overlay(state.unclean),
             sizes=Overlay(state.sizes),
             offline_replicas=Overlay(state.offline_replicas),
             deferred=list(state.deferred),

@@ -303,12 +303,14 @@ class ActiveController:
             self.epoch,
             recovery.running_summary(self.state) or "nothing running",
         )
-        # The floors of the topics the recovered entries name (step 2a), before they schedule;
-        # changes notified from here on are read again as they come.
+        # The floors (step 2a) and unclean settings (step 12c) of the topics the recovered
+        # entries name and of the resumed moves (a rollback's entry may be gone), before they
+        # schedule or end; changes notified from here on are read again as they come.
         await self.config_changes.arm(self.store)
         # (The entries are the RequestsRead's: the rebuilt state holds none until its step.)
         entries = next((e.requests for e in recovered.events if isinstance(e, RequestsRead)), None)
-        await self.execute(await self._read_min_isr(entries) + recovered.events)
+        names = {r.topic for r in entries or ()} | {tp[0] for tp in self.state.tasks}
+        await self.execute(await self.read_move_configs(sorted(names)) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
         await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs"}))
@@ -507,17 +509,21 @@ class ActiveController:
             topic_reads.update({n: r for n, r in reads.items() if r is not None})
             _warn(lines)
 
-    async def _read_min_isr(self, entries) -> list[Event]:
-        """The ``min.insync.replicas`` of the topics ``entries`` name, from ``/config/topics/T``
-        (engine step 2a's floor, controller.core.isr_health): read with the entries, so a move
-        is judged by the topic's config as it was when the move was asked for."""
-        return await self.read_min_isr(sorted({r.topic for r in entries or ()}))
+    async def _read_entry_configs(self, entries) -> list[Event]:
+        """The config view of the topics ``entries`` name, read with the entries, so a move is
+        judged by the topic's config as it was when the move was asked for."""
+        return await self.read_move_configs(sorted({r.topic for r in entries or ()}))
 
-    async def read_min_isr(self, names: list[str]) -> list[Event]:
+    async def read_move_configs(self, names: list[str]) -> list[Event]:
+        """The config view of moving topics, from ``/config/topics/T``: ``min.insync.replicas``
+        (engine step 2a's floor, controller.core.isr_health) and ``unclean.leader.election.enable``
+        (step 12c's election for a move that ends with no online ISR member; the engine cannot
+        know before a step which moves end in it, so the view is kept for every move's topic)."""
         if not names:
             return []
-        found = {name: isr_health.parse_min_isr(config) for name, config in (await self.topic_configs(names)).items()}
-        return [TopicConfigsRead(found)]
+        configs = await self.topic_configs(names)
+        found = {name: isr_health.parse_min_isr(config) for name, config in configs.items()}
+        return [TopicConfigsRead(found, {name: unclean_enabled(config) for name, config in configs.items()})]
 
     async def topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:
         """Each topic's ``/config/topics/T`` map (None: absent or not a config, logged)."""
@@ -555,7 +561,7 @@ class ActiveController:
             ):
                 requests = await read_requests(self.store)
                 await self._read_named_topics(requests.requests, topic_reads)
-                out += await self._read_min_isr(requests.requests)
+                out += await self._read_entry_configs(requests.requests)
                 out.append(requests)
         if "cancel" in kinds:
             stat = await self.store.exists(paths.CANCEL_REASSIGNMENT, watch=True)
@@ -566,7 +572,7 @@ class ActiveController:
             queue = await read_queue(self.store)
             await self._read_named_topics(queue.requests, topic_reads)
             if queue.version is not None:
-                out += await self._read_min_isr(queue.requests)
+                out += await self._read_entry_configs(queue.requests)
                 out.append(queue)
         if "deletes" in kinds:
             # Exists-watch for the parent's creation, children watch once it is there.
@@ -577,12 +583,15 @@ class ActiveController:
             if marked or state.deleting:
                 out.append(DeletionsRead(frozenset(marked)))
         if "configs" in kinds:
-            # A topic's min.insync.replicas changed (a notification names it): read again for
-            # the topics whose moves the controller holds or whose floor it keeps, so a move
-            # waiting for its ISR is judged by the new value.
+            # A topic's config changed (a notification names it): read again for the topics
+            # whose entries or moves the controller holds or whose floor or unclean setting it
+            # keeps, so a waiting move is judged by the new floor and a move that ends elects
+            # by the new setting.
             named = await self.config_changes.topics(self.store)
-            held = {tp[0] for tp in state.requests} | set(state.min_isr)
-            out += await self.read_min_isr(sorted(named & held))
+            if named:
+                held = {tp[0] for tp in state.requests} | {tp[0] for tp in state.tasks}
+                held |= set(state.min_isr) | set(state.unclean)
+                out += await self.read_move_configs(sorted(named & held))
         if "logdirs" in kinds:
             notes, named, lines = await read_log_dir_events(self.store, watch=True)
             _warn(lines)

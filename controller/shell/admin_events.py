@@ -100,7 +100,7 @@ async def prepare(active, events: list) -> list:
     moving = sorted({tp[0] for e in requests if isinstance(e, ReassignRequested) and not e.validate_only
                      for tp, _ in e.targets if _valid(("topics", tp[0]))})
     if moving:
-        out_before += await active.read_min_isr(moving)
+        out_before += await active.read_move_configs(moving)
     throttled = [e for e in requests if isinstance(e, ThrottleRequested)
                  or (isinstance(e, ReassignRequested) and e.throttle is not None and not e.validate_only)]
     filled = {}

@@ -1,0 +1,60 @@
+"""The shell's config view of moving topics' ``unclean.leader.election.enable`` (engine step
+12c, controller.core.ended_moves), on the ZooKeeper twin: read from /config/topics/T with the
+entries naming the topic, followed when a config change notification names it (a config
+written without one is not news), and read at failover for every resumed move - also one whose
+entry a tool deleted, so that its rollback or completion still elects by the topic's setting."""
+
+from __future__ import annotations
+
+import json
+
+from tests.controller.harness import Harness
+from znodes import paths
+
+
+async def _config(h: Harness, topic: str, unclean: str, notify: bool) -> None:
+    data = json.dumps({"version": 1, "config": {"unclean.leader.election.enable": unclean}}).encode()
+    if h.server.exists(paths.topic_config(topic)) is None:
+        await h.admin.create(paths.topic_config(topic), data, makepath=True)
+    else:
+        await h.admin.set(paths.topic_config(topic), data)
+    if notify:
+        note = json.dumps({"version": 2, "entity_path": f"topics/{topic}"}).encode()
+        await h.admin.create(paths.config_change_prefix(), note, sequential=True, makepath=True)
+    await h.tick()
+
+
+async def test_the_unclean_setting_of_moving_topics_is_read_and_followed():
+    h = Harness(topics=("t:2:3:64MiB", "u:1:3:64KiB"))  # t's copies take half a minute
+    await h.start()
+    try:
+        await _config(h, "t", "true", notify=False)
+        await _config(h, "u", "true", notify=False)
+        c1 = await h.start_controller(101)
+        ors = h.assignments[("t", 0)]
+        await h.submit({("t", 0): [*ors[:-1], next(b for b in range(1, 7) if b not in ors)]})
+        await h.tick()
+        view = c1.active.state.unclean
+        assert view == {"t": True}  # u: no move, not read
+        await _config(h, "t", "false", notify=True)
+        assert "t" not in c1.active.state.unclean
+        await _config(h, "t", "true", notify=False)  # no notification: not news
+        assert "t" not in c1.active.state.unclean
+        await _config(h, "t", "true", notify=True)
+        assert c1.active.state.unclean == {"t": True}
+        await _config(h, "u", "true", notify=True)  # named, but nothing of u is held
+        assert "u" not in c1.active.state.unclean
+
+        # Failover with the entry deleted by a tool meanwhile: the move resumes from its record,
+        # and its topic's setting is read with it.
+        h.server.expire_session(c1.store.session_id)
+        await h.settle()
+        assert h.server.exists(paths.reassignment("t", 0)) is not None
+        await h.admin.delete(paths.REASSIGN_PARTITIONS)
+        c2 = await h.start_controller(102)
+        assert ("t", 0) in c2.active.state.tasks
+        assert c2.active.state.unclean == {"t": True}
+        await h.run_until_quiet()
+        h.check_invariants()
+    finally:
+        await h.close()
