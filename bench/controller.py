@@ -100,17 +100,22 @@ Figures (printed last, one per line):
   (the budget is 3%; the runs follow each other, so a machine shared with other work may stray
   either way: ``--rounds N`` runs N pairs, alternating which goes first, and reports the
   medians); ``metrics_cpu_cost_percent``
-  compares this process's CPU seconds, which other work on the machine barely touches;
+  compares the run's process's CPU seconds, which other work on the machine barely touches.
+  Every one of these runs has a fresh process of its own (``run_in_process``), as a controller
+  has in production: in one process, a later run paid for the earlier runs' heap, and the
+  order alone made metrics look 10% dearer;
   ``metrics_timed_calls_per_partition`` is how many ZooKeeper calls the metrics timed (about
   2 us each) per partition: the store is called per batch, not per partition.
 
 * ``controller_fraction_of_zk_limit``: ``partitions_per_second`` over the ceiling ZooKeeper
   allows at the measured ``zk_ops_per_partition``. The ceiling is measured in the same run on
   the same ZooKeeper (bench/zk_writes.py's ``multi_ceiling``: 20,000 partition-state-sized
-  creates in multi-ops of the BatchedWriter's size, all in flight at once; the median of
-  CEILING_ROUNDS rounds, after the controller runs, on a JVM they warmed):
+  creates in multi-ops of the BatchedWriter's size, all in flight at once; a round after each
+  controller run, at least CEILING_ROUNDS, on a JVM the runs warmed; the median):
   ``zk_multi_op_ceiling_ops_per_second``, and ``zk_limit_partitions_per_second`` is that over
-  the ops per partition. The controller's ops are creates, conditional sets, deletes and checks
+  the ops per partition. The rounds stray with the disk's fsync rate, so the best round is
+  reported too (``zk_multi_op_ceiling_best_ops_per_second``,
+  ``controller_fraction_of_zk_best_round``: the fraction against it). The controller's ops are creates, conditional sets, deletes and checks
   of about that size, so the ceiling is approximate, and it holds for instant brokers only: with
   real brokers, copying data is the limit long before ZooKeeper is.
 
@@ -907,15 +912,46 @@ async def run_sockets(hosts: str, n_partitions: int, workdir: Path) -> dict:
 
 
 # ZooKeeper ops the ceiling measurement writes: 20 multi-ops of 1,000, as bench/zk_writes.py,
-# CEILING_ROUNDS times (each under its own parent); the ceiling is the median rate. One round
-# takes a fraction of a second, so single rounds strayed by 4x between runs (20,229 ops/s after
-# a 10,000-partition run, 88,628 after a 100,000-partition one, the JVM warmer).
+# each round under its own parent; the ceiling is the median rate. One round takes a fraction
+# of a second and this disk's fsync rate varies, so single rounds strayed by 4x between runs
+# (20,229 ops/s after a 10,000-partition run, 88,628 after a 100,000-partition one, the JVM
+# warmer; 24k-98k within one run): a round follows every controller run (the ZooKeeper then
+# as the runs found it), at least CEILING_ROUNDS of them.
 CEILING_OPS = 20_000
-CEILING_ROUNDS = 3
+CEILING_ROUNDS = 5
+
+
+async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profile_failover: str | None,
+                         debug: bool) -> dict:
+    """One instant-broker run (:func:`run`, coalescing, failover) in a fresh Python process.
+
+    Each run of record gets a process of its own, as a controller has in production: run one
+    after another in one process, a later run paid for the earlier runs' heap (the collector
+    walking more, a fragmented allocator), so the run order alone moved a pair's figures by
+    10% (metrics_cost_percent=9.4 recorded that way; the same pairs in fresh processes differ
+    by under the noise)."""
+    with tempfile.NamedTemporaryFile(prefix="bench-controller-run-", suffix=".json") as out:
+        argv = [sys.executable, str(Path(__file__).resolve()), "--one-run", hosts, "--partitions", str(n_partitions),
+                "--one-run-out", out.name, "--one-run-metrics", "on" if metrics else "off"]
+        if profile_failover:
+            argv += ["--profile-failover", profile_failover]
+        if debug:
+            argv.append("--debug")
+        proc = await asyncio.create_subprocess_exec(*argv)
+        if await proc.wait() != 0:
+            raise RuntimeError(f"the run in its own process failed (exit {proc.returncode}): {' '.join(argv)}")
+        return json.loads(Path(out.name).read_text())
+
+
+async def ceiling_round(hosts: str, root: str) -> float:
+    """One round of the ZooKeeper multi-op ceiling (ops per second) under ``root``."""
+    ceiling_s, _ = await multi_ceiling(hosts, root, workload(root, CEILING_OPS))
+    return CEILING_OPS / ceiling_s
 
 
 async def main_async(args) -> dict:
     results = {}
+    rates: list[float] = []
     with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
         # 100,000 partitions are 200,000 znodes plus multi-ops of up to 1 MiB in flight: the
         # launcher's default 256 MB heap runs out.
@@ -932,12 +968,14 @@ async def main_async(args) -> dict:
                     if not metrics and not args.metrics_off_run:
                         continue
                     name = "ours" if metrics else "ours_metrics_off"
-                    one = await run(f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, coalesce=True,
-                                    failover=True, metrics=metrics,
-                                    profile_failover=args.profile_failover if (i, metrics) == (0, True) else None)
+                    one = await run_in_process(
+                        f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, metrics=metrics,
+                        profile_failover=args.profile_failover if (i, metrics) == (0, True) else None, debug=args.debug)
                     results[name].append(one)
+                    rates.append(await ceiling_round(zk.connect_string, f"/ceiling-{len(rates)}"))
                     print(f"round {i + 1}: metrics {'on' if metrics else 'off'}: "
-                          f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s", file=sys.stderr)
+                          f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s; "
+                          f"ZooKeeper ceiling after it {rates[-1]:.0f} ops/s", file=sys.stderr)
             if not results["ours_metrics_off"]:
                 del results["ours_metrics_off"]
             if args.peer_partitions:
@@ -950,17 +988,24 @@ async def main_async(args) -> dict:
                 print(f"sockets: {one['partitions'] / one['elapsed']:.0f} partitions/s", file=sys.stderr)
             # The limit, on the same ZooKeeper in the same run: partition-state-sized creates in
             # multi-ops of the controller's size (BatchedWriter), every multi-op in flight at once.
-            rates = []
-            for i in range(CEILING_ROUNDS):
-                root = f"/ceiling-{i}"
-                ceiling_s, _ = await multi_ceiling(zk.connect_string, root, workload(root, CEILING_OPS))
-                rates.append(CEILING_OPS / ceiling_s)
-            print(f"ZooKeeper multi-op ceiling, {CEILING_ROUNDS} rounds: "
+            while len(rates) < CEILING_ROUNDS:
+                rates.append(await ceiling_round(zk.connect_string, f"/ceiling-{len(rates)}"))
+            print(f"ZooKeeper multi-op ceiling, {len(rates)} rounds: "
                   + ", ".join(f"{r:.0f}" for r in rates) + " ops/s", file=sys.stderr)
             results["ceiling_ops_per_second"] = statistics.median(rates)
+            results["ceiling_rounds"] = rates
         finally:
             zk.stop()
     return results
+
+
+def one_run(args) -> int:
+    """``--one-run HOSTS``: one instant-broker run in this process, its result as JSON to
+    ``--one-run-out`` (run_in_process)."""
+    result = asyncio.run(run(args.one_run, args.partitions, coalesce=True, failover=True,
+                             metrics=args.one_run_metrics == "on", profile_failover=args.profile_failover))
+    Path(args.one_run_out).write_text(json.dumps(result))
+    return 0
 
 
 def main() -> int:
@@ -983,6 +1028,10 @@ def main() -> int:
     parser.add_argument("--rounds", type=int, default=1,
                         help="pairs of runs with metrics on and off, alternating which goes first; the figures "
                              "are the medians (default 1)")
+    # Internal: run_in_process's child.
+    parser.add_argument("--one-run", metavar="HOSTS", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--one-run-out", metavar="FILE", default=None, help=argparse.SUPPRESS)
+    parser.add_argument("--one-run-metrics", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.full:
         for name, value in FULL_SIZES.items():
@@ -994,6 +1043,8 @@ def main() -> int:
     logging.basicConfig(level=logging.WARNING, format="%(asctime)s %(message)s")
     if args.debug:
         logging.getLogger("reassignd.controller").setLevel(logging.DEBUG)
+    if args.one_run:
+        return one_run(args)
     started = bench_results.begin()
     results = asyncio.run(main_async(args))
     runs = results["ours"]
@@ -1047,6 +1098,10 @@ def main() -> int:
     figures["zk_multi_op_ceiling_ops_per_second"] = round(results["ceiling_ops_per_second"])
     figures["zk_limit_partitions_per_second"] = round(limit)
     figures["controller_fraction_of_zk_limit"] = round(rate / limit, 2)
+    # The ceiling's rounds stray (this disk's fsync rate): against the best round as well.
+    figures["zk_multi_op_ceiling_rounds"] = len(results["ceiling_rounds"])
+    figures["zk_multi_op_ceiling_best_ops_per_second"] = round(max(results["ceiling_rounds"]))
+    figures["controller_fraction_of_zk_best_round"] = round(rate / (max(results["ceiling_rounds"]) / ops_per_partition), 2)
     figures["in_flight_at_failover"] = ours["in_flight_at_failover"]
     if ours["failover"] is not None:
         figures["failover_resume_seconds"] = round(ours["failover"], 2)
