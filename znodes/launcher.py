@@ -22,8 +22,10 @@ From Python::
 
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import random
 import shutil
 import signal
 import socket
@@ -121,10 +123,51 @@ def port_is_free(host: str, port: int) -> bool:
     return True
 
 
+# free_port hands out ports below the kernel's ephemeral range (Linux's default 32768-60999),
+# where no outgoing connection is given one between the pick and the server's bind, and reserves
+# each across processes with a lock file held for this process's life: two runs on one machine
+# (two chaos runs, a test run beside `make demo`) never pick the same port. A port the OS gave
+# for bind(0) is in the ephemeral range: two chaos runs did clash that way.
+PORT_LOCK_DIR = Path(os.environ.get("TMPDIR", "/tmp")) / "reassignd-ports"
+PORTS_BELOW_EPHEMERAL = 12_000  # the span of ports just below the ephemeral range tried
+_EPHEMERAL_DEFAULT = (32768, 60999)
+_reserved: dict[int, int] = {}  # port -> the fd of its lock file, held until the process exits
+
+
+def ephemeral_range() -> tuple[int, int]:
+    """The kernel's ephemeral port range (/proc/sys/net/ipv4/ip_local_port_range)."""
+    try:
+        low, high = map(int, Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split())
+        return low, high
+    except (OSError, ValueError):
+        return _EPHEMERAL_DEFAULT
+
+
 def free_port(host: str = "127.0.0.1") -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind((host, 0))
-        return sock.getsockname()[1]
+    """A port nothing listens on, outside the ephemeral range, reserved for this process (no
+    other process calling free_port gets it while this one lives; this one never gets it twice).
+    """
+    low, high = ephemeral_range()
+    first, last = (max(1024, low - PORTS_BELOW_EPHEMERAL), low) if low > 1024 + PORTS_BELOW_EPHEMERAL // 2 else (
+        high + 1, min(65536, high + 1 + PORTS_BELOW_EPHEMERAL))
+    PORT_LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    span = last - first
+    start = random.randrange(span)  # runs started together do not walk the same ports in turn
+    for i in range(span):
+        port = first + (start + i) % span
+        if port in _reserved:
+            continue
+        fd = os.open(PORT_LOCK_DIR / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            continue  # another process holds it
+        if port_is_free(host, port):
+            _reserved[port] = fd
+            return port
+        os.close(fd)  # something that is not ours listens there
+    raise LauncherError(f"no free port in {first}-{last - 1} on {host}")
 
 
 def pid_alive(pid: int) -> bool:

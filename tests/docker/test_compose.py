@@ -38,6 +38,7 @@ from reassignd.cli import SUBCOMMANDS
 from reassignd.sim import parse_args as sim_parse_args
 from tests import figures
 from tests.e2e.processes import LOG_TAIL_CHARS, STARTUP_TIMEOUT_S, kazoo_client, stop_process, wait_for
+from znodes.launcher import free_port
 
 REPO = Path(__file__).resolve().parents[2]
 DOCKER = REPO / "docker"
@@ -251,12 +252,6 @@ def test_the_grafana_dashboard_uses_metrics_the_controller_exports():
 
 
 # ---- the services as processes ----------------------------------------------------------------
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def http(port: int, path: str) -> tuple[int, str]:

@@ -9,7 +9,6 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import json
-import socket
 import time
 
 import pytest
@@ -18,6 +17,7 @@ from planner_service.execution import REASON_CANCELLED, REASON_FORCE_STOPPED, RE
 from planner_service.service import Options, PlannerService
 from tests.e2e.processes import Processes, kazoo_client, wait_for
 from tests.planner.service_http import assignment, http
+from znodes.launcher import free_port as _free_port
 
 pytestmark = [pytest.mark.zk, pytest.mark.e2e]
 
@@ -43,12 +43,6 @@ def _moving(zk) -> set:
         for p in list(doc.get("adding_replicas", {})) + list(doc.get("removing_replicas", {})):
             out.add((t, int(p)))
     return out
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 @contextlib.asynccontextmanager
