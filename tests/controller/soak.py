@@ -52,6 +52,10 @@ CI_SEED = 16  # the seed under CI=true: every CI run runs the same schedules
 # One shard in STATEFUL_TIGHT_CAPS_EVERY (default 4: 2 of the 8 shards of a 2,000-schedule run)
 # at move caps of 1-2 (test_stateful.TIGHT_CAPS), where the caps bind; 0 runs none.
 TIGHT_CAPS_EVERY = int(os.environ.get("STATEFUL_TIGHT_CAPS_EVERY", "4"))
+# One shard in STATEFUL_UNCLEAN_EVERY (default 4: shards 1 and 5 of a 2,000-schedule run, apart
+# from the tight ones) with topic t's unclean.leader.election.enable true (test_stateful.UNCLEAN):
+# the unclean elections, a move's ending one included (engine step 12c), run and are checked.
+UNCLEAN_EVERY = int(os.environ.get("STATEFUL_UNCLEAN_EVERY", "4"))
 
 
 def default_seed() -> int:
@@ -71,6 +75,11 @@ def tight_caps(shard: int) -> bool:
     """Every TIGHT_CAPS_EVERY-th shard runs at test_stateful.TIGHT_CAPS (move caps of 1-2 that
     bind), the others at the defaults (all of them while TIGHT_CAPS_EVERY is 0)."""
     return TIGHT_CAPS_EVERY > 0 and shard % TIGHT_CAPS_EVERY == TIGHT_CAPS_EVERY - 1
+
+
+def unclean(shard: int) -> bool:
+    """Every UNCLEAN_EVERY-th shard, from the second, allows unclean leader elections."""
+    return UNCLEAN_EVERY > 0 and shard % UNCLEAN_EVERY == 1 % UNCLEAN_EVERY
 
 
 def shard_counts(schedules: int) -> list[int]:
@@ -117,6 +126,7 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
     stats = test_stateful.STATS
     stats.update(schedules=0, steps=0, coverage=Coverage(), digest=hashlib.sha256())
     test_stateful.CAPS = test_stateful.TIGHT_CAPS if tight_caps(shard) else None
+    test_stateful.UNCLEAN = unclean(shard)
 
     @forced_seed(shard_seed(seed, shard))
     def machine():
@@ -213,6 +223,7 @@ def run_scripted() -> tuple[list[str], dict, int, float]:
     from tests.controller import crash_schedules, test_stateful
 
     test_stateful.CAPS = None  # the scripts' schedules assume the default caps (a worker may have run a tight shard)
+    test_stateful.UNCLEAN = False  # and clean elections
     cpu = time.process_time()
     failures, coverage = crash_schedules.run_all()
     return failures, coverage.to_json(), crash_schedules.COUNT, time.process_time() - cpu

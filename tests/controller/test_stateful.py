@@ -83,6 +83,12 @@ DIR_MOVE_TICKS = 60
 # stays), and unlike submit_throttled's, so its config writes are never no-ops.
 API_THROTTLE = 200 * 1_000_000
 TIGHT_CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 2, "max_cluster_moves": 2}
+# Topic t's unclean.leader.election.enable from the start (tests/controller/soak.py sets it per
+# shard): leaders then come from any online replica once no ISR member is online - after a
+# broker failure, a failed directory, or a move that ends with its ISR offline (engine step
+# 12c) - and invariant 5c's unclean form checks every settled partition has one.
+UNCLEAN = False
+UNCLEAN_KEY = "unclean.leader.election.enable"
 
 
 class ControllerMachine(RuleBasedStateMachine):
@@ -108,6 +114,7 @@ class ControllerMachine(RuleBasedStateMachine):
         # Entities listed for automatic throttle removal that a settled step saw busy (a move
         # or an entry involved them) while listed (throttles_follow_moves).
         self.seen_busy: set[tuple[str, object]] = set()
+        self.unclean = False  # topic t allows unclean leader elections (UNCLEAN, set at start)
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -118,6 +125,9 @@ class ControllerMachine(RuleBasedStateMachine):
         # Copies between a broker's directories take a few ticks, so controllers fail over
         # while future logs copy (the cluster default, as kafka-reassign's throttle sets it).
         self.run(self.set_dir_copy_rate())
+        self.unclean = UNCLEAN
+        if self.unclean:
+            self.run(self.set_topic_config({UNCLEAN_KEY: "true"}))
         self.final = dict(self.h.assignments)
         self.endpoints = {tp: [list(r)] for tp, r in self.h.assignments.items()}
         self.run(self.start_new_controller())
@@ -126,6 +136,12 @@ class ControllerMachine(RuleBasedStateMachine):
         admin = self.h.admin
         await admin.multi(await tc.configs_ops(admin, [
             (("brokers", "<default>"), tc.set_keys({ALTER_LOG_DIRS_RATE: str(DIR_COPY_RATE)}))]))
+        await self.h.settle()
+
+    async def set_topic_config(self, keys: dict) -> None:
+        """Topic t's config keys, with the change notification every config door writes."""
+        admin = self.h.admin
+        await admin.multi(await tc.configs_ops(admin, [(("topics", "t"), tc.set_keys(keys))]))
         await self.h.settle()
 
     async def start_new_controller(self):
@@ -578,7 +594,8 @@ class ControllerMachine(RuleBasedStateMachine):
         not on a failed log directory) has an online leader (the controller elected one when the
         last leader's broker or directory went), and beside an online leader the ISR names no
         stopped broker and no replica on a failed directory, bar a moving partition's (its move
-        owns its ISR)."""
+        owns its ISR). Where topic t allows unclean elections (UNCLEAN), a settled partition no
+        move runs for with an online replica has an online leader."""
         if not hasattr(self.h, "admin"):
             return
         registered = {int(b) for b in self.h.server.children(paths.BROKER_IDS)}
@@ -605,6 +622,13 @@ class ControllerMachine(RuleBasedStateMachine):
                     # Kafka's OfflineReplica: a stopped broker leaves every ISR it is in, even
                     # one it rejoined a moment before (its leader's notification still to come).
                     assert set(isr) <= live, ("a stopped broker in the ISR beside a live leader", p, state, sorted(live))
+            elif self.unclean and p not in moving:
+                # Unclean allowed: any online replica of the partition leads once none of the
+                # ISR is online (a move's partition once its move ended).
+                replicas = self.h.json(paths.topic("t"))["partitions"][str(p)]
+                if any(b in live and (p, b) not in offline for b in replicas):
+                    assert leader in live and (p, leader) not in offline, (
+                        "no online leader with an online replica, unclean allowed", p, state, sorted(live), sorted(offline))
 
     @invariant()
     def caps(self):
