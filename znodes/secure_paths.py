@@ -13,9 +13,9 @@ everything. So the service creates them all (:data:`TRUSTED`, parents first) and
 
 An exposure is a grant of a write permission (write, create, delete, admin) to any identity
 that is not the service's, or of read on a path Kafka keeps unreadable (SCRAM credentials,
-broker configs: ``znodes.security.SENSITIVE_ROOTS``). Checked: every trusted path, the KIP
-door znodes that exist, and each ACL resource znode and user znode that exists (those hold
-the grants and the credentials themselves).
+broker configs, the SCRAM decoy secret: ``znodes.security.SENSITIVE_ROOTS``). Checked: every
+trusted path, the KIP door znodes and the service's secrets that exist, and each ACL resource
+znode and user znode that exists (those hold the grants and the credentials themselves).
 """
 
 from __future__ import annotations
@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, Id, Permissions, make_digest_acl_credential
 
 from znodes import acls as zacls
-from znodes import paths
+from znodes import decoy_secret, paths
 from znodes.api import NoNodeError, ZkError
 from znodes.security import ZkSecurity, sensitive
 from znodes.users import CONFIG_USERS
@@ -55,6 +55,9 @@ TRUSTED = (*ACL_PATHS, *CONFIG_PATHS, *ADMIN_PATHS, *CLUSTER_PATHS)
 # request), but one that exists must be the service's.
 DOORS = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASSIGN_QUEUE,
          paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL, paths.CONTROLLER_EPOCH)
+# The service's own secrets: never created here (the first instance that needs one does), but
+# one that exists must be readable and changeable by the service alone.
+SECRETS = (decoy_secret.PATH,)
 # Parents whose every child is checked too: the ACL resources and the SCRAM credentials.
 CHECKED_CHILDREN = (*(f"{root}/{t}" for root in (zacls.LITERAL_ROOT, zacls.PREFIXED_ROOT) for t in zacls.TYPES),
                     CONFIG_USERS)
@@ -154,10 +157,10 @@ async def _children(store, path: str) -> list[str]:
 
 async def exposures(store, service: frozenset[tuple[str, str]]) -> list[Exposure]:
     """Every exposure (see the module's docstring) on the trusted paths, the existing doors and
-    each existing ACL resource and user znode, in path order. ``store`` needs ``get_acls``
+    secrets and each existing ACL resource and user znode, in path order. ``store`` needs ``get_acls``
     (znodes.store.KazooStore)."""
     listed = await asyncio.gather(*(_children(store, p) for p in CHECKED_CHILDREN))
-    checked = [*TRUSTED, *DOORS, *(f"{p}/{n}" for p, names in zip(CHECKED_CHILDREN, listed) for n in names)]
+    checked = [*TRUSTED, *DOORS, *SECRETS, *(f"{p}/{n}" for p, names in zip(CHECKED_CHILDREN, listed) for n in names)]
     acls = await asyncio.gather(*(acl_of(store, p) for p in checked))
     out = [e for path, acl in zip(checked, acls) if acl is not None for e in exposed(path, acl, service)]
     return sorted(out, key=lambda e: e.path)

@@ -23,6 +23,7 @@ from controller.shell.security.scram import (
     decoy_credential,
 )
 from protocol.errors import ErrorCode
+from znodes import decoy_secret
 from tests.security.test_listener_security import call, closed, open_raw, pki, served  # noqa: F401 - fixtures
 
 NONCE = "servernonce123"
@@ -128,3 +129,24 @@ async def test_a_listener_answers_an_unknown_user_s_client_first(served):
     assert (final["error_code"], final["error_message"]) == (
         ErrorCode.SASL_AUTHENTICATION_FAILED, S.SCRAM_FAILED.format("SCRAM-SHA-512"))
     assert await closed(reader)
+
+
+async def test_an_unknown_user_s_salt_comes_from_the_service_s_secret(served):
+    """The made-up salt is derived from the one secret in ZooKeeper (znodes.decoy_secret), so
+    every controller instance, and the same one after a restart, answers an unknown name alike;
+    a secret of each process's own told unknown names from known ones across instances."""
+
+    async def salt_for(user: str) -> bytes:
+        reader, writer = await open_raw(served.port("SASL_PLAINTEXT"))
+        try:
+            assert (await call(reader, writer, 17, 1, {"mechanism": "SCRAM-SHA-512"}, 1))["error_code"] == 0
+            exchange = client_exchange("SCRAM-SHA-512", user, "guess", "clientnonce")
+            first = await call(reader, writer, 36, 1, {"auth_bytes": next(exchange)}, 2)
+            return base64.b64decode(attributes(first["auth_bytes"])["s"])
+        finally:
+            writer.close()
+
+    mallory = await salt_for("mallory")
+    data, _ = await served.store.get(decoy_secret.PATH)  # created by the first unknown name
+    assert mallory == decoy_credential("SCRAM-SHA-512", "mallory", decoy_secret.decode(data)).salt
+    assert await salt_for("mallory") == mallory

@@ -36,6 +36,10 @@ def test_the_secure_acl_exposes_nothing_and_world_write_does():
     assert sp.exposed("/kafka-acl/Topic", world_read, service) == []
     assert sp.exposed("/config/users/alice", world_read, service) == [
         sp.Exposure("/config/users/alice", "world:anyone", "r")]
+    # The SCRAM decoy secret too: whoever reads it can tell unknown user names apart again.
+    assert sp.exposed("/reassignd/scram_decoy_secret", world_read, service) == [
+        sp.Exposure("/reassignd/scram_decoy_secret", "world:anyone", "r")]
+    assert "/reassignd/scram_decoy_secret" in sp.SECRETS
     # Another identity, however it authenticated, is not the service.
     mallory = make_digest_acl("mallory", "guess", write=True)
     assert [e.grantee for e in sp.exposed("/admin", [mallory], service)] == [f"digest:{mallory.id.id}"]

@@ -160,16 +160,19 @@ class SaslServer:
                 return None
         return None
 
-    def authenticate(self, token: bytes, creds: Mapping[str, ScramCredential], *, now_ms: int) -> bytes:
+    def authenticate(self, token: bytes, creds: Mapping[str, ScramCredential], *, now_ms: int,
+                     decoy_secret: bytes | None = None) -> bytes:
         """One SaslAuthenticate: the server's token. ``creds`` are the named user's credentials
-        by mechanism (empty for an unknown user)."""
+        by mechanism (empty for an unknown user); ``decoy_secret`` the service's secret an
+        unknown user's made-up SCRAM credential is derived from (znodes.decoy_secret; None:
+        this process's own)."""
         if self.state not in ("authenticate", "reauthenticate"):
             self._move("token")  # raises ILLEGAL_SASL_STATE
         if len(token) > MAX_TOKEN_BYTES:
             raise self._fail("SASL token too large", f"token of {len(token)} bytes")
         if self.mechanism == PLAIN:
             return self._plain(token, creds, now_ms)
-        return self._scram_step(token, creds, now_ms)
+        return self._scram_step(token, creds, now_ms, decoy_secret)
 
     def _plain(self, token: bytes, creds: Mapping[str, ScramCredential], now_ms: int) -> bytes:
         claim = self.plain_claim(token, creds)
@@ -210,7 +213,8 @@ class SaslServer:
         self._finish(claim.user, now_ms)
         return b""
 
-    def _scram_step(self, token: bytes, creds: Mapping[str, ScramCredential], now_ms: int) -> bytes:
+    def _scram_step(self, token: bytes, creds: Mapping[str, ScramCredential], now_ms: int,
+                    decoy_secret: bytes | None = None) -> bytes:
         scram = self._scram
         assert scram is not None and self.mechanism is not None
         failed = SCRAM_FAILED.format(self.mechanism)
@@ -223,7 +227,8 @@ class SaslServer:
                     # the name and the server's secret); the proof fails at client-final with the
                     # same words as a wrong password, so user names cannot be probed.
                     self._unknown_user = user
-                    cred = decoy_credential(self.mechanism, user)
+                    cred = (decoy_credential(self.mechanism, user) if decoy_secret is None
+                            else decoy_credential(self.mechanism, user, decoy_secret))
                 self._move("token")
                 return scram.server_first(cred)
             out = scram.client_final(token)

@@ -60,6 +60,7 @@ SASL_AUTHENTICATE_VERSIONS = (0, 2)
 LOGINS_SPENT = "Authentication failed: too many failed authentications from this address, retry later"
 
 Credentials = Callable[[str], Awaitable[dict[str, ScramCredential]]]
+DecoySecret = Callable[[], Awaitable[bytes | None]]
 
 
 def SESSION_OF() -> Session | None:  # noqa: N802 - reads like the context variable it is
@@ -120,11 +121,15 @@ class SecureHandler:
     """The wrapped handler's API table plus SASL, served only to who may use it."""
 
     def __init__(self, inner, protocol: str, security: SecurityConfig, *, credentials: Credentials,
-                 logins: LoginBudget | None = None, kdf: KeyDerivations | None = None):
+                 logins: LoginBudget | None = None, kdf: KeyDerivations | None = None,
+                 decoy_secret: DecoySecret | None = None):
         self.inner = inner
         self.protocol = protocol
         self.security = security
         self._credentials = credentials
+        # The service's secret for unknown users' SCRAM answers (znodes.decoy_secret); None:
+        # this process's own, which tells unknown names apart across instances and restarts.
+        self._decoy_secret = decoy_secret
         # Both shared by an instance's listeners (build_listeners), else this handler's own.
         self.logins = logins or LoginBudget(security.failed_auth_rate_per_ip)
         self.kdf = kdf or KeyDerivations()
@@ -232,7 +237,10 @@ class SecureHandler:
                 matched = await self.kdf.password_matches(claim.credential, claim.password)
                 out = sasl.plain_verdict(claim, matched, now_ms=_now_ms())
             else:
-                out = sasl.authenticate(token, creds, now_ms=_now_ms())
+                secret = None
+                if user is not None and sasl.mechanism not in creds and self._decoy_secret is not None:
+                    secret = await self._decoy_secret()
+                out = sasl.authenticate(token, creds, now_ms=_now_ms(), decoy_secret=secret)
         except SaslError as e:
             await self._refuse(session, e)
             return {"error_code": int(e.code), "error_message": e.message, "auth_bytes": b"", "session_lifetime_ms": 0}
