@@ -76,7 +76,9 @@ Figures (printed last, one per line):
   reads and deletes: one per 5,000 partitions; after the failover, re-reading the states of
   the moves in flight and of moves the new controller starts before its election read
   reached them).
-* ``failover_resume_seconds``: "resume" is the new controller completing a move again: from
+* ``failover_resume_seconds``: the median over the runs of record (``failover_rounds`` of
+  them, the slowest as ``failover_resume_seconds_max``). "Resume" is the new controller
+  completing a move again: from
   the moment its election returns (``/controller`` created and ``/controller_epoch`` bumped
   in one multi) to the end of its first engine step that completes a partition, that step's
   writes landed (recovery's reads of the brokers, the topic znodes, the KIP-240 records and
@@ -1103,8 +1105,12 @@ def main() -> int:
     figures["zk_multi_op_ceiling_best_ops_per_second"] = round(max(results["ceiling_rounds"]))
     figures["controller_fraction_of_zk_best_round"] = round(rate / (max(results["ceiling_rounds"]) / ops_per_partition), 2)
     figures["in_flight_at_failover"] = ours["in_flight_at_failover"]
-    if ours["failover"] is not None:
-        figures["failover_resume_seconds"] = round(ours["failover"], 2)
+    failovers = [r["failover"] for r in runs if r["failover"] is not None]
+    if failovers:
+        # The median over the runs of record (metrics on), and the slowest beside it.
+        figures["failover_resume_seconds"] = round(statistics.median(failovers), 2)
+        figures["failover_resume_seconds_max"] = round(max(failovers), 2)
+        figures["failover_rounds"] = len(failovers)
     else:
         print("failover_resume_seconds not measured: every move had finished before the kill", file=sys.stderr)
     if ratio is not None:
