@@ -375,14 +375,20 @@ class ActiveController:
         fresh = await self.states_for_offline(engine_events, first)
         # The states the unclean candidates are judged from: those read now over those held.
         held = ChainMap(fresh, self.state.states) if fresh else self.state.states
-        engine_events = await self.offline_replica_configs(engine_events, held)
+        # Every replica this step may take offline (the held ones and its LeaderAndIsr answers'),
+        # and the brokers it knows: both unclean checks judge their candidates against all of
+        # them, as the engine applies them in one step (two answers each taking one ISR member
+        # offline left a partition without a leader, unclean allowed: each alone left the other).
+        step_offline = self.step_offline(engine_events)
+        step_brokers = next((e.brokers for e in reversed(first) if isinstance(e, BrokersRead)), self.state.brokers)
+        engine_events = await self.offline_replica_configs(engine_events, held, step_offline, step_brokers)
         brokers_before = self.state.brokers
         partitions_before = {
             # CreatePartitions puts its TopicsRead in the queue (engine_events): new partitions too.
             name: set(self.state.topic_partitions.get(name, ()))
             for e in first + engine_events if isinstance(e, TopicsRead) for name in e.topics
         }
-        offline = await self.offline_checks(first + metadata, held)
+        offline = await self.offline_checks(first + metadata, held, step_offline)
         # Admin requests after the reads: a read of /admin/reassign_partitions in the step is
         # older than the write a request makes of it, and must not undo it.
         admin = [e for e in engine_events if isinstance(e, admin_events.ADMIN_EVENTS)]
@@ -417,14 +423,16 @@ class ActiveController:
         _warn(lines)
         return {tp: st for tp, st in states.items() if st is not None}
 
-    async def offline_checks(self, events: list[Event], held: Mapping) -> list[Event]:
+    async def offline_checks(self, events: list[Event], held: Mapping,
+                             offline: Mapping[int, frozenset[TopicPartition]] | None = None) -> list[Event]:
         """controller.core.broker_failure's check, last in the step: every partition held after a
         change of ``/brokers/ids`` (a broker gone or back), the partitions of a full-metadata
         chunk (at election and after every recovery: brokers that died while no controller was
         active), with the ``unclean.leader.election.enable`` of the topics whose partitions only
         an unclean election can lead (their ``/config/topics/T``, read for those only), and the
         brokers that registered in the step (not yet in the state: they get LeaderAndIsr).
-        ``held``: the states to judge from (this step's fresh reads over the state's)."""
+        ``held``: the states to judge from (this step's fresh reads over the state's);
+        ``offline``: the replicas on offline directories to judge with (default: the state's)."""
         brokers = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), None)
         chunks = [e for e in events if isinstance(e, MetadataRead)]
         if brokers is None and not chunks:
@@ -432,7 +440,8 @@ class ActiveController:
         state = self.state
         live = brokers if brokers is not None else state.brokers
         read = {tp: st for e in chunks for tp, st in e.states.items() if st is not None}
-        offline = state.offline_replicas  # replicas on offline log dirs are not live either
+        if offline is None:
+            offline = state.offline_replicas  # replicas on offline log dirs are not live either
         if brokers is None:
             partitions = tuple(read)
             topics = unclean_candidates(read, state.assignments, live, offline=offline)
@@ -448,19 +457,30 @@ class ActiveController:
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
 
-    async def offline_replica_configs(self, events: list[Event], held: Mapping) -> list[Event]:
+    def step_offline(self, events: list[Event]) -> Mapping[int, frozenset[TopicPartition]]:
+        """The replicas held on offline directories with those the step's ReplicasOffline name."""
+        answers = [e for e in events if isinstance(e, ReplicasOffline)]
+        if not answers:
+            return self.state.offline_replicas
+        merged = dict(self.state.offline_replicas)
+        for e in answers:
+            merged[e.broker_id] = merged.get(e.broker_id, frozenset()) | e.partitions
+        return merged
+
+    async def offline_replica_configs(self, events: list[Event], held: Mapping,
+                                      offline: Mapping[int, frozenset[TopicPartition]], brokers) -> list[Event]:
         """Each ReplicasOffline (a broker's LeaderAndIsr answer, controller.shell.dispatch) with
         the ``unclean.leader.election.enable`` of the topics only an unclean election can lead
-        once its replicas are offline (controller.core.log_dir_failure step 4), judged from
-        ``held`` (this step's fresh reads over the state's)."""
+        once the step's offline replicas (``offline``, every answer of the step's included) are
+        offline (controller.core.log_dir_failure step 4), judged from ``held`` (this step's
+        fresh reads over the state's) and ``brokers``."""
         if not any(isinstance(e, ReplicasOffline) for e in events):
             return events
         state = self.state
         out: list[Event] = []
         for e in events:
             if isinstance(e, ReplicasOffline):
-                topics = log_dir_failure.unclean_candidates(
-                    held, state.assignments, state.brokers, state.offline_replicas, e)
+                topics = log_dir_failure.unclean_candidates(held, state.assignments, brokers, offline, e)
                 if topics:
                     configs = await self.topic_configs(sorted(topics))
                     e = replace(e, unclean_topics=frozenset(n for n, c in configs.items() if unclean_enabled(c)))

@@ -22,12 +22,20 @@ every step, the quiescent checks at the end), so that each stays fixed whatever 
 - An override kept an in-sync dropped replica until its move completes; the replica left the
   ISR (its directory failed) and was shed then (reassignment.announce), with no throttle check:
   its broker kept its auto-removable throttle. Seed 424242, shard 5, once the previous was fixed.
+- Topic t allows unclean elections; while no controller is active, the directories holding a
+  partition's two ISR members fail. The next controller's LeaderAndIsr finds both offline, one
+  answer per broker, and both answers came in one step: the shell judged each answer's unclean
+  candidates alone (the other broker's replica still online), read no config, and the
+  partition was left with leader -1 beside a live online replica. Both checks now judge from
+  every replica the step takes offline (ActiveController.step_offline). Found by seed 16,
+  shard 5, in its first run with unclean elections allowed (two schedules).
 """
 
 from __future__ import annotations
 
 import pytest
 
+from tests.controller import test_stateful
 from tests.controller.crash_schedules import replay, rule, submit
 
 pytestmark = pytest.mark.timeout(120)
@@ -65,3 +73,23 @@ def test_an_overrides_kept_replica_shed_when_it_leaves_the_isr_frees_its_brokers
             rule("fail_dir", b=2, directory="/data/d2"), rule("fail_dir", b=6, directory="/data/d1"),
             submit("reassign_api", {4: [4, 2, 3]}), rule("tick", n=1), rule("fail_dir", b=1, directory="/data/d2"),
             submit("queue", {4: [1, 2, 3]}), rule("cancel_all"), rule("fail_dir", b=4, directory="/data/d2")])
+
+
+def test_two_isr_members_found_offline_in_one_step_get_an_unclean_leader_where_allowed(monkeypatch):
+    monkeypatch.setattr(test_stateful, "UNCLEAN", True)
+    replay([rule("expire_active"), rule("toggle_broker", b=5), rule("start_controller"), rule("expire_active"),
+            rule("toggle_broker", b=5), rule("start_controller"), rule("expire_active"), rule("start_controller"),
+            rule("expire_active"), rule("fail_dir", b=3, directory="/data/d2"),
+            rule("fail_dir", b=4, directory="/data/d2"), rule("start_controller")])
+
+
+def test_directories_failing_between_controllers_leave_no_partition_leaderless_where_unclean_is_allowed(monkeypatch):
+    monkeypatch.setattr(test_stateful, "UNCLEAN", True)
+    replay([rule("expire_active"), rule("fail_dir", b=1, directory="/data/d2"),
+            rule("fail_dir", b=2, directory="/data/d1"), rule("start_controller"), rule("toggle_broker", b=5),
+            rule("expire_active"), rule("start_controller"), rule("expire_active"), rule("start_controller"),
+            rule("start_controller"), rule("fail_dir", b=3, directory="/data/d2"),
+            rule("fail_dir", b=4, directory="/data/d2"), rule("cancel_api", partitions={0}), rule("expire_active"),
+            rule("expire_active"), rule("start_controller"), rule("fail_dir", b=1, directory="/data/d1"),
+            rule("fail_dir", b=2, directory="/data/d2"), rule("expire_active"), rule("start_controller"),
+            submit("queue", {1: [1, 2, 3]})])
