@@ -170,6 +170,25 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise LauncherError(f"no free port in {first}-{last - 1} on {host}")
 
 
+def reservation(port: int) -> int | None:
+    """The fd of this process's lock on ``port`` (free_port's reservation), taken now if nobody
+    holds it; None if another process does. A server started with it (``pass_fds``) holds the
+    reservation for its own life: `reassignd zk start` returns while ZooKeeper runs on, and a
+    follower does not listen on its quorum port until it leads."""
+    fd = _reserved.get(port)
+    if fd is not None:
+        return fd
+    PORT_LOCK_DIR.mkdir(parents=True, exist_ok=True)
+    fd = os.open(PORT_LOCK_DIR / str(port), os.O_CREAT | os.O_RDWR, 0o666)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError:
+        os.close(fd)
+        return None
+    _reserved[port] = fd
+    return fd
+
+
 def pid_alive(pid: int) -> bool:
     """True if ``pid`` runs and is not a zombie waiting to be reaped."""
     if pid <= 0:
@@ -455,6 +474,8 @@ class LocalZooKeeper:
         ]
         # A new session: `reassignd zk start` returns while the server keeps running, and a
         # Ctrl-C in the caller's terminal does not reach it.
+        # The server inherits its ports' reservations (free_port), so that they outlive this process.
+        held = [fd for p in (m.client_port, m.peer_port, m.election_port) if p and (fd := reservation(p)) is not None]
         proc = subprocess.Popen(
             cmd,
             stdin=subprocess.DEVNULL,
@@ -462,6 +483,7 @@ class LocalZooKeeper:
             stderr=subprocess.STDOUT,
             cwd=home,
             start_new_session=True,
+            pass_fds=held,
         )
         m.pid = proc.pid
         self._procs[m.id] = proc

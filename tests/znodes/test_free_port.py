@@ -60,3 +60,22 @@ def test_a_port_something_listens_on_is_skipped(monkeypatch):
         first = max(1024, low - launcher.PORTS_BELOW_EPHEMERAL)
         monkeypatch.setattr(launcher.random, "randrange", lambda span: target - first)
         assert free_port() != target
+
+
+def test_a_zookeeper_started_by_a_process_that_exits_keeps_its_ports_reserved(tmp_path):
+    """`reassignd zk start` returns while the server runs on: the server holds its ports'
+    reservations itself (inherited lock files), so no other run is handed them."""
+    data = tmp_path / "zk"
+    started = subprocess.run([sys.executable, "-m", "reassignd", "zk", "start", "--port", "0", "--data-dir", str(data)],
+                             cwd=REPO, capture_output=True, text=True, timeout=120)
+    assert started.returncode == 0, started.stderr
+    zk = launcher.LocalZooKeeper(data_dir=data)
+    port = int(zk.connect_string.rsplit(":", 1)[1])  # from the server's state.json
+    try:
+        assert port not in launcher._reserved
+        assert launcher.reservation(port) is None  # the server's, though the starter is gone
+    finally:
+        zk.stop()
+    fd = launcher.reservation(port)  # free again once the server stopped
+    assert fd is not None
+    os.close(launcher._reserved.pop(port))
