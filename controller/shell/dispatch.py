@@ -23,9 +23,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_replicas
+from controller.core.commands import BrokerCommand, hosted_replicas, hosted_sizes
 from controller.core.config import ControllerConfig
-from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
+from controller.core.events import ReplicaSizes, ReplicasHosted, ReplicasOffline, StopReplicaSent
 from controller.core.log_dir_failure import offline_in_answer, online_in_answer
 from protocol import ApiKey
 from protocol.errors import ErrorCode, error_name
@@ -111,7 +111,12 @@ class Dispatcher:
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
                     hosted = hosted_replicas(body)
                     if hosted is None:
-                        log.info("broker %d could not say what it hosts: %s", broker_id, body)
+                        # Not all it hosts (a directory failed): nothing is taken for absent,
+                        # but the sizes its online directories gave still order moves.
+                        log.info("broker %d could not say all it hosts: %s", broker_id, describe_failed_dirs(body))
+                        sizes = hosted_sizes(body)
+                        if sizes:
+                            self.queue.put_nowait(ReplicaSizes(broker_id, sizes))
                     else:
                         self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted[0]), hosted[1]))
                 elif command.api_key == ApiKey.LEADER_AND_ISR and body is not None:
@@ -174,3 +179,15 @@ class Dispatcher:
         for w in workers:
             w.cancel()
         await asyncio.gather(*workers, return_exceptions=True)
+
+
+def describe_failed_dirs(body: dict) -> str:
+    """A DescribeLogDirs answer's errors in a few words (the answer itself names every replica
+    of the broker: hundreds of thousands of characters on a large cluster)."""
+    parts = []
+    if body.get("error_code", 0):
+        parts.append(f"error {error_name(body['error_code'])}")
+    for result in body.get("results") or []:
+        if result.get("error_code", 0):
+            parts.append(f"{result.get('log_dir')}: {error_name(result['error_code'])}")
+    return ", ".join(parts) or "no directory described"
