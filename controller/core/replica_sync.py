@@ -83,6 +83,10 @@ def on_hosted(ws: WorkingSet, event: ReplicasHosted) -> None:
     if ws.deleting:
         topic_deletion.deletion_hosted(ws, b, event.partitions)  # step 11
     ws.hosted_answers[b] = event.partitions  # steps 9 and 9b, for all answers at once
+    # One line per answer (every broker at an election, one at a registration): from here on
+    # step 2c orders by the sizes it gave.
+    ws.log.append(f"broker {b} said what it hosts: {len(event.partitions)} replica(s), "
+                  f"{len(event.sizes)} with a size")
 
 
 def delete_strays(ws: WorkingSet) -> None:

@@ -7,7 +7,6 @@ round (the engine test, tests/controller/test_move_order.py, shows both under a 
 
 from __future__ import annotations
 
-import time
 
 import pytest
 
@@ -24,10 +23,13 @@ def test_smallest_first_starts_the_small_partition_asked_for_second_first(zk_hos
     config = {"max_cluster_moves": 1, "replica_movement_strategies": "smallest_first"}
     with running_cluster(zk_hosts, tmp_path, sim_args=SIM, controller_ids=(101,), controller_config=config) as c:
         # The sizes come from the brokers' DescribeLogDirs answers to the controller's election:
-        # submit once it has been elected and those answers had time to arrive (a move asked for
-        # before its size is known starts in the order given - under load the test once raced it).
-        wait_for(lambda: "resumes" in c.controller_log(101).read_text() or None, 60, "the controller's election")
-        time.sleep(3)
+        # submit once every broker's answer was taken (a move asked for before its size is
+        # known starts in the order given - under load the test once raced a fixed wait).
+        def every_broker_said_what_it_hosts():
+            text = c.controller_log(101).read_text()
+            return all(f"broker {b} said what it hosts" in text for b in (1, 2, 3, 4)) or None
+
+        wait_for(every_broker_said_what_it_hosts, 60, "the brokers' answers to the controller's election")
         before = {t: c.replicas(t, 0) for t in ("big", "small")}
         targets = {(t, 0): [4 if b == 3 else b for b in r] for t, r in before.items()}
         c.submit({("big", 0): targets[("big", 0)], ("small", 0): targets[("small", 0)]})  # big first
