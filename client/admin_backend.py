@@ -128,8 +128,11 @@ class AdminBackend:
         return await self.execute(requested, state, dry_run=dry_run, queued=True)
 
     async def verify(
-        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False
+        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False,
+        preserve_throttles: bool = False,
     ) -> VerifyOutcome:
+        """Each partition's status; this tool removes no inter-broker throttle here (the
+        controller does, KIP-179), so ``preserve_throttles`` changes nothing on this side."""
         running = await self.admin.list_reassignments(sorted(k for k in requested if k[0] in state.topics))
         statuses: dict[TopicPartition, str] = {}
         current: dict[TopicPartition, list[int] | None] = {}

@@ -74,10 +74,10 @@ ACTIONS: dict[str, tuple[str, set[str], set[str]]] = {
     "execute": ("--execute", {"reassignment_json_file", "throttle", "additional", "dry_run", "elect_preferred",
                               "skip_isr_check", "replica_alter_log_dirs_throttle", "movement_strategy"},
                 {"reassignment_json_file"}),
-    "verify": ("--verify", {"reassignment_json_file", "dry_run"}, {"reassignment_json_file"}),
+    "verify": ("--verify", {"reassignment_json_file", "dry_run", "preserve_throttles"}, {"reassignment_json_file"}),
     "progress": ("--progress", {"reassignment_json_file", "watch", "interval", "chart", "chart_data", "ops"},
                  {"reassignment_json_file"}),
-    "cancel": ("--cancel", {"reassignment_json_file", "dry_run"}, set()),
+    "cancel": ("--cancel", {"reassignment_json_file", "dry_run", "preserve_throttles"}, set()),
     "list": ("--list", set(), set()),
     "describe": ("--describe", set(), set()),
     "generate": ("--generate", {"topics_to_move_json_file", "broker_list", "disable_rack_aware"},
@@ -109,6 +109,7 @@ OPTION_FLAGS = {
     "throttle": "--throttle",
     "replica_alter_log_dirs_throttle": "--replica-alter-log-dirs-throttle",
     "additional": "--additional",
+    "preserve_throttles": "--preserve-throttles",
     "dry_run": "--dry-run",
     "elect_preferred": "--elect-preferred",
     "skip_isr_check": "--skip-isr-check",
@@ -218,6 +219,10 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--additional", action="store_true",
                       help="--execute while other reassignments run (partitions not already moving)")
     opts.add_argument("--dry-run", action="store_true", help="show what would change; change nothing")
+    opts.add_argument("--preserve-throttles", action="store_true",
+                      help="Kafka's: with --verify or --cancel, remove no throttle (--verify's removals with "
+                           "--zookeeper, the log-dir throttle); throttles the controller removes by itself "
+                           "(KIP-179, set by --execute --throttle) still go when their moves end")
     opts.add_argument("--elect-preferred", action="store_true",
                       help="--execute: wait until the reassignment finishes, then elect the moved partitions' "
                            "preferred leaders (ElectLeaders; --bootstrap-server only)")
@@ -418,7 +423,8 @@ async def run(args: argparse.Namespace, action: str, inputs: commands.Inputs, ti
         if action == "execute_queue":
             return await commands.execute_queue(backend, inputs, dry_run=args.dry_run)
         if action == "verify":
-            return await commands.verify(backend, inputs, dry_run=args.dry_run)
+            return await commands.verify(backend, inputs, dry_run=args.dry_run,
+                                         preserve_throttles=args.preserve_throttles)
         if action == "verify_queue":
             return await commands.verify_queue(backend, inputs)
         if action == "cancel":

@@ -177,11 +177,11 @@ def _verify_code(statuses: dict) -> int:
     return exit_codes.OK
 
 
-async def verify(backend, inputs: Inputs, *, dry_run: bool) -> Report:
+async def verify(backend, inputs: Inputs, *, dry_run: bool, preserve_throttles: bool = False) -> Report:
     plan = inputs.plan
     state = await backend.cluster_state(plan.topics)
     check_plan(plan, state, check_brokers=False)
-    outcome = await backend.verify(plan.assignments, state, dry_run=dry_run)
+    outcome = await backend.verify(plan.assignments, state, dry_run=dry_run, preserve_throttles=preserve_throttles)
     report = Report(render.verify_text(outcome), render.verify_json(outcome), _verify_code(outcome.statuses))
     if plan.log_dirs:
         if backend.name == "zookeeper":
@@ -189,7 +189,8 @@ async def verify(backend, inputs: Inputs, *, dry_run: bool) -> Report:
                              "brokers)", plan.source)
         states = await intra_broker.verify_moves(backend.admin, plan.log_dirs)
         removed = None
-        if not dry_run and all(s == COMPLETE for s in outcome.statuses.values()) and all(m.done for m in states):
+        if (not dry_run and not preserve_throttles and all(s == COMPLETE for s in outcome.statuses.values())
+                and all(m.done for m in states)):
             # Kafka's --verify: with every move done, the log-dir throttle goes from every broker.
             removed = await intra_broker.remove_throttle(backend.admin, state.brokers)
         report.text += "\n" + intra_broker.verify_text(states, removed)

@@ -341,11 +341,13 @@ class ZkBackend:
         return writes
 
     async def verify(
-        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False
+        self, requested: dict[TopicPartition, list[int]], state: ClusterAssignment, *, dry_run: bool = False,
+        preserve_throttles: bool = False,
     ) -> VerifyOutcome:
         """Each partition: in progress (still in /admin/reassign_partitions), complete
         (current == requested) or failed. When none is in progress, remove the throttles as
-        Kafka's tool did: the replica lists of the plan's topics, the rates of every broker."""
+        Kafka's tool did: the replica lists of the plan's topics, the rates of every broker
+        (not with ``preserve_throttles``: Kafka's --preserve-throttles)."""
         statuses: dict[TopicPartition, str] = {}
         current: dict[TopicPartition, list[int] | None] = {}
         for tp, target in requested.items():
@@ -360,6 +362,9 @@ class ZkBackend:
         outcome = VerifyOutcome(statuses, current, dict(requested))
         if any(s == IN_PROGRESS for s in statuses.values()):
             outcome.throttle_note = "Throttles are kept until every reassignment in the file completes."
+            return outcome
+        if preserve_throttles:
+            outcome.throttle_note = "Throttles are kept (--preserve-throttles)."
             return outcome
         writes: dict[str, str] = {}
         ops: list = []

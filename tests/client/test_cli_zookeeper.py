@@ -198,6 +198,26 @@ def test_verify_complete_removes_throttles_like_kafka(kzk, tmp_path, capsys):
     assert len(kzk.zk.get_children("/config/changes")) == n_changes + 5
 
 
+def test_verify_with_preserve_throttles_removes_none(kzk, tmp_path, capsys):
+    """Kafka's --preserve-throttles: a complete reassignment, and every throttle stays."""
+    f = write_json(tmp_path, "plan.json", plan(("orders", 0, [3, 4])))
+    assert cli_main(capsys, "--zookeeper", kzk.hosts, "--execute", "--throttle", "1000",
+                    "--reassignment-json-file", f)[0] == OK
+    kzk.zk.delete("/admin/reassign_partitions")  # the move completed
+    kzk.set_assignment("orders", {0: [3, 4], 1: [2, 3], 2: [3, 1]})
+    before = kzk.tree()
+    code, out, _ = cli_main(capsys, "--zookeeper", kzk.hosts, "--verify", "--preserve-throttles",
+                            "--reassignment-json-file", f)
+    assert code == OK
+    assert "Reassignment of partition orders-0 is complete." in out
+    assert "Throttles are kept (--preserve-throttles)." in out and "removed" not in out
+    assert kzk.tree() == before
+    # Only with --verify and --cancel, as Kafka's tool takes it.
+    code, _, err = cli_main(capsys, "--zookeeper", kzk.hosts, "--execute", "--preserve-throttles",
+                            "--reassignment-json-file", f)
+    assert code != OK and "--preserve-throttles cannot be used with --execute" in err
+
+
 def test_verify_failed_and_dry_run(kzk, tmp_path, capsys):
     f = write_json(tmp_path, "plan.json", plan(("orders", 0, [3, 4]), ("orders", 1, [2, 3])))
     kzk.zk.create("/config/brokers/2", dumps({"version": 1, "config": {"leader.replication.throttled.rate": "5"}}))
