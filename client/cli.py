@@ -40,6 +40,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import importlib.metadata
 import json
 import re
 import sys
@@ -138,6 +139,14 @@ class _Parser(argparse.ArgumentParser):
         raise UsageError(message)
 
 
+def installed_version() -> str:
+    """reassignd's version as installed (pyproject.toml's), or "unknown" run from a bare tree."""
+    try:
+        return importlib.metadata.version("reassignd")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
 def build_parser() -> argparse.ArgumentParser:
     p = _Parser(
         prog=PROG,
@@ -171,6 +180,8 @@ def build_parser() -> argparse.ArgumentParser:
             "exit codes:\n" + exit_codes.table_text()
         ),
     )
+    p.add_argument("--version", action="version", version=f"{PROG} {installed_version()}",
+                   help="print the version and exit (as Kafka's tools do)")
     conn = p.add_argument_group("connection (exactly one)")
     conn.add_argument("--bootstrap-server", metavar="HOST:PORT[,HOST:PORT]",
                       help="the reassignd controller's admin listener (any instance)")

@@ -29,7 +29,7 @@ SUBCOMMANDS: dict[str, tuple[Callable[[list[str]], int], str]] = {
     "planner": (planner.main, "serve KIP-6 proposals over REST (`planner serve`)"),
 }
 
-USAGE = "usage: reassignd {%s} [options]\n\n%s" % (
+USAGE = "usage: reassignd {%s} [options]  (or: reassignd --version)\n\n%s" % (
     ",".join(SUBCOMMANDS),
     "\n".join(f"  {name:<11} {text}" for name, (_, text) in SUBCOMMANDS.items()),
 )
@@ -40,6 +40,11 @@ def main(argv: list[str] | None = None) -> int:
     if not argv or argv[0] in ("-h", "--help"):
         print(USAGE)
         return 0 if argv else 2
+    if argv[0] == "--version":
+        from client.cli import installed_version
+
+        print(f"reassignd {installed_version()}")
+        return 0
     name, rest = argv[0], argv[1:]
     if name not in SUBCOMMANDS:
         print(f"reassignd: unknown subcommand {name!r}\n\n{USAGE}", file=sys.stderr)

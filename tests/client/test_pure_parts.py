@@ -243,3 +243,18 @@ def test_any_json_is_accepted_or_refused_with_an_input_file_error(doc):
             parse(doc)
         except InputFileError as exc:
             assert str(exc).startswith("f.json: ")
+
+
+def test_version_as_kafkas_tools_print_it(capsys):
+    """`kafka-reassign --version` and `reassignd --version` print the installed version and exit
+    0 (Kafka's tools take --version; scripts that probe with it were refused, exit 2)."""
+    import importlib.metadata
+
+    from client import cli as kafka_reassign
+    from reassignd import cli as reassignd
+
+    version = importlib.metadata.version("reassignd")
+    assert kafka_reassign.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"kafka-reassign {version}"
+    assert reassignd.main(["--version"]) == 0
+    assert capsys.readouterr().out.strip() == f"reassignd {version}"
