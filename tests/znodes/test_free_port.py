@@ -66,12 +66,13 @@ def test_a_zookeeper_started_by_a_process_that_exits_keeps_its_ports_reserved(tm
     """`reassignd zk start` returns while the server runs on: the server holds its ports'
     reservations itself (inherited lock files), so no other run is handed them."""
     data = tmp_path / "zk"
-    started = subprocess.run([sys.executable, "-m", "reassignd", "zk", "start", "--port", "0", "--data-dir", str(data)],
-                             cwd=REPO, capture_output=True, text=True, timeout=120)
-    assert started.returncode == 0, started.stderr
     zk = launcher.LocalZooKeeper(data_dir=data)
-    port = int(zk.connect_string.rsplit(":", 1)[1])  # from the server's state.json
     try:
+        started = subprocess.run(
+            [sys.executable, "-m", "reassignd", "zk", "start", "--port", "0", "--data-dir", str(data)],
+            cwd=REPO, capture_output=True, text=True, timeout=120)
+        assert started.returncode == 0, started.stderr
+        port = int(zk.connect_string.rsplit(":", 1)[1])  # from the server's state.json
         assert port not in launcher._reserved
         assert launcher.reservation(port) is None  # the server's, though the starter is gone
     finally:
