@@ -115,6 +115,10 @@ class ControllerMachine(RuleBasedStateMachine):
         # or an entry involved them) while listed (throttles_follow_moves).
         self.seen_busy: set[tuple[str, object]] = set()
         self.unclean = False  # topic t allows unclean leader elections (UNCLEAN, set at start)
+        # (partition, topic znode RS, broker) of added replicas seen in the ISR, and (partition, RS)
+        # of moves seen with their whole target in the ISR: copies made (caps).
+        self.copied: set[tuple[str, tuple, int]] = set()
+        self.finished: set[tuple[str, tuple]] = set()
 
     def run(self, coro):
         return self.loop.run_until_complete(coro)
@@ -645,11 +649,18 @@ class ControllerMachine(RuleBasedStateMachine):
         # the same step, cut between the new record and the topic znode, shows both to the
         # next controller); an added replica already in the ISR receives nothing more (that
         # completed move given a new target after the failover lists it as adding still).
+        # Once in the ISR, a copy is made for that move shape (its topic znode's RS): a replica
+        # that falls out again later (its directory failed) is a failure's, not a copy the
+        # controller started, and it does not count again while the shape stays (seed
+        # 1600000019 shard 3, twice: a false positive).
         isr = {p: set(self.h.json(paths.partition_state("t", int(p)))["isr"]) for p in moving}
-        done = {p for p in moving
-                if {b for b in znode["partitions"][p] if b not in removing.get(p, [])} <= isr[p]}
+        shape = {p: tuple(znode["partitions"][p]) for p in moving}
+        self.copied |= {(p, shape[p], b) for p in moving for b in adding.get(p, []) if b in isr[p]}
+        self.finished |= {(p, shape[p]) for p in moving
+                          if {b for b in znode["partitions"][p] if b not in removing.get(p, [])} <= isr[p]}
+        done = {p for p in moving if (p, shape[p]) in self.finished}
         moving -= done
-        adding = {p: [b for b in a if b not in isr[p]] for p, a in adding.items() if p in moving}
+        adding = {p: [b for b in a if (p, shape[p], b) not in self.copied] for p, a in adding.items() if p in moving}
         removing = {p: r for p, r in removing.items() if p in moving}
         assert len(moving) <= cfg.max_cluster_moves, ("cluster cap", sorted(moving), cfg.max_cluster_moves)
         for b in ALL_BROKERS:
