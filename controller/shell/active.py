@@ -534,6 +534,25 @@ class ActiveController:
         judged by the topic's config as it was when the move was asked for."""
         return await self.read_move_configs(sorted({r.topic for r in entries or ()}))
 
+    async def unclean_turned_on(self, named: set[str]) -> list[Event]:
+        """The broker-failure check, unclean, for the leaderless partitions of topics a config
+        change notification named whose ``unclean.leader.election.enable`` is now true (Kafka's
+        ZooKeeper-mode ``TopicUncleanLeaderElectionEnable``, KAFKA-6835): turning it on is how an
+        operator gives a partition whose every ISR member is gone a leader from its live
+        replicas, without waiting for another broker to come or go."""
+        state = self.state
+        partitions = [(name, p) for name in sorted(named) for p in state.topic_partitions.get(name, ())]
+        topics = unclean_candidates(state.states, state.assignments, state.brokers, partitions,
+                                    offline=state.offline_replicas)
+        if not topics:
+            return []
+        unclean = {n for n, config in (await self.topic_configs(sorted(topics))).items() if unclean_enabled(config)}
+        if not unclean:
+            return []
+        log.info("unclean.leader.election.enable turned on for %s: electing their leaderless partitions",
+                 sorted(unclean))
+        return [offline_check(tuple(tp for tp in partitions if tp[0] in unclean), unclean, ())]
+
     async def read_move_configs(self, names: list[str]) -> list[Event]:
         """The config view of moving topics, from ``/config/topics/T``: ``min.insync.replicas``
         (engine step 2a's floor, controller.core.isr_health) and ``unclean.leader.election.enable``
@@ -612,6 +631,7 @@ class ActiveController:
                 held = {tp[0] for tp in state.requests} | {tp[0] for tp in state.tasks}
                 held |= set(state.min_isr) | set(state.unclean)
                 out += await self.read_move_configs(sorted(named & held))
+                out += await self.unclean_turned_on(named)
         if "logdirs" in kinds:
             notes, named, lines = await read_log_dir_events(self.store, watch=True)
             _warn(lines)

@@ -58,3 +58,36 @@ async def test_the_unclean_setting_of_moving_topics_is_read_and_followed():
         h.check_invariants()
     finally:
         await h.close()
+
+
+async def test_turning_unclean_on_elects_a_leaderless_partition_from_its_live_replicas():
+    """KAFKA-6835 (Kafka's TopicUncleanLeaderElectionEnable): a partition left with leader -1
+    (every ISR member gone) gets a leader from its live replicas as soon as a config change
+    notification says its topic now allows unclean elections - not only at the next broker
+    change - and a topic that still refuses them stays leaderless."""
+    h = Harness(topics=("t:1:3:64KiB",))
+    await h.start()
+    try:
+        c1 = await h.start_controller(101)
+        await h.tick()
+        a, b, c = h.assignments[("t", 0)]
+        await h.cluster.stop_broker(c)  # out of the ISR
+        await h.settle()
+        await h.cluster.stop_broker(a)
+        await h.settle()
+        await h.cluster.stop_broker(b)  # the last ISR member: leader -1, ISR [b]
+        await h.settle()
+        await h.cluster.start_broker(c)  # live again, but not in the ISR
+        await h.settle()
+        await h.tick()
+        state = h.json(paths.partition_state("t", 0))
+        assert state["leader"] == -1 and c not in state["isr"], state
+        await _config(h, "t", "false", notify=True)
+        assert h.json(paths.partition_state("t", 0))["leader"] == -1
+        await _config(h, "t", "true", notify=True)
+        await h.settle()
+        state = h.json(paths.partition_state("t", 0))
+        assert (state["leader"], state["isr"]) == (c, [c]), state
+        assert c1.active.state.states[("t", 0)].leader == c
+    finally:
+        await h.close()
