@@ -150,18 +150,14 @@ def free_port(host: str = "127.0.0.1") -> int:
     low, high = ephemeral_range()
     first, last = (max(1024, low - PORTS_BELOW_EPHEMERAL), low) if low > 1024 + PORTS_BELOW_EPHEMERAL // 2 else (
         high + 1, min(65536, high + 1 + PORTS_BELOW_EPHEMERAL))
-    PORT_LOCK_DIR.mkdir(parents=True, exist_ok=True)
     span = last - first
     start = random.randrange(span)  # runs started together do not walk the same ports in turn
     for i in range(span):
         port = first + (start + i) % span
         if port in _reserved:
             continue
-        fd = os.open(PORT_LOCK_DIR / str(port), os.O_CREAT | os.O_RDWR, 0o666)
-        try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:
-            os.close(fd)
+        fd = _lock(port)
+        if fd is None:
             continue  # another process holds it
         if port_is_free(host, port):
             _reserved[port] = fd
@@ -170,14 +166,8 @@ def free_port(host: str = "127.0.0.1") -> int:
     raise LauncherError(f"no free port in {first}-{last - 1} on {host}")
 
 
-def reservation(port: int) -> int | None:
-    """The fd of this process's lock on ``port`` (free_port's reservation), taken now if nobody
-    holds it; None if another process does. A server started with it (``pass_fds``) holds the
-    reservation for its own life: `reassignd zk start` returns while ZooKeeper runs on, and a
-    follower does not listen on its quorum port until it leads."""
-    fd = _reserved.get(port)
-    if fd is not None:
-        return fd
+def _lock(port: int) -> int | None:
+    """The fd of a new exclusive lock on ``port``'s lock file, or None if another process holds it."""
     PORT_LOCK_DIR.mkdir(parents=True, exist_ok=True)
     fd = os.open(PORT_LOCK_DIR / str(port), os.O_CREAT | os.O_RDWR, 0o666)
     try:
@@ -185,7 +175,19 @@ def reservation(port: int) -> int | None:
     except OSError:
         os.close(fd)
         return None
-    _reserved[port] = fd
+    return fd
+
+
+def reservation(port: int) -> int | None:
+    """The fd of this process's lock on ``port`` (free_port's reservation), taken now if nobody
+    holds it; None if another process does. A server started with it (``pass_fds``) holds the
+    reservation for its own life: `reassignd zk start` returns while ZooKeeper runs on, and a
+    follower does not listen on its quorum port until it leads."""
+    fd = _reserved.get(port)
+    if fd is None:
+        fd = _lock(port)
+        if fd is not None:
+            _reserved[port] = fd
     return fd
 
 

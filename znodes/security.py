@@ -40,13 +40,14 @@ from dataclasses import dataclass
 from kazoo.security import ACL, Id, Permissions, make_digest_acl
 
 from protocol.properties import parse_properties
+from znodes import decoy_secret
 
 log = logging.getLogger("reassignd.zookeeper")
 
 # Kafka's ZkData.sensitiveRootPaths: never world-readable under zookeeper.set.acl.
 # Kafka's, and the service's SCRAM decoy secret (znodes.decoy_secret: whoever reads it can tell
 # unknown user names from known ones again).
-SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token", "/reassignd/scram_decoy_secret")
+SENSITIVE_ROOTS = ("/config/users", "/config/brokers", "/delegation_token", decoy_secret.PATH)
 WORLD_READ = ACL(Permissions.READ, Id("world", "anyone"))
 # Kafka's zookeeper.ssl.endpoint.identification.algorithm: HTTPS (its default) checks the
 # server's hostname, an empty value does not; Kafka knows no other.

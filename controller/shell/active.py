@@ -474,18 +474,16 @@ class ActiveController:
         once the step's offline replicas (``offline``, every answer of the step's included) are
         offline (controller.core.log_dir_failure step 4), judged from ``held`` (this step's
         fresh reads over the state's) and ``brokers``."""
-        if not any(isinstance(e, ReplicasOffline) for e in events):
-            return events
         state = self.state
-        out: list[Event] = []
-        for e in events:
-            if isinstance(e, ReplicasOffline):
-                topics = log_dir_failure.unclean_candidates(held, state.assignments, brokers, offline, e)
-                if topics:
-                    configs = await self.topic_configs(sorted(topics))
-                    e = replace(e, unclean_topics=frozenset(n for n, c in configs.items() if unclean_enabled(c)))
-            out.append(e)
-        return out
+        candidates = {i: log_dir_failure.unclean_candidates(held, state.assignments, brokers, offline, e)
+                      for i, e in enumerate(events) if isinstance(e, ReplicasOffline)}
+        wanted = set().union(*candidates.values())
+        if not wanted:
+            return events
+        # One read for every answer of the step: their candidates overlap (one partition's replicas).
+        allowed = {n for n, c in (await self.topic_configs(sorted(wanted))).items() if unclean_enabled(c)}
+        return [replace(e, unclean_topics=frozenset(candidates[i] & allowed)) if candidates.get(i) else e
+                for i, e in enumerate(events)]
 
     async def read_metadata(self, dues: list[MetadataDue]) -> list[Event]:
         """The next chunk of each full UpdateMetadata send under way (the rest is queued again)."""

@@ -227,8 +227,7 @@ class SaslServer:
                     # the name and the server's secret); the proof fails at client-final with the
                     # same words as a wrong password, so user names cannot be probed.
                     self._unknown_user = user
-                    cred = (decoy_credential(self.mechanism, user) if decoy_secret is None
-                            else decoy_credential(self.mechanism, user, decoy_secret))
+                    cred = decoy_credential(self.mechanism, user, decoy_secret)
                 self._move("token")
                 return scram.server_first(cred)
             out = scram.client_final(token)

@@ -96,11 +96,13 @@ def credential_from_salted(mechanism: str, salted: bytes, salt: bytes, iteration
     return ScramCredential(mechanism, salt, _h(mechanism, client_key), _hmac(mechanism, salted, b"Server Key"), iterations)
 
 
-def decoy_credential(mechanism: str, username: str, secret: bytes = SERVER_SECRET) -> ScramCredential:
+def decoy_credential(mechanism: str, username: str, secret: bytes | None = None) -> ScramCredential:
     """The made-up credential an unknown user is challenged with (RFC 5802 5.1): salt and keys
-    are HMACs of the name under ``secret``, at the default iterations. No password matches it:
-    a proof would need a preimage of its stored key."""
+    are HMACs of the name under ``secret`` (None: this process's own, SERVER_SECRET), at the
+    default iterations. No password matches it: a proof would need a preimage of its stored key."""
     digest = _hash(mechanism)
+    if secret is None:
+        secret = SERVER_SECRET
 
     def derive(label: bytes) -> bytes:
         return hmac.new(secret, label + b"\0" + mechanism.encode() + b"\0" + username.encode("utf-8"), digest).digest()
