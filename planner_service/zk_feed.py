@@ -306,10 +306,16 @@ class ZkFeed:
                 if self.model.set_topic(t, None, time.time()):
                     self.on_change()
             topics |= set(names) - set(self.model.topics)
+        read: set[tuple[str, int]] = set()
         for t in sorted(topics):
-            await self._read_topic(t)
-        for t, p in sorted(states):
-            if t not in topics and not self.bulk_states:
+            _, fresh = await self._read_topic(t)
+            read.update((t, p) for p in fresh)
+        # Every state event is read again (re-arming its one-shot watch) unless its topic's read
+        # just read that state: a controller writes a move's topic znode and state in one
+        # multi-op, so their events often come in one batch, and skipping the state because its
+        # topic changed lost the watch, leaving the model on that leader and ISR for good.
+        for t, p in sorted(states - read):
+            if not self.bulk_states:
                 await self._read_state(t, p)
         for path in sorted(admin):
             await self._read_admin(path)
