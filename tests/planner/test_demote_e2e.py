@@ -96,6 +96,36 @@ async def _ended(base: str, ex_id: int, timeout: float = 60) -> dict:
         await asyncio.sleep(0.3)
 
 
+def _zk_view(zk) -> tuple[dict, dict]:
+    """What a demotion is planned from, as ZooKeeper holds it: replica lists, (leader, ISR)."""
+    return assignment(zk), {tp: (s["leader"], sorted(s["isr"])) for tp, s in _states(zk).items()}
+
+
+def _model_view(model) -> tuple[dict, dict]:
+    """The same from the planner service's model."""
+    return ({(t, p): list(a.replicas) for t, parts in model.topics.items() for p, a in parts.items()},
+            {(t, p): (s.leader, sorted(s.isr)) for t, parts in model.states.items() for p, s in parts.items()})
+
+
+async def _model_agrees(svc, zk, timeout: float = 20) -> tuple[int, dict]:
+    """Once the service's model equals ZooKeeper (its feed's watches trail ZooKeeper a moment):
+    the model version it was seen at and ZooKeeper's leaders then. Nothing in these tests moves a
+    leader on its own (the controller's leader rebalance waits 300 s, and finds the preferred
+    leaders leading; the sims' ISRs stay full without produce traffic), so a proposal computed
+    at that version was planned from exactly this view."""
+    deadline = time.monotonic() + timeout
+    while True:
+        zk_view = await asyncio.to_thread(_zk_view, zk)
+        version, model_view = svc.model.version, _model_view(svc.model)  # one loop turn: consistent
+        if model_view == zk_view:
+            return version, {tp: leader for tp, (leader, _) in zk_view[1].items()}
+        if time.monotonic() >= deadline:
+            differ = {tp: (m.get(tp), z.get(tp)) for m, z in zip(model_view, zk_view)
+                      for tp in m.keys() | z.keys() if m.get(tp) != z.get(tp)}
+            raise AssertionError(f"the service's model never agreed with ZooKeeper (model, ZooKeeper): {differ}")
+        await asyncio.sleep(0.05)
+
+
 def _same_sets(before: dict, after: dict) -> bool:
     return before.keys() == after.keys() and all(sorted(before[tp]) == sorted(after[tp]) for tp in before)
 
@@ -134,29 +164,20 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
         assert assignment(zk) == before
         assert {tp for tp, b in _leaders(zk).items() if b == 2} == led_before
 
-        # The planner service, two brokers at once: a dry run changes nothing ... once its model
-        # has heard of the undo's elections and reorders and of every ISR (its feed's watches
-        # may trail ZooKeeper a moment; a demotion's plan depends on all three, and a model
-        # that changed between the dry run and kafka-reassign's request plans differently).
-        model = c["svc"].model
-
-        def model_view():
-            return ({(t, p): list(a.replicas) for t, parts in model.topics.items() for p, a in parts.items()},
-                    {(t, p): (s.leader, sorted(s.isr)) for t, parts in model.states.items() for p, s in parts.items()})
-
-        def zk_view():
-            return (assignment(zk), {tp: (s["leader"], sorted(s["isr"])) for tp, s in _states(zk).items()})
-
-        deadline = time.monotonic() + 20
-        while model_view() != zk_view() and time.monotonic() < deadline:
-            await asyncio.sleep(0.05)
-        led34 = {tp for tp, b in _leaders(zk).items() if b in (3, 4)}
+        # The planner service, two brokers at once: a dry run changes nothing ... planned once its
+        # model has heard of the undo's elections and reorders and of every ISR (a demotion's plan
+        # depends on all three), and from exactly that view: the proposal's model version is the
+        # one the model agreed with ZooKeeper at.
+        version, leaders = await _model_agrees(c["svc"], zk)
+        led34 = {tp for tp, b in leaders.items() if b in (3, 4)}
         # A partition on 3 and 4 alone keeps its leader: no other ISR member to take it.
         stays = {tp for tp in led34 if set(before[tp]) <= {3, 4}}
         assert stays and led34 - stays, "the layout has no partition of each kind: the test shows less"
         status, body = await asyncio.to_thread(http, base, "POST", "/demote_broker?brokerid=3,4")
         assert status == 200 and body["dryrun"] is True, body
+        assert body["proposal"]["model_version"] == version, "the model changed after it agreed with ZooKeeper"
         report = body["proposal"]["report"]
+        assert all(leaders[(e["topic"], e["partition"])] == e["leader_now"] for e in report["elect"]), report
         assert report["demoted_brokers"] == [3, 4] and report["moves"] == 0
         assert {(e["topic"], e["partition"]) for e in report["elect"]} == led34 - stays
         assert {(e["topic"], e["partition"]) for e in report["leader_stays"]} == stays
@@ -181,9 +202,13 @@ async def test_demote_moves_every_leadership_and_no_data_and_the_rollback_undoes
         assert code == 0 and assignment(zk) == before, undo
         assert {tp for tp, b in _leaders(zk).items() if b in (3, 4)} == led34
 
-        # A reviewed demotion is approved by its proposal_id (Strimzi's approve), as any plan is.
+        # A reviewed demotion is approved by its proposal_id (Strimzi's approve), as any plan is,
+        # planned once the model has heard of the undo.
+        version, leaders = await _model_agrees(c["svc"], zk)
         status, body = await asyncio.to_thread(http, base, "POST", "/demote_broker?brokerid=1")
-        assert status == 200, body
+        assert status == 200 and body["proposal"]["model_version"] == version, body
+        assert {(e["topic"], e["partition"]) for e in body["proposal"]["report"]["elect"]} == \
+            {tp for tp, b in leaders.items() if b == 1}, body
         pid = body["proposal"]["proposal_id"]
         status, body = await asyncio.to_thread(http, base, "POST", f"/demote_broker?dryrun=false&proposal_id={pid}")
         assert status == 200 and body["execution"]["proposal_id"] == pid, body
