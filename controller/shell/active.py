@@ -21,7 +21,9 @@ Failures: a fenced write or an expired session ends the loop (``run`` returns wh
 controller resigns and stops writing at once). A lost connection (SUSPENDED) pauses
 everything until CONNECTED; then, as after any other failed write or read, the state is
 rebuilt from ZooKeeper by failover recovery (controller.shell.recovery), which finishes whatever
-the failed flush left half-written.
+the failed flush left half-written - except a flush that landed nothing and failed only at a
+partition state changed since it was held: that step is taken again with the state read anew
+(controller.shell.state_conflicts).
 
     active = ActiveController(store, inbox, controller_id=101, epoch=4, epoch_zkversion=3,
                               transport=transport, config=config)
@@ -50,6 +52,7 @@ from controller.core.events import (
     MetadataRead,
     ReplicasOffline,
     RequestsRead,
+    Resume,
     StatesRead,
     TopicConfigsRead,
     TopicsRead,
@@ -64,7 +67,7 @@ from controller.core.full_metadata import MetadataDue
 from controller.core.placement_counts import PlacementCounts
 from controller.core.state import ClusterState
 from controller.core.throttle_removal import Mode
-from controller.shell import admin_events, gctune, recovery
+from controller.shell import admin_events, gctune, recovery, state_conflicts
 from controller.shell.config_watch import ConfigChanges
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
@@ -149,6 +152,7 @@ class Stats:
     flushes: int = 0
     ops_written: int = 0
     reloads: int = 0
+    state_retries: int = 0  # steps taken again with newer partition states (state_conflicts)
     moves_finished: int = 0
 
 
@@ -660,7 +664,9 @@ class ActiveController:
                 out.append(StatesRead(states, tuple(notes)))
         return out
 
-    async def execute(self, events: list[Event]) -> None:
+    async def execute(self, events: list[Event], retries: int = state_conflicts.STALE_STATE_RETRIES) -> None:
+        """One engine step and its effects. ``retries``: how many more times a step whose own
+        flush met newer partition states may be taken again with them (controller.shell.state_conflicts)."""
         if not events:
             return
         began = time.perf_counter()
@@ -689,6 +695,8 @@ class ActiveController:
                 try:
                     await self.writer.flush(self.epoch_zkversion)
                 except FlushError as e:
+                    if retries and await self._retake_with_newer_states(events, own, e, retries):
+                        return
                     raced = isinstance(getattr(e.cause, "cause", None), (BadVersionError, NoNodeError, NodeExistsError))
                     if raced:
                         # A partition state changed under the step (a leader's ISR change):
@@ -797,6 +805,29 @@ class ActiveController:
             read = await read_removal(self.store, self.state, check, self.caches.setdefault("throttles", {}))
             if read is not None:
                 self.inbox.queue.put_nowait(read)  # the engine decides in the next step
+
+    async def _retake_with_newer_states(self, events: list[Event], ops: list, error: FlushError, retries: int) -> bool:
+        """The step's own flush failed at a conditional partition-state write and landed nothing:
+        read the states it wrote, and where any changed (a leader's ISR change whose notification
+        has not come yet), take the same events again after them, as a notification just in
+        would put them - nothing of the step is in memory yet, so it is decided anew. False (the
+        caller fails the step and reloads) for any other failure, and for recovery's own step
+        (Resume), which recovery rebuilds from its own reads."""
+        if any(isinstance(e, Resume) for e in events):
+            return False
+        expected = state_conflicts.written_states_if_stale(error, ops)
+        if not expected:
+            return False
+        newer, lines = await state_conflicts.read_changed(self.store, expected)
+        _warn(lines)
+        if not newer:
+            return False
+        self.flushing = None
+        log.info("partition state(s) changed under the step (%s): taking it again with them read",
+                 ", ".join(f"{t}-{p}" for t, p in sorted(newer)))
+        self.stats.state_retries += 1
+        await self.execute([StatesRead(newer), *events], retries - 1)
+        return True
 
     async def _delete_topic_znodes(self, step: engine.Step) -> None:
         """controller.core.topic_deletion step 5: what exists of each deleted topic's znodes,

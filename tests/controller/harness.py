@@ -28,7 +28,8 @@ from sim.topics import parse_topic_spec
 from tests.controller.crashpoints import Points, role
 from tests.chaos.checker import controller_owned
 from znodes import paths
-from znodes.api import Create, Delete, SessionExpiredError, SetData
+from znodes.api import Create, Delete, MultiOpError, SessionExpiredError, SetData
+from znodes.batch import FlushError
 from znodes.twin import TwinServer
 
 MB = 1_000_000
@@ -113,7 +114,7 @@ class CrashingStore:
             results = []
             for unit in _units(ops):
                 await self.before_op(unit[0])
-                results += await inner(unit, epoch_zkversion)
+                results += await self._land(inner, unit, epoch_zkversion, ops, results)
                 self._landed(unit)
                 self.ops_applied += len(unit)
             return results
@@ -132,12 +133,31 @@ class CrashingStore:
                 self.crashed = True
                 self._server.expire_session(self._inner.session_id)
                 raise SessionExpiredError("crashed by the test")
-            results += await inner(unit, epoch_zkversion)
+            results += await self._land(inner, unit, epoch_zkversion, ops, results)
             self._landed(unit)
             self.remaining -= 1
             self.ops_applied += len(unit)
         return results
 
+
+    @staticmethod
+    async def _land(inner, unit, epoch_zkversion, ops, results):
+        """One unit of a write landed op by op. A unit failing after ops of the same write
+        landed (``results``: theirs) is reported as a flush's later chunk would be, a
+        znodes.batch.FlushError with those ops applied: the harness lands a multi one op at a
+        time to cut it anywhere, as between the chunks of a large flush, while ZooKeeper applies
+        each multi whole or not at all; a plain MultiOpError would pass them off as unapplied
+        (and a step that met a stale partition state would be taken again over its own
+        half-landed writes, controller.shell.state_conflicts)."""
+        try:
+            return await inner(unit, epoch_zkversion)
+        except MultiOpError as e:
+            if not results:
+                raise
+            index = len(results) + e.index
+            raise FlushError(f"op {index} failed after {len(results)} ops landed: {e.cause!r}",
+                             MultiOpError(index, e.cause, list(ops)), index=index, results=list(results),
+                             in_doubt=[], unsent=list(ops)[len(results):]) from e
 
     async def _deposing_multi(self, inner, ops, epoch_zkversion):
         results = []
@@ -147,7 +167,7 @@ class CrashingStore:
                 self.points.cut(self.labels(op), op)
                 self.depose_after = None
                 await depose(self._server)
-            results += await inner(unit, epoch_zkversion)
+            results += await self._land(inner, unit, epoch_zkversion, ops, results)
             self._landed(unit)
             self.ops_applied += len(unit)
             if self.depose_after is not None:
@@ -168,7 +188,7 @@ class CrashingStore:
                     self._server.expire_session(self._inner.session_id)
                     raise SessionExpiredError("crashed by the test")
                 await depose(self._server)
-            results += await inner(unit, epoch_zkversion)
+            results += await self._land(inner, unit, epoch_zkversion, ops, results)
             self._landed(unit)
             self.ops_applied += len(unit)
         return results

@@ -268,10 +268,13 @@ async def test_a_tool_writing_the_requests_znode_while_a_rollback_finishes(h):
 
 async def test_an_isr_change_racing_the_cancel_is_retried_not_failed(h):
     """The rollback's state write is conditional on the zkVersion: a leader's ISR change in
-    between fails the flush; the controller rebuilds and takes the cancel again."""
+    between fails the flush; the controller reads that state again and takes the step again
+    (controller.shell.state_conflicts), without a reload: the partition gets the rollback's
+    one new leader epoch, not a resumed move's before it."""
     c = await h.start_controller(101)
     await h.submit({TP: MOVES[TP]})
     await started(h, [TP])
+    epoch = h.json(paths.partition_state(*TP))["leader_epoch"]
     raced = []
 
     async def leader_writes_isr(op):
@@ -283,7 +286,8 @@ async def test_an_isr_change_racing_the_cancel_is_retried_not_failed(h):
     c.store.before_op = leader_writes_isr
     results = await cancel_partitions(ctx_of(c), [TP])
     assert raced and results[TP] == (ErrorCode.NONE, None)
-    assert c.active.stats.reloads >= 1  # the first try failed and was taken again after a rebuild
+    assert (c.active.stats.reloads, c.active.stats.state_retries) == (0, 1)
+    assert h.json(paths.partition_state(*TP))["leader_epoch"] == epoch + 1
     await h.run_until_quiet()
     h.check_invariants(expected={TP: [4, 2, 3]})
     assert hosted(h, TP) == [2, 3, 4]
