@@ -10,6 +10,7 @@ handful of requests, not 10,000.
     box.leader_and_isr(1, ("t", 0), state, replicas=(1, 2), adding=(2,), removing=(), is_new=False)
     box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
     hosted_replicas(describe_log_dirs_answer)     # ({("t", 0), ...}, {("t", 0): 1048576, ...}), or None if it failed
+    hosted_replicas(answer, online_only=True)     # the same from the directories that answered
     hosted_sizes(describe_log_dirs_answer)        # {("t", 0): 1048576, ...}, failed dirs left out
 """
 
@@ -250,18 +251,22 @@ class Outbox:
         return out
 
 
-def hosted_replicas(body: dict) -> tuple[set[TopicPartition], dict[TopicPartition, int]] | None:
+def hosted_replicas(body: dict, *, online_only: bool = False) -> tuple[set[TopicPartition], dict[TopicPartition, int]] | None:
     """What a DescribeLogDirs answer says the broker hosts, in one pass (an election's answers
     name every replica of the cluster): the partitions of its current logs (not an intra-broker
     move's future ones) and the size in bytes of each that reports one (the largest, should two
     directories hold it). None if the answer is an error: a log dir that could not be described
-    makes the whole answer unknown, so nothing is taken for absent."""
+    makes the whole answer unknown, so nothing is taken for absent. ``online_only``: a failed
+    directory is skipped instead, and what the others hold is returned (engine step 9's strays
+    among them are strays still; what is absent says nothing)."""
     if body.get("error_code", 0):
         return None
     hosted: set[TopicPartition] = set()
     sizes: dict[TopicPartition, int] = {}
     for result in body.get("results") or []:
         if result.get("error_code", 0):
+            if online_only:
+                continue
             return None
         for topic in result.get("topics") or []:
             name = topic["name"]
@@ -279,14 +284,8 @@ def hosted_replicas(body: dict) -> tuple[set[TopicPartition], dict[TopicPartitio
 def hosted_sizes(body: dict) -> dict[TopicPartition, int]:
     """The sizes :func:`hosted_replicas` reads, directory by directory: a log dir that failed is
     left out (its sizes are unknown, not 0), the others still count."""
-    out: dict[TopicPartition, int] = {}
-    for result in body.get("results") or []:
-        if result.get("error_code", 0):
-            continue
-        for tp, size in hosted_replicas({"results": [result]})[1].items():
-            if size > out.get(tp, -1):
-                out[tp] = size
-    return out
+    answered = hosted_replicas(body, online_only=True)
+    return answered[1] if answered is not None else {}
 
 
 def _partition_state(tp: TopicPartition, state: LeaderIsr, replicas) -> dict:

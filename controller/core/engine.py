@@ -108,7 +108,10 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     place it there, that no waiting move is about to add, and that is not in the ISR is a stray
     and gets StopReplica(delete) (controller.core.task.stray_partitions); nothing waits for it.
     Judged once the step's moves started (step 2): a start in the same step may place it again.
- 9b. Missing replicas, from the same answers: a replica RS places on the broker, of a partition
+    An answer with a failed log directory lists the other directories' replicas: their strays
+    are strays still.
+ 9b. Missing replicas, from the same answers (complete ones only: a replica absent from a
+    partial answer may be on the failed directory): a replica RS places on the broker, of a partition
     no move runs for, that the broker does not host (a LeaderAndIsr a dead controller never
     sent) gets LeaderAndIsr (``is_new``) with the state held; a state not read yet, once it is.
 10. New partitions (Kafka's ``onNewPartitionCreation``; algorithm and worked table in

@@ -80,11 +80,17 @@ class ReplicasHosted:
     """What a broker answered to the DescribeLogDirs the controller sent it when it registered
     (or at the controller's election): the partitions it hosts a replica of. The engine deletes
     the strays among them (controller.core.engine step 9) and keeps their ``sizes`` in bytes
-    (step 2c's smallest_first / largest_first, controller.core.move_order)."""
+    (step 2c's smallest_first / largest_first, controller.core.move_order).
+
+    ``complete`` False: a log directory of the broker could not be described (it failed), and
+    ``partitions`` are those of the directories that answered. Strays among them are strays
+    still (step 9), but what is absent may be on the failed directory: no replica is taken for
+    missing (step 9b) and no deleted topic's replica for gone (step 11)."""
 
     broker_id: int
     partitions: frozenset[TopicPartition]
     sizes: Mapping[TopicPartition, int] = field(default_factory=dict)
+    complete: bool = True
 
 
 @dataclass(frozen=True, slots=True)

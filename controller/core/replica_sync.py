@@ -81,12 +81,16 @@ def on_hosted(ws: WorkingSet, event: ReplicasHosted) -> None:
     if b not in ws.brokers:
         return  # gone again: asked once more when it registers
     if ws.deleting:
-        topic_deletion.deletion_hosted(ws, b, event.partitions)  # step 11
+        topic_deletion.deletion_hosted(ws, b, event.partitions, complete=event.complete)  # step 11
     ws.hosted_answers[b] = event.partitions  # steps 9 and 9b, for all answers at once
+    if event.complete:
+        ws.partial_answers.discard(b)
+    else:
+        ws.partial_answers.add(b)  # a failed directory's replicas are not missing (step 9b)
     # One line per answer (every broker at an election, one at a registration): from here on
     # step 2c orders by the sizes it gave.
     ws.log.append(f"broker {b} said what it hosts: {len(event.partitions)} replica(s), "
-                  f"{len(event.sizes)} with a size")
+                  f"{len(event.sizes)} with a size" + ("" if event.complete else " (a log directory failed: the others')"))
 
 
 def delete_strays(ws: WorkingSet) -> None:
@@ -104,12 +108,13 @@ def delete_strays(ws: WorkingSet) -> None:
 
 
 def missing_replicas(ws: WorkingSet) -> None:
-    """Step 9b: replicas assigned to a broker that answered (RS, no move running) that it
+    """Step 9b: replicas assigned to a broker that answered in full (RS, no move running) that it
     does not host - a LeaderAndIsr lost with a controller that wrote the state and died
     before sending it (a new partition's, say) - get LeaderAndIsr (``is_new``) with the state
     held; a state not read yet: once it is (``unhosted``, on_metadata). One pass over the
     assignments for every answer of the step (an election brings one per broker)."""
-    answers = {b: hosted for b, hosted in ws.hosted_answers.items() if b in ws.brokers}
+    # A partial answer (a log directory failed) says nothing of what is absent.
+    answers = {b: hosted for b, hosted in ws.hosted_answers.items() if b in ws.brokers and b not in ws.partial_answers}
     if not answers:
         return
     for tp, assignment in ws.assignments.items():

@@ -19,7 +19,8 @@ and, per marked topic:
     shows it gone.
  4. A broker's DescribeLogDirs answer (controller.core.events.ReplicasHosted, also the one
     every registering broker gives, step 9): replicas of a deleting topic it no longer hosts are
-    gone; ones it still hosts get StopReplica(delete) and DescribeLogDirs again. A broker that
+    gone (not when a log directory failed to answer: the replica may be on it); ones it still
+    hosts get StopReplica(delete) and DescribeLogDirs again. A broker that
     is down answers when it registers again (Kafka: deletion resumes on broker start-up).
  5. Every replica gone: the topic leaves memory, and before that (ZooKeeper first) the shell
     deletes, in one fenced flush, whatever exists of the topic's subtree (states, partitions,
@@ -142,8 +143,10 @@ def metadata_gone(ws: WorkingSet, tp: TopicPartition, to: tuple[int, ...] | None
     ws.box.update_metadata(tp, gone, ws.assignments[tp].replicas, to)
 
 
-def deletion_hosted(ws: WorkingSet, broker_id: int, hosted: frozenset[TopicPartition]) -> None:
-    """Step 4: what ``broker_id`` hosts, for the deletions under way."""
+def deletion_hosted(ws: WorkingSet, broker_id: int, hosted: frozenset[TopicPartition], *, complete: bool = True) -> None:
+    """Step 4: what ``broker_id`` hosts, for the deletions under way. ``complete`` False: a log
+    directory failed to answer, so a replica absent from ``hosted`` may be there: only those
+    still hosted are told again, none is taken for gone."""
     for name, deletion in list(ws.deleting.items()):
         if not deletion.started:
             continue
@@ -155,7 +158,7 @@ def deletion_hosted(ws: WorkingSet, broker_id: int, hosted: frozenset[TopicParti
             ws.box.stop_replica(broker_id, (name, p), EPOCH_DURING_DELETE, wait=False)
         if still:
             ws.box.describe_log_dirs(broker_id)
-        left = (deletion.left - mine) | still
+        left = (deletion.left - mine) | still if complete else deletion.left
         ws.deleting[name] = TopicDeletion(True, frozenset(left))
         if not left:
             finish_deletion(ws, name)

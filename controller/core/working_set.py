@@ -111,6 +111,7 @@ class WorkingSet:
     # no move of theirs starts or changes target before their entries landed (the next step).
     held: set[TopicPartition] = field(default_factory=set)
     hosted_answers: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)  # step 9b: this step's answers
+    partial_answers: set[int] = field(default_factory=set)  # of those, the ones with a failed log directory
     startup: list[TopicPartition] = field(default_factory=list)  # step 8b: partitions of a (re)load's chunks
     missing_key: tuple[int, int] | None = None  # states_missing's memo
     missing: bool = False

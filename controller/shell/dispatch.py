@@ -23,9 +23,9 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_replicas, hosted_sizes
+from controller.core.commands import BrokerCommand, hosted_replicas
 from controller.core.config import ControllerConfig
-from controller.core.events import ReplicaSizes, ReplicasHosted, ReplicasOffline, StopReplicaSent
+from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
 from controller.core.log_dir_failure import offline_in_answer, online_in_answer
 from protocol import ApiKey
 from protocol.errors import ErrorCode, error_name
@@ -110,15 +110,17 @@ class Dispatcher:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
                     hosted = hosted_replicas(body)
-                    if hosted is None:
-                        # Not all it hosts (a directory failed): nothing is taken for absent,
-                        # but the sizes its online directories gave still order moves.
-                        log.info("broker %d could not say all it hosts: %s", broker_id, describe_failed_dirs(body))
-                        sizes = hosted_sizes(body)
-                        if sizes:
-                            self.queue.put_nowait(ReplicaSizes(broker_id, sizes))
-                    else:
+                    if hosted is not None:
                         self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted[0]), hosted[1]))
+                    else:
+                        # Not all it hosts (a directory failed): what its online directories
+                        # hold still has its strays and sizes; nothing is taken for absent.
+                        log.info("broker %d could not say all it hosts: %s", broker_id, describe_failed_dirs(body))
+                        answered = hosted_replicas(body, online_only=True)
+                        if answered is not None and (answered[0] or answered[1]):
+                            self.queue.put_nowait(
+                                ReplicasHosted(broker_id, frozenset(answered[0]), answered[1], complete=False)
+                            )
                 elif command.api_key == ApiKey.LEADER_AND_ISR and body is not None:
                     # Replicas on an offline log directory (controller.core.log_dir_failure step 3).
                     offline = offline_in_answer(body)

@@ -10,7 +10,7 @@ import logging
 
 from controller.core.commands import Outbox
 from controller.core.config import ControllerConfig
-from controller.core.events import ReplicaSizes, ReplicasHosted, StopReplicaSent
+from controller.core.events import ReplicasHosted, StopReplicaSent
 from controller.shell.dispatch import Dispatcher
 from protocol.errors import ErrorCode
 from tests.controller.helpers import state
@@ -66,7 +66,7 @@ async def test_a_describe_log_dirs_answer_becomes_what_the_broker_hosts():
     assert events == []  # an answer that could not list everything says nothing is absent
 
 
-async def test_an_answer_with_a_failed_directory_still_gives_its_online_directories_sizes(caplog):
+async def test_an_answer_with_a_failed_directory_still_gives_its_online_directories_replicas_and_sizes(caplog):
     box = Outbox(101, 3, BROKERS)
     box.describe_log_dirs(2)
     partial = {"throttle_time_ms": 0, "error_code": 0, "results": [
@@ -77,8 +77,10 @@ async def test_an_answer_with_a_failed_directory_still_gives_its_online_director
     ]}
     with caplog.at_level(logging.INFO, logger="reassignd.controller"):
         events, _ = await dispatched(box.commands(), {35: partial})
-    # No ReplicasHosted (the failed directory's replicas are not absent), but the sizes count.
-    assert events == [ReplicaSizes(2, {("t", p): 100 + p for p in range(500)})]
+    # What the online directory holds, marked partial (the failed directory's replicas are not
+    # absent), with its sizes.
+    listed = {("t", p): 100 + p for p in range(500)}
+    assert events == [ReplicasHosted(2, frozenset(listed), listed, complete=False)]
     said = [r.getMessage() for r in caplog.records if "could not say" in r.getMessage()]
     assert said == ["broker 2 could not say all it hosts: /d2: KAFKA_STORAGE_ERROR"]  # not the whole answer
 

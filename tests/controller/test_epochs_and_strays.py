@@ -88,3 +88,21 @@ def test_the_answer_of_a_broker_gone_again_is_ignored():
     s = cluster(topics={"t": {0: (1, 2, 3)}}, brokers=range(1, 6))
     step = run(s, ReplicasHosted(6, frozenset({TP})))
     assert step.commands == []
+
+
+def test_an_answer_with_a_failed_log_directory_still_has_its_strays_but_nothing_missing():
+    """Broker 6's DescribeLogDirs answer lists only its healthy directories (one failed): t-0's
+    replica there, left from a move completed away from 6 while it was down, is a stray still;
+    t-3, assigned to 6 and absent from the answer, may be on the failed directory, so it is not
+    sent LeaderAndIsr as missing - while the same answer complete does send it."""
+    s = cluster(topics={"t": {0: (1, 2, 3), 3: (6, 2, 3)}})
+    s.states[("t", 3)] = state(6, (6, 2, 3))
+    step = run(s, ReplicasHosted(6, frozenset({("t", 0)}), complete=False))
+    stops = by_kind(step, ApiKey.STOP_REPLICA)
+    assert list(stops) == [6] and sorted(body_partitions(stops[6])) == [("t", 0)]
+    assert not by_kind(step, ApiKey.LEADER_AND_ISR)
+    assert any("a log directory failed" in line for line in step.log)
+
+    step = run(s, ReplicasHosted(6, frozenset()))  # complete: t-3 is missing from broker 6
+    told = by_kind(step, ApiKey.LEADER_AND_ISR)
+    assert list(told) == [6] and body_partitions(told[6])[("t", 3)]["is_new"] is True

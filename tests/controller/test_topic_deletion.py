@@ -58,6 +58,23 @@ def test_the_worked_table():
     assert "t" not in s.topic_partitions and ("t", 0) not in s.assignments and not s.deleting
 
 
+def test_an_answer_with_a_failed_log_directory_takes_no_replica_for_gone():
+    """Broker 1 answers with a directory failed: t-0's replica, absent from what its other
+    directories hold, may be on the failed one, so the deletion waits; a replica the partial
+    answer lists is told again."""
+    s, config = _state(), ControllerConfig()
+    s.apply(engine.step(s, DeletionsRead(frozenset({"t"})), config).delta)
+    st = engine.step(s, ReplicasHosted(1, frozenset(), complete=False), config)
+    s.apply(st.delta)
+    assert s.deleting["t"].left == {(0, 1), (0, 2)} and st.topics_deleted == []
+    st = engine.step(s, ReplicasHosted(1, frozenset({("t", 0)}), complete=False), config)
+    assert {(c.broker_id, c.api_key) for c in st.commands} == {(1, ApiKey.STOP_REPLICA), (1, ApiKey.DESCRIBE_LOG_DIRS)}
+    s.apply(st.delta)
+    st = engine.step(s, ReplicasHosted(1, frozenset()), config)  # complete at last: gone
+    s.apply(st.delta)
+    assert s.deleting["t"].left == {(0, 2)}
+
+
 def test_markers_of_unknown_topics_or_with_deletion_disabled_are_dropped():
     st = engine.step(_state(), DeletionsRead(frozenset({"nope"})), ControllerConfig())
     assert st.markers_dropped == ["nope"] and st.topics_deleted == []
