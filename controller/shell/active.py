@@ -468,7 +468,9 @@ class ActiveController:
             return self.state.offline_replicas
         merged = dict(self.state.offline_replicas)
         for e in answers:
-            merged[e.broker_id] = merged.get(e.broker_id, frozenset()) | e.partitions
+            # ``online``: replicas the answer says are back (log_dir_failure step 3) are not
+            # offline any more, and overstating would cost a config read for nothing.
+            merged[e.broker_id] = (merged.get(e.broker_id, frozenset()) - e.online) | e.partitions
         return merged
 
     async def offline_replica_configs(self, events: list[Event], held: Mapping,

@@ -91,3 +91,20 @@ async def test_turning_unclean_on_elects_a_leaderless_partition_from_its_live_re
         assert c1.active.state.states[("t", 0)].leader == c
     finally:
         await h.close()
+
+
+def test_the_steps_offline_replicas_drop_those_an_answer_says_are_back():
+    """ActiveController.step_offline: the replicas held offline, with each of the step's
+    ReplicasOffline answers' offline ones added and their ``online`` ones taken away (a
+    replica back in an online directory is no unclean candidate)."""
+    from types import SimpleNamespace
+
+    from controller.core.events import ReplicasOffline
+    from controller.shell.active import ActiveController
+
+    held = {1: frozenset({("t", 0), ("t", 1)}), 2: frozenset({("t", 0)})}
+    me = SimpleNamespace(state=SimpleNamespace(offline_replicas=held))
+    answer = ReplicasOffline(1, 7, frozenset({("u", 0)}), online=frozenset({("t", 1)}))
+    merged = ActiveController.step_offline(me, [answer])
+    assert merged == {1: frozenset({("t", 0), ("u", 0)}), 2: frozenset({("t", 0)})}
+    assert ActiveController.step_offline(me, []) is held
