@@ -199,6 +199,17 @@ def validate_topic_name(name: object) -> str:
     return name
 
 
+def accepted_topic_name(name: object) -> bool:
+    """Whether :func:`validate_topic_name` accepts ``name`` (no error raised: a fast path's check)."""
+    if type(name) is str and name in _ACCEPTED:
+        return True
+    try:
+        validate_topic_name(name)
+    except InvalidTopicError:
+        return False
+    return True
+
+
 MAX_INT32 = 2**31 - 1  # broker ids and partition numbers are Java ints in Kafka
 
 

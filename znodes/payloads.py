@@ -425,12 +425,63 @@ def encode_epoch(epoch: int) -> bytes:
 def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, LeaderIsr | None]]:
     """The partitions a notification names, each with the state its leader wrote when the
     entry carries one (reassignd's brokers), else None (Kafka's format: read the znode)."""
+    # Hot (a leader's notification names thousands of partitions on a busy cluster): the plain
+    # shape is checked here as the model checks it; anything else goes to the model, which
+    # accepts it or says what is wrong.
+    plain = _plain_notification(data)
+    if plain is not None:
+        return plain
     m = models.IsrChangeNotification.from_bytes(path, data)
     out = []
     for p in m.partitions:
         s = p.state
         state = None if s is None else LeaderIsr(s.leader, s.leader_epoch, s.controller_epoch, tuple(s.isr), s.zk_version)
         out.append(((p.topic, p.partition), state))
+    return out
+
+
+_NOTIFIED_STATE_KEYS = frozenset({"leader", "leader_epoch", "controller_epoch", "isr", "zk_version"})
+
+
+def _plain_notification(data) -> list[tuple[TopicPartition, LeaderIsr | None]] | None:
+    """decode_notification's answer if ``data`` is a notification the model accepts as is
+    (models.IsrChangeNotification: extra keys of the document and of an entry ignored, a
+    state's keys exactly NotifiedState's); else None (not an error)."""
+    doc = _plain_doc(data, _PLAIN_JSON)
+    if doc is None:
+        return None
+    version, parts = doc.get("version"), doc.get("partitions")  # the model requires a version
+    if type(version) is not int or version != 1 or type(parts) is not list:
+        return None
+    out: list[tuple[TopicPartition, LeaderIsr | None]] = []
+    accepted = paths.accepted_topic_name
+    for entry in parts:
+        if type(entry) is not dict:
+            return None
+        topic, partition, s = entry.get("topic"), entry.get("partition"), entry.get("state")
+        if not (type(partition) is int and 0 <= partition <= _INT32_MAX and accepted(topic)):
+            return None
+        if s is None:
+            out.append(((topic, partition), None))
+            continue
+        if type(s) is not dict or s.keys() != _NOTIFIED_STATE_KEYS:
+            return None
+        leader, leader_epoch, controller_epoch, isr, zk_version = (
+            s["leader"], s["leader_epoch"], s["controller_epoch"], s["isr"], s["zk_version"])
+        if not (
+            type(leader) is int and -2 <= leader <= _INT32_MAX
+            and type(leader_epoch) is int and 0 <= leader_epoch <= _INT32_MAX
+            and type(controller_epoch) is int and 0 <= controller_epoch <= _INT32_MAX
+            and type(zk_version) is int and 0 <= zk_version <= _INT32_MAX
+            and type(isr) is list
+        ):
+            return None
+        for b in isr:
+            if type(b) is not int or not 0 <= b <= _INT32_MAX:
+                return None
+        if len(set(isr)) != len(isr):
+            return None
+        out.append(((topic, partition), LeaderIsr(leader, leader_epoch, controller_epoch, tuple(isr), zk_version)))
     return out
 
 
