@@ -313,8 +313,19 @@ def announce(ws: WorkingSet, move: Move, state: LeaderIsr) -> None:
                 ws.box.leader_and_isr(
                     b, move.tp, state, replicas=replicas, adding=adding, removing=removing, is_new=b in adding,
                 )
-        if move.next_target is not None:
-            override(ws, move, move.next_target)  # a new target came while its state was read
+        if move.next_target is not None and move.next_target != move.original:
+            # A new target (the entry read with the Resume, or one that came while the state
+            # was read): a move whose target is in sync finishes first, as under the controller
+            # that died (section 4.1) - only its finish was left, cut short, maybe beside a
+            # move started in the slot that finish freed, and taken in place the new target
+            # would copy again past the cluster cap (seed 1600000019 shard 3, tight caps).
+            # It follows the move then (follow_up), a pending move held to the caps.
+            check_complete(ws, move)
+            move = ws.tasks.get(move.tp)
+            if move is not None and move.phase is Phase.REPLICATING and move.next_target is not None:
+                override(ws, move, move.next_target)
+        elif move.next_target is not None:
+            override(ws, move, move.next_target)  # back to ORS: a rollback, which copies nothing
         else:
             check_complete(ws, move)
     elif move.phase is Phase.CANCELLING:  # leader and ISR into ORS if not yet; delete AR again

@@ -158,6 +158,31 @@ def test_a_running_move_with_a_new_target_in_the_znode_takes_it_in_place():
     assert [c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA] == [4]  # out of the ISR
 
 
+def test_a_resumed_move_whose_target_is_in_sync_finishes_before_taking_its_new_target():
+    """Only its finish was left (cut short, maybe beside a move started in the slot it freed):
+    it completes and the new target follows as a pending move held to the caps, as under the
+    controller that died, instead of copying again in place past the cluster cap (seed
+    1600000019 shard 3 at tight caps: three moves copying at a cap of two)."""
+    snap = snapshot(
+        Assignment((4, 5, 6, 1, 2, 3), (4, 5, 6), (1, 2, 3)),
+        requests=RequestsRead(3, (req("t", 0, (1, 5, 6), (1, 2, 3)),)),
+        st=state(4, (4, 5, 6, 1, 2, 3), zk_version=5),
+    )
+    s, step, _ = resume(snap)
+    move = s.tasks[TP]
+    assert (move.phase, move.target, move.next_target) == (Phase.STOPPING, (4, 5, 6), (1, 5, 6))
+    # Resume's new leader epoch, then the completion's ISR shrink to the target
+    written = [loads(w.data) for w in step.writes if w.path == paths.partition_state("t", 0)]
+    assert [(w["leader_epoch"], w["isr"]) for w in written] == [(1, [4, 5, 6, 1, 2, 3]), (2, [4, 5, 6])]
+    assert paths.reassignment("t", 0) not in {w.path for w in step.writes}  # the record keeps (4,5,6)
+    assert sorted(c.broker_id for c in step.commands if c.api_key == ApiKey.STOP_REPLICA) == [1, 2, 3]
+    step = engine.step(s, [StopReplicaSent(frozenset({TP}))], CFG)
+    s.apply(step.delta)
+    # finished on (4,5,6); the new target then took a slot as a move of its own (its state read first)
+    assert s.assignments[TP] == Assignment((4, 5, 6))
+    assert (s.tasks[TP].phase, s.tasks[TP].target) == (Phase.LOADING, (1, 5, 6))
+
+
 @pytest.mark.parametrize(
     "topic",
     [
