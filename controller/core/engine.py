@@ -182,6 +182,12 @@ one partition, in flush order (optional ops in brackets):
     queue            the record of a move a queued target follows (next_replicas), then
                      /admin/reassign_partitions (the queued entries), delete the queue znode
     create           [create .../partitions], [create .../partitions/P], create state znode
+                     (after a topic request's own writes; or where a full-metadata read - an
+                     election, a new topic znode, a broker registering - finds no state)
+    delete           (the shell's own flush, after the step's) [delete state znode], [delete
+                     .../partitions/P], [delete .../partitions], [delete /config/topics/T],
+                     [delete topic znode], [delete the marker] (a marker dropped alone: only it)
+    elect            state znode (the elected leader, leader epoch + 1)
     admin            (first in the flush) a reassignment or throttle request's removal znodes
                      (those gaining members), throttle configs (each with its notification),
                      removal znodes (their final contents); last, /admin/reassign_partitions

@@ -37,7 +37,7 @@ ISR_CHANGE = "isr-change"
 BROKERS = "brokers"
 OTHER = "other"  # none of the above (a partition deleted under a move)
 # A new partition's parents and state znode (controller.core.topic_creation step 4; engine
-# step 10). A bookkeeping kind until the stateful test creates topics (docs/DESIGN.md 7.2).
+# step 10).
 CREATE = "create"
 # A deleted topic's znodes and its marker (controller.core.topic_deletion step 5): the shell's
 # own flush, like throttle removal's.
@@ -56,8 +56,11 @@ ADMIN = "admin"
 # (controller.core.topic_requests), first in the flush.
 TOPICS = "topics"
 
-FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN, TOPICS)
-KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, CREATE, DELETE, ELECT, BROKER_FAILURE, LOG_DIR, OTHER)
+# The kinds the stateful suite cuts each op of (docs/DESIGN.md 7.2): topics, create, delete and
+# elect by scripted schedules of its topics machine (tests/controller/test_stateful_topics.py).
+FLUSH_KINDS = (START, OVERRIDE, COMPLETE, FINISH, ROLLBACK, ROLLBACK_FINISH, QUEUE, THROTTLE_REMOVAL, ADMIN, TOPICS,
+               CREATE, DELETE, ELECT)
+KINDS = FLUSH_KINDS + (ACCEPT, RESUME, ISR_CHANGE, BROKERS, BROKER_FAILURE, LOG_DIR, OTHER)
 
 
 def writing(kind: str):

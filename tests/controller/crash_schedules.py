@@ -25,6 +25,7 @@ import traceback
 from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER
 
 from controller.core import flush
+from controller.core.elections import PREFERRED
 from tests.controller.crashpoints import POINTS, Coverage, Points
 
 REVIVE = ("revive",)  # start a controller if none is alive (a cut just killed the active one)
@@ -98,10 +99,15 @@ def _rare() -> dict[tuple[str, str], list[tuple]]:
     }
 
 
-# Topic requests (flush kind "topics") are rules of the topics machine
-# (tests/controller/test_stateful_topics.py), which runs the reassignment machine's rules too:
-# a topic created (twice: a cut may take the first), given a partition, then deleted, a
-# controller revived after each.
+# The kinds whose scripts run on the topics machine (tests/controller/test_stateful_topics.py,
+# which runs the reassignment machine's rules too): topic requests, the new partitions' states
+# they lead to, a deleted topic's znodes, elections asked for.
+TOPIC_KINDS = (flush.TOPICS, flush.CREATE, flush.DELETE, flush.ELECT)
+
+
+# Topic requests and what follows them (kinds "topics", "create", "delete"): a topic created
+# (twice: a cut may take the first), given a partition, then deleted, a controller revived
+# after each. Its first partition's state comes with both parents, the added one's with its own.
 def _topics() -> list[tuple]:
     return [
         ("create_topic", {"name": "n0", "partitions": 2, "rf": 2}), REVIVE,
@@ -113,15 +119,28 @@ def _topics() -> list[tuple]:
     ]
 
 
+# An election asked for (kind "elect"): broker 5 stops, so t-1 [5,3,4] is led by 3, and comes
+# back into its ISR; a preferred election of every partition gives t-1 back to 5.
+def _elect() -> list[tuple]:
+    return [
+        rule("toggle_broker", b=5), REVIVE, rule("toggle_broker", b=5), REVIVE,
+        rule("tick", n=8), REVIVE,
+        rule("elect", data=Drawn(None), election_type=PREFERRED), REVIVE,
+        rule("tick", n=8), REVIVE,
+    ]
+
+
 def script(point: tuple[str, str]) -> list[tuple]:
-    if point[0] == flush.TOPICS:
+    if point[0] == flush.ELECT:
+        return _elect()
+    if point[0] in TOPIC_KINDS:
         return _topics()
     return _common() + _rare().get(point, [])
 
 
 def machine_of(point: tuple[str, str]):
     """The state machine a point's script runs on."""
-    if point[0] == flush.TOPICS:
+    if point[0] in TOPIC_KINDS:
         from tests.controller.test_stateful_topics import TopicsMachine
 
         return TopicsMachine
@@ -178,20 +197,27 @@ def run_one(point: tuple[str, str], deposing: bool) -> tuple[Points | None, str 
     return points, None
 
 
-def run_all() -> tuple[list[str], Coverage]:
-    """Every point's scripted schedules, crashing and deposing: the failures and the coverage."""
+def run_all(kinds=None) -> tuple[list[str], Coverage]:
+    """Every point's scripted schedules (of ``kinds`` only, if given), crashing and deposing:
+    the failures and the coverage."""
     import logging
 
+    previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here
     failures: list[str] = []
     coverage = Coverage()
-    for point in POINTS:
-        for deposing in (False, True):
-            points, failure = run_one(point, deposing)
-            if points is not None:
-                coverage.add(points)
-            if failure is not None:
-                failures.append(failure)
+    try:
+        for point in POINTS:
+            if kinds is not None and point[0] not in kinds:
+                continue
+            for deposing in (False, True):
+                points, failure = run_one(point, deposing)
+                if points is not None:
+                    coverage.add(points)
+                if failure is not None:
+                    failures.append(failure)
+    finally:
+        logging.disable(previous)  # a pytest process runs other tests after these
     return failures, coverage
 
 

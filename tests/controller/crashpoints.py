@@ -52,6 +52,17 @@ SHAPES: dict[str, tuple[str, ...]] = {
     # config and topic znodes, a topic znode with partitions added, the deletion markers' parent
     # and a marker (run by tests/controller/test_stateful_topics.py's machine).
     flush.TOPICS: ("topic config", "topic", "deletions parent", "deletion marker"),
+    # The topics machine's too. A new partition's missing parents, then its state znode
+    # (controller.core.topic_creation step 4, engine step 10: after a request's topic znode in
+    # its flush, or after an election that finds a partition without a state).
+    flush.CREATE: ("partitions parent", "partition parent", "state"),
+    # A deleted topic's znodes, bottom-up, in the shell's own flush after the step's
+    # (controller.core.topic_deletion step 5): per partition its state and znode, then the
+    # partitions parent, the config, the topic znode, the marker last (a marker dropped alone:
+    # only that).
+    flush.DELETE: ("state", "partition parent", "partitions parent", "topic config", "topic", "deletion marker"),
+    # A leader election asked for (controller.core.elections step 4): the state znode.
+    flush.ELECT: ("state",),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)
 
@@ -88,10 +99,25 @@ def role(op) -> str:
             name = "log-dir notification"
         elif op.path.startswith(paths.config_change_prefix()):
             name = "config change"  # a sequential create's path is only the prefix
+        elif (parents := _partition_parent(op.path)) is not None:
+            name = parents
         else:
             match = paths.classify(op.path)
             name = _KINDS.get(match.kind, match.kind.value) if match is not None else op.path
     return f"{name} {_VERBS[type(op)]}" if name == "record" else name
+
+
+def _partition_parent(path: str) -> str | None:
+    """"partitions parent" for /brokers/topics/T/partitions, "partition parent" for
+    .../partitions/P (a state znode's parents: named alike for every topic), else None."""
+    up = paths.parent(path)
+    match = paths.classify(up)
+    if match is not None and match.kind is paths.ZnodeKind.TOPIC and path == paths.partitions(match.topic):
+        return "partitions parent"
+    match = paths.classify(paths.parent(up))
+    if match is not None and match.kind is paths.ZnodeKind.TOPIC and up == paths.partitions(match.topic):
+        return "partition parent"
+    return None
 
 
 class Points:
