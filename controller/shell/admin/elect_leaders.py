@@ -4,9 +4,11 @@ rules and errors per partition).
 
  1. Active controller only; ALTER on the cluster (controller.shell.authorizer, Kafka's rule).
  2. Version 0 has no election type: PREFERRED. An unknown type -> INVALID_REQUEST for all.
- 3. The named partitions' states are read from ZooKeeper (the decision is made from the newer
-    of that and the state the controller holds) and an ElectionRequested goes into the
-    controller's queue; it is answered once the step's writes landed (the new states), the
+ 3. The named partitions' states (every known one's when none is named) are read from ZooKeeper,
+    as Kafka's controller reads them for an election (the decision is made from the newer of
+    that and the state the controller holds: a leader's ISR change whose notification has not
+    come yet counts), and an ElectionRequested goes into the controller's queue; it is
+    answered once the step's writes landed (the new states), the
     LeaderAndIsr and UpdateMetadata handed to the dispatcher. A step whose writes fail (a state
     changed under it: the controller rebuilds) answers UNKNOWN_SERVER_ERROR per partition, to
     be retried; no answer within ``timeout_ms`` -> REQUEST_TIMED_OUT.
@@ -51,10 +53,8 @@ async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
     if election_type not in (PREFERRED, UNCLEAN):
         message = f"unknown election type {election_type}"
         return _response(version, {tp: (ErrorCode.INVALID_REQUEST, message) for tp in asked or ()}, ErrorCode.INVALID_REQUEST)
-    states = {}
-    if asked:
-        known = [tp for tp in asked if tp in active.state.assignments]
-        states, _ = await read_states(ctx.store, known)
+    known = list(active.state.assignments) if asked is None else [tp for tp in asked if tp in active.state.assignments]
+    states, _ = await read_states(ctx.store, known)
     future = asyncio.get_running_loop().create_future()
     active.inbox.queue.put_nowait(ElectionRequested(asked, election_type, states, future))
     timeout_s = max(0.001, body.get("timeout_ms", 60_000) / 1000)
