@@ -182,14 +182,19 @@ def _plain_state(data, zk_version: int) -> LeaderIsr | None:
     if doc is None or doc.keys() != _PLAIN_STATE_KEYS:
         return None
     version = doc["version"]
-    leader, leader_epoch, controller_epoch, isr = (
-        doc.get("leader"), doc.get("leader_epoch"), doc.get("controller_epoch"), doc.get("isr"),
-    )
+    if type(version) is not int or version != 1:
+        return None
+    return _plain_leader_isr(doc["leader"], doc["leader_epoch"], doc["controller_epoch"], doc["isr"], zk_version)
+
+
+def _plain_leader_isr(leader, leader_epoch, controller_epoch, isr, zk_version) -> LeaderIsr | None:
+    """The LeaderIsr of these decoded JSON values if each is what models.PartitionState (and
+    NotifiedState) accepts; else None (not an error)."""
     if not (
-        type(version) is int and version == 1
-        and type(leader) is int and -2 <= leader <= _INT32_MAX
+        type(leader) is int and -2 <= leader <= _INT32_MAX
         and type(leader_epoch) is int and 0 <= leader_epoch <= _INT32_MAX
         and type(controller_epoch) is int and 0 <= controller_epoch <= _INT32_MAX
+        and type(zk_version) is int and 0 <= zk_version <= _INT32_MAX
         and type(isr) is list
     ):
         return None
@@ -466,22 +471,10 @@ def _plain_notification(data) -> list[tuple[TopicPartition, LeaderIsr | None]] |
             continue
         if type(s) is not dict or s.keys() != _NOTIFIED_STATE_KEYS:
             return None
-        leader, leader_epoch, controller_epoch, isr, zk_version = (
-            s["leader"], s["leader_epoch"], s["controller_epoch"], s["isr"], s["zk_version"])
-        if not (
-            type(leader) is int and -2 <= leader <= _INT32_MAX
-            and type(leader_epoch) is int and 0 <= leader_epoch <= _INT32_MAX
-            and type(controller_epoch) is int and 0 <= controller_epoch <= _INT32_MAX
-            and type(zk_version) is int and 0 <= zk_version <= _INT32_MAX
-            and type(isr) is list
-        ):
+        state = _plain_leader_isr(s["leader"], s["leader_epoch"], s["controller_epoch"], s["isr"], s["zk_version"])
+        if state is None:
             return None
-        for b in isr:
-            if type(b) is not int or not 0 <= b <= _INT32_MAX:
-                return None
-        if len(set(isr)) != len(isr):
-            return None
-        out.append(((topic, partition), LeaderIsr(leader, leader_epoch, controller_epoch, tuple(isr), zk_version)))
+        out.append(((topic, partition), state))
     return out
 
 
