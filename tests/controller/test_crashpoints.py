@@ -22,6 +22,27 @@ def test_role_names_the_znode_and_a_records_verb():
     assert role(Create(paths.config_change_prefix(), b"{}", sequential=True)) == "config change"
     assert role(Delete(paths.THROTTLED_RATES_REMOVAL, 0)) == "rates removal"
     assert role(SetData(paths.topic_config("t"), b"{}", 0)) == "topic config"
+    for name in ("t", "orders.eu"):  # a state znode's parents: one name for every topic
+        assert role(Create(paths.partitions(name))) == role(Delete(paths.partitions(name))) == "partitions parent"
+        assert role(Create(paths.partition(name, 7))) == role(Delete(paths.partition(name, 7))) == "partition parent"
+    assert role(Create(paths.TOPICS)) == paths.TOPICS  # neither
+
+
+def test_the_topic_kinds_shapes_are_what_their_code_writes():
+    """SHAPES for create, delete and elect follow controller.core.topic_creation.state_ops,
+    topic_deletion.deletion_ops (one partition, every znode present) and the elected state."""
+    from controller.core.topic_creation import state_ops
+    from controller.core.topic_deletion import deletion_ops
+    from znodes.values import LeaderIsr
+
+    state = LeaderIsr(1, 0, 1, (1, 2), 0)
+    created = state_ops(("n", 0), state, frozenset({paths.partitions("n"), paths.partition("n", 0)}))
+    assert tuple(role(op) for op in created) == SHAPES[flush.CREATE]
+    present = {paths.partition_state("n", 0), paths.partition("n", 0), paths.partitions("n"), paths.topic_config("n"),
+               paths.topic("n"), paths.delete_topic("n")}
+    assert tuple(role(op) for op in deletion_ops("n", [0], present, whole=True)) == SHAPES[flush.DELETE]
+    assert [role(op) for op in deletion_ops("n", [0], present, whole=False)] == ["deletion marker"]
+    assert SHAPES[flush.ELECT] == (role(SetData(paths.partition_state("n", 0), b"{}", 3)),)
 
 
 def test_every_shape_role_is_a_role_name_and_every_flush_kind_has_a_shape():

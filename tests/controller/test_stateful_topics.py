@@ -265,7 +265,8 @@ def test_topic_schedules():
     count = int(os.environ.get("STATEFUL_TOPIC_SCHEDULES", "30"))
     config = settings(max_examples=count, stateful_step_count=30, deadline=None,
                       suppress_health_check=list(HealthCheck), database=None)
-    SEEN.__init__()
+    SEEN.written.clear()
+    SEEN.cut.clear()
     run_state_machine_as_test(TopicsMachine, settings=config)
     assert not SEEN.unexpected(), f"flushes of shapes not in crashpoints.SHAPES: {SEEN.unexpected()}"
 
