@@ -157,3 +157,35 @@ async def test_the_controller_rebalances_leaders_on_its_own():
         assert c.active.state.states[("t", 0)].leader == replicas[0]
     finally:
         await h.close()
+
+
+async def test_an_election_or_cancel_queued_at_resignation_is_answered_not_controller_at_once():
+    """A controller that resigns with an ElectLeaders or CancelReassignments request still queued
+    fails it at once (controller.shell.active.fail_waiting): the handler answers NOT_CONTROLLER,
+    as Kafka's does, instead of the client waiting out its timeout. Other items are kept."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from controller.core.events import CancelRequested, StatesRead
+    from controller.shell.active import CancelNotRecorded, fail_waiting
+    from controller.shell.admin.elect_leaders import handle_elect
+    from znodes.twin import TwinServer
+
+    loop = asyncio.get_running_loop()
+    election, cancel = loop.create_future(), loop.create_future()
+    other = StatesRead({})
+    kept = fail_waiting([ElectionRequested(None, PREFERRED, {}, election), CancelRequested((), cancel, "api"), other], "(deposed)")
+    assert kept == [other]
+    assert isinstance(cancel.exception(), CancelNotRecorded) and "resigned" in str(election.exception())
+
+    class Resigning:  # the controller resigns as the request is queued
+        def put_nowait(self, event):
+            fail_waiting([event])
+
+    active = SimpleNamespace(state=ClusterState(controller_id=101, epoch=1), inbox=SimpleNamespace(queue=Resigning()))
+    active.state.assignments[("t", 0)] = Assignment((1, 2))
+    ctx = SimpleNamespace(require_active=lambda: active, store=TwinServer().connect())
+    body = {"election_type": PREFERRED, "topic_partitions": [{"topic": "t", "partitions": [0]}], "timeout_ms": 60_000}
+    answer = await asyncio.wait_for(handle_elect(ctx, 2, body), 5)
+    assert answer["error_code"] == ErrorCode.NOT_CONTROLLER
+    assert answer["replica_election_results"][0]["partition_result"][0]["error_code"] == ErrorCode.NOT_CONTROLLER

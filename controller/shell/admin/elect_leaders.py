@@ -11,7 +11,8 @@ rules and errors per partition).
     answered once the step's writes landed (the new states), the
     LeaderAndIsr and UpdateMetadata handed to the dispatcher. A step whose writes fail (a state
     changed under it: the controller rebuilds) answers UNKNOWN_SERVER_ERROR per partition, to
-    be retried; no answer within ``timeout_ms`` -> REQUEST_TIMED_OUT.
+    be retried; no answer within ``timeout_ms`` -> REQUEST_TIMED_OUT; the controller resigned
+    with the request still queued -> NOT_CONTROLLER (ask the new one).
  4. Null topic_partitions: every partition; only those elected or failing other than with
     ELECTION_NOT_NEEDED are listed, as Kafka answers.
 
@@ -24,6 +25,7 @@ import asyncio
 
 from controller.core.elections import PREFERRED, UNCLEAN
 from controller.core.events import ElectionRequested
+from controller.shell.active import NotTheController
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.zkread import read_states
 from protocol import ApiKey
@@ -63,6 +65,8 @@ async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
     except asyncio.TimeoutError:
         future.cancel()
         return _response(version, {tp: (ErrorCode.REQUEST_TIMED_OUT, "the election was not done in time") for tp in asked or ()})
+    except NotTheController as e:  # it resigned with the request queued: ask the new one
+        return _response(version, {tp: (ErrorCode.NOT_CONTROLLER, str(e)) for tp in asked or ()}, ErrorCode.NOT_CONTROLLER)
     except Exception as e:  # the step's writes failed: nothing was elected
         return _response(version, {tp: (ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; retry") for tp in asked or ()})
     if asked is None:
