@@ -235,7 +235,8 @@ class WorkingSet:
         """Write the state znode with leader epoch + 1 (and the leader and ISR given), as
         Kafka's updateLeaderEpoch does before every LeaderAndIsr with a new replica set or
         leader; conditional on its zkVersion, so it lands only on exactly the state this
-        decision was made from (a stale cached state costs a failed write and a reload)."""
+        decision was made from (a stale cached state costs a failed write, then the step is taken
+        again with the state read anew: controller.shell.state_conflicts)."""
         new = LeaderIsr(
             state.leader if leader is None else leader,
             state.leader_epoch + 1,
