@@ -158,7 +158,7 @@ def deletion_hosted(ws: WorkingSet, broker_id: int, hosted: frozenset[TopicParti
             ws.box.stop_replica(broker_id, (name, p), EPOCH_DURING_DELETE, wait=False)
         if still:
             ws.box.describe_log_dirs(broker_id)
-        left = (deletion.left - mine) | still if complete else deletion.left
+        left = ((deletion.left - mine) | still) if complete else deletion.left
         ws.deleting[name] = TopicDeletion(True, frozenset(left))
         if not left:
             finish_deletion(ws, name)

@@ -227,7 +227,7 @@ class ActiveController:
                     await self._safely(lambda: self.process(batch))
                 except Resign as r:
                     # Admin requests of the batch not answered yet: NOT_CONTROLLER, at once.
-                    fail_waiting(admin_events.fail_queued(batch, r.reason), r.reason)
+                    fail_waiting(batch, r.reason)
                     raise
         except Resign as r:
             log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
@@ -236,7 +236,7 @@ class ActiveController:
             if rebalancer is not None:
                 rebalancer.cancel()
             # Admin requests nobody will take now: NOT_CONTROLLER, at once.
-            for item in fail_waiting(admin_events.fail_queued(self.inbox.drain(self.inbox.queue.qsize()))):
+            for item in fail_waiting(self.inbox.drain(self.inbox.queue.qsize())):
                 self.inbox.queue.put_nowait(item)
             await self.dispatcher.close()
 
@@ -893,22 +893,22 @@ class ActiveController:
 
 
 def fail_waiting(items, why: str = "") -> list:
-    """A resigning controller's cancels and elections someone waits for (CancelReassignments,
-    ElectLeaders), queued or in the batch it was taking: failed at once, so that their handlers
-    answer NOT_CONTROLLER as Kafka's would, instead of the client waiting out its timeout; the
-    other items are returned."""
+    """A resigning controller's requests someone waits for, queued or in the batch it was taking
+    (admin requests: admin_events.fail_queued; CancelReassignments and ElectLeaders): failed at
+    once, so that their handlers answer NOT_CONTROLLER as Kafka's would, instead of the client
+    waiting out its timeout; the other items are returned."""
     kept = []
-    why = f"this controller resigned before taking the request {why}".strip()
-    for item in items:
+    message = f"this controller resigned before taking the request {why}".strip()
+    for item in admin_events.fail_queued(items, why):
         token = getattr(item, "token", None)
         if isinstance(item, CancelRequested) and isinstance(token, _Retried):
             token = token.future
         if isinstance(item, CancelRequested) and isinstance(token, asyncio.Future):
             if not token.done():
-                token.set_exception(CancelNotRecorded(why))
+                token.set_exception(CancelNotRecorded(message))
         elif isinstance(item, ElectionRequested) and isinstance(token, asyncio.Future):
             if not token.done():
-                token.set_exception(NotTheController(why))
+                token.set_exception(NotTheController(message))
         else:
             kept.append(item)
     return kept
