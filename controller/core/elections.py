@@ -8,9 +8,11 @@ Per partition asked for (every known one when the request names none), in order:
     written yet) -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
  2. PREFERRED (0): the preferred leader is the first replica of the assignment. Already the
     leader -> ELECTION_NOT_NEEDED; not live or not in the ISR -> PREFERRED_LEADER_NOT_AVAILABLE.
- 3. UNCLEAN (1): a live leader -> ELECTION_NOT_NEEDED; else the first live replica of the ISR
-    (a clean election), else the first live replica (unclean: the ISR becomes that replica
-    alone); none live -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
+ 3. UNCLEAN (1): a live leader -> ELECTION_NOT_NEEDED; else Kafka's offline election with
+    unclean allowed (controller.core.broker_failure.decide, the controller's own after a broker
+    failure): the first replica of the assignment, in its order, that is live and in the ISR,
+    the ISR becoming its live members (a clean election); else the first live replica, the ISR
+    becoming that replica alone (unclean); none live -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
  4. Elect: the state znode with the new leader and leader epoch + 1, conditional on the
     zkVersion the decision was made from (a stale state fails the flush: the shell rebuilds and
     the request fails as a whole); LeaderAndIsr to the live replicas, UpdateMetadata to every
@@ -86,14 +88,13 @@ def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: Lead
     elif election_type == UNCLEAN:
         if state.leader in live:
             return ErrorCode.ELECTION_NOT_NEEDED, f"{_name(tp)} has a live leader ({state.leader})"
-        clean = [b for b in state.isr if b in live and b in replicas]
-        if clean:
-            leader, isr = clean[0], state.isr
-        else:
-            alive = [b for b in replicas if b in live]
-            if not alive:
-                return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
-            leader, isr = alive[0], (alive[0],)
+        # Kafka's offline election with unclean allowed, as the controller's own after a broker
+        # failure (controller.core.broker_failure steps 3-4): the same leader and ISR either way.
+        decided = broker_failure.decide(replicas, state, live, unclean=True, moving=False)
+        if decided is None or decided[0] == broker_failure.NO_LEADER:
+            return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
+        leader, isr, how = decided
+        if how == "unclean":
             ws.log.append(f"unclean leader election of {_name(tp)}: {leader}, out of the ISR {list(state.isr)}")
     else:
         return ErrorCode.INVALID_REQUEST, f"unknown election type {election_type}"

@@ -61,6 +61,20 @@ def test_unclean_election_takes_the_first_live_replica_only_when_nothing_in_sync
     assert results(none_live) == {("t", 3): ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE} and none_live.writes == []
 
 
+def test_an_unclean_request_with_a_live_isr_member_elects_as_the_controller_after_a_broker_failure():
+    """Leader 2 dead, ISR [3, 2, 1], broker 3 and 1 live: Kafka's offline election takes the first
+    replica of the assignment (1, 2, 3) that is live and in the ISR - 1, not the ISR's first -
+    and keeps the ISR's live members only, as controller.core.broker_failure does; the ISR
+    kept whole named dead broker 2 beside the new leader."""
+    s = _state(live=(1, 3))
+    s.states[("t", 0)] = LeaderIsr(2, 5, 3, (3, 2, 1), 7)
+    st = engine.step(s, ElectionRequested((("t", 0),), UNCLEAN, {}, TOKEN), ControllerConfig())
+    assert results(st) == {("t", 0): ErrorCode.NONE}
+    [write] = st.writes
+    assert json.loads(write.data) == {"controller_epoch": 4, "leader": 1, "version": 1, "leader_epoch": 6, "isr": [3, 1]}
+    assert not [line for line in st.log if "unclean" in line]  # a clean election: nothing lost
+
+
 def test_a_moving_partition_and_a_newer_read_state():
     s = _state()
     s.tasks[("t", 0)] = Move(("t", 0), (1, 2, 4), Phase.REPLICATING, original=(1, 2, 3))
