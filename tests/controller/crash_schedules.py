@@ -14,6 +14,8 @@ after every step and the teardown's quiescent checks at the end: :func:`replay`.
 armed first (``cut_flush``), so it lands on the first flush of its kind that writes its op;
 :data:`REVIVE` starts a controller when the cut left none. A script that no longer cuts its
 point fails the run: the flush shapes or the rules changed, and the script must follow.
+:data:`EXTRA` adds scripts for what random schedules rarely reach although their point is
+common (an unclean election that elects), run crashing and deposing the same way.
 
     failures, coverage = run_all()     # [] and the points written and cut, every one cut
 """
@@ -25,11 +27,10 @@ import traceback
 from hypothesis.stateful import INVARIANT_MARKER, RULE_MARKER
 
 from controller.core import flush
-from controller.core.elections import PREFERRED
+from controller.core.elections import PREFERRED, UNCLEAN
 from tests.controller.crashpoints import POINTS, Coverage, Points
 
 REVIVE = ("revive",)  # start a controller if none is alive (a cut just killed the active one)
-COUNT = 2 * len(POINTS)  # scripted schedules per run: each point crashing, then deposing
 
 
 class Drawn:
@@ -130,6 +131,33 @@ def _elect() -> list[tuple]:
     ]
 
 
+# An unclean election (kind "elect" again), which random schedules reach about once in 300: it
+# elects only when no ISR member is online and another replica is. t-2 [6,4,5] loses 4 to a
+# failed directory (out of its ISR until broker 4 restarts, at the end), 6 stops (5 leads, ISR
+# [5]) and comes back (out of the ISR until a tick lets it catch up), 5 stops: t-2 is leaderless
+# with ISR [5] and 6 online. An unclean ElectLeaders of t-2 elects 6, ISR [6]; asked again, it
+# elects 6 then if a cut took the first (the new controller does not: t's unclean setting is
+# false), else answers ELECTION_NOT_NEEDED.
+UNCLEAN_PARTITION = ("t", 2)
+
+
+def unclean_election() -> list[tuple]:
+    return [
+        rule("fail_dir", b=4, directory="/data/d1"), REVIVE,
+        rule("toggle_broker", b=6), REVIVE, rule("toggle_broker", b=6), REVIVE,
+        rule("toggle_broker", b=5), REVIVE,
+        rule("elect", data=Drawn([UNCLEAN_PARTITION]), election_type=UNCLEAN), REVIVE,
+        rule("elect", data=Drawn([UNCLEAN_PARTITION]), election_type=UNCLEAN), REVIVE,
+        rule("tick", n=8), REVIVE,
+    ]
+
+
+# Scripted schedules beyond each point's own, crashing and deposing alike: name -> (the point
+# cut, its script). Each is armed first, like a point's, and must cut its point.
+EXTRA = {"unclean election": ((flush.ELECT, "state"), unclean_election)}
+COUNT = 2 * (len(POINTS) + len(EXTRA))  # scripted schedules per run: each crashing, then deposing
+
+
 def script(point: tuple[str, str]) -> list[tuple]:
     if point[0] == flush.ELECT:
         return _elect()
@@ -183,11 +211,14 @@ def replay(steps: list[tuple], machine=None) -> Points:
     return m.h.points
 
 
-def run_one(point: tuple[str, str], deposing: bool) -> tuple[Points | None, str | None]:
-    """The scripted schedule of ``point``: its points, or the failure's report."""
-    where = f"scripted schedule cutting {point[0]} before its {point[1]} ({'deposing' if deposing else 'crashing'})"
+def run_one(point: tuple[str, str], deposing: bool, steps: list[tuple] | None = None,
+            name: str = "scripted schedule") -> tuple[Points | None, str | None]:
+    """The scripted schedule of ``point`` (``steps``, else its own script): its points, or the
+    failure's report."""
+    where = f"{name} cutting {point[0]} before its {point[1]} ({'deposing' if deposing else 'crashing'})"
+    steps = script(point) if steps is None else steps
     try:
-        points = replay([rule("cut_flush", point=point, deposing=deposing), *script(point)], machine_of(point))
+        points = replay([rule("cut_flush", point=point, deposing=deposing), *steps], machine_of(point))
     except BaseException as e:  # noqa: BLE001 (any failure is reported with its traceback)
         if isinstance(e, KeyboardInterrupt):
             raise
@@ -198,20 +229,22 @@ def run_one(point: tuple[str, str], deposing: bool) -> tuple[Points | None, str 
 
 
 def run_all(kinds=None) -> tuple[list[str], Coverage]:
-    """Every point's scripted schedules (of ``kinds`` only, if given), crashing and deposing:
-    the failures and the coverage."""
+    """Every point's scripted schedules and the EXTRA ones (of ``kinds`` only, if given),
+    crashing and deposing: the failures and the coverage."""
     import logging
 
     previous = logging.root.manager.disable
     logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here
     failures: list[str] = []
     coverage = Coverage()
+    runs = [(point, None, "scripted schedule") for point in POINTS]
+    runs += [(point, steps, f"scripted schedule {name!r}") for name, (point, steps) in EXTRA.items()]
     try:
-        for point in POINTS:
+        for point, steps, name in runs:
             if kinds is not None and point[0] not in kinds:
                 continue
             for deposing in (False, True):
-                points, failure = run_one(point, deposing)
+                points, failure = run_one(point, deposing, None if steps is None else steps(), name)
                 if points is not None:
                     coverage.add(points)
                 if failure is not None:

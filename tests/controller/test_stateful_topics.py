@@ -13,10 +13,16 @@ Invariants at quiescence (every broker back, a controller running), beside the m
   ZooKeeper does not assign to it;
 * no created partition is left without a leader: every partition of every topic has a state
   whose leader is one of its replicas, and its replicas are hosted exactly by its brokers;
+* an unclean election of every partition elects none: every leader is live
+  (check_unclean_elections);
 * a preferred election of every partition leaves each one whose preferred replica is live and
   in its ISR led by it, the others with their leaders (check_preferred_leaders).
 
-After every election answered: a partition answered NONE had its new leader written (elect).
+After every election answered: a partition answered NONE had its new leader written with a
+higher leader epoch (elect); an unclean one's leader was not online and the new one is an
+online replica, alone in the ISR when no ISR member was online (check_unclean). Random
+schedules reach an unclean election that elects about once in 300, so a scripted one runs with
+the crash-point schedules too (crash_schedules.unclean_election), whole and cut in its flush.
 
 Requests a crash cut (the handler raised) may or may not have landed: either outcome must
 satisfy the invariants. ``STATEFUL_TOPIC_SCHEDULES`` schedules (default 30) run under pytest;
@@ -38,6 +44,7 @@ from hypothesis import strategies as st
 from hypothesis.stateful import precondition, rule, run_state_machine_as_test
 
 from controller.core.elections import PREFERRED, UNCLEAN
+from controller.core.flush import ELECT
 from controller.shell.admin.base import ApiError
 from controller.shell.admin.create_partitions import handle_create_partitions
 from controller.shell.admin.create_topics import handle_create
@@ -45,6 +52,7 @@ from controller.shell.admin.delete_topics import handle_delete
 from controller.shell.admin.elect_leaders import handle_elect
 from controller.shell.role import Role
 from controller.shell.admin.base import AdminContext
+from protocol import ApiKey
 from protocol.errors import ErrorCode
 from tests.controller import crash_schedules, test_stateful
 from tests.controller.crashpoints import POINTS, Coverage
@@ -73,6 +81,10 @@ class TopicsMachine(test_stateful.ControllerMachine):
         self.deleted: set[str] = set()  # acknowledged deletions not followed by a creation
         # Every partition state a controller's write landed with, in order: (partition, state).
         self.states_landed: list[tuple[tuple[str, int], dict]] = []
+        # Unclean elections answered NONE: (partition, its state before, the state elected).
+        self.unclean_elected: list[tuple[tuple[str, int], dict | None, dict]] = []
+        # Every election the rule asked for: (type, partition -> code), None when unanswered.
+        self.election_answers: list[tuple[int, dict | None]] = []
 
     async def start_new_controller(self):
         handle = await super().start_new_controller()
@@ -166,29 +178,64 @@ class TopicsMachine(test_stateful.ControllerMachine):
     def elect(self, data, election_type):
         """KIP-460 ElectLeaders, preferred or unclean, of a few partitions or (None) of every one,
         through the active controller. A partition answered NONE had a state written with its
-        new leader (the preferred replica, which is in that state's ISR; unclean: a live
-        replica of it, in that ISR); every other answer is one the rules allow."""
+        new leader and a higher leader epoch: the preferred replica, in that state's ISR;
+        unclean (check_unclean), a replica online, its leader was not; every other answer is
+        one the rules allow."""
         asked = data.draw(st.none() | st.lists(st.sampled_from(sorted(self.zk_partitions())), min_size=1, max_size=3,
                                                unique=True))
         topics = None if asked is None else [
             {"topic": t, "partitions": [p for u, p in asked if u == t]} for t in sorted({t for t, _ in asked})]
         replicas = {tp: self.h.json(paths.topic(tp[0]))["partitions"][str(tp[1])] for tp in self.zk_partitions()}
+        before = {tp: self.h.json(paths.partition_state(*tp)) for tp in replicas
+                  if self.h.server.exists(paths.partition_state(*tp)) is not None}
+        online = self.online_replicas()
         since = len(self.states_landed)
         answer = self.run(self.ask(handle_elect, 2, {"election_type": election_type, "topic_partitions": topics,
                                                      "timeout_ms": ELECT_TIMEOUT_MS}))
+        self.election_answers.append((election_type, None if answer is None else self.election_codes(answer)))
         if answer is not None:
-            live = {b for b, broker in self.h.cluster.brokers.items() if broker.running}
             for tp, code in self.election_codes(answer).items():
                 assert code in ELECTION_CODES, (tp, code, answer)
                 if code != ErrorCode.NONE:
                     continue
-                written = [s for t, s in self.states_landed[since:] if t == tp]
+                was = before.get(tp)
+                written = [s for t, s in self.states_landed[since:] if t == tp
+                           and (was is None or s["leader_epoch"] > was["leader_epoch"])]
                 if election_type == PREFERRED:
                     ok = [s for s in written if s["leader"] == replicas[tp][0] and s["leader"] in s["isr"]]
                 else:
-                    ok = [s for s in written if s["leader"] in replicas[tp] and s["leader"] in live and s["leader"] in s["isr"]]
-                assert ok, ("an election answered NONE without its leader written", tp, election_type, replicas[tp], written)
+                    ok = [s for s in written if self.check_unclean(was, s, replicas[tp], online.get(tp, set()))]
+                    if ok:
+                        self.unclean_elected.append((tp, was, ok[0]))
+                assert ok, ("an election answered NONE without its leader written", tp, election_type, replicas[tp],
+                            was, written, sorted(online.get(tp, ())))
         self.run(self.h.settle())
+
+    @staticmethod
+    def check_unclean(was: dict | None, elected: dict, replicas: list[int], online: set[int]) -> bool:
+        """An unclean election's state (KIP-460's UNCLEAN, Kafka's offline election with unclean
+        allowed; controller.core.elections step 3): the partition's leader was not online, the
+        new one is an online replica; from an online ISR member (clean) the ISR keeps its online
+        members, else the new leader is alone in it."""
+        leader, isr = elected["leader"], elected["isr"]
+        if leader not in replicas or leader not in online or (was is not None and was["leader"] in online):
+            return False
+        if was is not None and not set(was["isr"]) & online:
+            return isr == [leader]
+        return leader in isr and set(isr) <= online and (was is None or set(isr) <= set(was["isr"]))
+
+    def online_replicas(self) -> dict[tuple[str, int], set[int]]:
+        """Per partition, the brokers whose replica of it is online: running, registered, and
+        not on a failed log directory (the leaders invariant's online)."""
+        registered = {int(b) for b in self.h.server.children(paths.BROKER_IDS)}
+        out: dict[tuple[str, int], set[int]] = {}
+        for b, broker in self.h.cluster.brokers.items():
+            if not broker.running or b not in registered:
+                continue
+            for r in broker.core.replicas():
+                if not r.storage_error:
+                    out.setdefault((r.topic, r.partition), set()).add(b)
+        return out
 
     @staticmethod
     def election_codes(answer: dict) -> dict:
@@ -205,8 +252,25 @@ class TopicsMachine(test_stateful.ControllerMachine):
                 break
             await self.h.tick()
         self.check_topics()
+        await self.check_unclean_elections()
         await self.check_preferred_leaders()
         SEEN.add(self.h.points)
+
+    async def check_unclean_elections(self) -> None:
+        """At quiescence every replica is online and every partition led (check_topics), so an
+        unclean election of each partition, named, elects none: ELECTION_NOT_NEEDED for all
+        (KIP-460: an unclean election only replaces a leader that is not live), and no state
+        is written."""
+        wanted = sorted(self.zk_partitions())
+        topics = [{"topic": t, "partitions": [p for u, p in wanted if u == t]} for t in sorted({t for t, _ in wanted})]
+        since = len(self.states_landed)
+        answer = await self.ask(handle_elect, 2, {"election_type": UNCLEAN, "topic_partitions": topics,
+                                                  "timeout_ms": ELECT_TIMEOUT_MS})
+        assert answer is not None and answer["error_code"] == 0, ("an unclean election at quiescence", answer)
+        codes = self.election_codes(answer)
+        assert set(codes) == set(wanted), (codes, wanted)
+        assert set(codes.values()) == {ErrorCode.ELECTION_NOT_NEEDED} or not codes, codes
+        assert self.states_landed[since:] == [], ("an unclean election at quiescence wrote", self.states_landed[since:])
 
     async def check_preferred_leaders(self) -> None:
         """At quiescence a preferred election of every partition (ElectLeaders, all partitions)
@@ -300,3 +364,57 @@ def test_a_preferred_election_of_every_partition_reads_the_states_from_zookeeper
     preferred-election check (seed 1, shrunk)."""
     crash_schedules.replay([crash_schedules.rule("toggle_broker", b=5), crash_schedules.rule("expire_active")],
                            TopicsMachine)
+
+
+def test_an_unclean_election_elects_an_online_replica_once_its_whole_isr_is_offline():
+    """KIP-460's UNCLEAN, scripted (crash_schedules.unclean_election; random schedules reach it
+    about once in 300): t-2 [6,4,5] is left leaderless with ISR [5] while 6 is online outside it
+    (4's replica on a failed directory). The unclean election elects 6 alone in the ISR with the
+    leader epoch + 1, and the LeaderAndIsr broker 6 gets says so; asked again, nothing to do."""
+    made = []
+    crash_schedules.replay(crash_schedules.unclean_election(), lambda: made.append(TopicsMachine()) or made[-1])
+    [m] = made
+    tp = crash_schedules.UNCLEAN_PARTITION
+    assert m.election_answers == [(UNCLEAN, {tp: ErrorCode.NONE}), (UNCLEAN, {tp: ErrorCode.ELECTION_NOT_NEEDED})]
+    [(elected_tp, was, elected)] = m.unclean_elected
+    assert elected_tp == tp and was["leader"] == -1 and was["isr"] == [5], was
+    assert elected["leader"] == 6 and elected["isr"] == [6] and elected["leader_epoch"] == was["leader_epoch"] + 1
+    assert (6, elected["leader_epoch"]) in _leader_and_isr_sent(m, tp, 6)
+
+
+def test_an_unclean_election_cut_in_its_flush_is_taken_again_by_the_next_controller():
+    """The same schedule with the election's flush cut before its state write, the controller
+    crashed there and then deposed there: nothing was elected (no answer, or not NONE), the
+    partition stays leaderless (t's unclean setting is false, so no controller elects 6 by
+    itself), and the request asked again of the controller that follows elects 6 alone in the
+    ISR; every invariant after every step and at quiescence."""
+    tp = crash_schedules.UNCLEAN_PARTITION
+    for deposing in (False, True):
+        made = []
+        cut = crash_schedules.rule("cut_flush", point=(ELECT, "state"), deposing=deposing)
+        points = crash_schedules.replay([cut, *crash_schedules.unclean_election()],
+                                        lambda: made.append(TopicsMachine()) or made[-1])
+        [m] = made
+        assert (ELECT, "state") in points.cuts, deposing
+        (first_type, first), (second_type, second) = m.election_answers
+        assert first_type == second_type == UNCLEAN
+        assert first is None or first[tp] != ErrorCode.NONE, (deposing, first)
+        assert second == {tp: ErrorCode.NONE}, (deposing, second)
+        [(_, was, elected)] = m.unclean_elected
+        assert was["leader"] == -1 and was["isr"] == [5], (deposing, was)
+        assert elected["leader"] == 6 and elected["isr"] == [6] and elected["leader_epoch"] == was["leader_epoch"] + 1
+        assert (6, elected["leader_epoch"]) in _leader_and_isr_sent(m, tp, 6), deposing
+
+
+def _leader_and_isr_sent(m, tp, broker: int) -> list[tuple[int, int]]:
+    """(leader, leader epoch) of each LeaderAndIsr entry for ``tp`` sent to ``broker`` whose
+    ISR is its leader alone."""
+    out = []
+    for b, key, body in m.h.sent:
+        if b != broker or key != ApiKey.LEADER_AND_ISR:
+            continue
+        for topic in body["topic_states"]:
+            for e in topic["partition_states"]:
+                if (topic["topic_name"], e["partition_index"]) == tp and e["isr"] == [e["leader"]]:
+                    out.append((e["leader"], e["leader_epoch"]))
+    return out
