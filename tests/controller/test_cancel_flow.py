@@ -15,6 +15,7 @@ from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from tests.controller.fixtures import harness_fixture
 from tests.controller.harness import Harness
 from znodes import paths
 
@@ -44,14 +45,7 @@ async def started(h: Harness, tps, seconds: float = 2.0):
     raise AssertionError("moves did not start")
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=(TOPIC,))
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.close()
+h = harness_fixture(TOPIC)
 
 
 async def test_cancel_znode_rolls_every_move_back_and_is_deleted(h):

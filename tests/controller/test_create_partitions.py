@@ -6,12 +6,10 @@ from __future__ import annotations
 
 import collections
 
-import pytest
-
 from controller.shell.admin.create_partitions import handle_create_partitions
 from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import context
-from tests.controller.harness import Harness
+from tests.controller.fixtures import harness_fixture
 from tests.controller.test_topic_creation import assert_created
 from znodes import paths
 
@@ -25,12 +23,7 @@ def codes(answer) -> list[int]:
     return [r["error_code"] for r in answer["results"]]
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=("t:3:3:64KiB", "u:2:2:64KiB"))
-    await harness.start()
-    yield harness
-    await harness.close()
+h = harness_fixture("t:3:3:64KiB", "u:2:2:64KiB")
 
 
 async def test_new_partitions_are_placed_led_and_hosted(h):

@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
 from controller.core.events import MetadataRead, Resume, StatesRead
 from controller.core.state import ClusterState
 from protocol import ApiKey
 from sim.topics import parse_topic_spec
+from tests.controller.fixtures import harness_fixture
 from tests.controller.harness import Harness
 from znodes import paths
 from znodes.values import Assignment, Broker, LeaderIsr
@@ -59,15 +58,7 @@ async def rejoined(h: Harness, ticks: int = 5) -> None:
         await h.tick()
 
 
-@pytest.fixture
-async def h(monkeypatch):
-    monkeypatch.setattr(full_metadata, "CHUNK", SMALL_CHUNK)
-    harness = Harness(topics=TOPICS)
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.close()
+h = harness_fixture(*TOPICS, setup=lambda mp: mp.setattr(full_metadata, "CHUNK", SMALL_CHUNK))
 
 
 async def test_before_any_controller_brokers_know_no_partition(h):

@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import logging
 
-import pytest
-
 from controller.core import engine, full_metadata
 from controller.core.config import ControllerConfig
 from controller.core.events import MetadataRead, offline_check
@@ -20,6 +18,7 @@ from controller.core.task import Move, Phase
 from controller.core.topic_deletion import TopicDeletion
 from protocol import ApiKey
 from sim.replica import Role
+from tests.controller.fixtures import harness_fixture
 from tests.controller.harness import Harness
 from tests.controller.helpers import leader_and_isr_sent
 from znodes import paths
@@ -109,15 +108,8 @@ def test_the_planner_marks_a_reloads_chunks():
 # ---- a broker restarted while no controller is active ----------------------------------------
 
 
-@pytest.fixture
-async def h(monkeypatch):
-    monkeypatch.setattr(full_metadata, "CHUNK", 3)  # 7 partitions: three chunks
-    harness = Harness(topics=("t:4:3:64KiB", "u:3:2:64KiB"))
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.close()
+# 7 partitions: three chunks
+h = harness_fixture("t:4:3:64KiB", "u:3:2:64KiB", setup=lambda mp: mp.setattr(full_metadata, "CHUNK", 3))
 
 
 def _roles(h: Harness, broker_id: int) -> dict:

@@ -7,9 +7,7 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
-from tests.controller.harness import Harness
+from tests.controller.fixtures import harness_fixture
 from znodes import paths
 
 TOPIC = "t:3:3:1MiB"  # t-0 on 4,2,3, t-1 on 5,3,4, t-2 on 6,4,5
@@ -35,14 +33,7 @@ class StateReads:
         self.paths += [p for p in path_list if p.endswith("/state")]
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=(TOPIC,))
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.close()
+h = harness_fixture(TOPIC)
 
 
 async def test_moves_read_no_state_after_the_election_read(h):

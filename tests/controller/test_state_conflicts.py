@@ -9,7 +9,7 @@ import pytest
 from controller.shell.admin.cancel import cancel_partitions
 from controller.shell.state_conflicts import STALE_STATE_RETRIES, written_states, written_states_if_stale
 from protocol.errors import ErrorCode
-from tests.controller.harness import Harness
+from tests.controller.fixtures import harness_fixture
 from tests.controller.test_cancel_flow import MOVES, TOPIC, ctx_of, hosted, started
 from znodes import paths
 from znodes.api import (
@@ -62,14 +62,7 @@ def test_only_a_conflict_on_a_state_write_with_nothing_applied_is_a_stale_state(
     assert written_states_if_stale(failed(99, BadVersionError("", STATE_0)), OPS) is None  # no such op
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=(TOPIC,))
-    await harness.start()
-    try:
-        yield harness
-    finally:
-        await harness.close()
+h = harness_fixture(TOPIC)
 
 
 async def test_a_cancel_step_that_met_two_newer_states_is_taken_again_once_with_both(h):

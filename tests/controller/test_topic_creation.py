@@ -19,6 +19,7 @@ from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.kafka_configs import TOPIC_CONFIGS
 from tests.admin.test_kip179 import context
+from tests.controller.fixtures import harness_fixture
 from tests.controller.harness import Harness
 from znodes import paths
 from controller.shell.admin.base import ApiError
@@ -241,12 +242,7 @@ def _cache(h: Harness, b: int) -> set:
     return {(t, p) for t, parts in cache.partitions.items() for p in parts}
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=("t:4:3:64KiB",))
-    await harness.start()
-    yield harness
-    await harness.close()
+h = harness_fixture("t:4:3:64KiB")
 
 
 async def test_create_topics_blocks_until_every_partition_has_a_leader_and_metadata(h):

@@ -6,8 +6,6 @@ DeleteTopics errors."""
 
 from __future__ import annotations
 
-import pytest
-
 from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.events import DeletionsRead, ReplicasHosted
@@ -16,6 +14,7 @@ from controller.shell.admin.delete_topics import handle_delete
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import cluster, context, reassign_body, throttle_configs
+from tests.controller.fixtures import harness_fixture
 from tests.controller.harness import Harness
 from tests.controller.test_topic_creation import hosted
 from znodes import paths
@@ -98,12 +97,7 @@ def assert_gone(h: Harness, name: str) -> None:
         assert name not in broker.core.metadata.partitions, b
 
 
-@pytest.fixture
-async def h():
-    harness = Harness(topics=("t:4:3:64KiB", "keep:2:2:64KiB"))
-    await harness.start()
-    yield harness
-    await harness.close()
+h = harness_fixture("t:4:3:64KiB", "keep:2:2:64KiB")
 
 
 async def test_delete_topics_removes_every_replica_then_the_znodes(h):
