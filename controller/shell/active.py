@@ -197,6 +197,9 @@ class ActiveController:
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.config_changes = ConfigChanges()  # topics' config change notifications (step 2a's floors)
+        # The step's /config/topics/T reads by topic, while a step takes its batch (_process):
+        # each topic's read once in a step (topic_configs).
+        self.step_configs: dict[str, dict[str, str] | None] | None = None
         self.placement_counts = PlacementCounts()  # what topic requests place against (admin_events)
         # Read caches of this term, by user (the admin handlers' record ids and encoded list,
         # the throttle check's parsed /admin/reassign_partitions): gone with the term.
@@ -335,6 +338,20 @@ class ActiveController:
             await self._process(batch)
 
     async def _process(self, batch: list) -> None:
+        """One step of ``batch``, reading each topic's ``/config/topics/T`` at most once
+        (topic_configs): a moving topic's view, an unclean setting turned on and an offline
+        check's candidates may each want the same topic's in one step (a config change
+        notification naming a topic with a move and a leaderless partition read it twice). A
+        later read in the step is no fresher news: the watch that brought a change fired
+        before the step took its batch, and a change written since comes with a notification
+        of its own, read in a later step."""
+        self.step_configs = {}
+        try:
+            await self._step(batch)
+        finally:
+            self.step_configs = None
+
+    async def _step(self, batch: list) -> None:
         kinds: set[str] = set()
         engine_events: list[Event] = []
         dues: list[MetadataDue] = []
@@ -569,7 +586,17 @@ class ActiveController:
         return [TopicConfigsRead(found, {name: unclean_enabled(config) for name, config in configs.items()})]
 
     async def topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:
-        """Each topic's ``/config/topics/T`` map (None: absent or not a config, logged)."""
+        """Each topic's ``/config/topics/T`` map (None: absent or not a config, logged); in a
+        step, those it read already are not read again (``step_configs``)."""
+        memo = self.step_configs
+        if memo is None:
+            return await self._read_topic_configs(names)
+        unread = [n for n in dict.fromkeys(names) if n not in memo]
+        if unread:
+            memo.update(await self._read_topic_configs(unread))
+        return {n: memo[n] for n in names}
+
+    async def _read_topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:
         found, bad = await cluster_reader.configs(self.store, [paths.topic_config(n) for n in names])
         for unreadable in bad:
             log.warning("ignoring %s: %s", unreadable.path, unreadable.reason)
