@@ -203,3 +203,36 @@ async def test_an_election_or_cancel_queued_at_resignation_is_answered_not_contr
     answer = await asyncio.wait_for(handle_elect(ctx, 2, body), 5)
     assert answer["error_code"] == ErrorCode.NOT_CONTROLLER
     assert answer["replica_election_results"][0]["partition_result"][0]["error_code"] == ErrorCode.NOT_CONTROLLER
+
+
+async def test_an_election_of_every_partition_that_fails_lists_every_partition_with_its_error():
+    """ElectLeaders naming no partition that times out, or whose step's writes fail, lists every
+    known partition with REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR (Kafka's broker expands a
+    null list to every partition before it waits): an empty list with error code 0 read as
+    nothing to elect."""
+    import asyncio
+    from types import SimpleNamespace
+
+    from controller.shell.admin.elect_leaders import handle_elect
+    from znodes.twin import TwinServer
+
+    class Failing:  # the step's writes failed (controller.shell.active fails the token)
+        def put_nowait(self, event):
+            event.token.set_exception(RuntimeError("the flush failed"))
+
+    class Silent:  # never taken in time
+        def put_nowait(self, event):
+            pass
+
+    def ctx(queue):
+        active = SimpleNamespace(state=ClusterState(controller_id=101, epoch=1), inbox=SimpleNamespace(queue=queue))
+        active.state.assignments.update({("t", 0): Assignment((1, 2)), ("t", 1): Assignment((2, 1))})
+        return SimpleNamespace(require_active=lambda: active, store=TwinServer().connect())
+
+    every = {"election_type": PREFERRED, "topic_partitions": None}
+    for queue, timeout_ms, code in ((Failing(), 60_000, ErrorCode.UNKNOWN_SERVER_ERROR),
+                                    (Silent(), 1, ErrorCode.REQUEST_TIMED_OUT)):
+        answer = await asyncio.wait_for(handle_elect(ctx(queue), 2, dict(every, timeout_ms=timeout_ms)), 5)
+        listed = {(t["topic"], p["partition_id"]): p["error_code"] for t in answer["replica_election_results"]
+                  for p in t["partition_result"]}
+        assert listed == {("t", 0): code, ("t", 1): code}, answer

@@ -67,10 +67,11 @@ QUIET_TICKS = 60
 # is given up: the controller went first), only there so that the handler waits for its step.
 ELECT_TIMEOUT_MS = 60_000
 # What an ElectLeaders answer may say of a partition here (controller.core.elections; the
-# handler's UNKNOWN_SERVER_ERROR when the step's writes failed).
+# handler's UNKNOWN_SERVER_ERROR when the step's writes failed, NOT_CONTROLLER when the
+# controller resigned with the request queued).
 ELECTION_CODES = {ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                   ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, ErrorCode.REASSIGNMENT_IN_PROGRESS,
-                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_SERVER_ERROR}
+                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.NOT_CONTROLLER}
 # Crash points the random schedules of this module wrote (test_topic_schedules checks their shapes).
 SEEN = Coverage()
 

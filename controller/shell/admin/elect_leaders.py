@@ -14,7 +14,10 @@ rules and errors per partition).
     be retried; no answer within ``timeout_ms`` -> REQUEST_TIMED_OUT; the controller resigned
     with the request still queued -> NOT_CONTROLLER (ask the new one).
  4. Null topic_partitions: every partition; only those elected or failing other than with
-    ELECTION_NOT_NEEDED are listed, as Kafka answers.
+    ELECTION_NOT_NEEDED are listed, as Kafka answers. A request that failed as a whole (timed
+    out, its writes failed, the controller resigned) lists every known partition with that
+    error, as Kafka's broker expands a null list to every partition before it waits: an
+    empty list would read as nothing to elect.
 
     # Kafka's kafka-leader-election.sh --election-type preferred --all-topic-partitions
 """
@@ -56,6 +59,7 @@ async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
         message = f"unknown election type {election_type}"
         return _response(version, {tp: (ErrorCode.INVALID_REQUEST, message) for tp in asked or ()}, ErrorCode.INVALID_REQUEST)
     known = list(active.state.assignments) if asked is None else [tp for tp in asked if tp in active.state.assignments]
+    failed = known if asked is None else asked  # the partitions a failure of the whole request lists
     states, _ = await read_states(ctx.store, known)
     future = asyncio.get_running_loop().create_future()
     active.inbox.queue.put_nowait(ElectionRequested(asked, election_type, states, future))
@@ -64,11 +68,11 @@ async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
         results = await asyncio.wait_for(asyncio.shield(future), timeout_s)
     except asyncio.TimeoutError:
         future.cancel()
-        return _response(version, {tp: (ErrorCode.REQUEST_TIMED_OUT, "the election was not done in time") for tp in asked or ()})
+        return _response(version, {tp: (ErrorCode.REQUEST_TIMED_OUT, "the election was not done in time") for tp in failed})
     except NotTheController as e:  # it resigned with the request queued: ask the new one
-        return _response(version, {tp: (ErrorCode.NOT_CONTROLLER, str(e)) for tp in asked or ()}, ErrorCode.NOT_CONTROLLER)
+        return _response(version, {tp: (ErrorCode.NOT_CONTROLLER, str(e)) for tp in failed}, ErrorCode.NOT_CONTROLLER)
     except Exception as e:  # the step's writes failed: nothing was elected
-        return _response(version, {tp: (ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; retry") for tp in asked or ()})
+        return _response(version, {tp: (ErrorCode.UNKNOWN_SERVER_ERROR, f"{e}; retry") for tp in failed})
     if asked is None:
         results = {tp: r for tp, r in results.items() if r[0] != ErrorCode.ELECTION_NOT_NEEDED}
     return _response(version, results)
