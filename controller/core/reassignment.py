@@ -567,13 +567,12 @@ def override(ws: WorkingSet, move: Move, target: tuple[int, ...], usage: _Usage 
     new = move.to(Phase.REPLICATING, target=tuple(target), dropped=kept, next_target=None)
     usage = usage if usage is not None else slots_in_use(ws)
     full = usage.blocked(move, new, ws.config)
-    if full:
+    if full or usage.past_cluster_cap(move, new, state.isr, ws.config):
         # The caps hold for an override's new copies as for a start: it waits for a slot
         # (schedule), or follows the move if that completes first (follow_up).
         if not retry:
-            ws.log.append(
-                f"{name}: new target {list(target)} waits for a free slot on broker(s) {full} (concurrency caps)"
-            )
+            where = f"on broker(s) {full}" if full else "in the cluster (moves resumed past its cap)"
+            ws.log.append(f"{name}: new target {list(target)} waits for a free slot {where} (concurrency caps)")
         ws.set_task(move.with_changes(next_target=tuple(target)))
         return
     usage.replace(move, new)
@@ -648,6 +647,7 @@ def slots_in_use(ws: WorkingSet) -> _Usage:
     for move in ws.tasks.values():
         if move.holds_slot:
             usage.add(*slot_brokers(ws, move), 1)
+            usage.moves += 1
     return usage
 
 
@@ -728,6 +728,7 @@ class _Usage:
     def __init__(self):
         self.incoming: dict[int, int] = {}
         self.outgoing: dict[int, int] = {}
+        self.moves = 0  # moves holding a slot (an override keeps their count)
 
     def add(self, adding, removing, n: int) -> None:
         for b in adding:
@@ -744,6 +745,18 @@ class _Usage:
             {b for b in into if self.incoming.get(b, 0) >= config.max_incoming_per_broker}
             | {b for b in out_of if self.outgoing.get(b, 0) >= config.max_outgoing_per_broker}
         )
+
+    @staticmethod
+    def _copies(move: Move, isr) -> bool:
+        return any(b not in isr for b in move.adding)
+
+    def past_cluster_cap(self, old: Move, new: Move, isr, config: ControllerConfig) -> bool:
+        """Whether the override ``old`` -> ``new`` would start a copy past the cluster cap. In
+        place it keeps the moves' count, which is within the cap but after a failover: the
+        resumed moves can hold more slots than it (a finish cut short beside the move started in
+        the slot it freed), and a move copying nothing (its added replicas in the ISR, a kept
+        original out of it) would then copy again past the cap. It waits until they fit."""
+        return self.moves > config.max_cluster_moves and not self._copies(old, isr) and self._copies(new, isr)
 
     def replace(self, old: Move, new: Move) -> None:
         self.add(old.adding, old.removing, -1)
