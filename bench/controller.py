@@ -146,11 +146,14 @@ Figures (printed last, one per line):
   a tick), on ``--socket-partitions`` partitions fed the same way, without the failover.
   LeaderAndIsr, StopReplica, UpdateMetadata and DescribeLogDirs are framed, sent and answered
   over TCP, and the new replicas' ISR growth comes from the leaders' own ISR writes and
-  notifications. The sim writes each ISR change with its own conditional set, one after the
-  other for all its brokers (Kafka's ZooKeeper-mode brokers also write one partition's ISR
-  per update, but each broker on its own), so this rate is bound by the sim's writes, not the
-  controller's: ``controller_cpu_ms_per_partition_sockets`` is the controller's own CPU per
-  partition in that run.
+  notifications. This rate is bound by the sim's latency per move, not by the controller:
+  the sim's leaders write the grown ISR about a second after the LeaderAndIsr (20 ms ticks of
+  its copy model), announce it after half a second without ISR changes (Kafka's 5 s quiet
+  period scaled down), and the feeder keeps a fifth to two fifths of the partitions in the
+  znode (feed_window), so moves go in rounds of a few hundred, one every 2-3 s. Its brokers
+  write their ISR changes side by side (sim.cluster.ISR_WRITES_IN_FLIGHT; they used to write
+  one after the other, which did not change this rate). ``controller_cpu_ms_per_partition_sockets``
+  is the controller's own CPU per partition in that run.
 
 The default sizes finish in about a minute on a shared 2-core machine (``DEFAULT_SIZES``);
 ``--full`` runs the issue's 100,000 partitions (``FULL_SIZES``; sizes given on the command line
