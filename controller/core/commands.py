@@ -68,8 +68,9 @@ class Outbox:
         self.controller_id = controller_id
         self.epoch = epoch
         self.brokers = brokers
-        # partition -> the brokers whose replica of it is online (WorkingSet.live_for: a replica
-        # on a failed log directory is offline in UpdateMetadata too); None: the live brokers.
+        # (live brokers, partition) -> the brokers whose replica of it is online
+        # (working_set.online_replicas: a replica on a failed log directory is offline in
+        # UpdateMetadata too); None: the live brokers.
         self.live_for = live_for
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}
@@ -171,7 +172,7 @@ class Outbox:
         """Tell every live broker (or only the brokers ``to``) the partition's state (sent
         once per step and set of brokers)."""
         entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
-        live = self.brokers if self.live_for is None else self.live_for(tp)
+        live = self.brokers if self.live_for is None else self.live_for(self.brokers, tp)
         entries[tp] = {
             **_partition_state(tp, state, replicas),
             "offline_replicas": [r for r in replicas if r not in live],

@@ -17,11 +17,12 @@ set a field that is not declared here.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass, field, replace
 
 from controller.core.commands import Outbox
 from controller.core.config import ControllerConfig
-from controller.core.flush import OTHER, Writes
+from controller.core.flush import Kind, Writes
 from controller.core.state import ClusterState, Overlay
 from controller.core.task import Move, Phase
 from controller.core.throttle_writes import Staged
@@ -56,7 +57,9 @@ class WorkingSet:
     sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
     offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
-    kind: str = OTHER  # what the writes are for now (controller.core.flush.writing)
+    # What the writes are for now (controller.core.flush.writing): ``kind``, a cell the op
+    # lists share (a list holding the working set itself would make a reference cycle).
+    current: Kind = field(default_factory=Kind)
     brokers_changed: bool = False
     requests_version_changed: bool = False
     # ---- what the flush will write -----------------------------------------------------------
@@ -139,9 +142,18 @@ class WorkingSet:
             offline_replicas=Overlay(state.offline_replicas),
             deferred=list(state.deferred),
         )
-        ws.early, ws.late, ws.with_requests, ws.notifications = Writes(ws), Writes(ws), Writes(ws), Writes(ws)
-        ws.admin_first, ws.removal = Writes(ws), Writes(ws)
+        current = ws.current
+        ws.early, ws.late, ws.with_requests = Writes(current), Writes(current), Writes(current)
+        ws.notifications, ws.admin_first, ws.removal = Writes(current), Writes(current), Writes(current)
         return ws
+
+    @property
+    def kind(self) -> str:
+        return self.current.kind
+
+    @kind.setter
+    def kind(self, kind: str) -> None:
+        self.current.kind = kind
 
     # ---- primitives ------------------------------------------------------------------------
 
@@ -160,7 +172,9 @@ class WorkingSet:
     @property
     def box(self) -> Outbox:
         if self.outbox is None:
-            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers, self.live_for)
+            # Given the offline-replica map, not this working set (no reference cycle: see Kind).
+            self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers,
+                                 functools.partial(online_replicas, self.offline_replicas))
         return self.outbox
 
     def set_task(self, move: Move) -> None:
@@ -285,10 +299,7 @@ class WorkingSet:
         """The brokers whose replica of ``tp`` is online: registered, and not on a log directory
         its broker reported offline (Kafka's ``isReplicaOnline``). The live broker map itself
         when no broker reported ``tp`` offline (the common case: nothing is built)."""
-        offline = self.offline_replicas
-        if not offline.base and not offline.changes:
-            return self.brokers
-        return live_replicas(self.brokers, offline, tp)
+        return online_replicas(self.offline_replicas, self.brokers, tp)
 
     def states_missing(self) -> bool:
         """A started move whose partition state is not known yet (just failed over). Asked for
@@ -313,6 +324,14 @@ class LiveReplicas:
 
     def __contains__(self, broker_id: object) -> bool:
         return broker_id in self.brokers and broker_id not in self.offline
+
+
+def online_replicas(offline, brokers, tp: TopicPartition):
+    """:meth:`WorkingSet.live_for` over the offline-replica map ``offline`` and the live
+    ``brokers``: ``brokers`` itself when no broker reported a replica offline (nothing built)."""
+    if not offline.base and not offline.changes:
+        return brokers
+    return live_replicas(brokers, offline, tp)
 
 
 def live_replicas(brokers, offline, tp: TopicPartition):
