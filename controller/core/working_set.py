@@ -18,7 +18,7 @@ set a field that is not declared here.
 from __future__ import annotations
 
 import functools
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 from controller.core.commands import Outbox
 from controller.core.config import ControllerConfig
@@ -210,7 +210,7 @@ class WorkingSet:
         """``original_replicas`` into the move's entry when its writer left them out (KIP-236)."""
         request = self.requests.get(move.tp)
         if request is not None and request.original_replicas is None:
-            self.requests[move.tp] = replace(request, original_replicas=move.original)
+            self.requests[move.tp] = request.with_replicas(original_replicas=move.original)
             self.requests_dirty = True
 
     def create_record(self, tp: TopicPartition, target, original) -> None:
@@ -278,7 +278,7 @@ class WorkingSet:
         if next_target is not None and next_target != ended_on:
             request = self.requests.get(tp)
             if request is not None:
-                self.requests[tp] = replace(request, replicas=next_target, original_replicas=ended_on)
+                self.requests[tp] = request.with_replicas(next_target, ended_on)
                 self.requests_dirty = True
                 self.set_task(Move(tp, next_target))
                 self.pending[tp] = None
