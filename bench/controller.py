@@ -174,6 +174,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import contextvars
 import cProfile
 import gc
 import json
@@ -229,6 +230,8 @@ DESCRIBE_LOG_DIRS, STOP_REPLICA = ApiKey.DESCRIBE_LOG_DIRS, ApiKey.STOP_REPLICA
 
 # ---- counting the controller's operations ------------------------------------------------------
 
+READS_KIND: contextvars.ContextVar[str] = contextvars.ContextVar("reads_kind", default="reads")
+
 
 class CountingStore:
     """Wraps a store and counts every operation sent to ZooKeeper."""
@@ -236,7 +239,13 @@ class CountingStore:
     def __init__(self, inner, counts: dict):
         self._inner = inner
         self.counts = counts
-        self.reads_kind = "reads"  # "metadata_reads" while the full UpdateMetadata reads
+
+    @property
+    def reads_kind(self) -> str:
+        # "metadata_reads" while the full UpdateMetadata reads (CountedController.read_metadata);
+        # a context variable, so that the next chunk's read, which that call starts ahead in a
+        # task of its own (controller.shell.metadata_reads), counts as what it is.
+        return READS_KIND.get()
 
     def __getattr__(self, name):
         return getattr(self._inner, name)
@@ -294,14 +303,11 @@ class CountedController(ActiveController):
     and to each registering broker) apart from the rest."""
 
     async def read_metadata(self, dues):
-        counting = self.store
-        while not isinstance(counting, CountingStore):
-            counting = counting._inner  # under the metrics' MeteredStore: set it where it counts
-        counting.reads_kind = "metadata_reads"
+        token = READS_KIND.set("metadata_reads")
         try:
             return await super().read_metadata(dues)
         finally:
-            counting.reads_kind = "reads"
+            READS_KIND.reset(token)
 
 
 class UncoalescedController(CountedController):

@@ -29,6 +29,7 @@ complete. The engine itself only speaks of partitions a step touches; the shell
     queue.put_nowait(planner.everyone(list(state.assignments)))      # after election
     queue.put_nowait(planner.brokers((4,), list(state.assignments)))  # broker 4 registered
     chunk, rest = planner.take(item)     # rest: None when done, else put it back on the queue
+    planner.peek(rest)                   # the next chunk, read ahead by the shell
 """
 
 from __future__ import annotations
@@ -82,6 +83,13 @@ class Planner:
     def new_partitions(self, partitions: list[TopicPartition]) -> MetadataDue:
         """A new topic's (or new partitions') states to every live broker."""
         return MetadataDue(self.generation, tuple(partitions), None)
+
+    def peek(self, item: MetadataDue | None) -> tuple[TopicPartition, ...]:
+        """The partitions :meth:`take` would give for ``item`` now, nothing counted (the shell
+        reads them ahead: controller.shell.metadata_reads)."""
+        if item is None or item.generation != self.generation:
+            return ()
+        return item.partitions[item.offset : item.offset + CHUNK]
 
     def take(self, item: MetadataDue) -> tuple[tuple[TopicPartition, ...], MetadataDue | None]:
         """(the partitions to read and send now, what is left or None); nothing for an item

@@ -71,6 +71,7 @@ from controller.shell import admin_events, gctune, recovery, state_conflicts
 from controller.shell.config_watch import ConfigChanges
 from controller.shell.dispatch import Dispatcher
 from controller.shell.inbox import Inbox
+from controller.shell.metadata_reads import ChunkReads
 from controller.shell.throttles import read_removal
 from controller.shell.zkread import (
     missing_parents,
@@ -208,6 +209,7 @@ class ActiveController:
         self.writer = BatchedWriter(store)
         # Full UpdateMetadata sends under way (election, registered brokers, new topics).
         self.metadata = full_metadata.Planner()
+        self.chunk_reads = ChunkReads(store)  # the next chunk's states, read ahead
         self.dispatcher = Dispatcher(
             transport, inbox.queue, config, is_live=lambda b: self.state is not None and b in self.state.brokers,
             offline_of=lambda b: self.state.offline_replicas.get(b, frozenset()) if self.state is not None else frozenset(),
@@ -241,6 +243,7 @@ class ActiveController:
             # Admin requests nobody will take now: NOT_CONTROLLER, at once.
             for item in fail_waiting(self.inbox.drain(self.inbox.queue.qsize())):
                 self.inbox.queue.put_nowait(item)
+            self.chunk_reads.cancel()
             await self.dispatcher.close()
 
     async def _rebalance_leaders(self) -> None:
@@ -298,6 +301,7 @@ class ActiveController:
 
     async def reload(self) -> None:
         """Failover recovery (also after any failed write): rebuild the state and resume."""
+        self.chunk_reads.cancel()  # of the send this reload replaces
         await self.store.exists(paths.CONTROLLER, watch=True)
         # The resumed moves' states with the records: Resume announces them in its own step.
         recovered = await recovery.recover(self.store, self.controller_id, self.epoch, states=True)
@@ -516,7 +520,7 @@ class ActiveController:
             if rest is not None:
                 self.inbox.queue.put_nowait(rest)
             if chunk:
-                states, lines = await read_states(self.store, chunk)
+                states, lines = await self.chunk_reads.read(item, chunk, rest, self.metadata.peek(rest))
                 _warn(lines)
                 unborn = [tp for tp, st in states.items() if st is None]
                 parents = await missing_parents(self.store, unborn) if unborn else frozenset()
