@@ -421,25 +421,39 @@ def _check_quiescence(by_type: dict[str, list[dict]], bound_s: float, report: Re
 # ---- 7. caps -----------------------------------------------------------------------------------
 
 
-def caps_usage(moving: dict[str, dict]) -> tuple[list[str], dict[int, list[str]], dict[int, list[str]]]:
+def caps_usage(moving: dict[str, dict], copied: set | None = None
+               ) -> tuple[list[str], dict[int, list[str]], dict[int, list[str]]]:
     """The moves one sample shows still copying, and per broker the partitions adding a replica
-    to it out of the ISR (incoming) and removing one from it (outgoing)."""
-    copying = {tp: m for tp, m in moving.items()
-               if not {b for b in m["replicas"] if b not in m["removing"]} <= set(m["isr"])}
+    to it out of the ISR (incoming) and removing one from it while they copy (outgoing).
+
+    A move copies in Kafka's sense, as the stateful suite counts it (tests/controller/
+    test_stateful.py ``caps``): while a replica it adds is not yet in the ISR. A rollback adds
+    nothing and copies nothing, even while a stopped broker keeps one of its original replicas
+    out of the ISR; a move whose added replicas are all in the ISR only has its finish left.
+    ``copied`` (kept across the samples of one history): (partition, RS, broker) seen in the
+    ISR; a replica that falls out again while the move's RS stays is a failure's, not a copy the
+    controller started, and does not count again."""
+    copied = set() if copied is None else copied
+    adding: dict[str, list[int]] = {}
+    for tp, m in moving.items():
+        shape = tuple(m["replicas"])
+        copied |= {(tp, shape, b) for b in m["adding"] if b in m["isr"]}
+        adding[tp] = [b for b in m["adding"] if (tp, shape, b) not in copied]
+    copying = sorted(tp for tp, a in adding.items() if a)
     incoming: dict[int, list[str]] = {}
     outgoing: dict[int, list[str]] = {}
-    for tp, m in sorted(copying.items()):
-        for b in m["adding"]:
-            if b not in m["isr"]:
-                incoming.setdefault(b, []).append(tp)
-        for b in m["removing"]:
+    for tp in copying:
+        for b in adding[tp]:
+            incoming.setdefault(b, []).append(tp)
+        for b in moving[tp]["removing"]:
             outgoing.setdefault(b, []).append(tp)
-    return sorted(copying), incoming, outgoing
+    return copying, incoming, outgoing
 
 
-def caps_problems(moving: dict[str, dict], caps: dict[str, int]) -> tuple[list[str], bool]:
-    """What in one ``moves`` sample exceeds ``caps``, and whether some count stood at its cap."""
-    copying, incoming, outgoing = caps_usage(moving)
+def caps_problems(moving: dict[str, dict], caps: dict[str, int], copied: set | None = None) -> tuple[list[str], bool]:
+    """What in one ``moves`` sample exceeds ``caps``, and whether some count stood at its cap
+    (``copied``: caps_usage's memory of the history's samples before)."""
+    copying, incoming, outgoing = caps_usage(moving, copied)
     problems, reached = [], len(copying) >= caps["max_cluster_moves"]
     if len(copying) > caps["max_cluster_moves"]:
         problems.append(f"cluster cap {caps['max_cluster_moves']}: {len(copying)} moves copying {copying}")
@@ -456,11 +470,12 @@ def _check_caps(caps: dict | None, samples: list[dict], report: Report) -> None:
     if caps is None:
         report.violations.append("history has no caps (meta): the caps check cannot run")
         return
+    copied: set = set()
     for s in samples:
         if not s["moving"]:
             continue
         report.caps_samples += 1
-        problems, reached = caps_problems(s["moving"], caps)
+        problems, reached = caps_problems(s["moving"], caps, copied)
         report.caps_reached += reached
         for problem in problems:
             report.caps_violations += 1

@@ -294,6 +294,25 @@ def test_outgoing_and_cluster_caps_bind_too():
     assert any("cluster cap 2: 3 moves copying" in v for v in violations), violations
 
 
+def test_a_rollback_or_a_replica_once_in_sync_copies_nothing():
+    # Three moves at a cluster cap of 2, but only t/0 and t/1 add a replica out of the ISR:
+    # t/2 rolls back (it adds nothing) while stopped broker 6 keeps its original replica out of
+    # the ISR, which the old rule (the target not all in the ISR) counted as a third copy.
+    rollback = {"replicas": [6, 4, 5, 1], "adding": [], "removing": [1], "isr": [4, 5]}
+    three = {"t/0": _moving([4], [1], isr=[1]), "t/1": _moving([5], [2], isr=[2]), "t/2": rollback}
+    assert check(_with(_history(), {"type": "moves", "t": 1.8, "moving": three})).ok
+    # A replica seen in sync for its move that falls out again (its broker stopped) is not a
+    # new copy while the move's RS stays; a fourth move copying still breaks the cap.
+    seen = {"t/0": _moving([4], [1], isr=[1]), "t/1": _moving([5], [2], isr=[2]), "t/3": _moving([6], [3], isr=[3, 6])}
+    lost = {**seen, "t/3": _moving([6], [3], isr=[3])}
+    assert check(_with(_history(), {"type": "moves", "t": 1.7, "moving": seen},
+                       {"type": "moves", "t": 1.8, "moving": lost})).ok
+    four = {**lost, "t/4": _moving([2], [5], isr=[5])}
+    violations = check(_with(_history(), {"type": "moves", "t": 1.7, "moving": seen},
+                             {"type": "moves", "t": 1.8, "moving": four})).violations
+    assert any("cluster cap 2: 3 moves copying ['t/0', 't/1', 't/4']" in v for v in violations), violations
+
+
 def test_a_history_without_a_sampled_move_or_without_caps_fails():
     quiet = [r for r in _history() if r["type"] != "moves" or not r["moving"]]
     assert "no move was sampled: the caps check had nothing to judge" in check(quiet).violations
