@@ -32,8 +32,10 @@ from znodes.values import LeaderIsr, TopicPartition
 StatesAndLines = tuple[dict[TopicPartition, LeaderIsr | None], list[str]]
 
 
-def _key(item: MetadataDue) -> tuple[int, int, tuple[int, ...] | None]:
-    return item.generation, item.offset, item.brokers
+def _key(item: MetadataDue, chunk: Sequence[TopicPartition]) -> tuple:
+    # The partitions themselves too: two sends of one generation (two new topics' partitions,
+    # each in several chunks) can have a chunk at the same offset for the same brokers.
+    return item.generation, item.offset, item.brokers, tuple(chunk)
 
 
 class ChunkReads:
@@ -50,12 +52,12 @@ class ChunkReads:
         ahead, self._ahead = self._ahead, None
         task = None
         if ahead is not None:
-            if ahead[0] == _key(item):
+            if ahead[0] == _key(item, chunk):
                 task = ahead[1]
             else:
                 ahead[1].cancel()  # another send's chunk came first: read that one again later
         if rest is not None and upcoming:
-            self._ahead = (_key(rest), _start(read_states(self.store, upcoming)))
+            self._ahead = (_key(rest, upcoming), _start(read_states(self.store, upcoming)))
         if task is None:
             return await read_states(self.store, chunk)
         return await task

@@ -106,3 +106,19 @@ async def test_a_failed_read_ahead_fails_where_its_chunk_is_taken(twin):
     with pytest.raises(ConnectionError):
         await reads.read(rest, chunk, rest2, planner.peek(rest2))
     reads.cancel()
+
+
+async def test_another_send_at_the_same_offset_is_read_for_itself(twin):
+    # Two new topics' sends of one generation, each in chunks: the second's chunk at the offset
+    # the first's read ahead is for must not be given the first's states.
+    store = await _with_states(twin)
+    planner, reads = full_metadata.Planner(), ChunkReads(store)
+    first = planner.new_partitions(PARTITIONS[:6])
+    second = planner.new_partitions([PARTITIONS[6], *PARTITIONS[:5]])
+    chunk, rest = planner.take(first)
+    await reads.read(first, chunk, rest, planner.peek(rest))  # reads [3, 4, 5] ahead
+    later = planner.take(second)[1]  # the second send at offset 3 (its first chunk sent)
+    chunk, rest2 = planner.take(later)
+    assert later.offset == rest.offset and chunk == (PARTITIONS[2], PARTITIONS[3], PARTITIONS[4])
+    states, _ = await reads.read(later, chunk, rest2, planner.peek(rest2))
+    assert sorted(states) == sorted(chunk)
