@@ -78,8 +78,8 @@ MAX_ISR_WRITE_ATTEMPTS = 5
 # ISR writes one broker has in flight at once. Each broker is its own process in Kafka, and a
 # ZooKeeper-mode broker expands an ISR on the request handler thread serving the fetch that
 # caught the follower up (num.io.threads, default 8), so brokers write side by side and each
-# up to 8 at a time; writing every broker's changes one after another in this one process
-# bound a simulated cluster to one ZooKeeper round trip per ISR change (~300 moves/s).
+# up to 8 at a time, not every broker's changes one after another in this one process (which
+# was not what bounded bench/controller.py's sockets rate: that is the sim's latency per move).
 ISR_WRITES_IN_FLIGHT = 8
 
 
