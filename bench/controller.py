@@ -2,24 +2,30 @@
 
 Starts its own ZooKeeper (znodes.launcher, Debian's server, fsync on as in production),
 registers brokers and creates topics the way Kafka lays them out, then runs the controller
-in-process (the real ActiveController over KazooStore, election, recovery, batched fenced
-writes) against INSTANT BROKERS: an in-process stand-in for brokers whose replicas catch up
+in this process (the real ActiveController over KazooStore, election, recovery, batched fenced
+writes, the production TcpTransport) against INSTANT BROKERS: brokers whose replicas catch up
 the moment a LeaderAndIsr names them, and which answer DescribeLogDirs with the replicas
 they host (those laid out, plus those a LeaderAndIsr made, minus those a StopReplica deleted).
-The instant brokers and the feeder share this process (and its one core) with the
-controller: in a profile at 30,000 partitions they took about 8% of its CPU (their ISR writes
-and notifications, the feeder's reads and writes), the controller's encoding of its requests
-not counted as theirs; that share is in the figures, which are so a little conservative. A leader told of adding replicas writes the grown ISR
+They run in a process of their own (bench/instant_brokers.py), as brokers do in production:
+one TCP port per broker on 127.0.0.1, the Kafka wire protocol with the project's codec, and
+the broker registrations they write carry those ports. That process also creates the cluster
+and runs the feeder (the third-party tool below), so neither their CPU nor their ZooKeeper
+sessions' threads are this process's: they used to share it (and its GIL) with the
+controller, about 8% of its CPU in a profile at 30,000 partitions, more with their kazoo
+threads. A leader told of adding replicas writes the grown ISR
 to the state znode (conditional on its zkVersion) and announces it in an ISR change
 notification; these writes are batched, many partitions per multi and per notification, on
 the brokers' own ZooKeeper session (not counted as controller operations). Requests are
-still encoded with the wire codec and framed, so the controller pays for them (an
-UpdateMetadata, the same for every broker but its epoch, is encoded once per step, as
-controller.core.shared_body does for TCP too). With brokers that take
-no time, what is measured is the controller and ZooKeeper.
+encoded with the wire codec, framed and sent over TCP, and the answers read and decoded, so
+the controller pays for all of it (an UpdateMetadata, the same for every broker but its
+epoch, is encoded once per step: controller.core.shared_body). With brokers that take
+no time, what is measured is the controller and ZooKeeper. The bench drives the other
+process through a line protocol on its stdin (feed, the failover wave's hold, wave and
+release, resume, the stall watchdog's status: bench/instant_brokers.py).
 
-The controller is elected (and has read every partition's state for its full UpdateMetadata)
-before the work arrives, as on a running cluster. The work arrives as a third-party tool
+The controller is elected (and has read every partition's state for its full UpdateMetadata,
+sent it, and had every broker's DescribeLogDirs answer) before the work arrives, as on a
+running cluster. The work arrives as a third-party tool
 would give it: a feeder keeps ``/admin/reassign_partitions`` topped up in Kafka's plain format (the znode must stay under ZooKeeper's 1 MiB limit, so
 100,000 entries cannot be written at once), appending with conditional writes while the
 controller works. Every partition moves all three replicas (RR = 3 brokers), so every move
@@ -97,7 +103,7 @@ Figures (printed last, one per line):
   under ZooKeeper's 1 MiB limit as in Kafka) that instant brokers finish within a second, so
   a kill at a random moment finds anything from none to 10,000 in flight.
   ``--profile-failover FILE`` writes cProfile's stats of that window (this process: the new
-  controller, the instant brokers and the feeder).
+  controller alone).
 * The run of record counts Prometheus metrics as the daemon does (controller.shell.metrics:
   every ZooKeeper call timed, every step's results counted by door through the journal, whose
   RecordIds writes each move's door into its record, a scrape every 5 s);
@@ -133,10 +139,12 @@ Figures (printed last, one per line):
   include. The goal's figure is ``controller_fraction_of_zk_limit`` (the whole run); these say
   how much of the gap is the failover's.
 
-* ``process_cpu_ms_per_partition``: this process's CPU seconds (controller, instant brokers,
-  feeder) per partition in the run of record, from the first submission to the last
-  completion: the controller runs on one core, so 1,000 over this is the most partitions per
-  second the run could reach with ZooKeeper answering instantly.
+* ``process_cpu_ms_per_partition``: the controller's process's CPU seconds per partition in
+  the run of record, from the first submission to the last completion: the controller alone
+  (its threads, its sockets to the brokers and ZooKeeper; the instant brokers and the feeder
+  are another process, and the benchmark's own bookkeeping in this one is a few polls). It
+  runs on one core, so 1,000 over this is the most partitions per second the run could reach
+  with ZooKeeper and the brokers answering instantly.
 
 * ``partitions_per_second_sockets``, ``zk_ops_per_partition_sockets`` and
   ``controller_fraction_of_zk_limit_sockets`` (the same ceiling at this run's ops per
@@ -189,14 +197,21 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-import protocol  # noqa: E402
 from bench import results as bench_results  # noqa: E402
+from bench.instant_brokers import (  # noqa: E402,F401  (re-exported: the tests and run_sockets use them)
+    BROKERS,
+    FEED_HIGH,
+    FEED_LOW,
+    PARTITIONS_PER_TOPIC,
+    RF,
+    Feeder,
+    InstantBrokersProcess,
+    at_target,
+    feed_window,
+)
 from bench.zk_writes import multi_ceiling, workload  # noqa: E402
-from controller.core.commands import LEADER_AND_ISR  # noqa: E402
-from protocol import ApiKey  # noqa: E402
 from controller.core.config import ControllerConfig  # noqa: E402
 from controller.core.events import StatesRead, StopReplicaSent  # noqa: E402
-from controller.core.shared_body import request_frame  # noqa: E402
 from controller.shell.active import ActiveController  # noqa: E402
 from controller.shell.election import try_elect  # noqa: E402
 from controller.shell.inbox import Inbox  # noqa: E402
@@ -204,28 +219,15 @@ from controller.shell.journal import MoveJournal, RecordIds  # noqa: E402
 from controller.shell.metrics import MeteredInbox, MeteredStore, Metrics  # noqa: E402
 from controller.shell.role import Role  # noqa: E402
 from controller.shell.transport import TcpTransport  # noqa: E402
-from znodes import paths  # noqa: E402
-from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, SetData  # noqa: E402
-from znodes.batch import BatchedWriter, FlushError  # noqa: E402
 from znodes.launcher import LocalZooKeeper  # noqa: E402
 from znodes.store import connect  # noqa: E402
 
-BROKERS = 12
-RF = 3
-PARTITIONS_PER_TOPIC = 1000
-# The feeder keeps the znode between these many entries (JSON ~ 88 bytes per entry once the
-# controller has added original_replicas: 10,000 entries are ~880 KB, under ZooKeeper's 1 MiB).
-FEED_LOW, FEED_HIGH = 6000, 10000
-# The issue's failover goal: this many moves in flight when the controller dies (the failover
-# wave of run(); a tenth of the partitions on smaller runs).
+# The failover goal of the issue: this many moves in flight when the controller dies (the
+# failover wave of run(); a tenth of the partitions on smaller runs).
 KILL_IN_FLIGHT = 3000
-FEED_BYTES_PER_ENTRY = 60  # plain entries are ~60 bytes, with original_replicas ~90
-NOTIFICATION_MAX_PARTITIONS = 5000  # per ISR change notification (~140 bytes each: < 1 MiB)
-BROKER_FLUSH_DELAY_S = 0.005  # instant brokers gather ISR changes this long before writing
 # No partition completed for this long: the run is stuck (a whole run takes seconds); say where
 # everything is and fail instead of hanging.
 STALL_S = 60.0
-DESCRIBE_LOG_DIRS, STOP_REPLICA = ApiKey.DESCRIBE_LOG_DIRS, ApiKey.STOP_REPLICA
 
 
 # ---- counting the controller's operations ------------------------------------------------------
@@ -332,272 +334,6 @@ def split(event):
         yield event
 
 
-# ---- brokers that catch up instantly -------------------------------------------------------------
-
-
-def state_payload(leader, leader_epoch, controller_epoch, isr) -> bytes:
-    # Kafka's state znode JSON, formatted directly (json.dumps per ISR write was a tenth of
-    # the instant brokers' CPU, which shares this process with the controller).
-    return (f'{{"controller_epoch":{int(controller_epoch)},"leader":{int(leader)},"version":1,'
-            f'"leader_epoch":{int(leader_epoch)},"isr":[{",".join(str(int(b)) for b in isr)}]}}').encode()
-
-
-class InstantBrokers:
-    """The BrokerTransport of brokers whose new replicas are in sync at once.
-
-    Each broker hosts the replicas the cluster was laid out with, plus those a LeaderAndIsr
-    names it for, minus those a StopReplica(delete) removes, and says so when asked
-    (DescribeLogDirs, as every live broker is at an election): a broker that answered "nothing"
-    would have the controller send every assigned replica LeaderAndIsr again as missing
-    (engine step 9b), work no real cluster asks of it."""
-
-    def __init__(self, store, topics: dict[str, dict[int, list[int]]]):
-        self.store = store
-        self.pending: dict[tuple[str, int], dict] = {}
-        self.wake = asyncio.Event()
-        self.task = asyncio.create_task(self._flush_forever())
-        self.correlation = 0
-        # Cleared while the failover wave's copies run (run()): ISR growth waits, as a real
-        # follower's would until it caught up.
-        self.copies_done = asyncio.Event()
-        self.copies_done.set()
-        self.hosted: dict[int, set[tuple[str, int]]] = {b: set() for b in range(1, BROKERS + 1)}
-        for topic, parts in topics.items():
-            for p, replicas in parts.items():
-                for b in replicas:
-                    self.hosted[b].add((topic, p))
-
-    # Like controller.shell.transport.TcpTransport: a body the controller encoded once for many
-    # brokers (UpdateMetadata) is framed as is.
-    takes_encoded = True
-
-    async def request(self, broker_id, api_key, api_version, body, *, encoded=None):
-        # The controller pays for encoding its requests, as over TCP: the same frame is built.
-        self.correlation += 1
-        if encoded is None:
-            protocol.encode_request(api_key, api_version, self.correlation, "reassignd-controller", body)
-        else:
-            request_frame(api_key, api_version, self.correlation, "reassignd-controller", encoded)
-        hosted = self.hosted.setdefault(broker_id, set())
-        if api_key == DESCRIBE_LOG_DIRS:
-            by_topic: dict[str, list[dict]] = {}
-            for t, p in hosted:
-                by_topic.setdefault(t, []).append(
-                    {"partition_index": p, "partition_size": 0, "offset_lag": 0, "is_future_key": False})
-            return {"throttle_time_ms": 0, "results": [{"error_code": 0, "log_dir": "/instant", "topics": [
-                {"name": t, "partitions": parts} for t, parts in by_topic.items()]}]}
-        if api_key == STOP_REPLICA:
-            for topic in body["topic_states"]:
-                for e in topic["partition_states"]:
-                    if e["delete_partition"]:
-                        hosted.discard((topic["topic_name"], e["partition_index"]))
-        if api_key == LEADER_AND_ISR:
-            for topic in body["topic_states"]:
-                name = topic["topic_name"]
-                for e in topic["partition_states"]:
-                    if e["is_new"]:  # a replica it did not host (the controller says is_new then)
-                        hosted.add((name, e["partition_index"]))
-                    if e["leader"] == broker_id and e["adding_replicas"]:
-                        isr = list(e["isr"]) + [b for b in e["adding_replicas"] if b not in e["isr"]]
-                        if isr != list(e["isr"]):
-                            self.pending[(topic["topic_name"], e["partition_index"])] = dict(
-                                leader=e["leader"], leader_epoch=e["leader_epoch"],
-                                controller_epoch=e["controller_epoch"], isr=isr, zk_version=e["zk_version"],
-                            )
-                            self.wake.set()
-            return {"error_code": 0, "partition_errors": []}
-        return {"error_code": 0, "partition_errors": []}
-
-    async def close(self):
-        pass
-
-    async def shutdown(self):
-        self.task.cancel()
-        await asyncio.gather(self.task, return_exceptions=True)
-
-    async def _flush_forever(self):
-        while True:
-            await self.wake.wait()
-            await asyncio.sleep(BROKER_FLUSH_DELAY_S)
-            await self.copies_done.wait()
-            self.wake.clear()
-            batch, self.pending = self.pending, {}
-            await self._write(batch)
-
-    async def _write(self, batch: dict):
-        items = sorted(batch.items())
-        writes = [
-            SetData(paths.partition_state(*tp), state_payload(w["leader"], w["leader_epoch"], w["controller_epoch"], w["isr"]), w["zk_version"])
-            for tp, w in items
-        ]
-        writer = BatchedWriter(self.store)
-        writer.extend(writes)
-        try:
-            await writer.flush()
-            done = [(tp, w, w["zk_version"] + 1) for tp, w in items]
-        except FlushError as e:
-            # A version moved under a chunk: write the rest one by one, skipping conflicts.
-            done = [(tp, w, w["zk_version"] + 1) for tp, w in items[: e.applied]]
-            for (tp, w), op in zip(items[e.applied :], writes[e.applied :]):
-                try:
-                    stat = await self.store.set(op.path, op.data, op.version)
-                    done.append((tp, w, stat.version))
-                except (BadVersionError, NoNodeError):
-                    pass
-        notes = BatchedWriter(self.store)
-        for i in range(0, len(done), NOTIFICATION_MAX_PARTITIONS):
-            chunk = done[i : i + NOTIFICATION_MAX_PARTITIONS]
-            # Each entry carries the state written and its zkVersion, as the simulated
-            # brokers' do (znodes.models.NotifiedState): the controller need not read it back.
-            payload = json.dumps(
-                {"version": 1, "partitions": [
-                    {"topic": t, "partition": p, "state": {
-                        "leader": w["leader"], "leader_epoch": w["leader_epoch"],
-                        "controller_epoch": w["controller_epoch"], "isr": w["isr"], "zk_version": v,
-                    }} for (t, p), w, v in chunk
-                ]}, separators=(",", ":")
-            ).encode()
-            notes.add(Create(paths.ISR_CHANGE_PREFIX, payload, sequential=True))
-        await notes.flush()
-
-
-# ---- the cluster, the work and the feeder ----------------------------------------------------------
-
-
-def layout(n_partitions: int):
-    topics = {}
-    for i in range(n_partitions):
-        topic, p = f"topic{i // PARTITIONS_PER_TOPIC:04d}", i % PARTITIONS_PER_TOPIC
-        first = i % BROKERS
-        replicas = [(first + k) % BROKERS + 1 for k in range(RF)]
-        topics.setdefault(topic, {})[p] = replicas
-    targets = {
-        (t, p): [(r - 1 + RF) % BROKERS + 1 for r in replicas] for t, parts in topics.items() for p, replicas in parts.items()
-    }
-    return topics, targets
-
-
-async def create_cluster(store, topics):
-    for path in paths.PERSISTENT_PATHS:
-        await store.ensure_path(path)
-    for b in range(1, BROKERS + 1):
-        reg = {"version": 4, "host": "127.0.0.1", "port": 9092 + b, "jmx_port": -1, "timestamp": "0",
-               "endpoints": [f"PLAINTEXT://127.0.0.1:{9092 + b}"]}
-        await store.create(paths.broker(b), json.dumps(reg).encode(), ephemeral=True)
-    writer = BatchedWriter(store)
-    for topic, parts in topics.items():
-        znode = {"version": 2, "partitions": {str(p): r for p, r in parts.items()}, "adding_replicas": {}, "removing_replicas": {}}
-        writer.add(Create(paths.topic(topic), json.dumps(znode).encode()))
-        writer.add(Create(paths.partitions(topic)))
-        for p, replicas in parts.items():
-            writer.add(Create(paths.partition(topic, p)))
-            writer.add(Create(paths.partition_state(topic, p), state_payload(replicas[0], 0, 0, replicas)))
-    await writer.flush()
-
-
-def feed_window(n_partitions: int) -> tuple[int, int]:
-    """The feeder's (low, high) entries: FEED_LOW and FEED_HIGH, or for a run under 30,000
-    partitions a fifth and two fifths of it, so that the work keeps arriving while moves run
-    (with all of it in the znode at once, instant brokers finish every move in a burst and a
-    failover half-way finds nothing in flight to resume)."""
-    low = min(FEED_LOW, max(1, n_partitions // 5))
-    return low, min(FEED_HIGH, 2 * low)
-
-
-class Feeder:
-    """Keeps /admin/reassign_partitions between feed_window's low and high entries, as a
-    third-party tool appending with conditional writes; paused around the failover (run())."""
-
-    def __init__(self, store, targets: dict, pause_at: int | None = None):
-        self.store = store
-        self.queue = [{"topic": t, "partition": p, "replicas": r} for (t, p), r in targets.items()]
-        self.low, self.high = feed_window(len(targets))
-        # Entries fed before the feeder pauses by itself (the failover's drain), None: never.
-        self.left_before_pause = pause_at
-        self.lock = asyncio.Lock()  # held by each read-modify-write of the znode
-
-    @property
-    def paused(self) -> bool:
-        return self.left_before_pause == 0
-
-    def resume(self) -> None:
-        self.left_before_pause = None
-
-    async def run(self, stop: asyncio.Event) -> None:
-        while self.queue and not stop.is_set():
-            async with self.lock:
-                wrote = not self.paused and await self._top_up()
-            if not wrote:
-                await asyncio.sleep(0.02)
-
-    async def _top_up(self, exactly: int | None = None) -> bool:
-        """One conditional append: up to the high mark when the znode is under the low one, or
-        ``exactly`` entries. False: nothing to do now (poll again later); True after a write,
-        or after a conflict without ``exactly`` (read again at once)."""
-        if exactly is None:
-            # Look at the size first: parsing a 600 KB znode every poll would only steal CPU.
-            stat = await self.store.exists(paths.REASSIGN_PARTITIONS)
-            if stat is not None and stat.data_length > self.low * FEED_BYTES_PER_ENTRY:
-                return False
-        try:
-            data, stat = await self.store.get(paths.REASSIGN_PARTITIONS)
-            doc = json.loads(data)
-        except NoNodeError:
-            data, stat, doc = None, None, {"version": 1, "partitions": []}
-        have = len(doc["partitions"])
-        if exactly is None and have >= self.low:
-            return False
-        want = exactly if exactly is not None else self.high - have
-        if exactly is None and self.left_before_pause is not None:
-            want = min(want, self.left_before_pause)
-        take = self.queue[:want]
-        doc["partitions"] += take
-        payload = json.dumps(doc, separators=(",", ":")).encode()
-        try:
-            if stat is None:
-                await self.store.create(paths.REASSIGN_PARTITIONS, payload)
-            else:
-                await self.store.set(paths.REASSIGN_PARTITIONS, payload, stat.version)
-        except (BadVersionError, NodeExistsError, NoNodeError):
-            return exactly is None  # the controller wrote it meanwhile: read again
-        del self.queue[: len(take)]
-        if exactly is None and self.left_before_pause is not None:
-            self.left_before_pause -= len(take)
-        return True
-
-    async def wave(self, n: int) -> int:
-        """Append the next ``n`` entries in one write (the feeder paused: nothing else in the
-        znode then); how many it wrote."""
-        async with self.lock:
-            while True:
-                count = min(n, len(self.queue))
-                if await self._top_up(exactly=count):
-                    return count
-
-
-async def at_target(store, topics, targets) -> set:
-    """Partitions whose topic znode has them at their target with nothing adding or removing."""
-    done = set()
-    for topic in topics:
-        znode = json.loads((await store.get(paths.topic(topic)))[0])
-        busy = set(znode.get("adding_replicas") or {}) | set(znode.get("removing_replicas") or {})
-        for p, replicas in znode["partitions"].items():
-            if p not in busy and replicas == targets[(topic, int(p))]:
-                done.add((topic, int(p)))
-    return done
-
-
-async def count_in_flight(store, topics) -> int:
-    """Moves started and not finished: their KIP-240 records under /admin/reassignments."""
-    total = 0
-    for topic in topics:
-        try:
-            total += len(await store.children(f"{paths.REASSIGNMENTS}/{topic}"))
-        except NoNodeError:
-            pass
-    return total
-
-
 # ---- one run ------------------------------------------------------------------------------------------
 
 
@@ -614,27 +350,29 @@ SCRAPE_INTERVAL_S = 5.0
 
 
 async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, metrics: bool = False,
-              profile_failover: str | None = None) -> dict:
+              profile_failover: str | None = None, profile_steady: str | None = None) -> dict:
     """One run; ``profile_failover``: a file for cProfile's stats of this process from the new
-    controller's election to its first completed move."""
-    topics, targets = layout(n_partitions)
+    controller's election to its first completed move; ``profile_steady``: one for the steady
+    first half (from the first entry fed to the half's last move finished).
+
+    The instant brokers and the feeder are a process of their own (bench.instant_brokers), which
+    creates the cluster on ``hosts``; this process is the controller's, reaching the brokers
+    through the production TcpTransport, so its CPU time is the controller's."""
     profiler = cProfile.Profile()
-    brokers_store = await connect(hosts, session_timeout=30, create_chroot=True)
-    feeder_store = await connect(hosts, session_timeout=30)
-    await create_cluster(brokers_store, topics)
+    brokers = await InstantBrokersProcess.start(hosts, n_partitions)
     counts: dict = {}
     config = ControllerConfig(
         max_incoming_per_broker=10**6,
         max_outgoing_per_broker=10**6,
         max_cluster_moves=FEED_HIGH,
     )
-    brokers = InstantBrokers(brokers_store, topics)
     # Partitions at their target. A set, not a count: the killed controller's last step may
     # have landed its writes without reaching on_step, so those are read back from ZooKeeper
     # after the kill, and a partition the next controller finishes again counts once.
     completed: set = set()
     done = asyncio.Event()
     first_step_after_failover: list[float] = []
+    resumed: list[asyncio.Future] = []
 
     def on_step(step):
         completed.update(step.completed)
@@ -643,7 +381,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
             if profile_failover:
                 profiler.disable()
                 profiler.dump_stats(profile_failover)
-            feeder.resume()  # the figure is taken: the rest of the work arrives again
+            resumed.append(brokers.send("resume"))  # the figure is taken: the rest of the work arrives again
         if len(completed) >= n_partitions:
             done.set()
 
@@ -667,9 +405,11 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         assert won is not None, "another controller is active"
         inbox = MeteredInbox(store, registry) if metrics else Inbox(store)
         kind = CountedController if coalesce else UncoalescedController
+        # Each controller its own connections to the brokers, as its own process would have.
+        transport = SettlingTransport(brokers.endpoints.get)
         active = kind(
             store, inbox, controller_id=cid, epoch=won.epoch, epoch_zkversion=won.epoch_zkversion,
-            transport=brokers, config=config, on_step=step_hook,
+            transport=transport, config=config, on_step=step_hook,
         )
         actives.append(active)
         if metrics:
@@ -679,7 +419,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
             registry.elected(won.epoch)
             registries.append(registry)
             scrapers.append(asyncio.create_task(scrape_forever(registry)))
-        return store, inbox, asyncio.create_task(active.run())
+        return store, inbox, transport, asyncio.create_task(active.run())
 
     scrapers: list[asyncio.Task] = []
     registries: list[Metrics] = []
@@ -688,96 +428,109 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     in_flight_at_failover = 0
     first_half: dict | None = None
     paused_wall = paused_cpu = 0.0  # the benchmark's own work between the kill and the next election
-    stop_feeding = asyncio.Event()
     actives: list = []
-    store, inbox, task = await start_controller(1)
-    # As on a running cluster, the controller was elected before the work arrives: it has
-    # read every partition's state for its full UpdateMetadata (the reads at an election).
-    began_election = time.perf_counter()
-    while actives[0].state is None or len(actives[0].state.states) < n_partitions:
-        await asyncio.sleep(0.01)
-    election_seconds = time.perf_counter() - began_election
-    started = time.perf_counter()
-    cpu_started = time.process_time()
-    feeder = Feeder(feeder_store, targets, pause_at=n_partitions // 2 if failover else None)
-    feeding = asyncio.create_task(feeder.run(stop_feeding))
-    if failover:
-        def running() -> int:
-            state = actives[0].state
-            return 0 if state is None else sum(1 for _ in state.running())
+    try:
+        store, inbox, transport, task = await start_controller(1)
+        # As on a running cluster, the controller was elected before the work arrives: it has
+        # read every partition's state for its full UpdateMetadata (the reads at an election),
+        # sent it, and had every broker's DescribeLogDirs answer (what each hosts, checked
+        # against the assignments: engine step 9b) - answered over TCP, these come after the
+        # reads, and the first half's figures would otherwise pay for the election's end.
+        began_election = time.perf_counter()
+        settled = 0
+        while settled < 2:  # idle at two looks in a row
+            if task.done():
+                task.result()  # raises what stopped it
+            await asyncio.sleep(0.01)
+            loaded = actives[0].state is not None and len(actives[0].state.states) >= n_partitions
+            settled = settled + 1 if loaded and idle(actives[0], transport) else 0
+        election_seconds = time.perf_counter() - began_election
+        started = time.perf_counter()
+        cpu_started = time.process_time()
+        steady_profiler = cProfile.Profile() if profile_steady else None
+        if steady_profiler is not None:
+            steady_profiler.enable()
+        await brokers.call("feed", {"pause_at": n_partitions // 2 if failover else None})
+        if failover:
+            def running() -> int:
+                state = actives[0].state
+                return 0 if state is None else sum(1 for _ in state.running())
 
-        # Half-way, the failover wave (see the docstring): the feeder pauses after the first
-        # half and every move fed finishes; then one write of the next `wave` entries, which the
-        # controller starts while the brokers' copies run, and the kill once all are started.
-        while not feeder.paused or actives[0].state.tasks or await feeder_store.exists(paths.REASSIGN_PARTITIONS):
-            await asyncio.sleep(0.01)  # the controller deletes the znode once every entry is done
-        # The first half, done: one controller at work and nothing else (the steady figures).
-        first_half = {"elapsed": time.perf_counter() - started, "cpu": time.process_time() - cpu_started,
-                      "partitions": len(completed), "counts": dict(counts)}
-        brokers.copies_done.clear()
-        wave = await feeder.wave(min(KILL_IN_FLIGHT, n_partitions // 10))
-        while running() < wave:
-            await asyncio.sleep(0.001)
-        print(f"killing with {running()} moves running", file=sys.stderr)
+            # Half-way, the failover wave (see the docstring): the feeder pauses after the first
+            # half and every move fed finishes; then one write of the next `wave` entries, which the
+            # controller starts while the brokers' copies run, and the kill once all are started.
+            await brokers.call("wait_paused")
+            while actives[0].state.tasks or not await brokers.call("drained"):
+                await asyncio.sleep(0.01)  # the controller deletes the znode once every entry is done
+            # The first half, done: one controller at work and nothing else (the steady figures).
+            first_half = {"elapsed": time.perf_counter() - started, "cpu": time.process_time() - cpu_started,
+                          "partitions": len(completed), "counts": dict(counts)}
+            if steady_profiler is not None:
+                steady_profiler.disable()
+                steady_profiler.dump_stats(profile_steady)
+            await brokers.call("hold")
+            wave = await brokers.call("wave", {"n": min(KILL_IN_FLIGHT, n_partitions // 10)})
+            while running() < wave:
+                await asyncio.sleep(0.001)
+            print(f"killing with {running()} moves running", file=sys.stderr)
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            inbox.close()
+            await store.close()  # the session ends: /controller goes now
+            await transport.close()  # and its connections to the brokers, as with its process
+            for scraper in scrapers:
+                scraper.cancel()  # the killed controller's process would be gone, /metrics with it
+            # The copies had not caught up when the controller died: the leaders' ISR writes for
+            # them would name the dead controller's leader epochs; the new one's LeaderAndIsr
+            # (a new leader epoch for every resumed move) lets them catch up at once. (The
+            # brokers first handle everything the dead controller's connections carried.)
+            await brokers.call("release")
+            # From here to the next election the clocks stop: this is the benchmark's own
+            # bookkeeping (its reads of what the dead controller left) and the dead controller's
+            # garbage, neither of which a controller pays for in production (nothing else runs
+            # meanwhile: the feeder is paused and the brokers hold nothing).
+            paused_at, paused_cpu_at = time.perf_counter(), time.process_time()
+            # Before the next election: the moves in flight, and what the killed controller's last
+            # step finished without telling on_step.
+            left = await brokers.call("after_kill")
+            in_flight_at_failover = left["in_flight"]
+            completed.update((t, p) for t, parts in left["at_target"].items() for p in parts)
+            # The killed controller's objects die with its process in production; here they are
+            # this process's garbage (reference cycles of its tasks and state: a collection of
+            # ~400,000 objects took 0.7 s inside the window in a run at 100,000 partitions).
+            gc.collect()
+            paused_wall += time.perf_counter() - paused_at
+            paused_cpu += time.process_time() - paused_cpu_at
+            store, inbox, transport, task = await start_controller(2)  # elected when this returns
+            elected_at = time.perf_counter()
+            if profile_failover:
+                profiler.enable()
+            if len(completed) >= n_partitions:
+                done.set()
+        watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))
+        finished = asyncio.create_task(done.wait())
+        await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
+        if not finished.done():
+            finished.cancel()
+            watchdog.result()  # raises the stall
+        watchdog.cancel()
+        elapsed = time.perf_counter() - started - paused_wall
+        cpu = time.process_time() - cpu_started - paused_cpu
+        await brokers.call("stop_feeding")
+        await asyncio.gather(*resumed)  # raises if the feeder did not resume
+        # every partition at its target, nothing left running
+        unfinished = await brokers.call("check")
+        assert not unfinished, f"topics not at their targets: {unfinished[:5]}"
+        brokers_status = await brokers.call("status")
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        inbox.close()
-        await store.close()  # the session ends: /controller goes now
         for scraper in scrapers:
-            scraper.cancel()  # the killed controller's process would be gone, /metrics with it
-        # The copies had not caught up when the controller died: the leaders' ISR writes for
-        # them would name the dead controller's leader epochs; the new one's LeaderAndIsr
-        # (a new leader epoch for every resumed move) lets them catch up at once.
-        brokers.pending.clear()
-        brokers.copies_done.set()
-        # From here to the next election the clocks stop: this is the benchmark's own
-        # bookkeeping (its reads of what the dead controller left) and the dead controller's
-        # garbage, neither of which a controller pays for in production (nothing else runs
-        # meanwhile: the feeder is paused and the brokers hold nothing).
-        paused_at, paused_cpu_at = time.perf_counter(), time.process_time()
-        in_flight_at_failover = await count_in_flight(feeder_store, topics)
-        # Before the next election (this process's CPU is the new controller's from then on):
-        # what the killed controller's last step finished without telling on_step.
-        completed.update(await at_target(feeder_store, topics, targets))
-        # The killed controller's objects die with its process in production; here they are
-        # this process's garbage (reference cycles of its tasks and state: a collection of
-        # ~400,000 objects took 0.7 s inside the window in a run at 100,000 partitions).
-        gc.collect()
-        paused_wall += time.perf_counter() - paused_at
-        paused_cpu += time.process_time() - paused_cpu_at
-        store, inbox, task = await start_controller(2)  # elected when this returns
-        elected_at = time.perf_counter()
-        if profile_failover:
-            profiler.enable()
-        if len(completed) >= n_partitions:
-            done.set()
-    watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))
-    finished = asyncio.create_task(done.wait())
-    await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
-    if not finished.done():
-        finished.cancel()
-        watchdog.result()  # raises the stall
-    watchdog.cancel()
-    elapsed = time.perf_counter() - started - paused_wall
-    cpu = time.process_time() - cpu_started - paused_cpu
-    stop_feeding.set()
-    await feeding
-    # every partition at its target, nothing left running
-    reader = brokers_store
-    for topic, parts in topics.items():
-        znode = json.loads((await reader.get(paths.topic(topic)))[0])
-        assert not znode["adding_replicas"] and not znode["removing_replicas"], topic
-        for p in parts:
-            assert znode["partitions"][str(p)] == targets[(topic, p)], (topic, p)
-    task.cancel()
-    await asyncio.gather(task, return_exceptions=True)
-    for scraper in scrapers:
-        scraper.cancel()
-    inbox.close()
-    await store.close()
-    await brokers.shutdown()
-    await feeder_store.close()
-    await brokers_store.close()
+            scraper.cancel()
+        inbox.close()
+        await transport.close()
+        await store.close()
+    finally:
+        await brokers.close()
     return {
         "elapsed": elapsed,
         "cpu": cpu,
@@ -791,7 +544,30 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         "election_seconds": election_seconds,
         "first_half": first_half,
         "paused_seconds": paused_wall,
+        # The instant brokers' and feeder's process, its whole life (cluster creation included):
+        # not in "cpu", which is the controller's process alone.
+        "brokers_cpu": brokers_status["cpu_seconds"],
     }
+
+
+class SettlingTransport(TcpTransport):
+    """TcpTransport that counts its requests waiting for their answers (:func:`idle`)."""
+
+    in_flight = 0
+
+    async def request(self, *args, **kwargs) -> dict:
+        self.in_flight += 1
+        try:
+            return await super().request(*args, **kwargs)
+        finally:
+            self.in_flight -= 1
+
+
+def idle(active, transport: SettlingTransport) -> bool:
+    """The controller waits for its next event (its loop parked on an empty inbox) and no request
+    to a broker waits for its answer."""
+    queue = active.inbox.queue
+    return transport.in_flight == 0 and queue.empty() and any(not g.done() for g in queue._getters)
 
 
 async def stall_watchdog(completed, actives, brokers) -> None:
@@ -815,7 +591,11 @@ async def stall_watchdog(completed, actives, brokers) -> None:
             for tp, move in list(state.tasks.items())[:5]:
                 print(f"  {tp}: {move!r}; state {state.states.get(tp)!r}", file=out)
         if brokers is not None:
-            print(f"instant brokers: {len(brokers.pending)} ISR writes pending", file=out)
+            try:
+                async with asyncio.timeout(10):
+                    print(f"instant brokers: {json.dumps(await brokers.call('status'))}", file=out)
+            except (TimeoutError, RuntimeError) as e:
+                print(f"instant brokers: no status ({e!r})", file=out)
         for task in asyncio.all_tasks():
             task.print_stack(limit=6, file=out)
         raise RuntimeError(f"stalled: no partition completed for {STALL_S:.0f}s")
@@ -959,7 +739,7 @@ CEILING_ROUNDS = 5
 
 
 async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profile_failover: str | None,
-                         debug: bool) -> dict:
+                         debug: bool, profile_steady: str | None = None) -> dict:
     """One instant-broker run (:func:`run`, coalescing, failover) in a fresh Python process.
 
     Each run of record gets a process of its own, as a controller has in production: run one
@@ -972,6 +752,8 @@ async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profil
                 "--one-run-out", out.name, "--one-run-metrics", "on" if metrics else "off"]
         if profile_failover:
             argv += ["--profile-failover", profile_failover]
+        if profile_steady:
+            argv += ["--profile-steady", profile_steady]
         if debug:
             argv.append("--debug")
         proc = await asyncio.create_subprocess_exec(*argv)
@@ -1007,11 +789,13 @@ async def main_async(args) -> dict:
                     name = "ours" if metrics else "ours_metrics_off"
                     one = await run_in_process(
                         f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, metrics=metrics,
-                        profile_failover=args.profile_failover if (i, metrics) == (0, True) else None, debug=args.debug)
+                        profile_failover=args.profile_failover if (i, metrics) == (0, True) else None, debug=args.debug,
+                        profile_steady=args.profile_steady if (i, metrics) == (0, True) else None)
                     results[name].append(one)
                     rates.append(await ceiling_round(zk.connect_string, f"/ceiling-{len(rates)}"))
                     print(f"round {i + 1}: metrics {'on' if metrics else 'off'}: "
-                          f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s; "
+                          f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s "
+                          f"(the instant brokers' process: {one['brokers_cpu']:.1f}s, cluster creation included); "
                           f"ZooKeeper ceiling after it {rates[-1]:.0f} ops/s", file=sys.stderr)
             if not results["ours_metrics_off"]:
                 del results["ours_metrics_off"]
@@ -1040,7 +824,8 @@ def one_run(args) -> int:
     """``--one-run HOSTS``: one instant-broker run in this process, its result as JSON to
     ``--one-run-out`` (run_in_process)."""
     result = asyncio.run(run(args.one_run, args.partitions, coalesce=True, failover=True,
-                             metrics=args.one_run_metrics == "on", profile_failover=args.profile_failover))
+                             metrics=args.one_run_metrics == "on", profile_failover=args.profile_failover,
+                             profile_steady=args.profile_steady))
     Path(args.one_run_out).write_text(json.dumps(result))
     return 0
 
@@ -1060,6 +845,9 @@ def main() -> int:
     parser.add_argument("--profile-failover", metavar="FILE", default=None,
                         help="write cProfile stats of the first run's window from the new controller's election to "
                              "its first completed move to FILE (read them with python -m pstats)")
+    parser.add_argument("--profile-steady", metavar="FILE", default=None,
+                        help="write cProfile stats of the first run's steady half (one controller, from the first "
+                             "entry fed to the half's last move finished) to FILE")
     parser.add_argument("--no-metrics-off-run", dest="metrics_off_run", action="store_false",
                         help="skip the second run without metrics (partitions_per_second_metrics_off)")
     parser.add_argument("--rounds", type=int, default=1,
@@ -1107,8 +895,9 @@ def main() -> int:
           "reassignment causes; zk_election_reads_per_partition the full-metadata reads each election makes "
           "of every partition, reassigned or not; zk_all_ops_per_partition both")
     figures: dict = {"partitions_per_second": round(rate)}
-    # This process's CPU per partition in the run of record (controller, instant brokers and
-    # feeder; median over rounds): the run is CPU-bound on one core, so this is what bounds it.
+    # The controller's process's CPU per partition in the run of record (the instant brokers and
+    # the feeder are another process; median over rounds): the run is CPU-bound on one core, so
+    # this is what bounds it.
     figures["process_cpu_ms_per_partition"] = round(statistics.median(r["cpu"] for r in runs) * 1000 / n, 3)
     if "ours_metrics_off" in results:
         offs = results["ours_metrics_off"]
@@ -1116,8 +905,8 @@ def main() -> int:
         figures["partitions_per_second_metrics_off"] = round(off_rate)
         figures["metrics_on_off_ratio"] = round(rate / off_rate, 3)
         figures["metrics_cost_percent"] = round((off_rate - rate) / off_rate * 100, 1)
-        # This process's CPU seconds (controller, instant brokers, feeder): what the metrics
-        # add, with little of the wall clock's noise from other work on the machine.
+        # The controller's process's CPU seconds: what the metrics add, with little of the wall
+        # clock's noise from other work on the machine.
         cpu_on, cpu_off = statistics.median(r["cpu"] for r in runs), statistics.median(r["cpu"] for r in offs)
         figures["metrics_cpu_cost_percent"] = round((cpu_on - cpu_off) / cpu_off * 100, 1)
         figures["metrics_timed_calls_per_partition"] = round(ours["timed_calls"] / n, 4)
@@ -1182,9 +971,10 @@ def main() -> int:
              "on --peer-partitions; both sides with instant brokers",
         sizes={"partitions": args.partitions, "peer_partitions": args.peer_partitions, "rounds": args.rounds,
                "socket_partitions": args.socket_partitions,
-               "brokers": "instant (in-process); *_sockets: reassignd sim over TCP"},
-        notes=["instant brokers: an in-process stand-in whose replicas catch up the moment a LeaderAndIsr names them "
-               "(requests still encoded and framed); no sockets, no copying",
+               "brokers": "instant (own process, TCP); *_sockets: reassignd sim over TCP"},
+        notes=["instant brokers: a process of their own (bench/instant_brokers.py, with the feeder) whose replicas "
+               "catch up the moment a LeaderAndIsr names them, reached over TCP by the production transport; no "
+               "copying; process_cpu_ms_per_partition* is the controller's process alone",
                f"*_sockets: the same controller against {BROKERS} reassignd sim brokers over TCP (replicas of "
                f"{SOCKET_PARTITION_SIZE}, 1 GiB/s fetches: copies unthrottled), on --socket-partitions, no failover"],
         started=started)
