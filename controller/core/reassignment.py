@@ -651,9 +651,9 @@ def slots_in_use(ws: WorkingSet) -> _Usage:
     return usage
 
 
-@writing(COMPLETE)
 def check_complete(ws: WorkingSet, move: Move) -> None:
-    """Step 5, if TRS is inside the ISR and a TRS leader can be had."""
+    """Step 5, if TRS is inside the ISR and a TRS leader can be had. Asked at every start and
+    ISR change of a move: it decides unwrapped, and only a completion pays for writing()."""
     state = ws.states.get(move.tp)
     if state is None or not set(move.target).issubset(state.isr):
         return
@@ -668,7 +668,12 @@ def check_complete(ws: WorkingSet, move: Move) -> None:
         leader = next((b for b in move.target if b in state.isr and b in live), None)
         if leader is None:
             return  # no live TRS replica to lead: wait for a broker to come back
-    isr = tuple(b for b in state.isr if b in move.target)
+    complete(ws, move, state, leader, tuple(b for b in state.isr if b in move.target))
+
+
+@writing(COMPLETE)
+def complete(ws: WorkingSet, move: Move, state: LeaderIsr, leader: int, isr: tuple[int, ...]) -> None:
+    """Step 5's writes: the state znode with TRS as ISR, then RS = TRS to the brokers."""
     # Always a new leader epoch (RS = TRS, and Kafka's completion always bumps it);
     # conditional on the zkVersion: the write only lands if the ISR still held TRS.
     state = ws.new_epoch(move.tp, state, leader, isr)
