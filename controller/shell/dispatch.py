@@ -109,14 +109,18 @@ class Dispatcher:
             try:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
-                    hosted = hosted_replicas(body)
-                    if hosted is not None:
-                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(hosted[0]), hosted[1]))
+                    # One pass over the answer (it names every replica of the broker): what
+                    # its online directories hold, and whether any directory failed.
+                    answered = hosted_replicas(body, online_only=True)
+                    complete = answered is not None and not any(
+                        r.get("error_code", 0) for r in body.get("results") or []
+                    )
+                    if complete:
+                        self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(answered[0]), answered[1]))
                     else:
                         # Not all it hosts (a directory failed): what its online directories
                         # hold still has its strays and sizes; nothing is taken for absent.
                         log.info("broker %d could not say all it hosts: %s", broker_id, describe_failed_dirs(body))
-                        answered = hosted_replicas(body, online_only=True)
                         if answered is not None and (answered[0] or answered[1]):
                             self.queue.put_nowait(
                                 ReplicasHosted(broker_id, frozenset(answered[0]), answered[1], complete=False)

@@ -64,6 +64,10 @@ async def test_a_describe_log_dirs_answer_becomes_what_the_broker_hosts():
     failed = {"throttle_time_ms": 0, "results": [{"error_code": int(ErrorCode.KAFKA_STORAGE_ERROR), "log_dir": "/d", "topics": []}]}
     events, _ = await dispatched(box.commands(), {35: failed})
     assert events == []  # an answer that could not list everything says nothing is absent
+    # A whole answer refused (its top-level error) says nothing at all, whatever it lists.
+    refused = {**answer, "error_code": int(ErrorCode.CLUSTER_AUTHORIZATION_FAILED)}
+    events, _ = await dispatched(box.commands(), {35: refused})
+    assert events == []
 
 
 async def test_an_answer_with_a_failed_directory_still_gives_its_online_directories_replicas_and_sizes(caplog):
