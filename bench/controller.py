@@ -507,13 +507,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
                 profiler.enable()
             if len(completed) >= n_partitions:
                 done.set()
-        watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), actives, brokers))
-        finished = asyncio.create_task(done.wait())
-        await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
-        if not finished.done():
-            finished.cancel()
-            watchdog.result()  # raises the stall
-        watchdog.cancel()
+        await until_done(done, lambda: len(completed), actives, brokers)
         elapsed = time.perf_counter() - started - paused_wall
         cpu = time.process_time() - cpu_started - paused_cpu
         await brokers.call("stop_feeding")
@@ -568,6 +562,17 @@ def idle(active, transport: SettlingTransport) -> bool:
     to a broker waits for its answer."""
     queue = active.inbox.queue
     return transport.in_flight == 0 and queue.empty() and any(not g.done() for g in queue._getters)
+
+
+async def until_done(done: asyncio.Event, completed, actives, brokers) -> None:
+    """Wait for ``done``; raise what :func:`stall_watchdog` finds if the moves stop first."""
+    watchdog = asyncio.create_task(stall_watchdog(completed, actives, brokers))
+    finished = asyncio.create_task(done.wait())
+    await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
+    if not finished.done():
+        finished.cancel()
+        watchdog.result()  # raises the stall
+    watchdog.cancel()
 
 
 async def stall_watchdog(completed, actives, brokers) -> None:
@@ -706,13 +711,7 @@ async def run_sockets(hosts: str, n_partitions: int, workdir: Path) -> dict:
         stop_feeding = asyncio.Event()
         started, cpu_started = time.perf_counter(), time.process_time()
         feeder = asyncio.create_task(Feeder(feeder_store, targets).run(stop_feeding))
-        watchdog = asyncio.create_task(stall_watchdog(lambda: len(completed), [active], None))
-        finished = asyncio.create_task(done.wait())
-        await asyncio.wait([finished, watchdog], return_when=asyncio.FIRST_COMPLETED)
-        if not finished.done():
-            finished.cancel()
-            watchdog.result()  # raises the stall
-        watchdog.cancel()
+        await until_done(done, lambda: len(completed), [active], None)
         elapsed, cpu = time.perf_counter() - started, time.process_time() - cpu_started
         stop_feeding.set()
         await feeder
