@@ -204,6 +204,11 @@ class ReplicationModel:
         mine = self._by_broker.get(broker, {})
         return [mine[key] for key in sorted(mine)]
 
+    def hosted(self, broker: int):
+        """A broker's replicas in no particular order: what a scan that sorts its own findings
+        walks every tick (hosted_by sorts them all first)."""
+        return self._by_broker.get(broker, {}).values()
+
     def all(self) -> list[Replica]:
         return [r for _, hosts in sorted(self._replicas.items()) for _, r in sorted(hosts.items())]
 
@@ -265,27 +270,50 @@ class ReplicationModel:
 
     def _step(self, dt: float, end: float) -> None:
         settings = self.settings
-        followers: list[tuple[Replica, Replica]] = []
+        offline = self.offline
+        produce_bytes, produce_messages = settings.produce_bytes * dt, settings.produce_messages * dt
+        leader_role, follower_role = Role.LEADER, Role.FOLLOWER
+        # Followers with bytes to copy, and their leaders. One whose leader has nothing it lacks
+        # is caught up here and now, as the allocation would leave it (it wants nothing): the
+        # pass over every replica is what a step costs, so it does no more for those.
+        copying: list[tuple[Replica, Replica]] = []
         futures: list[Replica] = []  # replicas with a future log, gathered in the pass made anyway
         retain = self.log_configs.may_delete(end)
         for hosts in self._replicas.values():
+            # Per partition, its leaders first (producers, retention), then its followers: a
+            # follower copies only from a replica of its own partition.
             for replica in hosts.values():
-                if not self.online(replica.broker):
+                if replica.broker in offline:
                     continue
                 if replica.future is not None:
                     futures.append(replica)
-                if replica.role is Role.LEADER:
-                    replica.size += settings.produce_bytes * dt
-                    replica.leo += settings.produce_messages * dt
+                if replica.role is leader_role:
+                    replica.size += produce_bytes
+                    replica.leo += produce_messages
                     if retain:
                         self._retain(replica, hosts, end)
-        for hosts in self._replicas.values():
-            for replica in hosts.values():
-                if self.online(replica.broker):
-                    leader = self.leader_of(replica)
-                    if leader is not None:
-                        followers.append((replica, leader))
+            for follower in hosts.values():
+                if follower.role is not follower_role or follower.broker in offline:
+                    continue
+                leader = hosts.get(follower.leader)
+                if (leader is None or leader is follower or leader.role is not leader_role
+                        or leader.broker in offline):
+                    continue
+                if follower.leo > leader.leo or follower.size > leader.size:
+                    # Diverged past the leader (an old leader's tail): truncate, as Kafka does.
+                    follower.size, follower.leo = min(follower.size, leader.size), min(follower.leo, leader.leo)
+                if leader.size - follower.size <= EPSILON:
+                    follower.size, follower.leo = leader.size, leader.leo
+                    leader.caught_up[follower.broker] = end
+                else:
+                    copying.append((follower, leader))
+        if copying:
+            self._copy(copying, dt, end)
+        self._copy_futures(futures, dt)
 
+    def _copy(self, copying: list[tuple[Replica, Replica]], dt: float, end: float) -> None:
+        """Step 2-3 for the followers that lack bytes: their shares of the pools, then the copy."""
+        settings = self.settings
         demands: dict[tuple[str, int, int], float] = {}
         pools: dict[tuple[str, int], tuple[float, list]] = {}
 
@@ -298,10 +326,7 @@ class ReplicationModel:
             entry[1].append(flow)
 
         throttles = self.throttles
-        for follower, leader in followers:
-            if follower.leo > leader.leo or follower.size > leader.size:
-                # Diverged past the leader (an old leader's tail): truncate, as Kafka does.
-                follower.size, follower.leo = min(follower.size, leader.size), min(follower.leo, leader.leo)
+        for follower, leader in copying:
             flow = (follower.topic, follower.partition, follower.broker)
             demands[flow] = leader.size - follower.size
             join(("bandwidth", follower.broker), settings.bandwidth, flow)
@@ -312,7 +337,7 @@ class ReplicationModel:
                     join(("leader", leader.broker), throttles.leader_rate(leader.broker), flow)
 
         granted = allocate(demands, pools)
-        for follower, leader in followers:
+        for follower, leader in copying:
             flow = (follower.topic, follower.partition, follower.broker)
             want, got = demands[flow], granted[flow]
             if want - got <= EPSILON:
@@ -321,7 +346,6 @@ class ReplicationModel:
             else:
                 follower.leo += (leader.leo - follower.leo) * (got / want)
                 follower.size += got
-        self._copy_futures(futures, dt)
 
     def _copy_futures(self, replicas: list[Replica], dt: float) -> None:
         """Step 4: future logs copy from their current logs (Kafka's ReplicaAlterLogDirsThread)."""
