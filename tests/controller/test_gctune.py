@@ -1,4 +1,5 @@
-"""controller.shell.gctune raises the collector's thresholds once and never lowers them."""
+"""controller.shell.gctune raises the collector's thresholds once and never lowers them, and
+pauses it around each engine step."""
 
 from __future__ import annotations
 
@@ -39,3 +40,51 @@ def test_tune_acts_once_per_process(thresholds):
     gc.set_threshold(700, 10, 10)
     gctune.tune()
     assert gc.get_threshold() == (700, 10, 10)
+
+
+def test_the_collector_is_paused_inside_the_block_and_back_after_it_even_on_an_error():
+    assert gc.isenabled()
+    with gctune.paused():
+        assert not gc.isenabled()
+        with gctune.paused():  # nested: the outer block still owns it
+            assert not gc.isenabled()
+        assert not gc.isenabled()
+    assert gc.isenabled()
+    with pytest.raises(RuntimeError):
+        with gctune.paused():
+            raise RuntimeError("a step that fails")
+    assert gc.isenabled()
+
+
+def test_collection_switched_off_by_someone_stays_off():
+    gc.disable()
+    try:
+        with gctune.paused():
+            pass
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+
+
+async def test_a_step_runs_with_the_collector_paused(monkeypatch):
+    """controller.shell.active takes each engine step inside gctune.paused()."""
+    from controller.shell import active as active_module
+    from tests.controller.harness import Harness
+
+    seen = []
+    real = active_module.engine.step
+
+    def step(*args, **kwargs):
+        seen.append(gc.isenabled())
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(active_module.engine, "step", step)
+    h = Harness(topics=("t:2:3:64KiB",))
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.settle()
+    finally:
+        await h.close()
+    assert seen and not any(seen)  # every step, none with the collector on
+    assert gc.isenabled()
