@@ -155,12 +155,13 @@ Figures (printed last, one per line):
   LeaderAndIsr, StopReplica, UpdateMetadata and DescribeLogDirs are framed, sent and answered
   over TCP, and the new replicas' ISR growth comes from the leaders' own ISR writes and
   notifications. This rate is bound by the sim's latency per move, not by the controller:
-  the sim's leaders wrote the grown ISR about a second after the LeaderAndIsr in the runs
-  looked at (a busy sim process: its ticks of 20 ms stretch under load), announce it after half a second without ISR changes (Kafka's 5 s quiet
-  period scaled down), and the feeder keeps a fifth to two fifths of the partitions in the
-  znode (feed_window), so moves go in rounds of a few hundred, one every 2-3 s. Its brokers
-  write their ISR changes side by side (sim.cluster.ISR_WRITES_IN_FLIGHT; they used to write
-  one after the other, which did not change this rate). ``controller_cpu_ms_per_partition_sockets``
+  the sim's leaders write the grown ISR a third to half a second after the LeaderAndIsr (once
+  a second, until the sim stopped walking every replica per replica created and per copy
+  step; what is left is mostly the ISR writes queueing on the sim's one Python ZooKeeper
+  client for 12 brokers), announce it after half a second without ISR changes (Kafka's 5 s
+  quiet period scaled down), and the feeder keeps a fifth to two fifths of the partitions in
+  the znode (feed_window), so moves go in rounds of a few hundred. Its brokers write their ISR
+  changes side by side (sim.cluster.ISR_WRITES_IN_FLIGHT). ``controller_cpu_ms_per_partition_sockets``
   is the controller's own CPU per partition in that run.
 
 The default sizes finish in about a minute on a shared 2-core machine (``DEFAULT_SIZES``);
