@@ -381,13 +381,13 @@ def schedule(ws: WorkingSet) -> None:
         if reason is not None:
             continue
         adding, removing = slot_brokers(ws, move)
-        if any(incoming.get(b, 0) >= max_in for b in adding):
+        # The busiest broker each way against the caps (loops, not any() over generators: this
+        # runs for every pending move of every scheduling step).
+        most_in = max([incoming.get(b, 0) for b in adding], default=0)
+        most_out = max([outgoing.get(b, 0) for b in removing], default=0)
+        if most_in >= max_in or most_out >= max_out:
             continue
-        if any(outgoing.get(b, 0) >= max_out for b in removing):
-            continue
-        if throttled is not None and (
-            any(incoming.get(b, 0) >= throttled for b in adding) or any(outgoing.get(b, 0) >= throttled for b in removing)
-        ):
+        if throttled is not None and (most_in >= throttled or most_out >= throttled):
             if under is None:
                 under = isr_health.under_min_isr(ws.states, ws.min_isr, cfg.min_insync_replicas)
             if under:
