@@ -383,8 +383,8 @@ def schedule(ws: WorkingSet) -> None:
         adding, removing = slot_brokers(ws, move)
         # The busiest broker each way against the caps (loops, not any() over generators: this
         # runs for every pending move of every scheduling step).
-        most_in = max([incoming.get(b, 0) for b in adding], default=0)
-        most_out = max([outgoing.get(b, 0) for b in removing], default=0)
+        most_in = max([incoming.get(b, 0) for b in adding], default=-1)  # -1: none, under any cap
+        most_out = max([outgoing.get(b, 0) for b in removing], default=-1)
         if most_in >= max_in or most_out >= max_out:
             continue
         if throttled is not None and (most_in >= throttled or most_out >= throttled):
