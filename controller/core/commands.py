@@ -174,17 +174,8 @@ class Outbox:
         once per step and set of brokers)."""
         entries = self._metadata if to is None else self._metadata_to.setdefault(to, {})
         live = self.brokers if self.live_for is None else self.live_for(self.brokers, tp)
-        # One literal, not _partition_state's dict copied into another (three per move).
-        entries[tp] = {
-            "partition_index": tp[1],
-            "controller_epoch": state.controller_epoch,
-            "leader": state.leader,
-            "leader_epoch": state.leader_epoch,
-            "isr": list(state.isr),
-            "zk_version": state.zk_version,
-            "replicas": list(replicas),
-            "offline_replicas": [r for r in replicas if r not in live],
-        }
+        entry = entries[tp] = _partition_state(tp, state, replicas)
+        entry["offline_replicas"] = [r for r in replicas if r not in live]
 
     def live_brokers_changed(self) -> None:
         """The live broker set changed: every live broker hears the new set, in an
@@ -297,10 +288,9 @@ def hosted_sizes(body: dict) -> dict[TopicPartition, int]:
     return answered[1] if answered is not None else {}
 
 
-def _lai_state(tp: TopicPartition, state: LeaderIsr, replicas, adding, removing, is_new: bool) -> dict:
-    """A LeaderAndIsr partition state (UpdateMetadata's has the same first seven fields, then
-    ``offline_replicas``: Outbox.update_metadata). One literal: these are built about nine
-    times per partition moved."""
+def _partition_state(tp: TopicPartition, state: LeaderIsr, replicas) -> dict:
+    """The fields LeaderAndIsr and UpdateMetadata partition states share; each caller adds its
+    own to this dict (not copied into another: about twelve are built per partition moved)."""
     return {
         "partition_index": tp[1],
         "controller_epoch": state.controller_epoch,
@@ -309,7 +299,13 @@ def _lai_state(tp: TopicPartition, state: LeaderIsr, replicas, adding, removing,
         "isr": list(state.isr),
         "zk_version": state.zk_version,
         "replicas": list(replicas),
-        "adding_replicas": list(adding),
-        "removing_replicas": list(removing),
-        "is_new": is_new,
     }
+
+
+def _lai_state(tp: TopicPartition, state: LeaderIsr, replicas, adding, removing, is_new: bool) -> dict:
+    """A LeaderAndIsr partition state."""
+    entry = _partition_state(tp, state, replicas)
+    entry["adding_replicas"] = list(adding)
+    entry["removing_replicas"] = list(removing)
+    entry["is_new"] = is_new
+    return entry
