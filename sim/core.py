@@ -389,7 +389,7 @@ class BrokerCore:
         CPU in a reassignment of thousands of partitions)."""
         counts: dict[str, int] = {}
         dirs = self.log_dirs
-        if sum(1 for name in dirs.names if name not in dirs.offline) <= 1:
+        if len(dirs.live) <= 1:
             return dirs.place(key, counts)
         for replica in self.model.hosted(self.broker_id):
             counts[replica.log_dir] = counts.get(replica.log_dir, 0) + 1

@@ -97,13 +97,18 @@ class LogDirs:
     def any_offline(self) -> bool:
         return bool(self.offline)
 
+    @property
+    def live(self) -> list[str]:
+        """The online directories, in configuration order."""
+        return [n for n in self.names if n not in self.offline]
+
     def place(self, key: tuple[str, int], logs_per_dir: Mapping[str, int]) -> str | None:
         """The directory a new replica of ``key`` goes to (the preferred one is used up), or
         None when every directory is offline."""
         preferred = self.preferred.pop(key, None)
         if preferred is not None and self.online(preferred):
             return preferred
-        live = [n for n in self.names if n not in self.offline]
+        live = self.live
         if not live:
             return None
         return min(live, key=lambda n: (logs_per_dir.get(n, 0), self.names.index(n)))
