@@ -75,6 +75,8 @@ from protocol_aio import Pipelining, serve_frames  # noqa: E402
 from znodes import paths  # noqa: E402
 from znodes.api import BadVersionError, Create, NodeExistsError, NoNodeError, SetData  # noqa: E402
 from znodes.batch import BatchedWriter, FlushError  # noqa: E402
+from znodes.payloads import encode_state  # noqa: E402
+from znodes.values import LeaderIsr  # noqa: E402
 
 BROKERS = 12
 RF = 3
@@ -103,10 +105,9 @@ log = logging.getLogger("bench.instant_brokers")
 
 
 def state_payload(leader, leader_epoch, controller_epoch, isr) -> bytes:
-    # Kafka's state znode JSON, formatted directly (json.dumps per ISR write was a tenth of
-    # the instant brokers' CPU).
-    return (f'{{"controller_epoch":{int(controller_epoch)},"leader":{int(leader)},"version":1,'
-            f'"leader_epoch":{int(leader_epoch)},"isr":[{",".join(str(int(b)) for b in isr)}]}}').encode()
+    """Kafka's state znode JSON, by the controller's own encoder (formatted directly: json.dumps
+    per ISR write was a tenth of the instant brokers' CPU)."""
+    return encode_state(LeaderIsr(leader, leader_epoch, controller_epoch, tuple(isr), 0))
 
 
 def layout(n_partitions: int):
