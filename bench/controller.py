@@ -561,8 +561,7 @@ class SettlingTransport(TcpTransport):
 def idle(active, transport: SettlingTransport) -> bool:
     """The controller waits for its next event (its loop parked on an empty inbox) and no request
     to a broker waits for its answer."""
-    queue = active.inbox.queue
-    return transport.in_flight == 0 and queue.empty() and any(not g.done() for g in queue._getters)
+    return transport.in_flight == 0 and active.inbox.waiting
 
 
 async def until_done(done: asyncio.Event, completed, actives, brokers) -> None:

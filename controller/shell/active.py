@@ -226,7 +226,7 @@ class ActiveController:
             if self.config.auto_leader_rebalance_enable:
                 rebalancer = asyncio.create_task(self._rebalance_leaders(), name="leader-rebalance")
             while True:
-                first = await self.inbox.queue.get()
+                first = await self.inbox.next()
                 batch = [first, *self.inbox.drain(self.config.max_events_per_step - 1)]
                 try:
                     await self._safely(lambda: self.process(batch))

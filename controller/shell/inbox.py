@@ -7,7 +7,7 @@ The pump also records the session state as events pass, so code that hit a conne
 can wait for the reconnection without racing the queue.
 
     inbox = Inbox(store)
-    item = await inbox.queue.get()
+    item = await inbox.next()        # inbox.waiting is True while this waits on an empty queue
     if not await inbox.wait_connected():
         ...                          # session LOST: resign
     inbox.close()
@@ -27,6 +27,7 @@ class Inbox:
         self._connected.set()
         self._lost = asyncio.Event()
         self._pump: asyncio.Task | None = None
+        self._waiters = 0  # consumers parked in next() (the controller's loop: at most one)
         if store is not None:
             self._pump = asyncio.create_task(self._forward(store), name="inbox-pump")
 
@@ -48,6 +49,20 @@ class Inbox:
     def put(self, item) -> None:
         self.note(item)
         self.queue.put_nowait(item)
+
+    async def next(self):
+        """The next item, waiting for one if the queue is empty."""
+        self._waiters += 1
+        try:
+            return await self.queue.get()
+        finally:
+            self._waiters -= 1
+
+    @property
+    def waiting(self) -> bool:
+        """The consumer is parked in :meth:`next` on an empty queue: everything put so far has
+        been taken, and whatever it started on the last one has returned to the loop."""
+        return self._waiters > 0 and self.queue.empty()
 
     async def _forward(self, store: Store) -> None:
         while True:
