@@ -82,6 +82,7 @@ from znodes.api import (
 )
 from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
 from znodes.multiread import MultiRead
+from znodes.poll_select import poll_select
 from znodes.multiwrite import CHECK as _CHECK
 from znodes.multiwrite import CREATE as _CREATE
 from znodes.multiwrite import DELETE as _DELETE
@@ -203,10 +204,14 @@ class _OrderedAsyncResult(_KazooAsyncResult):
 
 
 class _OrderedHandler(SequentialThreadingHandler):
-    """kazoo's threading handler, but with one ordered queue for completions and watches."""
+    """kazoo's threading handler, but with one ordered queue for completions and watches, and
+    its select on poll (znodes.poll_select: no epoll instance opened and closed per call)."""
 
     def async_result(self):
         return _OrderedAsyncResult(self)
+
+    def select(self, *args, **kwargs):
+        return poll_select(*args, **kwargs)
 
 
 class KazooStore:
