@@ -50,6 +50,7 @@ from controller.core.events import (
     Event,
     LogDirEventsRead,
     MetadataRead,
+    OfflineCheck,
     ReplicasOffline,
     RequestsRead,
     Resume,
@@ -860,8 +861,38 @@ class ActiveController:
         log.info("partition state(s) changed under the step (%s): taking it again with them read",
                  ", ".join(f"{t}-{p}" for t, p in sorted(newer)))
         self.stats.state_retries += 1
+        events = await self._unclean_again(newer, events)
         await self.execute([StatesRead(newer), *events], retries - 1)
         return True
+
+    async def _unclean_again(self, newer: Mapping[TopicPartition, LeaderIsr], events: list[Event]) -> list[Event]:
+        """A retaken step's unclean elections (its OfflineCheck and ReplicasOffline, whose
+        ``unclean_topics`` were judged from the states the step first held): the topics that
+        only an unclean election can lead once ``newer`` are held (say, a dead leader had shrunk
+        the ISR to itself) and whose ``unclean.leader.election.enable`` is true join them, read
+        as :meth:`offline_checks` and :meth:`offline_replica_configs` read them. Only added: a
+        topic already there was read true in this step, and the engine elects uncleanly only a
+        partition no clean election can lead."""
+        offline = self.step_offline(events)
+        live = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), self.state.brokers)
+        assignments = self.state.assignments
+        wanted: dict[int, set[str]] = {}
+        for i, e in enumerate(events):
+            if isinstance(e, ReplicasOffline):
+                found = log_dir_failure.unclean_candidates(newer, assignments, live, offline, e)
+            elif isinstance(e, OfflineCheck):
+                named = None if e.partitions is None else [tp for tp in e.partitions if tp in newer]
+                found = unclean_candidates(newer, assignments, live, named, offline=offline)
+            else:
+                continue
+            if found - e.unclean_topics:
+                wanted[i] = found - e.unclean_topics
+        if not wanted:
+            return events
+        configs = await self.topic_configs(sorted(set().union(*wanted.values())))
+        allowed = {name for name, config in configs.items() if unclean_enabled(config)}
+        return [replace(e, unclean_topics=e.unclean_topics | (wanted[i] & allowed)) if wanted.get(i, set()) & allowed else e
+                for i, e in enumerate(events)]
 
     async def _delete_topic_znodes(self, step: engine.Step) -> None:
         """controller.core.topic_deletion step 5: what exists of each deleted topic's znodes,

@@ -108,3 +108,74 @@ def test_the_steps_offline_replicas_drop_those_an_answer_says_are_back():
     merged = ActiveController.step_offline(me, [answer])
     assert merged == {1: frozenset({("t", 0), ("u", 0)}), 2: frozenset({("t", 0)})}
     assert ActiveController.step_offline(me, []) is held
+
+
+async def test_a_step_taken_again_reads_the_unclean_setting_its_newer_states_need():
+    """A broker change's step judged partition t-0 from a state whose ISR had a live member (a
+    clean election, no config read); its flush met a newer state - the dead leader had shrunk
+    the ISR to itself just before it died - and the step is taken again with that state read
+    (controller.shell.state_conflicts). Now only an unclean election can lead t-0, and t allows
+    it: the retaken step reads t's setting and elects the first live replica, instead of
+    leaving t-0 leaderless until some later change."""
+    h = Harness(topics=("t:1:3:64KiB",))
+    await h.start()
+    try:
+        await _config(h, "t", "true", notify=False)
+        c1 = await h.start_controller(101)
+        await h.tick()
+        a, b, c = h.assignments[("t", 0)]
+        state_path = paths.partition_state("t", 0)
+        assert h.json(state_path)["leader"] == a and sorted(h.json(state_path)["isr"]) == sorted([a, b, c])
+        raced = []
+
+        async def dead_leaders_last_write(op):
+            if op.path == state_path and not raced:
+                data, stat = h.server.read(state_path)
+                doc = json.loads(data)
+                doc["isr"] = [a]
+                await h.admin.set(state_path, json.dumps(doc).encode(), version=stat.version)
+                raced.append(doc)
+
+        c1.store.before_op = dead_leaders_last_write
+        await h.cluster.stop_broker(a)
+        await h.settle()
+        c1.store.before_op = None
+        assert raced and c1.active.stats.state_retries == 1 and c1.active.stats.reloads == 0
+        state = h.json(state_path)
+        assert (state["leader"], state["isr"]) == (b, [b]), state
+        await h.run_until_quiet()
+        h.check_invariants()
+    finally:
+        await h.close()
+
+
+async def test_a_retaken_steps_log_directory_answers_get_the_unclean_setting_too():
+    """The same for a ReplicasOffline (a broker's LeaderAndIsr answer naming replicas on a failed
+    log directory): judged again with the newer states and the answer's replicas offline, its
+    topics that now need an unclean election and allow it are added; a topic that refuses
+    stays out, and an event that needs nothing new is left as it was."""
+    from controller.core.events import ReplicasOffline, offline_check
+    from znodes.values import LeaderIsr
+
+    h = Harness(topics=("t:1:3:64KiB", "u:1:3:64KiB"))
+    await h.start()
+    try:
+        await _config(h, "t", "true", notify=False)
+        await _config(h, "u", "false", notify=False)
+        c1 = await h.start_controller(101)
+        await h.tick()
+        active = c1.active
+        (ta, tb, tc), (ua, ub, uc) = h.assignments[("t", 0)], h.assignments[("u", 0)]
+        # Newer states: each partition's ISR is its leader alone, whose replica the answer says
+        # is offline; the other replicas are live but out of the ISR.
+        newer = {("t", 0): LeaderIsr(ta, 5, 1, (ta,), 9), ("u", 0): LeaderIsr(ua, 5, 1, (ua,), 9)}
+        t_answer = ReplicasOffline(ta, active.state.brokers[ta].epoch, frozenset({("t", 0)}))
+        u_answer = ReplicasOffline(ua, active.state.brokers[ua].epoch, frozenset({("u", 0)}))
+        check = offline_check(None, frozenset({"t"}))  # already allowed t: nothing to add
+        events = [t_answer, u_answer, check]
+        again = await active._unclean_again(newer, events)
+        assert again[0].unclean_topics == {"t"}
+        assert again[1] is u_answer and again[2] is check
+        assert await active._unclean_again({}, events) == events  # no newer states: as it was
+    finally:
+        await h.close()
