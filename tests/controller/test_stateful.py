@@ -608,6 +608,10 @@ class ControllerMachine(RuleBasedStateMachine):
         live = {b for b, broker in self.h.cluster.brokers.items() if broker.running} & registered
         offline = {(r.partition, b) for b, broker in self.h.cluster.brokers.items() if b in live
                    for r in broker.core.replicas() if r.storage_error and r.topic == "t"}
+        # A broker whose every log directory failed hosts no replica online, though it has no
+        # replica object to say so for one it was asked to create afterwards (it answers
+        # KAFKA_STORAGE_ERROR; Kafka's broker would halt): each of its ISR places is offline.
+        offline |= {(p, b) for b in live if not self.h.cluster.brokers[b].core.log_dirs.live for p in range(PARTITIONS)}
         settled = any(c.active is not None and c.active.state is not None for c in self.alive())
         # Moving: a KIP-240 record exists (a move that only reorders its replicas has no
         # adding or removing in its topic znode).

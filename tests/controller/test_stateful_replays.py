@@ -59,6 +59,15 @@ every step, the quiescent checks at the end), so that each stays fixed whatever 
   the ISR. Only two copied: a rollback adds no replica, and the caps invariant counted it as a
   copy (a false positive). It now counts a move as copying while a replica it adds is not yet
   in its ISR, as Kafka means it. Seed 382528750, shard 3, with every shard at tight caps.
+- Topic t allows unclean elections; while no controller is active, directory d1 fails on
+  brokers 1, 2 and 3 (t-5's whole ISR) and a move of t-5 to [1, 2, 4] is written; then both of
+  broker 4's directories fail. The next controller started the move and, its first answers
+  saying t-5's replicas on 1-3 are offline, elected broker 4 uncleanly (a live replica of the
+  move's RS, as Kafka would), whose answer then said it could host nothing: leader -1, ISR [4],
+  as Kafka leaves a partition whose last ISR member goes offline. Correct, but invariant 5c
+  counted broker 4 as an online ISR member: it had no replica object to show the storage
+  error, having been unable to create one. The harness now counts every place of a broker
+  whose every directory failed as offline. Seed 17171717, shard 9.
 """
 
 from __future__ import annotations
@@ -160,3 +169,12 @@ def test_a_rollback_cut_before_its_finish_beside_the_move_started_in_its_slot_co
     replay([submit("queue", {0: [1, 2, 3], 1: [1, 2, 3], 2: [2, 3, 4], 3: [1, 2, 3], 4: [1, 2, 3]}),
             rule("toggle_broker", b=6), submit("queue", {0: [1, 2, 3]}), rule("crash_active_after", k=4),
             rule("depose_active_after", k=6), submit("queue", {2: [1, 2, 3]})])
+
+
+def test_a_broker_whose_every_directory_failed_is_no_online_isr_member(monkeypatch):
+    monkeypatch.setattr(test_stateful, "UNCLEAN", True)
+    replay([rule("expire_active"), rule("cancel_all"), rule("fail_dir", b=1, directory="/data/d1"),
+            rule("fail_dir", b=2, directory="/data/d1"), rule("fail_dir", b=3, directory="/data/d1"),
+            submit("queue", {0: [1, 2, 3]}), submit("submit", {0: [1, 2, 3], 5: [1, 2, 4]}),
+            rule("fail_dir", b=4, directory="/data/d1"), rule("fail_dir", b=4, directory="/data/d2"),
+            rule("start_controller")])
