@@ -11,6 +11,7 @@ handful of requests, not 10,000.
     box.commands()   # [BrokerCommand(broker_id=1, api_key=4, api_version=4, body={...})]
     hosted_replicas(describe_log_dirs_answer)     # ({("t", 0), ...}, {("t", 0): 1048576, ...}), or None if it failed
     hosted_replicas(answer, online_only=True)     # the same from the directories that answered
+    log_dir_failed(answer)                        # True if a directory could not be described
     hosted_sizes(describe_log_dirs_answer)        # {("t", 0): 1048576, ...}, failed dirs left out
 """
 
@@ -119,20 +120,16 @@ class Outbox:
                 continue
             if b in new:
                 if fresh is None:
-                    fresh = {**(old or self._lai_entry(tp, state, replicas, adding, removing)), "is_new": True}
+                    fresh = {**old, "is_new": True} if old is not None else _lai_state(tp, state, replicas, adding, removing, True)
                 entry = fresh
             else:
                 if old is None:
-                    old = {**fresh, "is_new": False} if fresh is not None else self._lai_entry(tp, state, replicas, adding, removing)
+                    old = {**fresh, "is_new": False} if fresh is not None else _lai_state(tp, state, replicas, adding, removing, False)
                 entry = old
             entries = lai.get(b)
             if entries is None:
                 entries = lai[b] = {}
             entries[tp] = entry
-
-    @staticmethod
-    def _lai_entry(tp: TopicPartition, state: LeaderIsr, replicas, adding, removing) -> dict:
-        return _lai_state(tp, state, replicas, adding, removing, False)
 
     def leader_and_isr_held(self, tp: TopicPartition, state: LeaderIsr, replicas) -> None:
         """The state held, to every live broker of ``replicas`` this step has no LeaderAndIsr
@@ -259,15 +256,13 @@ def hosted_replicas(body: dict, *, online_only: bool = False) -> tuple[set[Topic
     makes the whole answer unknown, so nothing is taken for absent. ``online_only``: a failed
     directory is skipped instead, and what the others hold is returned (engine step 9's strays
     among them are strays still; what is absent says nothing)."""
-    if body.get("error_code", 0):
+    if body.get("error_code", 0) or (not online_only and log_dir_failed(body)):
         return None
     hosted: set[TopicPartition] = set()
     sizes: dict[TopicPartition, int] = {}
     for result in body.get("results") or []:
         if result.get("error_code", 0):
-            if online_only:
-                continue
-            return None
+            continue  # online_only: a failed directory's replicas are unknown, not absent
         for topic in result.get("topics") or []:
             name = topic["name"]
             for p in topic.get("partitions") or []:
@@ -279,6 +274,11 @@ def hosted_replicas(body: dict, *, online_only: bool = False) -> tuple[set[Topic
                 if isinstance(size, int) and size >= 0 and size > sizes.get(tp, -1):
                     sizes[tp] = size
     return hosted, sizes
+
+
+def log_dir_failed(body: dict) -> bool:
+    """A DescribeLogDirs answer names a directory that could not be described."""
+    return any(result.get("error_code", 0) for result in body.get("results") or [])
 
 
 def hosted_sizes(body: dict) -> dict[TopicPartition, int]:

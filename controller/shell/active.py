@@ -406,7 +406,7 @@ class ActiveController:
         # them, as the engine applies them in one step (two answers each taking one ISR member
         # offline left a partition without a leader, unclean allowed: each alone left the other).
         step_offline = self.step_offline(engine_events)
-        step_brokers = next((e.brokers for e in reversed(first) if isinstance(e, BrokersRead)), self.state.brokers)
+        step_brokers = brokers_read(first, self.state.brokers)
         engine_events = await self.offline_replica_configs(engine_events, held, step_offline, step_brokers)
         brokers_before = self.state.brokers
         partitions_before = {
@@ -438,7 +438,7 @@ class ActiveController:
         for e in events:
             if isinstance(e, ReplicasOffline):
                 wanted |= e.partitions
-        brokers = next((e.brokers for e in reversed(changes) if isinstance(e, BrokersRead)), None)
+        brokers = brokers_read(changes)
         gone = set(state.brokers) - set(brokers) if brokers is not None else set()
         if gone:
             wanted |= {tp for tp, a in state.assignments.items() if not gone.isdisjoint(a.replicas)}
@@ -459,7 +459,7 @@ class ActiveController:
         brokers that registered in the step (not yet in the state: they get LeaderAndIsr).
         ``held``: the states to judge from (this step's fresh reads over the state's);
         ``offline``: the replicas on offline directories to judge with (default: the state's)."""
-        brokers = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), None)
+        brokers = brokers_read(events)
         chunks = [e for e in events if isinstance(e, MetadataRead)]
         if brokers is None and not chunks:
             return []
@@ -874,7 +874,7 @@ class ActiveController:
         topic already there was read true in this step, and the engine elects uncleanly only a
         partition no clean election can lead."""
         offline = self.step_offline(events)
-        live = next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), self.state.brokers)
+        live = brokers_read(events, self.state.brokers)
         assignments = self.state.assignments
         wanted: dict[int, set[str]] = {}
         for i, e in enumerate(events):
@@ -979,6 +979,12 @@ def fail_waiting(items, why: str = "") -> list:
 
 class NotTheController(Exception):
     """The controller resigned before taking the request (ElectLeaders: NOT_CONTROLLER)."""
+
+
+def brokers_read(events, default=None):
+    """The live brokers the last BrokersRead of ``events`` names (``/brokers/ids`` read in the
+    step), else ``default``."""
+    return next((e.brokers for e in reversed(events) if isinstance(e, BrokersRead)), default)
 
 
 def _warn(lines) -> None:

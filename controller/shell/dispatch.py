@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_replicas
+from controller.core.commands import BrokerCommand, hosted_replicas, log_dir_failed
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
 from controller.core.log_dir_failure import offline_in_answer, online_in_answer
@@ -109,13 +109,10 @@ class Dispatcher:
             try:
                 body = await self._send(command)
                 if command.api_key == ApiKey.DESCRIBE_LOG_DIRS and body is not None:
-                    # One pass over the answer (it names every replica of the broker): what
-                    # its online directories hold, and whether any directory failed.
+                    # One pass over the answer's replicas (it names every replica of the
+                    # broker): what its online directories hold; complete if none failed.
                     answered = hosted_replicas(body, online_only=True)
-                    complete = answered is not None and not any(
-                        r.get("error_code", 0) for r in body.get("results") or []
-                    )
-                    if complete:
+                    if answered is not None and not log_dir_failed(body):
                         self.queue.put_nowait(ReplicasHosted(broker_id, frozenset(answered[0]), answered[1]))
                     else:
                         # Not all it hosts (a directory failed): what its online directories
