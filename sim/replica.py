@@ -161,6 +161,17 @@ class CopySettings:
     disk_copy_rate: float | None = 200 * 1024 * 1024
 
 
+def _leading(hosts: dict[int, Replica], replica: Replica, offline) -> Replica | None:
+    """The replica ``replica`` copies from among its partition's ``hosts`` (by broker), if that
+    one is leading on a broker not ``offline``; None for a replica that follows nobody."""
+    if replica.role is not Role.FOLLOWER or replica.leader == replica.broker:
+        return None
+    leader = hosts.get(replica.leader)
+    if leader is None or leader.role is not Role.LEADER or leader.broker in offline:
+        return None
+    return leader
+
+
 class ReplicationModel:
     """Every replica of one simulation, and the clock-free copy model over them."""
 
@@ -219,12 +230,7 @@ class ReplicationModel:
 
     def leader_of(self, replica: Replica) -> Replica | None:
         """The replica ``replica`` copies from, if that one is online and leading."""
-        if replica.role is not Role.FOLLOWER or replica.leader == replica.broker:
-            return None
-        leader = self.get(replica.topic, replica.partition, replica.leader)
-        if leader is None or leader.role is not Role.LEADER or not self.online(leader.broker):
-            return None
-        return leader
+        return _leading(self._replicas.get((replica.topic, replica.partition), {}), replica, self.offline)
 
     def high_watermark(self, leader: Replica) -> float:
         """The smallest log end offset in the leader's ISR (the leader's own if alone)."""
@@ -295,9 +301,8 @@ class ReplicationModel:
             for follower in hosts.values():
                 if follower.role is not follower_role or follower.broker in offline:
                     continue
-                leader = hosts.get(follower.leader)
-                if (leader is None or leader is follower or leader.role is not leader_role
-                        or leader.broker in offline):
+                leader = _leading(hosts, follower, offline)
+                if leader is None:
                     continue
                 if follower.leo > leader.leo or follower.size > leader.size:
                     # Diverged past the leader (an old leader's tail): truncate, as Kafka does.
