@@ -2,11 +2,25 @@
 
 from __future__ import annotations
 
-import pytest
+import json
 
-from znodes import models
-from znodes.payloads import _Record, decode_record_full, decode_state, encode_record, encode_state
-from znodes.values import LeaderIsr
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from znodes import models, payloads
+from znodes.payloads import (
+    _Record,
+    decode_record_full,
+    decode_requests,
+    decode_state,
+    decode_topic,
+    encode_record,
+    encode_requests,
+    encode_state,
+    encode_topic,
+)
+from znodes.values import Assignment, LeaderIsr, Request
 
 
 @pytest.mark.parametrize(
@@ -35,3 +49,89 @@ def test_encode_record_is_the_models_bytes(target, original, cancelling, queued)
     assert encode_record(target, original, cancelling, queued) == expected
     assert decode_record_full("/r", encode_record(target, original, cancelling, queued)) == (
         target, original, cancelling, queued)
+
+
+_ids = st.integers(min_value=0, max_value=2**31 - 1)
+_replicas = st.lists(_ids, min_size=1, max_size=6, unique=True).map(tuple)
+
+
+@st.composite
+def _assignments(draw) -> dict[int, Assignment]:
+    out = {}
+    for p in draw(st.lists(st.integers(min_value=0, max_value=100_000), max_size=12, unique=True)):
+        replicas = draw(_replicas)
+        adding = draw(st.lists(st.sampled_from(replicas), unique=True).map(tuple))
+        removing = tuple(b for b in draw(st.lists(st.sampled_from(replicas), unique=True)) if b not in adding)
+        out[p] = Assignment(replicas, adding, removing)
+    return out
+
+
+@settings(max_examples=300, deadline=None)
+@given(_assignments())
+def test_encode_topic_is_the_models_bytes(assignments):
+    # In any order of the dict: the model writes the partitions sorted.
+    expected = models.TopicAssignment(
+        version=2,
+        partitions={p: list(a.replicas) for p, a in assignments.items()},
+        adding_replicas={p: list(a.adding) for p, a in assignments.items() if a.adding},
+        removing_replicas={p: list(a.removing) for p, a in assignments.items() if a.removing},
+    ).to_bytes()
+    shuffled = dict(reversed(list(assignments.items())))
+    assert encode_topic(assignments) == encode_topic(shuffled) == expected
+    assert decode_topic("/brokers/topics/t", expected) == dict(sorted(assignments.items()))
+
+
+_topics = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
+
+
+@st.composite
+def _requests(draw) -> list[Request]:
+    return [
+        Request(
+            draw(_topics), draw(_ids), draw(_replicas), draw(st.none() | _replicas),
+            draw(st.none() | st.lists(st.text(max_size=8), min_size=1, max_size=3).map(tuple)),
+            draw(st.booleans()), draw(st.lists(st.sampled_from(["smallest-first", "leaderless-first"]), max_size=2).map(tuple)),
+        )
+        for _ in range(draw(st.integers(min_value=0, max_value=6)))
+    ]
+
+
+def _requests_by_json(requests) -> bytes:
+    """The entries as json.dumps writes their dicts: what the znode held before encode_requests
+    formatted it directly."""
+    entries = []
+    for r in requests:
+        entry: dict = {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
+        if r.original_replicas is not None:
+            entry["original_replicas"] = list(r.original_replicas)
+        if r.log_dirs is not None:
+            entry["log_dirs"] = list(r.log_dirs)
+        if r.skip_isr_check:
+            entry["skip_isr_check"] = True
+        if r.movement_strategies:
+            entry["movement_strategies"] = list(r.movement_strategies)
+        entries.append(entry)
+    return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
+
+
+@settings(max_examples=300, deadline=None)
+@given(_requests())
+def test_encode_requests_is_json_dumps(requests):
+    assert encode_requests(requests) == _requests_by_json(requests)
+    assert encode_requests(requests) == encode_requests(requests)  # again, from the caches
+
+
+def test_encoded_requests_read_back():
+    requests = [Request("t.a-b_c", 0, (1, 2), (3, 4), skip_isr_check=True), Request("u", 7, (5, 6), log_dirs=("any", "/d"))]
+    assert decode_requests("/admin/reassign_partitions", encode_requests(requests)) == (requests, [])
+
+
+def test_replica_list_cache_is_bounded_and_holds_ints_only(monkeypatch):
+    monkeypatch.setattr(payloads, "_INT_LISTS", {})
+    monkeypatch.setattr(payloads, "_INT_LISTS_MAX", 3)
+    for i in range(10):
+        assert payloads._int_list((i, i + 1)) == f"[{i},{i + 1}]"
+    assert len(payloads._INT_LISTS) == 3
+    assert payloads._int_list((True, 2.0)) == "[1,2]"  # written as ints, never kept
+    assert payloads._int_list([4, 5]) == "[4,5]"  # a list: formatted, not kept
+    assert set(payloads._INT_LISTS) == {(0, 1), (1, 2), (2, 3)}
