@@ -222,6 +222,7 @@ class ActiveController:
         """Act until resigning; return the reason."""
         gctune.tune()
         rebalancer = None
+        sweeper = asyncio.create_task(gctune.sweep(), name="gc-sweep")
         try:
             await self._safely(self.reload)
             if self.config.auto_leader_rebalance_enable:
@@ -239,6 +240,7 @@ class ActiveController:
             log.warning("controller %d resigns (epoch %d): %s", self.controller_id, self.epoch, r.reason)
             return r.reason
         finally:
+            sweeper.cancel()
             if rebalancer is not None:
                 rebalancer.cancel()
             # Admin requests nobody will take now: NOT_CONTROLLER, at once.

@@ -88,3 +88,70 @@ async def test_a_step_runs_with_the_collector_paused(monkeypatch):
         await h.close()
     assert seen and not any(seen)  # every step, none with the collector on
     assert gc.isenabled()
+
+
+class _Node:
+    def __init__(self):
+        self.other = self  # a reference cycle: only the collector frees it
+
+
+async def test_sweep_collects_cycles_on_its_clock(thresholds):
+    """With the young threshold out of reach, a cycle goes at the next sweep, not never."""
+    import asyncio
+    import weakref
+
+    gc.collect()
+    gc.set_threshold(10**9, 10, 10)
+    freed = asyncio.Event()
+    node = _Node()
+    weakref.finalize(node, freed.set)
+    del node
+    await asyncio.sleep(0.05)
+    assert not freed.is_set()  # nothing collects it by itself
+    sweeper = asyncio.create_task(gctune.sweep(0.05))
+    try:
+        await asyncio.wait_for(freed.wait(), timeout=10)
+    finally:
+        sweeper.cancel()
+
+
+async def test_sweep_leaves_a_disabled_collector_alone(monkeypatch):
+    import asyncio
+
+    calls = []
+    monkeypatch.setattr(gctune.gc, "collect", lambda *a: calls.append(a))
+    gc.disable()
+    try:
+        sweeper = asyncio.create_task(gctune.sweep(0.01))
+        await asyncio.sleep(0.1)
+        sweeper.cancel()
+    finally:
+        gc.enable()
+    assert calls == []
+    sweeper = asyncio.create_task(gctune.sweep(0.01))
+    for _ in range(500):
+        if calls:
+            break
+        await asyncio.sleep(0.01)
+    sweeper.cancel()
+    assert calls and calls[0] == (0,)
+
+
+async def test_the_active_controller_sweeps_while_it_acts():
+    import asyncio
+
+    from tests.controller.harness import Harness
+
+    def sweepers():
+        return [t for t in asyncio.all_tasks() if t.get_name() == "gc-sweep" and not t.done()]
+
+    h = Harness(topics=("t:2:3:64KiB",))
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.settle()
+        assert len(sweepers()) == 1
+    finally:
+        await h.close()
+    await asyncio.sleep(0)
+    assert sweepers() == []
