@@ -225,6 +225,7 @@ class ActiveController:
         sweeper = asyncio.create_task(gctune.sweep(), name="gc-sweep")
         try:
             await self._safely(self.reload)
+            gctune.freeze()  # the cluster just loaded lives as long as the term
             if self.config.auto_leader_rebalance_enable:
                 rebalancer = asyncio.create_task(self._rebalance_leaders(), name="leader-rebalance")
             while True:
@@ -241,6 +242,7 @@ class ActiveController:
             return r.reason
         finally:
             sweeper.cancel()
+            gctune.thaw()
             if rebalancer is not None:
                 rebalancer.cancel()
             # Admin requests nobody will take now: NOT_CONTROLLER, at once.

@@ -12,6 +12,8 @@ costs only a little memory.
     with paused():  # around one engine step
         step = engine.step(state, events, config)
     sweeper = asyncio.create_task(sweep())  # beside the controller's loop, cancelled with it
+    freeze()        # once the election loaded the cluster: out of every later walk
+    thaw()          # when the term ends
 
 An engine step is pure and makes no reference cycles (tests/controller/test_step_garbage.py),
 yet everything it builds lives until it returns: the step's ops, messages and overlays, up to
@@ -27,7 +29,8 @@ counting a moment later. At a threshold of 50,000 the collections after steps co
 100,000-partition run's 23.7 s of CPU and freed 1,624 objects in all. So the young threshold is
 far above a step's allocations, and the few cycles the libraries do make (an exception's
 traceback, a closed connection's callbacks) are collected by :func:`sweep` on a clock instead:
-they live at most SWEEP_EVERY_S, and a sweep walks only what survived since the last one.
+they live at most SWEEP_EVERY_S, and a sweep walks only what survived since the last one
+(not what the election loaded: :func:`freeze`).
 """
 
 from __future__ import annotations
@@ -88,3 +91,19 @@ async def sweep(every_s: float | None = None) -> None:
         await asyncio.sleep(SWEEP_EVERY_S if every_s is None else every_s)
         if gc.isenabled():
             gc.collect(0)
+
+
+def freeze() -> None:
+    """Everything alive now out of the collector's walks (``gc.freeze``) until :func:`thaw`.
+
+    An election loads the cluster, and most of it lives as long as the term. A sweep walks
+    what survived since the last one: the first after an election walked all it had loaded,
+    0.2-0.3 s inside the failover's resumption at 100,000 partitions. Frozen objects are still
+    freed by reference counting; only a cycle among them that dies waits for the thaw."""
+    gc.freeze()
+
+
+def thaw() -> None:
+    """The frozen objects back to the collector (``gc.unfreeze``), the oldest generation: a
+    term that ended leaves its cycles to be collected."""
+    gc.unfreeze()

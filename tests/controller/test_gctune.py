@@ -137,7 +137,7 @@ async def test_sweep_leaves_a_disabled_collector_alone(monkeypatch):
     assert calls and calls[0] == (0,)
 
 
-async def test_the_active_controller_sweeps_while_it_acts():
+async def test_the_active_controller_sweeps_and_freezes_its_cluster_while_it_acts():
     import asyncio
 
     from tests.controller.harness import Harness
@@ -145,13 +145,26 @@ async def test_the_active_controller_sweeps_while_it_acts():
     def sweepers():
         return [t for t in asyncio.all_tasks() if t.get_name() == "gc-sweep" and not t.done()]
 
+    gc.unfreeze()
     h = Harness(topics=("t:2:3:64KiB",))
     await h.start()
     try:
         await h.start_controller(101)
         await h.settle()
         assert len(sweepers()) == 1
+        assert gc.get_freeze_count() > 0  # what the election loaded is out of the walks
     finally:
         await h.close()
     await asyncio.sleep(0)
     assert sweepers() == []
+    assert gc.get_freeze_count() == 0  # the term's end gave it back to the collector
+
+
+def test_freeze_and_thaw():
+    gc.unfreeze()
+    gctune.freeze()
+    try:
+        assert gc.get_freeze_count() > 0
+    finally:
+        gctune.thaw()
+    assert gc.get_freeze_count() == 0
