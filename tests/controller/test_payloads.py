@@ -97,20 +97,18 @@ def _requests(draw) -> list[Request]:
 
 
 def _requests_by_json(requests) -> bytes:
-    """The entries as json.dumps writes their dicts: what the znode held before encode_requests
-    formatted it directly."""
-    entries = []
-    for r in requests:
-        entry: dict = {"topic": r.topic, "partition": r.partition, "replicas": list(r.replicas)}
-        if r.original_replicas is not None:
-            entry["original_replicas"] = list(r.original_replicas)
-        if r.log_dirs is not None:
-            entry["log_dirs"] = list(r.log_dirs)
-        if r.skip_isr_check:
-            entry["skip_isr_check"] = True
-        if r.movement_strategies:
-            entry["movement_strategies"] = list(r.movement_strategies)
-        entries.append(entry)
+    """The entries as the model writes them (``ReassignEntry.to_json``, unvalidated: any
+    topic string), through json.dumps: what the znode held before encode_requests formatted it
+    directly."""
+    entries = [
+        models.ReassignEntry.model_construct(
+            topic=r.topic, partition=r.partition, replicas=list(r.replicas),
+            original_replicas=None if r.original_replicas is None else list(r.original_replicas),
+            log_dirs=None if r.log_dirs is None else list(r.log_dirs), skip_isr_check=r.skip_isr_check,
+            movement_strategies=list(r.movement_strategies),
+        ).to_json()
+        for r in requests
+    ]
     return json.dumps({"version": 1, "partitions": entries}, separators=(",", ":")).encode()
 
 
