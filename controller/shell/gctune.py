@@ -29,8 +29,9 @@ counting a moment later. At a threshold of 50,000 the collections after steps co
 100,000-partition run's 23.7 s of CPU and freed 1,624 objects in all. So the young threshold is
 far above a step's allocations, and the few cycles the libraries do make (an exception's
 traceback, a closed connection's callbacks) are collected by :func:`sweep` on a clock instead:
-they live at most SWEEP_EVERY_S, and a sweep walks only what survived since the last one
-(not what the election loaded: :func:`freeze`).
+one that dies young lives at most SWEEP_EVERY_S (one that outlived a sweep waits for the next
+middle collection, every MIDDLE_EVERY sweeps), and a sweep walks only what survived since the
+last one (not what the election loaded: :func:`freeze`).
 """
 
 from __future__ import annotations
