@@ -94,6 +94,10 @@ Figures (printed last, one per line):
   writes landed (recovery's reads of the brokers, the topic znodes, the KIP-240 records and
   the resumed moves' states, the resumed moves' new leader epochs and LeaderAndIsr, the
   brokers' ISR writes and notifications, the completion's writes and StopReplica included).
+  ``failover_resume_cpu_seconds`` (median; ``_max`` the largest) is this process's CPU over
+  the same window: the new controller's own work (its threads too), which a slower machine
+  makes longer; the rest of the window is waiting (ZooKeeper's fsyncs, the brokers' ISR writes,
+  the scheduler), which a busy disk or neighbour makes longer.
   ``in_flight_at_failover`` is how many moves had started and not finished (KIP-240 records)
   when the old controller died: the failover wave's KILL_IN_FLIGHT on a cluster of 100,000
   partitions (a tenth of the partitions on smaller runs), every other partition idle, half
@@ -373,12 +377,14 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     completed: set = set()
     done = asyncio.Event()
     first_step_after_failover: list[float] = []
+    failover_cpu: list[float] = []  # this process's CPU over the same window
     resumed: list[asyncio.Future] = []
 
     def on_step(step):
         completed.update(step.completed)
         if not first_step_after_failover and elected_at and step.completed:
             first_step_after_failover.append(time.perf_counter())
+            failover_cpu.append(time.process_time() - elected_cpu_at)
             if profile_failover:
                 profiler.disable()
                 profiler.dump_stats(profile_failover)
@@ -425,7 +431,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     scrapers: list[asyncio.Task] = []
     registries: list[Metrics] = []
 
-    elected_at = 0.0
+    elected_at = elected_cpu_at = 0.0
     in_flight_at_failover = 0
     first_half: dict | None = None
     paused_wall = paused_cpu = 0.0  # the benchmark's own work between the kill and the next election
@@ -503,7 +509,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
             paused_wall += time.perf_counter() - paused_at
             paused_cpu += time.process_time() - paused_cpu_at
             store, inbox, transport, task = await start_controller(2)  # elected when this returns
-            elected_at = time.perf_counter()
+            elected_at, elected_cpu_at = time.perf_counter(), time.process_time()
             if profile_failover:
                 profiler.enable()
             if len(completed) >= n_partitions:
@@ -535,6 +541,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         "counts": counts,
         # None: the new controller completed nothing (every move had finished before the kill).
         "failover": (first_step_after_failover[0] - elected_at) if failover and first_step_after_failover else None,
+        "failover_cpu": failover_cpu[0] if failover and failover_cpu else None,
         "in_flight_at_failover": in_flight_at_failover,
         "election_seconds": election_seconds,
         "first_half": first_half,
@@ -946,6 +953,10 @@ def main() -> int:
         figures["failover_resume_seconds"] = round(statistics.median(failovers), 2)
         figures["failover_resume_seconds_max"] = round(max(failovers), 2)
         figures["failover_rounds"] = len(failovers)
+        cpus = [r["failover_cpu"] for r in runs if r.get("failover_cpu") is not None]
+        if cpus:
+            figures["failover_resume_cpu_seconds"] = round(statistics.median(cpus), 2)
+            figures["failover_resume_cpu_seconds_max"] = round(max(cpus), 2)
     else:
         print("failover_resume_seconds not measured: every move had finished before the kill", file=sys.stderr)
     if ratio is not None:
