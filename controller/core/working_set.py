@@ -308,7 +308,7 @@ class WorkingSet:
         """A started move whose partition state is not known yet (just failed over). Asked for
         every election, cancel and queue event: after a failover's election every chunk of its
         full UpdateMetadata brings an offline check while up to 10,000 moves run, and a scan of
-        them all through the overlays per check was 3% of a run's CPU. So: the base state's
+        them all through the overlays per check was about 2% of a run's CPU. So: the base state's
         answer once per step (a plain scan of its dicts), then per change of the moves or the
         states only the partitions this step changed in either map are looked at again."""
         key = (self.tasks.writes, self.states.writes)
