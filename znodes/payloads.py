@@ -153,21 +153,22 @@ def encode_topic(assignments: dict[int, Assignment]) -> bytes:
     # in about a quarter of the time, the replica lists taken from _INT_LISTS.
     parts, adding, removing = [], [], []
     for p in sorted(assignments):
-        a = assignments[p]
-        parts.append(f'"{int(p)}":{_int_list(a.replicas)}')
+        a, key = assignments[p], f'"{int(p)}":'
+        parts.append(key + _int_list(a.replicas))
         if a.adding:
-            adding.append(f'"{int(p)}":{_int_list(a.adding)}')
+            adding.append(key + _int_list(a.adding))
         if a.removing:
-            removing.append(f'"{int(p)}":{_int_list(a.removing)}')
+            removing.append(key + _int_list(a.removing))
     return (
         f'{{"version":2,"partitions":{{{",".join(parts)}}},'
         f'"adding_replicas":{{{",".join(adding)}}},"removing_replicas":{{{",".join(removing)}}}}}'
     ).encode()
 
 
-# Replica lists as JSON arrays, by their tuple. Topic znodes and /admin/reassign_partitions are
-# rewritten whole by every step that touches them, and a cluster's replica lists repeat (12
-# brokers at RF 3 make at most 1,320): a hit is one lookup instead of a join of str() calls.
+# Replica lists as JSON arrays, by their tuple: every broker-id list a znode payload of this
+# module writes. Topic znodes and /admin/reassign_partitions are rewritten whole by every step
+# that touches them, and a cluster's replica lists repeat (12 brokers at RF 3 make at most
+# 1,320): a hit is one lookup instead of a join of str() calls.
 # Bounded like _STATES: past this many, the rest are formatted each time.
 _INT_LISTS: dict[tuple[int, ...], str] = {}
 _INT_LISTS_MAX = 20_000
@@ -269,7 +270,7 @@ def encode_state(state: LeaderIsr) -> bytes:
     # same bytes as models.PartitionState(...).to_bytes() (tests/controller/test_payloads.py).
     return (
         f'{{"controller_epoch":{int(state.controller_epoch)},"leader":{int(state.leader)},"version":1,'
-        f'"leader_epoch":{int(state.leader_epoch)},"isr":[{_ints(state.isr)}]}}'
+        f'"leader_epoch":{int(state.leader_epoch)},"isr":{_int_list(state.isr)}}}'
     ).encode()
 
 
@@ -457,8 +458,8 @@ def encode_record(target, original, cancelling: bool = False, next_target=None) 
     # Hot (one per started move): the same bytes as _Record(...).to_bytes(), formatted directly.
     flag = ',"cancelling":true' if cancelling else ""
     if next_target is not None:
-        flag += f',"next_replicas":[{_ints(next_target)}]'
-    return f'{{"version":1,"replicas":[{_ints(target)}],"original_replicas":[{_ints(original)}]{flag}}}'.encode()
+        flag += f',"next_replicas":{_int_list(next_target)}'
+    return f'{{"version":1,"replicas":{_int_list(target)},"original_replicas":{_int_list(original)}{flag}}}'.encode()
 
 
 # ---- /brokers/ids/N, /controller, /controller_epoch, notifications --------------------------
