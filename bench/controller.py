@@ -376,15 +376,14 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
     # after the kill, and a partition the next controller finishes again counts once.
     completed: set = set()
     done = asyncio.Event()
-    first_step_after_failover: list[float] = []
-    failover_cpu: list[float] = []  # this process's CPU over the same window
+    # (wall clock, this process's CPU) when the new controller first completed a move
+    first_step_after_failover: list[tuple[float, float]] = []
     resumed: list[asyncio.Future] = []
 
     def on_step(step):
         completed.update(step.completed)
         if not first_step_after_failover and elected_at and step.completed:
-            first_step_after_failover.append(time.perf_counter())
-            failover_cpu.append(time.process_time() - elected_cpu_at)
+            first_step_after_failover.append((time.perf_counter(), time.process_time()))
             if profile_failover:
                 profiler.disable()
                 profiler.dump_stats(profile_failover)
@@ -540,8 +539,8 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         "partitions": n_partitions,
         "counts": counts,
         # None: the new controller completed nothing (every move had finished before the kill).
-        "failover": (first_step_after_failover[0] - elected_at) if failover and first_step_after_failover else None,
-        "failover_cpu": failover_cpu[0] if failover and failover_cpu else None,
+        "failover": (first_step_after_failover[0][0] - elected_at) if failover and first_step_after_failover else None,
+        "failover_cpu": (first_step_after_failover[0][1] - elected_cpu_at) if failover and first_step_after_failover else None,
         "in_flight_at_failover": in_flight_at_failover,
         "election_seconds": election_seconds,
         "first_half": first_half,
