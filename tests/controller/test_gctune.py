@@ -3,11 +3,14 @@ pauses it around each engine step."""
 
 from __future__ import annotations
 
+import asyncio
 import gc
+import weakref
 
 import pytest
 
 from controller.shell import gctune
+from tests.controller.harness import Harness
 
 
 @pytest.fixture
@@ -69,7 +72,6 @@ def test_collection_switched_off_by_someone_stays_off():
 async def test_a_step_runs_with_the_collector_paused(monkeypatch):
     """controller.shell.active takes each engine step inside gctune.paused()."""
     from controller.shell import active as active_module
-    from tests.controller.harness import Harness
 
     seen = []
     real = active_module.engine.step
@@ -97,9 +99,6 @@ class _Node:
 
 async def test_sweep_collects_cycles_on_its_clock(thresholds):
     """With the young threshold out of reach, a cycle goes at the next sweep, not never."""
-    import asyncio
-    import weakref
-
     gc.collect()
     gc.set_threshold(10**9, 10, 10)
     freed = asyncio.Event()
@@ -116,8 +115,6 @@ async def test_sweep_collects_cycles_on_its_clock(thresholds):
 
 
 async def test_sweep_leaves_a_disabled_collector_alone(monkeypatch):
-    import asyncio
-
     calls = []
     monkeypatch.setattr(gctune.gc, "collect", lambda *a: calls.append(a))
     gc.disable()
@@ -138,10 +135,6 @@ async def test_sweep_leaves_a_disabled_collector_alone(monkeypatch):
 
 
 async def test_the_active_controller_sweeps_and_freezes_its_cluster_while_it_acts():
-    import asyncio
-
-    from tests.controller.harness import Harness
-
     def sweepers():
         return [t for t in asyncio.all_tasks() if t.get_name() == "gc-sweep" and not t.done()]
 
