@@ -143,6 +143,22 @@ Figures (printed last, one per line):
   include. The goal's figure is ``controller_fraction_of_zk_limit`` (the whole run); these say
   how much of the gap is the failover's.
 
+* The machine's share (bench.machine), over the same steady half: the controller shares
+  ``machine_cores`` cores with the ZooKeeper server it writes to and the instant brokers'
+  process. ``zk_server_cpu_ms_per_partition_steady`` and ``brokers_cpu_ms_per_partition_steady``
+  are their CPU per partition (ZooKeeper's JVM whole: its request threads, log syncs, collector
+  and compiler, serving the controller's ops, the brokers' ISR writes and notifications and the
+  feeder's writes); ``machine_busy_cores_steady`` is every process's CPU over the half's wall
+  clock. ``zk_server_cpu_us_per_op_ceiling`` is ZooKeeper's CPU per op in the ceiling's rounds
+  (median): its cost per op with nothing else to do. From these, at the goal's rate
+  (GOAL_FRACTION_OF_ZK_LIMIT of ``zk_limit_partitions_per_second``, the whole run's ops per
+  partition; the others' cost from the steady half, which is the generous reading):
+  ``controller_cpu_budget_ms_per_partition_at_goal`` is the CPU per partition the cores leave
+  the controller (negative: the others alone need more than the machine),
+  ``controller_cpu_budget_ms_per_partition_at_goal_brokers_elsewhere`` the same with the brokers
+  on machines of their own, as in production, and ``free_controller_fraction_of_zk_limit`` the
+  fraction a controller costing no CPU at all could reach on this machine.
+
 * ``process_cpu_ms_per_partition``: the controller's process's CPU seconds per partition in
   the run of record, from the first submission to the last completion: the controller alone
   (its threads, its sockets to the brokers and ZooKeeper; the instant brokers and the feeder
@@ -213,6 +229,12 @@ from bench.instant_brokers import (  # noqa: E402,F401  (re-exported: the tests 
     InstantBrokersProcess,
     at_target,
     feed_window,
+)
+from bench.machine import (  # noqa: E402
+    controller_budget_ms,
+    free_controller_fraction,
+    machine_busy_seconds,
+    process_cpu_seconds,
 )
 from bench.zk_writes import multi_ceiling, workload  # noqa: E402
 from controller.core.config import ControllerConfig  # noqa: E402
@@ -355,10 +377,13 @@ SCRAPE_INTERVAL_S = 5.0
 
 
 async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, metrics: bool = False,
-              profile_failover: str | None = None, profile_steady: str | None = None) -> dict:
+              profile_failover: str | None = None, profile_steady: str | None = None,
+              zk_pids: tuple[int, ...] = ()) -> dict:
     """One run; ``profile_failover``: a file for cProfile's stats of this process from the new
     controller's election to its first completed move; ``profile_steady``: one for the steady
-    first half (from the first entry fed to the half's last move finished).
+    first half (from the first entry fed to the half's last move finished); ``zk_pids``: the
+    ZooKeeper servers' processes, whose CPU over the steady half the result carries beside the
+    instant brokers' and the whole machine's (bench.machine).
 
     The instant brokers and the feeder are a process of their own (bench.instant_brokers), which
     creates the cluster on ``hosts``; this process is the controller's, reaching the brokers
@@ -453,6 +478,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         election_seconds = time.perf_counter() - began_election
         started = time.perf_counter()
         cpu_started = time.process_time()
+        others_started = others_cpu(zk_pids, brokers.proc.pid)
         steady_profiler = cProfile.Profile() if profile_steady else None
         if steady_profiler is not None:
             steady_profiler.enable()
@@ -471,6 +497,10 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
             # The first half, done: one controller at work and nothing else (the steady figures).
             first_half = {"elapsed": time.perf_counter() - started, "cpu": time.process_time() - cpu_started,
                           "partitions": len(completed), "counts": dict(counts)}
+            others = others_cpu(zk_pids, brokers.proc.pid)
+            first_half.update({k: others[k] - others_started[k] for k in others})
+            if not zk_pids:
+                del first_half["zk_cpu"]
             if steady_profiler is not None:
                 steady_profiler.disable()
                 steady_profiler.dump_stats(profile_steady)
@@ -549,6 +579,13 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         # not in "cpu", which is the controller's process alone.
         "brokers_cpu": brokers_status["cpu_seconds"],
     }
+
+
+def others_cpu(zk_pids: tuple[int, ...], brokers_pid: int) -> dict:
+    """CPU seconds so far of what shares the machine with the controller: the ZooKeeper
+    servers, the instant brokers' process, and the whole machine's busy time."""
+    return {"zk_cpu": sum(process_cpu_seconds(pid) for pid in zk_pids),
+            "brokers_cpu": process_cpu_seconds(brokers_pid), "machine_busy": machine_busy_seconds()}
 
 
 class SettlingTransport(TcpTransport):
@@ -740,11 +777,14 @@ async def run_sockets(hosts: str, n_partitions: int, workdir: Path) -> dict:
 # warmer; 24k-98k within one run): a round follows every controller run (the ZooKeeper then
 # as the runs found it), at least CEILING_ROUNDS of them.
 CEILING_OPS = 20_000
+# Issue 25's goal for the controller: this fraction of the ceiling ZooKeeper allows at its ops
+# per partition (controller_fraction_of_zk_limit), against which the machine's budget is taken.
+GOAL_FRACTION_OF_ZK_LIMIT = 0.5
 CEILING_ROUNDS = 5
 
 
 async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profile_failover: str | None,
-                         debug: bool, profile_steady: str | None = None) -> dict:
+                         debug: bool, profile_steady: str | None = None, zk_pids: tuple[int, ...] = ()) -> dict:
     """One instant-broker run (:func:`run`, coalescing, failover) in a fresh Python process.
 
     Each run of record gets a process of its own, as a controller has in production: run one
@@ -755,6 +795,8 @@ async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profil
     with tempfile.NamedTemporaryFile(prefix="bench-controller-run-", suffix=".json") as out:
         argv = [sys.executable, str(Path(__file__).resolve()), "--one-run", hosts, "--partitions", str(n_partitions),
                 "--one-run-out", out.name, "--one-run-metrics", "on" if metrics else "off"]
+        if zk_pids:
+            argv += ["--one-run-zk-pids", ",".join(map(str, zk_pids))]
         if profile_failover:
             argv += ["--profile-failover", profile_failover]
         if profile_steady:
@@ -767,20 +809,32 @@ async def run_in_process(hosts: str, n_partitions: int, *, metrics: bool, profil
         return json.loads(Path(out.name).read_text())
 
 
-async def ceiling_round(hosts: str, root: str) -> float:
-    """One round of the ZooKeeper multi-op ceiling (ops per second) under ``root``."""
-    ceiling_s, _ = await multi_ceiling(hosts, root, workload(root, CEILING_OPS))
-    return CEILING_OPS / ceiling_s
+async def ceiling_round(hosts: str, root: str, zk_pids: tuple[int, ...] = ()) -> tuple[float, float]:
+    """One round of the ZooKeeper multi-op ceiling under ``root``: (ops per second, the
+    servers' CPU microseconds per op over the round, 0 without ``zk_pids``)."""
+    items = workload(root, CEILING_OPS)
+    zk_cpu = sum(process_cpu_seconds(pid) for pid in zk_pids)
+    ceiling_s, _ = await multi_ceiling(hosts, root, items)
+    zk_cpu = sum(process_cpu_seconds(pid) for pid in zk_pids) - zk_cpu
+    return CEILING_OPS / ceiling_s, zk_cpu * 1e6 / CEILING_OPS
 
 
 async def main_async(args) -> dict:
     results = {}
     rates: list[float] = []
+    zk_us_per_op: list[float] = []  # the ZooKeeper servers' CPU per op in each ceiling round
     with tempfile.TemporaryDirectory(prefix="bench-controller-") as tmp:
         # 100,000 partitions are 200,000 znodes plus multi-ops of up to 1 MiB in flight: the
         # launcher's default 256 MB heap runs out.
         zk = LocalZooKeeper(port=0, data_dir=Path(tmp) / "zk", heap_mb=1536, stop_with_parent=True)
         zk.start(timeout=60)
+        zk_pids = tuple(s["pid"] for s in zk.status()["servers"])
+
+        async def ceiling(root: str) -> None:
+            rate, us_per_op = await ceiling_round(zk.connect_string, root, zk_pids)
+            rates.append(rate)
+            zk_us_per_op.append(us_per_op)
+
         try:
             # The controller as deployed counts its metrics; the same run without them shows
             # what they cost. Rounds alternate which of the two goes first (a later run meets a
@@ -795,9 +849,9 @@ async def main_async(args) -> dict:
                     one = await run_in_process(
                         f"{zk.connect_string}/{name.replace('_', '-')}-{i}", args.partitions, metrics=metrics,
                         profile_failover=args.profile_failover if (i, metrics) == (0, True) else None, debug=args.debug,
-                        profile_steady=args.profile_steady if (i, metrics) == (0, True) else None)
+                        profile_steady=args.profile_steady if (i, metrics) == (0, True) else None, zk_pids=zk_pids)
                     results[name].append(one)
-                    rates.append(await ceiling_round(zk.connect_string, f"/ceiling-{len(rates)}"))
+                    await ceiling(f"/ceiling-{len(rates)}")
                     print(f"round {i + 1}: metrics {'on' if metrics else 'off'}: "
                           f"{one['partitions'] / one['elapsed']:.0f} partitions/s, cpu {one['cpu']:.1f}s "
                           f"(the instant brokers' process: {one['brokers_cpu']:.1f}s, cluster creation included); "
@@ -815,11 +869,12 @@ async def main_async(args) -> dict:
             # The limit, on the same ZooKeeper in the same run: partition-state-sized creates in
             # multi-ops of the controller's size (BatchedWriter), every multi-op in flight at once.
             while len(rates) < CEILING_ROUNDS:
-                rates.append(await ceiling_round(zk.connect_string, f"/ceiling-{len(rates)}"))
+                await ceiling(f"/ceiling-{len(rates)}")
             print(f"ZooKeeper multi-op ceiling, {len(rates)} rounds: "
                   + ", ".join(f"{r:.0f}" for r in rates) + " ops/s", file=sys.stderr)
             results["ceiling_ops_per_second"] = statistics.median(rates)
             results["ceiling_rounds"] = rates
+            results["ceiling_zk_cpu_us_per_op"] = zk_us_per_op
         finally:
             zk.stop()
     return results
@@ -830,7 +885,8 @@ def one_run(args) -> int:
     ``--one-run-out`` (run_in_process)."""
     result = asyncio.run(run(args.one_run, args.partitions, coalesce=True, failover=True,
                              metrics=args.one_run_metrics == "on", profile_failover=args.profile_failover,
-                             profile_steady=args.profile_steady))
+                             profile_steady=args.profile_steady,
+                             zk_pids=tuple(int(p) for p in args.one_run_zk_pids.split(",") if p)))
     Path(args.one_run_out).write_text(json.dumps(result))
     return 0
 
@@ -862,6 +918,7 @@ def main() -> int:
     parser.add_argument("--one-run", metavar="HOSTS", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-run-out", metavar="FILE", default=None, help=argparse.SUPPRESS)
     parser.add_argument("--one-run-metrics", choices=("on", "off"), default="on", help=argparse.SUPPRESS)
+    parser.add_argument("--one-run-zk-pids", metavar="PIDS", default="", help=argparse.SUPPRESS)
     args = parser.parse_args()
     if args.full:
         for name, value in FULL_SIZES.items():
@@ -945,6 +1002,26 @@ def main() -> int:
         figures["process_cpu_ms_per_partition_steady"] = round(
             statistics.median(h["cpu"] / h["partitions"] for h in halves) * 1000, 3)
         figures["controller_fraction_of_zk_limit_steady"] = round(half_rate / (results["ceiling_ops_per_second"] / half_ops), 2)
+        if all("zk_cpu" in h for h in halves):
+            # What shares this machine's cores with the controller, per partition over the
+            # steady half, and what that leaves a controller at the goal (bench.machine). The
+            # goal's rate is taken at the whole run's ops per partition (more than the steady
+            # half's, so fewer partitions per second) and the others' cost from the steady half
+            # (the failover's election reads cost ZooKeeper more): the generous reading.
+            cores = os.cpu_count() or 1
+            zk_ms = statistics.median(h["zk_cpu"] / h["partitions"] for h in halves) * 1000
+            brokers_ms = statistics.median(h["brokers_cpu"] / h["partitions"] for h in halves) * 1000
+            goal_rate = GOAL_FRACTION_OF_ZK_LIMIT * limit
+            figures["machine_cores"] = cores
+            figures["machine_busy_cores_steady"] = round(statistics.median(h["machine_busy"] / h["elapsed"] for h in halves), 2)
+            figures["zk_server_cpu_ms_per_partition_steady"] = round(zk_ms, 3)
+            figures["brokers_cpu_ms_per_partition_steady"] = round(brokers_ms, 3)
+            figures["free_controller_fraction_of_zk_limit"] = free_controller_fraction(cores, zk_ms + brokers_ms, limit)
+            figures["controller_cpu_budget_ms_per_partition_at_goal"] = controller_budget_ms(cores, goal_rate, zk_ms + brokers_ms)
+            figures["controller_cpu_budget_ms_per_partition_at_goal_brokers_elsewhere"] = controller_budget_ms(
+                cores, goal_rate, zk_ms)
+    if any(results["ceiling_zk_cpu_us_per_op"]):
+        figures["zk_server_cpu_us_per_op_ceiling"] = round(statistics.median(results["ceiling_zk_cpu_us_per_op"]), 1)
     figures["in_flight_at_failover"] = ours["in_flight_at_failover"]
     failovers = [r["failover"] for r in runs if r["failover"] is not None]
     if failovers:
