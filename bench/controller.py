@@ -154,7 +154,8 @@ Figures (printed last, one per line):
   (GOAL_FRACTION_OF_ZK_LIMIT of ``zk_limit_partitions_per_second``, the whole run's ops per
   partition; the others' cost from the steady half, which is the generous reading):
   ``controller_cpu_budget_ms_per_partition_at_goal`` is the CPU per partition the cores leave
-  the controller (negative: the others alone need more than the machine),
+  the controller, at most what its one core gives at that rate (it decides on one thread;
+  negative: the others alone need more than the machine),
   ``controller_cpu_budget_ms_per_partition_at_goal_brokers_elsewhere`` the same with the brokers
   on machines of their own, as in production, and ``free_controller_fraction_of_zk_limit`` the
   fraction a controller costing no CPU at all could reach on this machine.

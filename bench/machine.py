@@ -9,6 +9,8 @@ The readers take Linux's /proc; the arithmetic is pure::
 
     >>> controller_budget_ms(cores=2, rate=10_000, others_ms_per_partition=0.15)
     0.05
+    >>> controller_budget_ms(cores=2, rate=10_000, others_ms_per_partition=0.02)  # its one core binds
+    0.1
     >>> free_controller_fraction(cores=2, others_ms_per_partition=0.2, limit_partitions_per_second=20_000)
     0.5
 """
@@ -48,11 +50,18 @@ def machine_busy_seconds() -> float:
     return (sum(ticks[:8]) - idle - iowait) / TICKS_PER_SECOND
 
 
+# The controller decides on one thread, and its ZooKeeper client's thread shares the
+# interpreter's lock with it: its process uses one core at most, however many are free.
+CONTROLLER_CORES = 1
+
+
 def controller_budget_ms(cores: int, rate: float, others_ms_per_partition: float) -> float:
     """The CPU milliseconds per partition the controller may spend at ``rate`` partitions per
     second on ``cores`` cores, when the other processes sharing them cost
-    ``others_ms_per_partition``. Negative when the others alone need more than the cores."""
-    return round(cores * 1000 / rate - others_ms_per_partition, 3)
+    ``others_ms_per_partition``; at most what its one core gives at that rate. Negative when
+    the others alone need more than the cores."""
+    left = cores * 1000 / rate - others_ms_per_partition
+    return round(min(left, CONTROLLER_CORES * 1000 / rate), 3)
 
 
 def free_controller_fraction(cores: int, others_ms_per_partition: float, limit_partitions_per_second: float) -> float:

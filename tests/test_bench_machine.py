@@ -70,6 +70,8 @@ def test_the_machine_busy_time_counts_this_process_burning():
     (2, 10_000, 0.15, 0.05),      # 0.2 ms of the two cores per partition, 0.15 of it taken
     (2, 16_000, 0.182, -0.057),   # the others alone need more than the machine
     (1, 1_000, 0.0, 1.0),
+    (2, 15_690, 0.046, 0.064),    # room for 0.081 ms, but the controller's one core gives 0.064
+    (4, 10_000, 0.0, 0.1),
 ])
 def test_the_controller_budget_is_what_the_cores_leave_at_the_rate(cores, rate, others, budget):
     assert controller_budget_ms(cores, rate, others) == pytest.approx(budget, abs=1e-3)
