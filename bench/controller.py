@@ -141,7 +141,12 @@ Figures (printed last, one per line):
   the first half of the partitions finished, before the failover wave): one controller at work,
   without the kill, the second election's full read and the recovery that the whole-run figures
   include. The goal's figure is ``controller_fraction_of_zk_limit`` (the whole run); these say
-  how much of the gap is the failover's.
+  how much of the gap is the failover's. ``controller_busy_fraction_steady`` is the
+  controller's process's CPU over the half's wall clock, and ``zk_flush_wait_fraction_steady``
+  the part of the wall clock it sat waiting inside its flushes (each multi-op sent once the
+  last landed: their wall clock minus the process's CPU meanwhile, CountingStore); the rest of
+  the idle time it waited for news (the brokers' ISR changes, the feeder's entries) and for
+  its reads.
 
 * The machine's share (bench.machine), over the same steady half: the controller shares
   ``machine_cores`` cores with the ZooKeeper server it writes to and the instant brokers'
@@ -325,7 +330,15 @@ class CountingStore:
     async def fenced_multi(self, ops, epoch_zkversion):
         self._add("writes", len(ops) + 1)  # + the /controller_epoch check
         self._add("multis")
-        return await self._inner.fenced_multi(ops, epoch_zkversion)
+        # The writer's chunks go one after the other, each once the last landed: the wall
+        # clock they take, and this process's CPU meanwhile (its ZooKeeper client's thread
+        # included), say how long the controller sits waiting for ZooKeeper.
+        wall, cpu = time.perf_counter(), time.process_time()
+        try:
+            return await self._inner.fenced_multi(ops, epoch_zkversion)
+        finally:
+            self._add("flush_wall", time.perf_counter() - wall)
+            self._add("flush_cpu", time.process_time() - cpu)
 
 
 class CountedController(ActiveController):
@@ -480,6 +493,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
         started = time.perf_counter()
         cpu_started = time.process_time()
         others_started = others_cpu(zk_pids, brokers.proc.pid)
+        flushes_started = {k: counts.get(k, 0.0) for k in ("flush_wall", "flush_cpu")}
         steady_profiler = cProfile.Profile() if profile_steady else None
         if steady_profiler is not None:
             steady_profiler.enable()
@@ -500,6 +514,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
                           "partitions": len(completed), "counts": dict(counts)}
             others = others_cpu(zk_pids, brokers.proc.pid)
             first_half.update({k: others[k] - others_started[k] for k in others})
+            first_half.update({k: counts.get(k, 0.0) - flushes_started[k] for k in flushes_started})
             if not zk_pids:
                 del first_half["zk_cpu"]
             if steady_profiler is not None:
@@ -1003,6 +1018,12 @@ def main() -> int:
         figures["process_cpu_ms_per_partition_steady"] = round(
             statistics.median(h["cpu"] / h["partitions"] for h in halves) * 1000, 3)
         figures["controller_fraction_of_zk_limit_steady"] = round(half_rate / (results["ceiling_ops_per_second"] / half_ops), 2)
+        # How much of the half the controller's process worked, and how much of it it sat
+        # waiting inside its flushes' multi-ops (wall clock minus its CPU meanwhile).
+        figures["controller_busy_fraction_steady"] = round(statistics.median(h["cpu"] / h["elapsed"] for h in halves), 2)
+        if all("flush_wall" in h for h in halves):
+            figures["zk_flush_wait_fraction_steady"] = round(statistics.median(
+                max(0.0, h["flush_wall"] - h["flush_cpu"]) / h["elapsed"] for h in halves), 2)
         if all("zk_cpu" in h for h in halves):
             # What shares this machine's cores with the controller, per partition over the
             # steady half, and what that leaves a controller at the goal (bench.machine). The
