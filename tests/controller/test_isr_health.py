@@ -8,9 +8,12 @@ from __future__ import annotations
 import copy
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from controller.core import engine, isr_health
 from controller.core.config import ConfigError, ControllerConfig, resolve
+from controller.core.state import Overlay, apply_changes
 from controller.core.events import BrokersRead, RequestsRead, StatesRead, TopicConfigsRead
 from controller.core.task import Phase
 from tests.controller.helpers import cluster, req, state
@@ -207,3 +210,28 @@ def test_an_entry_rewritten_with_skip_isr_check_starts_its_waiting_move():
     assert s.tasks[("a", 0)].waiting is not None
     run(s, RequestsRead(1, (Request("a", 0, (1, 2, 4), skip_isr_check=True),)))
     assert s.tasks[("a", 0)].phase is Phase.REPLICATING
+
+
+_ISRS = st.sampled_from([(), (1,), (1, 2), (2, 3, 4)])
+
+
+@settings(max_examples=200, deadline=None)
+@given(base=st.dictionaries(st.integers(0, 30), _ISRS, max_size=25),
+       changes=st.dictionaries(st.integers(0, 40), st.one_of(st.none(), _ISRS), max_size=15))
+def test_the_count_under_an_overlay_is_the_count_of_the_state_it_makes(base, changes):
+    # None in changes: the partition deleted in the step (DELETED)
+    base = {("t", p): state(1, isr) for p, isr in base.items()}
+    overlay = Overlay(base)
+    for p, isr in changes.items():
+        if isr is None:
+            overlay.pop(("t", p))
+        else:
+            overlay[("t", p)] = state(1, isr)
+    made = dict(base)
+    apply_changes(made, overlay.changes)
+    want = sum(1 for s in made.values() if not s.isr)
+    assert isr_health.under_min_isr(overlay, {}, 1) == want
+    assert isr_health.under_min_isr(made, {}, 1) == want
+    # the general path (a floor of 2), over the overlay and the dict alike
+    assert isr_health.under_min_isr(overlay, {}, 2) == isr_health.under_min_isr(made, {}, 2) == sum(
+        1 for s in made.values() if len(s.isr) < 2)
