@@ -101,42 +101,11 @@ def _record_tp(path: str):
     return (topic, int(partition)) if partition.isdigit() and topic else None
 
 
-class _Doors(dict):
-    """tp -> door of each move the controller holds, and beside it ``by_record``: the same
-    doors keyed by the move's KIP-240 record path (doors other than ``recovered``, which no
-    record names), so :class:`RecordIds` finds a write's door with one lookup per op instead
-    of parsing every path of every multi (the metrics budget, issue 12)."""
-
-    __slots__ = ("by_record",)
-
-    def __init__(self, doors=()):
-        super().__init__()
-        self.by_record: dict[str, str] = {}
-        for tp, door in dict(doors).items():
-            self[tp] = door
-
-    def __setitem__(self, tp, door: str) -> None:
-        super().__setitem__(tp, door)
-        path = f"{_RECORDS}{tp[0]}/{tp[1]}"
-        if door == RECOVERED:
-            self.by_record.pop(path, None)
-        else:
-            self.by_record[path] = door
-
-    def pop(self, tp, default=None):
-        self.by_record.pop(f"{_RECORDS}{tp[0]}/{tp[1]}", None)
-        return super().pop(tp, default)
-
-    def clear(self) -> None:
-        super().clear()
-        self.by_record.clear()
-
-
 class MoveJournal:
     def __init__(self, metrics=None):
         self.metrics = metrics
         self._noted: dict[tuple[str, int], tuple[tuple[int, ...], str]] = {}  # tp -> (target, door)
-        self._doors = _Doors()  # door of each move the controller holds
+        self._doors: dict[tuple[str, int], str] = {}  # door of each move the controller holds
         self.ids: dict[tuple[str, int], int] = {}  # reassignment_id of each record created this term
         self._read_doors: dict[tuple[str, int], str] = {}  # doors in the records a recovery read
         self._prepared = None  # the step prepare() last saw, and its entries
@@ -176,12 +145,15 @@ class MoveJournal:
 
     def record_door(self, path: str) -> str | None:
         """The door to write into the record at ``path`` (None: none known, write none)."""
-        return self._doors.by_record.get(path)
+        tp = _record_tp(path)
+        door = self._doors.get(tp) if tp is not None else None
+        return None if door == RECOVERED else door
 
     @property
-    def record_doors(self) -> dict[str, str]:
-        """Record path -> door to write into it, for every move with a known door (live)."""
-        return self._doors.by_record
+    def doors(self) -> dict[tuple[str, int], str]:
+        """tp -> door of every move the controller holds (live; ``recovered`` is written into
+        no record)."""
+        return self._doors
 
     # ---- what a step did ----------------------------------------------------------------------
 
@@ -232,7 +204,7 @@ class MoveJournal:
             for tp in entries:
                 if tp not in kept and tp in self._doors:
                     kept[tp] = self._doors[tp]
-            self._doors = _Doors(kept)
+            self._doors = kept
         # Hot: every move the step touched (thousands); most keep their target.
         doors, tasks_before = self._doors, before.tasks.get
         for tp, move in step.delta.tasks.items():
@@ -396,26 +368,29 @@ class RecordIds:
 
     async def fenced_multi(self, ops, epoch_zkversion):
         # Hot: every op of every flush passes here (tens of thousands a second), so an op
-        # costs a type check and, for a record write, one dict lookup by path.
+        # costs a type check and a prefix check; a record write, its path's partition read
+        # and one dict lookup (the doors are kept by partition only: keeping them by record
+        # path too cost two paths formatted per move).
         created = []
         written = None
         grown = 0  # bytes the doors add
-        doors = self._journal.record_doors
+        doors = self._journal.doors
         for i, op in enumerate(ops):
             kind = type(op)
-            if kind is SetData:
-                door = doors.get(op.path)
-                if door is None:
-                    continue
-            elif kind is Create:
-                path = op.path
-                if not path.startswith(_RECORDS) or path.find("/", _RECORDS_LEN) < 0:
-                    continue  # not a record, or a topic's parent
+            if kind is not SetData and kind is not Create:
+                continue
+            path = op.path
+            if not path.startswith(_RECORDS):
+                continue
+            # A record's path names its partition: its door is looked up by that (a record
+            # write is one op of about four per partition; a topic's parent names none).
+            topic, _, partition = path[_RECORDS_LEN:].partition("/")
+            if not partition.isdigit():
+                continue
+            if kind is Create:
                 created.append(path)
-                door = doors.get(path)
-                if door is None:
-                    continue
-            else:
+            door = doors.get((topic, int(partition)))
+            if door is None or door == RECOVERED:
                 continue
             data = record_with_door(op.data, door)
             if data is not op.data:
