@@ -14,6 +14,7 @@ Everything is real: ZooKeeper (the session fixture), ``python -m reassignd sim``
 
 from __future__ import annotations
 
+import asyncio
 import json
 
 import pytest
@@ -65,7 +66,12 @@ def test_kafka_python_topic_configs_create_describe_alter(zk_hosts, tmp_path):
             assert (topic["segment.bytes"]["value"], topic["segment.bytes"]["config_source"]) == (
                 "1073741824", "DEFAULT_CONFIG")
             wait_for(lambda: set(described(config_filter="modified")) == set(CONFIGS), 20,
-                     "every node to describe the topic's own configs as modified")
+                     "a node to describe the topic's own configs as modified")
+            # kafka-python's incremental alter_configs first asks whichever node it likes for the
+            # topic's dynamic configs and refuses keys that node does not list: every simulated
+            # broker must have learned the topic's configs (each from its own watches) first.
+            wait_for(lambda: every_broker_describes(c, "logs", CONFIGS), 20,
+                     "every broker to describe the topic's own configs")
 
             # A simulated broker, bootstrapped on its own, learns the configs from the notification.
             broker = KafkaAdminClient(bootstrap_servers=c.brokers[1], client_id="kafka-python-configs-sim",
@@ -101,6 +107,33 @@ def test_kafka_python_topic_configs_create_describe_alter(zk_hosts, tmp_path):
         finally:
             for a in admins:
                 a.close()
+
+
+DYNAMIC_TOPIC_CONFIG = 1  # DescribeConfigs' config_source of a topic's own setting
+
+
+def every_broker_describes(c, topic: str, configs: dict[str, str]) -> bool:
+    """Each simulated broker, asked itself (DescribeConfigs over its own connection), describes
+    ``configs`` as ``topic``'s own settings."""
+    from controller.shell.transport import TcpTransport
+    from protocol import ApiKey
+
+    endpoints = {b: (addr.rsplit(":", 1)[0], int(addr.rsplit(":", 1)[1])) for b, addr in c.brokers.items()}
+
+    async def views() -> list[dict]:
+        transport = TcpTransport(endpoints.get)
+        try:
+            out = []
+            for broker in sorted(endpoints):
+                answer = await transport.request(broker, ApiKey.DESCRIBE_CONFIGS, 1, {"resources": [
+                    {"resource_type": 2, "resource_name": topic, "configuration_keys": None}], "include_synonyms": False})
+                (result,) = answer["results"]
+                out.append({e["name"]: (e["value"], e.get("config_source")) for e in result["configs"] or ()})
+            return out
+        finally:
+            await transport.close()
+
+    return all(all(view.get(k) == (v, DYNAMIC_TOPIC_CONFIG) for k, v in configs.items()) for view in asyncio.run(views()))
 
 
 def confluent_kafka_topic_configs(c) -> None:
