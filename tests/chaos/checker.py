@@ -175,6 +175,7 @@ def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
     for tp in sorted(start):
         expected = {tuple(start[tp])}
         stable = [tuple(start[tp])]  # every list the partition may have settled on
+        before_target = expected  # what it could hold before the last target it was asked for
         last_op: dict | None = None
         for op in ops:
             effect = _effect(op, tp)
@@ -184,7 +185,13 @@ def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
             if kind == "target":
                 target = tuple(value)
                 skipped = any(t >= op["t0"] for t in skips.get((tp, target), ()))
-                expected = expected | {target} if skipped else {target}
+                if skipped:
+                    # The controller dropped the entry when it read it (a broker not registered
+                    # then). The entry had taken the place of the last target: that one's move
+                    # goes on if it had started, else the partition holds what it held before it.
+                    expected = expected | {target} | before_target
+                else:
+                    before_target, expected = expected, {target}
                 stable.append(target)
                 last_op = op
             elif kind == "maybe_target":

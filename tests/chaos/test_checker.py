@@ -143,6 +143,19 @@ def test_an_entry_the_controller_reported_dropping_is_a_skip_with_its_reason():
     assert not check(_history(final_replicas=R0, extra=[early])).ok
 
 
+def test_a_dropped_target_that_replaced_a_waiting_one_leaves_the_partition_where_it_was():
+    # T1 accepted (waiting for a slot), T2 accepted in its place, then dropped when the controller
+    # read it (a broker of it gone by then): the partition stays on R0, where it was before T1
+    # (chaos seed 142 once ended so, and the checker had wanted T1 or T2).
+    ops = [_submit(1, {"orders/0": T1}), _submit(2, {"orders/0": T2}, t0=1.05)]
+    skip = {"type": "reported_skip", "t": 1.3, "tp": "orders/0", "target": T2, "reason": "unknown broker(s) [1]"}
+    for final in (R0, T1, T2):
+        assert check(_history(final_replicas=final, ops=ops, extra=[skip])).ok, final
+    report = check(_history(final_replicas=[2, 3, 4], ops=ops, extra=[skip]))
+    assert any(v.startswith("lost request: orders/0 ended on [2, 3, 4]") for v in report.violations)
+    assert not check(_history(final_replicas=R0, ops=ops)).ok  # not dropped: T2 it is
+
+
 def test_a_write_landing_after_the_next_epoch_is_a_zombie_write():
     zombie = {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 230,
               "after_zxid": 220, "upto_zxid": 230, "ops": [["set", "/brokers/topics/orders"]]}
