@@ -12,7 +12,7 @@ and controller.core.queue.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 
 from controller.core import cancel, isr_health, move_order
 from controller.core.cancel import rollback_assignment
@@ -355,7 +355,7 @@ def schedule(ws: WorkingSet) -> None:
         if not move.holds_slot:
             continue
         running += 1
-        adding, removing = slot_brokers(ws, move)
+        adding, removing = slot_brokers(ws.assignments, move)
         for b in adding:
             incoming[b] = incoming.get(b, 0) + 1
         for b in removing:
@@ -380,7 +380,7 @@ def schedule(ws: WorkingSet) -> None:
             ws.set_task(move)
         if reason is not None:
             continue
-        adding, removing = slot_brokers(ws, move)
+        adding, removing = slot_brokers(ws.assignments, move)
         # The busiest broker each way against the caps (loops, not any() over generators: this
         # runs for every pending move of every scheduling step).
         most_in = max([incoming.get(b, 0) for b in adding], default=-1)  # -1: none, under any cap
@@ -500,11 +500,13 @@ def on_topic_configs(ws: WorkingSet, event: TopicConfigsRead) -> None:
         ws.schedule_needed = True
 
 
-def slot_brokers(ws: WorkingSet, move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:
-    """The brokers ``move`` takes an incoming and an outgoing slot on (step 2)."""
+def slot_brokers(assignments: Mapping[TopicPartition, Assignment], move: Move) -> tuple[tuple[int, ...], tuple[int, ...]]:
+    """The brokers ``move`` takes an incoming and an outgoing slot on (step 2): once started,
+    AR and RR; before (LOADING, its state being read), the brokers its target adds to and
+    drops from the partition's assignment, as step 2 counted them when it gave the slots."""
     if move.started:
         return move.adding, move.removing
-    current = ws.assignments[move.tp].replicas
+    current = assignments[move.tp].replicas
     return (
         tuple(b for b in move.target if b not in current),
         tuple(b for b in current if b not in move.target),
@@ -646,7 +648,7 @@ def slots_in_use(ws: WorkingSet) -> _Usage:
     usage = _Usage()
     for move in ws.tasks.values():
         if move.holds_slot:
-            usage.add(*slot_brokers(ws, move), 1)
+            usage.add(*slot_brokers(ws.assignments, move), 1)
             usage.moves += 1
     return usage
 

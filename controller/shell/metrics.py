@@ -25,7 +25,7 @@ import time
 from bisect import bisect_left
 from collections import Counter as Tally
 from itertools import chain, repeat
-from operator import attrgetter
+from operator import attrgetter, itemgetter
 from time import perf_counter
 from typing import TYPE_CHECKING
 
@@ -43,6 +43,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
+from controller.core.reassignment import slot_brokers
 from controller.shell.inbox import Inbox
 from controller.shell.journal import DOORS, RECOVERED
 from controller.shell.listener import WrappedHandler
@@ -158,7 +159,8 @@ def _reason_label(reason: str) -> str:
     return reason if reason in ("shutdown",) else "other"
 
 
-_TP, _ADDING, _REMOVING = attrgetter("tp"), attrgetter("adding"), attrgetter("removing")
+_TP = attrgetter("tp")
+_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 class _LiveCollector:
@@ -190,8 +192,12 @@ class _LiveCollector:
             # one Python call per move, none per count.
             holding = [move for move in state.tasks.values() if move.holds_slot]
             held = Tally(map(doors.get, map(_TP, holding), repeat(RECOVERED)))
-            incoming = Tally(chain.from_iterable(map(_ADDING, holding)))
-            outgoing = Tally(chain.from_iterable(map(_REMOVING, holding)))
+            # The brokers each holds its slots on, as the scheduler counts them (a LOADING
+            # move's are its target against the assignment: it has no AR or RR yet).
+            assignments = state.assignments
+            slotted = [slot_brokers(assignments, move) for move in holding if move.started or move.tp in assignments]
+            incoming = Tally(chain.from_iterable(map(_FIRST, slotted)))
+            outgoing = Tally(chain.from_iterable(map(_SECOND, slotted)))
             waiting = Tally(map(doors.get, state.pending, repeat(RECOVERED)))
             isr_waits.add_metric([], sum(1 for tp in state.pending if state.tasks[tp].waiting is not None))
             for d in DOORS:

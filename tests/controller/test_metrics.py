@@ -134,12 +134,13 @@ def test_moves_by_door_and_broker_slots_from_the_active_state():
     from controller.shell.journal import MoveJournal
     from controller.shell.role import Role
 
-    s = cluster(topics={"a": {0: (1, 2, 3), 1: (1, 2, 3), 2: (1, 2, 3)}, "c": {0: (1, 2, 3), 1: (1, 2, 3)}},
+    s = cluster(topics={"a": {0: (1, 2, 3), 1: (1, 2, 3), 2: (1, 2, 3), 3: (1, 2, 3)}, "c": {0: (1, 2, 3), 1: (1, 2, 3)}},
                 brokers=(1, 2, 3, 4, 5))
     moves = [
         Move(("a", 0), (4, 2, 3), Phase.REPLICATING, original=(1, 2, 3)),
         Move(("a", 1), (4, 5, 3), Phase.STOPPING, original=(1, 2, 3)),
         Move(("a", 2), (5, 2, 3), Phase.REPLICATING, original=(1, 2, 3)),  # resumed: no door known
+        Move(("a", 3), (1, 2, 4), Phase.LOADING),  # its state being read: slots on 4 in, 3 out
         Move(("c", 0), (1, 2, 4)),  # pending
         Move(("c", 1), (1, 2, 5)),  # pending, no door known
     ]
@@ -147,19 +148,20 @@ def test_moves_by_door_and_broker_slots_from_the_active_state():
         s.tasks[move.tp] = move
     s.pending.update({("c", 0): None, ("c", 1): None})
     journal = MoveJournal()
-    journal.doors.update({("a", 0): "AlterPartitionReassignments", ("a", 1): "znode", ("c", 0): "queue"})
+    journal.doors.update({("a", 0): "AlterPartitionReassignments", ("a", 1): "znode", ("a", 3): "znode", ("c", 0): "queue"})
     metrics, role = Metrics(), Role(1)
     role.active = SimpleNamespace(state=s, journal=journal, config=ControllerConfig(max_incoming_per_broker=3))
     metrics.watch(role=role)
     m = samples(metrics)
     running = {labels[0][1]: v for (name, labels), v in m.items() if name == "reassignd_reassignments_running"}
     pending = {labels[0][1]: v for (name, labels), v in m.items() if name == "reassignd_reassignments_pending"}
-    assert running == {"znode": 1, "queue": 0, "ReassignPartitions": 0, "AlterPartitionReassignments": 1, "recovered": 1}
+    assert running == {"znode": 2, "queue": 0, "ReassignPartitions": 0, "AlterPartitionReassignments": 1, "recovered": 1}
     assert pending == {"znode": 0, "queue": 1, "ReassignPartitions": 0, "AlterPartitionReassignments": 0, "recovered": 1}
     slots = {(dict(labels)["broker"], dict(labels)["direction"]): v
              for (name, labels), v in m.items() if name == "reassignd_broker_move_slots_in_use"}
-    # the three running moves: 4 in twice, 5 in twice; 1 out three times, 2 out once; every live broker listed
+    # the four moves holding slots: 4 in three times, 5 in twice; 1 out three times, 2 and 3 out
+    # once; every live broker listed
     assert slots == {("1", "incoming"): 0, ("1", "outgoing"): 3, ("2", "incoming"): 0, ("2", "outgoing"): 1,
-                     ("3", "incoming"): 0, ("3", "outgoing"): 0, ("4", "incoming"): 2, ("4", "outgoing"): 0,
+                     ("3", "incoming"): 0, ("3", "outgoing"): 1, ("4", "incoming"): 3, ("4", "outgoing"): 0,
                      ("5", "incoming"): 2, ("5", "outgoing"): 0}
     assert m[("reassignd_broker_move_slots", (("direction", "incoming"),))] == 3
