@@ -170,12 +170,20 @@ def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
     for s in by_type.get("reported_skip", []):
         skips.setdefault((s["tp"], tuple(s["target"])), []).append(s.get("t", math.inf))
     ops = sorted(by_type.get("op", []), key=lambda o: (o["t0"], o["id"]))
+    # tp -> (sample time, the target of the move it was seen making: RS without RR)
+    seen_moving: dict[str, list[tuple[float, frozenset]]] = {}
+    for sample in by_type.get("moves", []):
+        for tp, move in (sample.get("moving") or {}).items():
+            removing = set(move.get("removing") or ())
+            seen_moving.setdefault(tp, []).append(
+                (sample.get("t", 0.0), frozenset(b for b in move.get("replicas") or () if b not in removing)))
     report.requests = sum(1 for o in ops if o["outcome"] == "accepted" and _any_accepted(o))
 
     for tp in sorted(start):
         expected = {tuple(start[tp])}
         stable = [tuple(start[tp])]  # every list the partition may have settled on
         before_target = expected  # what it could hold before the last target it was asked for
+        last_target: tuple[float, tuple] | None = None  # (asked at, target) of that one
         last_op: dict | None = None
         for op in ops:
             effect = _effect(op, tp)
@@ -184,14 +192,20 @@ def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
             kind, value = effect
             if kind == "target":
                 target = tuple(value)
-                skipped = any(t >= op["t0"] for t in skips.get((tp, target), ()))
-                if skipped:
+                reported = [t for t in skips.get((tp, target), ()) if t >= op["t0"]]
+                if reported:
                     # The controller dropped the entry when it read it (a broker not registered
                     # then). The entry had taken the place of the last target: that one's move
-                    # goes on if it had started, else the partition holds what it held before it.
-                    expected = expected | {target} | before_target
+                    # goes on if it had started (seen moving before the drop), else the
+                    # partition holds what it held before that target was asked for.
+                    expected = expected | {target}
+                    if last_target is None or not any(
+                            last_target[0] <= t <= max(reported) and moving == frozenset(last_target[1])
+                            for t, moving in seen_moving.get(tp, ())):
+                        expected = expected | before_target
                 else:
                     before_target, expected = expected, {target}
+                    last_target = (op["t0"], target)
                 stable.append(target)
                 last_op = op
             elif kind == "maybe_target":

@@ -16,8 +16,9 @@ T1 = [4, 5, 6]
 T2 = [1, 5, 6]
 
 
-def _history(final_replicas=T1, ops=None, extra=()) -> list[dict]:
+def _history(final_replicas=T1, ops=None, extra=(), moving=None) -> list[dict]:
     ops = ops if ops is not None else [_submit(1, {"orders/0": T1})]
+    moving = {"orders/0": _moving(T1, R0, isr=R0)} if moving is None else moving
     return [
         {"type": "meta", "t": 0.0, "seed": 1, "caps": CAPS},
         {"type": "initial", "t": 0.0, "assignments": {"orders/0": R0, "orders/1": R0}},
@@ -26,7 +27,7 @@ def _history(final_replicas=T1, ops=None, extra=()) -> list[dict]:
         {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 120,
          "after_zxid": 110, "upto_zxid": 120, "ops": [["create", "/admin/reassignments/orders/0"]]},
         *ops,
-        {"type": "moves", "t": 1.2, "moving": {"orders/0": _moving(T1, R0, isr=R0)}},
+        {"type": "moves", "t": 1.2, "moving": moving},
         {"type": "state", "t": 2.0, "tp": "orders/0", "leader": 4, "isr": [4, 5, 6], "leader_epoch": 2, "mzxid": 130},
         {"type": "moves", "t": 2.1, "moving": {}},
         {"type": "fault", "t": 3.0, "id": 1, "kind": "zombie", "t0": 2.0, "t_heal": 3.0, "target": 101},
@@ -149,11 +150,16 @@ def test_a_dropped_target_that_replaced_a_waiting_one_leaves_the_partition_where
     # (chaos seed 142 once ended so, and the checker had wanted T1 or T2).
     ops = [_submit(1, {"orders/0": T1}), _submit(2, {"orders/0": T2}, t0=1.05)]
     skip = {"type": "reported_skip", "t": 1.3, "tp": "orders/0", "target": T2, "reason": "unknown broker(s) [1]"}
+    other = {"orders/1": _moving(T1, R0, isr=R0)}  # orders/0 never seen moving (T1 waited for a slot)
     for final in (R0, T1, T2):
-        assert check(_history(final_replicas=final, ops=ops, extra=[skip])).ok, final
-    report = check(_history(final_replicas=[2, 3, 4], ops=ops, extra=[skip]))
+        assert check(_history(final_replicas=final, ops=ops, extra=[skip], moving=other)).ok, final
+    report = check(_history(final_replicas=[2, 3, 4], ops=ops, extra=[skip], moving=other))
     assert any(v.startswith("lost request: orders/0 ended on [2, 3, 4]") for v in report.violations)
-    assert not check(_history(final_replicas=R0, ops=ops)).ok  # not dropped: T2 it is
+    assert not check(_history(final_replicas=R0, ops=ops, moving=other)).ok  # not dropped: T2 it is
+    # T1 seen moving before the drop: its move goes on, so back on R0 is a lost request
+    report = check(_history(final_replicas=R0, ops=ops, extra=[skip]))
+    assert any(v.startswith("lost request: orders/0 ended on [1, 2, 3]") for v in report.violations)
+    assert check(_history(final_replicas=T1, ops=ops, extra=[skip])).ok
 
 
 def test_a_write_landing_after_the_next_epoch_is_a_zombie_write():
