@@ -744,10 +744,13 @@ class _Usage:
             self.outgoing[b] = self.outgoing.get(b, 0) + n
 
     def blocked(self, old: Move, new: Move, config: ControllerConfig) -> list[int]:
-        """Brokers the override ``old`` -> ``new`` adds a copy to (or an original replica
-        leaving from) that are at their cap."""
+        """Brokers the override ``old`` -> ``new`` adds a copy to, or a replica newly leaving
+        from, that are at their cap. A leaving replica is an original one the new target drops,
+        or one the old target added that the new one drops while it is in the ISR: it stays
+        until the new target is in sync and goes with RR (``Move.dropped``), one more outgoing
+        move of its broker, as step 2 and the caps' invariant count it."""
         into = [b for b in new.adding if b not in old.adding]
-        out_of = [b for b in new.removing if b not in old.removing and b in (old.original or ())]
+        out_of = [b for b in new.removing if b not in old.removing]
         return sorted(
             {b for b in into if self.incoming.get(b, 0) >= config.max_incoming_per_broker}
             | {b for b in out_of if self.outgoing.get(b, 0) >= config.max_outgoing_per_broker}

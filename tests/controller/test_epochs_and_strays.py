@@ -106,3 +106,28 @@ def test_an_answer_with_a_failed_log_directory_still_has_its_strays_but_nothing_
     step = run(s, ReplicasHosted(6, frozenset()))  # complete: t-3 is missing from broker 6
     told = by_kind(step, ApiKey.LEADER_AND_ISR)
     assert list(told) == [6] and body_partitions(told[6])[("t", 3)]["is_new"] is True
+
+
+def test_an_override_waits_for_the_outgoing_slot_of_a_replica_it_drops():
+    """A replica the old target added and the new one drops, in the ISR, stays until the new
+    target is in sync and then goes with RR: it is one more outgoing copy of its broker, under the
+    cap like an original replica's (chaos seed 2811 found broker 6 with five outgoing moves at a
+    cap of four: an override had dropped 6 while four other moves removed replicas from it)."""
+    s = cluster(topics={"t": {0: (1, 2, 3), 1: (4, 5, 6)}})
+    config = ControllerConfig(max_outgoing_per_broker=1)
+    run(s, RequestsRead(0, (req("t", 0, (4, 5, 3)), req("t", 1, (1, 5, 6)))), config)
+    run(s, StatesRead({TP: state(1, (1, 2, 3)), ("t", 1): state(4, (4, 5, 6))}), config)
+    assert s.tasks[TP].phase is s.tasks[("t", 1)].phase is Phase.REPLICATING  # t-1 takes 4's outgoing slot
+    run(s, StatesRead({TP: state(1, (1, 2, 3, 4), zk_version=2, leader_epoch=1)}), config)  # 4 in sync, 5 not
+
+    step = run(s, RequestsRead(2, (req("t", 0, (6, 2, 3), (1, 2, 3)), req("t", 1, (1, 5, 6), (4, 5, 6)))), config)
+    move = s.tasks[TP]
+    assert (move.target, move.next_target) == ((4, 5, 3), (6, 2, 3))  # 4 would leave past its cap: it waits
+    assert any("waits for a free slot on broker(s) [4]" in line for line in step.log)
+
+    # t-1 completes and finishes: 4's outgoing slot frees and the override is made
+    run(s, StatesRead({("t", 1): state(4, (4, 5, 6, 1), zk_version=2, leader_epoch=1)}), config)
+    run(s, StopReplicaSent((("t", 1),)), config)
+    move = s.tasks[TP]
+    assert (move.target, move.next_target, move.dropped) == ((6, 2, 3), None, (4,))
+    assert s.assignments[TP].removing == (1, 4)
