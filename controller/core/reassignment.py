@@ -711,21 +711,19 @@ def finish_move(ws: WorkingSet, move: Move) -> None:
 def slot_usage(state: ClusterState) -> tuple[int, dict[int, int], dict[int, int]]:
     """(moves holding a slot, incoming per broker, outgoing per broker) - for tests and metrics."""
     running, incoming, outgoing = 0, {}, {}
+    assignments = state.assignments
     for move in state.tasks.values():
         if not move.holds_slot:
             continue
         running += 1
-        adding, removing = (move.adding, move.removing) if move.started else _estimate(state, move)
+        if not move.started and move.tp not in assignments:
+            continue  # no assignment to count a LOADING move's slots against (a scrape must not fail)
+        adding, removing = slot_brokers(assignments, move)
         for b in adding:
             incoming[b] = incoming.get(b, 0) + 1
         for b in removing:
             outgoing[b] = outgoing.get(b, 0) + 1
     return running, incoming, outgoing
-
-
-def _estimate(state: ClusterState, move: Move) -> tuple[Iterable[int], Iterable[int]]:
-    current = state.assignments[move.tp].replicas
-    return [b for b in move.target if b not in current], [b for b in current if b not in move.target]
 
 
 class _Usage:

@@ -24,8 +24,8 @@ import asyncio
 import time
 from bisect import bisect_left
 from collections import Counter as Tally
-from itertools import chain, repeat
-from operator import attrgetter, itemgetter
+from itertools import repeat
+from operator import attrgetter
 from time import perf_counter
 from typing import TYPE_CHECKING
 
@@ -43,7 +43,7 @@ from prometheus_client.core import (
 )
 from prometheus_client.utils import floatToGoString
 
-from controller.core.reassignment import slot_brokers
+from controller.core import engine
 from controller.shell.inbox import Inbox
 from controller.shell.journal import DOORS, RECOVERED
 from controller.shell.listener import WrappedHandler
@@ -160,7 +160,6 @@ def _reason_label(reason: str) -> str:
 
 
 _TP = attrgetter("tp")
-_FIRST, _SECOND = itemgetter(0), itemgetter(1)
 
 
 class _LiveCollector:
@@ -190,22 +189,19 @@ class _LiveCollector:
             doors = journal.doors if journal is not None else {}
             # Counted in C over the moves holding slots (10,000 at a scrape, every few seconds):
             # one Python call per move, none per count.
-            holding = [move for move in state.tasks.values() if move.holds_slot]
+            holding = (move for move in state.tasks.values() if move.holds_slot)
             held = Tally(map(doors.get, map(_TP, holding), repeat(RECOVERED)))
-            # The brokers each holds its slots on, as the scheduler counts them (a LOADING
+            # The brokers each move holds its slots on, as the scheduler counts them (a LOADING
             # move's are its target against the assignment: it has no AR or RR yet).
-            assignments = state.assignments
-            slotted = [slot_brokers(assignments, move) for move in holding if move.started or move.tp in assignments]
-            incoming = Tally(chain.from_iterable(map(_FIRST, slotted)))
-            outgoing = Tally(chain.from_iterable(map(_SECOND, slotted)))
+            _, incoming, outgoing = engine.slot_usage(state)
             waiting = Tally(map(doors.get, state.pending, repeat(RECOVERED)))
             isr_waits.add_metric([], sum(1 for tp in state.pending if state.tasks[tp].waiting is not None))
             for d in DOORS:
                 pending.add_metric([d], waiting[d])
                 running.add_metric([d], held[d])
             for broker in sorted(set(incoming) | set(outgoing) | set(state.brokers)):
-                slots.add_metric([str(broker), "incoming"], incoming[broker])
-                slots.add_metric([str(broker), "outgoing"], outgoing[broker])
+                slots.add_metric([str(broker), "incoming"], incoming.get(broker, 0))
+                slots.add_metric([str(broker), "outgoing"], outgoing.get(broker, 0))
             caps.add_metric(["incoming"], active.config.max_incoming_per_broker)
             caps.add_metric(["outgoing"], active.config.max_outgoing_per_broker)
         else:
