@@ -64,7 +64,6 @@ REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS = "ReassignPartitions", "Alte
 DOORS = (ZNODE, QUEUE, REASSIGN_PARTITIONS, ALTER_PARTITION_REASSIGNMENTS, RECOVERED)
 OUTCOMES = ("completed", "cancelled", "dropped", "skipped", "refused")
 _RECORDS = paths.REASSIGNMENTS + "/"
-_RECORDS_LEN = len(_RECORDS)
 _DOOR_KEY = b'"door":"'
 _DOOR_SUFFIX = {door: b',"door":"' + door.encode() + b'"}' for door in DOORS}  # hot: one per record written
 
@@ -142,12 +141,6 @@ class MoveJournal:
 
     def door(self, tp) -> str:
         return self._doors.get(tp, RECOVERED)
-
-    def record_door(self, path: str) -> str | None:
-        """The door to write into the record at ``path`` (None: none known, write none)."""
-        tp = _record_tp(path)
-        door = self._doors.get(tp) if tp is not None else None
-        return None if door == RECOVERED else door
 
     @property
     def doors(self) -> dict[tuple[str, int], str]:
@@ -384,12 +377,12 @@ class RecordIds:
                 continue
             # A record's path names its partition: its door is looked up by that (a record
             # write is one op of about four per partition; a topic's parent names none).
-            topic, _, partition = path[_RECORDS_LEN:].partition("/")
-            if not partition.isdigit():
+            tp = _record_tp(path)
+            if tp is None:
                 continue
             if kind is Create:
                 created.append(path)
-            door = doors.get((topic, int(partition)))
+            door = doors.get(tp)
             if door is None or door == RECOVERED:
                 continue
             data = record_with_door(op.data, door)
