@@ -68,8 +68,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     ISR was judged from), the topic znode's new RS; then LeaderAndIsr (``is_new`` for replicas
     not in the old RS) to the new RS, StopReplica(delete) to the deleted. The caps hold for its
     new copies and its newly leaving replicas (a kept one included): one that does not fit
-    waits for a slot (step 2 takes it first) or follows the move. A new target equal to ORS is a cancel (step 7); a completing or rolling-back move
-    takes it after it ends, a move whose state is being read after a failover when it arrives.
+    waits for a slot (step 2 takes it first) or follows the move. A new target equal to ORS is
+    a cancel (step 7); a completing or rolling-back move takes it after it ends, a move whose
+    state is being read after a failover when it arrives.
  5. Complete, once TRS is inside the ISR: keep the leader if it is in TRS and alive, else
     elect the first live TRS replica in the ISR; shrink the ISR to TRS; write the state znode
     (leader epoch + 1 always, as Kafka's completion does; conditional on its zkVersion, so the
