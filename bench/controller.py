@@ -241,6 +241,7 @@ from bench.machine import (  # noqa: E402
     free_controller_fraction,
     machine_busy_seconds,
     process_cpu_seconds,
+    processes_cpu_seconds,
 )
 from bench.zk_writes import multi_ceiling, workload  # noqa: E402
 from controller.core.config import ControllerConfig  # noqa: E402
@@ -600,7 +601,7 @@ async def run(hosts: str, n_partitions: int, *, coalesce: bool, failover: bool, 
 def others_cpu(zk_pids: tuple[int, ...], brokers_pid: int) -> dict:
     """CPU seconds so far of what shares the machine with the controller: the ZooKeeper
     servers, the instant brokers' process, and the whole machine's busy time."""
-    return {"zk_cpu": sum(process_cpu_seconds(pid) for pid in zk_pids),
+    return {"zk_cpu": processes_cpu_seconds(zk_pids),
             "brokers_cpu": process_cpu_seconds(brokers_pid), "machine_busy": machine_busy_seconds()}
 
 
@@ -829,9 +830,9 @@ async def ceiling_round(hosts: str, root: str, zk_pids: tuple[int, ...] = ()) ->
     """One round of the ZooKeeper multi-op ceiling under ``root``: (ops per second, the
     servers' CPU microseconds per op over the round, 0 without ``zk_pids``)."""
     items = workload(root, CEILING_OPS)
-    zk_cpu = sum(process_cpu_seconds(pid) for pid in zk_pids)
+    zk_cpu = processes_cpu_seconds(zk_pids)
     ceiling_s, _ = await multi_ceiling(hosts, root, items)
-    zk_cpu = sum(process_cpu_seconds(pid) for pid in zk_pids) - zk_cpu
+    zk_cpu = processes_cpu_seconds(zk_pids) - zk_cpu
     return CEILING_OPS / ceiling_s, zk_cpu * 1e6 / CEILING_OPS
 
 

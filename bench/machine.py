@@ -30,6 +30,11 @@ def process_cpu_seconds(pid: int) -> float:
     return stat_cpu_seconds(Path(f"/proc/{pid}/stat").read_text())
 
 
+def processes_cpu_seconds(pids) -> float:
+    """:func:`process_cpu_seconds` summed over ``pids`` (a ZooKeeper ensemble's servers)."""
+    return sum(process_cpu_seconds(pid) for pid in pids)
+
+
 def stat_cpu_seconds(stat: str) -> float:
     """utime plus stime from the text of a /proc/PID/stat."""
     # The command name, field 2, is parenthesised and may hold spaces and parentheses: the

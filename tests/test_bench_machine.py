@@ -85,3 +85,12 @@ def test_the_controller_budget_is_what_the_cores_leave_at_the_rate(cores, rate, 
 ])
 def test_a_controller_costing_nothing_still_waits_for_the_others_cores(cores, others, limit, fraction):
     assert free_controller_fraction(cores, others, limit) == fraction
+
+
+def test_the_cpu_of_several_processes_is_their_sum():
+    from bench.machine import processes_cpu_seconds
+
+    assert processes_cpu_seconds(()) == 0
+    before = process_cpu_seconds(os.getpid())
+    both = processes_cpu_seconds((os.getpid(), os.getppid()))
+    assert both >= before and both == pytest.approx(before + process_cpu_seconds(os.getppid()), abs=3 * TICK)
