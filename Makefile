@@ -47,9 +47,12 @@ demo: system-deps venv
 # Two pytest-xdist workers (TEST_WORKERS), a file at a time, the longest files first
 # (tests/conftest.py SLOW_FIRST): most tests wait on processes and sockets, so two keep both
 # cores busy. TEST_WORKERS=0 runs everything in one process.
+# The compiled codec runs are built first so that tests/protocol/test_codec_compiled.py checks
+# them against the pure ones; REASSIGND_PURE_CODEC=1 keeps the rest of the suite on the pure
+# codec, the default install's (make demo's).
 TEST_WORKERS ?= 2
-test: system-deps venv
-	$(PY) -m pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) tests
+test: system-deps venv codec-compiled
+	REASSIGND_PURE_CODEC=1 $(PY) -m pytest -q -p no:cacheprovider $(if $(filter 0,$(TEST_WORKERS)),,-n $(TEST_WORKERS) --dist loadfile) tests
 
 # The chaos suite (tests/chaos) outside pytest, any length and seed: a 3-server ensemble,
 # simulated brokers and 3 controllers under a nemesis; prints its figures last.

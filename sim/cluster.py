@@ -317,12 +317,22 @@ class SimulatedCluster:
         """A disk of a running broker fails: the directory goes offline with its replicas
         (sim.core.BrokerCore.fail_log_dir) and the broker writes Kafka's log directory event
         notification. Returns the partitions that went offline; ValueError for an unknown
-        broker or directory, or a stopped broker."""
+        broker or directory, or a stopped broker.
+
+        When it was the broker's last online directory, the broker halts instead, as Kafka's
+        does (LogManager.handleLogDirFailure: "Shutdown broker because all log dirs ... have
+        failed", before any notification is written): a broker with nowhere to keep a log
+        cannot serve, and its registration going is how the controller learns to move its
+        leaders. A restart opens the directories again."""
         async with self._lock:
             broker = self._broker(broker_id)
             if not broker.running:
                 raise ValueError(f"broker {broker_id} is not running")
             lost = broker.core.fail_log_dir(path)
+            if not broker.core.log_dirs.live:
+                log.error("broker %d: log dir %s offline, the last one: halting", broker_id, path)
+                await self._stop_broker(broker)
+                return lost
             payload = json.dumps({"version": 1, "broker": broker_id, "event": LOG_DIR_FAILURE}).encode()
             try:
                 await broker.store.create(LOG_DIR_EVENT_PATH, payload, sequential=True, makepath=True)

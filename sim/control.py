@@ -106,9 +106,11 @@ class ControlServer:
             if command == "fail-dir" and len(args) == 2:
                 if not args[0].isascii() or not args[0].isdigit():
                     return f"ERR broker id must be a non-negative integer, got {args[0]!r}"
-                lost = await self.cluster.fail_log_dir(int(args[0]), args[1])
-                return "OK " + json.dumps({"failed_dir": args[1], "broker": int(args[0]),
-                                           "offline": [{"topic": t, "partition": p} for t, p in lost]})
+                broker_id = int(args[0])
+                lost = await self.cluster.fail_log_dir(broker_id, args[1])
+                return "OK " + json.dumps({"failed_dir": args[1], "broker": broker_id,
+                                           "offline": [{"topic": t, "partition": p} for t, p in lost],
+                                           "halted": not self.cluster.brokers[broker_id].running})
         except (ValueError, BrokerRegistrationError, ZkError, OSError) as exc:
             return f"ERR {exc}"
         return f"ERR unknown command {line.strip()[:80]!r}; " + HELP

@@ -149,3 +149,35 @@ async def test_a_malformed_notification_is_logged_and_deleted_and_the_others_act
         assert not [s for s in h.sent[sent:] if s[0] == 3]
     finally:
         await h.close()
+
+
+async def test_a_broker_whose_last_directory_fails_halts_and_its_leaders_move():
+    """Kafka's LogManager halts a broker whose every log directory failed, before it writes
+    any notification: here the registration goes and the controller treats it as a broker
+    failure (section 4.7); a restart opens both directories again."""
+    from tests.controller.harness import Harness
+
+    h = Harness(topics=("t:3:3:64KiB",), log_dirs=LOG_DIRS)
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.settle()
+        b = h.json(paths.partition_state("t", 0))["leader"]  # the victim leads something
+        hosted = {r.key for r in h.cluster.brokers[b].core.replicas()}
+        first = await h.cluster.fail_log_dir(b, LOG_DIRS[0])
+        await h.settle()
+        assert h.cluster.brokers[b].running  # one directory left: it serves on
+        second = await h.cluster.fail_log_dir(b, LOG_DIRS[1])
+        assert set(first + second) == hosted  # every replica was in one of them
+        assert not h.cluster.brokers[b].running
+        assert str(b) not in h.server.children(paths.BROKER_IDS)
+        await h.settle()
+        for _, p in hosted:
+            state = h.json(paths.partition_state("t", p))
+            assert state["leader"] not in (b, -1) and b not in state["isr"], (p, state)
+        assert h.server.children(paths.LOG_DIR_EVENT_NOTIFICATION) == []  # only the first's, deleted
+        await h.cluster.restart_broker(b)
+        assert h.cluster.brokers[b].core.log_dirs.live == list(LOG_DIRS)
+        assert not h.violations
+    finally:
+        await h.close()

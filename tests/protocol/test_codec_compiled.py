@@ -9,6 +9,7 @@ when it was not built, and the pure runs are still checked against the field-by-
 
 from __future__ import annotations
 
+import os
 import random
 import uuid
 
@@ -26,6 +27,13 @@ from tests.protocol.strategies import body_strategy, case_id, load_specs, normal
 
 MODES = ["pure", "compiled"] if shapes.COMPILED else ["pure"]
 needs_compiled = pytest.mark.skipif(not shapes.COMPILED, reason="compiled runs not built (make codec-compiled)")
+
+
+def test_ci_builds_the_compiled_runs():
+    """`make test` builds them first (Makefile), so CI compares the two codecs every run
+    rather than skipping; outside CI they stay optional."""
+    if os.environ.get("CI"):  # as tests/conftest.py reads it
+        assert shapes.COMPILED, "make test builds protocol/_flatruns (make codec-compiled) before the suite"
 
 # Every (api, version, kind) whose codec has an array of flat structs: where runs apply.
 RUN_CASES = [

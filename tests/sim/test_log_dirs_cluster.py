@@ -88,3 +88,20 @@ async def test_fail_dir_takes_replicas_offline_and_notifies(control):
     assert (await ask("fail-dir x /data/d1"))[1].startswith("ERR broker id must be")
     await ask("stop 2")
     assert (await ask("fail-dir 2 /ssd/a"))[1] == "ERR broker 2 is not running"
+    assert answer["halted"] is False
+
+
+async def test_fail_dir_of_the_last_online_directory_halts_the_broker(control):
+    """Kafka's LogManager halts a broker with no online directory left, before any
+    notification; a start opens its directories again."""
+    server, cluster, ask = control
+    assert "2" in server.children("/brokers/ids")
+    ok, answer = await ask("fail-dir 2 /ssd/a")  # broker 2's only directory
+    assert ok == "OK" and answer["halted"] is True and len(answer["offline"]) == 4
+    assert not cluster.brokers[2].running and "2" not in server.children("/brokers/ids")
+    assert server.exists("/log_dir_event_notification") is None  # no notification was written
+    _, status = await ask("status")
+    assert status["brokers"]["2"]["running"] is False
+    assert (await ask("start 2"))[0] == "OK"
+    _, status = await ask("status")
+    assert status["brokers"]["2"]["log_dirs"] == [{"path": "/ssd/a", "online": True}]
