@@ -16,14 +16,19 @@ Rules (Kafka's):
     (min.compaction.lag.ms <= max.compaction.lag.ms; no remote storage: no simulated broker
     has it).
  3. AlterConfigs replaces the resource's whole dynamic config: keys left out are removed; a
-    null value is INVALID_REQUEST.
+    null value or a key given twice is INVALID_REQUEST.
  4. IncrementalAlterConfigs per key: SET (0) the value, DELETE (1) the key, APPEND (2) / SUBTRACT
     (3) list items (LIST configs only, else INVALID_CONFIG; the list appended to is the current
     value or, unset, the default, as Kafka's; "*" takes no APPEND); a key given twice is
     INVALID_REQUEST; an unknown operation INVALID_REQUEST.
 
+ 5. A resource (type and name) named more than once in one request is INVALID_REQUEST for
+    every copy, and none of them is applied (Kafka's ConfigAdminManager.preprocess): which copy
+    should win is not the server's guess.
+
     alter_incremental({}, [("leader.replication.throttled.rate", 0, "1000")], BROKER_CONFIGS)
     # -> ({"leader.replication.throttled.rate": "1000"}, None)
+    repeated_resources([{"resource_type": 2, "resource_name": "t"}] * 2)   # {(2, "t")}
 """
 
 from __future__ import annotations
@@ -114,7 +119,7 @@ def alter_incremental(
     ops = list(ops)
     keys = [k for k, _, _ in ops]
     if len(set(keys)) != len(keys):
-        return {}, (ErrorCode.INVALID_REQUEST, "a config key is given more than once")
+        return {}, REPEATED_KEY
     out = dict(current)
     for key, op, value in ops:
         found = _unknown(key, known)
@@ -152,6 +157,20 @@ def alter_incremental(
     return _whole(out, known)
 
 
+REPEATED_RESOURCE: Problem = (ErrorCode.INVALID_REQUEST, "a resource may appear at most once in a request")
+REPEATED_KEY: Problem = (ErrorCode.INVALID_REQUEST, "a config key is given more than once")
+
+
+def repeated_resources(resources: Iterable[dict]) -> set[tuple]:
+    """Rule 5: the (type, name) of every resource a request names more than once."""
+    seen: set[tuple] = set()
+    repeated: set[tuple] = set()
+    for r in resources:
+        key = (r.get("resource_type"), r.get("resource_name"))
+        (repeated if key in seen else seen).add(key)
+    return repeated
+
+
 def apply_request(current: Mapping[str, str], entries: Iterable[dict], known: Mapping[str, ConfigDef],
                   incremental: bool) -> tuple[dict[str, str], Problem | None]:
     """One resource of an AlterConfigs (``incremental`` False) or IncrementalAlterConfigs request
@@ -161,6 +180,9 @@ def apply_request(current: Mapping[str, str], entries: Iterable[dict], known: Ma
     if incremental:
         return alter_incremental(current, [(c["name"], c.get("config_operation", SET), c.get("value"))
                                            for c in entries], known)
+    entries = list(entries)
+    if len({c["name"] for c in entries}) != len(entries):
+        return {}, REPEATED_KEY
     new, problem = replace([(c["name"], c.get("value")) for c in entries], known)
     if problem is not None:
         return {}, problem

@@ -6,6 +6,7 @@ loaded one), so a broker that did not serve them would close the client's connec
 The rules are the controller listener's (``protocol.config_changes``, shared): per resource,
 in request order,
 
+ 0. A resource named twice in the request: INVALID_REQUEST for each copy, none applied.
  1. TOPIC (2): a legal name of an existing topic, else UNKNOWN_TOPIC_OR_PARTITION
     (INVALID_TOPIC_EXCEPTION for an illegal name); BROKER (4): a broker id, or "" for the cluster
     default (``<default>``), else INVALID_REQUEST; other types INVALID_REQUEST.
@@ -28,7 +29,7 @@ from __future__ import annotations
 import json
 
 from protocol import ApiKey
-from protocol.config_changes import BROKER_CONFIGS, TOPIC_CONFIGS, apply_request
+from protocol.config_changes import BROKER_CONFIGS, REPEATED_RESOURCE, TOPIC_CONFIGS, apply_request, repeated_resources
 from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import BadVersionError, Create, MultiOpError, NodeExistsError, SetData, Store
@@ -102,5 +103,8 @@ async def alter_configs(store: Store, api_key: int, version: int, body: dict) ->
     """The response body of one AlterConfigs or IncrementalAlterConfigs request."""
     incremental = api_key == ApiKey.INCREMENTAL_ALTER_CONFIGS
     validate_only = bool(body.get("validate_only"))
-    results = [await _alter_one(store, r, incremental, validate_only) for r in body.get("resources") or []]
+    resources = body.get("resources") or []
+    repeated = repeated_resources(resources)
+    results = [_out(r, *REPEATED_RESOURCE) if (r.get("resource_type"), r.get("resource_name")) in repeated
+               else await _alter_one(store, r, incremental, validate_only) for r in resources]
     return {"throttle_time_ms": 0, "responses": results}

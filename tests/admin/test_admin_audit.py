@@ -80,7 +80,7 @@ async def test_the_outcome_of_a_served_request_is_each_entry_s_code(h, caplog):
     with caplog.at_level(logging.INFO, logger="reassignd.audit"):
         await handler.handle({"request_api_key": 37, "request_api_version": 3}, body)
     (e,) = entries(caplog)
-    assert (e.api, e.outcome, e.resources) == ("CreatePartitions", {"NONE": 1, "TOPIC_AUTHORIZATION_FAILED": 1},
+    assert (e.api, e.outcome, e.resources) == ("CreatePartitions", {"REQUEST_TIMED_OUT": 1, "TOPIC_AUTHORIZATION_FAILED": 1},
                                                ["Topic:t", "Topic:u"])
 
 

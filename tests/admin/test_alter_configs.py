@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from protocol.config_changes import APPEND, DELETE, SET, SUBTRACT
 from controller.shell.admin.alter_configs import handle_alter, handle_incremental
 from controller.shell.admin.kip455_alter import handle_alter as handle_reassign
@@ -83,7 +85,7 @@ async def test_bad_input_gets_kafkas_errors_and_writes_nothing():
     h = await cluster()
     try:
         before = h.server.dump()
-        answer = await handle_alter(context(h), 2, {"resources": [
+        answers = [codes(await handle_alter(context(h), 2, {"resources": [r], "validate_only": False})) for r in [
             {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": "retention.mss", "value": "1"}]},
             {"resource_type": TOPIC, "resource_name": "t", "configs": [{"name": LEADER_REPLICAS, "value": "x"}]},
             {"resource_type": TOPIC, "resource_name": "nope", "configs": []},
@@ -92,8 +94,20 @@ async def test_bad_input_gets_kafkas_errors_and_writes_nothing():
             {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "-5"}]},
             {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": None}]},
             {"resource_type": 3, "resource_name": "g", "configs": []},
-        ], "validate_only": False})
-        assert codes(answer) == [40, 40, 3, 17, 42, 40, 42, 42]
+            # a key twice (Kafka's "duplicate config keys"), the incremental rule's too
+            {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "1"},
+                                                                        {"name": LEADER_RATE, "value": "2"}]},
+        ]]
+        assert answers == [[40], [40], [3], [17], [42], [40], [42], [42], [42]]
+        # A resource named twice: every copy refused and none applied, the others applied as asked.
+        answer = await handle_alter(context(h), 1, {"resources": [
+            resource(TOPIC, "t", retention_ms="1"), resource(BROKER, "2", **{LEADER_RATE.replace(".", "_"): "7"}),
+            resource(TOPIC, "t", retention_ms="2")], "validate_only": True})
+        assert codes(answer) == [42, 0, 42]
+        answer = await handle_incremental(context(h), 1, {"resources": [
+            incremental(BROKER, "1", (LEADER_RATE, SET, "1")), incremental(BROKER, "1", (LEADER_RATE, SET, "2"))],
+            "validate_only": False})
+        assert codes(answer) == [42, 42]
         answer = await handle_alter(context(h), 0, {"resources": [
             {"resource_type": BROKER, "resource_name": "1", "configs": [{"name": LEADER_RATE, "value": "9"}]}],
             "validate_only": True})
@@ -207,5 +221,69 @@ async def test_broker_configs_dynamic_ones_only():
             [r] = answer["responses"]
             assert r["error_code"] == ErrorCode.INVALID_CONFIG and words in r["error_message"], (name, r)
         assert h.server.dump() == before
+    finally:
+        await h.close()
+
+
+@pytest.mark.zk
+async def test_concurrent_alters_of_one_config_all_land_on_a_real_zookeeper(zk_hosts):
+    """Kafka lets concurrent alters of one config all land (the last wins). On a real server
+    their reads and conditional writes interleave: this instance's alters take turns, so none
+    loses its write to another (before, 5 retries lost and the request answered -1 after
+    writing its other resources)."""
+    import asyncio
+
+    from controller.core.config import ControllerConfig
+    from controller.shell.admin.base import AdminContext
+    from controller.shell.role import Role
+    from znodes import store as zstore
+
+    store = await zstore.connect(zk_hosts)
+    try:
+        for path in paths.PERSISTENT_PATHS:  # as a Kafka cluster's ZooKeeper has them
+            await store.ensure_path(path)
+        await store.create(paths.topic("t"), b'{"version":2,"partitions":{"0":[1]}}')
+        role = Role(5)  # a standby serves configs too
+        role.store = store
+        ctx = AdminContext(role, ControllerConfig())
+        answers = await asyncio.gather(*(handle_incremental(ctx, 1, {"resources": [
+            incremental(BROKER, str(200 + i), ("log.retention.ms", SET, "900000")),
+            incremental(TOPIC, "t", ("segment.ms", SET, str(3_700_000 + i)))], "validate_only": False}) for i in range(30)))
+        assert [codes(a) for a in answers] == [[0, 0]] * 30, answers[0]
+        data, _ = await store.get(paths.topic_config("t"))
+        assert json.loads(data)["config"]["segment.ms"] in {str(3_700_000 + i) for i in range(30)}
+    finally:
+        await store.close()
+
+
+async def test_a_lost_race_answers_its_resource_alone():
+    """A write that other writers keep beating fails its own resource only; what landed
+    before it is answered NONE, and the rest of the request goes on."""
+    from controller.shell import throttle_configs
+
+    h = await cluster()
+    try:
+        ctx = context(h)
+        # Another writer beats every try at the topic's config.
+        real = throttle_configs.BatchedWriter
+
+        class Beaten(real):
+            async def flush(self, epoch_zkversion=None):
+                if any(getattr(op, "path", None) == paths.topic_config("t") for op in self._ops):
+                    await h.admin.set(paths.topic_config("t"), h.server.read(paths.topic_config("t"))[0])
+                return await super().flush(epoch_zkversion)
+
+        throttle_configs.BatchedWriter = Beaten
+        try:
+            answer = await handle_incremental(ctx, 1, {"resources": [
+                incremental(BROKER, "1", (LEADER_RATE, SET, "11")),
+                incremental(TOPIC, "t", ("segment.ms", SET, "4000000")),
+                incremental(BROKER, "2", (LEADER_RATE, SET, "22"))], "validate_only": False})
+        finally:
+            throttle_configs.BatchedWriter = real
+        assert codes(answer) == [0, ErrorCode.UNKNOWN_SERVER_ERROR, 0]
+        assert "kept changing" in answer["responses"][1]["error_message"]
+        assert config(h, paths.broker_config(1))[LEADER_RATE] == "11" and config(h, paths.broker_config(2))[LEADER_RATE] == "22"
+        assert config(h, paths.topic_config("t")).get("segment.ms") != "4000000"
     finally:
         await h.close()

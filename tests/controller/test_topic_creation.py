@@ -307,7 +307,13 @@ async def test_timeout_zero_returns_after_the_write_and_creation_completes(h):
     await h.start_controller(101)
     await h.tick()
     answer = await handle_create(context(h), 2, create_body(topic("q", 3, 2), timeout_ms=0))
+    # Kafka's ZooKeeper-mode answer to a request that asks for no wait: under way, not waited for.
+    assert answer["topics"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+    # validate_only is answered as checked, and a refusal keeps its own code.
+    answer = await handle_create(context(h), 2, create_body(topic("v", 1, 1), timeout_ms=0, validate_only=True))
     assert answer["topics"][0]["error_code"] == 0
+    answer = await handle_create(context(h), 2, create_body(topic("q", 1, 1), timeout_ms=-1))
+    assert answer["topics"][0]["error_code"] == ErrorCode.TOPIC_ALREADY_EXISTS
     await h.tick()
     await assert_created(h, "q", 3)
 

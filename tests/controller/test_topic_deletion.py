@@ -6,6 +6,8 @@ DeleteTopics errors."""
 
 from __future__ import annotations
 
+import uuid
+
 from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.events import DeletionsRead, ReplicasHosted
@@ -175,6 +177,11 @@ async def test_delete_topics_errors(h):
     ], "timeout_ms": 0})
     assert [r["error_code"] for r in answer["responses"]] == [3, 3, 100, 42, 42]
     assert h.server.exists(paths.DELETE_TOPICS) is None
+    # Kafka: "Topic name and topic ID can not both be specified." fails the whole request.
+    answer = await handle_delete(context(h), 6, {"topics": [
+        {"name": "t", "topic_id": uuid.UUID(int=5)}, {"name": "keep"}], "timeout_ms": 0})
+    assert [r["error_code"] for r in answer["responses"]] == [42, 42]
+    assert h.server.exists(paths.DELETE_TOPICS) is None and h.server.exists(paths.topic("t")) is not None
 
 
 async def test_delete_topic_enable_false_refuses():

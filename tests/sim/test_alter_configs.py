@@ -51,7 +51,8 @@ async def test_the_rules_and_the_writes():
         assert (await _notes(store))[len(before):] == ["topics/orders", "brokers/<default>", "brokers/2"]
 
         state = await _notes(store), await _config(store, "/config/topics/orders")
-        answer = await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [
+        responses = [(await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [r], "validate_only": False}))
+                     ["responses"][0] for r in [
             _inc(TOPIC, "orders", ("retention.ms", SET, "1h")),
             _inc(TOPIC, "orders", ("retention.mss", SET, "1")),
             _inc(BROKER, "1", ("log.retention.hours", SET, "1")),
@@ -60,12 +61,19 @@ async def test_the_rules_and_the_writes():
             _inc(TOPIC, "bad/name"),
             _inc(BROKER, "one"),
             _inc(3, "group"),
-        ], "validate_only": False})
-        codes = [r["error_code"] for r in answer["responses"]]
+        ]]
+        codes = [r["error_code"] for r in responses]
         assert codes == [40, 40, 40, 42, 3, 17, 42, 42]
         assert "Invalid value 1h for configuration retention.ms: Not a number of type LONG" in \
-            answer["responses"][0]["error_message"]
-        assert "Cannot update these configs dynamically" in answer["responses"][2]["error_message"]
+            responses[0]["error_message"]
+        assert "Cannot update these configs dynamically" in responses[2]["error_message"]
+        # A resource named twice in one request: each copy refused, none applied; the others are.
+        answer = await alter_configs(store, ApiKey.INCREMENTAL_ALTER_CONFIGS, 0, {"resources": [
+            _inc(TOPIC, "orders", ("retention.ms", SET, "1")), _inc(BROKER, "3", ("log.retention.ms", SET, "5")),
+            _inc(TOPIC, "orders", ("retention.ms", SET, "2"))], "validate_only": False})
+        assert [r["error_code"] for r in answer["responses"]] == [42, 0, 42]
+        assert await _config(store, "/config/brokers/3") == {"log.retention.ms": "5"}
+        state = await _notes(store), await _config(store, "/config/topics/orders")
         # validate_only: answered, nothing written; AlterConfigs replaces the known keys.
         answer = await alter_configs(store, ApiKey.ALTER_CONFIGS, 1, {"resources": [
             {"resource_type": TOPIC, "resource_name": "orders", "configs": [{"name": "segment.ms", "value": "60000"}]}],

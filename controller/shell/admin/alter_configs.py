@@ -8,8 +8,11 @@ protocol.kafka_configs.
 Served by every instance, as every Kafka broker serves them in ZooKeeper mode (configs are not
 controller state): the write is conditional on the config znode's version read (a conflict is
 read again and redone), with its ``/config/changes/config_change_<seq>`` notification, not
-fenced by the controller epoch. Per resource, in request order:
+fenced by the controller epoch. This instance's own alters take turns (``AdminContext.
+config_writes``): clients altering the same config at once would otherwise keep beating each
+other's conditional writes, where Kafka lets each land. Per resource, in request order:
 
+ 0. A resource named twice in the request: INVALID_REQUEST for each copy, none applied.
  1. TOPIC (2): a legal name of an existing topic, else UNKNOWN_TOPIC_OR_PARTITION
     (INVALID_TOPIC_EXCEPTION for an illegal name); BROKER (4): a broker id, or "" for the cluster
     default (Kafka's ``<default>`` entity), else INVALID_REQUEST; other types INVALID_REQUEST.
@@ -17,7 +20,11 @@ fenced by the controller epoch. Per resource, in request order:
  2. The new config (config_changes.replace / alter_incremental): INVALID_CONFIG for an unknown
     key, a read-only broker config, a bad value (Kafka's wording: key and rule) or conflicting
     topic values; INVALID_REQUEST for a null value, a repeated key or operation.
- 3. ``validate_only``: answer now; else write the config and its change notification.
+ 3. ``validate_only``: answer now; else write the config and its change notification. A
+    write that fails answers that resource alone: UNKNOWN_SERVER_ERROR when other writers
+    (another instance, a tool writing ZooKeeper) kept changing the znode through every retry,
+    REQUEST_TIMED_OUT when the connection was lost mid-write (it may have landed). The
+    resources before it stay written and are answered NONE, as they are.
 
 Throttles written this way are the operator's: KIP-179 removes only what its removal znodes
 list (controller.shell.throttles), so they stay unless their topic or broker was registered
@@ -32,13 +39,14 @@ from __future__ import annotations
 
 from controller.core import acl
 from protocol import ApiKey
-from protocol.config_changes import BROKER_CONFIGS, TOPIC_CONFIGS, apply_request
+from protocol.config_changes import BROKER_CONFIGS, REPEATED_RESOURCE, TOPIC_CONFIGS, apply_request, repeated_resources
 from controller.shell import throttle_configs as tc
-from controller.shell.admin.base import AdminContext, Api
+from controller.shell.admin.base import AdminContext, Api, session_failure
 from controller.shell.listener import SESSION
 from protocol.describe_configs import BROKER, TOPIC
 from protocol.errors import ErrorCode
 from znodes import paths
+from znodes.batch import FlushError
 
 
 
@@ -75,7 +83,12 @@ async def _entity(ctx: AdminContext, r: dict):
 
 async def _alter(ctx: AdminContext, body: dict, incremental: bool) -> dict:
     results = []
-    for r in body.get("resources") or []:
+    resources = body.get("resources") or []
+    repeated = repeated_resources(resources)
+    for r in resources:
+        if (r.get("resource_type"), r.get("resource_name")) in repeated:
+            results.append(_out(r, *REPEATED_RESOURCE))
+            continue
         entity = await _entity(ctx, r)
         if len(entity) == 2:
             results.append(_out(r, *entity))
@@ -97,9 +110,18 @@ async def _alter(ctx: AdminContext, body: dict, incremental: bool) -> dict:
             return [] if problem_seen or body.get("validate_only") else ops
 
         try:
-            await tc.write_with_retry(ctx.store, None, build)
+            async with ctx.config_writes:
+                await tc.write_with_retry(ctx.store, None, build)
         except ValueError as e:  # a config znode that is not a config (ZnodeFormatError)
             results.append(_out(r, ErrorCode.UNKNOWN_SERVER_ERROR, f"unreadable config: {e}"))
+            continue
+        except FlushError as e:
+            failure = session_failure(e)
+            if failure is not None:
+                results.append(_out(r, failure.code, failure.message))
+            else:
+                results.append(_out(r, ErrorCode.UNKNOWN_SERVER_ERROR,
+                                    f"the {kind} config of {name!r} kept changing under other writers: not written"))
             continue
         results.append(_out(r, *problem_seen[0]) if problem_seen else _out(r))
     return {"throttle_time_ms": 0, "responses": results}

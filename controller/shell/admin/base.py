@@ -19,6 +19,7 @@ partition or per resource, so only the module knows where the code goes.
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
@@ -103,6 +104,20 @@ async def take_event(ctx: AdminContext, event, timeout_s: float):
     return answer
 
 
+def no_wait_answers(results, body: dict, validate_only: bool = False) -> None:
+    """Kafka's ZooKeeper-mode rule for CreateTopics, CreatePartitions and DeleteTopics: a
+    ``timeout_ms`` of 0 or less asks for no wait, and every topic the request got under way
+    is answered REQUEST_TIMED_OUT at once (the change goes on); refusals keep their codes and
+    ``validate_only`` answers NONE."""
+    timeout_ms = body.get("timeout_ms")
+    if timeout_ms is None or timeout_ms > 0 or validate_only:
+        return
+    for out in results:
+        if out["error_code"] == ErrorCode.NONE:
+            out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
+            out["error_message"] = f"under way, not waited for: timeout_ms is {timeout_ms}"
+
+
 @dataclass(frozen=True)
 class Api:
     key: int
@@ -126,6 +141,10 @@ class AdminContext:
         # controller.shell.authorizer.Authorizer when ACLs are enforced (authorizer.class.name);
         # None: every request is allowed.
         self.authorizer = None
+        # AlterConfigs and IncrementalAlterConfigs of this instance take turns: each is a read
+        # and a write conditional on it, so concurrent ones of the same config would lose
+        # their races to each other (controller.shell.admin.alter_configs).
+        self.config_writes = asyncio.Lock()
 
     @property
     def controller_id(self) -> int:

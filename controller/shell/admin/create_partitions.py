@@ -17,6 +17,8 @@ Active controller only. Per topic, in request order:
     after the topic znode's write leaves partitions the next one finishes at its election.
     Answered once that landed.
  4. ``timeout_ms`` > 0: wait until every new partition has a leader, else REQUEST_TIMED_OUT.
+    ``timeout_ms`` <= 0: REQUEST_TIMED_OUT at once for every topic grown (Kafka's
+    ZooKeeper-mode answer, ``base.no_wait_answers``).
 
     # kafka-python
     admin.create_partitions({"orders": NewPartitions(total_count=24)})
@@ -28,7 +30,7 @@ from controller.core import acl
 from controller.core.events import TopicsRequested
 from controller.core.topic_creation import PartitionsRequest
 from controller.core.topic_policy import TopicPolicy
-from controller.shell.admin.base import AdminContext, Api, allows_on_topic, take_event
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic, no_wait_answers, take_event
 from controller.shell.admin_events import Seen
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -72,6 +74,7 @@ async def handle_create_partitions(ctx: AdminContext, version: int, body: dict) 
                 if out["error_code"] == 0 and waiting.get(out["name"], set()) & missing:
                     out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
                     out["error_message"] = f"the new partitions of {out['name']!r} did not all have a leader in time"
+    no_wait_answers(results, body, bool(body.get("validate_only")))
     return {"throttle_time_ms": 0, "results": results}
 
 

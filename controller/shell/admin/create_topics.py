@@ -17,7 +17,9 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
     that landed (NOT_CONTROLLER if it did not).
  5. ``timeout_ms`` > 0: wait (up to it) for partitions left without a leader (no live replica
     yet) to get one (engine step 10, ``Step.created``); still waiting -> REQUEST_TIMED_OUT for
-    that topic (its creation goes on, as in Kafka).
+    that topic (its creation goes on, as in Kafka). ``timeout_ms`` <= 0: every topic created
+    is answered REQUEST_TIMED_OUT at once, as Kafka's ZooKeeper-mode brokers answer
+    (``base.no_wait_answers``).
 
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
 configs (every Kafka topic config, with its source); v7 a topic id, the zero UUID: topic
@@ -35,7 +37,7 @@ from controller.core import acl
 from controller.core.events import TopicsRequested
 from controller.core.topic_creation import Planned, TopicRequest
 from controller.core.topic_policy import TopicPolicy
-from controller.shell.admin.base import AdminContext, Api, allows_on_topic, take_event
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic, no_wait_answers, take_event
 from controller.shell.admin.configs import read_configs
 from controller.shell.admin_events import Seen
 from protocol import ApiKey
@@ -124,6 +126,7 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
                     out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
                     out["error_message"] = (f"topic {out['name']!r} is being created: not every partition had a "
                                             f"leader within {body.get('timeout_ms')} ms")
+    no_wait_answers(results.values(), body, validate_only)
     if version >= 5:
         await _hide_configs(ctx, results.values())
     return {"throttle_time_ms": 0, "topics": [results[i] for i in range(len(requests))]}

@@ -4,7 +4,9 @@ as Kafka's tools do (``/admin/delete_topics/T``); the controller deletes them
 
 Active controller only. ``delete_topic_enable`` false refuses every topic at once, before
 anything else (as Kafka does): TOPIC_DELETION_DISABLED, INVALID_REQUEST for v0-2 (which
-predate that code). Otherwise per topic, in request order:
+predate that code). Then, v6, a topic given by both name and a non-zero id fails the whole
+request with INVALID_REQUEST, nothing marked (Kafka: "Topic name and topic ID can not both be
+specified."). Otherwise per topic, in request order:
 
  1. A name given twice -> INVALID_REQUEST; v6 by id only (name null) -> UNKNOWN_TOPIC_ID (topic
     znodes here carry no ids); with ACLs enforced, DELETE on the topic (a cluster grant does not count, as in Kafka), else
@@ -19,7 +21,8 @@ predate that code). Otherwise per topic, in request order:
     the log too.
  4. ``timeout_ms`` > 0: wait until the controller deleted the topic's znodes (every replica
     gone), else REQUEST_TIMED_OUT (the deletion goes on, as in Kafka: a replica on a broker
-    that is down is deleted when it comes back).
+    that is down is deleted when it comes back). ``timeout_ms`` <= 0: REQUEST_TIMED_OUT at
+    once for every topic marked (Kafka's ZooKeeper-mode answer, ``base.no_wait_answers``).
 
     # kafka-python
     admin.delete_topics(["orders"], timeout_ms=10_000)
@@ -29,7 +32,7 @@ from __future__ import annotations
 
 from controller.core import acl
 from controller.core.events import TopicsRequested
-from controller.shell.admin.base import AdminContext, Api, allows_on_topic, take_event
+from controller.shell.admin.base import AdminContext, Api, allows_on_topic, no_wait_answers, take_event
 from controller.shell.admin_events import Seen
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -58,6 +61,8 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
         code = ErrorCode.TOPIC_DELETION_DISABLED if version >= 3 else ErrorCode.INVALID_REQUEST
         return {"throttle_time_ms": 0, "responses": [
             _result(name, topic_id, code, "topic deletion is disabled (delete_topic_enable)") for name, topic_id in asked]}
+    if any(name is not None and topic_id != ZERO_UUID for name, topic_id in asked):
+        return delete_error(version, body, ErrorCode.INVALID_REQUEST, "topic name and topic id can not both be given")
     counts: dict = {}
     for name, _ in asked:
         counts[name] = counts.get(name, 0) + 1
@@ -91,6 +96,7 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
                     out["error_code"] = int(ErrorCode.REQUEST_TIMED_OUT)
                     out["error_message"] = (f"topic {out['name']!r} is being deleted: some replica was not deleted "
                                             f"within {body.get('timeout_ms')} ms (a broker down gets it on its return)")
+    no_wait_answers(results, body)
     return {"throttle_time_ms": 0, "responses": results}
 
 
