@@ -323,6 +323,12 @@ class ControllerDaemon:
         endpoints[self.listener.name] = self.advertised
         payload = encode_listener(*self.advertised, endpoints=endpoints)
         path = controller_path(self.controller_id)
+        if await store.exists(paths.broker(self.controller_id)) is not None:
+            # Node ids share one space (controller.shell.admin.metadata step 1), as Kafka's
+            # must be unique: Metadata would list this instance in the broker's place.
+            log.warning("controller id %d is also a registered broker's: clients will reach this controller, not "
+                        "broker %d, under that id; give the controller an id no broker has", self.controller_id,
+                        self.controller_id)
         while True:
             try:
                 await store.create(path, payload, ephemeral=True, makepath=True)

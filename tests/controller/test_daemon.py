@@ -23,6 +23,7 @@ from controller.shell.daemon import main, parse_listen
 from controller.shell.listener import AdminListener
 from controller.shell.options import load_settings, parse_args
 from controller.shell.role import Role
+from sim.cluster import registration_payload
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -144,6 +145,8 @@ def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, 
     procs = []
     zk = KazooClient(hosts=zk_hosts, timeout=10)
     zk.start(timeout=30)
+    # A broker with controller 7's id (one id space): 7 warns at registration, 8 does not.
+    zk.create("/brokers/ids/7", registration_payload("127.0.0.1", 1, None), ephemeral=True, makepath=True)
     try:
         for cid in (7, 8):
             procs.append(
@@ -158,6 +161,7 @@ def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, 
         deadline = time.monotonic() + 30
         while time.monotonic() < deadline and not (zk.exists("/controller") and len(zk.get_children("/reassignd/controllers")) == 2):
             time.sleep(0.05)
+        zk.delete("/brokers/ids/7")
         active = json.loads(zk.get("/controller")[0])["brokerid"]
         listener = json.loads(zk.get(f"/reassignd/controllers/{active}")[0])
         with socket.create_connection((listener["host"], listener["port"]), timeout=5) as s:
@@ -179,6 +183,8 @@ def test_process_registers_its_listener_and_stops_promptly_on_sigterm(zk_hosts, 
             time.sleep(0.05)
         assert json.loads(zk.get("/controller")[0])["brokerid"] == ({7, 8} - {active}).pop()
         assert zk.get("/controller_epoch")[0] == b"2"
+        clash = "controller id 7 is also a registered broker's"
+        assert clash in (tmp_path / "c7.log").read_text() and "is also a registered broker's" not in (tmp_path / "c8.log").read_text()
     finally:
         zk.stop()
         zk.close()

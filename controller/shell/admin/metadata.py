@@ -9,7 +9,8 @@ Building the answer, step by step:
  1. Nodes: every controller instance registered under ``/reassignd/controllers/<id>`` (its
     admin listener) and every broker under ``/brokers/ids/<id>`` (host, port, rack). Ids
     share one space, as in KRaft; should a controller and a broker share an id the controller
-    is listed, since finding it is what Metadata is for here.
+    is listed, since finding it is what Metadata is for here (the controller warns of the
+    clash when it registers: Kafka's node ids are unique).
  2. ``controller_id``: the ``brokerid`` of ``/controller``, -1 when there is none.
  3. ``cluster_id``: ``/cluster/id`` (Kafka's ``{"version":"1","id":"..."}``), else null.
  4. Topics (KIP-4): in v0 an empty list means every topic; from v1 null means every topic and
