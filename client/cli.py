@@ -48,6 +48,7 @@ import sys
 from client import commands, exit_codes
 from client.errors import InputError, ReassignError
 from client.inputs import (
+    INT32_MAX,
     parse_broker_id,
     parse_broker_list,
     parse_reassignment,
@@ -512,6 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     try:
         action = check_options(args)
         timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True))
+        if timeout_ms > INT32_MAX:  # the requests carry it as int32 milliseconds
+            raise UsageError(f"--timeout: at most {INT32_MAX} ms, got {args.timeout!r}")
         interval = None if args.interval is None else _positive_number(args.interval, "--interval", integer=False)
         inputs = load_inputs(args, action)
         if args.zookeeper:

@@ -35,7 +35,7 @@ SUPPORTED_VERSION = 1
 # Kafka's topic name rules: legal characters and at most 249 of them (room for the
 # partition suffix in a 255-byte file name).
 TOPIC_NAME_MAX = 249
-_TOPIC_RE = re.compile(r"^[a-zA-Z0-9._-]+$")
+_TOPIC_RE = re.compile(r"[a-zA-Z0-9._-]+")  # fullmatch: "$" would let a trailing newline through
 # A JSON file larger than this is not a reassignment plan anybody wrote on purpose; refuse it
 # before parsing rather than holding it all in memory (a 64 MiB plan is ~1M partitions).
 MAX_JSON_FILE_BYTES = 64 * 1024 * 1024
@@ -113,7 +113,7 @@ def _check_version(doc: dict, source: str) -> None:
 def check_topic_name(name: object, where: str, source: str) -> str:
     if not isinstance(name, str) or not name:
         raise InputFileError(f"{where}: \"topic\" must be a non-empty string, got {json.dumps(name)}", source)
-    if name in (".", "..") or len(name) > TOPIC_NAME_MAX or not _TOPIC_RE.match(name):
+    if name in (".", "..") or len(name) > TOPIC_NAME_MAX or not _TOPIC_RE.fullmatch(name):
         raise InputFileError(
             f"{where}: {name!r} is not a legal topic name "
             f"(ASCII letters, digits, '.', '_', '-'; at most {TOPIC_NAME_MAX}; not '.' or '..')",

@@ -301,6 +301,12 @@ def delete_topic(name: str) -> str:
     return f"{DELETE_TOPICS}/{validate_topic_name(name)}"
 
 
+def delete_topic_marker(child: str) -> str:
+    """A marker as listed under ``/admin/delete_topics``, unchecked: to drop one a tool wrote
+    with no legal topic name (``orders,logs``), as Kafka drops the markers of unknown topics."""
+    return join(DELETE_TOPICS, child)
+
+
 def topic_config(name: str) -> str:
     return f"{CONFIG_TOPICS}/{validate_topic_name(name)}"
 

@@ -38,6 +38,10 @@ ENV_PREFIX = "REASSIGND_"
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
 
 
+# ZooKeeper carries a session timeout as int32 milliseconds.
+ZK_MAX_SESSION_TIMEOUT_S = (2**31 - 1) / 1000
+
+
 class ConfigError(ValueError):
     """Bad settings. The message names each setting, where its value came from and why."""
 
@@ -73,7 +77,7 @@ def _regex(text: str) -> None:
 class ControllerConfig(BaseModel):
     """The engine's and the shell's tunables: every field has a default."""
 
-    model_config = ConfigDict(frozen=True, extra="forbid", strict=True)
+    model_config = ConfigDict(frozen=True, extra="forbid", strict=True, allow_inf_nan=False)
 
     # Per-broker caps (cruise-control's num.concurrent.partition.movements.per.broker is 5 in
     # and 5 out; a reassignd move is one partition however many replicas change, so a little
@@ -86,7 +90,8 @@ class ControllerConfig(BaseModel):
     request_retries: Annotated[int, _setting(3, "retries of a send to a registered broker before waiting for it to re-register", ge=0)]
     retry_backoff_s: Annotated[float, _setting(0.2, "wait between those retries", ge=0.0)]
     # Below 1 s ZooKeeper negotiates it up anyway.
-    zk_session_timeout_s: Annotated[float, _setting(6.0, "ZooKeeper session timeout: a crashed active controller is replaced this long after it died", ge=1.0)]
+    zk_session_timeout_s: Annotated[float, _setting(6.0, "ZooKeeper session timeout: a crashed active controller is replaced this long after it died", ge=1.0,
+                                                    le=ZK_MAX_SESSION_TIMEOUT_S)]
     shutdown_timeout_s: Annotated[float, _setting(5.0, "SIGTERM: the process is gone within this bound whatever is in flight", ge=0.1)]
     max_events_per_step: Annotated[int, _setting(10000, "queued events folded into one engine step (one batched flush of ZooKeeper writes)", ge=1)]
     # Kafka's socket.request.max.bytes; the minimum leaves room for a header and a small body.
@@ -190,8 +195,12 @@ class Settings(ControllerConfig):
 
 FIELDS = Settings.model_fields
 LIVE = frozenset(name for name, f in FIELDS.items() if (f.json_schema_extra or {}).get("live"))
+# Durations and rates are finite: "inf" parses as a float, and a timer or a ZooKeeper session
+# given one fails only when it is used.
+_FINITE = ConfigDict(allow_inf_nan=False)
 _ADAPTERS = {
-    name: TypeAdapter(Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation) for name, f in FIELDS.items()
+    name: TypeAdapter(Annotated[(f.annotation, *f.metadata)] if f.metadata else f.annotation, config=_FINITE)
+    for name, f in FIELDS.items()
 }
 
 
@@ -270,6 +279,11 @@ def resolve(
         if f.is_required() and name not in values and not any(e.startswith(f"{name} (") for e in errors):
             errors.append(f"{name}: required; give {flag_name(name)}, {env_name(name)} or `{name}` in the config file")
         origins.setdefault(name, "default")
+    low, high = values.get("topic_policy_min_replication_factor"), values.get("topic_policy_max_replication_factor")
+    if low is not None and high is not None and low > high:
+        errors.append(f"topic_policy_min_replication_factor ({origins['topic_policy_min_replication_factor']}) is {low}, above "
+                      f"topic_policy_max_replication_factor ({origins['topic_policy_max_replication_factor']}) {high}: "
+                      "no topic could be created")
     if errors:
         raise ConfigError("bad configuration:\n  " + "\n  ".join(errors))
     return Resolved(Settings(**values), origins)

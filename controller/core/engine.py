@@ -267,6 +267,7 @@ class Step:
     commands: list[BrokerCommand]
     reads: frozenset[TopicPartition]
     log: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)  # logged at WARNING: input to fix
     # Every reassignment is over and /admin/reassign_partitions is gone (KIP-179 "On
     # reassignment completion": the shell removes the auto-removable throttles).
     finished: bool = False
@@ -475,6 +476,7 @@ def finish(ws: WorkingSet) -> Step:
             tp for tp in ws.reads if (m := ws.tasks.get(tp)) is not None and (m.phase is Phase.LOADING or m.resend)
         ),
         log=ws.log,
+        warnings=ws.warnings,
         finished=finished,
         completed=ws.completed,
         cancelled=ws.cancelled,

@@ -43,10 +43,14 @@ class RequestsRead:
 @dataclass(frozen=True, slots=True)
 class StatesRead:
     """Partition states read (None: no state znode), and the ISR change notifications that
-    named them, which the engine deletes once processed."""
+    named them, which the engine deletes once processed. ``fresh``: read just after a
+    conditional write of theirs met another zkVersion (controller.shell.state_conflicts), so
+    what the znodes hold now, taken over any state held even of a higher version: a held state
+    ahead of its znode came from a notification that claimed a version the znode never had."""
 
     states: dict[TopicPartition, LeaderIsr | None]
     notifications: tuple[str, ...] = ()
+    fresh: bool = False
 
 
 @dataclass(frozen=True, slots=True)

@@ -53,10 +53,10 @@ def on_queue(ws: WorkingSet, event: QueueRead) -> None:
     if event.version is None:
         return
     if event.error is not None:
-        ws.log.append(f"leaving {paths.REASSIGN_QUEUE} alone: {event.error}")
+        ws.warnings.append(f"leaving {paths.REASSIGN_QUEUE} alone: {event.error}")
         return
     for reason in event.rejected:
-        ws.log.append(reason)
+        ws.warnings.append(reason)
     seen: set = set()
     for r in event.requests or ():
         if r.tp in seen:

@@ -79,13 +79,19 @@ def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:
 def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
     """Step 1: ``/admin/reassign_partitions`` read; its entries become, change or withdraw moves."""
     if event.error is not None:
-        ws.log.append(f"ignoring /admin/reassign_partitions: {event.error}")
+        ws.warnings.append(f"ignoring /admin/reassign_partitions: {event.error}")
+        # Its entries are ignored, but the znode exists: a v0 request is refused while it does
+        # (REASSIGNMENT_IN_PROGRESS), and a write of it is conditional on this version, not a
+        # create that fails and leaves the request's entries in memory only (they then started).
+        if event.version != ws.requests_version:
+            ws.requests_version = event.version
+            ws.requests_version_changed = True
         return
     ws.requests_version = event.version
     ws.requests_version_changed = True
     ws.touched = True
     for reason in event.rejected:
-        ws.log.append(reason)
+        ws.warnings.append(reason)
         ws.requests_dirty = True
     entries = event.requests or ()
     # Entries this step already dropped with their move (a rollback or completion finished, a
@@ -196,8 +202,10 @@ def on_states(ws: WorkingSet, event: StatesRead) -> None:
                 ws.log.append(f"{tp[0]}-{tp[1]} is being moved but has no state znode: waiting for one")
             continue
         known = ws.states.get(tp)
-        if known is not None and known.zk_version > state.zk_version:
-            state = known  # this controller wrote a newer one since the read
+        if known is not None and known.zk_version > state.zk_version and not event.fresh:
+            # This controller wrote a newer one since the read; a fresh read (after a write
+            # of it met another version) is what the znode holds, whatever was held.
+            state = known
         assignment = ws.assignments.get(tp)
         if assignment is not None and event.notifications and (move is None or move.phase is not Phase.LOADING):
             ws.box.update_metadata(tp, state, assignment.replicas)

@@ -188,6 +188,7 @@ def deletion_ops(name: str, partitions: list[int], present: set[str], *, whole: 
         # marker, and the next controller finishes the deletion (a config outliving its topic
         # znode would be left behind, its marker then naming an unknown topic).
         ops += [Delete(x) for x in (paths.partitions(name), paths.topic_config(name), paths.topic(name)) if x in present]
-    if paths.delete_topic(name) in present:
-        ops.append(Delete(paths.delete_topic(name)))
+    marker = paths.delete_topic_marker(name)  # any child name: a tool's illegal one goes too
+    if marker in present:
+        ops.append(Delete(marker))
     return ops

@@ -95,6 +95,8 @@ class WorkingSet:
     outbox: Outbox | None = None
     reads: set[TopicPartition] = field(default_factory=set)
     log: list[str] = field(default_factory=list)
+    # Input an operator must fix (a malformed /admin/reassign_partitions): logged at WARNING.
+    warnings: list[str] = field(default_factory=list)
     completed: list[TopicPartition] = field(default_factory=list)
     cancelled: list[TopicPartition] = field(default_factory=list)
     cancels: list = field(default_factory=list)  # a controller.core.cancel.CancelOutcome per CancelRequested

@@ -714,6 +714,7 @@ class ActiveController:
         self.stats.steps += 1
         for line in step.log:
             log.info("%s", line)
+        _warn(step.warnings)
         conflict = False
         removal_raced = False
         self.flushing = step
@@ -864,9 +865,13 @@ class ActiveController:
         self.flushing = None
         log.info("partition state(s) changed under the step (%s): taking it again with them read",
                  ", ".join(f"{t}-{p}" for t, p in sorted(newer)))
+        ahead = state_conflicts.ahead_of_znodes(newer, expected)
+        if ahead:
+            log.warning("an ISR change notification claimed a partition state newer than its znode holds (%s): "
+                        "not believed, the znode read instead", ", ".join(f"{t}-{p}" for t, p in ahead))
         self.stats.state_retries += 1
         events = await self._unclean_again(newer, events)
-        await self.execute([StatesRead(newer), *events], retries - 1)
+        await self.execute(state_conflicts.retaken(newer, events), retries - 1)
         return True
 
     async def _unclean_again(self, newer: Mapping[TopicPartition, LeaderIsr], events: list[Event]) -> list[Event]:
@@ -908,7 +913,7 @@ class ActiveController:
                 for child in await children_or_empty(self.store, paths.partitions(name)):
                     if child.isdigit():
                         partitions.add(int(child))
-            wanted = [paths.delete_topic(name)]
+            wanted = [paths.delete_topic_marker(name)]
             if whole:
                 wanted += [paths.topic(name), paths.partitions(name), paths.topic_config(name)]
                 wanted += [x for p in partitions for x in (paths.partition(name, p), paths.partition_state(name, p))]

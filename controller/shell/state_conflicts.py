@@ -14,12 +14,24 @@ each other's slot took turns failing each other's finish for ever (seed 11223344
 
     expected = written_states_if_stale(error, ops)    # None: not that kind of failure
     newer, lines = await read_changed(store, expected)
+    events = retaken(newer, events)                    # what the step is taken again with
+
+A state read here may also be older than the one the step wrote from: the step then held a
+state that an ISR change notification carried with a version its znode never had (a
+malformed or forged notification: a leader writes the znode before it notifies). The read
+is taken over it, and over what the step's own events carried for those partitions, so that
+the notification is deleted with the retaken step instead of being believed again after
+every reload (an outside probe's loop; a forged ISR let a move finish and delete the only
+full copies once a reload's leader-epoch write brought the znode up to the claimed version).
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from dataclasses import replace
+
+from controller.core.events import Event, StatesRead
 from controller.shell.zkread import read_states
 from znodes import paths
 from znodes.api import BadVersionError, SetData, Store
@@ -67,3 +79,20 @@ async def read_changed(store: Store, expected: Mapping[TopicPartition, int]) -> 
     the log lines of the read (absent or unreadable ones are left out)."""
     states, lines = await read_states(store, sorted(expected))
     return {tp: s for tp, s in states.items() if s is not None and s.zk_version != expected[tp]}, lines
+
+
+def ahead_of_znodes(newer: Mapping[TopicPartition, LeaderIsr], expected: Mapping[TopicPartition, int]) -> list[TopicPartition]:
+    """The partitions whose znode is at an older zkVersion than the step wrote from."""
+    return sorted(tp for tp, s in newer.items() if s.zk_version < expected[tp])
+
+
+def retaken(newer: Mapping[TopicPartition, LeaderIsr], events: Sequence[Event]) -> list[Event]:
+    """The events a step is taken again with: ``newer`` first, as a fresh read (taken over any
+    state held), and the step's own StatesRead events without their states of those
+    partitions (their notifications still listed, so deleted with the step)."""
+    out: list[Event] = [StatesRead(dict(newer), fresh=True)]
+    for e in events:
+        if isinstance(e, StatesRead) and any(tp in newer for tp in e.states):
+            e = replace(e, states={tp: s for tp, s in e.states.items() if tp not in newer})
+        out.append(e)
+    return out

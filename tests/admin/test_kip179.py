@@ -389,3 +389,25 @@ async def test_a_malformed_config_fails_the_request_before_anything_is_written()
             assert all(config(h, paths.broker_config(b)) == {} for b in range(1, 7))
     finally:
         await h.close()
+
+
+async def test_v0_over_a_junk_reassign_znode_is_refused_and_nothing_moves():
+    """An outside probe: with junk in /admin/reassign_partitions a v0 request was answered
+    REASSIGNMENT_IN_PROGRESS and its move then ran all the same. The znode exists, so v0 is
+    refused (Kafka's tool refuses while it exists) and nothing of the request is applied."""
+    h = await cluster()
+    try:
+        ctx = context(h)
+        await h.admin.create(paths.REASSIGN_PARTITIONS, b"this is not json")
+        await h.settle()
+        before = list(h.assignments[("t", 0)])
+        target = [b for b in range(1, 7) if b not in before]
+        answer = await handle_reassign(ctx, 0, reassign_body({("t", 0): target}))
+        assert codes(answer) == {("t", 0): ErrorCode.REASSIGNMENT_IN_PROGRESS}
+        for _ in range(20):
+            await h.tick()
+        assert h.json(paths.topic("t"))["partitions"]["0"] == before
+        assert h.server.read(paths.REASSIGN_PARTITIONS)[0] == b"this is not json"
+        assert ("t", 0) not in ctx.role.active.state.tasks
+    finally:
+        await h.close()

@@ -436,6 +436,7 @@ def test_bad_reassignment_file(kzk, tmp_path, content, message, code):
         (["--execute", "--watch"], "--watch cannot be used with --execute"),
         (["--execute", "--verify"], "exactly one action is required"),
         (["--execute", "--timeout", "soon"], "--timeout: expected a whole number, got 'soon'"),
+        (["--execute", "--timeout", "99999999999999999999"], "--timeout: at most 2147483647 ms"),  # int32 on the wire
     ],
 )
 def test_bad_options_change_nothing(kzk, tmp_path, args, message):

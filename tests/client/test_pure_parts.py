@@ -53,6 +53,7 @@ def test_reassignment_round_trip_and_kafka_defaults():
         ({"version": 1, "partitions": [5]}, "partitions[0]: expected an object"),
         ({"version": 1, "partitions": [{"topic": "", "partition": 0, "replicas": [1]}]}, '"topic" must be a non-empty string'),
         ({"version": 1, "partitions": [{"topic": "a/b", "partition": 0, "replicas": [1]}]}, "is not a legal topic name"),
+        ({"version": 1, "partitions": [{"topic": "orders\n", "partition": 0, "replicas": [1]}]}, "is not a legal topic name"),
         ({"version": 1, "partitions": [{"topic": "t", "partition": True, "replicas": [1]}]}, '"partition" must be an integer'),
         ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": []}]}, "non-empty list of broker ids"),
         ({"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1.5]}]}, "holds 1.5, not a broker id"),

@@ -48,6 +48,11 @@ def resolve_args(argv: list[str]):
         ["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "nohost"],
         ["--zookeeper", "127.0.0.1:1", "--id", "1", "--listen", "127.0.0.1:70000"],
         ["--zookeeper", "", "--id", "1", "--listen", "127.0.0.1:0"],
+        # accepted once, then failed at run time (an outside probe): not finite, past ZooKeeper's int32 ms
+        [*REQUIRED, "--zk-session-timeout-s", "inf"],
+        [*REQUIRED, "--zk-session-timeout-s", "1e300"],
+        [*REQUIRED, "--retry-backoff-s", "nan"],
+        [*REQUIRED, "--topic-policy-min-replication-factor", "5", "--topic-policy-max-replication-factor", "2"],
     ],
 )
 def test_bad_arguments_exit_2(argv, capsys):
@@ -64,6 +69,9 @@ def test_bad_arguments_exit_2(argv, capsys):
         ("request_timeout_s = true", "request_timeout_s (file {path}): Input should be a valid number"),
         ("max_incomming_per_broker = 3", "max_incomming_per_broker (file {path}): unknown setting"),
         ("[listener]\nmax_connections = 3", "listener (file {path}): unknown setting"),
+        ("zk_session_timeout_s = inf", "zk_session_timeout_s (file {path}): Input should be a finite number"),
+        ("topic_policy_min_replication_factor = 3\ntopic_policy_max_replication_factor = 1",
+         "topic_policy_min_replication_factor (file {path}) is 3, above topic_policy_max_replication_factor (file {path}) 1"),
     ],
 )
 def test_bad_config_files_exit_2_with_the_reason(tmp_path, capsys, content, message):

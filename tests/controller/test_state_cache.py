@@ -7,6 +7,8 @@ from __future__ import annotations
 
 import json
 
+import pytest
+
 from tests.controller.fixtures import harness_fixture
 from znodes import paths
 
@@ -76,3 +78,36 @@ async def test_a_notification_in_kafkas_format_is_read_back(h):
 # wrote after it and died before deleting it) is not trusted by a controller that holds no state
 # of the partition yet: the crash-after-every-op tests of test_cancel_flow fail
 # with a reload loop without that rule.
+
+
+@pytest.mark.parametrize("ahead", [1, 50])
+async def test_a_notification_claiming_a_state_its_znode_never_had_is_not_believed(h, ahead):
+    """An outside probe's forgery: a notification carrying an ISR with the move's targets in it
+    and a zkVersion the znode has not reached. Believed, it let the move finish and delete the
+    only full copies once a reload's leader-epoch write brought the znode up to that version
+    (ahead=1), or made the controller reload every few seconds for as long as the znode stayed
+    below it (ahead=50). Now the conditional write it leads to fails, the znode is read, taken
+    over the claim, and the notification deleted with the retaken step."""
+    c = await h.start_controller(101)
+    await h.tick()
+    await h.submit({("t", 0): [1, 5, 6]})  # all new replicas: they copy only as time passes
+    await h.settle()
+    path = paths.partition_state("t", 0)
+    data, stat = await h.admin.get(path)
+    real = json.loads(data)
+    assert sorted(h.json(paths.topic("t"))["adding_replicas"]["0"]) == [1, 5, 6]
+    claim = {k: real[k] for k in ("leader", "leader_epoch", "controller_epoch")}
+    claim |= {"isr": [1, 5, 6, *real["isr"]], "zk_version": stat.version + ahead}
+    reloads = c.active.stats.reloads
+    note = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "state": claim}]}
+    await h.admin.create(paths.ISR_CHANGE_PREFIX, json.dumps(note).encode(), sequential=True)
+    await h.settle()
+    assert h.server.children(paths.ISR_CHANGE_NOTIFICATION) == []
+    assert sorted(h.json(paths.topic("t"))["adding_replicas"]["0"]) == [1, 5, 6]  # still moving
+    data, stat = await h.admin.get(path)
+    assert json.loads(data)["isr"] == real["isr"]
+    held = c.active.state.states[("t", 0)]
+    assert (list(held.isr), held.zk_version) == (real["isr"], stat.version)
+    assert c.active.stats.reloads == reloads
+    await h.run_until_quiet()  # and the move then finishes as copies catch up
+    h.check_invariants({("t", 0): [1, 5, 6]})

@@ -207,3 +207,20 @@ async def test_delete_topic_enable_false_refuses():
         assert harness.server.exists(paths.topic("t")) is not None
     finally:
         await harness.close()
+
+
+async def test_a_marker_with_no_legal_topic_name_is_dropped_and_the_controller_goes_on(h):
+    """A tool's typo under /admin/delete_topics (an outside probe's "orders,logs") killed every
+    controller in turn: building the marker's path checked it as a topic name. Kafka drops the
+    markers of topics that do not exist and carries on; so does this one."""
+    c = await h.start_controller(101)
+    await h.tick()
+    await h.admin.create(paths.DELETE_TOPICS)
+    for child in ("orders,logs", "bad name"):
+        await h.admin.create(paths.join(paths.DELETE_TOPICS, child))
+    await h.tick()
+    assert h.server.children(paths.DELETE_TOPICS) == []
+    assert c.alive and c.active is not None
+    await h.submit({("t", 0): [1, 2, 3]})  # and it still works
+    await h.run_until_quiet()
+    h.check_invariants({("t", 0): [1, 2, 3]})

@@ -1,0 +1,36 @@
+"""A malformed ``/admin/reassign_partitions`` is input an operator must fix: the controller
+says so at WARNING, as Kafka warns ("Ignoring partition reassignment due to invalid json"),
+for the whole znode and for each entry it drops; the good entries go on."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+from tests.controller.fixtures import harness_fixture
+from znodes import paths
+
+h = harness_fixture("t:2:3:64KiB")
+
+
+def _levels(caplog, text: str) -> set[int]:
+    return {r.levelno for r in caplog.records if r.name == "reassignd.controller" and text in r.getMessage()}
+
+
+async def test_a_junk_znode_and_its_bad_entries_are_warnings(h, caplog):
+    await h.start_controller(101)
+    await h.tick()
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        await h.admin.create(paths.REASSIGN_PARTITIONS, b"this is not json")
+        await h.tick()
+        assert _levels(caplog, "ignoring /admin/reassign_partitions") == {logging.WARNING}
+        await h.admin.delete(paths.REASSIGN_PARTITIONS)
+        await h.tick()
+        bad = {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1, 1, 2]},
+                                            {"topic": "t", "partition": 1, "replicas": [1, 2, 3]}]}
+        await h.admin.create(paths.REASSIGN_PARTITIONS, json.dumps(bad).encode())
+        await h.run_until_quiet()
+    dropped = [r for r in caplog.records if r.name == "reassignd.controller" and "t-0" in r.getMessage()
+               and r.levelno == logging.WARNING]
+    assert dropped, [r.getMessage() for r in caplog.records]
+    h.check_invariants({("t", 1): [1, 2, 3]})
