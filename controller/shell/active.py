@@ -592,6 +592,11 @@ class ActiveController:
             return []
         configs = await self.topic_configs(names)
         found = {name: isr_health.parse_min_isr(config) for name, config in configs.items()}
+        for name, config in configs.items():
+            raw = (config or {}).get(isr_health.MIN_ISR_CONFIG)
+            if raw is not None and found[name] is None:  # Kafka refuses such a value when it is set
+                log.warning("ignoring min.insync.replicas=%r of topic %r: not a positive integer (the default %d applies)",
+                            raw, name, self.config.min_insync_replicas)
         return [TopicConfigsRead(found, {name: unclean_enabled(config) for name, config in configs.items()})]
 
     async def topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:

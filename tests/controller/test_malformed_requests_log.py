@@ -34,3 +34,15 @@ async def test_a_junk_znode_and_its_bad_entries_are_warnings(h, caplog):
                and r.levelno == logging.WARNING]
     assert dropped, [r.getMessage() for r in caplog.records]
     h.check_invariants({("t", 1): [1, 2, 3]})
+
+
+async def test_a_min_insync_replicas_that_is_no_positive_integer_is_a_warning(h, caplog):
+    """It falls back to the default, as before, but no longer silently."""
+    await h.start_controller(101)
+    await h.tick()
+    await h.admin.set(paths.topic_config("t"), json.dumps({"version": 1, "config": {"min.insync.replicas": "abc"}}).encode())
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        await h.submit({("t", 0): [4, 5, 6]})
+        await h.run_until_quiet()
+    assert _levels(caplog, "ignoring min.insync.replicas='abc' of topic 't'") == {logging.WARNING}
+    h.check_invariants({("t", 0): [4, 5, 6]})
