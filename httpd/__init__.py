@@ -10,12 +10,17 @@ site started and stopped on the running event loop. It imports neither of its us
 ``handler`` takes every request (any method, any path: the users route themselves, so their
 routes, statuses and error bodies stay theirs) and returns an ``aiohttp.web.StreamResponse``.
 A request aiohttp cannot parse (a request line or header beyond the limits, too many headers, a
-malformed line) is answered by aiohttp itself: 400 (431 for a header too large) with a short
-text body, and the connection is closed.
+malformed line) is answered by aiohttp itself: 400 with a short text body, and the connection
+is closed. A request that parses but never reaches ``handler`` (``OPTIONS *``: no path to route)
+gets aiohttp's 404, closed like every answer when ``keep_alive`` is off. Past
+``max_connections`` open connections, a new one is closed as soon as it is accepted, so one
+client cannot take every file descriptor of the process; a user that reads a body bounds the
+wait with :func:`read_body`.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import ssl
 from collections.abc import Awaitable, Callable
@@ -45,6 +50,9 @@ class Limits:
     # after an answer (aiohttp's keep-alive timer starts when the connection is accepted).
     idle_timeout_s: float = 60.0
     keep_alive: bool = True  # False: every answer closes its connection
+    # Open connections at once; the next ones are closed when accepted (each is a file
+    # descriptor of the process, which other listeners of the process share).
+    max_connections: int = 1024
 
 
 class _QuietLog(logging.LoggerAdapter):
@@ -79,13 +87,14 @@ class Site:
     async def start(self) -> tuple[str, int]:
         """Listen on the running loop; the port (0 picks one) as bound."""
         lim = self.limits
-        app = web.Application(client_max_size=lim.max_body_bytes, handler_args={
+        app = web.Application(client_max_size=lim.max_body_bytes, middlewares=[self._closing], handler_args={
             "max_line_size": lim.max_line_bytes, "max_field_size": lim.max_field_bytes,
             "max_headers": lim.max_headers, "keepalive_timeout": lim.idle_timeout_s,
             "logger": _QuietLog(logging.getLogger("reassignd.http.malformed"), {})})
         app.router.add_route("*", "/{tail:.*}", self._serve)
         runner = web.AppRunner(app, access_log=None, handle_signals=False, shutdown_timeout=SHUTDOWN_GRACE_S)
         await runner.setup()
+        _cap_connections(runner.server, lim.max_connections)
         try:
             site = web.TCPSite(runner, self.host, self.port, ssl_context=self.ssl_context, reuse_address=True)
             await site.start()
@@ -102,10 +111,37 @@ class Site:
             await runner.cleanup()
 
     async def _serve(self, request: web.Request) -> web.StreamResponse:
-        response = await self.handler(request)
+        return await self.handler(request)
+
+    @web.middleware
+    async def _closing(self, request: web.Request, handler) -> web.StreamResponse:
+        """Every answer, aiohttp's own 404/405 for what no route takes included, closes its
+        connection when ``keep_alive`` is off."""
+        try:
+            response = await handler(request)
+        except web.HTTPException as e:
+            response = web.Response(status=e.status, reason=e.reason, text=f"{e.status}: {e.reason}")
         if not self.limits.keep_alive:
             response.force_close()
         return response
+
+
+def _cap_connections(server, limit: int) -> None:
+    made = server.connection_made
+
+    def connection_made(handler, transport) -> None:
+        made(handler, transport)
+        if len(server.connections) > limit:
+            log.warning("more than %d connections open: closing a new one", limit)
+            transport.close()
+
+    server.connection_made = connection_made
+
+
+async def read_body(request: web.Request, timeout_s: float) -> bytes:
+    """The request's body, or TimeoutError when it has not all come within ``timeout_s`` (a
+    client that declares a length and stops sending would hold its connection for ever)."""
+    return await asyncio.wait_for(request.read(), timeout_s)
 
 
 def peer_certificate(request: web.Request) -> dict | None:

@@ -267,10 +267,24 @@ def _bool(text: str, name: str) -> bool:
     raise HttpError(400, f"{name} must be true or false, got {text!r}")
 
 
-def _positive(text: str, name: str) -> int:
-    if not text.isdigit() or int(text) < 1:
-        raise HttpError(400, f"{name} must be a positive integer, got {text!r}")
+# Throttles, deadlines and counts are int64 on the wire and in Kafka's configs, broker ids int32.
+INT64_MAX = 2**63 - 1
+INT32_MAX = 2**31 - 1
+
+
+def _digits(text: str) -> int | None:
+    """``text`` as a non-negative integer when it is ASCII digits only (str.isdigit takes "²"
+    and other Unicode digits, which int() then refuses), else None."""
+    if not text.isascii() or not text.isdigit() or len(text) > 19:
+        return None
     return int(text)
+
+
+def _positive(text: str, name: str) -> int:
+    value = _digits(text)
+    if value is None or not 1 <= value <= INT64_MAX:
+        raise HttpError(400, f"{name} must be a positive integer up to {INT64_MAX}, got {text!r}")
+    return value
 
 
 def _strategies(query: dict) -> tuple[str, ...] | None:
@@ -308,10 +322,10 @@ def _scope(query: dict) -> Scope | None:
 def _ids(text: str, name: str = "brokerid") -> list[int]:
     out = []
     for x in text.split(","):
-        x = x.strip()
-        if not x.isdigit():
-            raise HttpError(400, f"{name} must be comma-separated non-negative integers, got {text!r}")
-        if int(x) in out:
-            raise HttpError(400, f"{name} lists broker {x} twice")
-        out.append(int(x))
+        value = _digits(x.strip())
+        if value is None or value > INT32_MAX:
+            raise HttpError(400, f"{name} must be comma-separated broker ids (0 to {INT32_MAX}), got {text!r}")
+        if value in out:
+            raise HttpError(400, f"{name} lists broker {value} twice")
+        out.append(value)
     return out

@@ -31,7 +31,7 @@ from urllib.parse import parse_qsl
 
 from aiohttp import web
 
-from httpd import Limits, Site, peer_certificate
+from httpd import Limits, Site, peer_certificate, read_body
 from planner_service import static
 from planner_service.api_auth import ApiAuth, allows, required_role
 
@@ -121,9 +121,12 @@ class ApiServer:
             if request.content_length is not None and request.content_length > MAX_BODY:
                 raise HttpError(413, "request body too large")
             try:
-                await request.read()  # read and ignored (chunked bodies are bounded by the Site's limit)
+                # read and ignored (chunked bodies are bounded by the Site's limit), within the idle timeout
+                await read_body(request, IDLE_TIMEOUT_S)
             except web.HTTPRequestEntityTooLarge:
                 raise HttpError(413, "request body too large") from None
+            except TimeoutError:
+                raise HttpError(408, f"the request body did not arrive within {IDLE_TIMEOUT_S:.0f} s") from None
             needed = required_role(method, path, query)
             if self.auth is not None:
                 principal = await self.auth.authenticate(request.headers.get("Authorization"),

@@ -46,8 +46,11 @@ LAG_WINDOW_S = 2.0
 MAX_LINE_BYTES = 4096
 MAX_HEADERS = 32
 IDLE_TIMEOUT_S = 5.0
+# Kubelets and a Prometheus or two: more than this at once is a flood, refused at accept.
+MAX_CONNECTIONS = 128
 LIMITS = Limits(max_line_bytes=MAX_LINE_BYTES, max_field_bytes=MAX_LINE_BYTES, max_headers=MAX_HEADERS,
-                max_body_bytes=0, idle_timeout_s=IDLE_TIMEOUT_S, keep_alive=False)
+                max_body_bytes=0, idle_timeout_s=IDLE_TIMEOUT_S, keep_alive=False,
+                max_connections=MAX_CONNECTIONS)
 READY_TIMEOUT_S = 3.0
 
 

@@ -326,6 +326,18 @@ async def test_the_api_server_keeps_its_error_shape_and_limits():
             assert head.startswith(b"HTTP/1.1 413 ")
         finally:
             writer.close()
+        # a body declared and never sent: 408 after the idle timeout, not a connection held for
+        # ever (an outside probe held 2,000 of them for minutes, before any authentication)
+        real = http_server.IDLE_TIMEOUT_S
+        http_server.IDLE_TIMEOUT_S = 0.5
+        reader, writer = await asyncio.open_connection(host, int(port))
+        try:
+            writer.write(b"POST /x HTTP/1.1\r\nHost: x\r\nContent-Length: 1000\r\n\r\n0123456789")
+            head = await asyncio.wait_for(reader.readuntil(b"\r\n\r\n"), 10)
+            assert head.startswith(b"HTTP/1.1 408 ")
+        finally:
+            http_server.IDLE_TIMEOUT_S = real
+            writer.close()
         # a request line over the limit: aiohttp's own 400 (text), and the connection closed
         reader, writer = await asyncio.open_connection(host, int(port))
         try:

@@ -105,6 +105,12 @@ def test_error_statuses(cluster):
         ("/add_broker?brokerid=-3", 400),
         ("/rebalance?dryrun=maybe", 400),
         ("/rebalance?throttle=0", 400),
+        # an outside probe's: Unicode digits and numbers past int64 were 500s or failed later
+        ("/remove_broker?brokerid=%C2%B2", 400),
+        ("/remove_broker?brokerid=2147483648", 400),
+        ("/rebalance?deadline_s=%C2%B2", 400),
+        ("/rebalance?deadline_s=" + "9" * 5000, 400),
+        ("/remove_broker?brokerid=4&dryrun=false&throttle=99999999999999999999999", 400),
         ("/rebalance?colour=blue", 400),
     ]:
         code, body = http(base, "POST", path)
