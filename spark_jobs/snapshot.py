@@ -74,6 +74,9 @@ _TOPIC_CHARS = frozenset("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ01
 # ---- format by extension ----------------------------------------------------------------------
 
 
+# A replica's size is an int64 in Kafka's DescribeLogDirs (and a long in Spark's columns).
+MAX_SIZE = 2**63 - 1
+
 def format_for(path: str | os.PathLike) -> str:
     """"json" or "msgpack" from the file name; SnapshotError for anything else."""
     suffix = Path(path).suffix.lower()
@@ -120,6 +123,8 @@ def loads(data: bytes, fmt: str, where: str = "<snapshot>") -> dict:
             raise SnapshotError(where, f"not UTF-8 text: {e}") from None
         except json.JSONDecodeError as e:
             raise SnapshotError(where, f"malformed JSON at line {e.lineno} column {e.colno}: {e.msg}") from None
+        except RecursionError:
+            raise SnapshotError(where, "malformed JSON: nested too deeply") from None
     elif fmt == "msgpack":
         try:
             obj = msgpack.unpackb(data, raw=False, strict_map_key=False)
@@ -288,8 +293,8 @@ def validate(obj: Any, where: str = "<snapshot>") -> dict:
                 if type(sizes) is not list or len(sizes) != len(reps):
                     pfail("sizes", f"must have one entry per replica ({len(reps)}), got {sizes!r}")
                 kinds = set(map(type, sizes))
-                if not kinds <= _SIZE_TYPES or (int in kinds and min(x for x in sizes if x is not None) < 0):
-                    pfail("sizes", f"sizes are non-negative ints or null, got {sizes!r}")
+                if not kinds <= _SIZE_TYPES or (int in kinds and not all(0 <= x <= MAX_SIZE for x in sizes if x is not None)):
+                    pfail("sizes", f"sizes are ints from 0 to {MAX_SIZE} (int64, as Kafka's) or null, got {sizes!r}")
                 sizes = None if int not in kinds else list(sizes)
             parts[num] = {
                 "partition": num,

@@ -70,7 +70,8 @@ BAD = [
     (lambda o: o["topics"][0]["partitions"][0].update(replicas=[1.0, 2]), "broker ids must be ints"),
     (lambda o: o["topics"][0]["partitions"][0].update(leader=5), "leader: must be -1 or one of the replicas"),
     (lambda o: o["topics"][0]["partitions"][0].update(sizes=[1]), "sizes: must have one entry per replica"),
-    (lambda o: o["topics"][0]["partitions"][0].update(sizes=[1, -5]), "sizes are non-negative ints"),
+    (lambda o: o["topics"][0]["partitions"][0].update(sizes=[1, -5]), "sizes are ints from 0 to"),
+    (lambda o: o["topics"][0]["partitions"][0].update(sizes=[1, 10**30]), "sizes are ints from 0 to"),  # past int64
     (lambda o: o["topics"][0]["partitions"][1].update(partition=1), "duplicate partition orders-1"),
 ]
 
@@ -102,6 +103,9 @@ def test_unreadable_and_malformed_files(tmp_path):
     (tmp_path / "dir.json").mkdir()
     with pytest.raises(SnapshotError, match="is a directory"):
         snapshot.load(tmp_path / "dir.json")
+    (tmp_path / "deep.json").write_text("[" * 100_000 + "]" * 100_000)
+    with pytest.raises(SnapshotError, match="nested too deeply"):
+        snapshot.load(tmp_path / "deep.json")
     (tmp_path / "latin.json").write_bytes(b'{"version": 1, "x": "\xe9"}')
     with pytest.raises(SnapshotError, match="not UTF-8"):
         snapshot.load(tmp_path / "latin.json")
