@@ -31,7 +31,8 @@ ReassignPartitions v1's tagged ``MovementStrategies`` and ``kafka-reassign
 cut into runs of consecutive moves with the same list, each run sorted by its own list, the
 runs in the order given: a request's list orders that request's moves and never lets them
 overtake moves asked for before them with another list. Names a controller does not know (a
-newer tool's) are skipped in an entry - the order is advice, never a reason to refuse a move -
+newer tool's) are skipped in an entry - the order is advice, never a reason to refuse a move;
+the shell warns of them once, when the entry becomes a move (controller.core.reassignment step 1) -
 while the settings and the admin API refuse them with the list of known names.
 
 Worked table: four pending moves in the order given, ISR of 3 replicas each unless said.
@@ -101,6 +102,11 @@ def needs_sizes(setting: tuple[str, ...], own_lists: Iterable[tuple[str, ...]]) 
 def known(names: Sequence[str]) -> tuple[str, ...]:
     """An entry's list with the names this controller does not know skipped (see above)."""
     return tuple(n for n in names if n in STRATEGIES)
+
+
+def unknown(names: Sequence[str]) -> tuple[str, ...]:
+    """The names :func:`known` skips: the shell warns of them when the entry becomes a move."""
+    return tuple(n for n in names if n not in STRATEGIES)
 
 
 @dataclass(frozen=True, slots=True)

@@ -147,6 +147,10 @@ def on_requests(ws: WorkingSet, event: RequestsRead) -> None:
             ws.set_task(Move(tp, r.replicas))
             ws.pending[tp] = None
             ws.schedule_needed = True
+            if r.movement_strategies and (unknown := move_order.unknown(r.movement_strategies)):
+                # Skipped (step 2c: advice, never a refusal), but said once: it may be a typo.
+                ws.warnings.append(f"{r.topic}-{r.partition}: skipping movement strategies this controller does not "
+                                   f"know: {', '.join(map(repr, unknown))} (known: {', '.join(move_order.STRATEGIES)})")
         elif not move.started:
             if move.target != r.replicas:
                 ws.retarget_unstarted(move, r.replicas)

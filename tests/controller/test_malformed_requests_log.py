@@ -46,3 +46,20 @@ async def test_a_min_insync_replicas_that_is_no_positive_integer_is_a_warning(h,
         await h.run_until_quiet()
     assert _levels(caplog, "ignoring min.insync.replicas='abc' of topic 't'") == {logging.WARNING}
     h.check_invariants({("t", 0): [4, 5, 6]})
+
+
+async def test_unknown_movement_strategies_of_an_entry_are_a_warning(h, caplog):
+    """A newer tool's strategy names are skipped (the order is advice, the move goes on), but
+    an operator who misspelled one hears of it once, when the entry becomes a move."""
+    await h.start_controller(101)
+    await h.tick()
+    entry = {"version": 1, "partitions": [
+        {"topic": "t", "partition": 0, "replicas": [4, 5, 6], "movement_strategies": ["smalest_first", "largest_first"]},
+        {"topic": "t", "partition": 1, "replicas": [4, 5, 6], "movement_strategies": ["largest_first"]}]}
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        await h.admin.create(paths.REASSIGN_PARTITIONS, json.dumps(entry).encode())
+        await h.run_until_quiet()
+    warned = [r.getMessage() for r in caplog.records if r.name == "reassignd.controller"
+              and r.levelno == logging.WARNING and "movement strateg" in r.getMessage()]
+    assert len(warned) == 1 and "'smalest_first'" in warned[0] and "t-0" in warned[0], warned
+    h.check_invariants({("t", 0): [4, 5, 6], ("t", 1): [4, 5, 6]})
