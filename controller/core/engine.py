@@ -39,7 +39,8 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     barrier: a slot freed by one partition is taken by the next in the same step. A move
     taking a slot starts at once from the partition state the controller holds (read at
     its election for the full metadata, kept fresh by the ISR notifications and its own
-    writes, as Kafka's controller cache is); without one it is LOADING while the state is read.
+    writes, as Kafka's controller cache is); without one it is LOADING while the state is read
+    (a state znode absent or unreadable then drops the move and its entry, with a warning).
 2a. ISR health (controller.core.isr_health, with its worked table): a pending move whose
     partition has every replica live, a short ISR and len(ISR) <= min.insync.replicas waits,
     holding no slot, with its reason, until an ISR change lets it start (unless its entry says

@@ -51,6 +51,9 @@ class StatesRead:
     states: dict[TopicPartition, LeaderIsr | None]
     notifications: tuple[str, ...] = ()
     fresh: bool = False
+    # (partition, reason) for state znodes that do not decode (left out of ``states``): a
+    # LOADING move of one is dropped, as Kafka drops a reassignment that failed.
+    unreadable: tuple[tuple[TopicPartition, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)

@@ -190,6 +190,17 @@ def isr_floor_crossed(ws: WorkingSet, tp: TopicPartition, before: LeaderIsr | No
 @writing(ISR_CHANGE)
 def on_states(ws: WorkingSet, event: StatesRead) -> None:
     """Step 4: partition states read (ISR changes, a LOADING move's state): start, resume or complete."""
+    for tp, reason in event.unreadable:
+        move = ws.tasks.get(tp)
+        if move is not None and move.phase is Phase.LOADING:
+            # Nothing can start it (no leader, ISR or epoch to go on) and no watch would see a
+            # repaired znode: kept, it would hold its slots for ever. A started move waits.
+            ws.warnings.append(f"dropping reassignment of {tp[0]}-{tp[1]}: its partition state is unreadable: {reason}")
+            ws.set_task(move.to(Phase.DROPPED))
+            ws.end_task(tp)
+            ws.drop_request(tp)
+        else:
+            ws.warnings.append(f"unreadable partition state {paths.partition_state(*tp)}: {reason}")
     for tp, state in event.states.items():
         move = ws.tasks.get(tp)
         if state is None:

@@ -76,6 +76,7 @@ from controller.shell.metadata_reads import ChunkReads
 from controller.shell.throttles import read_removal
 from controller.shell.zkread import (
     missing_parents,
+    read_move_states,
     read_log_dir_events,
     read_notifications,
     read_queue,
@@ -700,11 +701,11 @@ class ActiveController:
                     if s is not None and tp in state.assignments and tp in state.states
                 }
                 unread = [tp for tp in sorted(partitions) if tp not in states and tp in state.assignments]
+                unreadable: tuple = ()
                 if unread:
-                    read, lines = await read_states(self.store, unread)
-                    _warn(lines)
+                    read, unreadable = await read_move_states(self.store, unread)
                     states.update(read)
-                out.append(StatesRead(states, tuple(notes)))
+                out.append(StatesRead(states, tuple(notes), unreadable=unreadable))
         return out
 
     async def execute(self, events: list[Event], retries: int = state_conflicts.STALE_STATE_RETRIES) -> None:
@@ -819,9 +820,8 @@ class ActiveController:
         if step.held:
             self.inbox.queue.put_nowait(ScheduleDue(step.held))  # held until the entries landed
         if step.reads:
-            states, lines = await read_states(self.store, sorted(step.reads))
-            _warn(lines)
-            self.inbox.queue.put_nowait(StatesRead(states))
+            states, unreadable = await read_move_states(self.store, sorted(step.reads))
+            self.inbox.queue.put_nowait(StatesRead(states, unreadable=unreadable))
         self.stats.moves_finished += len(step.completed)
         if log.isEnabledFor(logging.DEBUG):
             log.debug(

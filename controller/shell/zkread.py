@@ -128,6 +128,17 @@ async def read_states(store: Store, tps: Iterable[TopicPartition]) -> tuple[dict
     return found, [f"unreadable partition state {u}" for u in bad]
 
 
+async def read_move_states(
+    store: Store, tps: Iterable[TopicPartition]
+) -> tuple[dict[TopicPartition, LeaderIsr | None], tuple[tuple[TopicPartition, str], ...]]:
+    """:func:`read_states` for moves that wait on them: the ones that do not decode come back
+    as (partition, reason), for StatesRead.unreadable."""
+    keys = list(tps)
+    found, bad = await cluster_reader.partition_states(store, keys)
+    by_path = {paths.partition_state(*tp): tp for tp in keys}
+    return found, tuple((by_path[u.path], u.reason) for u in bad if u.path in by_path)
+
+
 async def read_notifications(
     store: Store, watch: bool = False
 ) -> tuple[list[str], dict[TopicPartition, LeaderIsr | None], list[str]]:

@@ -63,3 +63,20 @@ async def test_unknown_movement_strategies_of_an_entry_are_a_warning(h, caplog):
               and r.levelno == logging.WARNING and "movement strateg" in r.getMessage()]
     assert len(warned) == 1 and "'smalest_first'" in warned[0] and "t-0" in warned[0], warned
     h.check_invariants({("t", 0): [4, 5, 6], ("t", 1): [4, 5, 6]})
+
+
+async def test_a_move_whose_partition_state_is_unreadable_is_dropped_with_a_warning(h, caplog):
+    """As Kafka drops a reassignment that failed from /admin/reassign_partitions: left LOADING,
+    the move held its slots for ever, listed nowhere, and a repaired znode was never re-read."""
+    await h.admin.set(paths.partition_state("t", 0), b"{not a state")
+    c = await h.start_controller(101)
+    await h.tick()
+    with caplog.at_level(logging.INFO, logger="reassignd.controller"):
+        await h.submit({("t", 0): [4, 5, 6], ("t", 1): [4, 5, 6]})
+        await h.run_until_quiet()
+    warned = [r.getMessage() for r in caplog.records if r.name == "reassignd.controller"
+              and r.levelno == logging.WARNING and "t-0" in r.getMessage()]
+    assert any("dropping reassignment" in w and "unreadable" in w for w in warned), warned
+    assert not await h.admin.exists(paths.REASSIGN_PARTITIONS)
+    assert ("t", 0) not in c.active.state.tasks
+    assert c.active.state.assignments[("t", 1)].replicas == (4, 5, 6)
