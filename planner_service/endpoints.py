@@ -1,7 +1,7 @@
 """The planner service's REST API: its routes, parameters and JSON views (docs/DESIGN.md
 section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 
-Endpoints: GET /state, GET /load, GET /proposals, POST /rebalance, POST /remove_broker?brokerid=,
+Endpoints: GET (and HEAD) /state, /load, /proposals, POST /rebalance, POST /remove_broker?brokerid=,
 POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?brokerid=, POST
 /rebalance_disk[?brokerid=] (moves between each broker's log directories), POST
 /stop_proposal_execution, POST /admin?drop_recently_demoted_brokers=. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
@@ -10,8 +10,9 @@ POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?broke
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
 ``replication_throttle`` (or ``throttle``), ``replica_movement_strategies`` and ``deadline_s``, and ``proposal_id=N`` executes the
 reviewed proposal N as planned (Strimzi's approve). Errors are JSON: 400 bad parameter, 404
-unknown path, 405 wrong method, 409 a reassignment is running or the cluster changed since the
-reviewed proposal, 503 the model is not ready.
+unknown path, 405 wrong method (with ``Allow``), 409 a reassignment is running or the cluster
+changed since the reviewed proposal, 503 the model is not ready, or an execution asked while the
+ZooKeeper session is down (with ``Retry-After``).
 
 :class:`RestApi` is mixed into :class:`planner_service.service.PlannerService`: it reads the
 service's model, feed, proposal, executions, self-healing actions, Spark state and options, and
@@ -36,6 +37,9 @@ EXECUTION_PARAMS = {"concurrent_partition_movements_per_broker", "max_partition_
                     "replication_throttle", "throttle", "deadline_s", "proposal_id", "replica_movement_strategies"}
 # Cruise Control's force_stop default: the running wave finishes, nothing more starts.
 DEFAULT_FORCE_STOP = False
+# A route's method -> what a 405 lists in Allow (RFC 9110 15.5.6): a GET route takes HEAD too
+# (RFC 9110 9.3.2), answered as its GET and sent without the body.
+ALLOW = {"GET": "GET, HEAD", "POST": "POST"}
 
 
 class RestApi:
@@ -111,8 +115,8 @@ class RestApi:
         if path not in routes:
             raise HttpError(404, f"no endpoint {path} (endpoints: {', '.join(sorted(routes))})")
         want, allowed = routes[path]
-        if method != want:
-            raise HttpError(405, f"{path} takes {want}, not {method}")
+        if method != want and not (method == "HEAD" and want == "GET"):
+            raise HttpError(405, f"{path} takes {want}, not {method}", headers={"Allow": ALLOW[want]})
         unknown = sorted(set(query) - allowed)
         if unknown:
             raise HttpError(400, f"unknown parameter {unknown[0]!r} for {path}"
@@ -183,7 +187,7 @@ class RestApi:
             kwargs = {"brokers": ids}
         kwargs.update(leadership)
         if not dryrun:
-            await self.refuse_if_running()  # before planning: a refused request costs no plan
+            await self.refuse_execution()  # before planning: a refused request costs no plan
         concurrency = None
         if per_broker is not None:  # each wave: at most N moves into and N out of any broker
             # ... and never more than the active controller's own per-broker caps, when readable
@@ -213,7 +217,7 @@ class RestApi:
             raise HttpError(400, "/demote_broker needs brokerid=ID[,ID...]")
         ids = _ids(query["brokerid"])
         if not dryrun:
-            await self.refuse_if_running()
+            await self.refuse_execution()
         planned = self.demote(ids, {"path": "/demote_broker", "params": {"brokerid": query["brokerid"]}})
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if not dryrun:
@@ -226,7 +230,7 @@ class RestApi:
         moves inside it (spark_jobs.disks); executed, AlterReplicaLogDirs to the brokers."""
         ids = _ids(query["brokerid"]) if "brokerid" in query else None
         if not dryrun:
-            await self.refuse_if_running()
+            await self.refuse_execution()
         params = {"brokerid": query["brokerid"]} if "brokerid" in query else {}
         planned = await self.rebalance_disk(ids, {"path": "/rebalance_disk", "params": params})
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
@@ -244,7 +248,7 @@ class RestApi:
                                  "is part of it and cannot be given again")
         pid = _positive(query["proposal_id"], "proposal_id")
         if not dryrun:
-            await self.refuse_if_running()
+            await self.refuse_execution()
         planned = self.reviewed(pid, path)
         if not dryrun and planned["mode"] == "rebalance_disk":
             await self.disk_proposal_stands(planned, pid)

@@ -4,9 +4,11 @@ on aiohttp's server through :mod:`httpd`: JSON answers, keep-alive, the limits b
 authentication (:mod:`planner_service.api_auth`) when configured, and an audit line for every
 request that needs ADMIN (executions among them).
 
-A handler raises :class:`HttpError` for an error answer; anything else it raises is a 500 with
-the exception's text, never a dead server. Every error is ``{"error": {"status", "message"}}``:
-401 no or bad credentials (with ``WWW-Authenticate: Basic``), 403 a role too low for the request.
+A handler raises :class:`HttpError` for an error answer (with any headers it needs, as a 405's
+``Allow``); anything else it raises is a 500 with the exception's text, never a dead server.
+Every error is ``{"error": {"status", "message"}}``: 401 no or bad credentials (with
+``WWW-Authenticate: Basic``), 403 a role too low for the request. A HEAD is answered as its GET,
+headers only (aiohttp sends no body to a HEAD and keeps the GET's Content-Length).
 
 Usage::
 
@@ -51,9 +53,10 @@ REALM = "reassignd planner"
 
 
 class HttpError(Exception):
-    def __init__(self, status: int, message: str, **extra):
+    def __init__(self, status: int, message: str, *, headers: dict | None = None, **extra):
         super().__init__(message)
         self.status = status
+        self.headers = headers or {}  # sent with the answer (Allow, Retry-After), not in its body
         self.extra = extra
 
     def body(self) -> dict:
@@ -111,7 +114,7 @@ class ApiServer:
             self.auth.close()
 
     async def _serve(self, request: web.Request) -> web.Response:
-        method, path, principal, needed = request.method, request.path, None, None
+        method, path, principal, needed, headers = request.method, request.path, None, None, {}
         try:
             qs = request.query_string
             try:
@@ -142,14 +145,15 @@ class ApiServer:
                                     charset="utf-8", headers=static.HEADERS)
             status, body = await self.handler(method, path, query)
         except HttpError as e:
-            status, body = e.status, e.body()
+            status, body, headers = e.status, e.body(), dict(e.headers)
         except Exception as e:  # a handler bug: answer 500, keep serving
             log.exception("request failed")
             status, body = 500, {"error": {"status": 500, "message": f"{type(e).__name__}: {e}"}}
         if needed == "ADMIN":
             self._audit(request, principal, status, body)
-        challenge = {"WWW-Authenticate": f'Basic realm="{REALM}", charset="UTF-8"'} if status == 401 else None
-        return _json(status, body, challenge)
+        if status == 401:
+            headers["WWW-Authenticate"] = f'Basic realm="{REALM}", charset="UTF-8"'
+        return _json(status, body, headers)
 
     def _audit(self, request: web.Request, principal, status: int, body: dict) -> None:
         """One line per request that needs ADMIN: who, what, and what came of it."""

@@ -69,6 +69,9 @@ PROPOSALS_KEPT = 10
 # An execution's deadline unless the request gives one (deadline_s): past it the execution
 # ends and lists what is still moving. Six hours covers a large drain at a modest throttle.
 DEFAULT_EXECUTION_DEADLINE_S = 6 * 3600
+# Retry-After (seconds) of an execution refused while the ZooKeeper session is down: kazoo
+# reconnects a suspended session, and the feed opens a lost one again, within a few seconds.
+ZK_RETRY_AFTER_S = 5
 # How long a demoted broker is remembered (Cruise Control's demotion.history.retention.time.ms,
 # 14 days): a plan asked with exclude_recently_demoted_brokers=true makes it lead nothing.
 DEFAULT_DEMOTION_RETENTION_S = 14 * 24 * 3600
@@ -466,8 +469,17 @@ class PlannerService(RestApi):
                 log.warning("could not confirm a running reassignment: %s", e)
         return self._conflict()
 
-    async def refuse_if_running(self) -> None:
-        """409 with :meth:`refusal`'s reason, if there is one."""
+    async def refuse_execution(self) -> None:
+        """503 while the ZooKeeper session is down, else 409 with :meth:`refusal`'s reason, if
+        there is one. An execution follows its waves through the model's watches (and finds the
+        controller in ZooKeeper): started blind it would fail or wait out its deadline, and the
+        model's view of a running reassignment is stale meanwhile."""
+        if not self.feed.connected:
+            raise HttpError(503, f"ZooKeeper is not connected: the service's session to {self.opts.zookeeper} is "
+                                 "down or being re-established, and an execution is followed through it; nothing "
+                                 "was started, retry when it is (GET /state shows model.connected)",
+                            headers={"Retry-After": str(ZK_RETRY_AFTER_S)}, zookeeper=self.opts.zookeeper,
+                            last_error=self.feed.last_error)
         why = await self.refusal()
         if why:
             raise HttpError(409, why)
@@ -478,7 +490,7 @@ class PlannerService(RestApi):
         """Start executing ``planned``: its waves, cut to at most ``cluster_cap`` partitions
         each, until the deadline (``deadline_s``, default --execution-deadline), each wave's
         moves started in the order of ``movement_strategies`` (None: the controller's setting)."""
-        await self.refuse_if_running()
+        await self.refuse_execution()
         result = planned["result"]
         waves = cap_waves([w for w in result.batches["waves"] if w["partitions"]], cluster_cap)
         deadline = now_ms() + int(1000 * (deadline_s if deadline_s is not None else self.opts.execution_deadline_s))
