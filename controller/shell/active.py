@@ -695,11 +695,21 @@ class ActiveController:
                 # engine does with it is conditional on its zkVersion. Without one (just after
                 # a reload) the carried state may be older than the znode - a leftover
                 # notification from before a write - and acting on it would fail the same
-                # conditional write after every reload; so it is read.
+                # conditional write after every reload; so it is read. So is one that claims
+                # the version held with other contents: a version has one content, so the claim
+                # is forged, and a write conditional on that version would land on its word
+                # (a forged ISR with the targets in it would complete the move and delete the
+                # only full copies).
+                held = state.states
                 states = {
                     tp: s for tp, s in partitions.items()
-                    if s is not None and tp in state.assignments and tp in state.states
+                    if s is not None and tp in state.assignments and (was := held.get(tp)) is not None
+                    and (s.zk_version != was.zk_version or s == was)
                 }
+                _warn([f"an ISR change notification claims {tp[0]}-{tp[1]}'s state at version {s.zk_version} with "
+                       f"other contents than that version's: reading the znode instead"
+                       for tp, s in partitions.items() if s is not None and tp not in states
+                       and (was := held.get(tp)) is not None and s.zk_version == was.zk_version])
                 unread = [tp for tp in sorted(partitions) if tp not in states and tp in state.assignments]
                 unreadable: tuple = ()
                 if unread:

@@ -80,7 +80,7 @@ async def test_a_notification_in_kafkas_format_is_read_back(h):
 # with a reload loop without that rule.
 
 
-@pytest.mark.parametrize("ahead", [1, 50])
+@pytest.mark.parametrize("ahead", [0, 1, 50])
 async def test_a_notification_claiming_a_state_its_znode_never_had_is_not_believed(h, ahead):
     """An outside probe's forgery: a notification carrying an ISR with the move's targets in it
     and a zkVersion the znode has not reached. Believed, it let the move finish and delete the

@@ -337,14 +337,21 @@ def test_list_then_describe_then_describe_after_completion_omits_it(cluster, tmp
     r = kr(cluster, "--execute", "--throttle", str(256 * 1024), "--reassignment-json-file", plan)
     assert r.returncode == exit_codes.OK, r.stderr
 
+    wanted = {("orders", 0), ("orders", 1)}
+
     async def listed_and_described():
+        # --execute returns once the request is written; the moves are listed once the
+        # controller started them (their records exist), a step later on a loaded machine.
         async with AdminClient(cluster.bootstrap) as admin:
-            listed = await admin.list_reassignments()
+            for _ in range(100):
+                listed = await admin.list_reassignments()
+                if set(listed) == wanted:
+                    break
+                await asyncio.sleep(0.05)
             described = await admin.describe_reassignments(listed.values())
             return listed, described
 
     listed, described = asyncio.run(listed_and_described())
-    wanted = {("orders", 0), ("orders", 1)}
     assert set(listed) == wanted, listed
     for (topic, p), d in described.items():
         target = moves[p][2]
