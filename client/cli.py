@@ -45,7 +45,7 @@ import json
 import re
 import sys
 
-from client import commands, exit_codes
+from client import commands, exit_codes, planner
 from client.errors import InputError, ReassignError
 from client.inputs import (
     INT32_MAX,
@@ -276,10 +276,11 @@ def build_parser() -> argparse.ArgumentParser:
                       help="--planner: at most N partitions moving in the cluster at once (executed by the service, "
                            "as above)")
     opts.add_argument("--output", choices=("text", "json"), default="text", help="output format (default text)")
-    opts.add_argument("--timeout", metavar="MS", default=str(DEFAULT_TIMEOUT_MS),
-                      help=f"request / ZooKeeper timeout in ms, and how long --execute keeps asking brokers to "
+    opts.add_argument("--timeout", metavar="MS", default=None,
+                      help=f"request / ZooKeeper timeout in ms, how long --execute keeps asking brokers to "
                            f"move the replicas the reassignment is creating into their log_dirs "
-                           f"(default {DEFAULT_TIMEOUT_MS})")
+                           f"(default {DEFAULT_TIMEOUT_MS}), and how long --planner waits for the service "
+                           f"(default {planner.SERVICE_TIMEOUT_S:.0f} s: a plan on a cold Spark takes a while)")
     return p
 
 
@@ -512,7 +513,8 @@ def main(argv: list[str] | None = None) -> int:
     json_out = args.output == "json"
     try:
         action = check_options(args)
-        timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True))
+        given = args.timeout is not None
+        timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True)) if given else DEFAULT_TIMEOUT_MS
         if timeout_ms > INT32_MAX:  # the requests carry it as int32 milliseconds
             raise UsageError(f"--timeout: at most {INT32_MAX} ms, got {args.timeout!r}")
         interval = None if args.interval is None else _positive_number(args.interval, "--interval", integer=False)
@@ -520,6 +522,8 @@ def main(argv: list[str] | None = None) -> int:
         if args.zookeeper:
             print(DEPRECATION_WARNING, file=sys.stderr)
         inputs.log_dir_timeout_s = timeout_ms / 1000
+        if given:
+            inputs.service_timeout_s = timeout_ms / 1000
         report = asyncio.run(run(args, action, inputs, timeout_ms, interval))
     except KeyboardInterrupt:
         print(f"{PROG}: interrupted", file=sys.stderr)

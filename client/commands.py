@@ -54,6 +54,8 @@ class Inputs:
     # log-dir moves of replicas the reassignment is still creating (Kafka's --timeout)
     log_dirs_throttle: int | None = None
     log_dir_timeout_s: float = 30.0
+    # --planner: how long to wait for the service (--timeout when given, else its own default)
+    service_timeout_s: float = planner.SERVICE_TIMEOUT_S
 
 
 # ---- --execute, --execute-queue ---------------------------------------------------------------
@@ -366,11 +368,11 @@ def _plan_json(result) -> dict:
 
 
 async def _plan(backend, mode: str, timeout_ms: int, spark_master: str | None, planner_url: str | None,
-                options: planner.ServiceOptions | None = None, **kw):
+                options: planner.ServiceOptions | None = None, service_timeout_s: float = planner.SERVICE_TIMEOUT_S,
+                **kw):
     """The planner service's plan when ``planner_url`` is given, else the one-shot planner's."""
     if planner_url:
-        return await planner.plan_from_service(planner_url, mode, timeout_s=max(timeout_ms / 1000, 120.0),
-                                               options=options, **kw)
+        return await planner.plan_from_service(planner_url, mode, timeout_s=service_timeout_s, options=options, **kw)
     return planner.make_plan(await _snapshot(backend, timeout_ms), mode, spark_master=spark_master, **kw)
 
 
@@ -383,6 +385,7 @@ async def rebalance(backend, inputs: Inputs, *, timeout_ms: int, spark_master: s
     if inputs.brokers is not None:
         check_brokers(inputs.brokers, state, "--broker-list")
     result = await _plan(backend, "rebalance", timeout_ms, spark_master, planner_url, inputs.service_options,
+                         inputs.service_timeout_s,
                          broker_list=inputs.brokers, topics=inputs.topics)
     proposed = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     current = {tp: r for tp, r in _flatten({t: state.topics[t] for t in state.topics}).items() if tp in proposed}
@@ -401,7 +404,8 @@ async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master
     if not hosts_replicas:
         return Report(f"Broker {broker} holds no replicas: nothing to move.", {"started": [], "plan": None})
     options = inputs.service_options
-    result = await _plan(backend, "decommission", timeout_ms, spark_master, planner_url, options, brokers=[broker],
+    result = await _plan(backend, "decommission", timeout_ms, spark_master, planner_url, options,
+                         inputs.service_timeout_s, brokers=[broker],
                          throttle=inputs.throttle)
     assignments = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}
     plan = Reassignment(assignments, f"--decommission-broker {broker}")
@@ -409,7 +413,7 @@ async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master
     if options is not None and options.caps and not dry_run:
         # The caps hold only in the service's own waves: it executes the proposal just
         # reviewed (dryrun=false&proposal_id=N), or refuses (409) if the cluster changed since.
-        ex = await planner.execute_on_service(planner_url, result, timeout_s=max(timeout_ms / 1000, 120.0))
+        ex = await planner.execute_on_service(planner_url, result, timeout_s=inputs.service_timeout_s)
         text = (_plan_summary(result.report) + f"\nExecuting on the planner service as execution {ex['id']} "
                 f"(proposal {ex['proposal_id']}): {ex['partitions_total']} partition(s) in {ex['waves_total']} wave(s), "
                 f"caps {ex['caps']}; follow it with GET {planner_url.rstrip('/')}/state")

@@ -39,7 +39,7 @@ REORDER_POLL_S = 0.2
 async def demote(backend, inputs: Inputs, *, timeout_ms: int, dry_run: bool, planner_url: str | None = None) -> Report:
     brokers = inputs.brokers_to_demote
     state = await backend.cluster_state()
-    reorders, elect, report = await _plan(backend, brokers, timeout_ms, planner_url)
+    reorders, elect, report = await _plan(backend, brokers, timeout_ms, planner_url, inputs.service_timeout_s)
     check_plan(Reassignment(reorders, f"--demote-broker {_ids(brokers)}"), state)
     data = {"demoted_brokers": sorted(brokers), "plan": {k: report.get(k) for k in (
         "partitions_reordered_only", "leaderships_to_move", "leader_stays", "skipped", "warnings")},
@@ -88,11 +88,12 @@ def _doc(lists: dict) -> dict:
                                          for (t, p), r in sorted(lists.items())]}
 
 
-async def _plan(backend, brokers: list[int], timeout_ms: int, planner_url: str | None):
+async def _plan(backend, brokers: list[int], timeout_ms: int, planner_url: str | None,
+                service_timeout_s: float = planner.SERVICE_TIMEOUT_S):
     """(reorders, partitions to elect, the plan's report), from the service or computed here."""
     if planner_url:
         result = await planner.plan_from_service(planner_url, "demote", brokers=brokers,
-                                                 timeout_s=max(timeout_ms / 1000, 120.0))
+                                                 timeout_s=service_timeout_s)
         report = result.report
         try:
             reorders = {(e["topic"], e["partition"]): list(e["replicas"]) for e in result.reassignment["partitions"]}

@@ -27,9 +27,10 @@ TABLE: tuple[tuple[int, str], ...] = (
     (USAGE, "bad command line: unknown, missing, conflicting or invalid options or values"),
     (BAD_INPUT_FILE, "bad input file: missing, unreadable, malformed JSON, wrong shape or version, "
                      "duplicate partitions or replicas, negative ids"),
-    (CLUSTER_UNREACHABLE, "cannot reach the cluster (ZooKeeper or the admin listener), timed out, "
+    (CLUSTER_UNREACHABLE, "cannot reach the cluster (ZooKeeper or the admin listener) or the planner service "
+                          "(--planner: also any answer but 400/401/403/409), timed out, "
                           "or the peer spoke a protocol this tool cannot use"),
-    (REJECTED, "the controller rejected the request, or some partitions of it"),
+    (REJECTED, "the controller rejected the request, or some partitions of it (--planner: 401/403)"),
     (IN_PROGRESS, "--verify / --verify-queue: some reassignments are still in progress or queued"),
     (VERIFY_FAILED, "--verify / --verify-queue: some partitions ended on another assignment"),
     (CLUSTER_MISMATCH, "the input names a topic, partition or broker the cluster does not have"),

@@ -39,10 +39,13 @@ from dataclasses import dataclass
 
 from client.cluster import ClusterAssignment
 from client.errors import (
+    ClusterAuthorizationFailedError,
     ClusterDataError,
     ConflictError,
     ConnectionFailedError,
     PlanRefusedError,
+    ProtocolViolationError,
+    RequestTimedOutError,
     UnsupportedVersionError,
 )
 from znodes.values import TopicPartition
@@ -196,27 +199,53 @@ class ServiceOptions:
         return out
 
 
+# How long --planner waits for the service when --timeout is not given: a plan on a cold Spark
+# can take a minute, past the 30 s the other requests get. An explicit --timeout is the wait.
+SERVICE_TIMEOUT_S = 120.0
+
+
 def _service_request(url: str, timeout_s: float) -> dict:
+    """POST ``url``; the service's JSON answer, or the error of its kind (client/exit_codes.py):
+    400 the plan is refused, 409 a conflict, 401/403 the request refused, any other status, a
+    timeout or an answer that is not the service's JSON: the service cannot be used now."""
+    where = url.split("?")[0]
     req = urllib.request.Request(url, method="POST", data=b"")
     try:
         with urllib.request.urlopen(req, timeout=timeout_s) as answer:
-            return json.loads(answer.read())
+            data = answer.read()
     except urllib.error.HTTPError as e:
         try:
             message = json.loads(e.read())["error"]["message"]
-        except (ValueError, KeyError, TypeError):
-            message = f"HTTP {e.code}"
+        except (ValueError, KeyError, TypeError, OSError):
+            message = f"HTTP {e.code} {e.reason}"
         if e.code == 400:
             raise PlanRefusedError(f"planner service: {message}") from None
         if e.code == 409:
             raise ConflictError(f"planner service: {message}") from None
-        raise ClusterDataError(f"planner service answered {e.code}: {message}") from None
+        if e.code in (401, 403):
+            # as the admin listener's CLUSTER_AUTHORIZATION_FAILED is: the request was refused
+            raise ClusterAuthorizationFailedError(f"planner service at {where} answered {e.code}: {message}") from None
+        raise ConnectionFailedError(f"planner service at {where} answered {e.code}: {message}") from None
+    except TimeoutError:
+        raise RequestTimedOutError(f"planner service at {where} did not answer within {timeout_s:g} s "
+                                   f"(--timeout sets the wait)") from None
     except (urllib.error.URLError, OSError, ValueError) as e:
-        raise ConnectionFailedError(f"planner service at {url.split('?')[0]} is unreachable: {e}") from None
+        if isinstance(getattr(e, "reason", None), TimeoutError):
+            raise RequestTimedOutError(f"planner service at {where} did not answer within {timeout_s:g} s "
+                                       f"(--timeout sets the wait)") from None
+        raise ConnectionFailedError(f"planner service at {where} is unreachable: {e}") from None
+    try:
+        body = json.loads(data)
+    except ValueError:
+        raise ProtocolViolationError(f"planner service at {where} answered something that is not JSON: "
+                                     f"{data[:80]!r}") from None
+    if not isinstance(body, dict):
+        raise ProtocolViolationError(f"planner service at {where} answered {str(body)[:80]}, not an object")
+    return body
 
 
 async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_list=None, topics=None,
-                            throttle: int | None = None, timeout_s: float = 120.0,
+                            throttle: int | None = None, timeout_s: float = SERVICE_TIMEOUT_S,
                             options: ServiceOptions | None = None) -> ServicePlan:
     """A dry-run plan from ``reassignd planner serve`` at ``base_url`` (nothing is executed)."""
     query: dict[str, str] = {"dryrun": "true"}
@@ -242,18 +271,18 @@ async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_li
         proposal = body["proposal"]
         return ServicePlan(proposal["reassignment"], proposal["report"], proposal.get("proposal_id"), path)
     except (KeyError, TypeError):
-        raise ClusterDataError(f"planner service answered without a proposal: {str(body)[:200]}") from None
+        raise ProtocolViolationError(f"planner service answered without a proposal: {str(body)[:200]}") from None
 
 
-async def execute_on_service(base_url: str, plan: ServicePlan, timeout_s: float = 120.0) -> dict:
+async def execute_on_service(base_url: str, plan: ServicePlan, timeout_s: float = SERVICE_TIMEOUT_S) -> dict:
     """Approve a reviewed proposal: the service executes exactly ``plan`` (its proposal id), or
     ConflictError when the cluster changed since it was planned or a reassignment runs. The
     execution as the service's /state shows it."""
     if plan.proposal_id is None or plan.path is None:
-        raise ClusterDataError("the planner service's proposal carries no proposal_id: it cannot be approved")
+        raise ProtocolViolationError("the planner service's proposal carries no proposal_id: it cannot be approved")
     query = urllib.parse.urlencode({"dryrun": "false", "proposal_id": str(plan.proposal_id)})
     body = await asyncio.to_thread(_service_request, base_url.rstrip("/") + plan.path + "?" + query, timeout_s)
     try:
         return body["execution"]
     except (KeyError, TypeError):
-        raise ClusterDataError(f"planner service answered without an execution: {str(body)[:200]}") from None
+        raise ProtocolViolationError(f"planner service answered without an execution: {str(body)[:200]}") from None
