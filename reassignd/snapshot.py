@@ -5,13 +5,15 @@
     reassignd snapshot --zookeeper 127.0.0.1:2181/kafka --zk-config zk.properties --out cluster.json
 
 Exit codes: 0 written, 1 ZooKeeper or a broker could not be read (or the file written), 2 bad
-arguments.
+arguments (an --out that cannot be written among them: found before ZooKeeper is read).
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import math
+import os
 import sys
 
 from reassignd.args import USAGE_EXIT, Parser, UsageError
@@ -41,8 +43,11 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         format_for(args.out)
-        if args.timeout <= 0:
-            raise UsageError(f"{PROG}: error: --timeout must be positive")
+        if not (math.isfinite(args.timeout) and args.timeout > 0):
+            raise UsageError(f"{PROG}: error: --timeout must be a positive number of seconds, got {args.timeout}")
+        unwritable = _unwritable(args.out)
+        if unwritable:
+            raise UsageError(f"{PROG}: error: --out {args.out}: {unwritable}")
         try:
             security = ZkSecurity.from_file(args.zk_config)
         except (ValueError, OSError) as e:
@@ -56,15 +61,40 @@ def main(argv: list[str] | None = None) -> int:
     try:
         snap = asyncio.run(read_cluster(args.zookeeper, sizes=not args.no_sizes, timeout=args.timeout,
                                         security=security))
-        dump(snap, args.out)
     except SnapshotError as e:
         print(f"{PROG}: {e}", file=sys.stderr)
         return 1
     except (OSError, ValueError, ZkError) as e:
         print(f"{PROG}: cannot read {args.zookeeper}: {e}", file=sys.stderr)
         return 1
+    try:
+        dump(snap, args.out)
+    except SnapshotError as e:
+        print(f"{PROG}: {e}", file=sys.stderr)
+        return 1
+    except OSError as e:  # the file it would replace is left as it was
+        print(f"{PROG}: cannot write {args.out}: {e.strerror or e}", file=sys.stderr)
+        return 1
     for w in snap["cluster"]["warnings"]:
         print(f"{PROG}: warning: {w}", file=sys.stderr)
     n_parts = sum(len(t["partitions"]) for t in snap["topics"])
     print(f"wrote {args.out}: {len(snap['brokers'])} brokers, {len(snap['topics'])} topics, {n_parts} partitions")
     return 0
+
+
+def _unwritable(out: str) -> str | None:
+    """Why ``out`` cannot be written, or None: checked before the cluster is read, which can
+    take minutes. A temporary file in its directory is what dump() writes, so that is tried."""
+    if os.path.isdir(out):
+        return "is a directory"
+    folder = os.path.dirname(os.path.abspath(out))
+    if not os.path.isdir(folder):
+        return f"no such directory {folder}"
+    probe = f"{out}.probe{os.getpid()}"
+    try:
+        with open(probe, "xb"):
+            pass
+    except OSError as e:
+        return e.strerror or str(e)
+    os.unlink(probe)
+    return None

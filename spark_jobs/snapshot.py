@@ -110,8 +110,12 @@ def dump(snapshot: dict, path: str | os.PathLike) -> None:
     fmt = format_for(path)
     data = dumps(validate(snapshot, str(path)), fmt)
     tmp = Path(f"{path}.tmp{os.getpid()}")
-    tmp.write_bytes(data)
-    os.replace(tmp, path)
+    try:
+        tmp.write_bytes(data)
+        os.replace(tmp, path)
+    except BaseException:
+        tmp.unlink(missing_ok=True)  # the file it would replace stays as it was, and no stray
+        raise
 
 
 def loads(data: bytes, fmt: str, where: str = "<snapshot>") -> dict:
