@@ -143,6 +143,8 @@ class ApiServer:
             if method in ("GET", "HEAD") and (file := static.page(path)) is not None:
                 return web.Response(status=200, body=file.body, content_type=file.content_type,
                                     charset="utf-8", headers=static.HEADERS)
+            if path in static.FILES:  # a dashboard file exists there: the method is what is wrong
+                raise HttpError(405, f"{path} takes GET, not {method}", headers={"Allow": "GET, HEAD"})
             status, body = await self.handler(method, path, query)
         except HttpError as e:
             status, body, headers = e.status, e.body(), dict(e.headers)

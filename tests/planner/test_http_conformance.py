@@ -87,6 +87,12 @@ async def test_a_405_names_the_methods_the_endpoint_takes(service):
         # HEAD on a POST endpoint: the same 405, headers only
         status, headers, body = await wire(service.address, "HEAD", path)
         assert (status, headers.get("allow"), body) == (405, "POST", b""), (path, headers)
+    # the dashboard's files: a POST there is a wrong method too, not a missing page
+    for path in ("/", "/dashboard/app.js"):
+        status, headers, body = await wire(service.address, "POST", path)
+        assert status == 405 and headers.get("allow") == "GET, HEAD", (path, status, headers)
+    status, _, _ = await wire(service.address, "POST", "/no/such/page")
+    assert status == 404
 
 
 async def test_head_answers_as_get_without_a_body(service):
