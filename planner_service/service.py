@@ -614,6 +614,7 @@ class PlannerService(RestApi):
             self.last_healing_at = now
             entry = {"kind": kind, "reason": reason, "at_ms": now_ms(), "execution": None, "moves": None,
                      "error": None}
+            status = 200
             try:
                 # kept under a path no endpoint has: a self-healing plan cannot be approved by id
                 planned = await self.plan(args.pop("mode"), request={"path": f"self-healing {kind}", "params": {}},
@@ -622,10 +623,10 @@ class PlannerService(RestApi):
                 ex = await self.execute(planned, f"self-healing {kind}: {reason}", "self-healing", self.opts.throttle)
                 entry["execution"] = ex.id
             except HttpError as e:
-                entry["error"] = str(e)
+                entry["error"], status = str(e), e.status  # 409 a reassignment runs, 503 ZooKeeper down, ...
             log.warning("self-healing %s: %s -> %s", kind, reason,
                         f"execution {entry['execution']}" if entry["execution"] else entry["error"])
             # the service's own decision, audited like an API request (its principal: itself)
-            audit_line("self-healing", "-", None, f"{kind}: {reason}", 200 if entry["execution"] else 409,
+            audit_line("self-healing", "-", None, f"{kind}: {reason}", status,
                        f"execution {entry['execution']}" if entry["execution"] else entry["error"] or "nothing")
             self.healing = ([entry] + self.healing)[:HISTORY]

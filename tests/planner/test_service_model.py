@@ -143,6 +143,33 @@ async def test_self_healing_never_starts_over_someone_elses_reassignment_and_is_
         svc.executor.shutdown()
 
 
+async def test_a_refused_self_healing_is_audited_with_the_status_it_was_refused_with(caplog):
+    """The audit line said 409 for any refusal: a 503 (ZooKeeper down just as it started) read
+    as "a reassignment runs"."""
+    import logging
+
+    from planner_service.http_server import HttpError
+
+    svc = _service(self_healing=("goal-violation",), healing_min_interval_s=3600)
+    svc.model = _model(brokers=(1, 2, 3, 4))
+
+    async def refused(planned, reason, started_by, throttle):
+        raise HttpError(503, "ZooKeeper is not connected")
+
+    svc.execute = refused
+    with caplog.at_level(logging.INFO, logger="reassignd.planner.audit"):
+        task = asyncio.get_running_loop().create_task(svc._self_heal())
+        try:
+            await _until(lambda: svc.healing, "the healing to be tried")
+        finally:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+            svc.executor.shutdown()
+    lines = [r.getMessage() for r in caplog.records if r.name == "reassignd.planner.audit"]
+    assert len(lines) == 1 and "status=503" in lines[0] and "ZooKeeper is not connected" in lines[0], lines
+    assert svc.healing[0]["execution"] is None and "ZooKeeper" in svc.healing[0]["error"]
+
+
 @pytest.mark.parametrize("query,status", [({"dryrun": "x"}, 400), ({"brokerid": "1"}, 400), ({"bogus": ""}, 400)])
 async def test_parameter_errors_come_before_any_plan(query, status):
     from planner_service.http_server import HttpError
