@@ -44,6 +44,7 @@ import importlib.metadata
 import json
 import re
 import sys
+import urllib.parse
 
 from client import commands, exit_codes, planner
 from client.errors import InputError, ReassignError
@@ -279,9 +280,24 @@ def build_parser() -> argparse.ArgumentParser:
     opts.add_argument("--timeout", metavar="MS", default=None,
                       help=f"request / ZooKeeper timeout in ms, how long --execute keeps asking brokers to "
                            f"move the replicas the reassignment is creating into their log_dirs "
-                           f"(default {DEFAULT_TIMEOUT_MS}), and how long --planner waits for the service "
-                           f"(default {planner.SERVICE_TIMEOUT_S:.0f} s: a plan on a cold Spark takes a while)")
+                           f"(default {DEFAULT_TIMEOUT_MS}), and how long --planner waits for each whole answer "
+                           f"of the service (default {planner.SERVICE_TIMEOUT_S:.0f} s, as a plan on a cold Spark "
+                           f"takes a while; a --timeout given is the wait, a shorter one too)")
     return p
+
+
+def _check_http_url(url: str, flag: str) -> None:
+    """A URL urllib can ask, or a usage error: a bad host or port found here is exit 2, not a
+    service that looks unreachable (4) or an internal error (1) once the cluster has been read."""
+    try:
+        parts = urllib.parse.urlsplit(url)
+        port = parts.port  # a port that is not a number in 0-65535 raises
+    except ValueError as e:
+        raise UsageError(f"{flag}: not a URL ({e}): {url!r}") from None
+    if parts.scheme not in ("http", "https"):
+        raise UsageError(f"{flag}: expected an http:// URL, got {url!r}")
+    if not parts.hostname or port == 0:
+        raise UsageError(f"{flag}: expected http://HOST[:PORT], got {url!r}")
 
 
 def check_options(args: argparse.Namespace) -> str:
@@ -316,8 +332,8 @@ def check_options(args: argparse.Namespace) -> str:
         raise UsageError("--elect-preferred waits for the reassignment to finish: it cannot be used with --dry-run")
     if args.planner and args.spark_master:
         raise UsageError("--planner and --spark-master both choose where to plan: give one")
-    if args.planner and not args.planner.startswith(("http://", "https://")):
-        raise UsageError(f"--planner: expected an http:// URL, got {args.planner!r}")
+    if args.planner:
+        _check_http_url(args.planner, "--planner")
     given = [OPTION_FLAGS[d] for d in SERVICE_OPTIONS if getattr(args, d) is not None]
     if given and not args.planner:
         raise UsageError(f"{given[0]} is an option of the planner service: give --planner URL")

@@ -25,7 +25,7 @@ import time
 from client import exit_codes, planner
 from client.commands import Inputs, Report
 from client.elect import elect_until_settled
-from client.errors import ClusterDataError, PlanRefusedError
+from client.errors import ClusterDataError, PlanRefusedError, ProtocolViolationError
 from client.inputs import Reassignment
 from client.cluster import check_plan
 
@@ -101,8 +101,9 @@ async def _plan(backend, brokers: list[int], timeout_ms: int, planner_url: str |
             if not isinstance(report["rollback"]["partitions"], list):
                 raise TypeError("rollback")
         except (KeyError, TypeError):
-            raise ClusterDataError(f"the planner service's demotion has no reorders or elections: {str(report)[:200]}") \
-                from None
+            # the service's answer in another shape: a peer this tool cannot use (exit 4), not cluster data
+            raise ProtocolViolationError(f"the planner service's demotion has no reorders or elections: "
+                                         f"{str(report)[:200]}") from None
         return reorders, elect, report
     from spark_jobs.demote import plan_demotion
     from spark_jobs.errors import PlanError

@@ -28,15 +28,17 @@ TABLE: tuple[tuple[int, str], ...] = (
     (BAD_INPUT_FILE, "bad input file: missing, unreadable, malformed JSON, wrong shape or version, "
                      "duplicate partitions or replicas, negative ids"),
     (CLUSTER_UNREACHABLE, "cannot reach the cluster (ZooKeeper or the admin listener) or the planner service "
-                          "(--planner: also any answer but 400/401/403/409), timed out, "
-                          "or the peer spoke a protocol this tool cannot use"),
+                          "(--planner: also any status but 400/401/403/409, a 5xx among them), timed out (--planner: "
+                          "no whole answer within --timeout), or the peer spoke a protocol this tool cannot use"),
     (REJECTED, "the controller rejected the request, or some partitions of it (--planner: 401/403)"),
     (IN_PROGRESS, "--verify / --verify-queue: some reassignments are still in progress or queued"),
     (VERIFY_FAILED, "--verify / --verify-queue: some partitions ended on another assignment"),
     (CLUSTER_MISMATCH, "the input names a topic, partition or broker the cluster does not have"),
-    (CONFLICT, "refused: a reassignment, cancellation or queued batch is already in flight"),
+    (CONFLICT, "refused: a reassignment, cancellation or queued batch is already in flight "
+               "(--planner: 409, also a reviewed proposal the cluster has moved past)"),
     (CLUSTER_DATA, "the cluster holds data this tool cannot read (a malformed znode)"),
-    (PLAN_REFUSED, "the planner cannot satisfy the request (--generate, --rebalance, --decommission-broker)"),
+    (PLAN_REFUSED, "the planner cannot satisfy the request (--generate, --rebalance, --decommission-broker, "
+                   "--demote-broker; --planner: 400)"),
     (INTERRUPTED, "interrupted (Ctrl-C)"),
 )
 

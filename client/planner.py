@@ -11,8 +11,10 @@ PlanRefusedError.
 With ``--planner URL`` the plan comes from a running planner service (``reassignd planner
 serve``, the package planner_service, asked over HTTP: nothing of it is imported) instead: no
 snapshot is read and no Spark job started; its answer has the same reassignment and report as
-the one-shot planner's. An unreachable service is ConnectionFailedError, a 400
-PlanRefusedError, a 409 ConflictError, a 503 ClusterDataError. :class:`ServiceOptions` carries
+the one-shot planner's. Its answers become the errors of their kind (:func:`_service_request`,
+client/exit_codes.py): a 400 PlanRefusedError, a 409 ConflictError, a 401/403 the request
+refused; any other status, an answer that is not the service's, no service or no whole answer
+within the timeout: it cannot be used now (exit 4). :class:`ServiceOptions` carries
 Cruise Control's request options the service takes (excluded topics and brokers, the
 concurrency caps); with a cap, the reviewed proposal is executed by the service
 (:func:`execute_on_service`, ``dryrun=false&proposal_id=N``), which runs it in waves that keep it.
@@ -30,7 +32,10 @@ Usage::
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
+import http.client
 import json
+import threading
 import time
 import urllib.error
 import urllib.parse
@@ -227,13 +232,14 @@ def _service_request(url: str, timeout_s: float) -> dict:
             raise ClusterAuthorizationFailedError(f"planner service at {where} answered {e.code}: {message}") from None
         raise ConnectionFailedError(f"planner service at {where} answered {e.code}: {message}") from None
     except TimeoutError:
-        raise RequestTimedOutError(f"planner service at {where} did not answer within {timeout_s:g} s "
-                                   f"(--timeout sets the wait)") from None
+        raise _timed_out(where, timeout_s) from None
     except (urllib.error.URLError, OSError, ValueError) as e:
         if isinstance(getattr(e, "reason", None), TimeoutError):
-            raise RequestTimedOutError(f"planner service at {where} did not answer within {timeout_s:g} s "
-                                       f"(--timeout sets the wait)") from None
+            raise _timed_out(where, timeout_s) from None
         raise ConnectionFailedError(f"planner service at {where} is unreachable: {e}") from None
+    except http.client.HTTPException as e:  # not OSError: no status line, a header too long, cut short
+        raise ProtocolViolationError(f"planner service at {where} gave no HTTP answer this tool can read: "
+                                     f"{type(e).__name__}: {str(e)[:80]}") from None
     try:
         body = json.loads(data)
     except ValueError:
@@ -242,6 +248,32 @@ def _service_request(url: str, timeout_s: float) -> dict:
     if not isinstance(body, dict):
         raise ProtocolViolationError(f"planner service at {where} answered {str(body)[:80]}, not an object")
     return body
+
+
+def _timed_out(where: str, timeout_s: float) -> RequestTimedOutError:
+    return RequestTimedOutError(f"planner service at {where} did not answer within {timeout_s:g} s "
+                                f"(--timeout sets the wait)")
+
+
+async def _ask(url: str, timeout_s: float) -> dict:
+    """:func:`_service_request`, its whole wait bounded by ``timeout_s``: the socket's timeout
+    bounds each read only, so a service trickling its answer (or a slow DNS) would hold on past
+    --timeout. The request runs in a daemon thread, which exiting does not wait for (the
+    default executor's threads it would)."""
+    future: concurrent.futures.Future = concurrent.futures.Future()
+
+    def run() -> None:
+        if future.set_running_or_notify_cancel():
+            try:
+                future.set_result(_service_request(url, timeout_s))
+            except BaseException as e:  # noqa: BLE001 - handed to the waiting coroutine
+                future.set_exception(e)
+
+    threading.Thread(target=run, name="planner-service-request", daemon=True).start()
+    try:
+        return await asyncio.wait_for(asyncio.wrap_future(future), timeout_s)
+    except TimeoutError:
+        raise _timed_out(url.split("?")[0], timeout_s) from None
 
 
 async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_list=None, topics=None,
@@ -266,7 +298,7 @@ async def plan_from_service(base_url: str, mode: str, *, brokers=None, broker_li
     if options is not None:
         query.update(options.query())
     url = base_url.rstrip("/") + path + "?" + urllib.parse.urlencode(query)
-    body = await asyncio.to_thread(_service_request, url, timeout_s)
+    body = await _ask(url, timeout_s)
     try:
         proposal = body["proposal"]
         return ServicePlan(proposal["reassignment"], proposal["report"], proposal.get("proposal_id"), path)
@@ -281,7 +313,7 @@ async def execute_on_service(base_url: str, plan: ServicePlan, timeout_s: float 
     if plan.proposal_id is None or plan.path is None:
         raise ProtocolViolationError("the planner service's proposal carries no proposal_id: it cannot be approved")
     query = urllib.parse.urlencode({"dryrun": "false", "proposal_id": str(plan.proposal_id)})
-    body = await asyncio.to_thread(_service_request, base_url.rstrip("/") + plan.path + "?" + query, timeout_s)
+    body = await _ask(base_url.rstrip("/") + plan.path + "?" + query, timeout_s)
     try:
         return body["execution"]
     except (KeyError, TypeError):

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import errno
 import math
 import os
 import sys
@@ -31,8 +32,20 @@ def build_parser() -> argparse.ArgumentParser:
                         "zookeeper.ssl.*), as the controller's, `reassignd users`' and `reassignd sim`'")
     p.add_argument("--out", required=True, metavar="FILE", help=".json, .msgpack or .mpk")
     p.add_argument("--no-sizes", action="store_true", help="do not ask brokers for replica sizes")
-    p.add_argument("--timeout", type=float, default=10.0, help="seconds for ZooKeeper and brokers (default 10)")
+    p.add_argument("--timeout", type=_seconds, default=10.0, metavar="S",
+                   help="seconds for ZooKeeper and brokers (default 10)")
     return p
+
+
+def _seconds(text: str) -> float:
+    """A positive, finite number of seconds (nan, inf and 0 would never or at once time out)."""
+    try:
+        value = float(text)
+    except ValueError:
+        value = math.nan
+    if not (math.isfinite(value) and value > 0):
+        raise argparse.ArgumentTypeError(f"expected a positive number of seconds, got {text!r}")
+    return value
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -43,8 +56,6 @@ def main(argv: list[str] | None = None) -> int:
         parser = build_parser()
         args = parser.parse_args(argv)
         format_for(args.out)
-        if not (math.isfinite(args.timeout) and args.timeout > 0):
-            raise UsageError(f"{PROG}: error: --timeout must be a positive number of seconds, got {args.timeout}")
         unwritable = _unwritable(args.out)
         if unwritable:
             raise UsageError(f"{PROG}: error: --out {args.out}: {unwritable}")
@@ -83,13 +94,11 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _unwritable(out: str) -> str | None:
-    """Why ``out`` cannot be written, or None: checked before the cluster is read, which can
-    take minutes. A temporary file in its directory is what dump() writes, so that is tried."""
+    """Why ``out`` cannot be written, as the OS says it, or None: checked before the cluster is
+    read, which can take minutes. dump() writes a temporary beside it and renames it over
+    ``out``, so creating a file there is what is tried."""
     if os.path.isdir(out):
-        return "is a directory"
-    folder = os.path.dirname(os.path.abspath(out))
-    if not os.path.isdir(folder):
-        return f"no such directory {folder}"
+        return os.strerror(errno.EISDIR)
     probe = f"{out}.probe{os.getpid()}"
     try:
         with open(probe, "xb"):
