@@ -12,29 +12,16 @@ import socket
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import SimpleNamespace
 
 import pytest
 
 from client import cli, commands, exit_codes
 from client.errors import ReassignError
-
-
-class Cluster:
-    """The cluster as --rebalance reads it before it asks the planner: nothing else is used."""
-
-    async def cluster_state(self, topics=None):
-        return SimpleNamespace(topics={}, brokers={1: None, 2: None})
+from tests.client.test_planner_service_errors import Cluster, _rebalance as rebalance_through
 
 
 def _rebalance(url: str, timeout_s: float = 30.0) -> tuple[int, str]:
-    """(exit code, message) of kafka-reassign --rebalance --planner URL, as cli.main maps them."""
-    inputs = commands.Inputs(service_timeout_s=timeout_s)
-    try:
-        asyncio.run(commands.rebalance(Cluster(), inputs, timeout_ms=30_000, spark_master=None, planner_url=url))
-    except ReassignError as e:
-        return exit_codes.for_error(e), str(e)
-    return exit_codes.OK, ""
+    return rebalance_through(url, timeout_s)
 
 
 def _serve_raw(answer: bytes, per_byte_s: float = 0.0):
