@@ -83,6 +83,9 @@ def parse_bootstrap(servers: str | Iterable[str]) -> list[tuple[str, int]]:
         m = _HOST_PORT.match(text)
         if not m:
             raise InputError(f"{text!r} is not HOST:PORT", "--bootstrap-server")
+        digits = (m.group("port") or "").lstrip("0")
+        if len(digits) > 5:  # out of range anyway; int() would refuse past 4300 digits
+            raise InputError(f"{text[:60]!r}: port {digits[:6]}... is out of range", "--bootstrap-server")
         port = int(m.group("port")) if m.group("port") else DEFAULT_PORT
         if not 0 < port < 65536:
             raise InputError(f"{text!r}: port {port} is out of range", "--bootstrap-server")
@@ -276,10 +279,12 @@ class AdminClient:
                 continue
             try:
                 version, answer = await conn.request(api_key, body, versions)
-            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError):
+            except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError) as exc:
                 self._conns.pop(addr, None)
                 await conn.close()
-                # The request may have been applied: do not send it twice.
+                # The request may have been applied: do not send it twice, and say so.
+                if isinstance(exc, ConnectionFailedError):
+                    exc.request_sent = True
                 raise
             if NotControllerError.code in codes(answer):
                 last = NotControllerError(f"node {controller} is not the active controller")

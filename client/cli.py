@@ -298,6 +298,10 @@ def _check_http_url(url: str, flag: str) -> None:
         raise UsageError(f"{flag}: expected an http:// URL, got {url!r}")
     if not parts.hostname or port == 0:
         raise UsageError(f"{flag}: expected http://HOST[:PORT], got {url!r}")
+    # http.client refuses spaces and control characters (a ValueError once the cluster was
+    # read); a query or fragment would swallow the path the tool appends to the URL.
+    if any(c.isspace() or ord(c) < 32 or ord(c) == 127 or c in "?#" for c in url):
+        raise UsageError(f"{flag}: expected http://HOST[:PORT][/PATH] with no spaces, query or fragment, got {url!r}")
 
 
 def check_options(args: argparse.Namespace) -> str:
@@ -342,8 +346,8 @@ def check_options(args: argparse.Namespace) -> str:
                          "(the active controller's operations port, --ops-listen)")
     if args.ops and not (args.chart or args.chart_data):
         raise UsageError("--ops is only read with --chart or --chart-data")
-    if args.ops and not args.ops.startswith(("http://", "https://")):
-        raise UsageError(f"--ops: expected an http:// URL, got {args.ops!r}")
+    if args.ops:
+        _check_http_url(args.ops, "--ops")
     if args.chart:
         from spark_jobs.chart import ChartError, check_chart_path
 

@@ -21,9 +21,11 @@ from client.elect import elect_until_settled
 from client.errors import (
     ClusterMismatchError,
     ConflictError,
+    ConnectionFailedError,
     InputError,
     KafkaApiError,
     ReassignmentInProgressError,
+    RequestTimedOutError,
     UnsupportedVersionError,
 )
 from client.inputs import Reassignment
@@ -56,6 +58,19 @@ class Inputs:
     log_dir_timeout_s: float = 30.0
     # --planner: how long to wait for the service (--timeout when given, else its own default)
     service_timeout_s: float = planner.SERVICE_TIMEOUT_S
+
+
+async def _changing(request, happened: str, check: str, *, dry_run: bool = False):
+    """Await a request that changes the cluster. A timeout, or a connection lost once it was
+    sent, is no sign that nothing happened: the controller (ZooKeeper, the planner service) may
+    have applied it, so the error says so and how to look rather than inviting a blind re-run."""
+    try:
+        return await request
+    except (RequestTimedOutError, ConnectionFailedError) as exc:
+        if dry_run or (isinstance(exc, ConnectionFailedError) and not exc.request_sent):
+            raise  # nothing was sent, or nothing asked to change
+        raise type(exc)(f"{exc}\nThe request was sent before that, so {happened} all the same: check with "
+                        f"{check} before running this again.") from None
 
 
 # ---- --execute, --execute-queue ---------------------------------------------------------------
@@ -123,10 +138,11 @@ async def _execute(backend, inputs: Inputs, *, additional: bool, dry_run: bool,
                 dirs.throttled_brokers = await intra_broker.set_throttle(backend.admin, moves, inputs.log_dirs_throttle)
             pending = await intra_broker.request_moves(backend.admin, moves, dirs)
     try:
-        outcome = await backend.execute(
+        outcome = await _changing(backend.execute(
             plan.assignments, state, throttle=inputs.throttle, additional=additional, dry_run=dry_run,
             skip_isr_check=skip_isr_check, movement_strategies=inputs.movement_strategies,
-        )
+        ), "the reassignment may have started", f"--list, or --verify --reassignment-json-file {plan.source}",
+           dry_run=dry_run)
     except ConflictError as exc:
         if inputs.throttle is None or backend.name != "zookeeper" or additional:
             raise
@@ -162,7 +178,9 @@ async def execute_queue(backend, inputs: Inputs, *, dry_run: bool) -> Report:
     plan = inputs.plan
     state = await backend.cluster_state(plan.topics)
     check_plan(plan, state)
-    outcome = await backend.queue(plan.assignments, state, dry_run=dry_run)
+    outcome = await _changing(backend.queue(plan.assignments, state, dry_run=dry_run),
+                              "the batch may have been queued or started",
+                              f"--list, or --verify-queue --reassignment-json-file {plan.source}", dry_run=dry_run)
     return Report(render.execute_text(outcome, backend.name), render.execute_json(outcome, backend.name),
                   _execute_code(outcome))
 
@@ -227,7 +245,8 @@ async def verify_queue(backend, inputs: Inputs) -> Report:
 
 async def cancel(backend, inputs: Inputs, *, dry_run: bool) -> Report:
     partitions = None if inputs.plan is None else list(inputs.plan.assignments)
-    outcome = await backend.cancel(partitions, dry_run=dry_run)
+    outcome = await _changing(backend.cancel(partitions, dry_run=dry_run),
+                              "the cancellation may have begun", "--list", dry_run=dry_run)
     code = exit_codes.REJECTED if outcome.failed else exit_codes.OK
     return Report(render.cancel_text(outcome, backend.name), render.cancel_json(outcome), code)
 
@@ -413,13 +432,16 @@ async def decommission(backend, inputs: Inputs, *, timeout_ms: int, spark_master
     if options is not None and options.caps and not dry_run:
         # The caps hold only in the service's own waves: it executes the proposal just
         # reviewed (dryrun=false&proposal_id=N), or refuses (409) if the cluster changed since.
-        ex = await planner.execute_on_service(planner_url, result, timeout_s=inputs.service_timeout_s)
+        ex = await _changing(planner.execute_on_service(planner_url, result, timeout_s=inputs.service_timeout_s),
+                             "the planner service may have started executing the plan",
+                             f"GET {planner_url.rstrip('/')}/state, or --list")
         text = (_plan_summary(result.report) + f"\nExecuting on the planner service as execution {ex['id']} "
                 f"(proposal {ex['proposal_id']}): {ex['partitions_total']} partition(s) in {ex['waves_total']} wave(s), "
                 f"caps {ex['caps']}; follow it with GET {planner_url.rstrip('/')}/state")
         return Report(text, {"plan": _plan_json(result), "executed_by": "planner service", "execution": ex})
-    outcome = await backend.execute(assignments, state, throttle=inputs.throttle, additional=additional,
-                                    dry_run=dry_run)
+    outcome = await _changing(backend.execute(assignments, state, throttle=inputs.throttle, additional=additional,
+                                              dry_run=dry_run),
+                              "the reassignment may have started", "--list", dry_run=dry_run)
     text = _plan_summary(result.report) + "\n" + render.execute_text(outcome, backend.name)
     data = render.execute_json(outcome, backend.name) | {"plan": _plan_json(result)}
     return Report(text, data, _execute_code(outcome))

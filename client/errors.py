@@ -76,7 +76,12 @@ class VerificationFailed(ReassignError):
 
 
 class ConnectionFailedError(ReassignError):
-    """No connection could be made to the cluster, or one broke mid-request."""
+    """No connection could be made to the cluster, or one broke mid-request.
+
+    ``request_sent``: it broke after the request went out, so the peer may have applied it (as
+    after a :class:`RequestTimedOutError`); kafka-reassign then says how to check."""
+
+    request_sent = False
 
 
 class RequestTimedOutError(ReassignError):

@@ -43,6 +43,9 @@ MAX_JSON_FILE_BYTES = 64 * 1024 * 1024
 INT32_MAX = 2**31 - 1
 # Throttles are int64 on the wire.
 INT64_MAX = 2**63 - 1
+# Digits past which an option's number is out of range anyway: int() would refuse past 4300
+# digits with a ValueError of its own (sys.get_int_max_str_digits).
+_DIGITS_MAX = 24
 # A log directory is an absolute path no longer than Linux's PATH_MAX; "any" asks for none.
 LOG_DIR_ANY = "any"
 LOG_DIR_MAX = 4096
@@ -66,6 +69,23 @@ class Reassignment:
     @property
     def brokers(self) -> list[int]:
         return sorted({b for rs in self.assignments.values() for b in rs})
+
+
+class _DuplicateKey(ValueError):
+    def __init__(self, key: str):
+        super().__init__(key)
+        self.key = key
+
+
+def _unique_keys(pairs: list[tuple[str, object]]) -> dict:
+    """json's object hook: a repeated key is an error. json.loads (and Kafka's Jackson) would keep
+    the last value silently, dropping e.g. a whole "partitions" list or one of two "replicas"."""
+    out: dict = {}
+    for key, value in pairs:
+        if key in out:
+            raise _DuplicateKey(key)
+        out[key] = value
+    return out
 
 
 def read_json_file(path: str) -> object:
@@ -92,11 +112,21 @@ def read_json_file(path: str) -> object:
     if not text.strip():
         raise InputFileError("file is empty", path)
     try:
-        return json.loads(text)
+        return json.loads(text, object_pairs_hook=_unique_keys)
     except json.JSONDecodeError as exc:
         raise InputFileError(f"malformed JSON: {exc.msg} at line {exc.lineno} column {exc.colno}", path) from None
     except RecursionError:
         raise InputFileError("malformed JSON: nested too deeply", path) from None
+    except _DuplicateKey as exc:
+        raise InputFileError(f"malformed JSON: key {json.dumps(exc.key)} appears twice in one object "
+                             "(only one of its values would be used)", path) from None
+    except ValueError:  # Python's int() refuses more than 4300 digits; no id comes near
+        raise InputFileError("malformed JSON: a number with too many digits", path) from None
+
+
+def _digits(text: str) -> int:
+    """Significant digits of a whole number's text (leading zeros and sign not counted)."""
+    return len(text.strip().lstrip("-").lstrip("0"))
 
 
 def _is_int(value: object) -> bool:
@@ -201,9 +231,10 @@ def check_log_dir(value: object, where: str, source: str) -> str:
         raise InputFileError(f"{where}: log dir {json.dumps(value)} must be \"any\" or an absolute path", source)
     if not value.startswith("/"):
         raise InputFileError(f"{where}: log dir {json.dumps(value)} is not an absolute path (or \"any\")", source)
-    if len(value) > LOG_DIR_MAX or any(ord(c) < 32 for c in value):
+    # A lone surrogate ("\ud800" in the JSON) has no UTF-8 form: the request could not be encoded.
+    if len(value) > LOG_DIR_MAX or any(ord(c) < 32 or 0xD800 <= ord(c) <= 0xDFFF for c in value):
         raise InputFileError(f"{where}: log dir {json.dumps(value[:80])} is not a usable path "
-                             f"(control characters, or longer than {LOG_DIR_MAX})", source)
+                             f"(control characters or lone surrogates, or longer than {LOG_DIR_MAX})", source)
     return value
 
 
@@ -241,6 +272,8 @@ def parse_broker_list(text: str, option: str = "--broker-list") -> list[int]:
     for p in parts:
         if not re.fullmatch(r"-?\d+", p):
             raise InputError(f"{p!r} is not a broker id", option)
+        if _digits(p) > _DIGITS_MAX:
+            raise InputError(f"broker id {p[:_DIGITS_MAX]}... is out of range", option)
         b = int(p)
         if b < 0 or b > INT32_MAX:
             raise InputError(f"broker id {b} is out of range", option)
@@ -261,6 +294,8 @@ def parse_throttle(text: str, option: str = "--throttle") -> int:
     """A positive number of bytes per second (KIP-179: INVALID_THROTTLE for <= 0)."""
     if not re.fullmatch(r"\s*-?\d+\s*", text or ""):
         raise InputError(f"must be a whole number of bytes/second, got {text!r}", option)
+    if _digits(text) > _DIGITS_MAX:
+        raise InputError(f"{text.strip()[:_DIGITS_MAX]}... is out of range (at most int64)", option)
     value = int(text)
     if value <= 0:
         raise InputError(f"must be positive (bytes/second), got {value}", option)

@@ -205,7 +205,10 @@ class ZkBackend:
                 ) from None
             raise _wrap(exc.cause) from None
         except ZkError as exc:
-            raise _wrap(exc) from None
+            # The connection went mid-write: the multi may have been applied.
+            error = _wrap(exc)
+            error.request_sent = True
+            raise error from None
 
     async def _config_ops(
         self, entity: str, path: str, change, writes: dict[str, str]

@@ -35,9 +35,12 @@ class WireServer:
         self.last_correlation_id = -1
 
     @classmethod
-    async def start(cls, handlers: dict, offered: dict[int, tuple[int, int]] | None = None) -> "WireServer":
+    async def start(cls, handlers: dict, offered: dict[int, tuple[int, int]] | None = None,
+                    port: int = 0) -> "WireServer":
+        """``port``: 0 lets the kernel pick one; znodes.launcher.free_port() keeps it below the
+        ephemeral range."""
         server = cls(handlers, offered)
-        server._server = await asyncio.start_server(server._serve, "127.0.0.1", 0)
+        server._server = await asyncio.start_server(server._serve, "127.0.0.1", port)
         server.port = server._server.sockets[0].getsockname()[1]
         return server
 
