@@ -187,8 +187,22 @@ class _Planner:
             target_ids = base | set(mode_ids)
         else:
             target_ids = base
+        # A broker that is not registered (the snapshot's ``alive: false``: down, or gone for
+        # good) cannot take a replica: it is never a target, listed or not, and what it holds
+        # moves off it like a drained broker's. Only --add-brokers names brokers that are not
+        # registered yet on purpose.
+        registered = {int(b) for b, up in zip(c.broker_ids, c.alive) if up}
+        down = sorted(b for b in target_ids if b not in registered and not (req.mode == "add-brokers" and b in mode_ids))
+        if down:
+            target_ids = target_ids - set(down)
+            self.warnings.append(
+                f"brokers {down} are not registered (alive: false in the snapshot): they receive no replica "
+                "and the replicas they hold move to registered brokers"
+            )
         if not target_ids:
-            raise PlanError("no broker would be left to hold replicas")
+            raise PlanError("no broker would be left to hold replicas"
+                            + (f" (brokers {down} are not registered)" if down else ""))
+        self.down = down
         self.c = c
         self.B = c.n_brokers
         self.target = np.zeros(self.B, dtype=bool)
@@ -196,9 +210,19 @@ class _Planner:
         with_rack = [int(c.broker_ids[i]) for i in np.nonzero(self.target)[0] if c.racks[i] is not None]
         without = [int(c.broker_ids[i]) for i in np.nonzero(self.target)[0] if c.racks[i] is None]
         if with_rack and without:
+            # Kafka refuses to mix brokers with and without racks too (unless told to ignore
+            # racks, which this planner has no option for: it would place replicas rack-blind).
+            unknown = [b for b in without if b not in known]  # --add-brokers ids not registered yet
+            if unknown:
+                raise PlanError(
+                    f"brokers {unknown} being added are not in the snapshot, so their racks are unknown, "
+                    f"while brokers {with_rack[:10]} have racks: start them with broker.rack set, take a "
+                    "new snapshot once they are registered and plan with --rebalance"
+                )
             raise PlanError(
                 f"brokers {without} have no rack while brokers {with_rack[:10]} do: "
-                "give every target broker a rack, or none"
+                "give every target broker a rack, or none (racks are never ignored; "
+                "--broker-list can leave the brokers without one out)"
             )
         self.rule = RackRule.build(c.racks, self.target)
         # Who may be a preferred leader: the targets, less the brokers excluded from leadership.
@@ -250,6 +274,7 @@ class _Planner:
                 raise PlanError(
                     f"{c.topics[c.part_topic[worst]]}-{c.part_num[worst]} needs {self.new_rf[worst]} replicas "
                     f"but only {n_t} brokers are in the target set"
+                    + (f" (brokers {self.down} are not registered)" if self.down else "")
                 )
         if c.reassigning[self.rows_idx].any():
             self.warnings.append(
