@@ -66,6 +66,9 @@ DEFAULT_TIMEOUT_MS = 30_000
 # --progress: seconds between the two samples a rate is measured from; --watch: between redraws.
 DEFAULT_SAMPLE_INTERVAL_S = 1.0
 DEFAULT_WATCH_INTERVAL_S = 2.0
+# A day between two progress samples is already no watch at all: anything longer is a typo
+# (1e308 would sleep for ever after the first sample).
+MAX_INTERVAL_S = 86_400.0
 
 DEPRECATION_WARNING = (
     "Warning: --zookeeper is deprecated and will be removed in a future version of "
@@ -367,6 +370,8 @@ def _positive_number(text: str, option: str, *, integer: bool) -> float:
         value = int(text) if integer else float(text)
     except ValueError:
         raise UsageError(f"{option}: expected a {'whole ' if integer else ''}number, got {text!r}") from None
+    if value == float("inf") and text.strip().lower().lstrip("+") not in ("inf", "infinity"):
+        raise UsageError(f"{option}: too large, got {text[:40]!r}")  # a finite number past float's range
     if not value > 0 or value != value or value == float("inf"):
         raise UsageError(f"{option}: must be positive, got {text!r}")
     return value
@@ -538,6 +543,8 @@ def main(argv: list[str] | None = None) -> int:
         if timeout_ms > INT32_MAX:  # the requests carry it as int32 milliseconds
             raise UsageError(f"--timeout: at most {INT32_MAX} ms, got {args.timeout!r}")
         interval = None if args.interval is None else _positive_number(args.interval, "--interval", integer=False)
+        if interval is not None and interval > MAX_INTERVAL_S:
+            raise UsageError(f"--interval: at most {MAX_INTERVAL_S:g} seconds (a day), got {args.interval!r}")
         inputs = load_inputs(args, action)
         if args.zookeeper:
             print(DEPRECATION_WARNING, file=sys.stderr)

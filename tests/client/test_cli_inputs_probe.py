@@ -138,6 +138,20 @@ def test_a_bootstrap_port_too_long_for_python_is_a_usage_error(capsys):
     assert parse_bootstrap("127.0.0.1:0000000009092") == [("127.0.0.1", 9092)]
 
 
+@pytest.mark.parametrize("value, says", [
+    ("1e308", "at most 86400 seconds"),  # finite: it slept for ever after the first sample
+    ("86401", "at most 86400 seconds"),
+    ("1" + "0" * 400, "too large"),  # past float's range: it said "must be positive"
+    ("inf", "must be positive"),
+])
+def test_an_interval_no_watch_could_wait_out_is_a_usage_error(capsys, tmp_path, value, says):
+    f = write_json(tmp_path, "plan.json", {"version": 1, "partitions": [{"topic": "t", "partition": 0, "replicas": [1]}]})
+    code, _, err = cli(capsys, "--bootstrap-server", NOWHERE, "--progress", "--reassignment-json-file", f,
+                       "--interval", value)
+    assert code == USAGE, err
+    assert "--interval:" in err and says in err, err
+
+
 # ---- a request that timed out after it was sent ------------------------------------------------
 
 
