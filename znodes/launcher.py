@@ -35,6 +35,8 @@ import time
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from znodes.paths import host_port
+
 JAVA_DIR = Path("/usr/share/java")
 ZOOKEEPER_JAR = JAVA_DIR / "zookeeper.jar"
 NETTY_TLS_JARS = (JAVA_DIR / "netty-codec.jar", JAVA_DIR / "netty-resolver.jar")
@@ -114,7 +116,8 @@ def server_mode(host: str, port: int) -> str | None:
 def port_is_free(host: str, port: int) -> bool:
     """True if a server could listen on ``port`` (ZooKeeper binds with SO_REUSEADDR, so
     connections lingering in TIME_WAIT after a restart do not count)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET  # an IPv6 host: ::1, fd00::2
+    with socket.socket(family, socket.SOCK_STREAM) as sock:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         try:
             sock.bind((host, port))
@@ -279,7 +282,7 @@ class LocalZooKeeper:
         """kazoo/Kafka connect string, e.g. "127.0.0.1:2181" or three comma-separated hosts."""
         if not self.members:
             self._load_state()
-        return ",".join(f"{self.host}:{m.client_port}" for m in self.members)
+        return ",".join(host_port(self.host, m.client_port) for m in self.members)
 
     def start(self, timeout: float = 60.0, *, port_wait: float = 0.0) -> "LocalZooKeeper":
         """Start the server(s) and wait until they serve requests (a quorum has a leader).

@@ -109,6 +109,12 @@ def sequence_of(name: str) -> int:
 DEFAULT_ZK_PORT = 2181  # ZooKeeper's ConnectStringParser default
 
 
+def host_port(host: str, port: int) -> str:
+    """``host:port`` for a connect string, an IPv6 host bracketed (``[::1]:2181``): kazoo and
+    ZooKeeper's ConnectStringParser read a bare ``::1:2181`` as a bad host."""
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def split_connect_string(connect: str) -> tuple[str, str]:
     """Split ``"h:p,h2:p/chroot"`` into ``("h:p,h2:p", "/chroot")``.
 

@@ -82,6 +82,7 @@ from znodes.api import (
 )
 from znodes.batch import check_path as validate_path  # ZooKeeper's rules, as the twin's
 from znodes.multiread import MultiRead
+from znodes.paths import host_port
 from znodes.poll_select import poll_select
 from znodes.multiwrite import CHECK as _CHECK
 from znodes.multiwrite import CREATE as _CREATE
@@ -254,7 +255,7 @@ class KazooStore:
 
     @property
     def hosts(self) -> str:
-        return ",".join(f"{h}:{p}" for h, p in self._client.hosts) + self.chroot
+        return ",".join(host_port(h, p) for h, p in self._client.hosts) + self.chroot
 
     # ---- the contract ----------------------------------------------------------------------
 
@@ -612,7 +613,7 @@ async def connect(
         if chroot == "/":
             chroot = ""
     loop = asyncio.get_running_loop()
-    server_list = ",".join(f"{h}:{p}" for h, p in host_list)
+    server_list = ",".join(host_port(h, p) for h, p in host_list)  # kazoo took the brackets off
     # The connect runs in a thread, which a cancelled caller (a daemon told to stop while
     # ZooKeeper is away) cannot interrupt: it polls this flag instead of waiting out the whole
     # timeout, and a client made after the caller left is closed, not leaked.
