@@ -340,7 +340,7 @@ class ZkFeed:
             except ZnodeFormatError as e:
                 log.warning("ignoring a controller registration: %s", e)  # the others still serve
                 continue
-            out.append(f"{host}:{port}")
+            out.append(paths.host_port(host, port))  # an IPv6 host bracketed, as bootstraps are
         return out
 
     async def broker_endpoints(self, protocol: str) -> dict[int, tuple[str, int]]:
