@@ -155,7 +155,8 @@ def _host_port(entry: str, connect: str) -> str:
             raise ValueError(f"bad host {entry!r} in connect string {connect!r}")
     if not port_text:
         port = DEFAULT_ZK_PORT
-    elif port_text.isascii() and port_text.isdigit() and 0 < int(port_text) < 65536:
+    # At most 5 digits (leading zeros aside): int() refuses past 4300 with a message of its own.
+    elif port_text.isascii() and port_text.isdigit() and len(port_text.lstrip("0")) <= 5 and 0 < int(port_text) < 65536:
         port = int(port_text)
     else:
         raise ValueError(f"bad port in {entry!r} in connect string {connect!r}")

@@ -143,6 +143,13 @@ def test_bad_connect_strings(connect):
         paths.split_connect_string(connect)
 
 
+def test_a_port_past_pythons_digit_limit_is_a_bad_port():
+    # int() raised "Exceeds the limit (4300 digits)...", which --zookeeper printed as its error.
+    with pytest.raises(ValueError, match="bad port"):
+        paths.split_connect_string("127.0.0.1:" + "9" * 5000)
+    assert paths.split_connect_string("h:0002181") == ("h:2181", "")
+
+
 @pytest.mark.parametrize(
     "path, match",
     [
