@@ -45,9 +45,7 @@ def _others(h, tp) -> list[int]:
 async def test_additional_execute_changes_the_rate_and_the_new_rate_goes_too():
     h = await cluster()
     try:
-        ctx = context(h)
-        target = _others(h, ("t", 0))
-        assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=1000))) == {("t", 0): 0}
+        ctx, target = await _start_move(h, throttle=1000)
         h.requested[("t", 0)] = target
         for _ in range(8):
             await h.tick()
@@ -104,9 +102,7 @@ async def test_other_keys_kept_byte_for_byte_and_untouched_operator_throttles_su
 async def test_cancel_removes_the_throttles():
     h = await cluster()
     try:
-        ctx = context(h)
-        target = _others(h, ("t", 0))
-        assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=1000))) == {("t", 0): 0}
+        ctx, target = await _start_move(h, throttle=1000)
         for _ in range(8):
             await h.tick()
         assert throttle_configs(h)
@@ -195,9 +191,7 @@ async def test_config_changed_between_read_and_write_is_reread_not_overwritten()
 async def test_removal_rereads_a_config_changed_under_it():
     h = await cluster()
     try:
-        ctx = context(h)
-        target = _others(h, ("t", 0))
-        assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=100_000))) == {("t", 0): 0}
+        ctx, target = await _start_move(h, throttle=100_000)
         h.requested[("t", 0)] = target
         store = h.controllers[0].store
         fired = []
@@ -225,9 +219,7 @@ async def test_removal_rereads_a_config_changed_under_it():
 async def test_broker_stopped_mid_move_then_cancelled_leaves_no_throttle():
     h = await cluster()
     try:
-        ctx = context(h)
-        target = _others(h, ("t", 0))
-        assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=1000))) == {("t", 0): 0}
+        ctx, target = await _start_move(h, throttle=1000)
         for _ in range(4):
             await h.tick()
         gone = target[0]
@@ -235,13 +227,7 @@ async def test_broker_stopped_mid_move_then_cancelled_leaves_no_throttle():
         for _ in range(4):
             await h.tick()
         await h.admin.create(paths.CANCEL_REASSIGNMENT, b"")
-        await h.run_until_quiet(max_seconds=600)
-        assert throttle_configs(h) == {}, throttle_configs(h)
-        await h.cluster.start_broker(gone)
-        for _ in range(8):
-            await h.tick()
-        assert throttle_configs(h) == {}
-        assert h.cluster.throttles.snapshot()["brokers"] == {}
+        await _quiet_then_back_without_throttles(h, gone)
     finally:
         await h.close()
 
@@ -258,13 +244,7 @@ async def test_original_replica_stopped_mid_move_leaves_no_throttle():
             await h.tick()
         gone = current[-1]
         await h.cluster.stop_broker(gone)
-        await h.run_until_quiet(max_seconds=600)
-        assert throttle_configs(h) == {}, throttle_configs(h)
-        await h.cluster.start_broker(gone)
-        for _ in range(8):
-            await h.tick()
-        assert throttle_configs(h) == {}
-        assert h.cluster.throttles.snapshot()["brokers"] == {}
+        await _quiet_then_back_without_throttles(h, gone)
     finally:
         await h.close()
 
@@ -272,9 +252,7 @@ async def test_original_replica_stopped_mid_move_leaves_no_throttle():
 async def test_rates_changed_through_the_rates_api_mid_move_also_go_at_the_end():
     h = await cluster()
     try:
-        ctx = context(h)
-        target = _others(h, ("t", 0))
-        assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=1000))) == {("t", 0): 0}
+        ctx, target = await _start_move(h, throttle=1000)
         h.requested[("t", 0)] = target
         for _ in range(4):
             await h.tick()
@@ -285,3 +263,22 @@ async def test_rates_changed_through_the_rates_api_mid_move_also_go_at_the_end()
         assert throttle_configs(h) == {}
     finally:
         await h.close()
+
+
+async def _quiet_then_back_without_throttles(h, gone: int) -> None:
+    """Once the cluster is quiet no throttle is left, and none comes back with broker ``gone``."""
+    await h.run_until_quiet(max_seconds=600)
+    assert throttle_configs(h) == {}, throttle_configs(h)
+    await h.cluster.start_broker(gone)
+    for _ in range(8):
+        await h.tick()
+    assert throttle_configs(h) == {}
+    assert h.cluster.throttles.snapshot()["brokers"] == {}
+
+
+async def _start_move(h, throttle: int):
+    """t-0 moved to three other brokers with ``throttle`` and automatic removal, accepted."""
+    ctx = context(h)
+    target = _others(h, ("t", 0))
+    assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=throttle))) == {("t", 0): 0}
+    return ctx, target

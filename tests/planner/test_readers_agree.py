@@ -122,40 +122,35 @@ async def test_a_topic_name_that_is_not_kafkas_is_refused_by_each(zk_hosts):
         await snapshot.read_cluster(zk_hosts, sizes=False, timeout=10)
 
 
-async def test_the_feed_skips_a_controller_registration_it_cannot_read(zk_hosts):
+async def _feed_controllers(zk_hosts: str, registrations: dict[int, bytes]) -> list[str]:
+    """What the feed gives as bootstrap once ``registrations`` are under /reassignd/controllers."""
     zk = KazooClient(hosts=zk_hosts, timeout=10)
     zk.start(timeout=30)
     try:
-        zk.create("/reassignd/controllers/101", b'{"version":1,"host":"h","port":"9190"}', makepath=True)
-        zk.create("/reassignd/controllers/102", b'{"version":1,"host":"127.0.0.1","port":9190}')
+        for cid, payload in registrations.items():
+            zk.create(f"/reassignd/controllers/{cid}", payload, makepath=True)
     finally:
         zk.stop()
         zk.close()
     feed = ZkFeed(zk_hosts, ClusterModel(), on_change=lambda: None)
     feed.store = await connect(zk_hosts)
     try:
-        assert await feed.controllers() == ["127.0.0.1:9190"]  # raised ZnodeFormatError for 101
+        return await feed.controllers()
     finally:
         await feed.store.close()
+
+
+async def test_the_feed_skips_a_controller_registration_it_cannot_read(zk_hosts):
+    listeners = await _feed_controllers(zk_hosts, {101: b'{"version":1,"host":"h","port":"9190"}',
+                                                   102: b'{"version":1,"host":"127.0.0.1","port":9190}'})
+    assert listeners == ["127.0.0.1:9190"]  # raised ZnodeFormatError for 101
 
 
 async def test_the_feed_brackets_an_ipv6_controller_listener(zk_hosts):
     # "::1:9190" is no HOST:PORT the AdminClient can read (parse_bootstrap); "[::1]:9190" is.
     from client.admin import parse_bootstrap
 
-    zk = KazooClient(hosts=zk_hosts, timeout=10)
-    zk.start(timeout=30)
-    try:
-        zk.create("/reassignd/controllers/101", b'{"version":1,"host":"::1","port":9190}', makepath=True)
-        zk.create("/reassignd/controllers/102", b'{"version":1,"host":"127.0.0.1","port":9191}')
-    finally:
-        zk.stop()
-        zk.close()
-    feed = ZkFeed(zk_hosts, ClusterModel(), on_change=lambda: None)
-    feed.store = await connect(zk_hosts)
-    try:
-        listeners = await feed.controllers()
-    finally:
-        await feed.store.close()
+    listeners = await _feed_controllers(zk_hosts, {101: b'{"version":1,"host":"::1","port":9190}',
+                                                   102: b'{"version":1,"host":"127.0.0.1","port":9191}'})
     assert listeners == ["[::1]:9190", "127.0.0.1:9191"]
     assert parse_bootstrap(",".join(listeners)) == [("::1", 9190), ("127.0.0.1", 9191)]
