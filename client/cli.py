@@ -365,7 +365,8 @@ def check_options(args: argparse.Namespace) -> str:
     return action
 
 
-def _positive_number(text: str, option: str, *, integer: bool) -> float:
+def _positive_number(text: str, option: str, *, integer: bool, at_most: tuple[float, str] | None = None) -> float:
+    """``at_most``: (the bound, how the error names it), e.g. (INT32_MAX, "2147483647 ms")."""
     try:
         value = int(text) if integer else float(text)
     except ValueError:
@@ -374,6 +375,8 @@ def _positive_number(text: str, option: str, *, integer: bool) -> float:
         raise UsageError(f"{option}: too large, got {text[:40]!r}")  # a finite number past float's range
     if not value > 0 or value != value or value == float("inf"):
         raise UsageError(f"{option}: must be positive, got {text!r}")
+    if at_most is not None and value > at_most[0]:
+        raise UsageError(f"{option}: at most {at_most[1]}, got {text!r}")
     return value
 
 
@@ -539,12 +542,11 @@ def main(argv: list[str] | None = None) -> int:
     try:
         action = check_options(args)
         given = args.timeout is not None
-        timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True)) if given else DEFAULT_TIMEOUT_MS
-        if timeout_ms > INT32_MAX:  # the requests carry it as int32 milliseconds
-            raise UsageError(f"--timeout: at most {INT32_MAX} ms, got {args.timeout!r}")
-        interval = None if args.interval is None else _positive_number(args.interval, "--interval", integer=False)
-        if interval is not None and interval > MAX_INTERVAL_S:
-            raise UsageError(f"--interval: at most {MAX_INTERVAL_S:g} seconds (a day), got {args.interval!r}")
+        # The requests carry --timeout as int32 milliseconds.
+        timeout_ms = int(_positive_number(args.timeout, "--timeout", integer=True,
+                                          at_most=(INT32_MAX, f"{INT32_MAX} ms"))) if given else DEFAULT_TIMEOUT_MS
+        interval = None if args.interval is None else _positive_number(
+            args.interval, "--interval", integer=False, at_most=(MAX_INTERVAL_S, f"{MAX_INTERVAL_S:g} seconds (a day)"))
         inputs = load_inputs(args, action)
         if args.zookeeper:
             print(DEPRECATION_WARNING, file=sys.stderr)
