@@ -17,7 +17,8 @@ controller holds, plus the entries of ``/admin/reassign_partitions`` as read):
     ``/admin/reassign_partitions`` present, remove nothing (its completion removes them).
     Mode IDLE (after a step that ended moves): busy as above.
  2. Per removal znode read (a znode absent or unreadable is left alone): the idle members
-    (listed, not busy) are stripped, at most :data:`ENTITIES_PER_WRITE` per write (the rest
+    (listed, not busy, their config readable - one that does not parse stays listed, so the
+    removal after the operator repairs it takes its throttle) are stripped, at most :data:`ENTITIES_PER_WRITE` per write (the rest
     stay listed for the next write); the znode is rewritten with what stays listed, deleted
     when nothing does, conditional on the version read. A znode whose members are all busy
     is not written.
@@ -114,10 +115,12 @@ def guard_ops(requests_version: int | None) -> list[Op]:
 
 
 def decide(
-    snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=frozenset(), limit: int = ENTITIES_PER_WRITE
+    snap: Snapshot, mode: Mode, busy_topics=frozenset(), busy_brokers=frozenset(), limit: int = ENTITIES_PER_WRITE,
+    unreadable=frozenset(),
 ) -> Decision:
     """Steps 1-3; at most ``limit`` entities stripped (the shell lowers it when the configs
-    are too large for one multi)."""
+    are too large for one multi). ``unreadable``: the ("topics", T) / ("brokers", B) whose
+    config does not parse - they stay listed, like busy ones."""
     out = Decision()
     if mode is Mode.ALL:
         if snap.requests_version is not None:
@@ -126,6 +129,8 @@ def decide(
     else:
         busy_topics = frozenset(busy_topics) | snap.requests_topics
         busy_brokers = frozenset(busy_brokers) | snap.requests_brokers
+    busy_topics = busy_topics | {name for kind, name in unreadable if kind == "topics"}
+    busy_brokers = busy_brokers | {name for kind, name in unreadable if kind == "brokers"}
     budget = limit
     for path, listed, busy, strips in (
         (paths.THROTTLED_REPLICAS_REMOVAL, snap.replicas, busy_topics, out.topics),
@@ -193,17 +198,14 @@ def entries_involve(entries, assignments, topics: set[str], brokers: set[int]) -
             brokers.update(assignment.replicas)
 
 
-def removal_ops(decision: Decision, configs, log: list[str]) -> list[Op]:
+def removal_ops(decision: Decision, configs) -> list[Op]:
     """The decision's write: guard, the stripped configs (each with its change notification,
-    conditional on the version read; one that does not parse is left alone, said in ``log``),
-    the removal znodes."""
+    conditional on the version read), the removal znodes. The decision never strips a config
+    that does not parse (``decide``'s ``unreadable``)."""
     strips: list[Op] = []
     for kind, names, keys in (("topics", decision.topics, REPLICA_KEYS), ("brokers", decision.brokers, RATE_KEYS)):
         for name in names:
             read = configs.get((kind, name)) or ZnodeRead()
-            if read.error is not None:
-                log.append(f"throttle removal: leaving {config_path(kind, name)} alone: {read.error}")
-                continue
             strips += config_ops(kind, name, read, drop_keys(keys)(dict(read.value or {})))
     return decision.guard + strips + decision.tail
 
@@ -213,13 +215,15 @@ def plan(snap: Snapshot, mode: Mode, busy_topics, busy_brokers, configs, log: li
     limit halves until it does. Returns the ops and whether listed entities were held back
     for a next write."""
     limit = ENTITIES_PER_WRITE
+    unreadable = frozenset(key for key, read in configs.items() if read.error is not None)
+    for kind, name in sorted(unreadable, key=str):
+        log.append(f"throttle removal: leaving {config_path(kind, name)} alone (it stays listed): {configs[kind, name].error}")
     while True:
-        decision = decide(snap, mode, busy_topics, busy_brokers, limit)
+        decision = decide(snap, mode, busy_topics, busy_brokers, limit, unreadable)
         if decision.empty:
             return [], False
-        ops = removal_ops(decision, configs, [])
+        ops = removal_ops(decision, configs)
         if limit == 1 or len(plan_chunks(ops, chroot=chroot, fenced=True)) == 1:
-            removal_ops(decision, configs, log)  # its log lines, once
             return ops, decision.held_back
         limit //= 2
 

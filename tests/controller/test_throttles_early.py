@@ -92,6 +92,21 @@ async def test_a_config_that_does_not_parse_is_left_alone(caplog):
     assert server.read(paths.topic_config("u"))[0] == b"{broken"
     assert _config(server, paths.topic_config("t")) == {}
     assert "leaving /config/topics/u alone" in caplog.text
+    # u stays listed: once the operator repairs its config, the next removal takes its throttle.
+    assert json.loads(server.read(paths.THROTTLED_REPLICAS_REMOVAL)[0])["topics"] == ["u"]
+    await store.set(paths.topic_config("u"), json.dumps({"version": 1, "config": REPLICAS}).encode())
+    assert await remove_throttles(store, epoch) > 0
+    assert _config(server, paths.topic_config("u")) == {}
+    assert server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
+
+
+async def test_a_listed_config_that_never_parses_writes_nothing_again(caplog):
+    server, store, epoch = await _cluster()
+    await store.set(paths.broker_config(2), b"[]")
+    assert await remove_throttles(store, epoch) > 0
+    assert json.loads(server.read(paths.THROTTLED_RATES_REMOVAL)[0])["brokers"] == [2]
+    assert server.read(paths.broker_config(2))[0] == b"[]"
+    assert await remove_throttles(store, epoch) == 0  # nothing else to strip: no write at all
 
 
 async def test_a_deposed_controller_removes_nothing():
