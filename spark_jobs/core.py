@@ -355,8 +355,12 @@ class _Planner:
         valid = ((per >= (cur_rf // k)[:, None]) & (per <= (-(-cur_rf // k))[:, None])).all(axis=1)
         for x in range(k):
             f = per[:, x]
-            lo_r[x] = int(np.where(valid, lo, np.minimum(f, lo)).sum())
+            lo_r[x] = int(np.where(valid, lo, 0).sum())
             hi_r[x] = int(np.where(valid, hi, np.maximum(f, hi)).sum())
+        room = self.rule.n_in_rack
+        for i in np.nonzero(~valid)[0].tolist():
+            for x in range(k):
+                lo_r[x] += _rack_floor(per[i].tolist(), x, room)
         return lo_r, hi_r
 
     def choose_target_counts(self):
@@ -1004,6 +1008,15 @@ class _Planner:
         leads = self.leads
         leaders_fair = bool(((lc_a[leads] == lead_low) | (lc_a[leads] == lead_low + 1)).all())
         rule = self.rule
+        broken_after = _invalid(rule, after)
+        if not fair and self.fair_possible and broken_after and not self.capacity_steps:
+            # fair_possible sums per-rack bounds: necessary, not sufficient, when partitions
+            # already break the rack rule (each move of theirs must widen their spread).
+            self.warnings.append(
+                f"replica counts are not R/R+1 although the racks' totals allow it: {broken_after} partitions "
+                "break the rack rule and their replicas may only move to widen their rack spread; no plan found "
+                "reaches R/R+1 under that rule"
+            )
         report = {
             "version": 1,
             "mode": self.req.mode,
@@ -1038,7 +1051,7 @@ class _Planner:
                 "count": rule.k,
                 "names": rule.names,
                 "invalid_partitions_before": _invalid(rule, before),
-                "invalid_partitions_after": _invalid(rule, after),
+                "invalid_partitions_after": broken_after,
             },
             "topic_evenness": self._evenness(before, after),
             "per_broker": per_broker,
@@ -1120,6 +1133,26 @@ class _Planner:
             "max_spread_after": int(sa.max()) if len(sa) else 0,
             "topics_less_even": int((sa > np.maximum(sb, 1)).sum()),
         }
+
+
+def _rack_floor(per: list, x: int, room: list) -> int:
+    """The fewest replicas rack ``x`` can end with for a partition holding ``per[y]`` on each
+    rack, under the rack rule's moves (spark_jobs.racks: a replica goes to a rack holding the
+    fewest of the others, never more than its own would after it left). Rack x gives one to the
+    emptiest rack with a broker to spare while that rack holds fewer than x would keep; other
+    racks' moves only raise that minimum. A valid partition's floor is floor(r/K); an invalid
+    one's can be lower than both that and what it holds now: [2, 1, 0] lets the middle rack
+    reach 0 by giving its replica to the empty one."""
+    c = list(per)
+    while True:
+        spare = [y for y in range(len(c)) if y != x and c[y] < room[y]]
+        if not spare:
+            return c[x]
+        y = min(spare, key=lambda y: c[y])
+        if c[y] > c[x] - 1:
+            return c[x]
+        c[x] -= 1
+        c[y] += 1
 
 
 def _first_by(k: int, *keys: np.ndarray) -> np.ndarray:
