@@ -40,7 +40,7 @@ from pydantic import (
     model_validator,
 )
 
-from znodes import paths
+from znodes import paths, throttle_keys
 from znodes.errors import ZnodeFormatError
 from znodes.paths import ZnodeKind
 
@@ -664,26 +664,74 @@ class CancelReassignment(ZnodeModel):
         return self.payload
 
 
+def _restore_checked(restore: dict, members, keys: tuple[str, ...]) -> None:
+    for name, values in restore.items():
+        if name not in members:
+            raise ValueError(f"restore names {name!r}, which is not listed")
+        extra = sorted(set(values) - set(keys))
+        if extra:
+            raise ValueError(f"restore of {name!r} holds {extra}, not a throttle key of it ({', '.join(keys)})")
+
+
+def _restore_json(restore: dict) -> dict:
+    return {str(name): {k: values[k] for k in sorted(values)} for name, values in sorted(restore.items())}
+
+
+# A listed entity's throttle keys as they were before it was first listed, put back by the
+# removal instead of deleted (absent: it had none). Not in KIP-179: tools that write only the
+# list get the KIP's removal, and readers that ignore the key lose nothing else.
+Restore = dict[str, dict[str, StrictStr]]
+
+
 class ThrottledReplicasRemoval(ZnodeModel):
     """``/admin/throttled_replicas_removal`` (KIP-179): topics whose replica throttles the
-    controller removes when no reassignment runs. ``{"version":1,"topics":["t"]}``."""
+    controller removes when no reassignment runs. ``{"version":1,"topics":["t"]}``, with
+    ``"restore":{"t":{"leader.replication.throttled.replicas":"3:1"}}`` when a listed topic had
+    throttled replicas of its own before it was listed."""
 
     version: Annotated[StrictInt, Field(ge=1, le=1)] = 1
     topics: Annotated[list[TopicName], AfterValidator(_no_duplicates)]
+    restore: Restore = Field(default_factory=dict)
+
+    @model_validator(mode="after")
+    def _restore_listed(self):
+        _restore_checked(self.restore, set(self.topics), throttle_keys.REPLICA_KEYS)
+        return self
 
     def _to_json(self) -> dict:
-        return {"version": 1, "topics": list(self.topics)}
+        out: dict = {"version": 1, "topics": list(self.topics)}
+        if self.restore:
+            out["restore"] = _restore_json(self.restore)
+        return out
 
 
 class ThrottledRatesRemoval(ZnodeModel):
     """``/admin/throttled_rates_removal`` (KIP-179): brokers whose throttle rates the
-    controller removes when no reassignment runs. ``{"version":1,"brokers":[1,2]}``."""
+    controller removes when no reassignment runs. ``{"version":1,"brokers":[1,2]}``, with
+    ``"restore":{"1":{"leader.replication.throttled.rate":"100"}}`` when a listed broker had
+    rates of its own before it was listed."""
 
     version: Annotated[StrictInt, Field(ge=1, le=1)] = 1
     brokers: BrokerSet
+    restore: dict[BrokerId, dict[str, StrictStr]] = Field(default_factory=dict)
+
+    @field_validator("restore", mode="before")
+    @classmethod
+    def _broker_keys(cls, value: Any) -> Any:
+        if not isinstance(value, dict):
+            return value
+        return {paths.parse_id(k, "broker") if isinstance(k, str) else k: v for k, v in value.items()}
+
+    @model_validator(mode="after")
+    def _restore_listed(self):
+        _restore_checked(self.restore, set(self.brokers), throttle_keys.RATE_KEYS)
+        return self
 
     def _to_json(self) -> dict:
-        return {"version": 1, "brokers": list(self.brokers)}
+        out: dict = {"version": 1, "brokers": list(self.brokers)}
+        if self.restore:
+            out["restore"] = _restore_json(self.restore)
+        return out
 
 
 # ---- by path ---------------------------------------------------------------------------------

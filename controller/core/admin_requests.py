@@ -21,7 +21,8 @@ ReassignRequested, step by step (KIP-179's six steps, KIP-455's checks):
     ``leader.replication.throttled.replicas`` P:B for each original replica and
     ``follower.replication.throttled.replicas`` P:B for each replica that copies; the brokers
     involved both rates. With ``remove_throttle`` the topics and brokers join the removal znodes
-    (written before the configs); without, they leave them (after). A malformed config or
+    (written before the configs), each newly listed one with its own throttle keys as they are
+    now (its ``restore`` entry: the removal puts them back); without, they leave them (after). A malformed config or
     removal znode fails the whole request with INVALID_CONFIG, nothing of it written.
  5. The targets become entries of ``/admin/reassign_partitions`` with their
     ``original_replicas`` (an entry already there keeps its recorded original), and engine
@@ -50,8 +51,10 @@ ThrottleRequested (KIP-179's five steps; ``kind`` "brokers" for rates, "topics" 
     unknown topic or partition -> UNKNOWN_TOPIC_OR_PARTITION; a broker named twice for one
     partition -> INVALID_REQUEST. ``validate_only`` stops here.
  With ``remove_throttle`` (the request replaces the auto-removable set of its kind):
- 2. the request's entities join the removal znode (first write);
- 3. entities listed before that the request leaves out lose their throttle configs;
+ 2. the request's entities join the removal znode (first write), with restore entries as in
+    ReassignRequested step 4;
+ 3. entities listed before that the request leaves out lose their throttle configs (their
+    restore entries put back);
  4. the request's configs are set (replicas: a partition's pairs are replaced in both lists);
  5. the removal znode lists exactly the request's entities (last write).
  Without ``remove_throttle``: step 4, then the entities leave the removal znode.
@@ -67,7 +70,7 @@ from controller.core.flush import ADMIN, writing
 from controller.core.throttle_writes import (
     ThrottleWriteError,
     add_replicas,
-    drop_keys,
+    restore_keys,
     set_keys,
 )
 from controller.core.validation import replicas_problem
@@ -209,6 +212,13 @@ def _read(read: ThrottlesRead | None, key, listed: bool = False):
     return found
 
 
+def _configs_read(read: ThrottlesRead | None, path: str, members) -> dict:
+    """The configs of the entities a removal znode lists, as read (their throttle keys become
+    the restore entries of those newly listed)."""
+    kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+    return {(kind, m): _read(read, (kind, m)) for m in members}
+
+
 def _reassign_throttles(ws: WorkingSet, event: ReassignRequested, moving):
     leaders, followers, brokers = throttle_plan(ws, moving)
     topics = sorted(leaders)
@@ -217,7 +227,7 @@ def _reassign_throttles(ws: WorkingSet, event: ReassignRequested, moving):
     removal = ((paths.THROTTLED_REPLICAS_REMOVAL, topics), (paths.THROTTLED_RATES_REMOVAL, sorted(brokers)))
     if event.remove_throttle:
         for path, members in removal:
-            change.add_listed(path, _read(read, path, listed=True), members)
+            change.add_listed(path, _read(read, path, listed=True), members, _configs_read(read, path, members))
     for t in topics:
         change.update_config(("topics", t), _read(read, ("topics", t)), add_replicas(leaders[t], followers[t]))
     rate = str(event.throttle)
@@ -280,9 +290,10 @@ def on_throttle(ws: WorkingSet, event: ThrottleRequested) -> None:
         listed = _read(read, path, listed=True)
         if event.remove_throttle:
             before = change.listed_now(path, listed)
-            change.add_listed(path, listed, entities)  # step 2
+            change.add_listed(path, listed, entities, _configs_read(read, path, entities))  # step 2
             for entity in sorted(before - entities, key=str):  # step 3
-                change.update_config((event.kind, entity), _read(read, (event.kind, entity)), drop_keys(keys))
+                own = change.restore_of(path, listed, entity)
+                change.update_config((event.kind, entity), _read(read, (event.kind, entity)), restore_keys(keys, own))
         for key, update in configs.items():  # step 4
             change.update_config(key, _read(read, key), update)
         if event.remove_throttle:

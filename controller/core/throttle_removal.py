@@ -8,7 +8,8 @@ one multi (``Step.removal``); a conflict there is read and decided again.
 
 The removal znodes (``/admin/throttled_replicas_removal`` listing topics,
 ``/admin/throttled_rates_removal`` brokers) name the auto-removable throttles; a listed topic
-loses both ``*.replication.throttled.replicas``, a listed broker both rates.
+loses both ``*.replication.throttled.replicas``, a listed broker both rates - or gets back the
+values its ``restore`` entry holds (what the operator had set before it was listed).
 
 Steps (``busy``: the topics and brokers a move still needs - the running and accepted moves the
 controller holds, plus the entries of ``/admin/reassign_partitions`` as read):
@@ -44,11 +45,12 @@ naming t with brokers 1 -> 2 when present):
 from __future__ import annotations
 
 import enum
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from controller.core.events import ThrottleRemovalRead, ZnodeRead
 from controller.core.flush import THROTTLE_REMOVAL, writing
-from controller.core.throttle_writes import config_ops, config_path, drop_keys, listed_bytes
+from controller.core.throttle_writes import config_ops, config_path, listed_bytes, restore_keys
 from controller.core.working_set import WorkingSet
 from znodes import paths
 from znodes.api import Check, Create, Delete, Op, SetData
@@ -72,10 +74,12 @@ class Mode(enum.Enum):
 
 @dataclass(frozen=True)
 class Listed:
-    """A removal znode as read: its members and version (None: absent or unreadable)."""
+    """A removal znode as read: its members and version (None: absent or unreadable), and what
+    listed members get back instead of losing their keys (throttle_writes.Listing)."""
 
     members: frozenset = frozenset()
     version: int | None = None
+    restore: Mapping = field(default_factory=dict)
 
 
 @dataclass(frozen=True)
@@ -98,6 +102,7 @@ class Decision:
 
     topics: list[str] = field(default_factory=list)
     brokers: list[int] = field(default_factory=list)
+    restore: dict = field(default_factory=dict)  # (kind, name) -> its values before it was listed
     held_back: bool = False  # idle entities left listed for a next write (the limit)
     guard: list[Op] = field(default_factory=list)
     tail: list[Op] = field(default_factory=list)
@@ -136,6 +141,7 @@ def decide(
         (paths.THROTTLED_REPLICAS_REMOVAL, snap.replicas, busy_topics, out.topics),
         (paths.THROTTLED_RATES_REMOVAL, snap.rates, busy_brokers, out.brokers),
     ):
+        kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
         if listed.version is None:
             continue
         idle = sorted(listed.members - busy)
@@ -147,8 +153,10 @@ def decide(
         if not stripped and listed.members:
             continue  # out of budget: the next write takes them
         strips.extend(stripped)
+        out.restore.update({(kind, m): listed.restore[m] for m in stripped if listed.restore.get(m)})
         left = listed.members - set(stripped)
-        out.tail.append(SetData(path, listed_bytes(path, left), listed.version) if left else Delete(path, listed.version))
+        tail = SetData(path, listed_bytes(path, left, listed.restore), listed.version) if left else Delete(path, listed.version)
+        out.tail.append(tail)
     if out.tail:
         out.guard = guard_ops(snap.requests_version)
     return out
@@ -200,13 +208,15 @@ def entries_involve(entries, assignments, topics: set[str], brokers: set[int]) -
 
 def removal_ops(decision: Decision, configs) -> list[Op]:
     """The decision's write: guard, the stripped configs (each with its change notification,
-    conditional on the version read), the removal znodes. The decision never strips a config
-    that does not parse (``decide``'s ``unreadable``)."""
+    conditional on the version read; its keys deleted, or set back to its restore entry), the
+    removal znodes. The decision never strips a config that does not parse (``decide``'s
+    ``unreadable``)."""
     strips: list[Op] = []
     for kind, names, keys in (("topics", decision.topics, REPLICA_KEYS), ("brokers", decision.brokers, RATE_KEYS)):
         for name in names:
             read = configs.get((kind, name)) or ZnodeRead()
-            strips += config_ops(kind, name, read, drop_keys(keys)(dict(read.value or {})))
+            own = decision.restore.get((kind, name))
+            strips += config_ops(kind, name, read, restore_keys(keys, own)(dict(read.value or {})))
     return decision.guard + strips + decision.tail
 
 

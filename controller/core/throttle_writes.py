@@ -23,14 +23,15 @@ listed; one write per config, whatever number of requests changed it.
 from __future__ import annotations
 
 import json
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
 
 from controller.core.events import ZnodeRead
 from protocol import throttled_replicas
 from protocol.throttled_replicas import ThrottledReplicasError
 from znodes import models, paths
 from znodes.api import Create, Delete, Op, SetData
-from znodes.throttle_keys import FOLLOWER_REPLICAS, LEADER_REPLICAS
+from znodes.throttle_keys import FOLLOWER_REPLICAS, LEADER_REPLICAS, RATE_KEYS, REPLICA_KEYS
 
 Update = Callable[[dict[str, str]], dict[str, str]]
 
@@ -52,10 +53,45 @@ def config_path(kind: str, name: str | int) -> str:
     return paths.topic_config(str(name)) if kind == "topics" else paths.broker_config(name)
 
 
-def listed_bytes(path: str, members) -> bytes:
+@dataclass(frozen=True)
+class Listing:
+    """A removal znode's contents: the listed entities, and for those that had throttle keys of
+    their own before they were first listed, those keys' values (``restore``: name -> {key:
+    value}), which the removal puts back instead of deleting them."""
+
+    members: frozenset = frozenset()
+    restore: Mapping = field(default_factory=dict)
+
+
+def removal_keys(path: str) -> tuple[str, ...]:
+    """The config keys a removal znode's entities lose (and get back from ``restore``)."""
+    return REPLICA_KEYS if path == paths.THROTTLED_REPLICAS_REMOVAL else RATE_KEYS
+
+
+def listed_bytes(path: str, members, restore: Mapping | None = None) -> bytes:
+    """A removal znode listing ``members``, with the ``restore`` entries of those members."""
+    kept = {m: dict(v) for m, v in (restore or {}).items() if m in members and v}
     if path == paths.THROTTLED_REPLICAS_REMOVAL:
-        return models.ThrottledReplicasRemoval(version=1, topics=sorted(members)).to_bytes()
-    return models.ThrottledRatesRemoval(version=1, brokers=sorted(members)).to_bytes()
+        return models.ThrottledReplicasRemoval(version=1, topics=sorted(members), restore=kept).to_bytes()
+    return models.ThrottledRatesRemoval(version=1, brokers=sorted(members), restore=kept).to_bytes()
+
+
+def own_values(config: Mapping[str, str], keys: Iterable[str]) -> dict[str, str]:
+    """What an entity's config holds of ``keys``: its restore entry when it is first listed."""
+    return {k: config[k] for k in keys if k in config}
+
+
+def restore_keys(keys: Iterable[str], values: Mapping[str, str] | None) -> Update:
+    """The removal's update: ``keys`` dropped, then the entity's own values before it was listed
+    put back."""
+    drop = drop_keys(keys)
+
+    def update(config: dict[str, str]) -> dict[str, str]:
+        config = drop(config)
+        config.update(values or {})
+        return config
+
+    return update
 
 
 def set_keys(values: dict[str, str]) -> Update:
@@ -115,7 +151,7 @@ class Change:
 
     def __init__(self, configs: dict, listed: dict):
         self.configs = {k: [base, dict(now)] for k, (base, now) in configs.items()}
-        self.listed = {k: [base, set(adds), set(now)] for k, (base, adds, now) in listed.items()}
+        self.listed = {k: [base, set(adds), set(now), dict(restore)] for k, (base, adds, now, restore) in listed.items()}
 
     def update_config(self, key: tuple[str, str | int], read: ZnodeRead | None, update: Update) -> None:
         entry = self._config(key, read)
@@ -124,19 +160,43 @@ class Change:
         except ThrottledReplicasError as e:
             raise ThrottleWriteError(f"{config_path(*key)}: {e}") from None
 
-    def add_listed(self, path: str, read: ZnodeRead | None, members) -> None:
+    def add_listed(self, path: str, read: ZnodeRead | None, members, config_reads: Mapping) -> None:
+        """List ``members`` for removal; each one not listed yet keeps, as its restore entry, the
+        throttle keys its config holds now (``config_reads``: (kind, name) -> ZnodeRead, as
+        staged so far in this step), so the removal gives the operator's own values back."""
         entry = self._listed(path, read)
+        kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+        for m in set(members) - entry[2]:
+            own = own_values(self.config_now((kind, m), config_reads.get((kind, m))), removal_keys(path))
+            if own:
+                entry[3][m] = own
+            else:
+                entry[3].pop(m, None)
         entry[1] |= set(members)
         entry[2] |= set(members)
 
     def drop_listed(self, path: str, read: ZnodeRead | None, members) -> None:
-        self._listed(path, read)[2] -= set(members)
+        """Unlist ``members``: their throttles become the operator's, kept as they are."""
+        entry = self._listed(path, read)
+        entry[2] -= set(members)
+        for m in members:
+            entry[3].pop(m, None)
 
     def replace_listed(self, path: str, read: ZnodeRead | None, members) -> None:
-        self._listed(path, read)[2] = set(members)
+        entry = self._listed(path, read)
+        entry[2] = set(members)
+        entry[3] = {m: v for m, v in entry[3].items() if m in entry[2]}
 
     def listed_now(self, path: str, read: ZnodeRead | None) -> frozenset:
         return frozenset(self._listed(path, read)[2])
+
+    def restore_of(self, path: str, read: ZnodeRead | None, member) -> dict[str, str]:
+        """What a listed member gets back when its throttle goes ({}: its keys are deleted)."""
+        return dict(self._listed(path, read)[3].get(member, {}))
+
+    def config_now(self, key: tuple[str, str | int], read: ZnodeRead | None) -> dict[str, str]:
+        """An entity's config as read, with what earlier requests of the step changed."""
+        return dict(self._config(key, read)[1])
 
     def _config(self, key, read: ZnodeRead | None) -> list:
         entry = self.configs.get(key)
@@ -151,9 +211,11 @@ class Change:
         entry = self.listed.get(path)
         read = _checked(path, read)
         if entry is None or _newer(read, entry[0]):
-            members = set(read.value or ()) if entry is None else entry[2]
+            listing = read.value or Listing()
+            members = set(listing.members) if entry is None else entry[2]
             adds = set() if entry is None else entry[1]
-            entry = self.listed[path] = [read, adds, members]
+            restore = {m: dict(v) for m, v in listing.restore.items()} if entry is None else entry[3]
+            entry = self.listed[path] = [read, adds, members, restore]
         return entry
 
 
@@ -174,39 +236,45 @@ class Staged:
 
     def __init__(self):
         self.configs: dict = {}  # (kind, entity) -> (base read, new config)
-        self.listed: dict = {}  # path -> (base read, members added, final members)
+        self.listed: dict = {}  # path -> (base read, members added, final members, restore)
 
     def change(self) -> Change:
         return Change(self.configs, self.listed)
 
     def commit(self, change: Change) -> None:
         self.configs = {k: (base, now) for k, (base, now) in change.configs.items()}
-        self.listed = {k: (base, adds, now) for k, (base, adds, now) in change.listed.items()}
+        self.listed = {k: (base, adds, now, restore) for k, (base, adds, now, restore) in change.listed.items()}
 
     def ops(self) -> list[Op]:
         """Removal znodes that gain members, the configs, the removal znodes' final contents."""
         first: list[Op] = []
         last: list[Op] = []
         for path in sorted(self.listed):
-            base, adds, final = self.listed[path]
-            members = set(base.value or ())
+            base, adds, final, restore = self.listed[path]
+            listing = base.value or Listing()
+            members = set(listing.members)
+            # The first write lists the new members with their restore entries; members already
+            # listed keep theirs until the final write, so every prefix restores what it lists.
+            written = {m: v for m, v in listing.restore.items() if m in members}
             version = base.version
             if adds - members:
                 members |= adds
+                written.update({m: v for m, v in restore.items() if m in adds})
                 if version is None:
-                    first.append(Create(path, listed_bytes(path, members)))
+                    first.append(Create(path, listed_bytes(path, members, written)))
                     version = 0
                 else:
-                    first.append(SetData(path, listed_bytes(path, members), version))
+                    first.append(SetData(path, listed_bytes(path, members, written), version))
                     version += 1
-            if final == members:
+            final_restore = {m: v for m, v in restore.items() if m in final}
+            if final == members and final_restore == {m: v for m, v in written.items() if m in final}:
                 continue
             if version is None:
-                last.append(Create(path, listed_bytes(path, final)))
+                last.append(Create(path, listed_bytes(path, final, final_restore)))
             elif not final:
                 last.append(Delete(path, version))
             else:
-                last.append(SetData(path, listed_bytes(path, final), version))
+                last.append(SetData(path, listed_bytes(path, final, final_restore), version))
         middle: list[Op] = []
         for (kind, name) in sorted(self.configs, key=lambda k: (k[0], str(k[1]))):
             base, new = self.configs[(kind, name)]

@@ -106,7 +106,7 @@ async def prepare(active, events: list) -> list:
     filled = {}
     if throttled:
         listed = {p: decode_listed(p, r) for p, r in zip(REMOVAL_PATHS, await get_many(store, list(REMOVAL_PATHS)))}
-        members = {p: (r.value or ()) for p, r in listed.items()}
+        members = {p: (r.value.members if r.value is not None else ()) for p, r in listed.items()}
         topics: set[str] = set()
         brokers: set[int] = set()
         for e in throttled:

@@ -45,7 +45,7 @@ import logging
 from controller.core.events import ThrottleRemovalRead, ZnodeRead
 from controller.core.state import ClusterState
 from controller.core.throttle_removal import Listed, Mode, Snapshot, entries_involve
-from controller.core.throttle_writes import listed_bytes  # noqa: F401 (re-exported)
+from controller.core.throttle_writes import Listing, listed_bytes  # noqa: F401 (re-exported)
 from controller.shell import throttle_configs as tc
 from znodes import cluster_reader, models, paths
 from znodes.api import Store
@@ -57,18 +57,21 @@ log = logging.getLogger("reassignd.controller")
 
 
 def decode_listed(path: str, read) -> ZnodeRead:
-    """A removal znode as read (``(data, stat)`` or None): its members and version, or the error
-    of one that does not parse (left alone, never overwritten on a guess)."""
+    """A removal znode as read (``(data, stat)`` or None): its Listing (members, restore entries)
+    and version, or the error of one that does not parse (left alone, never overwritten on a
+    guess)."""
     if read is None:
-        return ZnodeRead(frozenset())
+        return ZnodeRead(Listing())
     try:
         if path == paths.THROTTLED_REPLICAS_REMOVAL:
-            members = frozenset(models.ThrottledReplicasRemoval.from_bytes(path, read[0]).topics)
+            found = models.ThrottledReplicasRemoval.from_bytes(path, read[0])
+            members = frozenset(found.topics)
         else:
-            members = frozenset(models.ThrottledRatesRemoval.from_bytes(path, read[0]).brokers)
+            found = models.ThrottledRatesRemoval.from_bytes(path, read[0])
+            members = frozenset(found.brokers)
     except ZnodeFormatError as e:
         return ZnodeRead(None, read[1].version, f"the removal znode is malformed; fix or delete it first ({e})")
-    return ZnodeRead(members, read[1].version)
+    return ZnodeRead(Listing(members, {m: dict(v) for m, v in found.restore.items()}), read[1].version)
 
 
 async def config_reads(store: Store, keys) -> dict[tuple[str, str | int], ZnodeRead]:
@@ -92,7 +95,7 @@ async def read_listed(store: Store, path: str) -> Listed:
     if found.error is not None:
         log.warning("throttle removal: leaving %s alone: %s", path, found.error)
         return Listed(frozenset(), None)
-    return Listed(found.value, found.version)
+    return Listed(found.value.members, found.version, found.value.restore)
 
 
 async def snapshot(store: Store, state: ClusterState | None = None, cache: dict | None = None) -> Snapshot:

@@ -8,8 +8,6 @@ from __future__ import annotations
 
 import json
 
-import pytest
-
 from controller.shell.admin.kip179 import handle_rates, handle_reassign, handle_replicas
 from tests.admin.test_kip179 import (
     FOLLOWER_RATE,
@@ -114,10 +112,6 @@ async def test_cancel_removes_the_throttles():
         await h.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "known gap, not fixed: the removal znode lists whole topics ({'topics': [...]}), so the removal "
-    "drops both throttled-replicas keys and the operator's own pairs go with the reassignment's; "
-    "keeping them needs the removal znode (znodes/models.py, docs/DESIGN.md section 3) to record them"))
 async def test_operator_replica_list_on_a_reassigned_topic_gets_its_own_entries_back():
     h = await cluster()
     try:
@@ -126,9 +120,88 @@ async def test_operator_replica_list_on_a_reassigned_topic_gets_its_own_entries_
         await _set_config(h, paths.topic_config("t"), operator)
         target = _others(h, ("t", 0))
         assert codes(await handle_reassign(ctx, 1, reassign_body({("t", 0): target}, throttle=100_000))) == {("t", 0): 0}
+        # While it moves, the topic is listed with what it had before, in ZooKeeper: a controller
+        # that takes over restores the same.
+        doc = json.loads(h.server.read(paths.THROTTLED_REPLICAS_REMOVAL)[0])
+        assert doc["restore"] == {"t": {FOLLOWER_REPLICAS: "3:2", LEADER_REPLICAS: "3:1"}}
+        assert "0:" in config(h, paths.topic_config("t"))[FOLLOWER_REPLICAS]
         h.requested[("t", 0)] = target
         await h.run_until_quiet(max_seconds=600)
         assert config(h, paths.topic_config("t")) == operator
+        assert listed(h, paths.THROTTLED_REPLICAS_REMOVAL) is None
+    finally:
+        await h.close()
+
+
+async def test_operator_rates_on_moving_brokers_come_back_after_two_executions_and_a_failover():
+    h = await cluster()
+    try:
+        ctx = context(h)
+        tp = ("t", 0)
+        involved = set(h.assignments[tp]) | set(_others(h, tp))
+        mine = min(involved)
+        operator = {LEADER_RATE: "777", "log.cleaner.threads": "2"}
+        await _set_config(h, paths.broker_config(mine), operator)
+        target = _others(h, tp)
+        assert codes(await handle_reassign(ctx, 1, reassign_body({tp: target}, throttle=1000))) == {tp: 0}
+        for _ in range(4):
+            await h.tick()
+        # An "additional" execution: the broker is listed already, its restore entry stays the
+        # operator's rate, not the first execution's.
+        assert codes(await handle_reassign(ctx, 1, reassign_body({tp: target}, throttle=2000))) == {tp: 0}
+        assert config(h, paths.broker_config(mine))[LEADER_RATE] == "2000"
+        doc = json.loads(h.server.read(paths.THROTTLED_RATES_REMOVAL)[0])
+        assert doc["restore"] == {str(mine): {LEADER_RATE: "777"}}
+        # The controller goes; the next one restores from the znode.
+        first = next(c for c in h.controllers if c.active is not None)
+        await h.start_controller(102, throttle_removal=("all", "idle"))
+        await first.stop()
+        h.requested[tp] = target
+        await h.run_until_quiet(max_seconds=600)
+        h.check_invariants()
+        assert config(h, paths.broker_config(mine)) == operator
+        assert {k: v for k, v in throttle_configs(h).items() if k != f"brokers/{mine}"} == {}
+        assert listed(h, paths.THROTTLED_RATES_REMOVAL) is None
+    finally:
+        await h.close()
+
+
+async def test_cancel_gives_the_operator_rate_back():
+    h = await cluster()
+    try:
+        ctx = context(h)
+        tp = ("t", 0)
+        broker = h.assignments[tp][0]
+        await _set_config(h, paths.broker_config(broker), {LEADER_RATE: "5", FOLLOWER_RATE: "6"})
+        assert codes(await handle_reassign(ctx, 1, reassign_body({tp: _others(h, tp)}, throttle=1000))) == {tp: 0}
+        for _ in range(4):
+            await h.tick()
+        await h.admin.create(paths.CANCEL_REASSIGNMENT, b"")
+        await h.run_until_quiet(max_seconds=600)
+        assert throttle_configs(h) == {f"brokers/{broker}": {LEADER_RATE: "5", FOLLOWER_RATE: "6"}}
+    finally:
+        await h.close()
+
+
+async def test_rates_request_replacing_the_listed_set_gives_the_left_out_their_own_back():
+    h = await cluster()
+    try:
+        ctx = context(h)
+        await _set_config(h, paths.broker_config(1), {FOLLOWER_RATE: "42"})
+        assert codes(await handle_rates(ctx, 0, rates_body({1: (100, 100), 2: (100, 100)}))) == {1: 0, 2: 0}
+        assert config(h, paths.broker_config(1)) == {LEADER_RATE: "100", FOLLOWER_RATE: "100"}
+        # Broker 1 left out of the auto-removable set: its rates go, its own comes back.
+        assert codes(await handle_rates(ctx, 0, rates_body({2: (100, 100)}))) == {2: 0}
+        assert config(h, paths.broker_config(1)) == {FOLLOWER_RATE: "42"}
+        # Without remove_throttle the rates become the operator's: unlisted, no restore kept.
+        await _set_config(h, paths.broker_config(3), {LEADER_RATE: "9"})
+        assert codes(await handle_rates(ctx, 0, rates_body({3: (300, 300)}))) == {3: 0}
+        assert codes(await handle_rates(ctx, 0, rates_body({3: (400, 400)}, remove=False))) == {3: 0}
+        doc = json.loads(h.server.read(paths.THROTTLED_RATES_REMOVAL)[0]) if listed(h, paths.THROTTLED_RATES_REMOVAL) else {}
+        assert 3 not in doc.get("brokers", []) and "3" not in doc.get("restore", {})
+        await h.run_until_quiet(max_seconds=60)
+        assert config(h, paths.broker_config(3)) == {LEADER_RATE: "400", FOLLOWER_RATE: "400"}
+        assert config(h, paths.broker_config(1)) == {FOLLOWER_RATE: "42"}
     finally:
         await h.close()
 
