@@ -24,6 +24,7 @@ from client.errors import (
     ConnectionFailedError,
     InputError,
     KafkaApiError,
+    ProtocolViolationError,
     ReassignmentInProgressError,
     RequestTimedOutError,
     UnsupportedVersionError,
@@ -61,13 +62,14 @@ class Inputs:
 
 
 async def _changing(request, happened: str, check: str, *, dry_run: bool = False):
-    """Await a request that changes the cluster. A timeout, or a connection lost once it was
-    sent, is no sign that nothing happened: the controller (ZooKeeper, the planner service) may
-    have applied it, so the error says so and how to look rather than inviting a blind re-run."""
+    """Await a request that changes the cluster. A timeout, a connection lost once it was sent,
+    or an answer that cannot be read is no sign that nothing happened: the controller
+    (ZooKeeper, the planner service) may have applied it, so the error says so and how to look
+    rather than inviting a blind re-run."""
     try:
         return await request
-    except (RequestTimedOutError, ConnectionFailedError) as exc:
-        if dry_run or (isinstance(exc, ConnectionFailedError) and not exc.request_sent):
+    except (RequestTimedOutError, ConnectionFailedError, ProtocolViolationError) as exc:
+        if dry_run or (not isinstance(exc, RequestTimedOutError) and not exc.request_sent):
             raise  # nothing was sent, or nothing asked to change
         raise type(exc)(f"{exc}\nThe request was sent before that, so {happened} all the same: check with "
                         f"{check} before running this again.") from None

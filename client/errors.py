@@ -89,7 +89,12 @@ class RequestTimedOutError(ReassignError):
 
 
 class ProtocolViolationError(ReassignError):
-    """The peer sent a frame this client cannot decode."""
+    """The peer sent a frame this client cannot decode.
+
+    ``request_sent``: it was the answer to a request that went out, so the peer may have applied
+    it (as after a :class:`RequestTimedOutError`); kafka-reassign then says how to check."""
+
+    request_sent = False
 
 
 class UnsupportedVersionError(ReassignError):

@@ -209,6 +209,13 @@ class ServiceOptions:
 SERVICE_TIMEOUT_S = 120.0
 
 
+def _garbled(message: str) -> ProtocolViolationError:
+    """An answer this tool cannot read: the POST went out, so the service may have acted on it."""
+    exc = ProtocolViolationError(message)
+    exc.request_sent = True
+    return exc
+
+
 def _service_request(url: str, timeout_s: float) -> dict:
     """POST ``url``; the service's JSON answer, or the error of its kind (client/exit_codes.py):
     400 the plan is refused, 409 a conflict, 401/403 the request refused, any other status, a
@@ -238,15 +245,14 @@ def _service_request(url: str, timeout_s: float) -> dict:
             raise _timed_out(where, timeout_s) from None
         raise ConnectionFailedError(f"planner service at {where} is unreachable: {e}") from None
     except http.client.HTTPException as e:  # not OSError: no status line, a header too long, cut short
-        raise ProtocolViolationError(f"planner service at {where} gave no HTTP answer this tool can read: "
-                                     f"{type(e).__name__}: {str(e)[:80]}") from None
+        raise _garbled(f"planner service at {where} gave no HTTP answer this tool can read: "
+                       f"{type(e).__name__}: {str(e)[:80]}") from None
     try:
         body = json.loads(data)
     except ValueError:
-        raise ProtocolViolationError(f"planner service at {where} answered something that is not JSON: "
-                                     f"{data[:80]!r}") from None
+        raise _garbled(f"planner service at {where} answered something that is not JSON: {data[:80]!r}") from None
     if not isinstance(body, dict):
-        raise ProtocolViolationError(f"planner service at {where} answered {str(body)[:80]}, not an object")
+        raise _garbled(f"planner service at {where} answered {str(body)[:80]}, not an object")
     return body
 
 

@@ -130,6 +130,7 @@ class _PreparedRequest:
             self.outcome = ProtocolViolationError(
                 f"undecodable response to API {self.API_KEY} v{self.API_VERSION}: {exc}"
             )
+            self.outcome.request_sent = True  # an answer: the request went out
             # Let aiokafka still match the answer to its request.
             cid = struct.unpack(">i", payload[:4])[0] if len(payload) >= 4 else -1
             return _ResponseHeader(cid)

@@ -5,6 +5,7 @@ sent is not reported as if nothing happened."""
 from __future__ import annotations
 
 import asyncio
+import struct
 import json
 
 import pytest
@@ -197,6 +198,23 @@ async def test_execute_whose_connection_broke_mid_request_says_so_too(cluster, t
     err = capsys.readouterr().err
     assert code == CLUSTER_UNREACHABLE, err
     assert "may have started" in err and "--verify" in err
+
+
+async def test_execute_answered_with_garbage_says_the_reassignment_may_have_started(cluster, tmp_path, capsys):
+    server = cluster.controllers[100]
+
+    def garbled(version, body):
+        cluster.reassign(version, body)  # the controller took it; its answer is unreadable
+        payload = struct.pack(">i", server.last_correlation_id) + b"\xff\xff\xff"
+        return struct.pack(">i", len(payload)) + payload
+
+    server.handlers[ApiKey.REASSIGN_PARTITIONS] = garbled
+    f = write_json(tmp_path, "plan.json", plan(("orders", 0, [3, 4])))
+    code = await asyncio.to_thread(main, ["--bootstrap-server", cluster.bootstrap, "--execute",
+                                          "--reassignment-json-file", f])
+    err = capsys.readouterr().err
+    assert code != OK, err
+    assert "undecodable response" in err and "the reassignment may have started" in err and "--verify" in err, err
 
 
 async def test_cancel_that_timed_out_says_it_may_have_begun(cluster, tmp_path, capsys):

@@ -96,3 +96,16 @@ async def test_the_options_reach_the_service_as_cruise_controls_parameters(servi
     with pytest.raises(ConflictError, match="changed since"):
         await planner.execute_on_service(service["url"], plan)
     assert opts.caps and not planner.ServiceOptions(excluded_topics="x").caps
+
+
+async def test_an_unreadable_answer_to_the_approval_says_the_execution_may_have_started(service):
+    from client import commands
+    from client.errors import ProtocolViolationError
+
+    plan = await planner.plan_from_service(service["url"], "rebalance")
+    service["answers"].append((200, ["not", "an", "object"]))
+    with pytest.raises(ProtocolViolationError) as caught:
+        await commands._changing(planner.execute_on_service(service["url"], plan),
+                                 "the planner service may have started executing the plan", "GET /state")
+    assert "not an object" in str(caught.value) and "may have started executing the plan" in str(caught.value)
+    assert service["seen"][-1][1]["dryrun"] == "false"
