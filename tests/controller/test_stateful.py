@@ -111,6 +111,10 @@ class ControllerMachine(RuleBasedStateMachine):
         self.last_queue: dict = {}
         self.steps = 0  # steps run, the initial one included (counted by the first invariant)
         self.throttled = False  # auto-removable throttles were set: invariant 3 at the end
+        # broker -> the leader rate an operator set on it while nothing listed it, which every
+        # removal must give back (invariant 3: the removal znode's restore); a tool's throttles
+        # written over it (submit_throttled) take it away, as KIP-179's tools do.
+        self.operator_rates: dict[int, str] = {}
         # (partition, broker) -> (the directory an accepted AlterReplicaLogDirs moves it into,
         # the replica it moves, how many requests the controllers had sent then), while that
         # replica lives (intra_broker_moves)
@@ -212,10 +216,13 @@ class ControllerMachine(RuleBasedStateMachine):
         if self.throttled:  # invariant 3: no reassignment runs, so the auto-removable went
             assert self.h.server.exists(paths.THROTTLED_REPLICAS_REMOVAL) is None
             assert self.h.server.exists(paths.THROTTLED_RATES_REMOVAL) is None
-            configs = [(paths.topic_config("t"), tc.REPLICA_KEYS)] + [(paths.broker_config(b), tc.RATE_KEYS) for b in ALL_BROKERS]
-            for path, keys in configs:
-                config = self.h.json(path)["config"] if self.h.server.exists(path) is not None else {}
-                assert not set(keys) & set(config), (path, config)
+        # ... and the operator's own throttles are what the operator set.
+        configs = [(paths.topic_config("t"), tc.REPLICA_KEYS, {})]
+        configs += [(paths.broker_config(b), tc.RATE_KEYS, {tc.LEADER_RATE: self.operator_rates[b]} if b in self.operator_rates else {})
+                    for b in ALL_BROKERS]
+        for path, keys, own in configs:
+            config = self.h.json(path)["config"] if self.h.server.exists(path) is not None else {}
+            assert {k: v for k, v in config.items() if k in keys} == own, (path, config, own)
 
     async def finish_dir_moves(self) -> None:
         """Quiescent: every future log has taken over (each broker running and told its roles,
@@ -347,6 +354,7 @@ class ControllerMachine(RuleBasedStateMachine):
         self.run(self.h.submit(self.draw_requested(data)))
 
     async def set_throttles(self) -> None:
+        self.operator_rates.clear()  # the tool's rates go over them, listed without restore
         admin = self.h.admin
         await admin.create(paths.THROTTLED_REPLICAS_REMOVAL, json.dumps({"version": 1, "topics": ["t"]}).encode())
         await admin.create(paths.THROTTLED_RATES_REMOVAL, json.dumps({"version": 1, "brokers": list(ALL_BROKERS)}).encode())
@@ -354,6 +362,19 @@ class ControllerMachine(RuleBasedStateMachine):
         updates = [(("topics", "t"), tc.set_keys({k: tc.WILDCARD for k in tc.REPLICA_KEYS}))]
         updates += [(("brokers", b), tc.set_keys({k: rate for k in tc.RATE_KEYS})) for b in ALL_BROKERS]
         await admin.multi(await tc.configs_ops(admin, updates))
+
+    @rule(broker=st.sampled_from(ALL_BROKERS))
+    def operator_rate(self, broker):
+        """An operator throttles a broker by hand (no removal znode lists it): whatever
+        reassignments throttle it later and remove their throttles, this rate comes back
+        (invariant 3; the admin requests record it as the removal znode's restore)."""
+        if ("broker", broker) in self.listed_for_removal():
+            return  # what the operator changes on a listed broker is not kept (DESIGN invariant 3)
+        rate = str(API_THROTTLE + broker)  # far above the copy bandwidth, as the tool's
+        ops = self.run(tc.configs_ops(self.h.admin, [(("brokers", broker), tc.set_keys({tc.LEADER_RATE: rate}))]))
+        self.run(self.h.admin.multi(ops))
+        self.operator_rates[broker] = rate
+        self.run(self.h.settle())
 
     @precondition(lambda self: self.h.server.exists(paths.REASSIGN_QUEUE) is None)
     @rule(data=st.data())
