@@ -64,6 +64,24 @@ def test_the_limit_holds_entities_back_and_keeps_them_listed():
     assert not rule.decide(snap, Mode.ALL).held_back
 
 
+def test_restore_entries_go_back_to_the_stripped_and_stay_with_the_listed():
+    from controller.core.events import ZnodeRead
+    from znodes import models
+
+    own = {"leader.replication.throttled.rate": "100"}
+    brokers = Listed(frozenset({1, 2}), 5, {1: own, 2: {"follower.replication.throttled.rate": "7"}})
+    d = rule.decide(Snapshot(Listed(), brokers, None), Mode.IDLE, busy_brokers=frozenset({2}))
+    assert d.brokers == [1] and d.restore == {("brokers", 1): own}
+    # Broker 2 stays listed with its own restore entry; broker 1's leaves with it.
+    left = models.ThrottledRatesRemoval.from_bytes(B, d.tail[0].data)
+    assert left.brokers == [2] and left.restore == {2: {"follower.replication.throttled.rate": "7"}}
+    configs = {("brokers", 1): ZnodeRead({"leader.replication.throttled.rate": "5000", "follower.replication.throttled.rate": "5000",
+                                          "log.cleaner.threads": "2"}, 9)}
+    config_write = rule.removal_ops(d, configs)[len(d.guard)]
+    assert models.EntityConfig.from_bytes(paths.broker_config(1), config_write.data).config == {
+        "leader.replication.throttled.rate": "100", "log.cleaner.threads": "2"}
+
+
 # ---- when the engine asks for a check (Step.throttle_check) -------------------------------------
 
 
