@@ -167,3 +167,30 @@ async def test_alter_throttled_replicas_crash_between_every_pair_of_steps():
         assert throttle_configs(h) == operator, (k, n)
 
     await _crash_schedule(request, check)
+
+
+async def test_reassign_onto_an_operator_throttled_broker_gives_its_rates_back_after_any_crash():
+    # The target broker carries the operator's own rates (111/222, not auto-removable): the
+    # request lists it with those as its restore entry before it writes its own rate, so
+    # wherever the controller dies, the removal after failover sets them back.
+    async def request(h, plan):
+        body = reassign_body({("t", 0): [plan["operator_broker"]]}, throttle=50_000)
+        answer = await handle_reassign(context(h, h.controllers[0]), 0, body)
+        assert answer["reassign_partition_result"][0]["partition_error"][0]["error_code"] == 0
+        h.requested[("t", 0)] = [plan["operator_broker"]]
+
+    def check(h, plan, operator, k, n):
+        assert throttle_configs(h) == operator, (k, n)
+        assert h.current()[("t", 0)] == ([plan["operator_broker"]] if k == n else [plan["from"]]), (k, n)
+
+    await _crash_schedule(request, check)
+
+
+async def test_auto_removable_rates_over_an_operators_give_them_back_after_any_crash():
+    async def request(h, plan):
+        await handle_rates(context(h, h.controllers[0]), 0, rates_body({plan["operator_broker"]: (7, 8)}))
+
+    def check(h, plan, operator, k, n):
+        assert throttle_configs(h) == operator, (k, n)
+
+    await _crash_schedule(request, check)
