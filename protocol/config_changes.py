@@ -17,7 +17,9 @@ Rules (Kafka's):
     has it).
  3. AlterConfigs replaces the resource's whole dynamic config: keys left out are removed; a
     null value or a key given twice is INVALID_REQUEST.
- 4. IncrementalAlterConfigs per key: SET (0) the value, DELETE (1) the key, APPEND (2) / SUBTRACT
+ 4. IncrementalAlterConfigs per key: SET (0) the value, DELETE (1) the key (any key: one Kafka
+    does not know or may not change, stored by another tool, can be removed, as Kafka's
+    prepareIncrementalConfigs removes before it validates what remains), APPEND (2) / SUBTRACT
     (3) list items (LIST configs only, else INVALID_CONFIG; the list appended to is the current
     value or, unset, the default, as Kafka's; "*" takes no APPEND); a key given twice is
     INVALID_REQUEST; an unknown operation INVALID_REQUEST.
@@ -122,13 +124,16 @@ def alter_incremental(
         return {}, REPEATED_KEY
     out = dict(current)
     for key, op, value in ops:
+        if op == DELETE:
+            # Before the name check, as Kafka's prepareIncrementalConfigs: a key it does not know
+            # (or may not change) that another tool stored can still be removed, and only what
+            # remains is validated.
+            out.pop(key, None)
+            continue
         found = _unknown(key, known)
         if found is not None:
             return {}, found
         d = known[key]
-        if op == DELETE:
-            out.pop(key, None)
-            continue
         if op not in (SET, APPEND, SUBTRACT):
             return {}, (ErrorCode.INVALID_REQUEST, f"unknown config operation {op}")
         if value is None:

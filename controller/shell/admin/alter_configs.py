@@ -18,8 +18,10 @@ other's conditional writes, where Kafka lets each land. Per resource, in request
     default (Kafka's ``<default>`` entity), else INVALID_REQUEST; other types INVALID_REQUEST.
     With ACLs enforced: ALTER_CONFIGS on the topic, or on the cluster for a broker.
  2. The new config (config_changes.replace / alter_incremental): INVALID_CONFIG for an unknown
-    key, a read-only broker config, a bad value (Kafka's wording: key and rule) or conflicting
-    topic values; INVALID_REQUEST for a null value, a repeated key or operation.
+    key, a read-only broker config (the controller's settings DescribeConfigs lists included),
+    a bad value (Kafka's wording: key and rule) or conflicting topic values; INVALID_REQUEST for
+    a null value, a repeated key or operation. A config too large for one ZooKeeper request
+    (jute.maxbuffer): INVALID_CONFIG, with ``validate_only`` too, nothing sent.
  3. ``validate_only``: answer now; else write the config and its change notification. A
     write that fails answers that resource alone: UNKNOWN_SERVER_ERROR when other writers
     (another instance, a tool writing ZooKeeper) kept changing the znode through every retry,
@@ -42,12 +44,19 @@ from protocol import ApiKey
 from protocol.config_changes import BROKER_CONFIGS, REPEATED_RESOURCE, TOPIC_CONFIGS, apply_request, repeated_resources
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, Api, session_failure
+from controller.shell.admin.configs import STATIC_NAMES
 from controller.shell.listener import SESSION
-from protocol.describe_configs import BROKER, TOPIC
+from protocol.describe_configs import BROKER, TOPIC, UNKNOWN, ConfigDef
 from protocol.errors import ErrorCode
 from znodes import paths
-from znodes.batch import FlushError
+from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
 
+
+# The broker configs a BROKER resource may name: the catalogue's, and the controller's settings
+# DescribeConfigs lists as read-only broker configs, so altering one is refused as read-only
+# (Kafka's "Cannot update these configs dynamically") rather than as an unknown name.
+BROKER_KNOWN = BROKER_CONFIGS | {name: ConfigDef(None, UNKNOWN, "a controller setting (read-only)")
+                                 for name in STATIC_NAMES if name not in BROKER_CONFIGS}
 
 
 def _out(r: dict, code: ErrorCode = ErrorCode.NONE, message: str | None = None) -> dict:
@@ -73,9 +82,9 @@ async def _entity(ctx: AdminContext, r: dict):
         if authorizer is not None and not await authorizer.allows(session, acl.ALTER_CONFIGS, acl.CLUSTER, acl.CLUSTER_NAME):
             return ErrorCode.CLUSTER_AUTHORIZATION_FAILED, "ALTER_CONFIGS is not allowed"
         if name == "":
-            return "brokers", paths.BROKER_DEFAULT_CONFIG, BROKER_CONFIGS
+            return "brokers", paths.BROKER_DEFAULT_CONFIG, BROKER_KNOWN
         try:
-            return "brokers", paths.parse_id(name, "broker id"), BROKER_CONFIGS
+            return "brokers", paths.parse_id(name, "broker id"), BROKER_KNOWN
         except ValueError:
             return ErrorCode.INVALID_REQUEST, f"broker resource name must be a broker id (or empty for the default), got {name!r}"
     return ErrorCode.INVALID_REQUEST, f"resource type {rtype} is not served here (only TOPIC={TOPIC} and BROKER={BROKER})"
@@ -107,11 +116,23 @@ async def _alter(ctx: AdminContext, body: dict, incremental: bool) -> dict:
         async def build():
             problem_seen.clear()
             ops = await tc.config_ops(ctx.store, kind, name, update)
-            return [] if problem_seen or body.get("validate_only") else ops
+            if problem_seen:
+                return []
+            if body.get("validate_only"):
+                # Sized as the write would be, so validate_only refuses what the write would.
+                BatchedWriter(ctx.store).extend(ops)
+                return []
+            return ops
 
         try:
             async with ctx.config_writes:
                 await tc.write_with_retry(ctx.store, None, build)
+        except RequestTooLargeError as e:
+            # A valid config ZooKeeper cannot hold (jute.maxbuffer): nothing was sent. Caught
+            # before ValueError, its base, which would call it an unreadable znode.
+            results.append(_out(r, ErrorCode.INVALID_CONFIG, f"the {kind} config of {name!r} is too large "
+                                                             f"to store in ZooKeeper: {e}"))
+            continue
         except ValueError as e:  # a config znode that is not a config (ZnodeFormatError)
             results.append(_out(r, ErrorCode.UNKNOWN_SERVER_ERROR, f"unreadable config: {e}"))
             continue

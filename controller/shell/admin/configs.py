@@ -101,6 +101,9 @@ STATIC_SETTINGS = (
 
 
 POLICY_CLASS = "controller.core.topic_policy.TopicPolicy"
+POLICY_CONFIG = "create.topic.policy.class.name"
+# Every name static_configs may list: Kafka broker configs that are read-only here.
+STATIC_NAMES = tuple(name for name, *_ in STATIC_SETTINGS) + (POLICY_CONFIG,)
 
 
 def static_configs(config) -> dict[str, Static]:
@@ -118,7 +121,7 @@ def static_configs(config) -> dict[str, Static]:
     # The topic policy's rules are settings (controller.core.topic_policy); Kafka names the
     # plug-in that holds them.
     policy = TopicPolicy.from_config(config)
-    out["create.topic.policy.class.name"] = Static(
+    out[POLICY_CONFIG] = Static(
         POLICY_CLASS if policy.enabled else None,
         ConfigDef(None, CLASS, "The create topic policy class that should be used for validation (here: the "
                   "topic_policy_* settings)"))
