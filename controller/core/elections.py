@@ -3,9 +3,12 @@ its working set (controller.core.working_set; controller.core.engine step 12). P
 
 Per partition asked for (every known one when the request names none), in order:
 
- 1. Unknown, or its topic being deleted -> UNKNOWN_TOPIC_OR_PARTITION; a move running ->
-    REASSIGNMENT_IN_PROGRESS (the move owns its leader until it ends); no state (none read or
-    written yet) -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
+ 1. Unknown -> UNKNOWN_TOPIC_OR_PARTITION; its topic queued for deletion ->
+    INVALID_TOPIC_EXCEPTION "The topic is being deleted" (Kafka's processReplicaLeaderElection;
+    a request naming no partition leaves such topics out, as Kafka's brokers expand it from
+    their metadata cache, which the deletion's UpdateMetadata emptied of them); a move running ->
+    REASSIGNMENT_IN_PROGRESS (the move owns its leader until it ends; Kafka elects it anyway);
+    no state (none read or written yet) -> ELIGIBLE_LEADERS_NOT_AVAILABLE.
  2. PREFERRED (0): the preferred leader is the first replica of the assignment. Already the
     leader -> ELECTION_NOT_NEEDED; not live or not in the ISR -> PREFERRED_LEADER_NOT_AVAILABLE.
  3. UNCLEAN (1): a live leader -> ELECTION_NOT_NEEDED; else Kafka's offline election with
@@ -57,7 +60,10 @@ def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None
     if isinstance(event, OfflineCheck):
         broker_failure.on_offline(ws, event)
         return
-    wanted = list(ws.assignments.keys()) if event.partitions is None else list(dict.fromkeys(event.partitions))
+    if event.partitions is None:
+        wanted = [tp for tp in ws.assignments.keys() if tp[0] not in ws.deleting]
+    else:
+        wanted = list(dict.fromkeys(event.partitions))
     results: dict[TopicPartition, Result] = {}
     for tp in wanted:
         results[tp] = elect_one(ws, tp, event.election_type, event.states.get(tp))
@@ -67,8 +73,10 @@ def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None
 def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:
     """Steps 1-4 for one partition: its result, the writes and requests made."""
     assignment = ws.assignments.get(tp)
-    if assignment is None or tp[0] in ws.deleting:
+    if assignment is None:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"unknown partition {_name(tp)}"
+    if tp[0] in ws.deleting:
+        return ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is being deleted"  # Kafka's code and text
     move = ws.tasks.get(tp)
     if move is not None and move.started:
         return ErrorCode.REASSIGNMENT_IN_PROGRESS, f"{_name(tp)} is being reassigned"

@@ -315,48 +315,58 @@ def plan_partitions(
     *,
     moving: bool,
 ) -> dict[int, tuple[int, ...]] | Refused:
-    """The new partitions (index -> replicas) for ``r``, or Kafka's error (AdminZkClient's
-    ``addPartitions`` checks): ``current`` is the topic's assignment (None: no such topic),
-    ``moving``: a partition of it is being reassigned."""
+    """The new partitions (index -> replicas) for ``r``, or Kafka's error: ``current`` is the
+    topic's assignment (None: no such topic), ``moving``: a partition of it is being reassigned.
+
+    Kafka's checks in Kafka's order, with Kafka's messages (operators and tools match on them):
+    KafkaApis.handleCreatePartitionsRequest (queued for deletion), ZkAdminManager
+    .createPartitions (a reassignment found while the assignment is read, no such topic, not an
+    increase, unknown brokers, the number of assignments), AdminZkClient
+    .validateReplicaAssignment (per new partition: an empty list, a broker twice; then every
+    replication factor against partition 0's), AdminUtils (too few brokers to place). Our own
+    limits (MAX_PARTITIONS, the topic policy) come after the count, as Kafka's policies do."""
 
     def no(code: ErrorCode, message: str) -> Refused:
         return Refused(r.name, code, message)
 
-    if current is None:
-        return no(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {r.name!r} does not exist")
     if r.name in view.deleting:
-        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {r.name!r} is queued for deletion")
+        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, "The topic is queued for deletion.")
+    if current is None:
+        return no(ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"The topic '{r.name}' does not exist.")
+    if moving:
+        return no(ErrorCode.REASSIGNMENT_IN_PROGRESS, f"A partition reassignment is in progress for the topic '{r.name}'.")
     have = len(current)
     if r.count < have:
-        return no(ErrorCode.INVALID_PARTITIONS, f"topic currently has {have} partitions, which is higher than the requested {r.count}")
+        return no(ErrorCode.INVALID_PARTITIONS, f"Topic currently has {have} partitions, which is higher than the requested {r.count}.")
     if r.count == have:
-        return no(ErrorCode.INVALID_PARTITIONS, f"topic already has {have} partitions")
+        return no(ErrorCode.INVALID_PARTITIONS, f"Topic already has {have} partitions.")
     if r.count > MAX_PARTITIONS:
         return no(ErrorCode.INVALID_PARTITIONS, f"more than {MAX_PARTITIONS} partitions in one topic")
     violation = view.policy.check_partition_count(r.name, r.count)  # controller.core.topic_policy, rule 3
     if violation is not None:
         return no(ErrorCode.POLICY_VIOLATION, violation)
-    if moving:
-        return no(ErrorCode.REASSIGNMENT_IN_PROGRESS, f"a partition reassignment is in progress for topic {r.name!r}")
     rf = len(current[min(current)])
     new = r.count - have
     if r.assignments is not None:
+        bad = ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        unknown = sorted({b for rs in r.assignments for b in rs} - set(view.brokers))
+        if unknown:
+            return no(bad, f"Unknown broker(s) in replica assignment: {', '.join(map(str, unknown))}.")
         if len(r.assignments) != new:
-            return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                      f"increasing the number of partitions by {new} but {len(r.assignments)} assignments provided")
-        out: dict[int, tuple[int, ...]] = {}
-        for i, rs in enumerate(r.assignments):
-            if len(rs) != rf:
-                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT,
-                          f"inconsistent replication factor between partitions: {rf} expected, got {list(rs)}")
+            return no(bad, f"Increasing the number of partitions by {new} but {len(r.assignments)} assignments provided.")
+        out = {have + i: tuple(rs) for i, rs in enumerate(r.assignments)}
+        for p, rs in out.items():
+            if not rs:
+                return no(bad, f"Cannot have replication factor of 0 for partition id {p}.")
             if len(set(rs)) != len(rs):
-                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"duplicate brokers in replica assignment {list(rs)}")
-            unknown = sorted(set(rs) - set(view.brokers))
-            if unknown:
-                return no(ErrorCode.INVALID_REPLICA_ASSIGNMENT, f"unknown broker(s) in replica assignment: {unknown}")
-            out[have + i] = tuple(rs)
+                return no(bad, f"Duplicate brokers not allowed in replica assignment: {', '.join(map(str, rs))} for partition id {p}.")
+        odd = [(p, len(rs)) for p, rs in out.items() if len(rs) != rf]
+        if odd:
+            return no(bad, f"Inconsistent replication factor between partitions, partition 0 has {rf} while partitions "
+                           f"[{', '.join(str(p) for p, _ in odd)}] have replication factors [{', '.join(str(n) for _, n in odd)}], "
+                           "respectively.")
         return out
     if rf > len(view.brokers):
-        return no(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor: {rf} larger than available brokers: {len(view.brokers)}")
+        return no(ErrorCode.INVALID_REPLICATION_FACTOR, f"Replication factor: {rf} larger than available brokers: {len(view.brokers)}.")
     placed = placement.place(view.brokers, new, rf, view.replica_counts, view.leader_counts)
     return {have + i: rs for i, rs in enumerate(placed)}

@@ -74,7 +74,8 @@ ELECT_TIMEOUT_MS = 60_000
 # controller resigned with the request queued).
 ELECTION_CODES = {ErrorCode.NONE, ErrorCode.ELECTION_NOT_NEEDED, ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE,
                   ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, ErrorCode.REASSIGNMENT_IN_PROGRESS,
-                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.NOT_CONTROLLER}
+                  ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, ErrorCode.UNKNOWN_SERVER_ERROR, ErrorCode.NOT_CONTROLLER,
+                  ErrorCode.INVALID_TOPIC_EXCEPTION}  # a topic being deleted (Kafka's)
 # Crash points the random schedules of this module wrote (test_topic_schedules checks their shapes).
 SEEN = Coverage()
 

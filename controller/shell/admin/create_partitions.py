@@ -4,11 +4,15 @@ controller.core.topic_creation.plan_partitions (Kafka's errors).
 
 Active controller only. Per topic, in request order:
 
- 1. A topic named twice -> INVALID_REQUEST; with ACLs enforced ALTER on the topic (a cluster
-    grant does not count, as in Kafka), else TOPIC_AUTHORIZATION_FAILED; then ``plan_partitions``: UNKNOWN_TOPIC_OR_PARTITION,
-    INVALID_TOPIC_EXCEPTION (queued for deletion), INVALID_PARTITIONS (not an increase),
+ 1. A topic named twice -> INVALID_REQUEST "Duplicate topic in request." for each entry (Kafka
+    answers the name once: its response is a map by name; a client matching by name reads
+    both alike); with ACLs enforced ALTER on the topic (a cluster grant does not count, as in
+    Kafka), else TOPIC_AUTHORIZATION_FAILED; then ``plan_partitions``, in Kafka's order and
+    with Kafka's messages: INVALID_TOPIC_EXCEPTION (queued for deletion),
+    UNKNOWN_TOPIC_OR_PARTITION, REASSIGNMENT_IN_PROGRESS, INVALID_PARTITIONS (not an increase),
     POLICY_VIOLATION (the new total over ``topic_policy_max_partitions``),
-    REASSIGNMENT_IN_PROGRESS, INVALID_REPLICA_ASSIGNMENT, INVALID_REPLICATION_FACTOR.
+    INVALID_REPLICA_ASSIGNMENT (unknown brokers, the number of lists, an empty list, a broker
+    twice, a replication factor other than partition 0's), INVALID_REPLICATION_FACTOR.
  2. ``validate_only``: answer now.
  3. The rest is an event of the active controller (controller.core.topic_requests, one writer):
     the topic znode rewritten with the new partitions first in the step's flush, conditional
@@ -53,7 +57,7 @@ async def handle_create_partitions(ctx: AdminContext, version: int, body: dict) 
     for i, t in enumerate(topics):
         name = t["name"]
         if counts[name] > 1:
-            early[i] = _result(name, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once")
+            early[i] = _result(name, ErrorCode.INVALID_REQUEST, "Duplicate topic in request.")  # Kafka's text
         elif not await allows_on_topic(ctx, acl.ALTER, name):
             early[i] = _result(name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "ALTER is not allowed")
         else:
