@@ -10,10 +10,11 @@ not at all (NOT_CONTROLLER) when it did not. Nothing here does I/O.
 ReassignRequested, step by step (KIP-179's six steps, KIP-455's checks):
 
  1. Validate each target against the state the engine holds: unknown topic (or one being
-    deleted) or partition -> UNKNOWN_TOPIC_OR_PARTITION; empty, duplicate or unregistered
-    brokers -> INVALID_REPLICA_ASSIGNMENT (controller.core.validation, the words engine step 1
-    uses for a tool's entry); KIP-860's flag off and another replica count than the partition's
-    (ORS's while it moves) -> INVALID_REPLICATION_FACTOR.
+    deleted) or partition -> UNKNOWN_TOPIC_OR_PARTITION; empty, duplicate, negative or
+    unregistered brokers -> INVALID_REPLICA_ASSIGNMENT (controller.core.validation: Kafka's
+    checks and words, the ones engine step 1 uses for a tool's entry); KIP-860's flag off and
+    another replica count than the partition's (ORS's while it moves) ->
+    INVALID_REPLICATION_FACTOR.
  2. v0 (``create_only``): while ``/admin/reassign_partitions`` exists, or an earlier request of
     the step created it, every valid target -> REASSIGNMENT_IN_PROGRESS.
  3. ``validate_only``: answer here, nothing written.

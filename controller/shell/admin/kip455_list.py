@@ -9,7 +9,11 @@ which holds what it wrote to the topic znodes (ZooKeeper before memory), so no r
     reassigned, or does not exist, is simply absent (as in Kafka).
  2. Per partition: ``replicas`` = RS (target followed by the replicas being removed),
     ``adding_replicas`` = AR, ``removing_replicas`` = RR, as the topic znode has them; a
-    move being cancelled (KIP-236) is a move back to ORS: RS = ORS + AR, removing AR.
+    move being cancelled (KIP-236) is a move back to ORS: RS = ORS + AR, removing AR. A move
+    that adds and removes nothing (a new order of the same replicas, waiting for one of them to
+    rejoin the ISR; or the rollback of one) is not listed: Kafka lists a partition only while
+    its assignment ``isBeingReassigned`` (adding or removing non-empty), whatever its
+    controller still waits for.
  3. Grouped by topic, topics and partitions in order.
  4. The answer to ``topics`` null (what monitoring polls) is kept encoded until the state
     changes (``ClusterState.generation``): polling costs no rebuild while nothing moves.
@@ -46,6 +50,8 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
             replicas, adding, removing = move.rollback_replicas, (), move.added
         else:
             replicas, adding, removing = move.replicas, move.adding, move.removing
+        if not adding and not removing:
+            continue  # step 2: nothing moving, as Kafka judges it
         if current is None or current["name"] != tp[0]:
             current = {"name": tp[0], "partitions": []}
             topics.append(current)
