@@ -7,23 +7,29 @@ the request, in bulk (``znodes.reads.get_many``): no cache that could go stale.
 Building the answer, step by step:
 
  1. Nodes: every controller instance registered under ``/reassignd/controllers/<id>`` (its
-    admin listener) and every broker under ``/brokers/ids/<id>`` (host, port, rack). Ids
-    share one space, as in KRaft; should a controller and a broker share an id the controller
-    is listed, since finding it is what Metadata is for here (the controller warns of the
-    clash when it registers: Kafka's node ids are unique).
- 2. ``controller_id``: the ``brokerid`` of ``/controller``, -1 when there is none.
+    admin listener; at the endpoint of the request's listener, and left out when its
+    registration names listeners but not that one) and every broker under ``/brokers/ids/<id>``
+    (host, port, rack). Ids share one space, as in KRaft; should a controller and a broker
+    share an id the controller is listed, since finding it is what Metadata is for here (the
+    controller warns of the clash when it registers: Kafka's node ids are unique).
+ 2. ``controller_id``: the ``brokerid`` of ``/controller`` when that instance is listed in
+    step 1, else -1 (none, or not reachable by this client yet: clients ask again).
  3. ``cluster_id``: ``/cluster/id`` (Kafka's ``{"version":"1","id":"..."}``), else null.
  4. Topics (KIP-4): in v0 an empty list means every topic; from v1 null means every topic and
     an empty list none. A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
     an illegal name INVALID_TOPIC_EXCEPTION, a topic asked for by id only (v10+)
-    UNKNOWN_TOPIC_ID. Nothing is auto-created. With ACLs enforced, a topic the principal may
+    UNKNOWN_TOPIC_ID (v10-11 allow neither a null name nor an id: INVALID_REQUEST for the
+    whole request, as Kafka 3.0+). A topic marked for deletion (``/admin/delete_topics/T``) is
+    unknown, as in Kafka's brokers once its deletion starts. An all-topics answer lists only
+    the topics it can describe. Nothing is auto-created. With ACLs enforced, a topic the principal may
     not DESCRIBE is left out of an all-topics answer and gets TOPIC_AUTHORIZATION_FAILED when
     named. KIP-430's authorised-operations fields, when asked for, are computed from the ACLs
     (every supported operation without an authorizer, as Kafka answers).
  5. Partitions: replicas from the topic znode, leader, leader epoch and ISR from the partition
     state znode. A leader that is not a registered broker gives LEADER_NOT_AVAILABLE and
     leader -1; ``offline_replicas`` are the replicas that are not registered; v0 clients get
-    REPLICA_NOT_AVAILABLE and only the live replicas (Kafka's v0 behaviour).
+    only the live replicas (and ISR), with REPLICA_NOT_AVAILABLE when the leader is live
+    (Kafka's v0 behaviour).
 """
 
 from __future__ import annotations
@@ -33,7 +39,7 @@ import logging
 import uuid
 
 from controller.core import acl
-from controller.shell.admin.base import AdminContext, Api
+from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.listener import SESSION
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -84,6 +90,10 @@ async def read_controllers(store: Store, listener: str | None = None) -> dict[in
         endpoints = listener_endpoints(read[0]) if listener else {}
         if listener in endpoints:
             out[cid] = endpoints[listener]
+        elif endpoints:
+            # It names its listeners and not this one: its first listener speaks another
+            # protocol, which the client would fail to speak (Kafka leaves such a node out).
+            del out[cid]
     return out
 
 
@@ -181,10 +191,16 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
     session = SESSION.get()
     listener = getattr(session, "listener", None)
     controllers = await read_controllers(store, listener)
-    brokers, _ = await read_brokers(store)
-    if listener not in (None, "PLAINTEXT"):
-        brokers = {}
+    live, _ = await read_brokers(store)
+    # Listed: the brokers reachable on this listener. Liveness (offline replicas, a dead
+    # leader) stays the registrations', whatever the listener.
+    brokers = live if listener in (None, "PLAINTEXT") else {}
+    # A client uses controller_id to reach the active instance among the nodes (Java's
+    # Cluster.controller(), kafka-python's admin): one not listed - its registration not written
+    # yet, or no endpoint on this listener - is answered as no controller yet (-1, retried).
     controller_id = await read_active_controller(store)
+    if controller_id not in controllers:
+        controller_id = NO_NODE
     cluster_id = await read_cluster_id(store) if version >= 2 else None
     # Step 1: one id space; a controller entry wins over a broker of the same id.
     nodes: dict[int, dict] = {
@@ -194,8 +210,13 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
         nodes[cid] = {"node_id": cid, "host": host, "port": port, "rack": None}
     # Step 4: which topics.
     requested = body.get("topics")
+    if version in (10, 11) and any(t.get("name") is None or (t.get("topic_id") or ZERO_UUID) != ZERO_UUID
+                                   for t in requested or ()):
+        # Kafka 3.0+ (KAFKA-12701): v10-11 carry topic ids but may not use them.
+        raise ApiError(ErrorCode.INVALID_REQUEST, f"Metadata v{version}: topics by name only, never null")
+    all_topics = requested is None or (version == 0 and not requested)
     entries: list[tuple[str | None, uuid.UUID]]
-    if requested is None or (version == 0 and not requested):
+    if all_topics:
         entries = [(n, ZERO_UUID) for n in sorted(await children_or_empty(store, paths.TOPICS))]
     else:
         entries, seen = [], set()
@@ -213,10 +234,21 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
         for name, _ in entries:
             if name is not None and not await authorizer.allows(session, acl.DESCRIBE, acl.TOPIC, name):
                 denied.add(name)
-        if requested is None or (version == 0 and not requested):
+        if all_topics:
             entries = [e for e in entries if e[0] not in denied]
-    valid = [n for n, _ in entries if n is not None and _legal(n) and n not in denied]
+    # A topic being deleted is gone for Kafka's brokers from the start of its deletion (the
+    # controller's UpdateMetadata with leader -2 takes it out of their caches), though its
+    # znodes stay until every replica is deleted: no view, so unknown. With deletion disabled
+    # the controller drops the marker and the topic stays, as Kafka's does.
+    deleting: set[str] = set()
+    if getattr(getattr(ctx, "config", None), "delete_topic_enable", True):
+        deleting = set(await children_or_empty(store, paths.DELETE_TOPICS))
+    valid = [n for n, _ in entries if n is not None and _legal(n) and n not in denied and n not in deleting]
     views = await read_topic_views(store, valid)
+    if all_topics:
+        # Kafka lists the topics its cache holds: a child that is no readable topic (an illegal
+        # name, an unreadable znode, one being deleted or deleted since the listing) is left out.
+        entries = [e for e in entries if views.get(e[0]) is not None]
     # KIP-430, as Kafka: each topic described (an unknown or illegal name included) gets the
     # operations the principal may do on it; a refused one and one asked for by id keep
     # "not requested"; the cluster's field (v8-10) needs DESCRIBE on the cluster, else 0.
@@ -229,7 +261,7 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
     topics = [
         _topic_error(name, ZERO_UUID, ErrorCode.TOPIC_AUTHORIZATION_FAILED, OPERATIONS_OMITTED)
         if name in denied
-        else _topic(version, name, topic_id, views.get(name), brokers, ops.get(name, OPERATIONS_OMITTED))
+        else _topic(version, name, topic_id, views.get(name), live, brokers, ops.get(name, OPERATIONS_OMITTED))
         for name, topic_id in entries
     ]
     return {
@@ -261,7 +293,8 @@ def _legal(name: str) -> bool:
         return False
 
 
-def _topic(version, name, topic_id, view: TopicView | None, brokers: dict[int, Broker], ops: int) -> dict:
+def _topic(version, name, topic_id, view: TopicView | None, live: dict[int, Broker], listed: dict[int, Broker],
+           ops: int) -> dict:
     if name is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID  # asked for by id only: topic ids are not indexed here
         return _topic_error("" if version < 12 else None, topic_id, code, OPERATIONS_OMITTED)
@@ -274,7 +307,7 @@ def _topic(version, name, topic_id, view: TopicView | None, brokers: dict[int, B
         "name": name,
         "topic_id": view.topic_id,
         "is_internal": name in INTERNAL_TOPICS,
-        "partitions": [_partition(version, p, r, view.states.get(p), brokers) for p, r in view.replicas.items()],
+        "partitions": [_partition(version, p, r, view.states.get(p), live, listed) for p, r in view.replicas.items()],
         "topic_authorized_operations": ops,
     }
 
@@ -290,16 +323,24 @@ def _topic_error(name, topic_id, code: ErrorCode, ops: int) -> dict:
     }
 
 
-def _partition(version: int, index: int, replicas: list[int], state: LeaderIsr | None, brokers: dict[int, Broker]) -> dict:
+def _partition(version: int, index: int, replicas: list[int], state: LeaderIsr | None, live: dict[int, Broker],
+               listed: dict[int, Broker]) -> dict:
+    """Kafka's MetadataCache.getPartitionMetadata: ``live`` the registered brokers, ``listed``
+    those reachable on the request's listener."""
     leader, epoch, isr = (state.leader, state.leader_epoch, list(state.isr)) if state is not None else (NO_NODE, -1, [])
-    offline = [r for r in replicas if r not in brokers]
+    offline = [r for r in replicas if r not in live]
     error = ErrorCode.NONE
-    if leader not in brokers:
+    filtered = version == 0 and any(r not in listed for r in (*replicas, *isr))
+    if filtered:  # v0 lists reachable replicas only, whether or not there is a leader (Kafka 2.4+)
+        replicas = [r for r in replicas if r in listed]
+        isr = [r for r in isr if r in listed]
+    if leader not in live:
         error, leader = ErrorCode.LEADER_NOT_AVAILABLE, NO_NODE
-    elif version == 0 and (offline or any(r not in brokers for r in isr)):
+    elif leader not in listed:  # alive, not on this listener
+        error = ErrorCode.LISTENER_NOT_FOUND if version >= 6 else ErrorCode.LEADER_NOT_AVAILABLE
+        leader = NO_NODE
+    elif filtered:
         error = ErrorCode.REPLICA_NOT_AVAILABLE
-        replicas = [r for r in replicas if r in brokers]
-        isr = [r for r in isr if r in brokers]
     return {
         "error_code": int(error),
         "partition_index": index,
@@ -321,8 +362,8 @@ def metadata_error(version: int, body: dict, code: ErrorCode, message: str | Non
         "cluster_id": None,
         "controller_id": NO_NODE,
         "topics": [
-            _topic_error(t.get("name") if t.get("name") is not None or version >= 12 else "", ZERO_UUID, code,
-                         OPERATIONS_OMITTED)
+            _topic_error(t.get("name") if t.get("name") is not None or version >= 12 else "",
+                         t.get("topic_id") or ZERO_UUID, code, OPERATIONS_OMITTED)  # the id as sent, as Kafka
             for t in requested
         ],
     }
