@@ -373,7 +373,8 @@ class BrokerCore:
                 "log_dir": name,
                 "topics": [{"name": t, "partitions": ps} for t, ps in sorted(listed[name].items())],
                 "total_bytes": self.config.disk_bytes,
-                "usable_bytes": max(0, self.config.disk_bytes - used[name]),
+                # an unknown volume size (-1) leaves the free space unknown too, not 0
+                "usable_bytes": max(0, self.config.disk_bytes - used[name]) if self.config.disk_bytes >= 0 else -1,
                 "is_cordoned": False,  # v5 (KIP-1066): a simulated log dir is never cordoned
             })
         return {"throttle_time_ms": 0, "error_code": int(ErrorCode.NONE), "results": results}
@@ -398,12 +399,17 @@ class BrokerCore:
         return self.log_dirs.place(key, counts)
 
     def _alter_replica_log_dirs(self, version: int, body: dict) -> dict:
-        by_topic: dict[str, list[dict]] = {}
+        # Kafka flattens the request into a map (AlterReplicaLogDirsRequest.partitionDirs): a
+        # partition named twice is moved once, to the last path naming it, and answered once.
+        wanted: dict[tuple[str, int], str] = {}
         for entry in body.get("dirs") or []:
             for topic in entry.get("topics") or []:
                 for index in topic.get("partitions") or []:
-                    code = self._move(topic["name"], index, entry["path"])
-                    by_topic.setdefault(topic["name"], []).append({"partition_index": index, "error_code": int(code)})
+                    wanted[(topic["name"], index)] = entry["path"]
+        by_topic: dict[str, list[dict]] = {}
+        for (name, index), path in wanted.items():
+            code = self._move(name, index, path)
+            by_topic.setdefault(name, []).append({"partition_index": index, "error_code": int(code)})
         return {"throttle_time_ms": 0,
                 "results": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
@@ -419,8 +425,9 @@ class BrokerCore:
             return ErrorCode.KAFKA_STORAGE_ERROR
         if replica is not None and replica.future is not None and replica.future.log_dir != path:
             replica.future = None  # a new destination: the running copy stops and is deleted
-        if replica is None or replica.log_dir != path:
-            # Remembered for a replica created later (LeaderAndIsr): it starts in ``path``.
+        if replica is None or (replica.log_dir != path and (replica.future is None or replica.future.log_dir != path)):
+            # Remembered for a replica created later (LeaderAndIsr): it starts in ``path``. Not
+            # when a log of it is already there (Kafka's LogManager.maybeUpdatePreferredLogDir).
             self.log_dirs.preferred[(topic, index)] = path
         if replica is None or replica.role is Role.NONE:
             return ErrorCode.REPLICA_NOT_AVAILABLE  # not hosted (yet): the caller retries
@@ -432,6 +439,9 @@ class BrokerCore:
             return ErrorCode.KAFKA_STORAGE_ERROR
         if replica.future is None:
             replica.future = FutureLog(path)
+            # Creating the future log uses the preferred directory up (Kafka's getOrCreateLog):
+            # a later re-creation of this replica is placed as any new one.
+            self.log_dirs.preferred.pop((topic, index), None)
         return ErrorCode.NONE
 
     def fail_log_dir(self, path: str) -> list[tuple[str, int]]:

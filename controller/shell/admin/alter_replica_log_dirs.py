@@ -17,11 +17,16 @@ from protocol.errors import ErrorCode
 
 
 def _every_replica(body: dict, code: ErrorCode) -> dict:
-    by_topic: dict[str, list[dict]] = {}
+    # A Kafka node's answer goes through ReplicaManager.alterReplicaLogDirs over the request
+    # flattened into a map: each partition once (a repeat is one entry), grouped by topic.
+    wanted: dict[tuple[str, int], None] = {}
     for entry in body.get("dirs") or []:
         for topic in entry.get("topics") or []:
             for index in topic.get("partitions") or []:
-                by_topic.setdefault(topic["name"], []).append({"partition_index": index, "error_code": int(code)})
+                wanted[(topic["name"], index)] = None
+    by_topic: dict[str, list[dict]] = {}
+    for name, index in wanted:
+        by_topic.setdefault(name, []).append({"partition_index": index, "error_code": int(code)})
     return {"throttle_time_ms": 0, "results": [{"topic_name": t, "partitions": ps} for t, ps in by_topic.items()]}
 
 
@@ -30,7 +35,13 @@ async def handle_alter_replica_log_dirs(ctx: AdminContext, version: int, body: d
 
 
 def alter_replica_log_dirs_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return _every_replica(body, code)
+    # Kafka's AlterReplicaLogDirsRequest.getErrorResponse: one topic entry per (dir, topic) of
+    # the request as sent, its partitions as listed - nothing merged or dropped.
+    results = [{"topic_name": topic["name"],
+                "partitions": [{"partition_index": index, "error_code": int(code)}
+                               for index in topic.get("partitions") or []]}
+               for entry in body.get("dirs") or [] for topic in entry.get("topics") or []]
+    return {"throttle_time_ms": 0, "results": results}
 
 
 APIS = [
