@@ -29,9 +29,12 @@ CreatePartitions (``plan_partitions``: Kafka's AdminZkClient.addPartitions check
 
 DeleteTopics (controller.core.topic_deletion has the protocol and its table):
 
- 1. A topic neither ZooKeeper nor the engine knows -> UNKNOWN_TOPIC_OR_PARTITION.
+ 1. A topic neither ZooKeeper nor the engine knows, or whose deletion the engine started
+    (Kafka's brokers drop it at the controller's leader -2, as our Metadata does) ->
+    UNKNOWN_TOPIC_OR_PARTITION.
  2. First in the flush: ``/admin/delete_topics`` if missing, the topic's marker if missing (a
-    marker already there is a deletion under way: success).
+    marker the engine has not taken yet - a tool's - is a deletion under way: success, as
+    Kafka swallows TopicAlreadyMarkedForDeletionException).
  3. The topic is marked in the engine at once (topic_deletion.on_deletions): its moves are
     withdrawn or rolled back and its replicas deleted from this step on. Answer NONE, with
     the number of moves it cancels.
@@ -184,7 +187,11 @@ def _delete_topics(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen) -> 
         if name not in ws.topic_partitions:  # step 1 (a tool's topic was read before the step)
             results[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} does not exist")
             continue
-        if name not in read.markers and name not in ws.deleting:  # step 2
+        if name in ws.deleting:
+            # Kafka: a deletion started is gone from every metadata cache (leader -2), ours too.
+            results[name] = (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, f"topic {name!r} is being deleted")
+            continue
+        if name not in read.markers:  # step 2
             if not parent:
                 ws.admin_first.append(Create(paths.DELETE_TOPICS))
                 parent = True

@@ -3,6 +3,8 @@ controller.core.topic_creation, whose docstring has the algorithm, the errors an
 
 Active controller only (a standby answers NOT_CONTROLLER on every topic). Per request:
 
+ 0. Each entry of a name given twice: INVALID_REQUEST "Found multiple entries for this topic."
+    (Kafka 2.4+'s message), before authorization; that name is not created.
  1. With ACLs enforced: CREATE on the cluster, or on the topic (Kafka's rule), else that topic
     gets TOPIC_AUTHORIZATION_FAILED. v5+: without DESCRIBE_CONFIGS on the topic its answer
     carries no configs, partition count or replication factor, and ``topic_config_error_code``
@@ -22,8 +24,9 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
     (``base.no_wait_answers``).
 
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
-configs (every Kafka topic config, with its source); v7 a topic id, the zero UUID: topic
-znodes here are version 2 (Kafka 2.4's) and carry none.
+configs (every Kafka topic config, with its source) - a refused topic -1, -1 and no configs,
+one answered REQUEST_TIMED_OUT (under way) its plan (Kafka resets that one too); v7 a topic
+id, the zero UUID: topic znodes here are version 2 (Kafka 2.4's) and carry none.
 
     # kafka-python
     admin.create_topics([NewTopic("orders", num_partitions=12, replication_factor=3)], timeout_ms=10_000)
@@ -45,6 +48,9 @@ from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
+
+# Kafka's message for each entry of a name given twice (KafkaApis, 2.4+).
+DUPLICATE = "Found multiple entries for this topic."
 
 # A request waits at least this long for the controller to take it (one step on a loaded machine).
 MIN_WAIT_S = 1.0
@@ -96,13 +102,15 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     requests = _requests(body)
     timeout_s = body.get("timeout_ms", 60_000) / 1000
     validate_only = version >= 1 and bool(body.get("validate_only"))
-    # A name given twice is INVALID_REQUEST whoever asks (plan_topics), before authorization (Kafka).
+    # A name given twice is INVALID_REQUEST whoever asks, before authorization, with Kafka's
+    # message (KafkaApis.handleCreateTopicsRequest, 2.4+); it never reaches the controller.
     named = Counter(r.name for r in requests)
+    twice = {name for name, n in named.items() if n > 1}
     denied = {r.name for r in requests
-              if named[r.name] == 1 and not await allows_on_topic(ctx, acl.CREATE, r.name, or_cluster=True)}
+              if r.name not in twice and not await allows_on_topic(ctx, acl.CREATE, r.name, or_cluster=True)}
     # The broker defaults the new topics' configs fall back to (shown in v5+ answers).
     defaults = await _broker_defaults(ctx.store) if version >= 5 else {}
-    allowed = [r for r in requests if r.name not in denied]
+    allowed = [r for r in requests if r.name not in denied and r.name not in twice]
     results: dict[int, dict] = {}
     waiting: dict[str, set] = {}
     with Seen(active.created_listeners) as created:
@@ -112,6 +120,9 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
             taken = (await take_event(ctx, event, max(timeout_s, MIN_WAIT_S))).results
         answers = iter(taken[i] for i in range(len(allowed)))
         for i, r in enumerate(requests):
+            if r.name in twice:
+                results[i] = _result(r.name, ErrorCode.INVALID_REQUEST, DUPLICATE)
+                continue
             if r.name in denied:
                 results[i] = _result(r.name, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "CREATE is not allowed")
                 continue

@@ -12,10 +12,12 @@ specified."). Otherwise per topic, in request order:
     znodes here carry no ids); with ACLs enforced, DELETE on the topic (a cluster grant does not count, as in Kafka), else
     TOPIC_AUTHORIZATION_FAILED; an illegal name or a topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
  2. The rest is an event of the active controller (controller.core.topic_requests, one writer):
-    a topic it does not know (nor ZooKeeper, read in the step) -> UNKNOWN_TOPIC_OR_PARTITION;
+    a topic it does not know (nor ZooKeeper, read in the step), or whose deletion it already
+    started -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's brokers drop such a topic from their metadata);
     the marker is written first in the step's flush, fenced by the controller epoch (the parent
-    with it if missing; a marker already there is a deletion under way: success), and the
-    deletion starts in the same step. Answered once that landed.
+    with it if missing; a marker a tool wrote that the controller has not taken yet is a
+    deletion under way: success), and the deletion starts in the same step. Answered once that
+    landed.
  3. A topic with reassignments running or pending: they are cancelled by the controller before
     its replicas are deleted; the answer says how many (``error_message``, v5+, with NONE) and
     the log too.
