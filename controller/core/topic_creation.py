@@ -155,8 +155,8 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         return Refused(r.name, code, message)
 
     if r.assignments and (r.num_partitions != -1 or r.replication_factor != -1):
-        return no(ErrorCode.INVALID_REQUEST, "both numPartitions or replicationFactor and replicasAssignments were set; "
-                  "both cannot be used at the same time")
+        return no(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set. "
+                  "Both cannot be used at the same time.")
     nulls = [k for k, v in r.configs if v is None]
     if nulls:
         return no(ErrorCode.INVALID_REQUEST, f"null value not supported for topic configs: {', '.join(nulls)}")
@@ -165,13 +165,13 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
     except ValueError as e:
         return no(ErrorCode.INVALID_TOPIC_EXCEPTION, str(e))
     if r.name in view.deleting:
-        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} is marked for deletion")
+        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{r.name}' is marked for deletion.")
     if r.name in taken:
-        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"topic {r.name!r} already exists")
+        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{r.name}' already exists.")
     other = collisions.get(_collides(r.name))
     if other is not None:
-        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, f"topic {r.name!r} collides with existing topic {other!r} "
-                  "('.' and '_' are alike in metric names)")
+        # Kafka's words; '.' and '_' are alike in its metric names.
+        return no(ErrorCode.INVALID_TOPIC_EXCEPTION, f"Topic '{r.name}' collides with existing topics: {other}")
     if r.assignments:
         assignment, problem = _explicit(r.assignments, view)
         if problem is not None:
@@ -180,14 +180,14 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         n = DEFAULT_PARTITIONS if r.num_partitions == -1 else r.num_partitions
         rf = DEFAULT_REPLICATION_FACTOR if r.replication_factor == -1 else r.replication_factor
         if n < 1:
-            return no(ErrorCode.INVALID_PARTITIONS, f"number of partitions must be larger than 0, got {r.num_partitions}")
+            return no(ErrorCode.INVALID_PARTITIONS, "Number of partitions must be larger than 0.")
         if n > MAX_PARTITIONS:
             return no(ErrorCode.INVALID_PARTITIONS, f"more than {MAX_PARTITIONS} partitions in one topic")
         if rf < 1:
-            return no(ErrorCode.INVALID_REPLICATION_FACTOR, f"replication factor must be larger than 0, got {r.replication_factor}")
+            return no(ErrorCode.INVALID_REPLICATION_FACTOR, "Replication factor must be larger than 0.")
         if rf > len(view.brokers):
             return no(ErrorCode.INVALID_REPLICATION_FACTOR,
-                      f"replication factor: {rf} larger than available brokers: {len(view.brokers)}")
+                      f"Replication factor: {rf} larger than available brokers: {len(view.brokers)}.")
         assignment = None  # placed once every check passed
     configs: dict[str, str] = {}
     for key, value in r.configs:
@@ -221,10 +221,10 @@ def _explicit(given, view: CreationView) -> tuple[dict[int, tuple[int, ...]], st
     if 0 in sizes:
         return {}, "every partition needs at least one replica"
     if len(sizes) > 1:
-        return {}, "all partitions should have the same number of replicas"
+        return {}, "All partitions should have the same number of replicas"
     for p, rs in sorted(assignment.items()):
         if len(set(rs)) != len(rs):
-            return {}, f"duplicate replica assignment found for partition {p}: {list(rs)}"
+            return {}, f"Duplicate replica assignment found: partition {p} {list(rs)}"
         unknown = sorted(set(rs) - set(view.brokers))
         if unknown:
             return {}, f"unknown broker(s) in replica assignment for partition {p}: {unknown}"
