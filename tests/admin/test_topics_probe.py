@@ -213,3 +213,20 @@ async def test_a_topic_whose_deletion_started_is_unknown_to_a_second_delete(h):
         await h.tick()
     assert_gone(h, "t")
 
+
+
+async def test_refusals_carry_kafkas_own_messages(h):
+    """Operators and tools grep for Kafka's words (ZkAdminManager, AdminZkClient, AdminUtils)."""
+    await _started(h)
+    answer = await handle_create(context(h), 4, create_body(
+        topic("t", 1, 1), topic("a.b", 1, 1), topic("wide", 1, 7), topic("both", 2, -1, assignments=[(0, [1])]),
+        topic("uneven", assignments=[(0, [1, 2]), (1, [3])])))
+    messages = {t["name"]: t["error_message"] for t in answer["topics"]}
+    assert messages == {
+        "t": "Topic 't' already exists.",
+        "a.b": "Topic 'a.b' collides with existing topics: a_b",
+        "wide": "Replication factor: 7 larger than available brokers: 6.",
+        "both": "Both numPartitions or replicationFactor and replicasAssignments were set. Both cannot be used at the "
+                "same time.",
+        "uneven": "All partitions should have the same number of replicas",
+    }
