@@ -13,10 +13,11 @@ do it. Pure: no I/O. Two halves, as in Kafka:
 
 Steps (docs/DESIGN.md section 4.4):
 
- 1. Check, per topic, in request order (Kafka's errors): a name given twice -> INVALID_REQUEST
-    for each; both an assignment and a partition count or replication factor -> INVALID_REQUEST;
+ 1. Check, per topic, in request order (Kafka's errors and order): a name given twice ->
+    INVALID_REQUEST for each; a topic that exists (not being deleted) -> TOPIC_ALREADY_EXISTS;
+    both an assignment and a partition count or replication factor -> INVALID_REQUEST;
     a null config value -> INVALID_REQUEST; an illegal name -> INVALID_TOPIC_EXCEPTION; a name
-    that exists, or is marked for deletion -> TOPIC_ALREADY_EXISTS; a name equal to an existing
+    marked for deletion, or created earlier in the request -> TOPIC_ALREADY_EXISTS; a name equal to an existing
     one once '.' and '_' are taken alike -> INVALID_TOPIC_EXCEPTION; a partition count < 1 ->
     INVALID_PARTITIONS; a replication factor < 1 or above the live brokers ->
     INVALID_REPLICATION_FACTOR; an assignment whose partitions are not 0..n-1, whose lists are
@@ -154,6 +155,10 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
     def no(code: ErrorCode, message: str) -> Refused:
         return Refused(r.name, code, message)
 
+    # Kafka's ZkAdminManager asks its metadata cache first (a topic being deleted is no longer
+    # in it), before the request's own checks.
+    if r.name in taken and r.name not in view.deleting:
+        return no(ErrorCode.TOPIC_ALREADY_EXISTS, f"Topic '{r.name}' already exists.")
     if r.assignments and (r.num_partitions != -1 or r.replication_factor != -1):
         return no(ErrorCode.INVALID_REQUEST, "Both numPartitions or replicationFactor and replicasAssignments were set. "
                   "Both cannot be used at the same time.")

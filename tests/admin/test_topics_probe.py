@@ -230,3 +230,11 @@ async def test_refusals_carry_kafkas_own_messages(h):
                 "same time.",
         "uneven": "All partitions should have the same number of replicas",
     }
+
+
+async def test_an_existing_topic_is_already_exists_before_the_requests_own_checks(h):
+    # ZkAdminManager.createTopics: the metadata cache's "already exists" comes before "both
+    # counts and an assignment" and the null-config check (medium-high confidence).
+    await _started(h)
+    answer = await handle_create(context(h), 4, create_body(topic("t", 2, -1, assignments=[(0, [1])])))
+    assert _codes(answer) == {"t": ErrorCode.TOPIC_ALREADY_EXISTS}
