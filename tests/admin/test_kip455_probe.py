@@ -383,11 +383,9 @@ def test_a_move_that_adds_and_removes_nothing_is_not_listed():
             {"partition_index": 2, "replicas": [4, 2, 3, 1], "adding_replicas": [4], "removing_replicas": [1]}]}]
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Kafka starts every accepted reassignment at once, so a partition is listed from the moment "
-    "AlterPartitionReassignments answers NONE; here a move waiting for a per-broker slot is "
-    "accepted but not listed (kip455_list step 1, held by tests/admin/test_reassignments.py), so "
-    "kafka-reassign-partitions.sh --verify sees no ongoing reassignment and clears its throttles"))
+# Kafka starts every accepted reassignment at once, so a partition is listed from the moment
+# AlterPartitionReassignments answers NONE; a move here waiting for a per-broker slot is listed
+# the same way (kip455_list step 1).
 async def test_an_accepted_move_waiting_for_a_slot_is_listed():
     h = Harness(topics=("t:2:3:4MiB",), config=ControllerConfig(retry_backoff_s=0.0, request_retries=0,
                                                                max_incoming_per_broker=1))

@@ -3,9 +3,10 @@
 Controller-only (NOT_CONTROLLER on a standby). Answered from the active controller's memory,
 which holds what it wrote to the topic znodes (ZooKeeper before memory), so no read is needed:
 
- 1. ``topics`` null: every partition whose move has started (its topic znode carries RS,
-    adding and removing); pending entries of ``/admin/reassign_partitions`` that hold no slot
-    yet are not in progress. Otherwise only the listed partitions; one that is not being
+ 1. ``topics`` null: every partition with a move, started (its topic znode carries RS,
+    adding and removing) or accepted and waiting for a slot (Kafka has no such wait: it lists
+    every accepted move at once, so this one is listed as Kafka's ``reassignTo(target)`` of
+    the current replicas). Otherwise only the listed partitions; one that is not being
     reassigned, or does not exist, is simply absent (as in Kafka).
  2. Per partition: ``replicas`` = RS (target followed by the replicas being removed),
     ``adding_replicas`` = AR, ``removing_replicas`` = RR, as the topic znode has them; a
@@ -34,9 +35,9 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
     """Steps 1-3 over the active controller's state."""
     tasks, assignments = state.tasks, state.assignments
     if wanted is None:
-        keys = sorted(tp for tp, move in tasks.items() if move.started)
+        keys = sorted(tasks)
     else:
-        keys = sorted({tp for tp in wanted if tp in tasks and tasks[tp].started})
+        keys = sorted({tp for tp in wanted if tp in tasks})
     topics: list[dict] = []
     current: dict | None = None
     for tp in keys:
@@ -48,6 +49,16 @@ def ongoing(state: ClusterState, wanted: list[tuple[str, int]] | None) -> list[d
             # A KIP-236 rollback is a move back to ORS (as Kafka's ZooKeeper controller lists a
             # revert): the added replicas are the ones being removed.
             replicas, adding, removing = move.rollback_replicas, (), move.added
+        elif not move.started:
+            # Accepted, waiting for a slot: Kafka starts every accepted move at once, so its
+            # list shows it from the answer on, as ReplicaAssignment.reassignTo(target) of the
+            # current replicas.
+            if a is None:
+                continue
+            target = tuple(move.target)
+            replicas = target + tuple(r for r in a.replicas if r not in target)
+            adding = tuple(r for r in target if r not in a.replicas)
+            removing = tuple(r for r in a.replicas if r not in target)
         else:
             replicas, adding, removing = move.replicas, move.adding, move.removing
         if not adding and not removing:
