@@ -71,6 +71,7 @@ from controller.core.flush import ADMIN, writing
 from controller.core.throttle_writes import (
     ThrottleWriteError,
     add_replicas,
+    removal_kind,
     restore_keys,
     set_keys,
 )
@@ -216,7 +217,7 @@ def _read(read: ThrottlesRead | None, key, listed: bool = False):
 def _configs_read(read: ThrottlesRead | None, path: str, members) -> dict:
     """The configs of the entities a removal znode lists, as read (their throttle keys become
     the restore entries of those newly listed)."""
-    kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+    kind = removal_kind(path)
     return {(kind, m): _read(read, (kind, m)) for m in members}
 
 

@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 
 from controller.core.events import ThrottleRemovalRead, ZnodeRead
 from controller.core.flush import THROTTLE_REMOVAL, writing
-from controller.core.throttle_writes import config_ops, config_path, listed_bytes, restore_keys
+from controller.core.throttle_writes import config_ops, config_path, listed_bytes, removal_kind, restore_keys
 from controller.core.working_set import WorkingSet
 from znodes import paths
 from znodes.api import Check, Create, Delete, Op, SetData
@@ -141,7 +141,7 @@ def decide(
         (paths.THROTTLED_REPLICAS_REMOVAL, snap.replicas, busy_topics, out.topics),
         (paths.THROTTLED_RATES_REMOVAL, snap.rates, busy_brokers, out.brokers),
     ):
-        kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+        kind = removal_kind(path)
         if listed.version is None:
             continue
         idle = sorted(listed.members - busy)

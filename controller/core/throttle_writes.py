@@ -63,6 +63,11 @@ class Listing:
     restore: Mapping = field(default_factory=dict)
 
 
+def removal_kind(path: str) -> str:
+    """The config entities a removal znode lists: "topics" or "brokers"."""
+    return "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+
+
 def removal_keys(path: str) -> tuple[str, ...]:
     """The config keys a removal znode's entities lose (and get back from ``restore``)."""
     return REPLICA_KEYS if path == paths.THROTTLED_REPLICAS_REMOVAL else RATE_KEYS
@@ -165,7 +170,7 @@ class Change:
         throttle keys its config holds now (``config_reads``: (kind, name) -> ZnodeRead, as
         staged so far in this step), so the removal gives the operator's own values back."""
         entry = self._listed(path, read)
-        kind = "topics" if path == paths.THROTTLED_REPLICAS_REMOVAL else "brokers"
+        kind = removal_kind(path)
         for m in set(members) - entry[2]:
             own = own_values(self.config_now((kind, m), config_reads.get((kind, m))), removal_keys(path))
             if own:
