@@ -39,7 +39,7 @@ from controller.core.events import ReassignRequested
 from controller.shell.admin.base import AdminContext, Api, ApiError
 from controller.shell.admin.cancel import cancel_partitions
 from controller.shell.admin.kip179 import take
-from controller.shell.admin.submit import OK, Result, by_topic
+from controller.shell.admin.submit import OK, Result, by_topic, group_partitions
 from controller.shell.journal import ALTER_PARTITION_REASSIGNMENTS as ALTER_PARTITION_REASSIGNMENTS_DOOR
 from controller.shell.journal import count_refused
 from protocol import ApiKey
@@ -49,21 +49,9 @@ from znodes.values import TopicPartition
 DEFAULT_TIMEOUT_MS = 60_000  # the request spec's default for timeout_ms
 
 
-def _order(body: dict) -> tuple[list[TopicPartition], dict[TopicPartition, object], dict[TopicPartition, Result]]:
+def _order(body: dict):
     """Step 1: (partitions in request order, replicas per valid partition, refusals)."""
-    order: list[TopicPartition] = []
-    values: dict[TopicPartition, object] = {}
-    errors: dict[TopicPartition, Result] = {}
-    for t in body["topics"] or ():
-        for p in t["partitions"] or ():
-            tp = (t["name"], p["partition_index"])
-            if tp in values or tp in errors:
-                values.pop(tp, None)
-                errors[tp] = (ErrorCode.INVALID_REQUEST, f"partition {tp[0]}-{tp[1]} appears more than once in the request")
-                continue
-            order.append(tp)
-            values[tp] = p["replicas"]
-    return order, values, errors
+    return group_partitions(body["topics"] or [], "name", "partitions", "partition_index", "replicas", topic_once=False)
 
 
 def _wait_ms(body: dict) -> int:

@@ -18,12 +18,13 @@ OK: Result = (ErrorCode.NONE, None)
 
 
 def group_partitions(
-    topics: list[dict], name_key: str, parts_key: str, index_key: str, value_key: str
+    topics: list[dict], name_key: str, parts_key: str, index_key: str, value_key: str, *, topic_once: bool = True
 ) -> tuple[list[TopicPartition], dict[TopicPartition, object], dict[TopicPartition, Result]]:
     """A request's topic -> partitions lists as (order, value per partition, errors).
 
-    A topic named twice fails as a whole with INVALID_REQUEST (KIP-179), a partition named
-    twice too; neither is acted on.
+    A partition named twice fails with INVALID_REQUEST and is not acted on; so does every
+    partition of a topic named twice (KIP-179), unless ``topic_once`` is false (KIP-455: Kafka
+    flattens the topics into one map, so a topic listed twice is taken whole).
     """
     order: list[TopicPartition] = []
     values: dict[TopicPartition, object] = {}
@@ -40,7 +41,7 @@ def group_partitions(
                 values.pop(tp, None)
                 continue
             order.append(tp)
-            if counts[name] > 1:
+            if topic_once and counts[name] > 1:
                 errors[tp] = (ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once in the request")
             else:
                 values[tp] = p[value_key]
