@@ -61,13 +61,19 @@ def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None
         broker_failure.on_offline(ws, event)
         return
     if event.partitions is None:
-        wanted = [tp for tp in ws.assignments.keys() if tp[0] not in ws.deleting]
+        wanted = every_partition(ws)
     else:
         wanted = list(dict.fromkeys(event.partitions))
     results: dict[TopicPartition, Result] = {}
     for tp in wanted:
         results[tp] = elect_one(ws, tp, event.election_type, event.states.get(tp))
     ws.elections.append((event.token, results))
+
+
+def every_partition(state) -> list[TopicPartition]:
+    """What a request naming no partition asks for (step 1): every partition of a topic not
+    being deleted, from a working set or the state it was built from."""
+    return [tp for tp in state.assignments.keys() if tp[0] not in state.deleting]
 
 
 def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: LeaderIsr | None) -> Result:

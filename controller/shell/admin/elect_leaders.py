@@ -36,7 +36,7 @@ from __future__ import annotations
 import asyncio
 import time
 
-from controller.core.elections import PREFERRED, UNCLEAN
+from controller.core.elections import PREFERRED, UNCLEAN, every_partition
 from controller.core.events import ElectionRequested
 from controller.shell.active import NotTheController
 from controller.shell.admin.base import AdminContext, Api
@@ -71,7 +71,7 @@ async def handle_elect(ctx: AdminContext, version: int, body: dict) -> dict:
         return _response(version, {tp: (ErrorCode.INVALID_REQUEST, message) for tp in asked or ()}, ErrorCode.INVALID_REQUEST)
     state = active.state
     if asked is None:
-        known = [tp for tp in state.assignments if tp[0] not in state.deleting]
+        known = every_partition(state)
     else:
         known = [tp for tp in asked if tp in state.assignments]
     failed = known if asked is None else asked  # the partitions a failure of the whole request lists
