@@ -82,14 +82,15 @@ Replicas = Annotated[list[BrokerId], Field(min_length=1), AfterValidator(_no_dup
 BrokerSet = Annotated[list[BrokerId], AfterValidator(_no_duplicates)]
 
 
-def _partition_keys(value: Any) -> Any:
-    """JSON object keys "0", "1"... -> ints; ints pass (models built in Python)."""
+def _id_keys(value: Any, what: str = "partition") -> Any:
+    """JSON object keys "0", "1"... (partitions, brokers) -> ints; ints pass (models built in
+    Python)."""
     if not isinstance(value, dict):
         return value
     out = {}
     for key in value:
         if isinstance(key, str):
-            out[paths.parse_id(key, "partition")] = value[key]
+            out[paths.parse_id(key, what)] = value[key]
         else:
             out[key] = value[key]
     return out
@@ -362,7 +363,7 @@ class TopicAssignment(ZnodeModel):
     @field_validator("partitions", "adding_replicas", "removing_replicas", mode="before")
     @classmethod
     def _int_keys(cls, value: Any) -> Any:
-        return _partition_keys(value)
+        return _id_keys(value)
 
     @field_validator("adding_replicas", "removing_replicas", mode="after")
     @classmethod
@@ -718,9 +719,7 @@ class ThrottledRatesRemoval(ZnodeModel):
     @field_validator("restore", mode="before")
     @classmethod
     def _broker_keys(cls, value: Any) -> Any:
-        if not isinstance(value, dict):
-            return value
-        return {paths.parse_id(k, "broker") if isinstance(k, str) else k: v for k, v in value.items()}
+        return _id_keys(value, "broker")
 
     @model_validator(mode="after")
     def _restore_listed(self):
