@@ -38,6 +38,13 @@ class Assignment:
     def moving(self) -> bool:
         return bool(self.adding or self.removing)
 
+    @property
+    def original(self) -> Replicas:
+        """ORS: the replicas before any move in progress (RS minus AR; Kafka's ``originReplicas``)."""
+        if not self.adding:
+            return self.replicas
+        return tuple(b for b in self.replicas if b not in self.adding)
+
 
 @dataclass(frozen=True, slots=True)
 class LeaderIsr:

@@ -102,9 +102,7 @@ class Answer:
 
 def original_replicas(assignment: Assignment) -> tuple[int, ...]:
     """ORS: the replicas before any move in progress (the topic znode's RS minus AR)."""
-    if not assignment.adding:
-        return assignment.replicas
-    return tuple(b for b in assignment.replicas if b not in assignment.adding)
+    return assignment.original
 
 
 def partition_problem(ws: WorkingSet, tp: TopicPartition) -> Result | None:
@@ -123,7 +121,7 @@ def target_problem(ws: WorkingSet, tp: TopicPartition, replicas) -> Result | Non
     problem = partition_problem(ws, tp)
     if problem is not None:
         return problem
-    reason = replicas_problem(replicas, ws.brokers)
+    reason = replicas_problem(replicas, ws.brokers, ws.assignments[tp].original)
     return None if reason is None else (ErrorCode.INVALID_REPLICA_ASSIGNMENT, reason)
 
 

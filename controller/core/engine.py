@@ -31,7 +31,8 @@ Algorithm (docs/DESIGN.md section 4, Kafka 2.4's ``onPartitionReassignment``); t
 replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, RR = ORS - TRS.
 
  1. Accept. An entry of ``/admin/reassign_partitions`` naming an unknown topic or partition,
-    an unregistered broker, a duplicate broker or no broker at all is dropped from the znode
+    adding a replica on an unregistered broker (one it keeps may be down: Kafka's
+    ``validateReplicas``), a duplicate broker or no broker at all is dropped from the znode
     with a logged reason; an entry whose target is already the assignment is dropped as done;
     the others become PENDING moves, in znode order.
  2. Schedule. A pending move starts as soon as it fits the caps: concurrent moves per broker

@@ -298,7 +298,7 @@ class WorkingSet:
             return f"topic {r.topic!r} is being deleted"
         if (r.topic, r.partition) not in self.assignments:
             return f"unknown partition {r.partition} of topic {r.topic!r}"
-        return replicas_problem(r.replicas, self.brokers)
+        return replicas_problem(r.replicas, self.brokers, self.assignments[(r.topic, r.partition)].original)
 
     def live_for(self, tp: TopicPartition):
         """The brokers whose replica of ``tp`` is online: registered, and not on a log directory

@@ -271,7 +271,7 @@ class MoveJournal:
             else:
                 outcome = "refused"
                 reason = ("unknown topic or partition" if assignment is None
-                          else replicas_problem(r.replicas, before.brokers) or "dropped by the controller")
+                          else replicas_problem(r.replicas, before.brokers, assignment.original) or "dropped by the controller")
             tally[outcome, door] += 1
             if info:
                 self._line(outcome, tp, door, tuple(r.replicas), reason=reason)

@@ -159,21 +159,38 @@ async def test_a_topic_listed_twice_is_taken_whole_and_a_partition_named_twice_i
         await h.close()
 
 
-@pytest.mark.xfail(strict=True, reason=(
-    "Kafka checks only the replicas a target adds for liveness (validateReplicas: "
-    "newAssignment.addingReplicas subsetOf liveBrokerIds; high confidence); here every replica "
-    "must be registered, checked again by engine step 1 (WorkingSet.invalid_reason), which this "
-    "change may not touch"))
 async def test_a_target_may_keep_a_replica_on_a_dead_broker():
+    """Kafka checks only the replicas a target adds for liveness (validateReplicas:
+    newAssignment.addingReplicas subsetOf liveBrokerIds). The move is accepted and waits: it
+    completes once the kept broker is back and in the ISR (TRS in ISR), not before. A target
+    that adds a dead broker is still refused."""
     h = await cluster()
     try:
         tp = ("t", 0)
         kept_dead, *rest = h.assignments[tp]
         await h.cluster.stop_broker(kept_dead)
         await h.tick()
-        target = [kept_dead, rest[0], others(h, tp, 1)[0]]  # adds one live broker, drops one replica
+        added = others(h, tp, 1)[0]
+        target = [kept_dead, rest[0], added]  # adds one live broker, drops one replica
         answer = await handler(h).handle(ALTER, alter_body(("t", {0: target})))
         assert codes(answer) == {tp: 0}
+        await started(h, tp)
+        for _ in range(40):
+            await h.tick()
+        assert h.server.exists(paths.reassignment(*tp)) is not None  # still waiting for the kept broker
+        await h.cluster.start_broker(kept_dead)
+        await h.run_until_quiet()
+        assert h.current()[tp] == target
+        assert entries(h) == {}
+        h.check_invariants()
+
+        # A target that adds a broker that is down is refused, naming it.
+        down = [b for b in range(1, 7) if b not in target][0]
+        await h.cluster.stop_broker(down)
+        await h.tick()
+        answer = await handler(h).handle(ALTER, alter_body(("t", {0: [down, *target[1:]]})))
+        code, message = results(answer)[tp]
+        assert code == ErrorCode.INVALID_REPLICA_ASSIGNMENT and f"[{down}]" in message
     finally:
         await h.close()
 

@@ -199,6 +199,19 @@ def test_invalid_entries_are_dropped_with_a_reason_and_the_rest_proceed(entry, r
     assert s.tasks[("t", 0)].phase is Phase.LOADING
 
 
+def test_an_entry_may_keep_a_replica_on_a_dead_broker_but_not_add_one():
+    """Kafka's liveness check covers only the replicas a target adds (validateReplicas): broker
+    3 is down, a target keeping its replica is taken and waits for it; one adding 3 is refused."""
+    s = cluster(brokers=(1, 2, 4, 5, 6), topics={"t": {0: (1, 2, 3), 1: (1, 2, 4)}})
+    step = run(s, RequestsRead(5, (req("t", 0, (4, 2, 3)), req("t", 1, (1, 2, 3)))))
+    assert any("unknown broker(s) [3]" in line for line in step.log), step.log
+    assert s.tasks[("t", 0)].phase is Phase.LOADING and ("t", 1) not in s.tasks
+    run(s, StatesRead({("t", 0): state(1, (1, 2))}))
+    assert s.tasks[("t", 0)].phase is Phase.REPLICATING
+    run(s, StatesRead({("t", 0): state(1, (1, 2, 4), zk_version=1)}, ("/isr_change_notification/isr_change_0000000000",)))
+    assert s.tasks[("t", 0)].phase is Phase.REPLICATING  # 3 is not back in the ISR: TRS not in ISR
+
+
 def test_entries_that_do_not_parse_are_dropped_too():
     s = cluster(topics={"t": {0: (1, 2, 3)}})
     step = run(s, RequestsRead(2, (req("t", 0, (4, 5, 6)),), rejected=("dropping entry 1 (x-1): bad",)))
