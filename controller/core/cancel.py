@@ -15,7 +15,9 @@ TRS target replicas, AR = TRS - ORS the replicas the move added):
     UNKNOWN_TOPIC_OR_PARTITION). Pending or loading (not started): nothing was written yet, so
     the entry is simply withdrawn from ``/admin/reassign_partitions`` - unless it carries no
     ``original_replicas`` (KIP-236 skip 1: written by a tool that never said where the
-    partition came from; the controller adds them only when it starts the move). Already
+    partition came from; the controller adds them only when it starts the move), through
+    KIP-236's doors; AlterPartitionReassignments withdraws it anyway (``withdraw_any``: Kafka
+    rolls back to the replicas before the move, which an unstarted move is on). Already
     cancelling: nothing more to do (success, idempotent). A target waiting behind a started
     move (an override waiting for a slot, a target queued behind its completion or rollback)
     is cancelled with it: the cancel is of the partition's whole reassignment.

@@ -143,8 +143,10 @@ class CancelRequested:
     source: str = "api"
     validate_only: bool = False
     znode_version: int | None = None
-    # Withdraw pending entries even without original_replicas: a retry after a conflict, of
-    # partitions the first try withdrew (the merged znode may have brought them back).
+    # Withdraw pending entries even without original_replicas (KIP-236 skip 1 not applied):
+    # AlterPartitionReassignments' cancels (Kafka rolls back to the replicas before the move,
+    # which an unstarted move is on), and a retry after a conflict of partitions the first try
+    # withdrew (the merged znode may have brought them back).
     withdraw_any: bool = False
 
 

@@ -418,3 +418,33 @@ async def test_an_accepted_move_waiting_for_a_slot_is_listed():
         assert set(listed(await handle_list(context(h), 0, {"topics": None}))) == {first, second}
     finally:
         await h.close()
+
+
+async def test_a_null_target_withdraws_a_tool_entry_waiting_for_a_slot_without_original_replicas():
+    """Kafka's cancel (null replicas) of a reassignment rolls the partition back to its replicas
+    before the move (``maybeBuildReassignment``: ``reassignTo(origin)``); a move that has not
+    started is on them already, so the cancel withdraws it. KIP-236's skip of an entry without
+    ``original_replicas`` belongs to KIP-236's own doors (its znode and CancelReassignments),
+    which keep it."""
+    h = Harness(topics=("t:4:3:64KiB",), config=ControllerConfig(max_cluster_moves=1))
+    await h.start()
+    await h.start_controller(101, throttle_removal=("all", "idle"))
+    try:
+        running, waiting = ("t", 0), ("t", 1)
+        await h.submit({running: others(h, running), waiting: others(h, waiting)})  # a tool's entries
+        await started(h, running)
+        move = context(h).role.active.state.tasks[waiting]
+        assert not move.started
+        kip236 = await handler(h).handle(
+            {"request_api_key": ApiKey.CANCEL_REASSIGNMENTS, "request_api_version": 0},
+            {"partitions": [{"topic": "t", "partition_ids": [1]}], "timeout_ms": 10_000, "validate_only": False})
+        assert kip236["results"][0]["partitions"][0]["error_code"] == ErrorCode.INVALID_REPLICA_ASSIGNMENT
+        answer = await handler(h).handle(ALTER, alter_body(("t", {1: None})))
+        assert codes(answer) == {waiting: 0}
+        await h.settle()
+        assert waiting not in entries(h) and waiting not in context(h).role.active.state.tasks
+        await h.run_until_quiet()
+        assert h.current()[waiting] == h.assignments[waiting]
+        assert h.current()[running] == others(h, running)
+    finally:
+        await h.close()

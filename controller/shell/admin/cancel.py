@@ -62,8 +62,11 @@ async def cancel_partitions(
     *,
     validate_only: bool = False,
     timeout_s: float = DEFAULT_TIMEOUT_MS / 1000,
+    withdraw_any: bool = False,
 ) -> dict[tuple[str, int], Result]:
     """Cancel the reassignments of ``partitions`` (None: every one); per-partition results.
+    ``withdraw_any``: an unstarted entry without ``original_replicas`` is withdrawn, not
+    skipped (KIP-455's door; controller.core.cancel step 1).
 
     Raises NotController on a standby, ApiError(REQUEST_TIMED_OUT) when the controller did not
     record the cancel within ``timeout_s``, ApiError(NOT_CONTROLLER) when its writes failed.
@@ -84,7 +87,7 @@ async def cancel_partitions(
             return results
         wanted = tuple(dict.fromkeys(good))
     future = asyncio.get_running_loop().create_future()
-    active.inbox.queue.put_nowait(CancelRequested(wanted, future, "api", validate_only))
+    active.inbox.queue.put_nowait(CancelRequested(wanted, future, "api", validate_only, withdraw_any=withdraw_any))
     try:
         async with asyncio.timeout(max(timeout_s, MIN_WAIT_S)):
             answered = await future

@@ -120,7 +120,10 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
         try:
             # The targets' wait came out of the same deadline (cancel_partitions waits at least
             # its own minimum, so a cancel is never refused unseen).
-            answered = await cancel_partitions(ctx, cancels, timeout_s=max(deadline - loop.time(), 0.0))
+            # Kafka's cancel rolls back to the replicas before the move: an unstarted move is
+            # withdrawn whether or not its entry says what they were (no KIP-236 skip 1).
+            answered = await cancel_partitions(ctx, cancels, timeout_s=max(deadline - loop.time(), 0.0),
+                                               withdraw_any=True)
         except ApiError as e:
             answered = _half_failed(e, cancels)
         results.update(answered)
