@@ -124,18 +124,14 @@ async def test_validate_only_writes_nothing_and_answers_the_plan(h):
     assert h.server.dump() == before
 
 
-@pytest.mark.xfail(strict=True, reason="divergence left: tests/admin/test_topic_acls.py::"
-                   "test_create_topics_takes_create_on_the_cluster_and_shows_configs_with_describe_configs "
-                   "requires the plan in a REQUEST_TIMED_OUT answer")
 async def test_a_topic_answered_with_an_error_carries_no_metadata_even_request_timed_out(h):
     """KafkaApis.handleCreateTopicsRequest's callback resets a topic whose answer is not NONE
     - REQUEST_TIMED_OUT included, so ``timeout_ms`` 0 too - to num_partitions -1,
     replication_factor -1, no configs and topic_config_error_code NONE ("Reset any configs in
     the response if Create failed", KIP-525). Confidence: medium-high. Kafka sends an empty
     config list there where we send null (both read as "none" by the Java client and
-    librdkafka), and with ACLs Kafka also resets topic_config_error_code to NONE where we keep
-    TOPIC_AUTHORIZATION_FAILED (tests/admin/test_topic_acls.py holds that); the topic is still
-    created, as in Kafka."""
+    librdkafka), and with ACLs Kafka also resets topic_config_error_code to NONE
+    (tests/admin/test_topic_acls.py holds that); the topic is still created, as in Kafka."""
     await _started(h)
     answer = await handle_create(context(h), 7, create_body(topic("q", 3, 2), timeout_ms=0))
     [q] = answer["topics"]

@@ -25,7 +25,8 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
 
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
 configs (every Kafka topic config, with its source) - a refused topic -1, -1 and no configs,
-one answered REQUEST_TIMED_OUT (under way) its plan (Kafka resets that one too); v7 a topic
+one answered REQUEST_TIMED_OUT (under way) too, as Kafka resets every answer but NONE
+(``_reset_failed``); v7 a topic
 id, the zero UUID: topic znodes here are version 2 (Kafka 2.4's) and carry none.
 
     # kafka-python
@@ -140,6 +141,8 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     no_wait_answers(results.values(), body, validate_only)
     if version >= 5:
         await _hide_configs(ctx, results.values())
+        sent = [results[i] for i, r in enumerate(requests) if r.name not in twice and r.name not in denied]
+        _reset_failed(sent)
     return {"throttle_time_ms": 0, "topics": [results[i] for i in range(len(requests))]}
 
 
@@ -151,6 +154,17 @@ async def _hide_configs(ctx: AdminContext, results) -> None:
         if not await allows_on_topic(ctx, acl.DESCRIBE_CONFIGS, out["name"]):
             out.update(topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), configs=None,
                        num_partitions=-1, replication_factor=-1)
+
+
+def _reset_failed(sent) -> None:
+    """Kafka's "Reset any configs in the response if Create failed" (KafkaApis'
+    handleCreateTopicsResults): a topic the controller was asked to create whose answer is not
+    NONE - REQUEST_TIMED_OUT included, although its creation goes on - carries no plan: -1, -1,
+    no configs, and ``topic_config_error_code`` NONE (set after the DESCRIBE_CONFIGS rule, so
+    it wins). Kafka sends an empty list where this sends null: both read as "none"."""
+    for out in sent:
+        if out["error_code"] != ErrorCode.NONE:
+            out.update(num_partitions=-1, replication_factor=-1, configs=None, topic_config_error_code=0)
 
 
 def create_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
