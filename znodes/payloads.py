@@ -473,6 +473,14 @@ def decode_broker(path: str, data: bytes, broker_id: int, czxid: int) -> Broker:
     return Broker(broker_id, endpoint.host, endpoint.port, m.rack, czxid)
 
 
+def decode_broker_endpoints(path: str, data: bytes, broker_id: int, czxid: int) -> dict[str, Broker]:
+    """Every endpoint of a registration, by listener name, each as the broker at that address
+    (what Metadata lists on that listener; the controller itself uses the PLAINTEXT one,
+    :func:`decode_broker`). A registration without PLAINTEXT is a live broker all the same."""
+    m = models.BrokerRegistration.from_bytes(path, data)
+    return {e.listener: Broker(broker_id, e.host, e.port, m.rack, czxid) for e in m.parsed_endpoints()}
+
+
 def encode_controller(controller_id: int, timestamp_ms: int) -> bytes:
     return models.ControllerZnode(version=1, brokerid=controller_id, timestamp=str(timestamp_ms)).to_bytes()
 

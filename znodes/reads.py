@@ -18,7 +18,7 @@ from typing import TypeVar
 from znodes import paths
 from znodes.api import NoNodeError, Store, ZnodeStat
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_broker
+from znodes.payloads import decode_broker, decode_broker_endpoints
 from znodes.values import Broker
 
 # Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
@@ -111,6 +111,13 @@ def controller_broker(path: str, data: bytes, stat: ZnodeStat, broker_id: int) -
     """A registration as the controller needs it: a PLAINTEXT endpoint, the rack, the czxid as
     the broker's epoch."""
     return decode_broker(path, data, broker_id, stat.czxid)
+
+
+async def read_broker_endpoints(store: Store) -> dict[int, dict[str, Broker]]:
+    """Every registered broker's endpoints by listener name (unreadable registrations skipped)."""
+    found, _ = await registered_brokers(
+        store, lambda path, data, stat, broker_id: decode_broker_endpoints(path, data, broker_id, stat.czxid))
+    return found
 
 
 async def read_brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:

@@ -271,8 +271,8 @@ async def test_nodes_on_a_named_listener_are_those_having_it():
     # Kafka (high confidence): the nodes are listed at the endpoint of the listener the request
     # came on; a node without that listener is left out (getAliveEndpoints). An instance whose
     # registration names its listeners but not this one was listed at its first listener's
-    # address - another protocol, which the client would fail to speak. The brokers are left out
-    # on any listener but PLAINTEXT (DESIGN section 8).
+    # address - another protocol, which the client would fail to speak. The brokers, registered
+    # with a PLAINTEXT listener only, are left out on SASL_SSL.
     store = await twin()
     await store.create(paths.CONTROLLER, b'{"version":1,"brokerid":102,"timestamp":"1"}')
     await register_controller(store, 101, {"PLAINTEXT": ("10.0.0.1", 9190), "SASL_SSL": ("10.0.0.1", 9193)})
@@ -304,8 +304,8 @@ async def test_twin_controller_metadata_names_the_registered_active_instance():
 
 
 async def test_partitions_on_a_listener_the_brokers_are_not_listed_on():
-    # DESIGN section 8 leaves the brokers out on any listener but PLAINTEXT; they are still
-    # alive. Kafka (medium-high confidence, getPartitionMetadata): offline_replicas are the
+    # The brokers, registered with a PLAINTEXT listener only, are left out on SASL_SSL; they
+    # are still alive. Kafka (medium-high confidence, getPartitionMetadata): offline_replicas are the
     # replicas on dead brokers whatever the listener; a live leader without the request's
     # listener is leader -1 with LISTENER_NOT_FOUND from v6 (errorUnavailableListeners), else
     # LEADER_NOT_AVAILABLE; v0 keeps only replicas reachable on the listener.
@@ -318,3 +318,41 @@ async def test_partitions_on_a_listener_the_brokers_are_not_listed_on():
     assert (p5["error_code"], p5["leader_id"], p5["offline_replicas"]) == (5, -1, [])
     p0 = by_name(await meta(store, 0, request(0, ["orders"]), sasl))["orders"]["partitions"][1]
     assert (p0["error_code"], p0["leader_id"], p0["replica_nodes"]) == (5, -1, [])
+
+
+def registration(broker_id: int, endpoints: dict, protocols: dict | None = None) -> bytes:
+    """A Kafka 2.x registration (v4) with named listeners; ``host``/``port`` are the PLAINTEXT
+    listener's, else null and -1 (Kafka's rule)."""
+    plain = endpoints.get("PLAINTEXT")
+    doc = {"version": 4, "host": plain[0] if plain else None, "port": plain[1] if plain else -1,
+           "jmx_port": -1, "timestamp": "1700000000000", "rack": f"r{broker_id}",
+           "endpoints": [f"{name}://{h}:{p}" for name, (h, p) in endpoints.items()]}
+    if protocols is not None:
+        doc["listener_security_protocol_map"] = protocols
+    return json.dumps(doc).encode()
+
+
+async def test_brokers_are_listed_at_the_endpoint_of_the_requests_listener():
+    # Kafka (high confidence, MetadataCache.getAliveEndpoints): each broker at its endpoint of
+    # the listener the request came on, by listener name; one without it is left out, and a
+    # partition it leads answers LISTENER_NOT_FOUND (v6+). A broker registered without a
+    # PLAINTEXT listener is alive all the same: no offline replica on it, on any listener.
+    store = await twin(brokers=())
+    both = {"PLAINTEXT": ("10.1.0.1", 9092), "SASL_SSL": ("10.1.0.1", 9094)}
+    protocols = {"PLAINTEXT": "PLAINTEXT", "SASL_SSL": "SASL_SSL"}
+    await store.create("/brokers/ids/1", registration(1, both, protocols), makepath=True)
+    await store.create("/brokers/ids/2", registration(2, {"SASL_SSL": ("10.1.0.2", 9094)}, {"SASL_SSL": "SASL_SSL"}),
+                       makepath=True)
+    await store.create("/brokers/ids/3", registration(3, {"PLAINTEXT": ("10.1.0.3", 9092)}), makepath=True)
+    sasl = await meta(store, 12, request(12, ["orders"]), session=Listening("SASL_SSL"))
+    assert [(b["node_id"], b["host"], b["port"], b["rack"]) for b in sasl["brokers"]] == [
+        (1, "10.1.0.1", 9094, "r1"), (2, "10.1.0.2", 9094, "r2")]
+    p = {x["partition_index"]: x for x in by_name(sasl)["orders"]["partitions"]}
+    assert (p[0]["error_code"], p[0]["leader_id"], p[0]["offline_replicas"]) == (0, 1, [])
+    assert (p[1]["error_code"], p[1]["leader_id"], p[1]["offline_replicas"]) == (0, 2, [])
+    assert (p[2]["error_code"], p[2]["leader_id"], p[2]["offline_replicas"]) == (72, -1, [9])
+    plain = await meta(store, 12, request(12, ["orders"]), session=Listening("PLAINTEXT"))
+    assert [(b["node_id"], b["host"], b["port"]) for b in plain["brokers"]] == [(1, "10.1.0.1", 9092), (3, "10.1.0.3", 9092)]
+    p = {x["partition_index"]: x for x in by_name(plain)["orders"]["partitions"]}
+    assert (p[1]["error_code"], p[1]["leader_id"], p[1]["offline_replicas"]) == (72, -1, [])
+    assert (p[2]["error_code"], p[2]["leader_id"]) == (0, 3)

@@ -9,9 +9,11 @@ Building the answer, step by step:
  1. Nodes: every controller instance registered under ``/reassignd/controllers/<id>`` (its
     admin listener; at the endpoint of the request's listener, and left out when its
     registration names listeners but not that one) and every broker under ``/brokers/ids/<id>``
-    (host, port, rack). Ids share one space, as in KRaft; should a controller and a broker
-    share an id the controller is listed, since finding it is what Metadata is for here (the
-    controller warns of the clash when it registers: Kafka's node ids are unique).
+    with an endpoint of the request's listener, by name (PLAINTEXT when it has none), at that
+    endpoint, with its rack; a broker without it is still alive (step 5). Ids share one
+    space, as in KRaft; should a controller and a broker share an id the controller is
+    listed, since finding it is what Metadata is for here (the controller warns of the clash
+    when it registers: Kafka's node ids are unique).
  2. ``controller_id``: the ``brokerid`` of ``/controller`` when that instance is listed in
     step 1, else -1 (none, or not reachable by this client yet: clients ask again).
  3. ``cluster_id``: ``/cluster/id`` (Kafka's ``{"version":"1","id":"..."}``), else null.
@@ -46,8 +48,8 @@ from protocol.errors import ErrorCode
 from znodes import models, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_controller, decode_listener, decode_state, listener_endpoints
-from znodes.reads import children_or_empty, get_many, get_or_none, read_brokers
+from znodes.payloads import LISTENER, decode_controller, decode_listener, decode_state, listener_endpoints
+from znodes.reads import children_or_empty, get_many, get_or_none, read_broker_endpoints
 from znodes.secure_paths import CONTROLLERS as CONTROLLERS_PATH  # as controller.shell.daemon registers them
 from znodes.values import Broker, LeaderIsr, TopicPartition
 
@@ -185,16 +187,17 @@ def _topic_uuid(text: str | None) -> uuid.UUID:
 
 async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
     store = ctx.store
-    # Kafka answers with the addresses of the listener the request came on. The brokers'
-    # registrations are read at their PLAINTEXT endpoint only, so a client on another listener
-    # is not given them (Kafka lists only nodes that have the request's listener).
+    # Kafka answers with the addresses of the listener the request came on, matched by name
+    # (MetadataCache.getAliveEndpoints): a broker without that listener is left out.
     session = SESSION.get()
     listener = getattr(session, "listener", None)
     controllers = await read_controllers(store, listener)
-    live, _ = await read_brokers(store)
-    # Listed: the brokers reachable on this listener. Liveness (offline replicas, a dead
-    # leader) stays the registrations', whatever the listener.
-    brokers = live if listener in (None, "PLAINTEXT") else {}
+    endpoints = await read_broker_endpoints(store)
+    # Liveness (offline replicas, a dead leader) is the registration's, whatever its listeners.
+    live = set(endpoints)
+    # Listed: the brokers reachable on this listener.
+    name = listener or LISTENER
+    brokers = {b: by_name[name] for b, by_name in endpoints.items() if name in by_name}
     # A client uses controller_id to reach the active instance among the nodes (Java's
     # Cluster.controller(), kafka-python's admin): one not listed - its registration not written
     # yet, or no endpoint on this listener - is answered as no controller yet (-1, retried).
@@ -293,7 +296,7 @@ def _legal(name: str) -> bool:
         return False
 
 
-def _topic(version, name, topic_id, view: TopicView | None, live: dict[int, Broker], listed: dict[int, Broker],
+def _topic(version, name, topic_id, view: TopicView | None, live: set[int], listed: dict[int, Broker],
            ops: int) -> dict:
     if name is None:
         code = ErrorCode.UNKNOWN_TOPIC_ID  # asked for by id only: topic ids are not indexed here
@@ -323,7 +326,7 @@ def _topic_error(name, topic_id, code: ErrorCode, ops: int) -> dict:
     }
 
 
-def _partition(version: int, index: int, replicas: list[int], state: LeaderIsr | None, live: dict[int, Broker],
+def _partition(version: int, index: int, replicas: list[int], state: LeaderIsr | None, live: set[int],
                listed: dict[int, Broker]) -> dict:
     """Kafka's MetadataCache.getPartitionMetadata: ``live`` the registered brokers, ``listed``
     those reachable on the request's listener."""
