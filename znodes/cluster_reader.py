@@ -29,7 +29,7 @@ from typing import NamedTuple
 from znodes import paths
 from znodes.api import Store, ZnodeStat
 from znodes.models import BrokerRegistration, EntityConfig
-from znodes.payloads import decode_state, decode_topic
+from znodes.payloads import decode_state, decode_topic_with_id
 from znodes.reads import (
     READ_CONCURRENCY,
     UNREADABLE,
@@ -48,10 +48,12 @@ __all__ = ["ConfigRead", "TopicRead", "Unreadable", "brokers", "configs", "get_o
 
 
 class TopicRead(NamedTuple):
-    """A topic znode: its version (what a conditional rewrite checks) and its partitions."""
+    """A topic znode: its version (what a conditional rewrite checks), its partitions and its
+    ``topic_id`` (Kafka 2.8+; None without one), which every rewrite keeps."""
 
     version: int
     partitions: dict[int, Assignment]
+    topic_id: str | None = None
 
 
 async def get_or_watch(store: Store, path: str) -> tuple[bytes, ZnodeStat] | None:
@@ -111,7 +113,7 @@ async def topics(store: Store, names: Iterable[str], watch: bool = False) -> tup
 
 
 def _topic_read(path: str, data: bytes, stat: ZnodeStat) -> TopicRead:
-    return TopicRead(stat.version, decode_topic(path, data))
+    return TopicRead(stat.version, *decode_topic_with_id(path, data))
 
 
 async def partition_states(store: Store, tps: Iterable[TopicPartition], watch: bool = False

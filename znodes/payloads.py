@@ -26,18 +26,24 @@ LISTENER = "PLAINTEXT"
 
 
 def decode_topic(path: str, data: bytes) -> dict[int, Assignment]:
+    return decode_topic_with_id(path, data)[0]
+
+
+def decode_topic_with_id(path: str, data: bytes) -> tuple[dict[int, Assignment], str | None]:
+    """The partitions and the ``topic_id`` (Kafka 2.8+, version 3; None without one), which
+    every rewrite of the znode must keep (:func:`encode_topic`)."""
     # Hot (every topic znode at every election: 100 topics of 1,000 partitions took ~1 s
     # through the model, the larger part of a failover's reads): the plain shape is checked
     # here as the model would check it; anything else - an error, an extra key, a topic id -
     # goes to the model, which accepts it or says what is wrong.
     plain = _plain_topic(data)
     if plain is not None:
-        return plain
+        return plain, None
     m = models.TopicAssignment.from_bytes(path, data)
     return {
         p: Assignment(tuple(replicas), tuple(m.adding_replicas.get(p, ())), tuple(m.removing_replicas.get(p, ())))
         for p, replicas in sorted(m.partitions.items())
-    }
+    }, m.topic_id
 
 
 _PLAIN_TOPIC_KEYS = frozenset({"version", "partitions", "adding_replicas", "removing_replicas"})
@@ -146,10 +152,13 @@ def _plain_topic(data) -> dict[int, Assignment] | None:
     return dict(sorted(found.items()))
 
 
-def encode_topic(assignments: dict[int, Assignment]) -> bytes:
+def encode_topic(assignments: dict[int, Assignment], topic_id: str | None = None) -> bytes:
+    """Version 2, or version 3 with ``topic_id`` when the topic has one (Kafka 2.8+ gave it:
+    a rewrite that dropped it would have Kafka give the topic a new id, which its brokers'
+    ``partition.metadata`` files would then contradict)."""
     # Hot: every step rewrites each topic znode it touched whole (1,000 partitions to change
     # a few), so it is formatted directly from validated state: the same bytes as
-    # models.TopicAssignment(version=2, ...).to_bytes() (tests/controller/test_payloads.py),
+    # models.TopicAssignment(version=2 or 3, ...).to_bytes() (tests/controller/test_payloads.py),
     # in about a quarter of the time, the replica lists taken from _INT_LISTS.
     parts, adding, removing = [], [], []
     for p in sorted(assignments):
@@ -159,6 +168,11 @@ def encode_topic(assignments: dict[int, Assignment]) -> bytes:
             adding.append(key + _int_list(a.adding))
         if a.removing:
             removing.append(key + _int_list(a.removing))
+    if topic_id is not None:  # Kafka 2.8+'s order (models.TopicAssignment._to_json)
+        return (
+            f'{{"removing_replicas":{{{",".join(removing)}}},"partitions":{{{",".join(parts)}}},'
+            f'"topic_id":{json.dumps(topic_id)},"adding_replicas":{{{",".join(adding)}}},"version":3}}'
+        ).encode()
     return (
         f'{{"version":2,"partitions":{{{",".join(parts)}}},'
         f'"adding_replicas":{{{",".join(adding)}}},"removing_replicas":{{{",".join(removing)}}}}}'

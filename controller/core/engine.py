@@ -404,7 +404,7 @@ def finish(ws: WorkingSet) -> Step:
     for topic in ws.dirty_topics:
         version = ws.topic_versions[topic]
         parts = {p: ws.assignments[(topic, p)] for p in ws.topic_partitions[topic]}
-        middle.append(SetData(paths.topic(topic), encode_topic(parts), version))
+        middle.append(SetData(paths.topic(topic), encode_topic(parts, ws.topic_ids.get(topic)), version))
         ws.topic_versions[topic] = version + 1
     tail: list[Op] = []
     if ws.requests_dirty:
@@ -435,6 +435,7 @@ def finish(ws: WorkingSet) -> Step:
         assignments=ws.assignments.changes,
         topic_versions=ws.topic_versions.changes,
         topic_partitions=ws.topic_partitions.changes,
+        topic_ids=ws.topic_ids.changes,
         states=ws.states.changes,
         requests=ws.requests.changes,
         tasks=ws.tasks.changes,

@@ -14,9 +14,10 @@ from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
 
 @dataclass(frozen=True, slots=True)
 class TopicsRead:
-    """Topic znodes read: name -> (zkVersion, partition -> assignment), or None if gone."""
+    """Topic znodes read: name -> (zkVersion, partition -> assignment[, topic_id]), or None if
+    gone (znodes.cluster_reader.TopicRead)."""
 
-    topics: dict[str, tuple[int, dict[int, Assignment]] | None]
+    topics: dict[str, tuple | None]
 
 
 @dataclass(frozen=True, slots=True)

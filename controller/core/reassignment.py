@@ -47,8 +47,9 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
                 partition_gone(ws, (name, p))
             ws.topic_partitions.pop(name)
             ws.topic_versions.pop(name)
+            ws.topic_ids.pop(name)
             continue
-        version, parts = read
+        version, parts, *topic_id = read  # (version, partitions[, topic_id]): TopicRead
         known = ws.topic_versions.get(name)
         if known is not None and known > version:
             continue  # an older read than what this controller wrote
@@ -59,6 +60,10 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
             ws.assignments[(name, p)] = assignment
         ws.topic_partitions[name] = tuple(parts)
         ws.topic_versions[name] = version
+        if topic_id and topic_id[0] is not None:
+            ws.topic_ids[name] = topic_id[0]
+        else:
+            ws.topic_ids.pop(name)
 
 
 def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:

@@ -137,6 +137,7 @@ class Delta:
     assignments: dict = field(default_factory=dict)
     topic_versions: dict = field(default_factory=dict)
     topic_partitions: dict = field(default_factory=dict)
+    topic_ids: dict = field(default_factory=dict)
     states: dict = field(default_factory=dict)
     requests: dict = field(default_factory=dict)
     requests_version: object = _MISSING  # int, or None when the znode was deleted
@@ -163,6 +164,8 @@ class ClusterState:
     assignments: dict[TopicPartition, Assignment] = field(default_factory=dict)
     topic_versions: dict[str, int] = field(default_factory=dict)
     topic_partitions: dict[str, tuple[int, ...]] = field(default_factory=dict)
+    # Topics whose znode carries a topic_id (Kafka 2.8+): kept by every rewrite (encode_topic).
+    topic_ids: dict[str, str] = field(default_factory=dict)
     # Partition states the controller needs: those of moves being started or running.
     states: dict[TopicPartition, LeaderIsr] = field(default_factory=dict)
     # /admin/reassign_partitions as last read or written (in znode order) and its version;
@@ -211,6 +214,7 @@ class ClusterState:
         apply_changes(self.assignments, delta.assignments)
         apply_changes(self.topic_versions, delta.topic_versions)
         apply_changes(self.topic_partitions, delta.topic_partitions)
+        apply_changes(self.topic_ids, delta.topic_ids)
         apply_changes(self.states, delta.states)
         apply_changes(self.requests, delta.requests)
         if delta.requests_version is not _MISSING:

@@ -172,6 +172,7 @@ def finish_deletion(ws: WorkingSet, name: str) -> None:
         ws.states.pop((name, p))
     ws.topic_partitions.pop(name)
     ws.topic_versions.pop(name)
+    ws.topic_ids.pop(name)
     ws.deleting.pop(name)
     ws.topics_deleted.append(name)
     ws.log.append(f"topic {name!r} deleted: every replica is gone")

@@ -170,7 +170,7 @@ def _create_partitions(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen)
         ws.topic_partitions[name] = tuple(sorted(current)) + tuple(sorted(plan))
         parts = {p: ws.assignments[(name, p)] for p in ws.topic_partitions[name]}
         version = ws.topic_versions[name]
-        ws.admin_first.append(SetData(paths.topic(name), encode_topic(parts), version))  # step 2
+        ws.admin_first.append(SetData(paths.topic(name), encode_topic(parts, ws.topic_ids.get(name)), version))  # step 2
         ws.topic_versions[name] = version + 1
         _count(ws, plan.values())
         results[name] = (ErrorCode.NONE, None, plan, _give_states(ws, name, sorted(plan), frozenset()))  # step 3

@@ -44,6 +44,7 @@ class WorkingSet:
     assignments: Overlay
     topic_versions: Overlay
     topic_partitions: Overlay
+    topic_ids: Overlay  # topics whose znode carries a topic_id (Kafka 2.8+)
     states: Overlay
     requests: Overlay
     requests_version: int | None
@@ -133,6 +134,7 @@ class WorkingSet:
             assignments=Overlay(state.assignments),
             topic_versions=Overlay(state.topic_versions),
             topic_partitions=Overlay(state.topic_partitions),
+            topic_ids=Overlay(state.topic_ids),
             states=Overlay(state.states),
             requests=Overlay(state.requests),
             requests_version=state.requests_version,

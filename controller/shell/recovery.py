@@ -133,7 +133,7 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     async def topics_and_moving_states():
         topics_read, lines = await read_topics(store, await read_topic_names(store, watch=watch))
         topics = {name: read for name, read in topics_read.items() if read is not None}
-        moving = [(t, p) for t, (_, parts) in topics.items() for p, a in parts.items() if a.adding or a.removing]
+        moving = [(t, p) for t, read in topics.items() for p, a in read[1].items() if a.adding or a.removing]
         # The moving partitions' states right after their topic znodes, while the records are
         # still being read.
         found, more_lines = await read_states(store, moving) if states and moving else ({}, [])
@@ -189,8 +189,10 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
         state.record_counts.setdefault(topic, 1)
     assignments = state.assignments
     moving: list[TopicPartition] = []  # of every partition (100,000 on a large cluster), once
-    for name, (version, parts) in sorted(snapshot.topics.items()):
+    for name, (version, parts, *topic_id) in sorted(snapshot.topics.items()):  # TopicRead
         state.topic_versions[name] = version
+        if topic_id and topic_id[0] is not None:
+            state.topic_ids[name] = topic_id[0]
         state.topic_partitions[name] = tuple(parts)
         assignments.update({(name, p): assignment for p, assignment in parts.items()})
         moving += [(name, p) for p, a in parts.items() if a.adding or a.removing]

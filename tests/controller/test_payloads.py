@@ -18,6 +18,7 @@ from znodes.payloads import (
     encode_record,
     encode_requests,
     encode_state,
+    decode_topic_with_id,
     encode_topic,
 )
 from znodes.values import Assignment, LeaderIsr, Request
@@ -79,6 +80,16 @@ def test_encode_topic_is_the_models_bytes(assignments):
     shuffled = dict(reversed(list(assignments.items())))
     assert encode_topic(assignments) == encode_topic(shuffled) == expected
     assert decode_topic("/brokers/topics/t", expected) == dict(sorted(assignments.items()))
+    # Kafka 2.8+'s version 3 with its topic_id: the same bytes as the model's, id read back.
+    with_id = models.TopicAssignment(
+        version=3, topic_id="bxssPU5fSmuMfZ4PGis8TQ",
+        partitions={p: list(a.replicas) for p, a in assignments.items()},
+        adding_replicas={p: list(a.adding) for p, a in assignments.items() if a.adding},
+        removing_replicas={p: list(a.removing) for p, a in assignments.items() if a.removing},
+    ).to_bytes()
+    assert encode_topic(shuffled, "bxssPU5fSmuMfZ4PGis8TQ") == with_id
+    assert decode_topic_with_id("/brokers/topics/t", with_id) == (dict(sorted(assignments.items())), "bxssPU5fSmuMfZ4PGis8TQ")
+    assert decode_topic_with_id("/brokers/topics/t", expected)[1] is None
 
 
 _topics = st.text(st.characters(codec="utf-8", exclude_categories=("Cs",)), min_size=1, max_size=12)
