@@ -393,6 +393,14 @@ class Harness:
         self.clock.advance(seconds)
         await self.cluster.advance()
         await self.settle()
+        self.raise_crashed()
+
+    def raise_crashed(self) -> None:
+        """A controller whose task died of an exception fails the test with it, at once: left
+        alone it reads as a controller doing nothing ("not quiet" two minutes later)."""
+        for c in self.controllers:
+            if c.task.done() and not c.task.cancelled() and c.task.exception() is not None:
+                raise AssertionError(f"controller {c.id} died") from c.task.exception()
 
     async def submit(self, targets: dict[tuple[str, int], list[int]]):
         """Write /admin/reassign_partitions in Kafka's plain format (no original_replicas)."""
