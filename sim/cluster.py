@@ -104,6 +104,9 @@ class ClusterSettings:
     topic_brokers: tuple[int, ...] = ()
     # Per-broker log.dirs overriding broker.log_dirs (KIP-113: a broker with other disks).
     broker_log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
+    # The name the brokers register their (PLAINTEXT) listener under: a cluster whose brokers
+    # have no listener named PLAINTEXT, e.g. INTERNAL (Kafka's inter.broker.listener.name).
+    listener_name: str = "PLAINTEXT"
 
     @property
     def broker_ids(self) -> list[int]:
@@ -115,17 +118,19 @@ class ClusterSettings:
         return f"rack-{(broker_id - self.first_id) % self.racks}"
 
 
-def registration_payload(host: str, port: int, rack: str | None) -> bytes:
-    """Kafka's /brokers/ids/N (version 4)."""
+def registration_payload(host: str, port: int, rack: str | None, listener: str = "PLAINTEXT") -> bytes:
+    """Kafka's /brokers/ids/N (version 4): one listener, speaking PLAINTEXT, named ``listener``
+    (``host``/``port`` null and -1 when that name is not PLAINTEXT, as Kafka writes them)."""
+    plain = listener == "PLAINTEXT"
     return models.BrokerRegistration(
         version=4,
-        host=host,
-        port=port,
+        host=host if plain else None,
+        port=port if plain else -1,
         jmx_port=-1,
         timestamp=str(int(time.time() * 1000)),
-        endpoints=[f"PLAINTEXT://{host}:{port}"],
+        endpoints=[f"{listener}://{host}:{port}"],
         rack=rack,
-        listener_security_protocol_map={"PLAINTEXT": "PLAINTEXT"},
+        listener_security_protocol_map={listener: "PLAINTEXT"},
     ).to_bytes()
 
 
@@ -204,7 +209,7 @@ class SimulatedCluster:
                 self.model.offline.add(broker_id)
             self._watcher = ConfigWatcher(self.admin, self.throttles, self.view, self.model.log_configs)
             await self._watcher.load_all()
-            self._view_watcher = ClusterWatcher(self.admin, self.view)
+            self._view_watcher = ClusterWatcher(self.admin, self.view, self.settings.listener_name)
             await self._view_watcher.load_all()
             await check_new_topics(self.admin, list(topics))
             for broker_id in self.settings.broker_ids:
@@ -455,7 +460,7 @@ class SimulatedCluster:
     async def _register(self, store: Store, broker: SimBroker, port: int) -> None:
         path = paths.broker(broker.id)
         try:
-            await store.create(path, registration_payload(self.settings.host, port, broker.rack), ephemeral=True)
+            await store.create(path, registration_payload(self.settings.host, port, broker.rack, self.settings.listener_name), ephemeral=True)
         except NodeExistsError:
             raise BrokerRegistrationError(
                 f"broker id {broker.id} is already registered at {path} (another broker, or an old session)"
@@ -496,7 +501,7 @@ class SimulatedCluster:
             store = await self._new_store()
             watcher = ConfigWatcher(store, self.throttles, self.view, self.model.log_configs)
             await watcher.load_all()
-            view_watcher = ClusterWatcher(store, self.view)
+            view_watcher = ClusterWatcher(store, self.view, self.settings.listener_name)
             await view_watcher.load_all()
         except ZkError as exc:
             log.warning("cannot renew the config session yet: %s", exc)

@@ -27,7 +27,7 @@ from sim.zookeeper_view import NO_CONTROLLER, ZooKeeperView, RegisteredBroker
 from znodes import paths
 from znodes.api import NoNodeError, SessionEvent, SessionState, Store, WatchEvent
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_controller, decode_listener
+from znodes.payloads import LISTENER, decode_controller, decode_listener
 from znodes.reads import get_many, read_brokers
 
 log = logging.getLogger(__name__)
@@ -36,9 +36,10 @@ CONTROLLERS_PATH = "/reassignd/controllers"  # where controller.shell.daemon reg
 
 
 class ClusterWatcher:
-    def __init__(self, store: Store, view: ZooKeeperView):
+    def __init__(self, store: Store, view: ZooKeeperView, listener: str = LISTENER):
         self.store = store
         self.view = view
+        self.listener = listener  # the brokers' listener name (sim.cluster.ClusterSettings.listener_name)
         self._reloads = {
             paths.CONTROLLER: self.reload_active,
             CONTROLLERS_PATH: self.reload_controllers,
@@ -92,7 +93,7 @@ class ClusterWatcher:
 
     async def reload_brokers(self) -> None:
         """Step 3."""
-        brokers, skipped = await read_brokers(self.store, watch=True)
+        brokers, skipped = await read_brokers(self.store, watch=True, listener=self.listener)
         for line in skipped:
             log.warning("%s", line)
         self.view.registered = {

@@ -135,8 +135,9 @@ def _state_read(path: str, data: bytes, stat: ZnodeStat) -> LeaderIsr:
 
 
 async def brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[Unreadable]]:
-    """The registered brokers as the controller needs them (a PLAINTEXT endpoint, the rack, the
-    registration's czxid as its epoch), by id; ``watch`` watches the listing."""
+    """The registered brokers as the controller needs them (the PLAINTEXT endpoint, -1 without
+    one: alive all the same; every endpoint, the rack, the registration's czxid as its epoch),
+    by id; ``watch`` watches the listing."""
     return await registered_brokers(store, controller_broker, watch)
 
 

@@ -17,7 +17,7 @@ from pydantic import StrictBool, ValidationError
 
 from znodes import models, paths
 from znodes.errors import ZnodeFormatError
-from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+from znodes.values import NO_PORT, Assignment, Broker, LeaderIsr, Request, TopicPartition
 
 LISTENER = "PLAINTEXT"
 
@@ -479,12 +479,17 @@ def encode_record(target, original, cancelling: bool = False, next_target=None) 
 # ---- /brokers/ids/N, /controller, /controller_epoch, notifications --------------------------
 
 
-def decode_broker(path: str, data: bytes, broker_id: int, czxid: int) -> Broker:
+def decode_broker(path: str, data: bytes, broker_id: int, czxid: int, listener: str = LISTENER) -> Broker:
+    """The broker reached at its endpoint of ``listener`` (the controller's broker listener,
+    Kafka's ``inter.broker.listener.name``), which must speak PLAINTEXT; without one it is
+    alive but unreachable (host "", port -1), as Kafka's controller keeps a broker it cannot
+    connect to among the live ones: taking it for dead would move its leaderships away."""
     m = models.BrokerRegistration.from_bytes(path, data)
-    endpoint = next((e for e in m.parsed_endpoints() if e.listener == LISTENER), None)
-    if endpoint is None:
-        raise ZnodeFormatError(path, f"broker {broker_id} has no {LISTENER} endpoint")
-    return Broker(broker_id, endpoint.host, endpoint.port, m.rack, czxid)
+    endpoints = m.parsed_endpoints()
+    endpoint = next((e for e in endpoints if e.listener == listener and e.security_protocol == "PLAINTEXT"), None)
+    host, port = (endpoint.host, endpoint.port) if endpoint is not None else ("", NO_PORT)
+    return Broker(broker_id, host, port, m.rack, czxid,
+                  tuple((e.listener, e.host, e.port, e.security_protocol) for e in endpoints))
 
 
 def decode_broker_endpoints(path: str, data: bytes, broker_id: int, czxid: int) -> dict[str, Broker]:

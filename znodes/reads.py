@@ -18,7 +18,7 @@ from typing import TypeVar
 from znodes import paths
 from znodes.api import NoNodeError, Store, ZnodeStat
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_broker, decode_broker_endpoints
+from znodes.payloads import LISTENER, decode_broker, decode_broker_endpoints
 from znodes.values import Broker
 
 # Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
@@ -107,10 +107,10 @@ async def registered_brokers(store: Store, decode: Callable[[str, bytes, ZnodeSt
     return out, bad
 
 
-def controller_broker(path: str, data: bytes, stat: ZnodeStat, broker_id: int) -> Broker:
-    """A registration as the controller needs it: a PLAINTEXT endpoint, the rack, the czxid as
-    the broker's epoch."""
-    return decode_broker(path, data, broker_id, stat.czxid)
+def controller_broker(path: str, data: bytes, stat: ZnodeStat, broker_id: int, listener: str = LISTENER) -> Broker:
+    """A registration as the controller needs it: its endpoint of ``listener`` (speaking
+    PLAINTEXT), every endpoint, the rack, the czxid as the broker's epoch."""
+    return decode_broker(path, data, broker_id, stat.czxid, listener)
 
 
 async def read_broker_endpoints(store: Store) -> dict[int, dict[str, Broker]]:
@@ -120,8 +120,16 @@ async def read_broker_endpoints(store: Store) -> dict[int, dict[str, Broker]]:
     return found
 
 
-async def read_brokers(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
-    """The registered brokers as the controller needs them (znodes.cluster_reader.brokers), with
-    a log line for each one skipped."""
-    brokers, bad = await registered_brokers(store, controller_broker, watch)
-    return brokers, [f"ignoring {u}" for u in bad]
+async def read_brokers(store: Store, watch: bool = False, listener: str = LISTENER
+                       ) -> tuple[dict[int, Broker], list[str]]:
+    """The registered brokers as the controller needs them (znodes.cluster_reader.brokers),
+    reached at their ``listener`` endpoint, with a log line for each one skipped and for each
+    one alive without such an endpoint (the controller's requests to it fail)."""
+    brokers, bad = await registered_brokers(
+        store, lambda path, data, stat, broker_id: controller_broker(path, data, stat, broker_id, listener), watch)
+    lines = [f"ignoring {u}" for u in bad]
+    lines += [f"broker {b.id} has no {listener} endpoint speaking PLAINTEXT (it registered "
+              f"{', '.join(f'{e[0]}://{e[1]}:{e[2]} ({e[3]})' for e in b.endpoints) or 'none'}): alive, "
+              "but this controller cannot send it requests (setting broker_listener)"
+              for b in brokers.values() if not b.reachable]
+    return brokers, lines

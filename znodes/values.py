@@ -15,15 +15,27 @@ Replicas = tuple[int, ...]
 
 
 
+NO_PORT = -1  # Kafka's port of a registration without the listener asked for
+
+
 @dataclass(frozen=True, slots=True)
 class Broker:
-    """A registered broker (``/brokers/ids/N``). ``epoch`` is the registration's czxid."""
+    """A registered broker (``/brokers/ids/N``). ``epoch`` is the registration's czxid.
+    ``host``/``port``: where the controller reaches it (its endpoint of the controller's
+    broker listener; "" and -1 when it has none the controller can speak: alive all the same).
+    ``endpoints``: every endpoint it registered, (listener, host, port, security protocol), in
+    its order, as UpdateMetadata tells the brokers; empty: only host/port (PLAINTEXT) known."""
 
     id: int
     host: str
     port: int
     rack: str | None = None
     epoch: int = -1
+    endpoints: tuple[tuple[str, str, int, str], ...] = ()
+
+    @property
+    def reachable(self) -> bool:
+        return self.port != NO_PORT
 
 
 @dataclass(frozen=True, slots=True)

@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 
 from controller.core.shared_body import per_broker_bodies
 from protocol import ApiKey
+from znodes.models import SECURITY_PROTOCOLS
 from znodes.values import Broker, LeaderIsr, TopicPartition
 
 # bench/controller.py imports this name from here.
@@ -33,6 +34,16 @@ DESCRIBE_LOG_DIRS_VERSION = 1  # KIP-113; what a broker hosts is the same in eve
 
 LISTENER = "PLAINTEXT"
 PLAINTEXT_PROTOCOL = 0  # Kafka's SecurityProtocol id for PLAINTEXT
+
+
+def _endpoints(b: Broker) -> list[dict]:
+    """Every endpoint the broker registered, as UpdateMetadata tells the brokers (Kafka's
+    controller sends them all: a broker answers Metadata on each listener with its peers'
+    endpoints of that listener); only host/port known: the PLAINTEXT one."""
+    if not b.endpoints:
+        return [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}]
+    return [{"port": port, "host": host, "listener": name, "security_protocol": SECURITY_PROTOCOLS.index(protocol)}
+            for name, host, port, protocol in b.endpoints]
 
 
 @dataclass(frozen=True, slots=True)
@@ -225,14 +236,8 @@ class Outbox:
         if not ids:
             return []
         states = _grouped(entries)
-        live = [
-            {
-                "id": b.id,
-                "endpoints": [{"port": b.port, "host": b.host, "listener": LISTENER, "security_protocol": PLAINTEXT_PROTOCOL}],
-                "rack": b.rack,
-            }
-            for b in sorted(self.brokers.values(), key=lambda b: b.id)
-        ]
+        live = [{"id": b.id, "endpoints": _endpoints(b), "rack": b.rack}
+                for b in sorted(self.brokers.values(), key=lambda b: b.id)]
         common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
                   "topic_states": states, "live_brokers": live}
         # The same states for every broker: encoded once, each broker's epoch put in place.

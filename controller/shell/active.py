@@ -310,7 +310,8 @@ class ActiveController:
         self.chunk_reads.cancel()  # of the send this reload replaces
         await self.store.exists(paths.CONTROLLER, watch=True)
         # The resumed moves' states with the records: Resume announces them in its own step.
-        recovered = await recovery.recover(self.store, self.controller_id, self.epoch, states=True)
+        recovered = await recovery.recover(self.store, self.controller_id, self.epoch, states=True,
+                                           listener=self.config.broker_listener)
         for line in recovered.log:
             log.warning("recovery: %s", line)
         self.state = recovered.state
@@ -622,7 +623,7 @@ class ActiveController:
         state = self.state
         out: list[Event] = []
         if "brokers" in kinds:
-            brokers, lines = await read_brokers(self.store, watch=True)
+            brokers, lines = await read_brokers(self.store, watch=True, listener=self.config.broker_listener)
             _warn(lines)
             out.append(BrokersRead(brokers))
         topic_reads: dict = {}

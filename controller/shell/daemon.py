@@ -57,7 +57,7 @@ from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore,
 from controller.shell.ops import OpsServer
 from controller.shell.options import load_settings, parse_args, unknown_env
 from controller.shell.role import Role
-from controller.shell.transport import TcpTransport
+from controller.shell.transport import TcpTransport, broker_address
 from znodes import paths, secure_paths
 from znodes.api import NodeExistsError, NoNodeError, Store, ZkError
 from znodes.payloads import encode_listener
@@ -349,10 +349,7 @@ class ControllerDaemon:
 
 def _endpoint(active: ActiveController | None, broker_id: int) -> tuple[str, int] | None:
     state = active.state if active is not None else None
-    if state is None:
-        return None
-    broker = state.brokers.get(broker_id)
-    return None if broker is None else (broker.host, broker.port)
+    return None if state is None else broker_address(state.brokers, broker_id)
 
 
 async def _close_quietly(store: Store) -> None:

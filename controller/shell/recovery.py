@@ -87,6 +87,7 @@ from controller.shell.zkread import (
 )
 from znodes import paths
 from znodes.api import Store
+from znodes.payloads import LISTENER
 from znodes.reads import read_brokers
 from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition
 
@@ -113,7 +114,7 @@ class Recovered:
     log: list[str]
 
 
-async def load(store: Store, *, watch: bool = True, states: bool = False) -> Snapshot:
+async def load(store: Store, *, watch: bool = True, states: bool = False, listener: str = LISTENER) -> Snapshot:
     """Step 1.
 
     Every KIP-240 record is read (one bulk read): it is the only witness of a move's newest
@@ -127,7 +128,7 @@ async def load(store: Store, *, watch: bool = True, states: bool = False) -> Sna
     write made from it is conditional on its zkVersion.
     """
     log: list[str] = []
-    brokers, more = await read_brokers(store, watch=watch)
+    brokers, more = await read_brokers(store, watch=watch, listener=listener)
     log += more
 
     async def topics_and_moving_states():
@@ -285,11 +286,13 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
     return Recovered(state, events, log)
 
 
-async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool = True, states: bool = False) -> Recovered:
+async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool = True, states: bool = False,
+                  listener: str = LISTENER) -> Recovered:
     """Steps 1-3; the caller feeds ``events`` to the engine (step 4). ``states``: read the
     resumed moves' partition states with the records (the active controller does), so that
-    Resume announces them in its own step instead of a step later."""
-    return rebuild(await load(store, watch=watch, states=states), controller_id, epoch)
+    Resume announces them in its own step instead of a step later. ``listener``: the brokers'
+    listener the controller reaches them on (setting ``broker_listener``)."""
+    return rebuild(await load(store, watch=watch, states=states, listener=listener), controller_id, epoch)
 
 
 def running_summary(state: ClusterState) -> dict[str, int]:

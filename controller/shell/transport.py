@@ -17,10 +17,11 @@ closes that connection (the stream can no longer be trusted).
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
 from protocol_aio import ClientConnection
+from znodes.values import Broker
 
 CLIENT_ID = "reassignd-controller"
 CONNECT_TIMEOUT_S = 5.0
@@ -29,6 +30,14 @@ CONNECT_TIMEOUT_S = 5.0
 # UpdateMetadata and StopReplica from queueing behind each other's round trips, and a broker
 # that stops answering holds no more than this many.
 MAX_IN_FLIGHT_PER_BROKER = 100
+
+
+def broker_address(brokers: Mapping[int, Broker], broker_id: int) -> tuple[str, int] | None:
+    """Where the controller reaches ``broker_id``: its registered endpoint of the controller's
+    broker listener; None when it is not registered, or alive without such an endpoint
+    (znodes.payloads.decode_broker: setting broker_listener)."""
+    broker = brokers.get(broker_id)
+    return None if broker is None or not broker.reachable else (broker.host, broker.port)
 
 
 @runtime_checkable
@@ -55,7 +64,7 @@ class TcpTransport:
                 return conn
             where = self.endpoint(broker_id)
             if where is None:
-                raise ConnectionRefusedError(f"broker {broker_id} is not registered")
+                raise ConnectionRefusedError(f"broker {broker_id} is not registered, or has no endpoint this controller can reach")
             host, port = where
             conn = await ClientConnection.open(host, port, connect_timeout_s=CONNECT_TIMEOUT_S, client_id=self.client_id,
                                                name=f"broker {broker_id}", max_in_flight=MAX_IN_FLIGHT_PER_BROKER)

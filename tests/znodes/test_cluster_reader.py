@@ -46,8 +46,11 @@ async def _cluster():
 async def test_brokers_their_racks_and_whole_registrations():
     store = await _cluster()
     brokers, bad = await cluster_reader.brokers(store)
-    assert {b: (x.port, x.rack) for b, x in brokers.items()} == {1: (9092, "r1")}
-    assert sorted(u.path for u in bad) == ["/brokers/ids/2", "/brokers/ids/3", "/brokers/ids/x"]
+    # 2 registered no PLAINTEXT listener: alive all the same, unreachable (port -1), its SSL
+    # endpoint kept for UpdateMetadata.
+    assert {b: (x.port, x.rack, x.reachable) for b, x in brokers.items()} == {1: (9092, "r1", True), 2: (-1, None, False)}
+    assert brokers[2].endpoints == (("SSL", "h", 9093, "SSL"),)
+    assert sorted(u.path for u in bad) == ["/brokers/ids/3", "/brokers/ids/x"]
     registrations, bad = await cluster_reader.registrations(store)
     assert sorted(registrations) == [1, 2] and registrations[2].parsed_endpoints()[0].security_protocol == "SSL"
     assert sorted(u.path for u in bad) == ["/brokers/ids/3", "/brokers/ids/x"]
