@@ -10,6 +10,7 @@ real active controller (tests.admin.test_kip179's helpers).
 
 from __future__ import annotations
 
+import base64
 import json
 import struct
 import time
@@ -18,6 +19,7 @@ import uuid
 import pytest
 
 import protocol
+from controller.core import acl
 from controller.core.config import ControllerConfig
 from controller.shell.admin.base import AdminContext
 from controller.shell.admin.handler import AdminHandler
@@ -27,6 +29,8 @@ from controller.shell.role import Role
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError
 from tests.admin.test_kip179 import cluster, context
+from tests.admin.test_topic_acls import FixedAcls, grant
+from tests.admin.test_topic_acls import topic as topic_resource
 from tests.client.cluster_zk import broker_payload
 from znodes import paths
 from znodes.payloads import encode_listener
@@ -198,12 +202,56 @@ async def test_v10_v11_null_name_or_a_topic_id_is_invalid_request(version):
         assert answer["name"] == (topics[0]["name"] or "") and answer["topic_id"] == topics[0]["topic_id"]
 
 
-async def test_v12_topic_by_id_only_stays_unknown_topic_id():
-    # v12+ may ask by id (Kafka resolves it; here ids are not indexed, DESIGN: UNKNOWN_TOPIC_ID).
+async def with_topic_id(store, name: str) -> uuid.UUID:
+    """The topic's znode rewritten as Kafka 2.8+ writes it: version 3 with a topic_id."""
+    topic_id = uuid.uuid4()
+    doc = json.loads((await store.get(paths.topic(name)))[0])
+    doc.update(version=3, topic_id=base64.urlsafe_b64encode(topic_id.bytes).decode().rstrip("="))
+    await store.set(paths.topic(name), json.dumps(doc).encode())
+    return topic_id
+
+
+class Principal:
+    """A session on no named listener, authenticated as User:ops."""
+
+    listener = None
+    host = "10.0.0.9"
+
+    def current_principal(self) -> str:
+        return "User:ops"
+
+
+async def test_v12_topics_by_id_are_looked_up_in_the_topic_znodes():
+    # Kafka 3.1+ (high confidence, handleTopicMetadataRequest): ids are resolved to names
+    # (Kafka 2.8+ topic znodes carry them); an unknown id is UNKNOWN_TOPIC_ID with a null name,
+    # listed first; when any id is given the names in the request are not looked at; a topic
+    # the principal may not DESCRIBE is TOPIC_AUTHORIZATION_FAILED with a null name and its id
+    # ("topic IDs are not considered sensitive"). v10-11 and name lookups answer the id too.
     store = await twin()
-    some_id = uuid.uuid4()
-    (answer,) = (await meta(store, 12, {**request(12, []), "topics": [{"name": None, "topic_id": some_id}]}))["topics"]
-    assert answer["error_code"] == ErrorCode.UNKNOWN_TOPIC_ID and answer["name"] is None
+    orders = await with_topic_id(store, "orders")
+    offsets = await with_topic_id(store, "__consumer_offsets")
+    unknown = uuid.uuid4()
+    body = {**request(12, []), "topics": [{"name": None, "topic_id": orders}, {"name": None, "topic_id": unknown},
+                                           {"name": "__transaction_state", "topic_id": ZERO}]}
+    first, second = (await meta(store, 12, body))["topics"]
+    assert (first["error_code"], first["name"], first["topic_id"]) == (ErrorCode.UNKNOWN_TOPIC_ID, None, unknown)
+    assert (second["error_code"], second["name"], second["topic_id"]) == (0, "orders", orders)
+    assert [p["partition_index"] for p in second["partitions"]] == [0, 1, 2]
+    by_names = by_name(await meta(store, 10, request(10, ["orders", "__transaction_state"])))
+    assert by_names["orders"]["topic_id"] == orders and by_names["__transaction_state"]["topic_id"] == ZERO
+
+    config = ControllerConfig()
+    ctx = ctx_of(store, config)
+    ctx.authorizer = FixedAcls(*grant(topic_resource("orders"), acl.DESCRIBE))
+    token = SESSION.set(Principal())
+    try:
+        header = {"request_api_key": 3, "request_api_version": 12, "correlation_id": 1, "client_id": "probe"}
+        answer = await AdminHandler(ctx).handle(header, {**request(12, []), "topics": [
+            {"name": None, "topic_id": offsets}, {"name": None, "topic_id": orders}]})
+    finally:
+        SESSION.reset(token)
+    assert [(t["error_code"], t["name"], t["topic_id"]) for t in answer["topics"]] == [
+        (0, "orders", orders), (ErrorCode.TOPIC_AUTHORIZATION_FAILED, None, offsets)]
 
 
 def test_a_null_name_before_v10_does_not_decode():

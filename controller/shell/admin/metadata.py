@@ -19,9 +19,12 @@ Building the answer, step by step:
  3. ``cluster_id``: ``/cluster/id`` (Kafka's ``{"version":"1","id":"..."}``), else null.
  4. Topics (KIP-4): in v0 an empty list means every topic; from v1 null means every topic and
     an empty list none. A requested topic that does not exist gets UNKNOWN_TOPIC_OR_PARTITION,
-    an illegal name INVALID_TOPIC_EXCEPTION, a topic asked for by id only (v10+)
-    UNKNOWN_TOPIC_ID (v10-11 allow neither a null name nor an id: INVALID_REQUEST for the
-    whole request, as Kafka 3.0+). A topic marked for deletion (``/admin/delete_topics/T``) is
+    an illegal name INVALID_TOPIC_EXCEPTION. v12+ may ask by topic id (Kafka 3.1+): the ids
+    are those Kafka 2.8+ writes in the topic znodes (every one is read to find them); when any
+    id is given the names are not looked at; an unknown id is UNKNOWN_TOPIC_ID, listed first
+    with a null name, a refused one TOPIC_AUTHORIZATION_FAILED with a null name and its id,
+    listed last (v10-11 allow neither a null name nor an id: INVALID_REQUEST for the whole
+    request, as Kafka 3.0+). A topic marked for deletion (``/admin/delete_topics/T``) is
     unknown, as in Kafka's brokers once its deletion starts. An all-topics answer lists only
     the topics it can describe. Nothing is auto-created. With ACLs enforced, a topic the principal may
     not DESCRIBE is left out of an all-topics answer and gets TOPIC_AUTHORIZATION_FAILED when
@@ -155,6 +158,24 @@ class TopicView:
         self.states: dict[int, LeaderIsr | None] = {}
 
 
+async def read_topic_ids(store: Store) -> dict[uuid.UUID, str]:
+    """Every topic znode's ``topic_id`` (Kafka 2.8+, version 3), by id: one bulk read of all of
+    them (only a request by id needs it). Znodes without one, unreadable ones and illegal
+    names are left out."""
+    names = [n for n in sorted(await children_or_empty(store, paths.TOPICS)) if _legal(n)]
+    out: dict[uuid.UUID, str] = {}
+    for name, data in zip(names, await read_data(store, [paths.topic(n) for n in names])):
+        if data is None or b"topic_id" not in data:  # the common case: no model needed
+            continue
+        try:
+            topic_id = models.TopicAssignment.from_bytes(paths.topic(name), data).topic_id
+        except ZnodeFormatError:
+            continue
+        if topic_id is not None:
+            out[_topic_uuid(topic_id)] = name
+    return out
+
+
 async def read_topic_views(store: Store, names: list[str]) -> dict[str, TopicView | None]:
     """Each named (valid) topic with its partition states; None for a topic with no znode or
     an unreadable one."""
@@ -218,9 +239,25 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
         # Kafka 3.0+ (KAFKA-12701): v10-11 carry topic ids but may not use them.
         raise ApiError(ErrorCode.INVALID_REQUEST, f"Metadata v{version}: topics by name only, never null")
     all_topics = requested is None or (version == 0 and not requested)
+    # A topic being deleted is gone for Kafka's brokers from the start of its deletion (the
+    # controller's UpdateMetadata with leader -2 takes it out of their caches), though its
+    # znodes stay until every replica is deleted: no view, so unknown. With deletion disabled
+    # the controller drops the marker and the topic stays, as Kafka's does.
+    deleting: set[str] = set()
+    if getattr(getattr(ctx, "config", None), "delete_topic_enable", True):
+        deleting = set(await children_or_empty(store, paths.DELETE_TOPICS))
     entries: list[tuple[str | None, uuid.UUID]]
+    ids = [] if all_topics else list(dict.fromkeys(
+        t.get("topic_id") for t in requested if (t.get("topic_id") or ZERO_UUID) != ZERO_UUID))
+    unknown_ids: list[uuid.UUID] = []
     if all_topics:
         entries = [(n, ZERO_UUID) for n in sorted(await children_or_empty(store, paths.TOPICS))]
+    elif ids:
+        # v12+ by id (Kafka 3.1+): when any id is given the names are not looked at; ids are
+        # those of the topic znodes (Kafka 2.8+ writes them), every one read to find them.
+        named = {i: n for i, n in (await read_topic_ids(store)).items() if n not in deleting}
+        unknown_ids = [i for i in ids if i not in named]
+        entries = [(named[i], i) for i in ids if i in named]
     else:
         entries, seen = [], set()
         for t in requested:
@@ -239,13 +276,6 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
                 denied.add(name)
         if all_topics:
             entries = [e for e in entries if e[0] not in denied]
-    # A topic being deleted is gone for Kafka's brokers from the start of its deletion (the
-    # controller's UpdateMetadata with leader -2 takes it out of their caches), though its
-    # znodes stay until every replica is deleted: no view, so unknown. With deletion disabled
-    # the controller drops the marker and the topic stays, as Kafka's does.
-    deleting: set[str] = set()
-    if getattr(getattr(ctx, "config", None), "delete_topic_enable", True):
-        deleting = set(await children_or_empty(store, paths.DELETE_TOPICS))
     valid = [n for n, _ in entries if n is not None and _legal(n) and n not in denied and n not in deleting]
     views = await read_topic_views(store, valid)
     if all_topics:
@@ -267,6 +297,13 @@ async def handle_metadata(ctx: AdminContext, version: int, body: dict) -> dict:
         else _topic(version, name, topic_id, views.get(name), live, brokers, ops.get(name, OPERATIONS_OMITTED))
         for name, topic_id in entries
     ]
+    if ids:
+        # Kafka's order and shapes: unknown ids (null name) first, then the topics described,
+        # then the refused ones - by id, a null name and their id ("not sensitive").
+        topics = ([_topic_error(None, i, ErrorCode.UNKNOWN_TOPIC_ID, OPERATIONS_OMITTED) for i in unknown_ids]
+                  + [t for (name, _), t in zip(entries, topics) if name not in denied]
+                  + [_topic_error(None, i, ErrorCode.TOPIC_AUTHORIZATION_FAILED, OPERATIONS_OMITTED)
+                     for name, i in entries if name in denied])
     return {
         "throttle_time_ms": 0,
         "brokers": [nodes[i] for i in sorted(nodes)],
@@ -299,7 +336,7 @@ def _legal(name: str) -> bool:
 def _topic(version, name, topic_id, view: TopicView | None, live: set[int], listed: dict[int, Broker],
            ops: int) -> dict:
     if name is None:
-        code = ErrorCode.UNKNOWN_TOPIC_ID  # asked for by id only: topic ids are not indexed here
+        code = ErrorCode.UNKNOWN_TOPIC_ID  # a null name without an id: nothing to look up
         return _topic_error("" if version < 12 else None, topic_id, code, OPERATIONS_OMITTED)
     if not _legal(name):
         return _topic_error(name, ZERO_UUID, ErrorCode.INVALID_TOPIC_EXCEPTION, ops)
