@@ -103,3 +103,33 @@ async def test_brokers_without_the_controllers_listener_stay_alive_and_keep_thei
         await asyncio.gather(run, return_exceptions=True)
         await transport.close()
         await cluster.close()
+
+
+async def test_one_unreachable_broker_holds_up_no_move_among_the_others():
+    # Broker 4 re-registers with no INTERNAL listener (only an SSL one): alive, unreachable. The
+    # election's probes and UpdateMetadata to it fail; moves among brokers 1-3 still complete.
+    server, clock = TwinServer(), ManualClock()
+    cluster = await _cluster(server, clock)
+    admin = server.connect()
+    reg = json.loads(server.read(paths.broker(4))[0])
+    reg.update(endpoints=["EXTERNAL://10.9.9.4:9093"], listener_security_protocol_map={"EXTERNAL": "SSL"})
+    await admin.set(paths.broker(4), json.dumps(reg).encode())
+    active, transport, run = await _controller(server, ControllerConfig(broker_listener="INTERNAL", request_timeout_s=1.0,
+                                                                         request_retries=0))
+    try:
+        await _until(lambda: active.state is not None and len(active.state.brokers) == 4, "the controller loaded", clock, cluster)
+        assert not active.state.brokers[4].reachable
+        current = json.loads(server.read(paths.topic("t"))[0])["partitions"]
+        movable = {p: r for p, r in current.items() if 4 not in r}
+        assert movable, current
+        target = {p: [b for b in (1, 2, 3) if b not in r][:1] + r[1:] for p, r in movable.items()}
+        entries = [{"topic": "t", "partition": int(p), "replicas": r} for p, r in target.items()]
+        await admin.create(paths.REASSIGN_PARTITIONS, json.dumps({"version": 1, "partitions": entries}).encode())
+        await _until(lambda: server.exists(paths.REASSIGN_PARTITIONS) is None, "the moves among 1-3 done", clock, cluster)
+        after = json.loads(server.read(paths.topic("t"))[0])["partitions"]
+        assert {p: after[p] for p in target} == target
+    finally:
+        run.cancel()
+        await asyncio.gather(run, return_exceptions=True)
+        await transport.close()
+        await cluster.close()
