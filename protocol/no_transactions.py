@@ -44,7 +44,9 @@ def list_transactions(version: int, body: dict) -> dict:
             re.compile(pattern)
         except re.error:
             return list_transactions_error(version, body, ErrorCode.INVALID_REGULAR_EXPRESSION, None)
-    unknown = [s for s in body.get("state_filters") or [] if s not in TRANSACTION_STATES]
+    # Kafka takes the filters as a set (TransactionCoordinator.handleListTransactions): an
+    # unknown state named twice is listed once, first occurrence's place kept.
+    unknown = [s for s in dict.fromkeys(body.get("state_filters") or []) if s not in TRANSACTION_STATES]
     return _answer(ErrorCode.NONE, unknown)
 
 

@@ -4,7 +4,7 @@ Requests on a connection are answered in order. Bytes left over after a request'
 ignored and counted (``left_over_requests``), as Kafka ignores them. Bytes that do not decode, a frame over the
 size limit, or an API the broker does not serve close that connection only; the listener and
 every other connection carry on. An ApiVersions request of a version the codec does not know
-gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and the supported ranges.
+gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and ApiVersions' own range.
 
     server = BrokerServer(core.handle, lambda: core.handle(18, 0, {})["api_keys"])
     port = await server.start("127.0.0.1", 0)
@@ -21,6 +21,7 @@ from collections.abc import Callable
 
 import protocol
 from protocol import ApiKey, wire_limits
+from protocol.api_versions import error_answer
 from protocol.connection import FrameConnection
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError, EncodeError, UnsupportedVersionError
@@ -99,7 +100,7 @@ class BrokerServer:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as exc:
             if exc.api_key == ApiKey.API_VERSIONS and exc.correlation_id is not None:
-                answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self._api_keys()}
+                answer = error_answer(ErrorCode.UNSUPPORTED_VERSION, self._api_keys())
                 return protocol.encode_response(ApiKey.API_VERSIONS, 0, exc.correlation_id, answer)
             raise
         api_key, api_version = header["request_api_key"], header["request_api_version"]

@@ -94,7 +94,7 @@ async def list_users(store: Store) -> dict[str, list[str]]:
     return out
 
 
-async def _update(store: Store, user: str, change) -> bool:
+async def update_config(store: Store, user: str, change) -> bool:
     """Apply ``change(config) -> config | None`` (None: nothing to do) with a version check,
     then notify. Whether anything changed."""
     path = user_path(user)
@@ -125,7 +125,7 @@ async def write_credentials(store: Store, user: str, credentials: dict[str, str]
     unknown = set(credentials) - set(SCRAM_MECHANISMS)
     if unknown:
         raise ValueError(f"not SCRAM mechanisms: {sorted(unknown)}")
-    await _update(store, user, lambda config: {**config, **credentials})
+    await update_config(store, user, lambda config: {**config, **credentials})
 
 
 async def delete_credentials(store: Store, user: str, mechanisms: list[str] | None = None) -> list[str]:
@@ -139,5 +139,5 @@ async def delete_credentials(store: Store, user: str, mechanisms: list[str] | No
             return None
         return {k: v for k, v in config.items() if k not in removed}
 
-    await _update(store, user, change)
+    await update_config(store, user, change)
     return removed

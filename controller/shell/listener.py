@@ -41,7 +41,7 @@ One connection, step by step:
     response (UNKNOWN_SERVER_ERROR) and the connection carries on.
 
 An ApiVersions request of a version the codec does not know gets Kafka's answer: a v0
-response with UNSUPPORTED_VERSION and the supported ranges (KIP-511).
+response with UNSUPPORTED_VERSION and ApiVersions' own range (KIP-511; protocol.api_versions).
 """
 
 from __future__ import annotations
@@ -54,6 +54,7 @@ from typing import Protocol
 
 import protocol
 from protocol import ApiKey, wire_limits
+from protocol.api_versions import error_answer
 from protocol.connection import FrameConnection
 from protocol.wire_limits import Limit
 from protocol.errors import ErrorCode
@@ -333,7 +334,7 @@ class AdminListener:
             header, body, left_over = protocol.parse_request(frame)
         except UnsupportedVersionError as e:
             if e.api_key == ApiKey.API_VERSIONS and e.correlation_id is not None:
-                answer = {"error_code": int(ErrorCode.UNSUPPORTED_VERSION), "api_keys": self.handler.api_versions()}
+                answer = error_answer(ErrorCode.UNSUPPORTED_VERSION, self.handler.api_versions())
                 return protocol.encode_response(ApiKey.API_VERSIONS, 0, e.correlation_id, answer)
             raise
         key, version, correlation = header["request_api_key"], header["request_api_version"], header["correlation_id"]

@@ -7,8 +7,8 @@ For one decoded request:
 
  1. ApiVersions (18) is answered here, from the table: every API it serves, each with its
     version range intersected with what the codec supports (``protocol.supported_apis()``),
-    plus ApiVersions itself (INVALID_REQUEST, with the list, for a v3+ client software name
-    or version Kafka would refuse, KIP-511).
+    plus ApiVersions itself (INVALID_REQUEST without ranges for a v3+ client software name or
+    version Kafka would refuse, KIP-511; protocol.api_versions).
  2. An API key the table lacks, or a version outside the API's range: None, and the listener
     closes the connection (what a Kafka broker does).
  3. With an authorizer (``ctx.authorizer``, controller.shell.authorizer): an API that needs an
@@ -36,6 +36,7 @@ from controller.shell.admin.base import AdminContext, Api, ApiError, session_fai
 from controller.shell.admin.registry import build_table
 from controller.shell.listener import SESSION
 from protocol import ApiKey
+from protocol.api_versions import error_answer
 from protocol.errors import ErrorCode
 from znodes.api import ZkError
 
@@ -91,8 +92,10 @@ class AdminHandler:
         if not self.serves(key, version):
             return None
         if key == ApiKey.API_VERSIONS:
-            return {"error_code": int(_software_error(version, body)), "api_keys": self.api_versions(),
-                    "throttle_time_ms": 0}
+            code = _software_error(version, body)
+            if code != ErrorCode.NONE:
+                return error_answer(code, [])  # Kafka's INVALID_REQUEST: no ranges
+            return {"error_code": 0, "api_keys": self.api_versions(), "throttle_time_ms": 0}
         api = self.table[key]
         try:
             authorizer = getattr(self.ctx, "authorizer", None)
@@ -121,6 +124,6 @@ class AdminHandler:
     def error_response(self, header: dict, body: dict, code: ErrorCode, message: str | None) -> dict | None:
         key, version = header["request_api_key"], header["request_api_version"]
         if key == ApiKey.API_VERSIONS:
-            return {"error_code": int(code), "api_keys": self.api_versions(), "throttle_time_ms": 0}
+            return error_answer(code, self.api_versions())
         api = self.table.get(key)
         return None if api is None else api.error_response(version, body, code, message)

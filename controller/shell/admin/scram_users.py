@@ -1,21 +1,41 @@
 """DescribeUserScramCredentials (50) and AlterUserScramCredentials (51): KIP-554, over the
 SCRAM credentials in ``/config/users/<user>`` (znodes.users, Kafka's format). Served by every
-instance: the credentials live in ZooKeeper. Who may call them (DESCRIBE / ALTER on the
-cluster) is the handler's check.
+instance: the credentials live in ZooKeeper (a ZooKeeper-mode Kafka broker that is not the
+controller answers Alter NOT_CONTROLLER; Kafka's clients send it to the controller anyway). Who
+may call them (DESCRIBE / ALTER on the cluster) is the handler's check.
 
-    Describe: no users (null or empty) -> every user with a credential; a named user without
-              one -> RESOURCE_NOT_FOUND; a user named twice -> DUPLICATE_RESOURCE.
-    Alter:    per user, every change or none: an empty name or iterations outside
-              [4096, 16384] -> UNACCEPTABLE_CREDENTIAL, a mechanism other than SCRAM-SHA-256 (1)
-              / SCRAM-SHA-512 (2) -> UNSUPPORTED_SASL_MECHANISM, the same user and mechanism
-              twice -> DUPLICATE_RESOURCE, deleting a credential that is not there ->
-              RESOURCE_NOT_FOUND. The client sends the salted password, never the password.
+Kafka's rules and words (ZkAdminManager.describeUserScramCredentials / alterUserScramCredentials,
+tests/admin/test_scram_groups_probe.py):
+
+    Describe: no users (null or empty) -> every user with a credential, sorted; named users in
+              request order, once each: "" -> RESOURCE_NOT_FOUND "Username must not be empty",
+              named twice -> DUPLICATE_RESOURCE "Cannot describe SCRAM credentials for the same
+              user twice in a single request: <user>", no credential -> RESOURCE_NOT_FOUND
+              "Attempt to describe a user credential that does not exist: <user>", a stored
+              credential that does not parse -> that user's UNKNOWN_SERVER_ERROR.
+    Alter:    per user, every change or none, found in Kafka's order:
+              1. illegal changes, over all the user's changes (an upsertion's error wins over a
+                 deletion's): "" -> UNACCEPTABLE_CREDENTIAL "Username must not be empty", a
+                 mechanism other than SCRAM-SHA-256 (1) / SCRAM-SHA-512 (2) ->
+                 UNSUPPORTED_SASL_MECHANISM "Unknown SCRAM mechanism", iterations outside
+                 [4096, 16384] -> UNACCEPTABLE_CREDENTIAL "Too few iterations" / "Too many
+                 iterations";
+              2. the same user and mechanism twice -> DUPLICATE_RESOURCE;
+              3. deleting a credential that is not there -> RESOURCE_NOT_FOUND;
+              4. a credential that cannot be built -> UNACCEPTABLE_CREDENTIAL: an empty salt, or
+                 a salted password empty or not the hash's length (stricter than Kafka, which
+                 stores the last two and fails the empty key UNKNOWN_SERVER_ERROR).
+              The rest: one write of the user's znode (other configs kept) and one change
+              notification, conditional on the version read. The client sends the salted
+              password, never the password.
 """
 
 from __future__ import annotations
 
 from controller.shell.admin.base import AdminContext, Api
 from controller.shell.security.scram import (
+    MAX_ITERATIONS,
+    MIN_ITERATIONS,
     ScramError,
     credential_from_salted,
     format_credential,
@@ -24,21 +44,42 @@ from controller.shell.security.scram import (
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import users as zusers
+from znodes.errors import ZnodeFormatError
 
 # KIP-554's ScramMechanism codes.
 MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
 CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}
 
+# Kafka's words (ZkAdminManager).
+EMPTY_NAME = "Username must not be empty"
+DUPLICATE_DESCRIBE = "Cannot describe SCRAM credentials for the same user twice in a single request"
+NOT_THERE_DESCRIBE = "Attempt to describe a user credential that does not exist"
+UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
+TOO_FEW = "Too few iterations"
+TOO_MANY = "Too many iterations"
+DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request"
+NOT_THERE_DELETE = "Attempt to delete a user credential that does not exist"
+# Errors.UNKNOWN_SERVER_ERROR.message(), what Kafka gives a user whose stored credential it
+# cannot read.
+UNREADABLE = "The server experienced an unexpected error when processing the request."
 
-def _infos(texts: dict[str, str]) -> list[dict]:
-    out = []
+
+def _result(user: str, texts: dict[str, str]) -> dict:
+    """One described user: its mechanisms' iterations, or UNKNOWN_SERVER_ERROR when a stored
+    credential does not parse (Kafka: credentialFromString throws)."""
+    infos = []
     for mechanism, text in sorted(texts.items()):
         try:
             iterations = parse_credential(mechanism, text).iterations
         except ScramError:
-            continue
-        out.append({"mechanism": CODE_OF[mechanism], "iterations": iterations})
-    return out
+            return {"user": user, "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": UNREADABLE,
+                    "credential_infos": []}
+        infos.append({"mechanism": CODE_OF[mechanism], "iterations": iterations})
+    return {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
+
+
+def _error(user: str, code: ErrorCode, message: str) -> dict:
+    return {"user": user, "error_code": int(code), "error_message": message, "credential_infos": []}
 
 
 async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -47,22 +88,26 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
     results = []
     if not names:
         for user in await zusers.list_users(store):
-            results.append({"user": user, "error_code": 0, "error_message": None,
-                            "credential_infos": _infos(await zusers.read_credentials(store, user))})
+            try:
+                results.append(_result(user, await zusers.read_credentials(store, user)))
+            except ZnodeFormatError:  # rewritten since it was listed
+                results.append(_error(user, ErrorCode.UNKNOWN_SERVER_ERROR, UNREADABLE))
     else:
         for user in dict.fromkeys(names):
-            if names.count(user) > 1:
-                results.append({"user": user, "error_code": int(ErrorCode.DUPLICATE_RESOURCE),
-                                "error_message": "Cannot describe SCRAM credentials for the same user twice in a single request",
-                                "credential_infos": []})
-                continue
-            infos = _infos(await zusers.read_credentials(store, user))
-            if not infos:
-                results.append({"user": user, "error_code": int(ErrorCode.RESOURCE_NOT_FOUND),
-                                "error_message": "Attempt to describe a user credential that does not exist",
-                                "credential_infos": []})
+            if not user:
+                results.append(_error(user, ErrorCode.RESOURCE_NOT_FOUND, EMPTY_NAME))
+            elif names.count(user) > 1:
+                results.append(_error(user, ErrorCode.DUPLICATE_RESOURCE, f"{DUPLICATE_DESCRIBE}: {user}"))
             else:
-                results.append({"user": user, "error_code": 0, "error_message": None, "credential_infos": infos})
+                try:
+                    texts = await zusers.read_credentials(store, user)
+                except ZnodeFormatError:
+                    results.append(_error(user, ErrorCode.UNKNOWN_SERVER_ERROR, UNREADABLE))
+                    continue
+                if texts:
+                    results.append(_result(user, texts))
+                else:
+                    results.append(_error(user, ErrorCode.RESOURCE_NOT_FOUND, f"{NOT_THERE_DESCRIBE}: {user}"))
     return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
 
 
@@ -70,27 +115,72 @@ def describe_error(version: int, body: dict, code: ErrorCode, message: str | Non
     return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "results": []}
 
 
-def _problem(user: str, changes: list[tuple[str, dict]]) -> tuple[ErrorCode, str] | None:
+def _illegal(user: str, kind: str, change: dict) -> tuple[ErrorCode, str] | None:
+    """Kafka's first check of one change: an empty name, an unknown mechanism, iterations
+    outside Kafka's bounds."""
     if not user:
-        return ErrorCode.UNACCEPTABLE_CREDENTIAL, "Username must not be empty"
-    seen = set()
-    for kind, c in changes:
-        if c["mechanism"] not in MECHANISM_CODES:
-            return ErrorCode.UNSUPPORTED_SASL_MECHANISM, f"Unknown SCRAM mechanism {c['mechanism']}"
-        if c["mechanism"] in seen:
-            return ErrorCode.DUPLICATE_RESOURCE, "A user credential cannot be altered twice in the same request"
-        seen.add(c["mechanism"])
-        if kind == "upsert":
-            try:
-                credential_from_salted(MECHANISM_CODES[c["mechanism"]], bytes(c["salted_password"]), bytes(c["salt"]),
-                                       c["iterations"])
-            except ScramError as e:
-                return ErrorCode.UNACCEPTABLE_CREDENTIAL, str(e)
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_NAME
+    if change["mechanism"] not in MECHANISM_CODES:
+        return ErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
+    if kind == "upsert" and change["iterations"] < MIN_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, TOO_FEW
+    if kind == "upsert" and change["iterations"] > MAX_ITERATIONS:
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, TOO_MANY
     return None
 
 
+def _problem(changes: list[tuple[str, dict]], user: str) -> tuple[ErrorCode, str] | None:
+    """Steps 1 and 2 of Kafka's order for one user's changes (deletions first, as Kafka maps
+    them, so that the last upsertion's error is the one answered)."""
+    deletion_error = upsertion_error = None
+    for kind, change in changes:
+        error = _illegal(user, kind, change)
+        if error is not None:
+            if kind == "upsert":
+                upsertion_error = error
+            else:
+                deletion_error = error
+    if upsertion_error or deletion_error:
+        return upsertion_error or deletion_error
+    mechanisms = [change["mechanism"] for _, change in changes]
+    if len(set(mechanisms)) < len(mechanisms):
+        return ErrorCode.DUPLICATE_RESOURCE, DUPLICATE_ALTER
+    return None
+
+
+async def _apply(ctx: AdminContext, user: str, changes: list[tuple[str, dict]]) -> tuple[ErrorCode, str] | None:
+    """Steps 3 and 4, then the one write: None when written."""
+    deletions = [MECHANISM_CODES[c["mechanism"]] for kind, c in changes if kind == "delete"]
+    try:
+        upserts = {
+            MECHANISM_CODES[c["mechanism"]]: format_credential(credential_from_salted(
+                MECHANISM_CODES[c["mechanism"]], bytes(c["salted_password"]), bytes(c["salt"]), c["iterations"]))
+            for kind, c in changes if kind == "upsert"
+        }
+        built = None
+    except ScramError as e:
+        upserts, built = {}, (ErrorCode.UNACCEPTABLE_CREDENTIAL, str(e))
+    missing: list[str] = []
+
+    def change(config: dict[str, str]):
+        missing[:] = [m for m in deletions if m not in config]
+        if missing or built is not None:
+            return None
+        for m in deletions:
+            del config[m]
+        config.update(upserts)
+        return config
+
+    # One conditional write and one notification, as Kafka's changeConfigs (znodes.users'
+    # read-modify-write with its retries; the check for missing credentials is re-made on
+    # each attempt, against what is written then).
+    await zusers.update_config(ctx.store, user, change)
+    if missing:
+        return ErrorCode.RESOURCE_NOT_FOUND, NOT_THERE_DELETE
+    return built
+
+
 async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
-    store = ctx.store
     by_user: dict[str, list[tuple[str, dict]]] = {}
     for d in body.get("deletions") or []:
         by_user.setdefault(d["name"], []).append(("delete", d))
@@ -98,32 +188,19 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
         by_user.setdefault(u["name"], []).append(("upsert", u))
     results = []
     for user, changes in by_user.items():
-        problem = _problem(user, changes)
+        problem = _problem(changes, user)
         if problem is None:
-            existing = await zusers.read_credentials(store, user)
-            missing = [MECHANISM_CODES[c["mechanism"]] for kind, c in changes
-                       if kind == "delete" and MECHANISM_CODES[c["mechanism"]] not in existing]
-            if missing:
-                problem = ErrorCode.RESOURCE_NOT_FOUND, f"Attempt to delete a user credential that does not exist: {missing[0]}"
-        if problem is not None:
+            problem = await _apply(ctx, user, changes)
+        if problem is None:
+            results.append({"user": user, "error_code": 0, "error_message": None})
+        else:
             results.append({"user": user, "error_code": int(problem[0]), "error_message": problem[1]})
-            continue
-        upserts = {
-            MECHANISM_CODES[c["mechanism"]]: format_credential(credential_from_salted(
-                MECHANISM_CODES[c["mechanism"]], bytes(c["salted_password"]), bytes(c["salt"]), c["iterations"]))
-            for kind, c in changes if kind == "upsert"
-        }
-        deletions = [MECHANISM_CODES[c["mechanism"]] for kind, c in changes if kind == "delete"]
-        if deletions:
-            await zusers.delete_credentials(store, user, deletions)
-        if upserts:
-            await zusers.write_credentials(store, user, upserts)
-        results.append({"user": user, "error_code": 0, "error_message": None})
     return {"throttle_time_ms": 0, "results": results}
 
 
 def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    users = dict.fromkeys([d["name"] for d in body.get("deletions") or []] + [u["name"] for u in body.get("upsertions") or []])
+    """Every user the request names, once, sorted (AlterUserScramCredentialsRequest.getErrorResponse)."""
+    users = sorted({d["name"] for d in body.get("deletions") or []} | {u["name"] for u in body.get("upsertions") or []})
     return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": int(code), "error_message": message} for u in users]}
 
 
