@@ -2,7 +2,7 @@
 
     authorizer = Authorizer(role, super_users={"User:admin"}, allow_if_no_acl=False)
     if not await authorizer.allows(session, ALTER, CLUSTER, CLUSTER_NAME): ...
-    await authorizer.create([acl]); await authorizer.delete([AclFilter(...)])
+    await authorizer.create(acl); await authorizer.delete(AclFilter(...))
 
 ACLs are read from ZooKeeper (znodes.acls) through the instance's current session and kept in
 memory; before they are used, at most every :data:`REFRESH_S`, the change-notification
@@ -178,23 +178,58 @@ class Authorizer:
         return sorted(a for a in (await self.rules()).acls if f.matches(a))
 
     async def create(self, acl: Acl) -> None:
-        store = self.role.store
-        entry = to_entry(acl)
-        r = acl.resource
-        await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name,
-                           lambda entries: None if entry in entries else entries + [entry])
-        self._rules = None  # our own write applies at once
+        failed: dict[Acl, Exception] = {}
+        await self.create_all([acl], failed)
+        if failed:
+            raise failed[acl]
 
-    async def delete(self, f: AclFilter) -> list[Acl]:
-        """Delete every ACL matching ``f``; the ones deleted."""
+    async def create_all(self, acls: list[Acl], failed: dict[Acl, Exception]) -> None:
+        """Add ``acls``: one write and one change notification per resource, whatever the
+        number of its ACLs (Kafka's AclAuthorizer.createAcls groups them so); a resource whose
+        update fails (ZkError, or ValueError: a name ZooKeeper cannot hold) has its ACLs put in
+        ``failed`` with the error, and the other resources go on."""
+        store = self.role.store
+        by_resource: dict[Resource, list[Acl]] = {}
+        for acl in acls:
+            by_resource.setdefault(acl.resource, []).append(acl)
+        try:
+            for r, mine in by_resource.items():
+                added = [to_entry(a) for a in mine]
+
+                def add(entries, added=added):
+                    new = entries + [e for i, e in enumerate(added) if e not in entries and e not in added[:i]]
+                    return new if len(new) > len(entries) else None
+
+                try:
+                    await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name, add)
+                except (ZkError, ValueError) as e:
+                    failed.update((a, e) for a in mine)
+        finally:
+            self._rules = None  # our own writes apply at once (and a failed one is read again)
+
+    async def delete(self, f: AclFilter, failed: dict[Acl, ZkError] | None = None) -> list[Acl]:
+        """Delete every ACL matching ``f``, resource by resource; the ones deleted. With
+        ``failed``, a resource whose update fails has its ACLs put there with the error and
+        the other resources go on (Kafka's AclAuthorizer.deleteAcls); without, it is raised."""
         store = self.role.store
         doomed = await self.describe(f)
         gone = set(doomed)
-        for r in sorted({acl.resource for acl in doomed}):
-            def drop(old, r=r):
-                kept = [e for e in old if entry_acl(r, e) not in gone]
-                return kept if len(kept) < len(old) else None
+        deleted: list[Acl] = []
+        try:
+            for r in sorted({acl.resource for acl in doomed}):
+                def drop(old, r=r):
+                    kept = [e for e in old if entry_acl(r, e) not in gone]
+                    return kept if len(kept) < len(old) else None
 
-            await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name, drop)
-        self._rules = None
-        return doomed
+                mine = [a for a in doomed if a.resource == r]
+                try:
+                    await zacls.update(store, RESOURCE_NAMES[r.type], PATTERN_NAMES[r.pattern], r.name, drop)
+                except ZkError as e:
+                    if failed is None:
+                        raise
+                    failed.update((a, e) for a in mine)
+                    continue
+                deleted += mine
+        finally:
+            self._rules = None
+        return deleted
