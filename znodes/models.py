@@ -665,6 +665,23 @@ class CancelReassignment(ZnodeModel):
         return self.payload
 
 
+class PreferredReplicaElection(ZnodeModel):
+    """``/admin/preferred_replica_election``: Kafka's partitions to give back to their preferred
+    leader, ``{"version":1,"partitions":[{"topic":"t","partition":0}]}``, written by
+    ``kafka-preferred-replica-election.sh --zookeeper`` and other tools; the controller elects
+    them and deletes the znode. A partition may appear twice (Kafka reads them into a set)."""
+
+    version: Annotated[StrictInt, Field(ge=1, le=1)] = 1
+    partitions: list[TopicPartitionRef]
+
+    @classmethod
+    def _default_version(cls) -> int | None:
+        return 1
+
+    def _to_json(self) -> dict:
+        return {"version": 1, "partitions": [{"topic": p.topic, "partition": p.partition} for p in self.partitions]}
+
+
 def _restore_checked(restore: dict, members, keys: tuple[str, ...]) -> None:
     for name, values in restore.items():
         if name not in members:
@@ -751,6 +768,7 @@ MODEL_BY_KIND: dict[ZnodeKind, type[ZnodeModel]] = {
     ZnodeKind.REASSIGN_QUEUE: ReassignQueue,
     ZnodeKind.THROTTLED_REPLICAS_REMOVAL: ThrottledReplicasRemoval,
     ZnodeKind.THROTTLED_RATES_REMOVAL: ThrottledRatesRemoval,
+    ZnodeKind.PREFERRED_REPLICA_ELECTION: PreferredReplicaElection,
 }
 
 

@@ -263,6 +263,7 @@ REASSIGN_QUEUE = "/admin/reassign_partitions_queue"
 THROTTLED_REPLICAS_REMOVAL = "/admin/throttled_replicas_removal"
 THROTTLED_RATES_REMOVAL = "/admin/throttled_rates_removal"
 DELETE_TOPICS = "/admin/delete_topics"  # Kafka's: a child per topic marked for deletion
+PREFERRED_REPLICA_ELECTION = "/admin/preferred_replica_election"  # Kafka's: the partitions to elect
 
 # Persistent parents that exist in a Kafka cluster's ZooKeeper (Kafka creates them at start-up);
 # the children reassignd watches live under these.
@@ -358,6 +359,7 @@ class ZnodeKind(enum.Enum):
     REASSIGN_QUEUE = "reassign_queue"
     THROTTLED_REPLICAS_REMOVAL = "throttled_replicas_removal"
     THROTTLED_RATES_REMOVAL = "throttled_rates_removal"
+    PREFERRED_REPLICA_ELECTION = "preferred_replica_election"
 
 
 @dataclass(frozen=True, slots=True)
@@ -376,6 +378,7 @@ _FIXED = {
     REASSIGN_QUEUE: ZnodeKind.REASSIGN_QUEUE,
     THROTTLED_REPLICAS_REMOVAL: ZnodeKind.THROTTLED_REPLICAS_REMOVAL,
     THROTTLED_RATES_REMOVAL: ZnodeKind.THROTTLED_RATES_REMOVAL,
+    PREFERRED_REPLICA_ELECTION: ZnodeKind.PREFERRED_REPLICA_ELECTION,
 }
 
 

@@ -516,6 +516,12 @@ def encode_epoch(epoch: int) -> bytes:
     return models.ControllerEpoch(epoch=epoch).to_bytes()
 
 
+def decode_preferred_election(path: str, data: bytes) -> tuple[TopicPartition, ...]:
+    """``/admin/preferred_replica_election``'s partitions, each once, in the order written."""
+    m = models.PreferredReplicaElection.from_bytes(path, data)
+    return tuple(dict.fromkeys((p.topic, p.partition) for p in m.partitions))
+
+
 def decode_notification(path: str, data: bytes) -> list[tuple[TopicPartition, LeaderIsr | None]]:
     """The partitions a notification names, each with the state its leader wrote when the
     entry carries one (reassignd's brokers), else None (Kafka's format: read the znode)."""

@@ -54,7 +54,8 @@ TRUSTED = (*ACL_PATHS, *CONFIG_PATHS, *ADMIN_PATHS, *CLUSTER_PATHS)
 # Doors the tools create and the controller acts on: never created here (their creation is the
 # request), but one that exists must be the service's.
 DOORS = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASSIGN_QUEUE,
-         paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL, paths.CONTROLLER_EPOCH)
+         paths.THROTTLED_REPLICAS_REMOVAL, paths.THROTTLED_RATES_REMOVAL, paths.CONTROLLER_EPOCH,
+         paths.PREFERRED_REPLICA_ELECTION)
 # The service's own secrets: never created here (the first instance that needs one does), but
 # one that exists must be readable and changeable by the service alone.
 SECRETS = (decoy_secret.PATH,)

@@ -1,5 +1,6 @@
-"""Leader elections asked for by ElectLeaders (KIP-460): the engine's part: functions of
-its working set (controller.core.working_set; controller.core.engine step 12). Pure.
+"""Leader elections asked for by ElectLeaders (KIP-460), or through Kafka's ZooKeeper door
+``/admin/preferred_replica_election``: the engine's part: functions of its working set
+(controller.core.working_set; controller.core.engine step 12). Pure.
 
 Per partition asked for (every known one when the request names none), in order:
 
@@ -20,6 +21,16 @@ Per partition asked for (every known one when the request names none), in order:
     zkVersion the decision was made from (a stale state fails the flush: the shell rebuilds and
     the request fails as a whole); LeaderAndIsr to the live replicas, UpdateMetadata to every
     live broker. The results go back with the token once the writes landed (``Step.elections``).
+ 5. The ZooKeeper door (Kafka's ``processReplicaLeaderElection`` with ``ZkTriggered``): a tool
+    (``kafka-preferred-replica-election.sh --zookeeper``) creates
+    ``/admin/preferred_replica_election`` listing partitions; each is taken through steps 1-4
+    as PREFERRED, nobody waiting, every outcome but NONE and ELECTION_NOT_NEEDED logged (Kafka
+    logs them too), and the znode is deleted in the same fenced flush, conditional on the
+    version read (Kafka's ``removePartitionsFromPreferredReplicaElection``). The next tool's
+    request is then a new znode (Kafka's tool refuses to write while one exists). A znode that
+    does not decode is logged and left for the operator: nothing is elected. One found at an
+    election (written while no controller ran, or the last one died before deleting it) is
+    taken then: partitions already led by their preferred replica are ELECTION_NOT_NEEDED.
 
 States: the newer (zkVersion) of the one the shell read for the request and the one held.
 
@@ -29,10 +40,11 @@ States: the newer (zkVersion) of the one the shell read for the request and the 
 from __future__ import annotations
 
 from controller.core import broker_failure
-from controller.core.events import ElectionRequested, OfflineCheck
+from controller.core.events import ElectionRequested, OfflineCheck, PreferredElectionRead
 from controller.core.flush import ELECT, writing
 from controller.core.working_set import WorkingSet
 from protocol.errors import ErrorCode
+from znodes import paths
 from znodes.values import LeaderIsr, TopicPartition
 
 PREFERRED, UNCLEAN = 0, 1
@@ -45,20 +57,24 @@ def _name(tp: TopicPartition) -> str:
 
 
 @writing(ELECT)
-def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
-    """Step 12: steps 1-4 per partition; the controller's own election after a broker failure
-    (``OfflineCheck``, controller.core.broker_failure) comes the same way. Either waits until a
-    failover's resumed moves have their states."""
+def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead) -> None:
+    """Step 12: steps 1-4 per partition (5 for the ZooKeeper door); the controller's own
+    election after a broker failure (``OfflineCheck``, controller.core.broker_failure) comes
+    the same way. Each waits until a failover's resumed moves have their states."""
     if ws.states_missing():
         ws.deferred.append(event)  # just failed over: after the resumed moves' states
     else:
         on_election(ws, event)
 
 
-def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None:
-    """Steps 1-4 per partition asked for; an OfflineCheck goes to controller.core.broker_failure."""
+def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead) -> None:
+    """Steps 1-4 per partition asked for; an OfflineCheck goes to controller.core.broker_failure,
+    the ZooKeeper door to step 5."""
     if isinstance(event, OfflineCheck):
         broker_failure.on_offline(ws, event)
+        return
+    if isinstance(event, PreferredElectionRead):
+        on_znode(ws, event)
         return
     if event.partitions is None:
         wanted = every_partition(ws)
@@ -68,6 +84,25 @@ def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck) -> None
     for tp in wanted:
         results[tp] = elect_one(ws, tp, event.election_type, event.states.get(tp))
     ws.elections.append((event.token, results))
+
+
+def on_znode(ws: WorkingSet, event: PreferredElectionRead) -> None:
+    """Step 5: ``/admin/preferred_replica_election``'s partitions elected, the znode deleted."""
+    path = paths.PREFERRED_REPLICA_ELECTION
+    if event.error is not None:
+        ws.warnings.append(f"{path} ignored, left in place for the operator to fix or delete: {event.error}")
+        return
+    elected, outcomes = 0, []
+    for tp in event.partitions:
+        code, message = elect_one(ws, tp, PREFERRED, event.states.get(tp))
+        if code == ErrorCode.NONE:
+            elected += 1
+        elif code != ErrorCode.ELECTION_NOT_NEEDED:
+            outcomes.append(f"{_name(tp)}: {code.name} ({message})")
+    ws.log.append(f"{path}: {elected} of {len(event.partitions)} partition(s) given their preferred leader")
+    if outcomes:
+        ws.warnings.append(f"{path}: not elected: " + "; ".join(outcomes))
+    ws.preferred_znode_version = event.znode_version
 
 
 def every_partition(state) -> list[TopicPartition]:

@@ -124,7 +124,8 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
 11. Topic deletion (KIP-4 DeleteTopics; controller.core.topic_deletion): after the step's
     cancels and overrides, a marked topic's moves are withdrawn or rolled back, then its
     replicas deleted; ``Step.topics_deleted`` once every one is gone.
-12. Elections (KIP-460 ElectLeaders, controller.core.elections) and the controller's own after a
+12. Elections (KIP-460 ElectLeaders, and Kafka's ZooKeeper door ``/admin/preferred_replica_election``,
+    deleted in the step's flush: controller.core.elections) and the controller's own after a
     broker failed or registered (controller.core.broker_failure); held back, as cancels and
     queued batches are, while a failover's resumed moves have no state yet.
 12b. Log directory failures (KIP-113; controller.core.log_dir_failure, with its worked table):
@@ -190,7 +191,8 @@ one partition, in flush order (optional ops in brackets):
     delete           (the shell's own flush, after the step's) [delete state znode], [delete
                      .../partitions/P], [delete .../partitions], [delete /config/topics/T],
                      [delete topic znode], [delete the marker] (a marker dropped alone: only it)
-    elect            state znode (the elected leader, leader epoch + 1)
+    elect            state znode (the elected leader, leader epoch + 1); for the ZooKeeper
+                     door, last, delete /admin/preferred_replica_election (its version read)
     admin            (first in the flush) a reassignment or throttle request's removal znodes
                      (those gaining members), throttle configs (each with its notification),
                      removal znodes (their final contents); last, /admin/reassign_partitions
@@ -236,6 +238,7 @@ from controller.core.events import (
     LogDirEventsRead,
     MetadataRead,
     OfflineCheck,
+    PreferredElectionRead,
     QueueRead,
     ReassignRequested,
     ReplicaSizes,
@@ -252,7 +255,7 @@ from controller.core.events import (
     TopicsRead,
     TopicsRequested,
 )
-from controller.core.flush import ADMIN, OTHER, QUEUE, ROLLBACK, THROTTLE_REMOVAL
+from controller.core.flush import ADMIN, ELECT, OTHER, QUEUE, ROLLBACK, THROTTLE_REMOVAL
 from controller.core.state import ClusterState, Delta
 from controller.core.task import Phase
 from controller.core.working_set import WorkingSet
@@ -363,7 +366,7 @@ def handle(ws: WorkingSet, event: Event) -> None:
         topic_requests.on_topics(ws, event)
     elif isinstance(event, ThrottleRemovalRead):
         throttle_removal.on_removal(ws, event)
-    elif isinstance(event, (ElectionRequested, OfflineCheck)):
+    elif isinstance(event, (ElectionRequested, OfflineCheck, PreferredElectionRead)):
         elections.elect(ws, event)
     elif isinstance(event, LogDirEventsRead):
         log_dir_failure.on_log_dir_events(ws, event)
@@ -397,6 +400,7 @@ def finish(ws: WorkingSet) -> Step:
     labels: dict[str, frozenset[str]] = {  # coalesced znodes: the kinds that touched them
         paths.REASSIGN_PARTITIONS: frozenset(ws.requests_kinds),
         paths.CANCEL_REASSIGNMENT: frozenset({ROLLBACK}),
+        paths.PREFERRED_REPLICA_ELECTION: frozenset({ELECT}),
         paths.REASSIGN_QUEUE: frozenset({QUEUE}),
         **{paths.topic(t): frozenset(k) for t, k in ws.dirty_topics.items()},
         **{paths.reassignment_topic(t): frozenset(k) for t, k in ws.parent_kinds.items()},
@@ -428,6 +432,8 @@ def finish(ws: WorkingSet) -> Step:
         parents_after = []
     if ws.cancel_znode_version is not None:
         tail.append(Delete(paths.CANCEL_REASSIGNMENT, ws.cancel_znode_version))
+    if ws.preferred_znode_version is not None:  # step 12's ZooKeeper door, once its elections are written
+        tail.append(Delete(paths.PREFERRED_REPLICA_ELECTION, ws.preferred_znode_version))
     if ws.queue_version is not None:
         tail.append(Delete(paths.REASSIGN_QUEUE, ws.queue_version))
     delta = Delta(

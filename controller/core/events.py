@@ -182,6 +182,19 @@ class ElectionRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class PreferredElectionRead:
+    """``/admin/preferred_replica_election`` read (Kafka's ZooKeeper door to preferred leader
+    elections, controller.core.elections step 5): its partitions and version, with the states
+    the shell read for them; ``error`` set: the znode exists but does not decode (logged, left
+    in place, nothing elected)."""
+
+    partitions: tuple[TopicPartition, ...]
+    znode_version: int
+    states: dict[TopicPartition, LeaderIsr | None]
+    error: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
 class OfflineCheck:
     """Elect leaders of the partitions whose leader is not live and take dead brokers out of
     ISRs (controller.core.broker_failure): ``partitions`` None for every partition whose state
@@ -358,5 +371,5 @@ Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
-    | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline
+    | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead
 )

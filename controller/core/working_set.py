@@ -75,6 +75,7 @@ class WorkingSet:
     with_requests: Writes = None
     notifications: Writes = None
     cancel_znode_version: int | None = None  # delete the cancel znode (this version)
+    preferred_znode_version: int | None = None  # delete /admin/preferred_replica_election (this version)
     queue_version: int | None = None  # delete the queue znode (this version)
     parents_created: set[str] = field(default_factory=set)  # step 10: partition parents this step creates
     # Admin requests' throttle configs and removal znodes (controller.core.admin_requests): first

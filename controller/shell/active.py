@@ -51,6 +51,7 @@ from controller.core.events import (
     LogDirEventsRead,
     MetadataRead,
     OfflineCheck,
+    PreferredElectionRead,
     ReplicasOffline,
     RequestsRead,
     Resume,
@@ -78,6 +79,7 @@ from controller.shell.zkread import (
     missing_parents,
     read_move_states,
     read_log_dir_events,
+    read_preferred_election,
     read_notifications,
     read_queue,
     read_requests,
@@ -117,10 +119,12 @@ WATCHED = {
     paths.DELETE_TOPICS: "deletes",  # KIP-4 DeleteTopics (controller.core.topic_deletion)
     paths.CONFIG_CHANGES: "configs",  # min.insync.replicas changed (controller.shell.config_watch)
     paths.LOG_DIR_EVENT_NOTIFICATION: "logdirs",  # KIP-113 (controller.core.log_dir_failure)
+    paths.PREFERRED_REPLICA_ELECTION: "preferred",  # Kafka's ZooKeeper door (controller.core.elections step 5)
 }
 # Written last in a step, in this order, by the controller and by tools alike: a conflict on
 # them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
-SHARED_TAIL = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.REASSIGN_QUEUE)
+SHARED_TAIL = (paths.REASSIGN_PARTITIONS, paths.CANCEL_REASSIGNMENT, paths.PREFERRED_REPLICA_ELECTION,
+               paths.REASSIGN_QUEUE)
 # After a failed reload, wait this long before the next (doubling up to the cap): a write that
 # can never succeed must not spin the loop or hammer ZooKeeper.
 RELOAD_BACKOFF_S = 0.1
@@ -331,7 +335,7 @@ class ActiveController:
         await self.execute(await self.read_move_configs(sorted(names)) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
-        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs"}))
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs", "preferred"}))
         # After the resume work (its states are read and queued already): every partition to
         # every live broker, chunk by chunk between other events (controller.core.full_metadata).
         self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
@@ -679,6 +683,14 @@ class ActiveController:
                 held |= set(state.min_isr) | set(state.unclean)
                 out += await self.read_move_configs(sorted(named & held))
                 out += await self.unclean_turned_on(named)
+        if "preferred" in kinds:
+            found = await read_preferred_election(self.store)
+            if found is not None:
+                version, partitions, error = found
+                # Read as an ElectLeaders request's are (controller.shell.admin.elect_leaders 3).
+                states, lines = await read_states(self.store, [tp for tp in partitions if tp in state.assignments])
+                _warn(lines)
+                out.append(PreferredElectionRead(partitions, version, states, error))
         if "logdirs" in kinds:
             notes, named, lines = await read_log_dir_events(self.store, watch=True)
             _warn(lines)
@@ -854,7 +866,7 @@ class ActiveController:
                 await self.reload()
                 await self.execute(retry)
             else:
-                await self.execute(await self.read_changes({"requests", "cancel", "queue"}) + retry)
+                await self.execute(await self.read_changes({"requests", "cancel", "queue", "preferred"}) + retry)
             return
         check = Mode.IDLE if removal_raced else step.throttle_check
         if check is not None and (check in self.throttle_removal or (removal_raced and self.throttle_removal)):

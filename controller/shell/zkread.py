@@ -21,7 +21,13 @@ from controller.core.events import QueueRead, RequestsRead
 from znodes import cluster_reader, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_log_dir_event, decode_notification, decode_record_full, decode_requests
+from znodes.payloads import (
+    decode_log_dir_event,
+    decode_notification,
+    decode_preferred_election,
+    decode_record_full,
+    decode_requests,
+)
 from znodes.reads import READ_CONCURRENCY, children_or_empty, get_many, get_or_none
 from znodes.values import Assignment, LeaderIsr, TopicPartition
 
@@ -60,6 +66,22 @@ async def read_requests(store: Store) -> RequestsRead:
 async def read_queue(store: Store) -> QueueRead:
     """``/admin/reassign_partitions_queue`` (KIP-236), entry by entry like the requests znode."""
     return await _read_entries(store, paths.REASSIGN_QUEUE, QueueRead)
+
+
+async def read_preferred_election(store: Store) -> tuple[int, tuple[TopicPartition, ...], str | None] | None:
+    """``/admin/preferred_replica_election`` (watched for its creation, change and deletion):
+    None when absent; else (version, partitions, None), or (version, (), why) for a payload
+    that does not decode."""
+    if await store.exists(paths.PREFERRED_REPLICA_ELECTION, watch=True) is None:
+        return None
+    read = await get_or_none(store, paths.PREFERRED_REPLICA_ELECTION)
+    if read is None:
+        return None  # deleted between the two calls: its deletion fired the watch
+    data, stat = read
+    try:
+        return stat.version, decode_preferred_election(paths.PREFERRED_REPLICA_ELECTION, data), None
+    except ZnodeFormatError as e:
+        return stat.version, (), str(e)
 
 
 async def read_records(

@@ -121,12 +121,17 @@ def _topics() -> list[tuple]:
 
 
 # An election asked for (kind "elect"): broker 5 stops, so t-1 [5,3,4] is led by 3, and comes
-# back into its ISR; a preferred election of every partition gives t-1 back to 5.
+# back into its ISR; a preferred election of every partition gives t-1 back to 5. Then the same
+# through Kafka's ZooKeeper door (/admin/preferred_replica_election naming t-1), whose flush
+# deletes the znode after the state.
 def _elect() -> list[tuple]:
+    bounce = [rule("toggle_broker", b=5), REVIVE, rule("toggle_broker", b=5), REVIVE, rule("tick", n=8), REVIVE]
     return [
-        rule("toggle_broker", b=5), REVIVE, rule("toggle_broker", b=5), REVIVE,
-        rule("tick", n=8), REVIVE,
+        *bounce,
         rule("elect", data=Drawn(None), election_type=PREFERRED), REVIVE,
+        rule("tick", n=8), REVIVE,
+        *bounce,
+        rule("elect_by_znode", data=Drawn([("t", 1)])), REVIVE,
         rule("tick", n=8), REVIVE,
     ]
 

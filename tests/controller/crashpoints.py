@@ -61,14 +61,16 @@ SHAPES: dict[str, tuple[str, ...]] = {
     # partitions parent, the config, the topic znode, the marker last (a marker dropped alone:
     # only that).
     flush.DELETE: ("state", "partition parent", "partitions parent", "topic config", "topic", "deletion marker"),
-    # A leader election asked for (controller.core.elections step 4): the state znode.
-    flush.ELECT: ("state",),
+    # A leader election asked for (controller.core.elections step 4): the state znode; the
+    # ZooKeeper door's znode deleted last (step 5).
+    flush.ELECT: ("state", "preferred znode"),
 }
 POINTS: tuple[tuple[str, str], ...] = tuple((kind, r) for kind, roles in SHAPES.items() for r in roles)
 
 _NAMES = {
     paths.REASSIGN_PARTITIONS: "requests",
     paths.CANCEL_REASSIGNMENT: "cancel znode",
+    paths.PREFERRED_REPLICA_ELECTION: "preferred znode",
     paths.REASSIGN_QUEUE: "queue znode",
     paths.THROTTLED_REPLICAS_REMOVAL: "replicas removal",
     paths.THROTTLED_RATES_REMOVAL: "rates removal",

@@ -42,7 +42,8 @@ def test_the_topic_kinds_shapes_are_what_their_code_writes():
                paths.topic("n"), paths.delete_topic("n")}
     assert tuple(role(op) for op in deletion_ops("n", [0], present, whole=True)) == SHAPES[flush.DELETE]
     assert [role(op) for op in deletion_ops("n", [0], present, whole=False)] == ["deletion marker"]
-    assert SHAPES[flush.ELECT] == (role(SetData(paths.partition_state("n", 0), b"{}", 3)),)
+    assert SHAPES[flush.ELECT] == (role(SetData(paths.partition_state("n", 0), b"{}", 3)),
+                                   role(Delete(paths.PREFERRED_REPLICA_ELECTION, 0)))
 
 
 def test_every_shape_role_is_a_role_name_and_every_flush_kind_has_a_shape():

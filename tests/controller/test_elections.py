@@ -8,7 +8,7 @@ import json
 from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.elections import PREFERRED, UNCLEAN
-from controller.core.events import ElectionRequested
+from controller.core.events import ElectionRequested, PreferredElectionRead
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from protocol import ApiKey
@@ -236,3 +236,26 @@ async def test_an_election_of_every_partition_that_fails_lists_every_partition_w
         listed = {(t["topic"], p["partition_id"]): p["error_code"] for t in answer["replica_election_results"]
                   for p in t["partition_result"]}
         assert listed == {("t", 0): code, ("t", 1): code}, answer
+
+
+def test_the_zookeeper_door_elects_then_deletes_its_znode_in_the_same_flush():
+    """Step 5: /admin/preferred_replica_election's partitions as PREFERRED, nobody waiting; the
+    znode deleted after the state writes, in the same flush, at the version read; what could not
+    be elected is a warning."""
+    asked = (("t", 0), ("t", 1), ("t", 2), ("t", 9))
+    st = engine.step(_state(), PreferredElectionRead(asked, 3, {}), ControllerConfig())
+    assert st.elections == []
+    state_write, delete = st.writes
+    assert state_write.path == "/brokers/topics/t/partitions/0/state" and state_write.version == 7
+    assert (delete.path, delete.version, type(delete).__name__) == ("/admin/preferred_replica_election", 3, "Delete")
+    assert st.kinds == [frozenset({"elect"}), frozenset({"elect"})]
+    assert any("1 of 4 partition(s)" in line for line in st.log)
+    [warning] = st.warnings
+    assert "t-2: PREFERRED_LEADER_NOT_AVAILABLE" in warning and "t-9: UNKNOWN_TOPIC_OR_PARTITION" in warning
+    assert "t-1" not in warning  # ELECTION_NOT_NEEDED is no news
+
+
+def test_the_zookeeper_door_leaves_a_znode_that_does_not_decode():
+    st = engine.step(_state(), PreferredElectionRead((), 0, {}, error="partitions.0.partition: missing"), ControllerConfig())
+    assert st.writes == [] and st.commands == []
+    assert any("left in place" in w and "partitions.0.partition" in w for w in st.warnings)

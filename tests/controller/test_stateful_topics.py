@@ -216,6 +216,20 @@ class TopicsMachine(test_stateful.ControllerMachine):
                             was, written, sorted(online.get(tp, ())))
         self.run(self.h.settle())
 
+    @rule(data=st.data())
+    def elect_by_znode(self, data):
+        """Kafka's ZooKeeper door: a tool creates /admin/preferred_replica_election naming a few
+        partitions (a topic being deleted or gone included: skipped), whether or not a controller
+        is active; Kafka's tool writes nothing while one exists. The controller elects them and
+        deletes it in its elect flush (controller.core.elections step 5); at quiescence it is gone
+        (check_preferred_znode)."""
+        partitions = sorted(self.zk_partitions() | {("gone", 0)})
+        asked = data.draw(st.lists(st.sampled_from(partitions), min_size=1, max_size=3, unique=True))
+        payload = json.dumps({"version": 1, "partitions": [{"topic": t, "partition": p} for t, p in asked]}).encode()
+        if self.h.server.exists(paths.PREFERRED_REPLICA_ELECTION) is None:
+            self.run(self.h.admin.create(paths.PREFERRED_REPLICA_ELECTION, payload))
+            self.run(self.h.settle())
+
     @staticmethod
     def check_unclean(was: dict | None, elected: dict, replicas: list[int], online: set[int]) -> bool:
         """An unclean election's state (KIP-460's UNCLEAN, Kafka's offline election with unclean
@@ -257,9 +271,20 @@ class TopicsMachine(test_stateful.ControllerMachine):
                 break
             await self.h.tick()
         self.check_topics()
+        await self.check_preferred_znode()
         await self.check_unclean_elections()
         await self.check_preferred_leaders()
         SEEN.add(self.h.points)
+
+    async def check_preferred_znode(self) -> None:
+        """At quiescence no /admin/preferred_replica_election is left: the active controller took
+        it (at its write, or at its election after a crash cut the delete) and deleted it."""
+        for _ in range(QUIET_TICKS):
+            if self.h.server.exists(paths.PREFERRED_REPLICA_ELECTION) is None:
+                return
+            await self.h.tick()
+        raise AssertionError(("/admin/preferred_replica_election left at quiescence",
+                              self.h.server.read(paths.PREFERRED_REPLICA_ELECTION)[0]))
 
     async def check_unclean_elections(self) -> None:
         """At quiescence every replica is online and every partition led (check_topics), so an

@@ -98,6 +98,8 @@ KAFKA_PAYLOADS = [
     ("/admin/throttled_replicas_removal", b'{"version":1,"topics":["t","u"]}'),
     ("/admin/throttled_rates_removal", b'{"version":1,"brokers":[1,2]}'),
     ("/admin/cancel_reassignment_in_progress", b""),
+    # kafka-preferred-replica-election.sh --zookeeper (PreferredReplicaElectionZNode.encode)
+    ("/admin/preferred_replica_election", b'{"version":1,"partitions":[{"topic":"t","partition":0},{"topic":"u","partition":3}]}'),
 ]
 
 
@@ -497,6 +499,10 @@ ROUND_TRIPS = {
         ThrottledReplicasRemoval, topics=st.lists(topic_names, max_size=5, unique=True)
     ),
     "/admin/throttled_rates_removal": st.builds(ThrottledRatesRemoval, brokers=st.lists(ids, max_size=5, unique=True)),
+    "/admin/preferred_replica_election": st.builds(
+        models.PreferredReplicaElection,
+        partitions=st.lists(st.builds(models.TopicPartitionRef, topic=topic_names, partition=ids), max_size=5),
+    ),
 }
 
 
