@@ -207,6 +207,9 @@ class ActiveController:
         # The step's /config/topics/T reads by topic, while a step takes its batch (_process):
         # each topic's read once in a step (topic_configs).
         self.step_configs: dict[str, dict[str, str] | None] | None = None
+        # Topic znodes whose data watch fired (Kafka's PartitionModificationsHandler): read again
+        # in the step unless at the version this controller holds (its own write fired it).
+        self.changed_topics: set[str] = set()
         self.placement_counts = PlacementCounts()  # what topic requests place against (admin_events)
         # Read caches of this term, by user (the admin handlers' record ids and encoded list,
         # the throttle check's parsed /admin/reassign_partitions): gone with the term.
@@ -391,6 +394,9 @@ class ActiveController:
                         raise Resign("/controller was deleted or taken over")
                 elif kind is not None:
                     kinds.add(kind)
+                elif paths.parent(item.path) == paths.TOPICS:
+                    self.changed_topics.add(item.path.rsplit("/", 1)[1])
+                    kinds.add("topic data")
             else:
                 engine_events.append(item)
         if reload:
@@ -561,7 +567,7 @@ class ActiveController:
         ``topic_reads`` knows yet (a tool may name a topic created a moment ago)."""
         unknown = {r.topic for r in entries or ()} - set(self.state.topic_versions) - set(topic_reads)
         if unknown:
-            reads, lines = await read_topics(self.store, sorted(unknown))
+            reads, lines = await read_topics(self.store, sorted(unknown), watch=True)
             topic_reads.update({n: r for n, r in reads.items() if r is not None})
             _warn(lines)
 
@@ -637,11 +643,23 @@ class ActiveController:
             listed = set(names)  # once: a set per known topic made every topic read O(topics^2)
             gone = [n for n in state.topic_versions if n not in listed]
             if new:
-                reads, lines = await read_topics(self.store, new)
+                reads, lines = await read_topics(self.store, new, watch=True)
                 topic_reads.update(reads)
                 _warn(lines)
             for name in gone:
                 topic_reads[name] = None
+        if "topic data" in kinds:
+            # Topic znodes changed under their data watch (a tool added partitions: Kafka's
+            # PartitionModificationsHandler): re-armed, and read again unless at the version
+            # held (this controller's own write fired it); a deleted one is the listing's news.
+            changed, self.changed_topics = self.changed_topics, set()
+            known = [n for n in sorted(changed) if n in state.topic_versions and n not in topic_reads]
+            stats = await asyncio.gather(*(self.store.exists(paths.topic(n), watch=True) for n in known))
+            moved = [n for n, stat in zip(known, stats) if stat is not None and stat.version != state.topic_versions[n]]
+            if moved:
+                reads, lines = await read_topics(self.store, moved, watch=True)
+                topic_reads.update({n: r for n, r in reads.items() if r is not None})
+                _warn(lines)
         if "requests" in kinds:
             stat = await self.store.exists(paths.REASSIGN_PARTITIONS, watch=True)
             # Skip the read (and the parse of up to 1 MiB) only when the znode is exactly what

@@ -132,7 +132,7 @@ async def load(store: Store, *, watch: bool = True, states: bool = False, listen
     log += more
 
     async def topics_and_moving_states():
-        topics_read, lines = await read_topics(store, await read_topic_names(store, watch=watch))
+        topics_read, lines = await read_topics(store, await read_topic_names(store, watch=watch), watch=watch)
         topics = {name: read for name, read in topics_read.items() if read is not None}
         moving = [(t, p) for t, read in topics.items() for p, a in read[1].items() if a.adding or a.removing]
         # The moving partitions' states right after their topic znodes, while the records are

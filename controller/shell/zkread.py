@@ -37,11 +37,13 @@ async def read_topic_names(store: Store, watch: bool = False) -> list[str]:
 
 
 async def read_topics(
-    store: Store, names: Iterable[str]
+    store: Store, names: Iterable[str], watch: bool = False
 ) -> tuple[dict[str, tuple[int, dict[int, Assignment]] | None], list[str]]:
     """Each topic's (znode version, partitions), None when absent (znodes.cluster_reader); a
-    name that is not Kafka's or a znode that does not decode is skipped with a log line."""
-    found, bad = await cluster_reader.topics(store, names)
+    name that is not Kafka's or a znode that does not decode is skipped with a log line.
+    ``watch``: each topic znode's data watched (a tool adding partitions; the active
+    controller's ``topic`` watches)."""
+    found, bad = await cluster_reader.topics(store, names, watch=watch)
     return found, [f"ignoring topic {u}" for u in bad]
 
 
