@@ -327,13 +327,9 @@ async def test_one_notification_per_resource_per_request():
     assert node.literal_changes() == ["Topic:orders"]
 
 
-async def test_a_zookeeper_failure_on_one_resource_fails_its_creations_only(monkeypatch):
-    """Kafka (AclAuthorizer.createAcls): each resource's update is in its own try; a failure
-    (e.g. updateResourceAcls' IllegalStateException after maxUpdateRetries) answers that
-    resource's creations with it (wrapped in ApiException: UNKNOWN_SERVER_ERROR) and the others
-    are created and answered NONE. Ours answered every creation UNKNOWN_SERVER_ERROR, the ones
-    written included (FIXED). Confidence: high."""
-    node = Node()
+def contend(monkeypatch) -> None:
+    """The resource named "contended" loses every race for its znode from now on (Kafka's
+    updateResourceAcls giving up after maxUpdateRetries); the others update as usual."""
     real = zacls.update
 
     async def flaky(store, type_name, pattern, name, change):
@@ -342,6 +338,16 @@ async def test_a_zookeeper_failure_on_one_resource_fails_its_creations_only(monk
         return await real(store, type_name, pattern, name, change)
 
     monkeypatch.setattr(zacls, "update", flaky)
+
+
+async def test_a_zookeeper_failure_on_one_resource_fails_its_creations_only(monkeypatch):
+    """Kafka (AclAuthorizer.createAcls): each resource's update is in its own try; a failure
+    (e.g. updateResourceAcls' IllegalStateException after maxUpdateRetries) answers that
+    resource's creations with it (wrapped in ApiException: UNKNOWN_SERVER_ERROR) and the others
+    are created and answered NONE. Ours answered every creation UNKNOWN_SERVER_ERROR, the ones
+    written included (FIXED). Confidence: high."""
+    node = Node()
+    contend(monkeypatch)
     answers = await node.create(creation(), creation(name="contended"), creation(name="later"))
     assert [c for c, _ in answers] == [OK, UNKNOWN_SERVER_ERROR, OK]
     assert await node.listed() == {row(), row(name="later")}
@@ -512,14 +518,7 @@ async def test_a_zookeeper_failure_on_one_resource_marks_its_acls_only(monkeypat
     Confidence: high."""
     node = Node()
     assert await node.create(creation(name="a"), creation(name="contended"), creation(name="z")) == [(OK, None)] * 3
-    real = zacls.update
-
-    async def flaky(store, type_name, pattern, name, change):
-        if name == "contended":
-            raise BadVersionError(f"/kafka-acl/{type_name}/{name} kept changing")
-        return await real(store, type_name, pattern, name, change)
-
-    monkeypatch.setattr(zacls, "update", flaky)
+    contend(monkeypatch)
     [result] = await node.delete(flt(rtype=TOPIC))
     assert result["error_code"] == OK
     by_name = {m["resource_name"]: m["error_code"] for m in result["matching_acls"]}
