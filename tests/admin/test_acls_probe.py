@@ -518,6 +518,7 @@ async def test_a_zookeeper_failure_on_one_resource_marks_its_acls_only(monkeypat
     Confidence: high."""
     node = Node()
     assert await node.create(creation(name="a"), creation(name="contended"), creation(name="z")) == [(OK, None)] * 3
+    real = zacls.update
     contend(monkeypatch)
     [result] = await node.delete(flt(rtype=TOPIC))
     assert result["error_code"] == OK
