@@ -34,7 +34,8 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    deposed controller happened to have such a write in flight. A history with no audited
    write at all fails: with the audits missing, no zombie and no unfenced write would show.
 4. Throttles: the workload sets only auto-removed throttles, so the final configs hold no
-   throttle key and the removal lists are empty.
+   throttle key and the removal lists are empty. Nor is ``/admin/preferred_replica_election``
+   left (the ``elect_znode`` door's: the controller deletes it once it elected).
 5. Quiescence: after every fault, once healed, the cluster is quiescent within the bound.
 6. No controller process exits on its own (``crash`` records).
 7. Caps (issue 25 item 6b): in every ``moves`` sample the moves still copying stay within the
@@ -417,6 +418,9 @@ def _check_throttles(finals: list[dict], report: Report) -> None:
         if listed:
             report.violations.append(f"stranded throttle: {name} still lists {listed}")
             report.stranded_throttles += 1
+    if final.get("preferred_election_left"):
+        # The ZooKeeper door's znode is the controller's to delete once it elected (DESIGN 4.6).
+        report.violations.append("/admin/preferred_replica_election left at the end: never taken")
 
 
 # ---- 5. quiescence -----------------------------------------------------------------------------

@@ -215,7 +215,8 @@ def _throttles(zk: KazooClient) -> tuple[dict, dict]:
 
 def _final_state(zk: KazooClient, partitions) -> dict:
     throttles, removal = _throttles(zk)
-    return {"assignments": _assignments(zk, partitions), "throttles": throttles, "removal_lists": removal}
+    return {"assignments": _assignments(zk, partitions), "throttles": throttles, "removal_lists": removal,
+            "preferred_election_left": zk.exists("/admin/preferred_replica_election") is not None}
 
 
 def _dropped_entries(log: Path) -> list[dict]:

@@ -229,6 +229,16 @@ def test_a_stranded_throttle_fails():
     assert check(history).stranded_throttles == 1
 
 
+def test_a_preferred_election_znode_left_at_the_end_fails_and_its_op_changes_no_replicas():
+    history = _history()
+    assert check(history).ok
+    history[-1]["preferred_election_left"] = True
+    assert "/admin/preferred_replica_election left" in check(history).violations[0]
+    elect = {"type": "op", "id": 99, "door": "elect_znode", "kind": "elect", "partitions": ["orders/1"],
+             "t0": 2.2, "t1": 2.3, "outcome": "accepted"}
+    assert check(_history(extra=[elect])).ok  # an election moves no replica
+
+
 @pytest.mark.parametrize("state", [{"leader": -1, "isr": []}, {"leader": 4, "isr": [5, 6]}])
 def test_a_partition_without_its_leader_in_sync_fails(state):
     bad = {"type": "state", "t": 2.5, "tp": "orders/1", "mzxid": 140, **state}

@@ -13,6 +13,9 @@ Doors (DESIGN.md sections 3-5):
 ``cancel_znode``  ``/admin/cancel_reassignment_in_progress`` (KIP-236)
 ``throttle``      AlterInterbrokerThrottledRates / Replicas with auto-removal, then a reassignment
                   over those brokers
+``elect_znode``   ``/admin/preferred_replica_election`` (Kafka's ZooKeeper door to preferred leader
+                  elections), as ``kafka-preferred-replica-election.sh --zookeeper`` writes it;
+                  it changes no replica list, and the final state must not hold it
 
 Each operation record: ``{"type": "op", "id", "door", "kind": "submit"|"cancel"|"throttle",
 "targets" or "partitions", "t0", "t1", "outcome": "accepted"|"refused"|"in_doubt", "results":
@@ -50,6 +53,7 @@ from tests.chaos.history import History
 
 DOORS = {  # door -> weight
     "znode": 3, "reassign": 4, "alter": 3, "queue": 2, "cancel": 3, "alter_cancel": 2, "cancel_znode": 1, "throttle": 2,
+    "elect_znode": 1,
 }
 WORKERS = 2
 # How long a znode door waits for the controller to take what it wrote before giving up on
@@ -179,6 +183,13 @@ class Workload:
             self._record(door, "submit", t0, outcome, targets=targets)
             if outcome != "refused":
                 await self._consumed(path, picked if door == "znode" else None)
+        elif door == "elect_znode":
+            path = "/admin/preferred_replica_election"
+            entries = [{"topic": _tp(k)[0], "partition": _tp(k)[1]} for k in picked]
+            outcome = await self._create_znode(path, json.dumps({"version": 1, "partitions": entries}).encode())
+            self._record(door, "elect", t0, outcome, partitions=picked)
+            if outcome != "refused":
+                await self._consumed(path, None)
         elif door == "cancel_znode":
             outcome = await self._create_znode("/admin/cancel_reassignment_in_progress", b"")
             self._record(door, "cancel", t0, outcome, partitions=None)
