@@ -63,6 +63,9 @@ class ChaosResult:
     faults: dict
 
 
+BREAK_FENCE_MIN_FAULTS = 2  # forced controller moves the self-test needs (tests/chaos/test_break_fence.py)
+
+
 def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: float = QUIESCE_BOUND_S, *,
               break_fence: bool = False) -> ChaosResult:
     """``break_fence``: the zombie check's self-test - controllers write without the epoch check
@@ -87,7 +90,11 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
         nemesis = Nemesis(cluster, history, nemesis_rng, faults={"controller_moved": 1} if break_fence else None,
                           deposed_write=workload.to_controller if break_fence else None)
         try:
-            asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s))
+            # The self-test needs two controller moves whatever the machine's speed: its rounds go
+            # on past the duration until two faults were injected (a quiescence on a loaded
+            # machine once left room for only one in 30 s).
+            asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s,
+                                min_rounds=BREAK_FENCE_MIN_FAULTS if break_fence else 0))
             history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments))
         finally:
             observer.stop()
@@ -107,9 +114,12 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
 
 
 async def _rounds(cluster: ChaosCluster, history: History, rng: random.Random, workload: Workload, nemesis: Nemesis,
-                  duration_s: float, bound_s: float) -> None:
+                  duration_s: float, bound_s: float, min_rounds: int = 0) -> None:
+    """Rounds until ``duration_s`` has passed and at least ``min_rounds`` faults were injected."""
     deadline = time.monotonic() + duration_s
-    while time.monotonic() < deadline:
+    rounds = 0
+    while time.monotonic() < deadline or rounds < min_rounds:
+        rounds += 1
         began = time.monotonic()
         window = rng.uniform(*ROUND_S)
         stop = asyncio.Event()

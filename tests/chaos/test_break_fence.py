@@ -30,7 +30,8 @@ import pytest
 from tests.chaos.run import QUIESCE_BOUND_S, run_chaos
 
 # Two or three forced controller moves, each with a zombie write of its own (one or two
-# zombie writes each in the runs measured, idle or with both cores busy).
+# zombie writes each in the runs measured, idle or with both cores busy); the run goes on past
+# the duration until the second move was made (run.BREAK_FENCE_MIN_FAULTS).
 DURATION_S = float(os.environ.get("BREAK_FENCE_DURATION", "30"))
 SEED = int(os.environ.get("BREAK_FENCE_SEED", "20261125"))
 TIMEOUT_S = int(DURATION_S + QUIESCE_BOUND_S + 300)
