@@ -20,6 +20,7 @@ RESPONSE_HEADER = "ResponseHeader"
 # can read the header (and the error code) of the answer (KIP-511). Known by its spec's name:
 # protocol.ApiKey is built from this registry, so it cannot be imported here.
 API_VERSIONS_RESPONSE = "ApiVersionsResponse"
+CONTROLLED_SHUTDOWN_REQUEST = "ControlledShutdownRequest"
 
 
 class Registry:
@@ -105,6 +106,8 @@ class Registry:
 
     def request_header_version(self, api_key: int, version: int) -> int:
         spec = self.requests[api_key]
+        if spec.name == CONTROLLED_SHUTDOWN_REQUEST and version == 0:
+            return 0  # its v0 predates the client id (Kafka's ApiKeys.requestHeaderVersion)
         return 2 if spec.is_flexible(version) else 1
 
     def response_header_version(self, api_key: int, version: int) -> int:

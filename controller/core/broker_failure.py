@@ -94,10 +94,14 @@ UNCLEAN_CONFIG = "unclean.leader.election.enable"
 
 
 def decide(
-    replicas: tuple[int, ...], state: LeaderIsr, live, *, unclean: bool, moving: bool
+    replicas: tuple[int, ...], state: LeaderIsr, live, *, unclean: bool, moving: bool, eligible=None
 ) -> tuple[int, tuple[int, ...], str] | None:
-    """Steps 2-5 for one partition: (leader, ISR, why) to write, or None (nothing to do)."""
+    """Steps 2-5 for one partition: (leader, ISR, why) to write, or None (nothing to do).
+    ``eligible``: the live brokers that may lead (not shutting down:
+    controller.core.controlled_shutdown); ``live`` when None."""
     isr = state.isr
+    if eligible is None:
+        eligible = live
     if state.leader in live:
         if moving:
             return None  # step 2: a running move's ISR is the move's
@@ -105,11 +109,11 @@ def decide(
         if len(kept) == len(isr) or not kept:
             return None
         return state.leader, kept, "shrink"  # step 2
-    clean = next((b for b in replicas if b in live and b in isr), None)
+    clean = next((b for b in replicas if b in eligible and b in isr), None)
     if clean is not None:
         return clean, tuple(b for b in isr if b in live), "clean"  # step 3
     if unclean:
-        first = next((b for b in replicas if b in live), None)
+        first = next((b for b in replicas if b in eligible), None)
         if first is not None:
             return first, (first,), "unclean"  # step 4
     if state.leader == NO_LEADER:
@@ -165,8 +169,10 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
         ws.box.live_brokers_changed()
     for b in back | gone:
         # A restart opens its log directories again; a broker gone has no replica online
-        # (controller.core.log_dir_failure step 6).
+        # (controller.core.log_dir_failure step 6). Either way it is no longer shutting down
+        # (controller.core.controlled_shutdown step 2; Kafka's onBrokerFailure).
         ws.offline_replicas.pop(b)
+        ws.shutting_down.pop(b)
     for b in sorted(back):
         ws.box.describe_log_dirs(b)  # step 9: what it hosts, for its strays
     for move in list(ws.tasks.values()):
@@ -203,7 +209,8 @@ def on_offline(ws: WorkingSet, event: OfflineCheck) -> None:
             continue  # step 1: the move's
         moving = move is not None and move.started
         live = ws.live_for(tp)
-        decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving)
+        decision = decide(assignment.replicas, state, live, unclean=tp[0] in event.unclean_topics, moving=moving,
+                          eligible=ws.eligible_for(tp))
         if decision is None:
             continue
         leader, isr, why = decision

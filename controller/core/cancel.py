@@ -238,10 +238,14 @@ def roll_back(ws: WorkingSet, move: Move, state: LeaderIsr | None) -> None:
     tp = move.tp
     if state is not None:
         original, live = move.original, ws.brokers
-        if state.leader in original and state.leader in live and state.leader in state.isr:
+        eligible = ws.eligible_for(tp)  # not onto a broker shutting down (controller.core.controlled_shutdown)
+        if state.leader in original and state.leader in eligible and state.leader in state.isr:
             leader = state.leader
         else:
-            leader = next((b for b in original if b in state.isr and b in live), NO_LEADER)
+            leader = next((b for b in original if b in state.isr and b in eligible), None)
+            if leader is None:
+                keep = state.leader in original and state.leader in live and state.leader in state.isr
+                leader = state.leader if keep else next((b for b in original if b in state.isr and b in live), NO_LEADER)
         isr = tuple(b for b in state.isr if b in original)
         # A new RS (ORS) and maybe leader: a new leader epoch (engine.new_epoch).
         # Conditional on the zkVersion: a leader's concurrent ISR change fails the flush,

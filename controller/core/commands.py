@@ -157,15 +157,18 @@ class Outbox:
                 entry = _lai_state(tp, state, replicas, (), (), False)
             entries[tp] = entry
 
-    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int, *, wait: bool = True) -> None:
+    def stop_replica(self, broker_id: int, tp: TopicPartition, leader_epoch: int, *, wait: bool = True,
+                     delete: bool = True) -> None:
         """StopReplica(delete). ``wait``: the partition's move finishes once it was sent
-        (controller.core.events.StopReplicaSent); False for deletions nothing waits for."""
+        (controller.core.events.StopReplicaSent); False for deletions nothing waits for.
+        ``delete`` False: the broker stops fetching and keeps its log (a controlled shutdown's
+        followers, controller.core.controlled_shutdown)."""
         # get, not setdefault: setdefault built an empty dict and set on every call (a move's
         # completion calls this once per removed replica).
         stops = self._stop.get(broker_id)
         if stops is None:
             stops = self._stop[broker_id] = {}
-        stops[tp] = {"partition_index": tp[1], "leader_epoch": leader_epoch, "delete_partition": True}
+        stops[tp] = {"partition_index": tp[1], "leader_epoch": leader_epoch, "delete_partition": delete}
         if wait:
             waited = self._stop_waited.get(broker_id)
             if waited is None:

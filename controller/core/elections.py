@@ -39,8 +39,8 @@ States: the newer (zkVersion) of the one the shell read for the request and the 
 
 from __future__ import annotations
 
-from controller.core import broker_failure
-from controller.core.events import ElectionRequested, OfflineCheck, PreferredElectionRead
+from controller.core import broker_failure, controlled_shutdown
+from controller.core.events import ElectionRequested, OfflineCheck, PreferredElectionRead, ShutdownRequested
 from controller.core.flush import ELECT, writing
 from controller.core.working_set import WorkingSet
 from protocol.errors import ErrorCode
@@ -57,7 +57,7 @@ def _name(tp: TopicPartition) -> str:
 
 
 @writing(ELECT)
-def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead) -> None:
+def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead | ShutdownRequested) -> None:
     """Step 12: steps 1-4 per partition (5 for the ZooKeeper door); the controller's own
     election after a broker failure (``OfflineCheck``, controller.core.broker_failure) comes
     the same way. Each waits until a failover's resumed moves have their states."""
@@ -67,9 +67,13 @@ def elect(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredEle
         on_election(ws, event)
 
 
-def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead) -> None:
+def on_election(ws: WorkingSet, event: ElectionRequested | OfflineCheck | PreferredElectionRead | ShutdownRequested) -> None:
     """Steps 1-4 per partition asked for; an OfflineCheck goes to controller.core.broker_failure,
-    the ZooKeeper door to step 5."""
+    the ZooKeeper door to step 5, a broker's controlled shutdown to
+    controller.core.controlled_shutdown."""
+    if isinstance(event, ShutdownRequested):
+        controlled_shutdown.on_shutdown(ws, event)
+        return
     if isinstance(event, OfflineCheck):
         broker_failure.on_offline(ws, event)
         return
@@ -126,20 +130,21 @@ def elect_one(ws: WorkingSet, tp: TopicPartition, election_type: int, read: Lead
     if state is None:
         return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"{_name(tp)} has no leader state yet"
     live, replicas = ws.live_for(tp), assignment.replicas  # online replicas (log dirs: log_dir_failure)
+    eligible = ws.eligible_for(tp)  # live and not shutting down (controller.core.controlled_shutdown)
     if election_type == PREFERRED:
         preferred = replicas[0]
         if state.leader == preferred:
             return ErrorCode.ELECTION_NOT_NEEDED, f"{preferred} already leads {_name(tp)}"
-        if preferred not in live or preferred not in state.isr:
-            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, (
-                f"preferred leader {preferred} of {_name(tp)} is {'not in the ISR' if preferred in live else 'down'}")
+        if preferred not in eligible or preferred not in state.isr:
+            why = "down" if preferred not in live else "shutting down" if preferred not in eligible else "not in the ISR"
+            return ErrorCode.PREFERRED_LEADER_NOT_AVAILABLE, f"preferred leader {preferred} of {_name(tp)} is {why}"
         leader, isr = preferred, state.isr
     elif election_type == UNCLEAN:
         if state.leader in live:
             return ErrorCode.ELECTION_NOT_NEEDED, f"{_name(tp)} has a live leader ({state.leader})"
         # Kafka's offline election with unclean allowed, as the controller's own after a broker
         # failure (controller.core.broker_failure steps 3-4): the same leader and ISR either way.
-        decided = broker_failure.decide(replicas, state, live, unclean=True, moving=False)
+        decided = broker_failure.decide(replicas, state, live, unclean=True, moving=False, eligible=eligible)
         if decided is None or decided[0] == broker_failure.NO_LEADER:
             return ErrorCode.ELIGIBLE_LEADERS_NOT_AVAILABLE, f"no replica of {_name(tp)} is live"
         leader, isr, how = decided

@@ -125,9 +125,11 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     cancels and overrides, a marked topic's moves are withdrawn or rolled back, then its
     replicas deleted; ``Step.topics_deleted`` once every one is gone.
 12. Elections (KIP-460 ElectLeaders, and Kafka's ZooKeeper door ``/admin/preferred_replica_election``,
-    deleted in the step's flush: controller.core.elections) and the controller's own after a
-    broker failed or registered (controller.core.broker_failure); held back, as cancels and
-    queued batches are, while a failover's resumed moves have no state yet.
+    deleted in the step's flush: controller.core.elections), the controller's own after a
+    broker failed or registered (controller.core.broker_failure), and a broker's controlled
+    shutdown (ControlledShutdown: its leaderships moved to other ISR members, its followers
+    stopped, nothing elected onto it any more: controller.core.controlled_shutdown); held
+    back, as cancels and queued batches are, while a failover's resumed moves have no state yet.
 12b. Log directory failures (KIP-113; controller.core.log_dir_failure, with its worked table):
     a notification's broker is asked (LeaderAndIsr, state held) which replicas are offline;
     those it answers KAFKA_STORAGE_ERROR are taken offline through step 12's broker-failure
@@ -247,6 +249,7 @@ from controller.core.events import (
     RequestsRead,
     Resume,
     ScheduleDue,
+    ShutdownRequested,
     StatesRead,
     StopReplicaSent,
     ThrottleRemovalRead,
@@ -366,7 +369,7 @@ def handle(ws: WorkingSet, event: Event) -> None:
         topic_requests.on_topics(ws, event)
     elif isinstance(event, ThrottleRemovalRead):
         throttle_removal.on_removal(ws, event)
-    elif isinstance(event, (ElectionRequested, OfflineCheck, PreferredElectionRead)):
+    elif isinstance(event, (ElectionRequested, OfflineCheck, PreferredElectionRead, ShutdownRequested)):
         elections.elect(ws, event)
     elif isinstance(event, LogDirEventsRead):
         log_dir_failure.on_log_dir_events(ws, event)
@@ -453,6 +456,7 @@ def finish(ws: WorkingSet) -> Step:
         unclean=ws.unclean.changes,
         sizes=ws.sizes.changes,
         offline_replicas=ws.offline_replicas.changes,
+        shutting_down=ws.shutting_down.changes,
     )
     if tuple(ws.deferred) != ws.base.deferred:
         delta.deferred = tuple(ws.deferred)

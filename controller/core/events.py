@@ -182,6 +182,19 @@ class ElectionRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class ShutdownRequested:
+    """ControlledShutdown (API 7): broker ``broker_id``, registered at ``broker_epoch`` (-1:
+    not said, versions 0-1), is about to stop; move its leaderships away, from ``states`` the
+    shell read for its partitions (controller.core.controlled_shutdown). ``token`` comes back
+    with (error code, message, the partitions it still leads) in ``Step.elections``."""
+
+    broker_id: int
+    broker_epoch: int
+    states: dict[TopicPartition, LeaderIsr | None]
+    token: object = None
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredElectionRead:
     """``/admin/preferred_replica_election`` read (Kafka's ZooKeeper door to preferred leader
     elections, controller.core.elections step 5): its partitions and version, with the states
@@ -371,5 +384,5 @@ Event = (
     TopicsRead | BrokersRead | RequestsRead | StatesRead | StopReplicaSent | Resume | CancelRequested | QueueRead
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
-    | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead
+    | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead | ShutdownRequested
 )

@@ -692,12 +692,17 @@ def check_complete(ws: WorkingSet, move: Move) -> None:
         # A TRS replica on an offline log directory serves nobody: not done until it is back,
         # and RR's in-sync copies stay (controller.core.log_dir_failure step 5).
         return
-    if state.leader in move.target and state.leader in live:
+    # Not onto a broker shutting down while another TRS replica can lead (controller.core.
+    # controlled_shutdown step 2); one that already leads keeps it rather than the move wait.
+    eligible = ws.eligible_for(move.tp)
+    if state.leader in move.target and state.leader in eligible:
         leader = state.leader
     else:
-        leader = next((b for b in move.target if b in state.isr and b in live), None)
+        leader = next((b for b in move.target if b in state.isr and b in eligible), None)
         if leader is None:
-            return  # no live TRS replica to lead: wait for a broker to come back
+            if state.leader not in move.target or state.leader not in live:
+                return  # no live TRS replica to lead: wait for a broker to come back
+            leader = state.leader
     complete(ws, move, state, leader, tuple(b for b in state.isr if b in move.target))
 
 

@@ -151,6 +151,7 @@ class Delta:
     unclean: dict = field(default_factory=dict)
     sizes: dict = field(default_factory=dict)
     offline_replicas: dict = field(default_factory=dict)
+    shutting_down: dict = field(default_factory=dict)
 
 
 @dataclass
@@ -205,6 +206,12 @@ class ClusterState:
     # controller.core.log_dir_failure. Cleared when the broker registers again or goes; a
     # cache of what brokers said, asked again by a new controller's LeaderAndIsr.
     offline_replicas: dict[int, frozenset[TopicPartition]] = field(default_factory=dict)
+    # Brokers that asked for a controlled shutdown (ControlledShutdown, controller.core.
+    # controlled_shutdown; Kafka's ``shuttingDownBrokerIds``) -> the registration epoch they
+    # asked from: registered, told like any live broker, but no leader is elected onto them.
+    # Dropped when the broker goes or registers again; not ZooKeeper content: a new
+    # controller starts without it and the broker asks again (its retries).
+    shutting_down: dict[int, int] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -230,6 +237,7 @@ class ClusterState:
         apply_changes(self.unclean, delta.unclean)
         apply_changes(self.sizes, delta.sizes)
         apply_changes(self.offline_replicas, delta.offline_replicas)
+        apply_changes(self.shutting_down, delta.shutting_down)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

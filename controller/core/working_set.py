@@ -57,6 +57,7 @@ class WorkingSet:
     unclean: Overlay  # step 12c: topics whose unclean.leader.election.enable is true
     sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
     offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
+    shutting_down: Overlay  # broker -> its epoch when it asked (controller.core.controlled_shutdown)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     # What the writes are for now (controller.core.flush.writing): ``kind``, a cell the op
     # lists share (a list holding the working set itself would make a reference cycle).
@@ -148,6 +149,7 @@ class WorkingSet:
             unclean=Overlay(state.unclean),
             sizes=Overlay(state.sizes),
             offline_replicas=Overlay(state.offline_replicas),
+            shutting_down=Overlay(state.shutting_down),
             deferred=list(state.deferred),
         )
         current = ws.current
@@ -308,6 +310,16 @@ class WorkingSet:
         its broker reported offline (Kafka's ``isReplicaOnline``). The live broker map itself
         when no broker reported ``tp`` offline (the common case: nothing is built)."""
         return online_replicas(self.offline_replicas, self.brokers, tp)
+
+    def eligible_for(self, tp: TopicPartition):
+        """The brokers that may be elected leader of ``tp``: online (:meth:`live_for`) and not
+        shutting down (controller.core.controlled_shutdown; Kafka's ``isReplicaOnline``
+        without ``includeShuttingDownBrokers``). :meth:`live_for`'s answer itself when no
+        broker is shutting down (the common case: nothing is built)."""
+        live = self.live_for(tp)
+        if not self.shutting_down.base and not self.shutting_down.changes:
+            return live
+        return LiveReplicas(live, frozenset(self.shutting_down.keys()))
 
     def states_missing(self) -> bool:
         """A started move whose partition state is not known yet (just failed over). Asked for

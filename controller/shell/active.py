@@ -55,6 +55,7 @@ from controller.core.events import (
     ReplicasOffline,
     RequestsRead,
     Resume,
+    ShutdownRequested,
     StatesRead,
     TopicConfigsRead,
     TopicsRead,
@@ -1024,7 +1025,7 @@ def fail_waiting(items, why: str = "") -> list:
         if isinstance(item, CancelRequested) and isinstance(token, asyncio.Future):
             if not token.done():
                 token.set_exception(CancelNotRecorded(message))
-        elif isinstance(item, ElectionRequested) and isinstance(token, asyncio.Future):
+        elif isinstance(item, (ElectionRequested, ShutdownRequested)) and isinstance(token, asyncio.Future):
             if not token.done():
                 token.set_exception(NotTheController(message))
         else:

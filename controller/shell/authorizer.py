@@ -24,6 +24,7 @@ import time
 from controller.core.acl import (
     ALTER,
     CLUSTER,
+    CLUSTER_ACTION,
     CLUSTER_NAME,
     DESCRIBE,
     OPERATION_NAMES,
@@ -68,6 +69,7 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (DESCRIBE, CLUSTER),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (ALTER, CLUSTER),
     ApiKey.ELECT_LEADERS: (ALTER, CLUSTER),  # Kafka: ALTER on the cluster
+    ApiKey.CONTROLLED_SHUTDOWN: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE, CLUSTER),  # Kafka: refused whole, no directories
     ApiKey.ALTER_REPLICA_LOG_DIRS: (ALTER, CLUSTER),  # Kafka: every replica CLUSTER_AUTHORIZATION_FAILED
 }

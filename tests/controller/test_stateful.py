@@ -8,7 +8,8 @@ the API door (controller.shell.admin.cancel.cancel_partitions), queue a batch
 active controller after any number of its ZooKeeper ops (a flush cut at any op boundary),
 depose it in the middle of a flush (another controller elected), cut a chosen kind of flush
 just before a chosen op (crash-point coverage: tests/controller/crashpoints.py), expire its
-session, start new controllers, stop and restart brokers, submit with auto-removable throttles
+session, start new controllers, stop and restart brokers (some with a controlled shutdown:
+ControlledShutdown first, as Kafka's brokers stop), submit with auto-removable throttles
 (KIP-179: gone at the end, invariant 3), move a replica between the two log directories of its
 broker (KIP-113's AlterReplicaLogDirs, to the broker: a future log copies, then takes over),
 fail a broker's log directory (its replicas there go offline until the broker restarts; the
@@ -44,6 +45,7 @@ from controller.core.flush import CREATE, DELETE, ELECT, THROTTLE_REMOVAL
 from controller.shell import throttle_configs as tc
 from controller.shell.admin.base import AdminContext, ApiError
 from controller.shell.admin.cancel import cancel_partitions
+from controller.shell.admin.controlled_shutdown import handle_shutdown
 from controller.shell.admin.kip179 import handle_reassign
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -51,9 +53,10 @@ from sim.inprocess import InProcessTransport
 from tests import figures
 from tests.controller import crash_schedules, soak
 from tests.controller.crashpoints import POINTS, SHAPES, Coverage
-from tests.controller.harness import Harness
+from tests.controller.harness import Crashed, Harness
 from znodes import paths
-from znodes.api import BadVersionError, NoNodeError
+from znodes.api import BadVersionError, NoNodeError, ZkError
+from znodes.batch import FlushError
 
 TARGET_BROKERS = (1, 2, 3, 4)
 LOG_DIRS = ("/data/d1", "/data/d2")  # every broker's (KIP-113): replicas move between them
@@ -508,6 +511,52 @@ class ControllerMachine(RuleBasedStateMachine):
         else:
             self.run(self.h.cluster.start_broker(b))
         self.run(self.h.settle())
+
+    @precondition(lambda self: any(c.active is not None and c.active.state is not None for c in self.alive()))
+    @rule(b=st.sampled_from(FLAKY_BROKERS))
+    def controlled_stop(self, b):
+        """A running flaky broker stops as a Kafka broker does with controlled.shutdown.enable:
+        ControlledShutdown (with its registration's epoch) through the admin door of the active
+        controller (controller.shell.admin.controlled_shutdown), then it stops whatever the
+        answer (as Kafka's broker does once its retries are spent). Answered NONE: at that
+        moment it leads no partition the answer does not list (its other leaderships moved to
+        ISR members); refused or unanswered (the controller crashed, was deposed): nothing is
+        asserted. Later steps check the rest: no election picks it while it is registered, and
+        the usual invariants once it is gone."""
+        broker = self.h.cluster.brokers[b]
+        if not broker.running:
+            return
+        handle = next(c for c in self.alive() if c.active is not None and c.active.state is not None)
+        ctx = AdminContext(SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id), self.h.config)
+        registration = self.h.server.exists(paths.broker(b))
+        body = {"broker_id": b, "broker_epoch": registration.czxid if registration is not None else -1}
+        answer = self.run(self.answered(handle_shutdown(ctx, 3, body)))
+        if answer is not None and answer["error_code"] == ErrorCode.NONE:
+            remaining = {(r["topic_name"], r["partition_index"]) for r in answer["remaining_partitions"]}
+            states = {tp: self.h.json(paths.partition_state(*tp)) for tp in self.h.assignments}
+            led = {tp for tp, state in states.items() if state["leader"] == b}
+            assert led <= remaining, ("still leads partitions the answer does not list", b, sorted(led - remaining))
+            # ... and each it still leads had nobody else to take it: no other ISR member up
+            # (with all its directories online), or a move owns the partition.
+            for tp in remaining:
+                others = [r for r in states[tp]["isr"] if r != b and self.h.cluster.brokers[r].running
+                          and not self.h.cluster.brokers[r].core.log_dirs.any_offline]
+                moving = self.h.server.exists(paths.reassignment(*tp)) is not None
+                assert moving or not others, ("kept a leadership another ISR member could take", b, tp, states[tp])
+        self.run(self.h.cluster.stop_broker(b))
+        self.run(self.h.settle())
+
+    async def answered(self, request) -> dict | None:
+        """The answer of an admin ``request`` once everything settled, or None: cut by a crash,
+        refused as a whole, or not taken (its controller went before taking it)."""
+        task = asyncio.ensure_future(request)
+        await self.h.settle()
+        if not task.done():
+            task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        if task.cancelled() or isinstance(task.exception(), (Crashed, ZkError, FlushError, ApiError)):
+            return None
+        return task.result()
 
     @rule(p=st.integers(0, PARTITIONS - 1), i=st.integers(0, 3), directory=st.sampled_from(LOG_DIRS))
     def move_log_dir(self, p, i, directory):

@@ -35,7 +35,6 @@ them here with their coverage check.
 
 from __future__ import annotations
 
-import asyncio
 import json
 import os
 
@@ -167,16 +166,7 @@ class TopicsMachine(test_stateful.ControllerMachine):
         ctx = self.active_context()
         if ctx is None:
             return None
-        task = asyncio.ensure_future(handler(ctx, version, body))
-        await self.h.settle()
-        if not task.done():
-            task.cancel()
-        await asyncio.gather(task, return_exceptions=True)
-        if task.cancelled():
-            return None
-        if isinstance(task.exception(), (Crashed, ZkError, FlushError, ApiError)):
-            return None
-        return task.result()
+        return await self.answered(handler(ctx, version, body))
 
     @precondition(lambda self: self.active_context() is not None)
     @rule(data=st.data(), election_type=st.sampled_from((PREFERRED, UNCLEAN)))

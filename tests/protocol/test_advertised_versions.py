@@ -4,7 +4,8 @@ upgrade never falls back to an older version or fails against this project.
 
 KAFKA_RELEASE holds Kafka's ranges as its message definitions give them: Kafka 4.3 for the
 client APIs; Kafka 3.9, the last release that has them, for the ZooKeeper-mode
-controller-to-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata), which Kafka 4.0 removed.
+controller-to-broker APIs (LeaderAndIsr, StopReplica, UpdateMetadata) and the broker-to-controller
+ControlledShutdown, which Kafka 4.0 removed.
 Kafka 4.0 also dropped some old versions (DescribeConfigs v0, DescribeLogDirs v0); the specs
 keep them, as older clients still send them, so a spec's range may start lower than Kafka's
 but must end exactly where Kafka's does.
@@ -26,6 +27,7 @@ KAFKA_RELEASE = {
     4: (0, 7),  # LeaderAndIsr (3.9)
     5: (0, 4),  # StopReplica (3.9)
     6: (0, 8),  # UpdateMetadata (3.9)
+    7: (0, 3),  # ControlledShutdown (3.9)
     15: (0, 6),  # DescribeGroups (v6: KIP-1043)
     16: (0, 5),  # ListGroups (v5: KIP-848)
     66: (0, 2),  # ListTransactions (KIP-664; v2: KIP-1152)
