@@ -34,7 +34,7 @@ When everything is up, one line goes to stdout::
     {"event": "ready", "control": "127.0.0.1:7070", "brokers": {"1": "127.0.0.1:9092", ...},
      "topics": {"orders": {"0": [1, 2, 3], ...}}}
 
-``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``start N``,
+``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``controlled-stop N``, ``start N``,
 ``restart N``, ``fail-dir N DIR``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
 session is closed, so its registration goes, and the command exits 0. Bad arguments exit 2;
 a failure to start (ZooKeeper unreachable, a topic or broker id already there) exits 1.

@@ -19,6 +19,7 @@ pass a :class:`sim.clock.ManualClock` and call it themselves.
     await cluster.start([parse_topic_spec("orders:6:3:10MiB")])   # or create_topics() later
     cluster.start_ticker()
     await cluster.stop_broker(2)        # its session ends: /brokers/ids/2 goes, others keep running
+    await cluster.controlled_stop_broker(3)   # Kafka's controlled shutdown first (sim.controlled_shutdown)
     await cluster.start_broker(2)       # a restarted broker: logs kept, roles forgotten
     await cluster.fail_log_dir(1, "/data/d2")   # a failed disk: its replicas go offline (KIP-113)
     await cluster.close()
@@ -43,6 +44,7 @@ from sim.alterconfigs import alter_configs
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
+from sim.controlled_shutdown import Outcome, controlled_shutdown
 from sim.core import BrokerConfig, BrokerCore, UnsupportedRequest
 from sim.effects import IsrChangeNotification, IsrWrite
 from sim.replica import CopySettings, ReplicationModel
@@ -290,12 +292,27 @@ class SimulatedCluster:
         broker.running = broker.started_before = True
         broker.lost_session = False
         self.model.offline.discard(broker_id)
+        self.model.shutting_down.discard(broker_id)  # a new registration: the controller forgets it too
         log.info("broker %d up on %s:%d", broker_id, self.settings.host, port)
 
     async def stop_broker(self, broker_id: int) -> None:
         """Stop one broker as if its process died: listener closed, session ended."""
         async with self._lock:
             await self._stop_broker(self._broker(broker_id))
+
+    async def controlled_stop_broker(self, broker_id: int) -> Outcome:
+        """Kafka's controlled shutdown (sim.controlled_shutdown), then stop as stop_broker does.
+
+        The exchange runs outside the lock: the brokers go on advancing meanwhile, applying the
+        controller's LeaderAndIsr and writing ISRs, as the retries expect. From its start no
+        leader takes the broker into an ISR (sim.replica.ReplicationModel.shutting_down)."""
+        broker = self._broker(broker_id)
+        if not broker.running:
+            raise ValueError(f"broker {broker_id} is not running")
+        self.model.shutting_down.add(broker_id)
+        outcome = await controlled_shutdown(broker)
+        await self.stop_broker(broker_id)
+        return outcome
 
     async def _stop_broker(self, broker: SimBroker) -> None:
         broker_id = broker.id

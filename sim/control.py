@@ -2,17 +2,24 @@
 
 One command per line, one answer line per command: ``OK <json>`` or ``ERR <reason>``.
 
-=================  ==================================================================
-``status``         brokers (running, port, rack, replicas with size/lag/role/leader epoch), throttles
-``stop N``         stop broker N as if its process died: its session ends, so
-                   ``/brokers/ids/N`` goes; its listener closes; the others keep running
-``start N``        start broker N again: new session and registration, logs kept
-``restart N``      stop (if running), then start
-``fail-dir N DIR`` log directory DIR of broker N fails (KIP-113): its replicas go offline,
-                   DescribeLogDirs answers KAFKA_STORAGE_ERROR for it until N restarts
-``shutdown``       deregister every broker and exit, as SIGTERM does
-``help``           the commands
-=================  ==================================================================
+=====================  ==============================================================
+``status``             brokers (running, port, rack, replicas with size/lag/role/leader
+                       epoch), throttles
+``stop N``             stop broker N as if its process died: its session ends, so
+                       ``/brokers/ids/N`` goes; its listener closes; the others keep running
+``controlled-stop N``  stop broker N as Kafka's controlled shutdown does: it first asks the
+                       active controller to move its leaderships away (ControlledShutdown,
+                       up to 3 tries while partitions remain: sim.controlled_shutdown), then
+                       stops as ``stop N``. Answers ``{"stopped": N, "controlled": true|false,
+                       "remaining": [[topic, partition], ...], "tries": K}``: controlled when
+                       the last answer was NONE with nothing remaining
+``start N``            start broker N again: new session and registration, logs kept
+``restart N``          stop (if running), then start
+``fail-dir N DIR``     log directory DIR of broker N fails (KIP-113): its replicas go offline,
+                       DescribeLogDirs answers KAFKA_STORAGE_ERROR for it until N restarts
+``shutdown``           deregister every broker and exit, as SIGTERM does
+``help``               the commands
+=====================  ==============================================================
 
 Example (the port is printed in the ``ready`` line and given by ``--control-port``)::
 
@@ -35,7 +42,7 @@ log = logging.getLogger(__name__)
 
 # A command is a word and a broker id; anything longer is not a command.
 MAX_LINE = 1024
-HELP = "commands: status | stop N | start N | restart N | fail-dir N DIR | shutdown | help"
+HELP = "commands: status | stop N | controlled-stop N | start N | restart N | fail-dir N DIR | shutdown | help"
 
 
 class ControlServer:
@@ -93,9 +100,7 @@ class ControlServer:
                 self.on_shutdown()
                 return "OK " + json.dumps({"shutdown": True})
             if command in ("stop", "start", "restart") and len(args) == 1:
-                if not args[0].isascii() or not args[0].isdigit():
-                    return f"ERR broker id must be a non-negative integer, got {args[0]!r}"
-                broker_id = int(args[0])
+                broker_id = _broker_id(args[0])
                 action = {
                     "stop": self.cluster.stop_broker,
                     "start": self.cluster.start_broker,
@@ -103,10 +108,14 @@ class ControlServer:
                 }[command]
                 await action(broker_id)
                 return "OK " + json.dumps({f"{command}ed" if command != "stop" else "stopped": broker_id})
+            if command == "controlled-stop" and len(args) == 1:
+                broker_id = _broker_id(args[0])
+                outcome = await self.cluster.controlled_stop_broker(broker_id)
+                return "OK " + json.dumps({"stopped": broker_id, "controlled": outcome.controlled,
+                                           "remaining": [list(tp) for tp in outcome.remaining],
+                                           "tries": outcome.tries})
             if command == "fail-dir" and len(args) == 2:
-                if not args[0].isascii() or not args[0].isdigit():
-                    return f"ERR broker id must be a non-negative integer, got {args[0]!r}"
-                broker_id = int(args[0])
+                broker_id = _broker_id(args[0])
                 lost = await self.cluster.fail_log_dir(broker_id, args[1])
                 return "OK " + json.dumps({"failed_dir": args[1], "broker": broker_id,
                                            "offline": [{"topic": t, "partition": p} for t, p in lost],
@@ -114,3 +123,9 @@ class ControlServer:
         except (ValueError, BrokerRegistrationError, ZkError, OSError) as exc:
             return f"ERR {exc}"
         return f"ERR unknown command {line.strip()[:80]!r}; " + HELP
+
+
+def _broker_id(word: str) -> int:
+    if not word.isascii() or not word.isdigit():
+        raise ValueError(f"broker id must be a non-negative integer, got {word!r}")
+    return int(word)

@@ -467,9 +467,9 @@ class BrokerCore:
         """ISR changes this broker's leader replicas want, and a due ISR change notification.
 
         A follower joins the ISR once it follows this leader and its log end offset reached
-        the high watermark; it leaves once it was not caught up for ``replica_lag_time_max``
-        (a stopped broker's replicas stop fetching, so they leave that way too). At most one
-        write per partition is in flight.
+        the high watermark, unless its broker is shutting down (KIP-841); it leaves once it was
+        not caught up for ``replica_lag_time_max`` (a stopped broker's replicas stop fetching,
+        so they leave that way too). At most one write per partition is in flight.
         """
         writes: list[IsrWrite] = []
         lag_max = self.config.replica_lag_time_max
@@ -492,6 +492,7 @@ class BrokerCore:
                 if (
                     follower is not None
                     and self.model.online(follower_id)
+                    and follower_id not in self.model.shutting_down
                     and self.model.leader_of(follower) is replica
                     and follower.leo >= high_watermark
                 ):

@@ -183,6 +183,10 @@ class ReplicationModel:
         self.log_configs = log_configs if log_configs is not None else LogConfigs()
         self.now = now
         self.offline: set[int] = set()  # brokers that are stopped: they neither copy nor serve
+        # Brokers in a controlled shutdown: still copying, but no leader takes them into an ISR.
+        # Kafka 3.3+ (KIP-841) has the controller refuse such an expansion; simulated leaders
+        # write ISRs themselves, so they leave these brokers out.
+        self.shutting_down: set[int] = set()
         self._replicas: dict[tuple[str, int], dict[int, Replica]] = {}
         self._by_broker: dict[int, dict[tuple[str, int], Replica]] = {}
 

@@ -7,7 +7,7 @@ to stdout::
     {"event": "ready", "control": "127.0.0.1:7070", "brokers": {"1": "127.0.0.1:9092", ...},
      "topics": {"orders": {"0": [1, 2, 3], ...}}}
 
-``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``start N``,
+``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``controlled-stop N``, ``start N``,
 ``restart N``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
 session is closed, so its registration goes, and :func:`serve` returns 0; a failure to start
 (ZooKeeper unreachable, a topic or broker id already there, the control port taken) returns 1

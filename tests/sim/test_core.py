@@ -159,6 +159,41 @@ def test_stop_replica_delete_and_fenced_epoch(sim):
     assert sim.model.get("t", 2, 2) is None
 
 
+def test_stop_replica_without_delete_stops_following_until_a_newer_leader_and_isr(sim):
+    """A controlled shutdown's StopReplica(delete_partition=false): the follower stops copying
+    and keeps its log and epoch; the leader does not take it back into the ISR; a newer
+    LeaderAndIsr makes it follow (and catch up, and rejoin) again."""
+    sim.cores[1].adopt("t", 0, size=4 * MB, leo=4000, leader=1, leader_epoch=0, controller_epoch=1,
+                       isr=(1,), replicas=(1, 2), zk_version=0)
+    _send_all(sim, leader_and_isr("t", [partition_state(0, 1, [1, 2], isr=[1], leader_epoch=1, zk_version=1)]), (1, 2))
+    sim.tick(1.0)
+    follower = sim.model.get("t", 0, 2)
+    assert follower.role is Role.FOLLOWER and follower.size == MB
+    response = sim.cores[2].handle(5, 3, stop_replica("t", [0], delete=False, leader_epoch=1))
+    assert response["partition_errors"][0]["error_code"] == ErrorCode.NONE
+    assert follower.role is Role.NONE and follower.leader_epoch == 1
+    assert sim.tick(5.0) == {1: [], 2: [], 3: []}  # nothing copied, nobody joins the ISR
+    assert follower.size == MB and sim.model.get("t", 0, 2) is follower
+    _send_all(sim, leader_and_isr("t", [partition_state(0, 1, [1, 2], isr=[1], leader_epoch=2, zk_version=2)]), (1, 2))
+    assert follower.role is Role.FOLLOWER and follower.leader_epoch == 2
+    sim.tick(3.0)
+    assert follower.size == pytest.approx(4 * MB)
+    assert sim.tick(0.1)[1][0].isr == (1, 2)
+
+
+def test_a_broker_shutting_down_is_not_taken_into_an_isr(sim):
+    """KIP-841: a caught-up follower whose broker is in a controlled shutdown stays out of the
+    ISR until its broker is no longer shutting down."""
+    sim.cores[1].adopt("t", 0, size=MB, leo=1000, leader=1, leader_epoch=0, controller_epoch=1,
+                       isr=(1,), replicas=(1, 2), zk_version=0)
+    _send_all(sim, leader_and_isr("t", [partition_state(0, 1, [1, 2], isr=[1], leader_epoch=1, zk_version=1)]), (1, 2))
+    sim.model.shutting_down.add(2)
+    assert sim.tick(2.0)[1] == [] and sim.tick(1.0)[1] == []
+    assert sim.model.get("t", 0, 2).size == MB  # it copies meanwhile
+    sim.model.shutting_down.discard(2)
+    assert sim.tick(0.1)[1][0].isr == (1, 2)
+
+
 def test_describe_log_dirs_reports_sizes_and_lag(sim):
     sim.cores[1].adopt("t", 0, size=4 * MB, leo=4000, leader=1, leader_epoch=0, controller_epoch=1,
                        isr=(1,), replicas=(1, 2), zk_version=0)
