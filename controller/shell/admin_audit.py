@@ -49,6 +49,7 @@ STATE_CHANGING = {
     33: "AlterConfigs",
     44: "IncrementalAlterConfigs",
     43: "ElectLeaders",
+    7: "ControlledShutdown",  # a broker's leaderships moved away
     30: "CreateAcls",
     31: "DeleteAcls",
     51: "AlterUserScramCredentials",

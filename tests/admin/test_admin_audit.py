@@ -34,6 +34,7 @@ REFUSED = {
           "validate_only": False}, {"CLUSTER_AUTHORIZATION_FAILED": 1}, ["Broker:1"]),
     43: ({"election_type": 0, "topic_partitions": [{"topic": "t", "partitions": [0, 1]}], "timeout_ms": 1000},
          {"CLUSTER_AUTHORIZATION_FAILED": 2}, []),
+    7: ({"broker_id": 2}, {"CLUSTER_AUTHORIZATION_FAILED": 1}, []),
     30: ({"creations": [{"resource_type": 2, "resource_name": "t", "resource_pattern_type": 3, "principal": "User:ops",
                          "host": "*", "operation": 7, "permission_type": 3}]},
          {"CLUSTER_AUTHORIZATION_FAILED": 1}, ["Topic:LITERAL:t Allow User:ops from * to Alter"]),
