@@ -352,6 +352,11 @@ def test_doors_survive_a_failover(zk_hosts, tmp_path):
         # /controller is written at the election, before the state is loaded; until it is, the
         # winner answers every request NOT_CONTROLLER (41): wait for it to be ready
         wait_for(lambda: ready(ports[first]), 10, "the active controller ready")
+        # t-0's copy must still run when the standby takes over, however long the hand-over
+        # takes on a loaded machine: broker 2 copies nothing (a throttled rate of 0) until the
+        # checks below are done
+        c.set_dynamic_config("brokers/2", {"follower.replication.throttled.rate": "0"})
+        c.set_dynamic_config("topics/t", {"follower.replication.throttled.replicas": "*"})
         # both partitions to broker 2: t-0 starts, t-1 waits for broker 2's one incoming slot
         answer = admin_call(c.listeners[first], 45, 0, {"timeout_ms": 10000, "topics": [{"name": "t", "partitions": [
             {"partition_index": 0, "replicas": [2]}, {"partition_index": 1, "replicas": [2]}]}]})
@@ -360,7 +365,7 @@ def test_doors_survive_a_failover(zk_hosts, tmp_path):
         record = json.loads(c.zk.get("/admin/reassignments/t/0")[0])
         assert record["door"] == "AlterPartitionReassignments" and record["replicas"] == [2], record
         assert c.zk.exists("/admin/reassignments/t/1") is None  # waiting: no record yet
-        # the planned hand-over (SIGTERM), t-0 still copying (2 MiB at 256 KiB/s)
+        # the planned hand-over (SIGTERM), t-0 still copying (held at rate 0)
         c.processes.running[f"controller-{first}"].send_signal(15)
         wait_for(lambda: c.new_active_controller(first), 10, "the standby elected")
         wait_for(lambda: ready(ports[second]), 10, "the new active controller ready")
@@ -372,6 +377,8 @@ def test_doors_survive_a_failover(zk_hosts, tmp_path):
         m = wait_for(resumed, 10, "t-0 running under its door on the new controller")
         assert m[("reassignd_reassignments_pending", (("door", "recovered"),))] == 1
         assert all(labels != (("door", "unknown"),) for _, labels in m)
+        c.set_dynamic_config("brokers/2", {})
+        c.set_dynamic_config("topics/t", {})
         wait_for(c.reassignments_done, 60, "both moves", interval=0.2)
 
         def ended():
