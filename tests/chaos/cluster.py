@@ -215,6 +215,13 @@ class ChaosCluster:
         self.sim_command(f"stop {broker}")
         self.brokers_down.add(broker)
 
+    def controlled_stop_broker(self, broker: int) -> dict:
+        """Kafka's controlled shutdown, then the stop (sim control ``controlled-stop``): the
+        sim's answer, ``{"stopped", "controlled", "remaining", "tries"}``."""
+        reply = self.sim_command(f"controlled-stop {broker}")
+        self.brokers_down.add(broker)
+        return json.loads(reply[3:])
+
     def start_broker(self, broker: int) -> None:
         self.sim_command(f"start {broker}")
         self.brokers_down.discard(broker)

@@ -7,7 +7,10 @@ Faults (each recorded as ``{"type": "fault", "id", "kind", "target", "t0", "t_he
                      SIGCONT: it wakes deposed and must write nothing (the epoch fence)
 ``broker_restart``   stop a simulated broker (its session and listener go), start it again once
                      the hold is over and a settled snapshot is recorded (tests/chaos/settle.py:
-                     every partition with a live in-sync replica led by a live broker)
+                     every partition with a live in-sync replica led by a live broker); every
+                     other one (even fault ids: no draw of its own, so a seed's schedule stays)
+                     stops with Kafka's controlled shutdown first (sim ``controlled-stop``:
+                     ControlledShutdown to the active controller, whatever the faults do to it)
 ``zk_restart``       SIGKILL one ZooKeeper server and restart it (the quorum holds)
 ``zk_no_quorum``     SIGKILL two of the three servers for a few seconds, then restart them
 ``proxy_cut``        cut a controller's links to every ZooKeeper server (mostly the active one's)
@@ -96,7 +99,11 @@ class Nemesis:
 
     async def _broker_restart(self, fault: dict) -> None:
         broker = fault["target"] = self.rng.choice(self.cluster.broker_ids)
-        await asyncio.to_thread(self.cluster.stop_broker, broker)
+        if fault["id"] % 2 == 0:
+            answer = await asyncio.to_thread(self.cluster.controlled_stop_broker, broker)
+            fault["controlled"], fault["remaining"] = answer["controlled"], answer["remaining"]
+        else:
+            await asyncio.to_thread(self.cluster.stop_broker, broker)
         await self._hold(0.5, 5.0, fault)
         await record_settled(self.cluster, self.history, fault_id=fault["id"], why="broker_down", hosted=False)
         await asyncio.to_thread(self.cluster.start_broker, broker)
