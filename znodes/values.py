@@ -1,18 +1,53 @@
 """The value types of the cluster's znodes, shared by the controller and the simulated brokers.
 
 Plain frozen data, decoded from and encoded to znode payloads by :mod:`znodes.payloads`
-(``docs/DESIGN.md`` section 3 gives the formats).
+(``docs/DESIGN.md`` section 3 gives the formats), and topic ids (KIP-516): a new one as Kafka
+draws it, and the topic znode's text form as the wire's uuid.
 
     Assignment((1, 2, 3), adding=(3,), removing=(4,)).moving     # True
+    new_topic_id()                                               # 'kyYmI5ZgSk6RVzIw8JqaCQ'
 """
 
 from __future__ import annotations
 
+import base64
+import uuid
 from dataclasses import dataclass
 
 TopicPartition = tuple[str, int]
 Replicas = tuple[int, ...]
 
+# Kafka's Uuid.ZERO_UUID ("no id") and ONE_UUID (KRaft's METADATA_TOPIC_ID): never a topic's.
+ZERO_TOPIC_ID = "AAAAAAAAAAAAAAAAAAAAAA"
+RESERVED_TOPIC_IDS = frozenset({ZERO_TOPIC_ID, "AAAAAAAAAAAAAAAAAAAAAQ"})
+
+
+def random_uuid_bytes() -> bytes:
+    """A random (version 4) UUID's 16 bytes, as Java's UUID.randomUUID draws Kafka's. Looked up
+    at each call, so a deterministic test harness may replace it (tests/controller/harness.py)."""
+    return uuid.uuid4().bytes
+
+
+def new_topic_id() -> str:
+    """A new topic's id (KIP-516), in the topic znode's form: Kafka's Uuid.randomUuid - drawn
+    again while it is reserved or its text starts with '-' (it must not read as an option on
+    a command line) - as Uuid.toString, 22 URL-safe base64 characters."""
+    while True:
+        text = topic_id_text(random_uuid_bytes())
+        if text not in RESERVED_TOPIC_IDS and not text.startswith("-"):
+            return text
+
+
+def topic_id_text(raw: bytes) -> str:
+    """Kafka's Uuid.toString: the 16 bytes in URL-safe base64 without padding."""
+    return base64.urlsafe_b64encode(raw).decode().rstrip("=")
+
+
+def topic_uuid(text: str | None) -> uuid.UUID:
+    """A topic znode's ``topic_id`` as the wire's uuid (the zero UUID for None)."""
+    if text is None:
+        return uuid.UUID(int=0)
+    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
 NO_PORT = -1  # Kafka's port of a registration without the listener asked for

@@ -29,8 +29,9 @@ Steps (docs/DESIGN.md section 4.4):
  2. Place (no assignment given): controller.core.placement over the live brokers, counting
     every replica of the cluster and of the topics accepted before it in the request.
  3. Write (the admin handler, unless validate_only): ``/config/topics/T`` (the configs) and
-    ``/brokers/topics/T`` (the assignment, no adding/removing) in one fenced multi. That is the
-    request, durable; everything after it is the controller's and survives any crash.
+    ``/brokers/topics/T`` (the assignment, no adding/removing; version 3 with the topic id the
+    shell drew, KIP-516, as Kafka 2.8+'s AdminZkClient writes it) in one fenced multi. That is
+    the request, durable; everything after it is the controller's and survives any crash.
  4. The controller reads the new topic znode (its children watch) and, for each partition with
     no state znode (read in the full-metadata chunks it already sends for new partitions, after
     an election, and to a broker that registers), in one fenced flush creates the missing
@@ -80,13 +81,15 @@ MAX_PARTITIONS = 100_000  # the simulation's own limit (sim.topics): beyond it i
 
 @dataclass(frozen=True)
 class TopicRequest:
-    """One topic of a CreateTopics request, as sent (-1: the default)."""
+    """One topic of a CreateTopics request, as sent (-1: the default), and the topic id the
+    shell drew for it (KIP-516; None: none, the topic znode is written as version 2)."""
 
     name: str
     num_partitions: int = -1
     replication_factor: int = -1
     assignments: tuple[tuple[int, tuple[int, ...]], ...] = ()  # (partition, brokers) as sent
     configs: tuple[tuple[str, str | None], ...] = ()
+    topic_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -107,6 +110,7 @@ class Planned:
     name: str
     assignment: dict[int, tuple[int, ...]]
     configs: dict[str, str]
+    topic_id: str | None = None  # the request's, written in the topic znode (version 3)
 
     @property
     def replication_factor(self) -> int:
@@ -210,7 +214,7 @@ def _plan_one(r: TopicRequest, view: CreationView, taken, collisions, counts, le
         return no(ErrorCode.POLICY_VIOLATION, violation)
     if assignment is None:
         assignment = dict(enumerate(placement.place(view.brokers, n, rf, counts, leaders)))
-    return Planned(r.name, assignment, configs)
+    return Planned(r.name, assignment, configs, r.topic_id)
 
 
 def _explicit(given, view: CreationView) -> tuple[dict[int, tuple[int, ...]], str | None]:
@@ -239,11 +243,12 @@ def _explicit(given, view: CreationView) -> tuple[dict[int, tuple[int, ...]], st
 def creation_ops(plan: Planned, config_exists: bool = False) -> list[Op]:
     """Step 3: what the admin handler writes for an accepted topic (one multi, fenced). A
     leftover ``/config/topics/T`` (a topic deleted before, its config kept) is rewritten; a
-    topic with configs gets their ``/config/changes`` notification."""
+    topic with configs gets their ``/config/changes`` notification; a topic with an id gets a
+    version 3 topic znode carrying it (Kafka 2.8+)."""
     config = models.EntityConfig(config=dict(plan.configs)).to_bytes()
     parts = {p: Assignment(rs) for p, rs in sorted(plan.assignment.items())}
     first = SetData(paths.topic_config(plan.name), config) if config_exists else Create(paths.topic_config(plan.name), config)
-    ops = [first, Create(paths.topic(plan.name), encode_topic(parts))]
+    ops = [first, Create(paths.topic(plan.name), encode_topic(parts, plan.topic_id))]
     if plan.configs:
         # The config's change notification, as every config write here: brokers (the simulated
         # ones too) learn topic configs from /config/changes.

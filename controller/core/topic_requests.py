@@ -13,11 +13,14 @@ CreateTopics (controller.core.topic_creation has the checks, placement and the w
     deletion, the live brokers and the replicas per broker (topics accepted earlier in the step
     included). ``validate_only``: answer here.
  2. Per accepted topic, first in the flush: ``/config/topics/T`` and ``/brokers/topics/T``
-    (creation_ops) - the request, durable.
+    (creation_ops) - the request, durable. The topic znode is version 3 with the topic id the
+    shell drew for the request (``TopicRequest.topic_id``, KIP-516; the engine draws nothing),
+    which the engine keeps (``topic_ids``) for every later rewrite of the znode.
  3. In the same step and flush, after them, engine step 10 for each partition: its parents and
     state znode (leader the first live replica, epoch 0), then LeaderAndIsr and UpdateMetadata.
     A partition with no live replica waits for one (step 10 when it registers).
- 4. Answer per topic: NONE with its plan, and the partitions still without a leader.
+ 4. Answer per topic: NONE with its plan (its topic id included), and the partitions still
+    without a leader.
 
 CreatePartitions (``plan_partitions``: Kafka's AdminZkClient.addPartitions checks):
 
@@ -127,6 +130,10 @@ def _create_topics(ws: WorkingSet, event: TopicsRequested, read: TopicsSeen) -> 
         name = plan.name
         ws.topic_partitions[name] = tuple(sorted(plan.assignment))
         ws.topic_versions[name] = 0
+        if plan.topic_id is not None:  # kept by every later rewrite (moves, CreatePartitions)
+            ws.topic_ids[name] = plan.topic_id
+        else:
+            ws.topic_ids.pop(name)
         parents = frozenset({paths.partitions(name)})
         for p, rs in sorted(plan.assignment.items()):
             ws.assignments[(name, p)] = Assignment(rs)

@@ -2,7 +2,10 @@
 a topic znode whole at every step that moves one of its partitions (engine ``finish``) and
 when CreatePartitions grows it: the id must survive every rewrite, or Kafka's brokers, which
 keep it in each partition's ``partition.metadata``, would find their logs' id changed (Kafka's
-controller gives a topic without one a new id at its next election)."""
+controller gives a topic without one a new id at its next election).
+
+Topics CreateTopics creates get an id too, as Kafka 2.8+ gives them (drawn by the shell, written
+by the engine in a version 3 znode, answered in v7): the tests after the first three."""
 
 from __future__ import annotations
 
@@ -10,11 +13,21 @@ import base64
 import json
 import uuid
 
+from controller.core import acl, engine
+from controller.core.admin_requests import Answer
+from controller.core.config import ControllerConfig
+from controller.core.events import RequestsRead, TopicsRequested
+from controller.core.topic_creation import PartitionsRequest, TopicRequest
 from controller.shell.admin.create_partitions import handle_create_partitions
+from controller.shell.admin.create_topics import handle_create
 from protocol.errors import ErrorCode
 from tests.admin.test_kip179 import context
 from tests.controller.harness import Harness
+from tests.controller.helpers import cluster, req
+from tests.controller.test_topic_creation import TopicGrants, create_body, topic
 from znodes import paths
+from znodes.api import Create, SetData
+from znodes.values import topic_uuid
 
 TOPIC_ID = base64.urlsafe_b64encode(uuid.UUID("6f1b2c3d-4e5f-4a6b-8c7d-9e0f1a2b3c4d").bytes).decode().rstrip("=")
 
@@ -80,5 +93,133 @@ async def test_create_partitions_keeps_the_topic_id():
         doc = h.json(paths.topic("t"))
         assert (doc["version"], doc.get("topic_id"), sorted(doc["partitions"], key=int)) == (
             3, TOPIC_ID, ["0", "1", "2", "3", "4", "5"])
+    finally:
+        await h.close()
+
+
+# ---- topics created here: CreateTopics gives each an id --------------------------------------
+
+NEW_ID = "kyYmI5ZgSk6RVzIw8JqaCQ"
+ZERO = uuid.UUID(int=0)
+
+
+def run(s, event):
+    step = engine.step(s, event, ControllerConfig())
+    s.apply(step.delta)
+    return step
+
+
+def topic_write(step, name: str):
+    [op] = [op for op in step.writes if op.path == paths.topic(name)]
+    return op, json.loads(op.data)
+
+
+def test_the_engine_writes_a_new_topic_znode_as_version_3_with_the_requests_id_and_keeps_it():
+    s = cluster(brokers=range(1, 7))
+    op, doc = topic_write(run(s, TopicsRequested("create", (TopicRequest("n", 2, 3, topic_id=NEW_ID),))), "n")
+    assert isinstance(op, Create) and (doc["version"], doc["topic_id"]) == (3, NEW_ID)
+    assert s.topic_ids == {"n": NEW_ID}
+    # CreatePartitions rewrites it with its id.
+    op, doc = topic_write(run(s, TopicsRequested("partitions", (PartitionsRequest("n", 3),))), "n")
+    assert isinstance(op, SetData) and (doc["version"], doc["topic_id"], len(doc["partitions"])) == (3, NEW_ID, 3)
+    # So does a move's start (the state is known: it starts in the step that reads the entry).
+    target = tuple(b for b in range(1, 7) if b not in s.assignments[("n", 0)].replicas)
+    op, doc = topic_write(run(s, RequestsRead(0, (req("n", 0, target),))), "n")
+    assert doc["adding_replicas"] == {"0": list(target)} and (doc["version"], doc["topic_id"]) == (3, NEW_ID)
+
+
+def test_validate_only_writes_nothing_and_keeps_no_id():
+    s = cluster(brokers=range(1, 7))
+    step = run(s, TopicsRequested("create", (TopicRequest("n", 2, 3, topic_id=NEW_ID),), validate_only=True))
+    assert step.writes == [] and s.topic_ids == {}
+
+
+def znode_id(h: Harness, name: str) -> uuid.UUID:
+    doc = h.json(paths.topic(name))
+    assert doc["version"] == 3
+    return topic_uuid(doc["topic_id"])
+
+
+async def test_create_topics_v7_answers_the_id_its_znode_carries_and_moves_failovers_keep_it():
+    h = Harness()
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.tick()
+        answer = await handle_create(context(h), 7, create_body(topic("n", 2, 2), topic("t", 1, 1), topic("m", 1, 2)))
+        n, t, m = answer["topics"]
+        assert (n["error_code"], t["error_code"], m["error_code"]) == (0, ErrorCode.TOPIC_ALREADY_EXISTS, 0)
+        assert n["topic_id"] != ZERO and n["topic_id"] == znode_id(h, "n")
+        assert m["topic_id"] not in (ZERO, n["topic_id"]) and m["topic_id"] == znode_id(h, "m")
+        assert t["topic_id"] == ZERO  # refused: Kafka's zero Uuid
+        # timeout_ms 0: under way (REQUEST_TIMED_OUT), with its id, as Kafka answers it.
+        [q] = (await handle_create(context(h), 7, create_body(topic("q", 1, 1), timeout_ms=0)))["topics"]
+        assert q["error_code"] == ErrorCode.REQUEST_TIMED_OUT and q["topic_id"] == znode_id(h, "q") != ZERO
+        # validate_only: no id, nothing written.
+        [v] = (await handle_create(context(h), 7, create_body(topic("v", 1, 1), validate_only=True)))["topics"]
+        assert (v["error_code"], v["topic_id"]) == (0, ZERO) and h.server.exists(paths.topic("v")) is None
+        # A move of n, a failover, then CreatePartitions: every rewrite keeps the id.
+        await h.submit({("n", 0): [b for b in range(1, 7) if b not in h.json(paths.topic("n"))["partitions"]["0"]][:2]})
+        await h.run_until_quiet()
+        assert znode_id(h, "n") == n["topic_id"] and h.json(paths.topic("n"))["partitions"]["0"] == h.requested[("n", 0)]
+        await h.controllers[0].stop()
+        second = await h.start_controller(102)
+        for _ in range(100):
+            if second.active is not None:
+                break
+            await h.tick()
+        grown = await handle_create_partitions(context(h, second), 3, {
+            "topics": [{"name": "n", "count": 3, "assignments": None}], "timeout_ms": 0, "validate_only": False})
+        assert grown["results"][0]["error_code"] == ErrorCode.REQUEST_TIMED_OUT
+        await h.settle()
+        assert znode_id(h, "n") == n["topic_id"] and len(h.json(paths.topic("n"))["partitions"]) == 3
+    finally:
+        await h.close()
+
+
+async def test_without_describe_configs_the_answer_carries_no_id():
+    """Kafka's ZooKeeper-mode brokers fill the id (ZkAdminManager.populateIds) only in answers
+    that may show the topic's configs: CREATE alone creates the topic, id and all, answered
+    with the zero Uuid."""
+    h = Harness()
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.tick()
+        ctx = context(h)
+        ctx.authorizer = TopicGrants(acl.CREATE, {"mine"})
+        [mine] = (await handle_create(ctx, 7, create_body(topic("mine", 1, 1))))["topics"]
+        assert (mine["error_code"], mine["topic_id"], mine["topic_config_error_code"]) == (
+            0, ZERO, ErrorCode.TOPIC_AUTHORIZATION_FAILED)
+        assert znode_id(h, "mine") != ZERO
+    finally:
+        await h.close()
+
+
+async def test_a_request_taken_again_writes_the_id_it_drew_once():
+    """A request that lost a race is taken again (controller.shell.admin_events.submit): each
+    attempt carries the ids drawn when the request came, so ZooKeeper and the answer agree
+    whichever attempt wrote."""
+    h = Harness()
+    await h.start()
+    try:
+        handle = await h.start_controller(101)
+        await h.tick()
+        queue = handle.active.inbox.queue
+        put, taken = queue.put_nowait, []
+
+        def racing_once(item):
+            if isinstance(item, TopicsRequested):
+                taken.append(item)
+                if len(taken) == 1:  # the first attempt lost a race: taken again
+                    item.token.set_result(Answer(item.token, retry=True))
+                    return
+            put(item)
+
+        queue.put_nowait = racing_once
+        [n] = (await handle_create(context(h), 7, create_body(topic("n", 2, 2))))["topics"]
+        first, second = ([r.topic_id for r in e.requests] for e in taken)
+        assert first == second and first[0] is not None
+        assert n["error_code"] == 0 and n["topic_id"] == znode_id(h, "n") == topic_uuid(first[0])
     finally:
         await h.close()

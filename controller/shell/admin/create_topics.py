@@ -12,7 +12,10 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
  2. The rest is an event of the active controller (controller.core.topic_requests, one writer):
     checked against ZooKeeper's topic names and deletion markers (read in the step that takes
     it: the controller's memory may lag a tool's creation), the live brokers with racks and every
-    broker's replicas and preferred leaders (topics accepted earlier in the step counted).
+    broker's replicas and preferred leaders (topics accepted earlier in the step counted). Unless
+    ``validate_only``, each topic gets its id here (KIP-516, ``znodes.values.new_topic_id``:
+    Kafka's Uuid.randomUuid), once per request, so a request taken again after a conflict
+    (controller.shell.admin_events) writes the same id.
  3. ``plan_topics`` (steps 1-2). ``validate_only``: answer now, nothing written.
  4. Per accepted topic, its config and topic znodes first in the step's flush, fenced by the
     controller epoch, and its partitions' states after them in the same flush; answered once
@@ -26,8 +29,11 @@ Active controller only (a standby answers NOT_CONTROLLER on every topic). Per re
 Responses: v1+ carry messages; v5+ the partition count, replication factor and the topic's
 configs (every Kafka topic config, with its source) - a refused topic -1, -1 and no configs,
 one answered REQUEST_TIMED_OUT (under way) too, as Kafka resets every answer but NONE
-(``_reset_failed``); v7 a topic
-id, the zero UUID: topic znodes here are version 2 (Kafka 2.4's) and carry none.
+(``_reset_failed``); v7 the topic id written in its topic znode (version 3, as Kafka 2.8+
+writes it) for a topic created, whether answered NONE or REQUEST_TIMED_OUT (under way), and the
+zero UUID for one refused or only validated. As Kafka's ZooKeeper-mode brokers
+(ZkAdminManager.populateIds fills only the answers that may show configs), the id goes with
+the configs: without DESCRIBE_CONFIGS on the topic it is the zero UUID too.
 
     # kafka-python
     admin.create_topics([NewTopic("orders", num_partitions=12, replication_factor=3)], timeout_ms=10_000)
@@ -35,6 +41,7 @@ id, the zero UUID: topic znodes here are version 2 (Kafka 2.4's) and carry none.
 
 from __future__ import annotations
 
+import dataclasses
 from collections import Counter
 
 from controller.core import acl
@@ -49,6 +56,7 @@ from protocol.describe_configs import DYNAMIC_TOPIC_CONFIG, config_entries
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
+from znodes.values import new_topic_id, topic_uuid
 
 # Kafka's message for each entry of a name given twice (KafkaApis, 2.4+).
 DUPLICATE = "Found multiple entries for this topic."
@@ -88,7 +96,7 @@ def _result(name: str, code: ErrorCode = ErrorCode.NONE, message: str | None = N
             defaults: dict[str, str] | None = None) -> dict:
     return {
         "name": name,
-        "topic_id": ZERO_UUID,
+        "topic_id": topic_uuid(plan.topic_id) if plan is not None else ZERO_UUID,  # zero: refused or validated only
         "error_code": int(code),
         "error_message": message,
         "topic_config_error_code": 0,
@@ -117,7 +125,9 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
     with Seen(active.created_listeners) as created:
         taken = {}
         if allowed:
-            event = TopicsRequested("create", tuple(allowed), validate_only, TopicPolicy.from_config(getattr(ctx, "config", None)))
+            # Drawn here, once (the engine draws nothing): every retake of the event has the same ids.
+            topics = tuple(r if validate_only else dataclasses.replace(r, topic_id=new_topic_id()) for r in allowed)
+            event = TopicsRequested("create", topics, validate_only, TopicPolicy.from_config(getattr(ctx, "config", None)))
             taken = (await take_event(ctx, event, max(timeout_s, MIN_WAIT_S))).results
         answers = iter(taken[i] for i in range(len(allowed)))
         for i, r in enumerate(requests):
@@ -149,11 +159,12 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
 async def _hide_configs(ctx: AdminContext, results) -> None:
     """Kafka's rule for v5+ answers: a topic's configs, partition count and replication factor
     are shown only to a principal with DESCRIBE_CONFIGS on the topic (the cluster's does not
-    count); otherwise ``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED."""
+    count); otherwise ``topic_config_error_code`` is TOPIC_AUTHORIZATION_FAILED. The v7 topic
+    id too: ZkAdminManager.populateIds fills only those answers."""
     for out in results:
         if not await allows_on_topic(ctx, acl.DESCRIBE_CONFIGS, out["name"]):
             out.update(topic_config_error_code=int(ErrorCode.TOPIC_AUTHORIZATION_FAILED), configs=None,
-                       num_partitions=-1, replication_factor=-1)
+                       num_partitions=-1, replication_factor=-1, topic_id=ZERO_UUID)
 
 
 def _reset_failed(sent) -> None:
@@ -161,7 +172,8 @@ def _reset_failed(sent) -> None:
     handleCreateTopicsResults): a topic the controller was asked to create whose answer is not
     NONE - REQUEST_TIMED_OUT included, although its creation goes on - carries no plan: -1, -1,
     no configs, and ``topic_config_error_code`` NONE (set after the DESCRIBE_CONFIGS rule, so
-    it wins). Kafka sends an empty list where this sends null: both read as "none"."""
+    it wins). Kafka sends an empty list where this sends null: both read as "none". The topic id
+    stays, as Kafka's reset leaves it: a topic under way has its id (a refused one has none)."""
     for out in sent:
         if out["error_code"] != ErrorCode.NONE:
             out.update(num_partitions=-1, replication_factor=-1, configs=None, topic_config_error_code=0)

@@ -39,7 +39,6 @@ Building the answer, step by step:
 
 from __future__ import annotations
 
-import base64
 import logging
 import uuid
 
@@ -54,7 +53,7 @@ from znodes.errors import ZnodeFormatError
 from znodes.payloads import LISTENER, decode_controller, decode_listener, decode_state, listener_endpoints
 from znodes.reads import children_or_empty, get_many, get_or_none, read_broker_endpoints
 from znodes.secure_paths import CONTROLLERS as CONTROLLERS_PATH  # as controller.shell.daemon registers them
-from znodes.values import Broker, LeaderIsr, TopicPartition
+from znodes.values import Broker, LeaderIsr, TopicPartition, topic_uuid
 
 CLUSTER_ID_PATH = "/cluster/id"
 NO_NODE = -1
@@ -172,7 +171,7 @@ async def read_topic_ids(store: Store) -> dict[uuid.UUID, str]:
         except ZnodeFormatError:
             continue
         if topic_id is not None:
-            out[_topic_uuid(topic_id)] = name
+            out[topic_uuid(topic_id)] = name
     return out
 
 
@@ -190,17 +189,11 @@ async def read_topic_views(store: Store, names: list[str]) -> dict[str, TopicVie
         except ZnodeFormatError:
             views[name] = None
             continue
-        views[name] = TopicView(name, _topic_uuid(m.topic_id), {p: list(r) for p, r in sorted(m.partitions.items())})
+        views[name] = TopicView(name, topic_uuid(m.topic_id), {p: list(r) for p, r in sorted(m.partitions.items())})
     keys = [(v.name, p) for v in views.values() if v is not None for p in v.replicas]
     for (t, p), state in zip(keys, await read_states(store, keys)):
         views[t].states[p] = state
     return views
-
-
-def _topic_uuid(text: str | None) -> uuid.UUID:
-    if text is None:
-        return ZERO_UUID
-    return uuid.UUID(bytes=base64.urlsafe_b64decode(text + "=" * (-len(text) % 4)))
 
 
 # ---- the answer --------------------------------------------------------------------------------

@@ -1,0 +1,43 @@
+"""Topic ids (KIP-516) of topics CreateTopics creates, over sockets on a real ZooKeeper: v7
+answers the id written in the new topic znode (version 3), Metadata v10+ shows it and v12+
+finds the topic by it, as Kafka 2.8+ brokers do."""
+
+from __future__ import annotations
+
+import uuid
+
+import pytest
+
+from protocol.errors import ErrorCode
+from tests.admin.cluster import AdminCluster
+from znodes.values import topic_uuid
+
+pytestmark = pytest.mark.zk
+
+TOPICS = {"orders": {0: [1, 2], 1: [2, 3]}}
+ZERO = uuid.UUID(int=0)
+
+
+def new(name: str, partitions: int, rf: int) -> dict:
+    return {"name": name, "num_partitions": partitions, "replication_factor": rf, "assignments": [], "configs": []}
+
+
+async def test_create_topics_v7_answers_the_znodes_id_and_metadata_v12_finds_the_topic_by_it(zk_hosts):
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
+        await c.wait_active()
+        answer = await c.call(101, 19, 7, {"topics": [new("fresh", 3, 2), new("orders", 1, 1)], "timeout_ms": 10_000,
+                                           "validate_only": False})
+        fresh, orders = answer["topics"]
+        assert (fresh["error_code"], orders["error_code"]) == (ErrorCode.NONE, ErrorCode.TOPIC_ALREADY_EXISTS)
+        assert fresh["topic_id"] != ZERO and orders["topic_id"] == ZERO
+        doc = c.get_json("/brokers/topics/fresh")
+        assert doc["version"] == 3 and topic_uuid(doc["topic_id"]) == fresh["topic_id"]
+
+        by_id = await c.call(101, 3, 12, {"topics": [{"name": None, "topic_id": fresh["topic_id"]}],
+                                          "allow_auto_topic_creation": False})
+        [found] = by_id["topics"]
+        assert (found["error_code"], found["name"], found["topic_id"]) == (ErrorCode.NONE, "fresh", fresh["topic_id"])
+        assert sorted(p["partition_index"] for p in found["partitions"]) == [0, 1, 2]
+        by_name = await c.call(101, 3, 10, {"topics": [{"name": "fresh", "topic_id": ZERO}],
+                                            "allow_auto_topic_creation": False})
+        assert by_name["topics"][0]["topic_id"] == fresh["topic_id"]
