@@ -89,8 +89,8 @@ class Outbox:
         self.epoch = epoch
         self.brokers = brokers
         # (live brokers, partition) -> the brokers whose replica of it is online
-        # (working_set.online_replicas: a replica on a failed log directory is offline in
-        # UpdateMetadata too); None: the live brokers.
+        # (working_set.eligible_replicas: a replica on a failed log directory, or of a broker
+        # shutting down, is offline in UpdateMetadata too); None: the live brokers.
         self.live_for = live_for
         self._lai: dict[int, dict[TopicPartition, dict]] = {}
         self._stop: dict[int, dict[TopicPartition, dict]] = {}

@@ -182,9 +182,10 @@ class WorkingSet:
     @property
     def box(self) -> Outbox:
         if self.outbox is None:
-            # Given the offline-replica map, not this working set (no reference cycle: see Kind).
+            # Given the offline-replica and shutting-down maps, not this working set (no
+            # reference cycle: see Kind).
             self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers,
-                                 functools.partial(online_replicas, self.offline_replicas))
+                                 functools.partial(eligible_replicas, self.offline_replicas, self.shutting_down))
         return self.outbox
 
     def set_task(self, move: Move) -> None:
@@ -316,10 +317,7 @@ class WorkingSet:
         shutting down (controller.core.controlled_shutdown; Kafka's ``isReplicaOnline``
         without ``includeShuttingDownBrokers``). :meth:`live_for`'s answer itself when no
         broker is shutting down (the common case: nothing is built)."""
-        live = self.live_for(tp)
-        if not self.shutting_down.base and not self.shutting_down.changes:
-            return live
-        return LiveReplicas(live, frozenset(self.shutting_down.keys()))
+        return eligible_replicas(self.offline_replicas, self.shutting_down, self.brokers, tp)
 
     def states_missing(self) -> bool:
         """A started move whose partition state is not known yet (just failed over). Asked for
@@ -359,6 +357,16 @@ class LiveReplicas:
 
     def __contains__(self, broker_id: object) -> bool:
         return broker_id in self.brokers and broker_id not in self.offline
+
+
+def eligible_replicas(offline, shutting_down, brokers, tp: TopicPartition):
+    """:meth:`WorkingSet.eligible_for` over the offline-replica map, the shutting-down map and the
+    live ``brokers``: what UpdateMetadata calls online too (Kafka's ``isReplicaOnline``, which
+    lists a shutting-down broker's replicas among a partition's offline ones)."""
+    live = online_replicas(offline, brokers, tp)
+    if not shutting_down.base and not shutting_down.changes:
+        return live
+    return LiveReplicas(live, frozenset(shutting_down.keys()))
 
 
 def online_replicas(offline, brokers, tp: TopicPartition):

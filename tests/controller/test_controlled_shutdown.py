@@ -76,6 +76,9 @@ def test_the_worked_table():
     assert set(stops) == {1} and set(stops[1]) == {1, 4}  # b and e: it stops following
     assert not any(ps["delete_partition"] for ps in stops[1].values())  # its logs stay
     assert not [c for c in st.commands if c.api_key == ApiKey.STOP_REPLICA and c.partitions]  # no move waits on them
+    # UpdateMetadata lists its replicas offline, as Kafka's (isReplicaOnline without shutting-down brokers)
+    metadata = _by_broker(st, ApiKey.UPDATE_METADATA)
+    assert {p: ps["offline_replicas"] for p, ps in metadata[2].items()} == {0: [1], 1: [1]}
 
 
 def test_it_is_remembered_and_a_retry_moves_what_could_not_move_before():
