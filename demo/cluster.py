@@ -160,7 +160,7 @@ class LocalCluster:
                           {int(b): a for b, a in ready["brokers"].items()}, zookeeper)
             empty = [b for b in cluster.brokers if b not in spec.topic_brokers]
             say(f"Brokers         {spec.brokers} simulated (reassignd sim): topics on "
-                f"{_ids(spec.topic_brokers)}" + (f", brokers {_ids(empty)} empty" if empty else ""))
+                f"{ids_text(spec.topic_brokers)}" + (f", brokers {ids_text(empty)} empty" if empty else ""))
             cluster._start_controllers(spec)
             say(f"Controllers     {', '.join(f'{c.id} on {c.address}' for c in cluster.controllers.values())}; "
                 f"active: {cluster.active_controller()}")
@@ -273,9 +273,15 @@ class LocalCluster:
                     out[f"{kind}/{name}"] = throttled
         return out
 
-    def sim_status(self) -> dict:
-        with socket.create_connection(self.control, timeout=5) as s:
-            s.sendall(b"status\n")
+    def states(self) -> dict[tuple[str, int], dict]:
+        """Every partition's state znode (leader, isr, leader_epoch)."""
+        return {tp: self._json(f"/brokers/topics/{tp[0]}/partitions/{tp[1]}/state") or {}
+                for tp in self.all_assignments()}
+
+    def sim_command(self, command: str, timeout: float = 5) -> dict:
+        """One command on the simulated brokers' control socket (sim.control): its JSON answer."""
+        with socket.create_connection(self.control, timeout=timeout) as s:
+            s.sendall(command.encode() + b"\n")
             data = b""
             while not data.endswith(b"\n"):
                 chunk = s.recv(1 << 20)
@@ -283,8 +289,11 @@ class LocalCluster:
                     break
                 data += chunk
         if not data.startswith(b"OK "):
-            raise DemoError(f"the simulated brokers' status failed: {data[:200]!r}")
+            raise DemoError(f"the simulated brokers' {command!r} failed: {data[:200]!r}")
         return json.loads(data[3:])
+
+    def sim_status(self) -> dict:
+        return self.sim_command("status")
 
     def hosted(self) -> dict[tuple[str, int], dict[int, int]]:
         """(topic, partition) -> {broker: bytes} for every replica the brokers hold on disk."""
@@ -295,5 +304,5 @@ class LocalCluster:
         return out
 
 
-def _ids(ids) -> str:
+def ids_text(ids) -> str:
     return ",".join(map(str, ids))

@@ -13,7 +13,11 @@ Steps:
  5. Start a second, small, slowly throttled reassignment and cancel it with
     ``kafka-reassign --cancel``: the partition goes back to its original replicas and the new
     replica is deleted from its broker.
- 6. Print a summary (partitions moved, bytes copied, time, failover pause) and exit 0.
+ 6. Restart the broker that leads the most partitions as an operator's rolling restart does,
+    with Kafka's controlled shutdown (the simulator's ``controlled-stop``: ControlledShutdown to
+    the active controller): every partition it led has another leader before it stops, none
+    goes leaderless; started again, it is back in every ISR.
+ 7. Print a summary (partitions moved, bytes copied, time, failover pause) and exit 0.
 
 Whatever happens (an error, Ctrl-C, SIGTERM), every process the demo started is stopped
 before it exits (demo.procs); the exit status is 0 only if every check held.
@@ -37,7 +41,7 @@ from pathlib import Path
 
 from prometheus_client.parser import text_string_to_metric_families
 
-from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, reassignd, wait_for
+from demo.cluster import NEW_BROKERS, DemoError, LocalCluster, ids_text, reassignd, wait_for
 from demo.procs import Child, Children, begin_cleanup, checkpoint, install_interrupt_handlers
 
 REPO = Path(__file__).resolve().parents[1]
@@ -45,6 +49,9 @@ REPO = Path(__file__).resolve().parents[1]
 # The rebalance's throttle (bytes/s per broker): with 7 MiB replicas, 12 of them arriving on
 # each new broker take about 20 s - long enough to watch and to kill a controller part-way.
 THROTTLE = 4 * 1024 * 1024
+# A restarted broker catches up what was produced while it was down: back in every ISR within this.
+REJOIN_TIMEOUT_S = 60.0
+CONTROLLED_STOP_TIMEOUT_S = 60.0  # up to 3 tries of the broker, 30 s each at most (sim.controlled_shutdown)
 # The cancelled reassignment's throttle: slow enough (about 30 s for one replica) that the
 # cancel certainly lands while it copies.
 CANCEL_THROTTLE = 256 * 1024
@@ -103,6 +110,7 @@ class Outcome:
     elected_after_s: float | None = None
     first_completion_after_s: float | None = None
     cancelled: list[str] = field(default_factory=list)
+    restarted: str | None = None
 
 
 class Demo:
@@ -294,7 +302,38 @@ class Demo:
         newcomer = min(b for b in self.cluster.brokers if b not in original)
         return topic, partition, original, original[:-1] + [newcomer], newcomer
 
-    # ---- 6. summary -----------------------------------------------------------------------------
+    # ---- 6. a rolling restart ------------------------------------------------------------------
+
+    def controlled_restart(self) -> None:
+        c, cluster = self.console, self.cluster
+        c.section("Restart a broker for maintenance: its leaderships handed over first (controlled shutdown)")
+        before = cluster.states()
+        counts: dict[int, int] = {}
+        for state in before.values():
+            counts[state.get("leader", -1)] = counts.get(state.get("leader", -1), 0) + 1
+        broker = max((b for b in counts if b >= 0), key=lambda b: (counts[b], -b))
+        led = sorted(tp for tp, s in before.items() if s.get("leader") == broker)
+        c.say(f"  broker {broker} leads {len(led)} partitions; it asks the active controller to move them "
+              "(ControlledShutdown), then stops")
+        answer = cluster.sim_command(f"controlled-stop {broker}", timeout=CONTROLLED_STOP_TIMEOUT_S)
+        if not answer["controlled"]:
+            raise DemoError(f"broker {broker}'s controlled shutdown left {answer['remaining']} after {answer['tries']} tries")
+        after = cluster.states()
+        leaders = {tp: after[tp].get("leader", -1) for tp in led}
+        stuck = sorted(tp for tp, leader in leaders.items() if leader in (broker, -1))
+        if stuck:
+            raise DemoError(f"partitions without another leader after broker {broker}'s controlled shutdown: {stuck}")
+        took = sorted(set(leaders.values()))
+        c.say(f"  stopped after {answer['tries']} request(s): all {len(led)} leaderships moved to brokers "
+              f"{ids_text(took)}, none went leaderless")
+        cluster.sim_command(f"start {broker}")
+        hosting = [tp for tp, replicas in cluster.all_assignments().items() if broker in replicas]
+        wait_for(lambda: all(broker in cluster.states()[tp].get("isr", ()) for tp in hosting), REJOIN_TIMEOUT_S,
+                 f"broker {broker} back in the ISR of its {len(hosting)} partitions", POLL_S * 10)
+        c.say(f"  broker {broker} started again and is back in the ISR of all its {len(hosting)} partitions")
+        self.outcome.restarted = f"broker {broker}: {len(led)} leaderships handed over, none leaderless, back in sync"
+
+    # ---- 7. summary -----------------------------------------------------------------------------
 
     def summary(self) -> None:
         o, c = self.outcome, self.console
@@ -311,6 +350,8 @@ class Demo:
             rows.append(("failover pause", text))
         for what in o.cancelled:
             rows.append(("cancelled", what))
+        if o.restarted is not None:
+            rows.append(("rolling restart", o.restarted))
         rows.append(("metrics (active)", self.metrics_row()))
         for key, value in rows:
             c.say(f"{key + ':':<19} {value}")
@@ -397,6 +438,7 @@ def main(argv: list[str] | None = None) -> int:
                 targets = demo.plan()
                 demo.execute_and_fail_over(targets)
                 demo.cancel()
+                demo.controlled_restart()
                 demo.summary()
                 ok = True
             finally:

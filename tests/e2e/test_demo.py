@@ -104,6 +104,9 @@ def test_demo_runs_to_its_summary_and_leaves_nothing_running(tmp_path):
         r"Throttles left: none",
         r"\$ kafka-reassign --bootstrap-server \S+ --cancel",
         r"Cancelled: \S+ is back on \[",
+        r"broker \d+ leads \d+ partitions; it asks the active controller to move them \(ControlledShutdown\)",
+        r"all \d+ leaderships moved to brokers [\d,]+, none went leaderless",
+        r"broker \d+ started again and is back in the ISR of all its \d+ partitions",
         r"== Summary",
     ]
     position = 0
@@ -121,6 +124,7 @@ def test_demo_runs_to_its_summary_and_leaves_nothing_running(tmp_path):
     pause = float(re.search(r"failover pause:\s+([\d.]+)s", summary).group(1))
     assert moved > 0 and copied > 0 and seconds > 0 and pause > 0, summary
     assert re.search(r"cancelled:\s+\S+ back on \[", summary), summary
+    assert re.search(r"rolling restart:\s+broker \d+: [1-9]\d* leaderships handed over, none leaderless", summary), summary
     # the active controller's own count, from its /metrics: it took over part-way, completed some
     # and rolled back the cancelled move; the admin requests are kafka-reassign's
     counted = re.search(r"metrics \(active\):\s+http://\S+/metrics: (\d+) completions, (\d+) rollbacks, (\d+) admin requests",
