@@ -28,7 +28,7 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -41,7 +41,18 @@ from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_controller, decode_listener
 
 if TYPE_CHECKING:
-    from sim.cluster import SimBroker
+    from sim.core import BrokerCore
+    from znodes.api import Store
+
+
+class Broker(Protocol):
+    """What a try needs of the broker asking: a running sim.cluster.SimBroker (named here by
+    its shape, not imported: sim.cluster imports this module)."""
+
+    id: int
+    store: Store | None
+    core: BrokerCore
+
 
 log = logging.getLogger(__name__)
 
@@ -68,7 +79,7 @@ class NoAnswer(Exception):
     """No controller answered this try (why)."""
 
 
-async def controlled_shutdown(broker: SimBroker) -> Outcome:
+async def controlled_shutdown(broker: Broker) -> Outcome:
     """Steps 1-3 for a running broker; never raises for what the controller does."""
     remaining: tuple[tuple[str, int], ...] = ()
     for attempt in range(1, MAX_TRIES + 1):
@@ -92,7 +103,7 @@ async def controlled_shutdown(broker: SimBroker) -> Outcome:
     return Outcome(False, remaining, MAX_TRIES)
 
 
-async def ask(broker: SimBroker) -> tuple[int, tuple[tuple[str, int], ...]]:
+async def ask(broker: Broker) -> tuple[int, tuple[tuple[str, int], ...]]:
     """One try: (error code, partitions remaining); NoAnswer when no controller answered."""
     cid, host, port = await find_controller(broker)
     try:
@@ -110,7 +121,7 @@ async def ask(broker: SimBroker) -> tuple[int, tuple[tuple[str, int], ...]]:
     return body["error_code"], tuple((p["topic_name"], p["partition_index"]) for p in body["remaining_partitions"])
 
 
-async def find_controller(broker: SimBroker) -> tuple[int, str, int]:
+async def find_controller(broker: Broker) -> tuple[int, str, int]:
     """Step 1: (controller id, host, port) of the active instance."""
     store = broker.store
     if store is None:
