@@ -30,6 +30,7 @@ fixed under ``CI``); ``make soak`` runs :data:`SCHEDULES`.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import hashlib
 import io
 import logging
@@ -51,6 +52,11 @@ TEST_SCHEDULES = 2_000
 STEPS = 40  # steps per schedule after the initial one
 SHARD_SIZE = 250  # schedules per shard: ~30 s of CPU, small enough to balance two workers
 CI_SEED = 16  # the seed under CI=true: every CI run runs the same schedules
+# The workers' string hashing (PYTHONHASHSEED). The schedules are the seed's alone, but how some
+# end depended on set iteration order, which Python randomises per process: a shard of seed 16
+# ended with one leader epoch more or less from run to run, so a failure found in one run might
+# not replay. Fixed, the same seed ends the same way (its digest) in every run.
+WORKER_HASH_SEED = "0"
 # One shard in STATEFUL_TIGHT_CAPS_EVERY (default 4: 2 of the 8 shards of a 2,000-schedule run)
 # at move caps of 1-2 (test_stateful.TIGHT_CAPS), where the caps bind; 0 runs none.
 TIGHT_CAPS_EVERY = int(os.environ.get("STATEFUL_TIGHT_CAPS_EVERY", "4"))
@@ -231,6 +237,24 @@ def run_scripted() -> tuple[list[str], dict, int, float]:
     return failures, coverage.to_json(), crash_schedules.COUNT, time.process_time() - cpu
 
 
+@contextlib.contextmanager
+def worker_pool(workers: int):
+    """The run's pool of spawned workers (never forked: the pytest process may hold a JVM and
+    kazoo threads), each started with PYTHONHASHSEED = WORKER_HASH_SEED: they inherit the
+    environment as it is when the pool starts them; this process's own is given back after."""
+    before = os.environ.get("PYTHONHASHSEED")
+    os.environ["PYTHONHASHSEED"] = WORKER_HASH_SEED
+    try:
+        pool = multiprocessing.get_context("spawn").Pool(workers)
+    finally:
+        if before is None:
+            del os.environ["PYTHONHASHSEED"]
+        else:
+            os.environ["PYTHONHASHSEED"] = before
+    with pool:
+        yield pool
+
+
 def run(seed: int, schedules: int, *, workers: int | None = None, shards: list[int] | None = None, progress=None,
         scripted: bool | None = None) -> Result:
     """Run ``schedules`` schedules from ``seed`` over ``workers`` processes (default: every
@@ -242,7 +266,7 @@ def run(seed: int, schedules: int, *, workers: int | None = None, shards: list[i
     workers = max(1, min(workers or os.cpu_count() or 1, len(todo) + scripted))
     result = Result(seed)
     began = time.perf_counter()
-    with multiprocessing.get_context("spawn").Pool(workers) as pool:
+    with worker_pool(workers) as pool:
         # First in the queue: a worker takes it at once, and its few seconds overlap the shards.
         pending = pool.apply_async(run_scripted) if scripted else None
         for shard in pool.imap_unordered(_run_shard, todo):
