@@ -151,3 +151,21 @@ async def test_a_cluster_api_without_its_operation_is_refused_before_its_handler
     assert answer["error_code"] == ErrorCode.CLUSTER_AUTHORIZATION_FAILED
     assert [p["error_code"] for r in answer["replica_election_results"] for p in r["partition_result"]] == [
         ErrorCode.CLUSTER_AUTHORIZATION_FAILED]
+
+
+async def test_delete_by_id_hides_the_name_of_a_topic_one_may_not_describe(h):
+    """DeleteTopics v6 by id (Kafka 2.8+): without DESCRIBE on the topic the answer carries no
+    name (TOPIC_AUTHORIZATION_FAILED, nothing marked), as Kafka's KafkaApis answers; with DELETE
+    (which implies DESCRIBE) it is marked and named."""
+    from tests.controller.test_topic_ids import TOPIC_ID, with_topic_id
+    from znodes.values import topic_uuid
+
+    await with_topic_id(h, "u")
+    await h.tick()
+    by_id = {"topics": [{"name": None, "topic_id": topic_uuid(TOPIC_ID)}], "timeout_ms": 0}
+    hidden = await handle_delete(ctx_with(h, *grant(topic("t"), acl.DELETE)), 6, by_id)
+    assert [(r["name"], r["error_code"]) for r in hidden["responses"]] == [(None, ErrorCode.TOPIC_AUTHORIZATION_FAILED)]
+    assert h.server.exists(paths.delete_topic("u")) is None
+    named = await handle_delete(ctx_with(h, *grant(topic("u"), acl.DELETE)), 6, by_id)
+    assert [(r["name"], r["error_code"]) for r in named["responses"]] == [("u", UNDER_WAY)]
+    assert h.server.exists(paths.delete_topic("u")) is not None

@@ -41,3 +41,22 @@ async def test_create_topics_v7_answers_the_znodes_id_and_metadata_v12_finds_the
         by_name = await c.call(101, 3, 10, {"topics": [{"name": "fresh", "topic_id": ZERO}],
                                             "allow_auto_topic_creation": False})
         assert by_name["topics"][0]["topic_id"] == fresh["topic_id"]
+
+
+async def test_delete_topics_v6_by_id_marks_the_topic_and_answers_its_name(zk_hosts):
+    """Kafka 2.8+ ZooKeeper mode resolves a DeleteTopics v6 id through its controller's topic ids:
+    the topic is marked for deletion by its name and the answer names it; an id no topic has is
+    UNKNOWN_TOPIC_ID with a null name, nothing marked."""
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
+        await c.wait_active()
+        created = await c.call(101, 19, 7, {"topics": [new("gone", 2, 2)], "timeout_ms": 10_000, "validate_only": False})
+        gone_id = created["topics"][0]["topic_id"]
+        unknown = uuid.UUID(int=12345)
+        answer = await c.call(101, 20, 6, {"topics": [{"name": None, "topic_id": gone_id},
+                                                      {"name": None, "topic_id": unknown}], "timeout_ms": 0})
+        first, second = answer["responses"]
+        # timeout_ms 0: marked, answered REQUEST_TIMED_OUT at once, as Kafka's ZooKeeper-mode brokers
+        assert (first["name"], first["topic_id"], first["error_code"]) == ("gone", gone_id, ErrorCode.REQUEST_TIMED_OUT)
+        assert (second["name"], second["topic_id"], second["error_code"]) == (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID)
+        assert c.kafka.zk.exists("/admin/delete_topics/gone") or not c.kafka.zk.exists("/brokers/topics/gone")
+        assert c.kafka.zk.exists("/brokers/topics/orders")

@@ -8,9 +8,14 @@ predate that code). Then, v6, a topic given by both name and a non-zero id fails
 request with INVALID_REQUEST, nothing marked (Kafka: "Topic name and topic ID can not both be
 specified."). Otherwise per topic, in request order:
 
- 1. A name given twice -> INVALID_REQUEST; v6 by id only (name null) -> UNKNOWN_TOPIC_ID (topic
-    znodes here carry no ids); with ACLs enforced, DELETE on the topic (a cluster grant does not count, as in Kafka), else
-    TOPIC_AUTHORIZATION_FAILED; an illegal name or a topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
+ 1. v6 by id only (name null): the id is looked up in the topic ids the controller holds (Kafka
+    2.8+ ids, from the topic znodes: Kafka's ZooKeeper-mode brokers ask their controller's
+    context), unknown -> UNKNOWN_TOPIC_ID; found, the topic is taken by its name from here on,
+    and the answer names it only if DESCRIBE on it is allowed (else name null and
+    TOPIC_AUTHORIZATION_FAILED: Kafka does not tell the name of a topic one may not see). A name
+    given (or found) twice -> INVALID_REQUEST; with ACLs enforced, DELETE on the topic (a cluster
+    grant does not count, as in Kafka), else TOPIC_AUTHORIZATION_FAILED; an illegal name or a
+    topic that does not exist -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's answer).
  2. The rest is an event of the active controller (controller.core.topic_requests, one writer):
     a topic it does not know (nor ZooKeeper, read in the step), or whose deletion it already
     started -> UNKNOWN_TOPIC_OR_PARTITION (Kafka's brokers drop such a topic from their metadata);
@@ -40,6 +45,7 @@ from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
+from znodes.values import topic_uuid
 
 MIN_WAIT_S = 1.0  # a request waits at least this long for the controller to take it
 
@@ -65,15 +71,27 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
             _result(name, topic_id, code, "topic deletion is disabled (delete_topic_enable)") for name, topic_id in asked]}
     if any(name is not None and topic_id != ZERO_UUID for name, topic_id in asked):
         return delete_error(version, body, ErrorCode.INVALID_REQUEST, "topic name and topic id can not both be given")
-    counts: dict = {}
-    for name, _ in asked:
-        counts[name] = counts.get(name, 0) + 1
+    by_id = {topic_uuid(text): name for name, text in active.state.topic_ids.items()}
     early: dict[int, dict] = {}
-    wanted: list[str] = []
+    resolved: list[tuple[str | None, object]] = []
     for i, (name, topic_id) in enumerate(asked):
         if name is None:
-            early[i] = _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, "topics here have no ids: name the topic")
-        elif counts[name] > 1:
+            name = by_id.get(topic_id)
+            if name is None:
+                early[i] = _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {topic_id}")
+            elif not await allows_on_topic(ctx, acl.DESCRIBE, name):
+                early[i] = _result(None, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "DESCRIBE is not allowed")
+        resolved.append((name, topic_id))
+    asked = resolved
+    counts: dict = {}
+    for i, (name, _) in enumerate(asked):
+        if i not in early:
+            counts[name] = counts.get(name, 0) + 1
+    wanted: list[str] = []
+    for i, (name, topic_id) in enumerate(asked):
+        if i in early:
+            continue
+        if counts[name] > 1:
             early[i] = _result(name, topic_id, ErrorCode.INVALID_REQUEST, f"topic {name!r} appears more than once")
         elif not await allows_on_topic(ctx, acl.DELETE, name):
             early[i] = _result(name, topic_id, ErrorCode.TOPIC_AUTHORIZATION_FAILED, "DELETE is not allowed")
