@@ -287,7 +287,8 @@ def create_partition(ws: WorkingSet, tp: TopicPartition, assignment: Assignment,
     every live broker. With no replica live it waits (asked again when one registers)."""
     if tp[0] in ws.deleting:
         return  # being deleted (a deletion cut short may have removed its state already)
-    state = new_partition_state(assignment.replicas, ws.brokers, ws.base.epoch)
+    # Kafka's isReplicaOnline: not a broker shutting down (controller.core.controlled_shutdown)
+    state = new_partition_state(assignment.replicas, ws.eligible_for(tp), ws.base.epoch)
     if state is None:
         ws.log.append(f"new partition {tp[0]}-{tp[1]} has no live replica in {list(assignment.replicas)}: "
                       "it gets a leader when one registers")

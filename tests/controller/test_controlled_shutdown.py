@@ -9,7 +9,14 @@ import json
 from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.elections import PREFERRED
-from controller.core.events import BrokersRead, ElectionRequested, ShutdownRequested, StatesRead, offline_check
+from controller.core.events import (
+    BrokersRead,
+    ElectionRequested,
+    MetadataRead,
+    ShutdownRequested,
+    StatesRead,
+    offline_check,
+)
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from controller.core.topic_deletion import TopicDeletion
@@ -167,3 +174,17 @@ def test_a_topic_being_deleted_is_not_acted_on_nor_listed():
     assert [w for w in st.writes if w.path.endswith("/state")] == []
     assert not [c for c in st.commands if c.api_key == ApiKey.STOP_REPLICA and not all(
         ps["delete_partition"] for t in c.body["topic_states"] for ps in t["partition_states"])]
+
+
+def test_a_new_partition_neither_led_by_nor_in_sync_on_a_broker_shutting_down():
+    """Kafka's NewPartition -> OnlinePartition takes the replicas isReplicaOnline counts: a broker
+    shutting down is told (LeaderAndIsr) but neither leads nor joins the first ISR."""
+    s = _state()
+    s.shutting_down[1] = 100
+    s.assignments[("n", 0)] = Assignment((1, 2))
+    s.assignments[("n", 1)] = Assignment((1,))
+    s.topic_partitions["n"], s.topic_versions["n"] = (0, 1), 0
+    st = engine.step(s, MetadataRead({("n", 0): None, ("n", 1): None}, None, frozenset()), ControllerConfig())
+    assert _writes(st) == {"0": {"controller_epoch": 4, "leader": 2, "version": 1, "leader_epoch": 0, "isr": [2]}}
+    assert st.created == [("n", 0)]  # n-1 waits: its only replica is shutting down
+    assert {b for b, parts in _by_broker(st, ApiKey.LEADER_AND_ISR).items()} == {1, 2}
