@@ -18,7 +18,8 @@ shutting down (B among them once step 2 ran), E the brokers that may lead
     controller.core.broker_failure ``on_brokers``). From now on no election in the controller
     picks a broker of D: offline elections (broker_failure steps 3-4), preferred and unclean
     elections (controller.core.elections), a move's new leader (controller.core.reassignment),
-    a rollback's (controller.core.cancel); while another replica can lead instead. D's brokers
+    a rollback's (controller.core.cancel), while another replica can lead instead; nor a new
+    partition's first leader and ISR (controller.core.topic_creation). D's brokers
     are still live: they get LeaderAndIsr and UpdateMetadata, and stay in ISRs unless 4 takes
     them out.
  3. The partitions acted on: those with B in RS, more than one replica, a state, a topic not
