@@ -518,11 +518,13 @@ class ControllerMachine(RuleBasedStateMachine):
         """A running flaky broker stops as a Kafka broker does with controlled.shutdown.enable:
         ControlledShutdown (with its registration's epoch) through the admin door of the active
         controller (controller.shell.admin.controlled_shutdown), then it stops whatever the
-        answer (as Kafka's broker does once its retries are spent). Answered NONE: at that
-        moment it leads no partition the answer does not list (its other leaderships moved to
-        ISR members); refused or unanswered (the controller crashed, was deposed): nothing is
-        asserted. Later steps check the rest: no election picks it while it is registered, and
-        the usual invariants once it is gone."""
+        answer (as Kafka's broker does once its retries are spent). Answered NONE, once the
+        answer settled (the brokers' ISRs change only when time passes): it leads no partition
+        the answer does not list (its other leaderships moved to ISR members), and each listed
+        one had no other ISR member up or a move owns it. Refused or unanswered (the controller
+        crashed, was deposed), or another controller elected meanwhile (it knows nothing of the
+        shutdown, as Kafka's): nothing is asserted. Later steps check the rest: no election
+        picks it while it is registered, and the usual invariants once it is gone."""
         broker = self.h.cluster.brokers[b]
         if not broker.running:
             return
@@ -530,8 +532,11 @@ class ControllerMachine(RuleBasedStateMachine):
         ctx = AdminContext(SimpleNamespace(active=handle.active, store=handle.store, controller_id=handle.id), self.h.config)
         registration = self.h.server.exists(paths.broker(b))
         body = {"broker_id": b, "broker_epoch": registration.czxid if registration is not None else -1}
+        epoch = self.h.json(paths.CONTROLLER_EPOCH)
         answer = self.run(self.answered(handle_shutdown(ctx, 3, body)))
-        if answer is not None and answer["error_code"] == ErrorCode.NONE:
+        # Judged only if the controller that answered is still the one: a new one (a crash or a
+        # deposition while the answer settled) knows nothing of the shutdown, as Kafka's does.
+        if answer is not None and answer["error_code"] == ErrorCode.NONE and self.h.json(paths.CONTROLLER_EPOCH) == epoch:
             remaining = {(r["topic_name"], r["partition_index"]) for r in answer["remaining_partitions"]}
             states = {tp: self.h.json(paths.partition_state(*tp)) for tp in self.h.assignments}
             led = {tp for tp, state in states.items() if state["leader"] == b}
