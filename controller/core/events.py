@@ -125,6 +125,9 @@ class Resume:
     rewrite_records: frozenset[TopicPartition] = field(default_factory=frozenset)
     # Rollbacks (KIP-236) whose topic znode landed but whose record's "cancelling" flag did not.
     flag_records: frozenset[TopicPartition] = field(default_factory=frozenset)
+    # Topic ids the shell drew for topic znodes read without one (Kafka 2.8+'s controller gives
+    # every such topic an id at its election, ``processTopicIds``): name -> id.
+    topic_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

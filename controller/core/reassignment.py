@@ -262,6 +262,20 @@ def on_stop_replica_sent(ws: WorkingSet, event: StopReplicaSent) -> None:
             cancel.finish_cancel(ws, move)
 
 
+def give_topic_ids(ws: WorkingSet, ids: dict[str, str]) -> None:
+    """Kafka 2.8+'s ``processTopicIds`` at an election: a topic read without an id gets the one
+    the shell drew, written with its topic znode in this step (version 3, conditional on the
+    version read, fenced; a topic being deleted gets none). Every later rewrite keeps it."""
+    given = 0
+    for name, topic_id in sorted(ids.items()):
+        if name in ws.topic_versions and name not in ws.deleting and ws.topic_ids.get(name) is None:
+            ws.topic_ids[name] = topic_id
+            ws.dirty_topics.setdefault(name, set()).add(ws.kind)
+            given += 1
+    if given:
+        ws.log.append(f"gave {given} topic(s) without one a topic id (Kafka 2.8+'s topic znode version 3)")
+
+
 @writing(RESUME)
 def on_resume(ws: WorkingSet, event: Resume) -> None:
     """Carry on with the moves recovery rebuilt (new controller epoch: re-send everything)."""
@@ -269,6 +283,7 @@ def on_resume(ws: WorkingSet, event: Resume) -> None:
     # (Every live broker is asked what it hosts, step 9, with the last chunk of the full send
     # that follows: controller.core.replica_sync.on_metadata.)
     ws.idle_check = True
+    give_topic_ids(ws, event.topic_ids)
     for tp in sorted(event.stale_records):
         # Before any create: a new move of the same partition may start in this flush.
         ws.log.append(f"deleting stale reassignment record of {tp[0]}-{tp[1]}: no move of it is running")

@@ -89,7 +89,7 @@ from znodes import paths
 from znodes.api import Store
 from znodes.payloads import LISTENER
 from znodes.reads import read_brokers
-from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition
+from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition, new_topic_id
 
 
 @dataclass
@@ -182,8 +182,9 @@ def _is_rollback(assignment: Assignment, target, original) -> bool:
     )
 
 
-def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
-    """Step 3: the state and the events that resume it (pure)."""
+def rebuild(snapshot: Snapshot, controller_id: int, epoch: int, topic_ids: dict[str, str] | None = None) -> Recovered:
+    """Step 3: the state and the events that resume it (pure). ``topic_ids``: ids drawn for the
+    topics read without one (:func:`missing_topic_ids`), given to them by the Resume step."""
     state = ClusterState(controller_id=controller_id, epoch=epoch, brokers=dict(snapshot.brokers))
     state.record_counts = dict(snapshot.record_counts)
     for topic, _ in snapshot.records:
@@ -281,7 +282,8 @@ def rebuild(snapshot: Snapshot, controller_id: int, epoch: int) -> Recovered:
 
     events: list[Event] = [
         snapshot.requests,
-        Resume(frozenset(create_records), frozenset(stale_records), frozenset(rewrite_records), frozenset(flag_records)),
+        Resume(frozenset(create_records), frozenset(stale_records), frozenset(rewrite_records), frozenset(flag_records),
+               dict(topic_ids or {})),
     ]
     return Recovered(state, events, log)
 
@@ -292,7 +294,16 @@ async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool =
     resumed moves' partition states with the records (the active controller does), so that
     Resume announces them in its own step instead of a step later. ``listener``: the brokers'
     listener the controller reaches them on (setting ``broker_listener``)."""
-    return rebuild(await load(store, watch=watch, states=states, listener=listener), controller_id, epoch)
+    snapshot = await load(store, watch=watch, states=states, listener=listener)
+    return rebuild(snapshot, controller_id, epoch, missing_topic_ids(snapshot))
+
+
+def missing_topic_ids(snapshot: Snapshot) -> dict[str, str]:
+    """A new id (Kafka's Uuid.randomUuid) for each topic read without one: Kafka 2.8+'s
+    controller gives them at its election (``processTopicIds``), so that every topic can be
+    named by id (Metadata v12+, DeleteTopics v6); drawn here, the engine draws nothing."""
+    return {name: new_topic_id() for name, (_, _, *topic_id) in sorted(snapshot.topics.items())
+            if not (topic_id and topic_id[0] is not None)}
 
 
 def running_summary(state: ClusterState) -> dict[str, int]:

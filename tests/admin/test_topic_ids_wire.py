@@ -4,6 +4,7 @@ finds the topic by it, as Kafka 2.8+ brokers do."""
 
 from __future__ import annotations
 
+import asyncio
 import uuid
 
 import pytest
@@ -60,3 +61,18 @@ async def test_delete_topics_v6_by_id_marks_the_topic_and_answers_its_name(zk_ho
         assert (second["name"], second["topic_id"], second["error_code"]) == (None, unknown, ErrorCode.UNKNOWN_TOPIC_ID)
         assert c.kafka.zk.exists("/admin/delete_topics/gone") or not c.kafka.zk.exists("/brokers/topics/gone")
         assert c.kafka.zk.exists("/brokers/topics/orders")
+
+
+async def test_a_topic_written_without_an_id_gets_one_at_the_election_and_is_found_by_it(zk_hosts):
+    """Kafka 2.8+'s controller gives every topic znode without a topic_id one at its election
+    (processTopicIds): a topic an older tool wrote (version 2) can then be named by id."""
+    async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS) as c:
+        await c.wait_active()
+        async with asyncio.timeout(10):
+            while "topic_id" not in c.get_json("/brokers/topics/orders"):
+                await asyncio.sleep(0.02)
+        doc = c.get_json("/brokers/topics/orders")
+        assert doc["version"] == 3 and doc["partitions"] == {"0": [1, 2], "1": [2, 3]}
+        by_id = await c.call(101, 3, 12, {"topics": [{"name": None, "topic_id": topic_uuid(doc["topic_id"])}],
+                                          "allow_auto_topic_creation": False})
+        assert [(t["error_code"], t["name"]) for t in by_id["topics"]] == [(ErrorCode.NONE, "orders")]

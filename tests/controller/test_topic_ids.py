@@ -5,7 +5,8 @@ keep it in each partition's ``partition.metadata``, would find their logs' id ch
 controller gives a topic without one a new id at its next election).
 
 Topics CreateTopics creates get an id too, as Kafka 2.8+ gives them (drawn by the shell, written
-by the engine in a version 3 znode, answered in v7): the tests after the first three."""
+by the engine in a version 3 znode, answered in v7): the tests after the first three; and a topic
+written without one gets one at the next election (Kafka's processTopicIds): the last two."""
 
 from __future__ import annotations
 
@@ -223,3 +224,46 @@ async def test_a_request_taken_again_writes_the_id_it_drew_once():
         assert n["error_code"] == 0 and n["topic_id"] == znode_id(h, "n") == topic_uuid(first[0])
     finally:
         await h.close()
+
+
+async def test_an_election_gives_a_topic_without_an_id_one_and_keeps_it_after():
+    """Kafka 2.8+'s processTopicIds: a topic znode without a topic_id (written by an older tool,
+    or the simulator, Kafka 2.4's layout) gets one at the election, in the Resume step's fenced
+    flush (flush kind resume), conditional on the version read; the next controller keeps it,
+    and a topic with an id keeps its own."""
+    h = Harness(topics=("t:2:3:64KiB", "u:1:3:64KiB"))
+    await h.start()
+    try:
+        await with_topic_id(h, "u")
+        assert "topic_id" not in h.json(paths.topic("t"))
+        first = await h.start_controller(101)
+        await h.settle()
+        doc = h.json(paths.topic("t"))
+        given = doc.get("topic_id")
+        assert doc["version"] == 3 and given is not None and given != TOPIC_ID
+        assert topic_uuid(given) != uuid.UUID(int=0) and not given.startswith("-")
+        assert sorted(doc["partitions"]) == ["0", "1"]
+        assert h.json(paths.topic("u"))["topic_id"] == TOPIC_ID
+        await first.stop()
+        await h.start_controller(102)
+        await h.settle()
+        assert h.json(paths.topic("t"))["topic_id"] == given and h.json(paths.topic("u"))["topic_id"] == TOPIC_ID
+    finally:
+        await h.close()
+
+
+def test_resume_gives_ids_only_to_known_topics_without_one_not_being_deleted():
+    from controller.core.events import Resume
+    from controller.core.topic_deletion import TopicDeletion
+
+    s = cluster(topics={name: {0: [1, 2, 3]} for name in ("t", "kept", "marked")})
+    s.topic_ids["kept"] = TOPIC_ID
+    s.deleting["marked"] = TopicDeletion()
+    ids = {"t": "q" * 22, "kept": "r" * 22, "marked": "s" * 22, "unknown": "x" * 22}
+    st = engine.step(s, Resume(topic_ids=ids), ControllerConfig())
+    writes = {w.path: w for w in st.writes if isinstance(w, SetData) and w.path.startswith("/brokers/topics/")}
+    assert set(writes) == {paths.topic("t")}
+    assert json.loads(writes[paths.topic("t")].data)["topic_id"] == "q" * 22
+    assert st.kinds[st.writes.index(writes[paths.topic("t")])] == frozenset({"resume"})
+    s.apply(st.delta)
+    assert s.topic_ids == {"t": "q" * 22, "kept": TOPIC_ID}
