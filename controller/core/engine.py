@@ -200,7 +200,8 @@ one partition, in flush order (optional ops in brackets):
                      removal znodes (their final contents); last, /admin/reassign_partitions
                      (its entries)
     topics           (first in the flush) a topic request's config and topic znodes, partitions
-                     added to a topic znode, deletion markers
+                     added to a topic znode, deletion markers; with the moves' topic znode
+                     rewrites, a new topic's znode given a topic id (Kafka's processTopicIds)
 
 Writes are coalesced: a step doing several of these for several partitions writes each znode
 once, in the order of docs/DESIGN.md 4.8; an op written for several kinds carries them all. Throttle removal

@@ -15,9 +15,11 @@ from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
 @dataclass(frozen=True, slots=True)
 class TopicsRead:
     """Topic znodes read: name -> (zkVersion, partition -> assignment[, topic_id]), or None if
-    gone (znodes.cluster_reader.TopicRead)."""
+    gone (znodes.cluster_reader.TopicRead). ``new_ids``: ids the shell drew for the new topics
+    read without one (Kafka 2.8+'s processTopicIds on a topic change)."""
 
     topics: dict[str, tuple | None]
+    new_ids: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True, slots=True)

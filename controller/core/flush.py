@@ -53,7 +53,8 @@ LOG_DIR = "log-dir"
 # /admin/reassign_partitions, last with that znode's other kinds.
 ADMIN = "admin"
 # A topic request's config and topic znodes, partitions added, deletion markers
-# (controller.core.topic_requests), first in the flush.
+# (controller.core.topic_requests), first in the flush; and a new topic's znode rewritten with
+# the topic id it was given (controller.core.reassignment.on_topics, with the moves' rewrites).
 TOPICS = "topics"
 
 # The kinds the stateful suite cuts each op of (docs/DESIGN.md 7.2): topics, create, delete and

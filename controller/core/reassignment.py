@@ -28,7 +28,7 @@ from controller.core.events import (
     TopicConfigsRead,
     TopicsRead,
 )
-from controller.core.flush import ACCEPT, COMPLETE, FINISH, ISR_CHANGE, OVERRIDE, RESUME, START, writing
+from controller.core.flush import ACCEPT, COMPLETE, FINISH, ISR_CHANGE, OVERRIDE, RESUME, START, TOPICS, writing
 from controller.core.state import ClusterState
 from controller.core.task import Move, Phase, dropped_replicas, reassigning_replicas
 from controller.core.working_set import WorkingSet
@@ -40,7 +40,11 @@ from znodes.values import Assignment, LeaderIsr, Request, TopicPartition
 
 def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
     """Topic znodes read: assignments and partitions as written (a read older than what this
-    controller wrote is ignored; a partition gone drops its move if not started)."""
+    controller wrote is ignored; a partition gone drops its move if not started). A new topic
+    read without a topic id gets the one the shell drew (Kafka 2.8+'s ``processTopicIds`` on a
+    topic change), written with its topic znode in this step's flush (version 3, conditional on
+    the version read, fenced; flush kind ``topics``, as a topic request's topic znode)."""
+    given: list[str] = []
     for name, read in event.topics.items():
         if read is None:
             for p in ws.topic_partitions.get(name, ()):
@@ -53,6 +57,9 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
         known = ws.topic_versions.get(name)
         if known is not None and known > version:
             continue  # an older read than what this controller wrote
+        if known is None and not (topic_id and topic_id[0] is not None) and name in event.new_ids:
+            topic_id = [event.new_ids[name]]  # a new topic without one: given, written below
+            given.append(name)
         for p in ws.topic_partitions.get(name, ()):
             if p not in parts:
                 partition_gone(ws, (name, p))
@@ -64,6 +71,11 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
             ws.topic_ids[name] = topic_id[0]
         else:
             ws.topic_ids.pop(name)
+    for name in given:
+        if name not in ws.deleting:
+            ws.dirty_topics.setdefault(name, set()).add(TOPICS)
+        else:
+            ws.topic_ids.pop(name)  # being deleted already: nothing to name by id
 
 
 def partition_gone(ws: WorkingSet, tp: TopicPartition) -> None:

@@ -87,6 +87,7 @@ from controller.shell.zkread import (
     read_states,
     read_topic_names,
     read_topics,
+    topic_ids_to_give,
 )
 from znodes import cluster_reader, paths
 from znodes.api import (
@@ -716,7 +717,7 @@ class ActiveController:
             if notes:
                 out.append(LogDirEventsRead(named, tuple(notes)))
         if topic_reads:
-            out.insert(0, TopicsRead(topic_reads))
+            out.insert(0, TopicsRead(topic_reads, topic_ids_to_give(topic_reads, state.topic_versions)))
         if "notifications" in kinds:
             notes, partitions, lines = await read_notifications(self.store, watch=True)
             _warn(lines)

@@ -34,7 +34,7 @@ from controller.core.events import (
 )
 from controller.core.throttle_writes import config_path
 from controller.shell.throttles import config_reads, decode_listed
-from controller.shell.zkread import read_topics
+from controller.shell.zkread import read_topics, topic_ids_to_give
 from znodes import paths
 from znodes.reads import children_or_empty, get_many
 
@@ -96,7 +96,7 @@ async def prepare(active, events: list) -> list:
         reads, _ = await read_topics(store, unknown)
         found = {n: r for n, r in reads.items() if r is not None}
         if found:
-            out_before.append(TopicsRead(found))
+            out_before.append(TopicsRead(found, topic_ids_to_give(found, state.topic_versions)))
     moving = sorted({tp[0] for e in requests if isinstance(e, ReassignRequested) and not e.validate_only
                      for tp, _ in e.targets if _valid(("topics", tp[0]))})
     if moving:

@@ -84,12 +84,13 @@ from controller.shell.zkread import (
     read_states,
     read_topic_names,
     read_topics,
+    topic_ids_to_give,
 )
 from znodes import paths
 from znodes.api import Store
 from znodes.payloads import LISTENER
 from znodes.reads import read_brokers
-from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition, new_topic_id
+from znodes.values import Assignment, Broker, LeaderIsr, TopicPartition
 
 
 @dataclass
@@ -299,11 +300,10 @@ async def recover(store: Store, controller_id: int, epoch: int, *, watch: bool =
 
 
 def missing_topic_ids(snapshot: Snapshot) -> dict[str, str]:
-    """A new id (Kafka's Uuid.randomUuid) for each topic read without one: Kafka 2.8+'s
-    controller gives them at its election (``processTopicIds``), so that every topic can be
-    named by id (Metadata v12+, DeleteTopics v6); drawn here, the engine draws nothing."""
-    return {name: new_topic_id() for name, (_, _, *topic_id) in sorted(snapshot.topics.items())
-            if not (topic_id and topic_id[0] is not None)}
+    """A new id for each topic read without one (Kafka 2.8+'s controller gives them at its
+    election, ``processTopicIds``), so that every topic can be named by id (Metadata v12+,
+    DeleteTopics v6)."""
+    return topic_ids_to_give(snapshot.topics)
 
 
 def running_summary(state: ClusterState) -> dict[str, int]:

@@ -29,7 +29,7 @@ from znodes.payloads import (
     decode_requests,
 )
 from znodes.reads import READ_CONCURRENCY, children_or_empty, get_many, get_or_none
-from znodes.values import Assignment, LeaderIsr, TopicPartition
+from znodes.values import Assignment, LeaderIsr, TopicPartition, new_topic_id
 
 
 async def read_topic_names(store: Store, watch: bool = False) -> list[str]:
@@ -232,3 +232,12 @@ async def missing_parents(store: Store, tps: Iterable[TopicPartition]) -> frozen
     wanted = list(dict.fromkeys([paths.partitions(t) for t, _ in keys] + [paths.partition(*tp) for tp in keys]))
     reads = await get_many(store, wanted)
     return frozenset(path for path, read in zip(wanted, reads) if read is None)
+
+
+def topic_ids_to_give(reads, known=()) -> dict[str, str]:
+    """A new id (Kafka's Uuid.randomUuid) for each topic of ``reads`` (name -> TopicRead or None)
+    read without one and not in ``known``: Kafka 2.8+'s controller gives every such topic an
+    id (``processTopicIds``: at its election, and for the new topics of a topic change). Drawn
+    here, in the shell: the engine draws nothing."""
+    return {name: new_topic_id() for name, read in sorted(reads.items())
+            if read is not None and name not in known and not (len(read) > 2 and read[2] is not None)}

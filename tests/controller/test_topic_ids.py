@@ -267,3 +267,28 @@ def test_resume_gives_ids_only_to_known_topics_without_one_not_being_deleted():
     assert st.kinds[st.writes.index(writes[paths.topic("t")])] == frozenset({"resume"})
     s.apply(st.delta)
     assert s.topic_ids == {"t": "q" * 22, "kept": TOPIC_ID}
+
+
+async def test_a_topic_a_tool_creates_without_an_id_while_the_controller_runs_gets_one():
+    """Kafka 2.8+'s processTopicIds on a topic change: a new topic znode written without a
+    topic_id (kafka-topics.sh before 2.8 writes version 1) gets one in the step that reads it,
+    written with the topic znode (flush kind topics); one written with an id keeps it."""
+    h = Harness()
+    await h.start()
+    try:
+        await h.start_controller(101)
+        await h.settle()
+        plain = {"version": 1, "partitions": {"0": [1, 2], "1": [2, 3]}}
+        await h.admin.create(paths.topic("v"), json.dumps(plain).encode())
+        await h.admin.create(paths.topic("w"), json.dumps({**plain, "version": 3, "topic_id": TOPIC_ID}).encode())
+        for _ in range(50):
+            await h.tick()
+            if "topic_id" in h.json(paths.topic("v")):
+                break
+        doc = h.json(paths.topic("v"))
+        assert doc["version"] == 3 and doc["partitions"] == plain["partitions"]
+        assert doc["topic_id"] not in (None, TOPIC_ID) and topic_uuid(doc["topic_id"]) != uuid.UUID(int=0)
+        assert h.json(paths.topic("w"))["topic_id"] == TOPIC_ID
+        assert h.server.exists(paths.partition_state("v", 1)) is not None  # and its partitions got their states
+    finally:
+        await h.close()
