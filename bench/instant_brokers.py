@@ -358,7 +358,7 @@ class InstantBrokers:
                                 controller_epoch=e["controller_epoch"], isr=isr, zk_version=e["zk_version"],
                             )
                             self.wake.set()
-            return {"error_code": 0, "partition_errors": []}
+            return {"error_code": 0, "partition_errors": [], "topics": []}  # v0-4, v5+ (per topic id)
         if api_key == ApiKey.UPDATE_METADATA:
             return {"error_code": 0}
         raise ValueError(f"instant brokers do not serve api {api_key} v{api_version}")

@@ -22,14 +22,17 @@ from dataclasses import dataclass, field
 from controller.core.shared_body import per_broker_bodies
 from protocol import ApiKey
 from znodes.models import SECURITY_PROTOCOLS
-from znodes.values import Broker, LeaderIsr, TopicPartition
+from znodes.values import Broker, LeaderIsr, TopicPartition, topic_uuid
 
 # bench/controller.py imports this name from here.
 LEADER_AND_ISR = ApiKey.LEADER_AND_ISR
 # The versions the controller <-> broker contract fixes.
-LEADER_AND_ISR_VERSION = 4
+# Kafka 2.8+'s (KIP-516): each topic with its topic id, so brokers learn the ids; LeaderAndIsr's
+# ``type`` is left 0 (unknown), as Kafka's ZooKeeper-mode controller builds it outside a KRaft
+# migration. The answer comes per topic id (:func:`answer_by_name` puts the names back).
+LEADER_AND_ISR_VERSION = 5
 STOP_REPLICA_VERSION = 3
-UPDATE_METADATA_VERSION = 6
+UPDATE_METADATA_VERSION = 7
 DESCRIBE_LOG_DIRS_VERSION = 1  # KIP-113; what a broker hosts is the same in every version
 
 LISTENER = "PLAINTEXT"
@@ -66,7 +69,9 @@ class BrokerCommand:
         }.get(self.api_key, str(self.api_key))
 
 
-def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
+def _grouped(entries: dict[TopicPartition, dict], topic_ids=None) -> list[dict]:
+    """Entries per topic, in their order; with ``topic_ids`` (name -> the topic znode's id text),
+    each topic carries its id (the zero UUID for a topic without one)."""
     by_topic: dict[str, list[dict]] = {}
     last, states = None, []
     for (topic, _), entry in entries.items():
@@ -78,16 +83,31 @@ def _grouped(entries: dict[TopicPartition, dict]) -> list[dict]:
                 states = by_topic[topic] = []
             last = topic
         states.append(entry)
-    return [{"topic_name": topic, "partition_states": states} for topic, states in by_topic.items()]
+    if topic_ids is None:
+        return [{"topic_name": topic, "partition_states": states} for topic, states in by_topic.items()]
+    return [{"topic_name": topic, "topic_id": topic_uuid(topic_ids.get(topic)), "partition_states": states}
+            for topic, states in by_topic.items()]
+
+
+def answer_by_name(request: dict, answer: dict) -> dict:
+    """A LeaderAndIsr answer as versions 0-4 give it (``partition_errors`` with topic names): a
+    version 5+ answer names topics by id, the ids ``request`` gave them."""
+    topics = answer.get("topics")
+    if not topics:  # versions 0-4 (a decoded answer has every field: ``topics`` empty there)
+        return answer
+    names = {t.get("topic_id"): t.get("topic_name") for t in request.get("topic_states") or ()}
+    errors = [{**e, "topic_name": names.get(t.get("topic_id"))} for t in topics for e in t.get("partition_errors") or ()]
+    return {**answer, "partition_errors": errors}
 
 
 class Outbox:
     """Per-broker requests being assembled by one engine step (later entries win per partition)."""
 
-    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], live_for=None):
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], live_for=None, topic_ids=None):
         self.controller_id = controller_id
         self.epoch = epoch
         self.brokers = brokers
+        self.topic_ids = topic_ids if topic_ids is not None else {}  # topic -> its id (KIP-516), for LeaderAndIsr v5 / UpdateMetadata v7
         # (live brokers, partition) -> the brokers whose replica of it is online
         # (working_set.eligible_replicas: a replica on a failed log directory, or of a broker
         # shutting down, is offline in UpdateMetadata too); None: the live brokers.
@@ -210,7 +230,8 @@ class Outbox:
             if entries:
                 leaders = {e["leader"] for e in entries.values()}
                 body = self._header(broker_id) | {
-                    "topic_states": _grouped(entries),
+                    "type": 0,
+                    "topic_states": _grouped(entries, self.topic_ids),
                     "live_leaders": [
                         {"broker_id": b.id, "host_name": b.host, "port": b.port}
                         for b in (self.brokers[i] for i in sorted(leaders) if i in self.brokers)
@@ -238,7 +259,7 @@ class Outbox:
         """One UpdateMetadata of ``entries`` per broker in ``ids`` (live brokers only)."""
         if not ids:
             return []
-        states = _grouped(entries)
+        states = _grouped(entries, self.topic_ids)
         live = [{"id": b.id, "endpoints": _endpoints(b), "rack": b.rack}
                 for b in sorted(self.brokers.values(), key=lambda b: b.id)]
         common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,

@@ -185,7 +185,8 @@ class WorkingSet:
             # Given the offline-replica and shutting-down maps, not this working set (no
             # reference cycle: see Kind).
             self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers,
-                                 functools.partial(eligible_replicas, self.offline_replicas, self.shutting_down))
+                                 functools.partial(eligible_replicas, self.offline_replicas, self.shutting_down),
+                                 self.topic_ids)
         return self.outbox
 
     def set_task(self, move: Move) -> None:

@@ -23,7 +23,7 @@ import asyncio
 import logging
 from collections.abc import Callable
 
-from controller.core.commands import BrokerCommand, hosted_replicas, log_dir_failed
+from controller.core.commands import BrokerCommand, answer_by_name, hosted_replicas, log_dir_failed
 from controller.core.config import ControllerConfig
 from controller.core.events import ReplicasHosted, ReplicasOffline, StopReplicaSent
 from controller.core.log_dir_failure import offline_in_answer, online_in_answer
@@ -166,6 +166,8 @@ class Dispatcher:
             self.sent += 1
             if command.api_key == ApiKey.DESCRIBE_LOG_DIRS:
                 return body
+            if command.api_key == ApiKey.LEADER_AND_ISR:
+                body = answer_by_name(command.body, body)  # v5+ answers per topic id
             errors = response_errors(command, body, skip=_ALREADY_HELD)
             if errors:
                 # A whole request refused for its controller epoch means a newer controller.

@@ -292,3 +292,35 @@ async def test_a_topic_a_tool_creates_without_an_id_while_the_controller_runs_ge
         assert h.server.exists(paths.partition_state("v", 1)) is not None  # and its partitions got their states
     finally:
         await h.close()
+
+
+def test_leader_and_isr_v5_and_update_metadata_v7_carry_each_topics_id_and_answers_come_back_by_name():
+    """Kafka 2.8+'s controller tells brokers the topic ids (KIP-516): LeaderAndIsr v5 and
+    UpdateMetadata v7 name each topic with its id (zero for a topic without one), and a v5
+    answer, per topic id, is read back by name (a replica on a failed directory must be found)."""
+    from controller.core.commands import LEADER_AND_ISR_VERSION, UPDATE_METADATA_VERSION, answer_by_name
+    from controller.core.elections import PREFERRED
+    from controller.core.events import ElectionRequested
+    from protocol import ApiKey
+    from protocol.messages import decode_response, encode_response
+    from tests.controller.helpers import state
+
+    s = cluster(topics={"t": {0: [1, 2]}, "plain": {0: [2, 1]}})
+    s.topic_ids["t"] = TOPIC_ID
+    s.states[("t", 0)] = state(2, [1, 2], zk_version=3)
+    s.states[("plain", 0)] = state(1, [1, 2], zk_version=3)
+    st = engine.step(s, ElectionRequested(None, PREFERRED, {}, object()), ControllerConfig())
+    lai = next(c for c in st.commands if c.api_key == ApiKey.LEADER_AND_ISR and c.broker_id == 1)
+    um = next(c for c in st.commands if c.api_key == ApiKey.UPDATE_METADATA and c.broker_id == 1)
+    assert (lai.api_version, um.api_version) == (LEADER_AND_ISR_VERSION, UPDATE_METADATA_VERSION) == (5, 7)
+    ids = {t["topic_name"]: t["topic_id"] for t in lai.body["topic_states"]}
+    assert ids == {"t": topic_uuid(TOPIC_ID), "plain": uuid.UUID(int=0)}
+    assert {t["topic_name"]: t["topic_id"] for t in um.body["topic_states"]} == ids
+    # a broker's v5 answer, through the codec, per topic id: back by name
+    answer = {"error_code": 0, "topics": [{"topic_id": topic_uuid(TOPIC_ID),
+                                           "partition_errors": [{"partition_index": 0, "error_code": 56}]}]}
+    _, decoded = decode_response(4, 5, encode_response(4, 5, 1, answer))
+    named = answer_by_name(lai.body, decoded)
+    assert [(e["topic_name"], e["partition_index"], e["error_code"]) for e in named["partition_errors"]] == [("t", 0, 56)]
+    v4 = {"error_code": 0, "partition_errors": [{"topic_name": "t", "partition_index": 0, "error_code": 0}]}
+    assert answer_by_name(lai.body, v4) is v4
