@@ -42,8 +42,9 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
     """Topic znodes read: assignments and partitions as written (a read older than what this
     controller wrote is ignored; a partition gone drops its move if not started). A new topic
     read without a topic id gets the one the shell drew (Kafka 2.8+'s ``processTopicIds`` on a
-    topic change), written with its topic znode in this step's flush (version 3, conditional on
-    the version read, fenced; flush kind ``topics``, as a topic request's topic znode)."""
+    topic change), and a known one read without its id keeps the one held; either is written
+    with its topic znode in this step's flush (version 3, conditional on the version read,
+    fenced; flush kind ``topics``, as a topic request's topic znode)."""
     given: list[str] = []
     for name, read in event.topics.items():
         if read is None:
@@ -57,9 +58,17 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
         known = ws.topic_versions.get(name)
         if known is not None and known > version:
             continue  # an older read than what this controller wrote
-        if known is None and not (topic_id and topic_id[0] is not None) and name in event.new_ids:
-            topic_id = [event.new_ids[name]]  # a new topic without one: given, written below
-            given.append(name)
+        if not (topic_id and topic_id[0] is not None):
+            held = ws.topic_ids.get(name) if known is not None else None
+            if held is not None:
+                # A tool rewrote it without its id (an older kafka-topics adding partitions):
+                # the id stays, written back below, or the next election would give it a new
+                # one that its brokers' partition.metadata contradicts.
+                topic_id = [held]
+                given.append(name)
+            elif known is None and name in event.new_ids:
+                topic_id = [event.new_ids[name]]  # a new topic without one: given, written below
+                given.append(name)
         for p in ws.topic_partitions.get(name, ()):
             if p not in parts:
                 partition_gone(ws, (name, p))

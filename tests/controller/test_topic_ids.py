@@ -324,3 +324,27 @@ def test_leader_and_isr_v5_and_update_metadata_v7_carry_each_topics_id_and_answe
     assert [(e["topic_name"], e["partition_index"], e["error_code"]) for e in named["partition_errors"]] == [("t", 0, 56)]
     v4 = {"error_code": 0, "partition_errors": [{"topic_name": "t", "partition_index": 0, "error_code": 0}]}
     assert answer_by_name(lai.body, v4) is v4
+
+
+async def test_a_tool_rewriting_a_topic_without_its_id_gets_the_id_written_back():
+    """An older kafka-topics adding partitions rewrites the topic znode without the topic_id: the
+    controller keeps the id it holds and writes it back with the tool's partitions (flush kind
+    topics), so the next election does not give the topic a new one."""
+    h = Harness()
+    await h.start()
+    try:
+        await with_topic_id(h)
+        await h.start_controller(101)
+        await h.settle()
+        doc = h.json(paths.topic("t"))
+        grown = {"version": 1, "partitions": {**doc["partitions"], "6": [1, 2, 3]}}
+        await h.admin.set(paths.topic("t"), json.dumps(grown).encode())
+        for _ in range(50):
+            await h.tick()
+            if h.json(paths.topic("t")).get("topic_id") == TOPIC_ID:
+                break
+        after = h.json(paths.topic("t"))
+        assert (after["version"], after["topic_id"]) == (3, TOPIC_ID) and after["partitions"]["6"] == [1, 2, 3]
+        assert h.server.exists(paths.partition_state("t", 6)) is not None
+    finally:
+        await h.close()
