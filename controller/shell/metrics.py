@@ -182,8 +182,14 @@ class _LiveCollector:
             "pending moves held back because their partition's ISR is at or under its min.insync.replicas "
             "(or a replica is offline, with isr_wait_offline_replicas): controller.core.isr_health",
         )
+        shutting = GaugeMetricFamily(
+            "reassignd_brokers_shutting_down",
+            "brokers in a controlled shutdown: asked (ControlledShutdown) and still registered; "
+            "no leader is elected onto them (controller.core.controlled_shutdown)",
+        )
         active = self.role.active if self.role is not None else None
         state = active.state if active is not None else None
+        shutting.add_metric([], len(state.shutting_down) if state is not None else 0)
         if state is not None:
             journal = getattr(active, "journal", None)
             doors = journal.doors if journal is not None else {}
@@ -209,7 +215,7 @@ class _LiveCollector:
                 pending.add_metric([d], 0)
                 running.add_metric([d], 0)
             isr_waits.add_metric([], 0)
-        yield from (pending, running, slots, caps, isr_waits)
+        yield from (pending, running, slots, caps, isr_waits, shutting)
         if self.listeners:
             # One sample per listener (--listen may name several), labelled by its name.
             families = (

@@ -165,3 +165,6 @@ def test_moves_by_door_and_broker_slots_from_the_active_state():
                      ("3", "incoming"): 0, ("3", "outgoing"): 1, ("4", "incoming"): 3, ("4", "outgoing"): 0,
                      ("5", "incoming"): 2, ("5", "outgoing"): 0}
     assert m[("reassignd_broker_move_slots", (("direction", "incoming"),))] == 3
+    assert m[("reassignd_brokers_shutting_down", ())] == 0
+    s.shutting_down.update({4: 1004, 5: 1005})  # two brokers in a controlled shutdown
+    assert samples(metrics)[("reassignd_brokers_shutting_down", ())] == 2
