@@ -54,20 +54,17 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
             ws.topic_versions.pop(name)
             ws.topic_ids.pop(name)
             continue
-        version, parts, *topic_id = read  # (version, partitions[, topic_id]): TopicRead
+        version, parts, *rest = read  # (version, partitions[, topic_id]): TopicRead
+        topic_id = rest[0] if rest else None
         known = ws.topic_versions.get(name)
         if known is not None and known > version:
             continue  # an older read than what this controller wrote
-        if not (topic_id and topic_id[0] is not None):
-            held = ws.topic_ids.get(name) if known is not None else None
-            if held is not None:
-                # A tool rewrote it without its id (an older kafka-topics adding partitions):
-                # the id stays, written back below, or the next election would give it a new
-                # one that its brokers' partition.metadata contradicts.
-                topic_id = [held]
-                given.append(name)
-            elif known is None and name in event.new_ids:
-                topic_id = [event.new_ids[name]]  # a new topic without one: given, written below
+        if topic_id is None:
+            # A known topic a tool rewrote without its id (an older kafka-topics adding
+            # partitions) keeps the one held, or the next election would give it a new one that
+            # its brokers' partition.metadata contradicts; a new one gets the shell's. Written below.
+            topic_id = ws.topic_ids.get(name) if known is not None else event.new_ids.get(name)
+            if topic_id is not None:
                 given.append(name)
         for p in ws.topic_partitions.get(name, ()):
             if p not in parts:
@@ -76,8 +73,8 @@ def on_topics(ws: WorkingSet, event: TopicsRead) -> None:
             ws.assignments[(name, p)] = assignment
         ws.topic_partitions[name] = tuple(parts)
         ws.topic_versions[name] = version
-        if topic_id and topic_id[0] is not None:
-            ws.topic_ids[name] = topic_id[0]
+        if topic_id is not None:
+            ws.topic_ids[name] = topic_id
         else:
             ws.topic_ids.pop(name)
     for name in given:
