@@ -20,14 +20,19 @@ broker its own. ``--disk-bytes`` is each directory's volume; ``--disk-copy-rate`
 broker's copies between its own directories (AlterReplicaLogDirs), below the dynamic
 ``replica.alter.log.dirs.io.max.bytes.per.second``.
 
+ISR changes: by default a partition leader writes the state znode and an
+``/isr_change_notification`` itself, as Kafka brokers before inter.broker.protocol.version 2.7;
+``--isr-via alter-partition`` has it send AlterPartition (KIP-497) to the active controller
+instead, as 2.7+ brokers do, and write nothing to ZooKeeper for it (:mod:`sim.alter_partition`).
+
 ``--zk-config FILE`` gives the brokers' ZooKeeper identity and security, the keys the
 controller's ``--security-config`` and ``reassignd users --zk-config`` read
 (``znodes.security``): ``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``,
 ``zookeeper.set.acl``, ``zookeeper.ssl.*``. As Kafka's brokers and controller share one
 ZooKeeper identity, give the sim the controller's: under ``zookeeper.set.acl`` each writes
 znodes the other created (the brokers update partition states the controller created and add
-ISR change notifications under its ``/isr_change_notification``; the controller updates the
-topics the sim created).
+ISR change notifications under its ``/isr_change_notification``, unless ``--isr-via
+alter-partition``; the controller updates the topics the sim created).
 
 When everything is up, one line goes to stdout::
 
@@ -48,7 +53,7 @@ import logging
 import sys
 
 from reassignd.args import USAGE_EXIT, Parser, UsageError
-from sim.cluster import ClusterSettings
+from sim.cluster import ISR_VIA_ZOOKEEPER, ISR_VIAS, ClusterSettings
 from sim.core import BrokerConfig
 from sim.logdirs import LogDirsError, check_dir_names
 from sim.replica import CopySettings
@@ -62,6 +67,8 @@ MAX_BROKERS = 200  # one process: each broker holds a port and a ZooKeeper sessi
 MAX_BROKER_ID = 2**31 - 1
 # More directories than this per broker is a typo (Kafka's largest JBOD boxes hold a few dozen disks).
 MAX_LOG_DIRS = 64
+# --isr-via's choices, dashed as command-line words are, each the ClusterSettings.isr_via it sets.
+ISR_VIA_CHOICES = {via.replace("_", "-"): via for via in ISR_VIAS}
 
 
 def _positive_int(text: str) -> int:
@@ -173,6 +180,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="bytes/s a broker copies between its own log dirs, all moves together (default 200MiB)")
     p.add_argument("--tick-ms", type=_positive_int, default=100, metavar="MS",
                    help="how often simulated time advances")
+    p.add_argument("--isr-via", choices=list(ISR_VIA_CHOICES), default=ISR_VIA_ZOOKEEPER,
+                   help="how a partition leader changes the ISR: zookeeper (writes the state znode and an "
+                        "isr_change_notification, Kafka before inter.broker.protocol.version 2.7; the default) "
+                        "or alter-partition (sends AlterPartition to the active controller, as 2.7+ brokers do)")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="replica assignment seed")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
@@ -240,6 +251,7 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
         tick=args.tick_ms / 1000.0,
         seed=args.seed,
         topic_brokers=args.topic_brokers,
+        isr_via=ISR_VIA_CHOICES[args.isr_via],
     )
 
 

@@ -11,7 +11,10 @@ find the controller, and the brokers serve DescribeConfigs.
 
 Time: :meth:`SimulatedCluster.advance` handles the session events that came in (config changes,
 expired sessions), moves the copy model to ``clock()`` and lets every running broker do its
-leader duties, carrying out the ISR writes and notifications they ask for.
+leader duties, carrying out the ISR changes they ask for: by default as Kafka brokers before 2.7
+(inter.broker.protocol.version < 2.7) do, each leader writing the partition's state znode and an
+``/isr_change_notification``; with ``ClusterSettings(isr_via="alter_partition")`` as 2.7+ brokers
+do, in one AlterPartition request per broker to the active controller (:mod:`sim.alter_partition`).
 ``reassignd sim`` calls it every ``tick`` seconds (:meth:`start_ticker`); deterministic tests
 pass a :class:`sim.clock.ManualClock` and call it themselves.
 
@@ -40,6 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from protocol import ApiKey
+from sim.alter_partition import AlterPartitionManager
 from sim.alterconfigs import alter_configs
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
@@ -83,6 +87,11 @@ MAX_ISR_WRITE_ATTEMPTS = 5
 # up to 8 at a time, not every broker's changes one after another in this one process (which
 # was not what bounded bench/controller.py's sockets rate: that is the sim's latency per move).
 ISR_WRITES_IN_FLIGHT = 8
+# How brokers change an ISR (ClusterSettings.isr_via): writing ZooKeeper themselves (Kafka before
+# 2.7, and 2.7+ with an older inter.broker.protocol.version), or asking the controller (KIP-497).
+ISR_VIA_ZOOKEEPER = "zookeeper"
+ISR_VIA_ALTER_PARTITION = "alter_partition"
+ISR_VIAS = (ISR_VIA_ZOOKEEPER, ISR_VIA_ALTER_PARTITION)
 
 
 class BrokerRegistrationError(Exception):
@@ -109,6 +118,13 @@ class ClusterSettings:
     # The name the brokers register their (PLAINTEXT) listener under: a cluster whose brokers
     # have no listener named PLAINTEXT, e.g. INTERNAL (Kafka's inter.broker.listener.name).
     listener_name: str = "PLAINTEXT"
+    # How a leader changes an ISR: ISR_VIA_ZOOKEEPER (the state znode, then an ISR change
+    # notification) or ISR_VIA_ALTER_PARTITION (AlterPartition to the active controller).
+    isr_via: str = ISR_VIA_ZOOKEEPER
+
+    def __post_init__(self):
+        if self.isr_via not in ISR_VIAS:
+            raise ValueError(f"isr_via must be one of {ISR_VIAS}, got {self.isr_via!r}")
 
     @property
     def broker_ids(self) -> list[int]:
@@ -149,6 +165,8 @@ class SimBroker:
         self.running = False
         self.started_before = False
         self.lost_session = False
+        # Its AlterPartition sender when ISR changes go to the controller (isr_via), else None.
+        self.alter_partition: AlterPartitionManager | None = None
 
 
 class SimulatedCluster:
@@ -207,7 +225,10 @@ class SimulatedCluster:
                     view=self.view,
                 )
                 port = self.settings.base_port + index if self.settings.base_port else 0
-                self.brokers[broker_id] = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
+                sim_broker = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
+                if self.settings.isr_via == ISR_VIA_ALTER_PARTITION:
+                    sim_broker.alter_partition = AlterPartitionManager(sim_broker, self.clock)
+                self.brokers[broker_id] = sim_broker
                 self.model.offline.add(broker_id)
             self._watcher = ConfigWatcher(self.admin, self.throttles, self.view, self.model.log_configs)
             await self._watcher.load_all()
@@ -326,6 +347,8 @@ class SimulatedCluster:
         if broker.store is not None:
             await broker.store.close()
             broker.store = None
+        if broker.alter_partition is not None:
+            await broker.alter_partition.close()  # its connection to the controller dies with it
         log.info("broker %d stopped", broker_id)
 
     async def restart_broker(self, broker_id: int) -> None:
@@ -420,7 +443,13 @@ class SimulatedCluster:
 
     async def _carry_out(self, broker: SimBroker, effects: list) -> None:
         """One broker's effects of an advance: its ISR writes (one per partition, at most
-        ISR_WRITES_IN_FLIGHT at once), then its notification (of writes of earlier advances)."""
+        ISR_WRITES_IN_FLIGHT at once), then its notification (of writes of earlier advances).
+
+        The AlterPartition way, the writes are one request to the controller instead, and there
+        is never a notification: the core queues none for a change the controller made."""
+        if broker.alter_partition is not None:
+            await broker.alter_partition.send([e for e in effects if isinstance(e, IsrWrite)])
+            return
         gate = asyncio.Semaphore(ISR_WRITES_IN_FLIGHT)
 
         async def write_isr(write: IsrWrite) -> None:

@@ -7,7 +7,8 @@ Each try, up to MAX_TRIES (Kafka's ``controlled.shutdown.max.retries``, which co
 
  1. Find the active controller on the broker's own ZooKeeper session, as Kafka's broker does:
     ``/controller``'s brokerid, then that instance's listener at ``/reassignd/controllers/<id>``
-    (reassignd's controllers are not brokers, so ``/brokers/ids`` does not name them).
+    (reassignd's controllers are not brokers, so ``/brokers/ids`` does not name them;
+    :mod:`sim.controller_link`, which AlterPartition uses too).
  2. Send ControlledShutdown v3 ``{broker_id, broker_epoch}`` (the epoch: the czxid of the
     broker's current ``/brokers/ids/N``) on a new connection, client id the broker id.
  3. NONE with nothing remaining: done. Partitions remaining, a RETRIABLE error, or no answer
@@ -28,31 +29,11 @@ from __future__ import annotations
 import asyncio
 import logging
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Protocol
 
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.exceptions import DecodeError
-from protocol_aio import ClientConnection
-from sim.clusterwatch import CONTROLLERS_PATH
-from znodes import paths
-from znodes.api import NoNodeError, ZkError
-from znodes.errors import ZnodeFormatError
-from znodes.payloads import decode_controller, decode_listener
-
-if TYPE_CHECKING:
-    from sim.core import BrokerCore
-    from znodes.api import Store
-
-
-class Broker(Protocol):
-    """What a try needs of the broker asking: a running sim.cluster.SimBroker (named here by
-    its shape, not imported: sim.cluster imports this module)."""
-
-    id: int
-    store: Store | None
-    core: BrokerCore
-
+from sim.controller_link import Broker, NoAnswer, connect, error_name, find_controller
 
 log = logging.getLogger(__name__)
 
@@ -63,7 +44,6 @@ MAX_TRIES = 3  # Kafka's controlled.shutdown.max.retries default
 RETRY_BACKOFF_S = 0.5
 VERSION = 3  # what a Kafka 2.4+ broker sends (inter.broker.protocol.version 2.4+)
 REQUEST_TIMEOUT_S = 30.0  # Kafka's request.timeout.ms, per try
-CONNECT_TIMEOUT_S = 5.0
 # Errors that another try may not get (a new controller, a step that failed under a race).
 RETRIABLE = frozenset({ErrorCode.NOT_CONTROLLER, ErrorCode.REQUEST_TIMED_OUT, ErrorCode.UNKNOWN_SERVER_ERROR})
 
@@ -73,10 +53,6 @@ class Outcome:
     controlled: bool  # the last answer was NONE with nothing remaining
     remaining: tuple[tuple[str, int], ...]  # what the last NONE answer said the broker still leads
     tries: int
-
-
-class NoAnswer(Exception):
-    """No controller answered this try (why)."""
 
 
 async def controlled_shutdown(broker: Broker) -> Outcome:
@@ -95,7 +71,7 @@ async def controlled_shutdown(broker: Broker) -> Outcome:
                     return Outcome(True, (), attempt)
                 log.info("broker %d: controlled shutdown try %d: still leads %s", broker.id, attempt, list(remaining))
             else:
-                log.warning("broker %d: controlled shutdown try %d: %s", broker.id, attempt, _name(code))
+                log.warning("broker %d: controlled shutdown try %d: %s", broker.id, attempt, error_name(code))
                 if code not in RETRIABLE:
                     return Outcome(False, remaining, attempt)
         if attempt < MAX_TRIES:
@@ -106,11 +82,7 @@ async def controlled_shutdown(broker: Broker) -> Outcome:
 async def ask(broker: Broker) -> tuple[int, tuple[tuple[str, int], ...]]:
     """One try: (error code, partitions remaining); NoAnswer when no controller answered."""
     cid, host, port = await find_controller(broker)
-    try:
-        conn = await ClientConnection.open(host, port, connect_timeout_s=CONNECT_TIMEOUT_S, client_id=str(broker.id),
-                                           name=f"controller {cid}", timeout_s=REQUEST_TIMEOUT_S)
-    except OSError as exc:
-        raise NoAnswer(f"controller {cid} at {host}:{port}: {exc!r}") from None
+    conn = await connect(broker, cid, host, port, timeout_s=REQUEST_TIMEOUT_S)
     try:
         body = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, VERSION,
                                   {"broker_id": broker.id, "broker_epoch": broker.core.broker_epoch})
@@ -119,29 +91,3 @@ async def ask(broker: Broker) -> tuple[int, tuple[tuple[str, int], ...]]:
     finally:
         await conn.close()
     return body["error_code"], tuple((p["topic_name"], p["partition_index"]) for p in body["remaining_partitions"])
-
-
-async def find_controller(broker: Broker) -> tuple[int, str, int]:
-    """Step 1: (controller id, host, port) of the active instance."""
-    store = broker.store
-    if store is None:
-        raise NoAnswer("no ZooKeeper session")
-    path = paths.CONTROLLER
-    try:
-        data, _ = await store.get(path)
-        cid = decode_controller(path, data)
-        path = f"{CONTROLLERS_PATH}/{cid}"
-        data, _ = await store.get(path)
-        host, port = decode_listener(path, data)
-    except NoNodeError:
-        raise NoAnswer(f"no {path}") from None
-    except (ZkError, ZnodeFormatError) as exc:
-        raise NoAnswer(f"cannot read {path}: {exc}") from None
-    return cid, host, port
-
-
-def _name(code: int) -> str:
-    try:
-        return ErrorCode(code).name
-    except ValueError:
-        return f"error {code}"

@@ -3,13 +3,16 @@
 It answers the requests a Kafka broker gets from a controller and from admin clients, and does
 a partition leader's ISR duty. Its replicas live in the simulation's shared
 :class:`sim.replica.ReplicationModel`; the shell (:mod:`sim.cluster`) advances that model, then
-each core, and carries out the ZooKeeper writes the cores return.
+each core, and carries out the ISR changes the cores return: ZooKeeper writes, or AlterPartition
+requests to the controller (:mod:`sim.alter_partition`).
 
     core = BrokerCore(1, model, clock=lambda: model.now)
     response = core.handle(4, 4, leader_and_isr_body)      # LeaderAndIsr v4 -> response body
     for effect in core.advance(model.now):                  # IsrWrite / IsrChangeNotification
         ...                                                  # shell writes, then reports back:
     core.isr_write_done(write, new_zk_version, now)          # or isr_write_conflict / _failed
+    core.isr_altered(write, leader_epoch, isr, partition_epoch, now)   # AlterPartition way: or
+                                                             # isr_change_refused / isr_write_failed
 
 Epoch rules (Kafka 2.4+'s ZooKeeper-mode brokers, docs/DESIGN.md section 5): a request from
 an older controller epoch than this broker has seen is answered STALE_CONTROLLER_EPOCH whole
@@ -291,6 +294,9 @@ class BrokerCore:
             tuple(state.get("removing_replicas") or ()),
             zk_version,
         )
+        # The controller's state replaces whatever ISR change was pending on the old one (Kafka's
+        # makeLeader / makeFollower reset the partition state), refused ones included.
+        self._isr_in_flight.pop((topic, index), None)
         return ErrorCode.NONE
 
     def _apply_state(self, replica, leader, leader_epoch, controller_epoch, isr, replicas, adding, removing, zk_version):
@@ -525,18 +531,55 @@ class BrokerCore:
         return replica.leo if replica is not None else 0.0
 
     def isr_write_done(self, write: IsrWrite, zk_version: int, now: float) -> None:
-        """The state znode now holds ``write`` at ``zk_version``."""
-        if self._isr_in_flight.get(write.key) == write:
-            del self._isr_in_flight[write.key]
-        replica = self.model.get(write.topic, write.partition, self.broker_id)
-        if replica is not None and replica.role is Role.LEADER and replica.leader_epoch == write.leader_epoch:
-            for member in write.isr:
-                if member != self.broker_id and member not in replica.isr:
-                    replica.caught_up.setdefault(member, now)
-            replica.isr = write.isr
-            replica.zk_version = zk_version
+        """The state znode now holds ``write`` at ``zk_version`` (ZooKeeper way: this broker
+        wrote it), so the next ISR change notification carries it to the controller."""
+        self._settle(write)
+        replica = self._leading(write.key, write.leader_epoch)
+        if replica is not None:
+            self._commit_isr(replica, write.isr, zk_version, now)
         self._isr_changes[write.key] = (write, zk_version)
         self._last_isr_change = now
+
+    def isr_altered(self, write: IsrWrite, leader_epoch: int, isr: tuple[int, ...], partition_epoch: int,
+                    now: float) -> bool:
+        """The controller answered ``write``'s AlterPartition with NONE: the state znode holds
+        ``isr`` at ``partition_epoch`` (its zkVersion), written by the controller, which tells the
+        other brokers itself, so no notification is queued.
+
+        Adopted only while ``write`` is still the pending change and this broker leads the
+        answer's leader epoch with no newer partition epoch (Kafka's
+        Partition.handleAlterPartitionUpdate); otherwise the answer is out of date and the
+        change stays pending, as a refused one (:meth:`isr_change_refused`). True if adopted."""
+        replica = self._leading(write.key, leader_epoch)
+        if self._isr_in_flight.get(write.key) != write or replica is None or partition_epoch < replica.zk_version:
+            return False
+        self._settle(write)
+        self._commit_isr(replica, tuple(isr), partition_epoch, now)
+        return True
+
+    def isr_change_refused(self, write: IsrWrite) -> None:
+        """The controller refused ``write`` for a state this broker no longer has right (a
+        fenced leader epoch, a stale partition epoch, a new leader, an unknown partition).
+
+        The change stays pending, so no advance proposes another for the partition, until a
+        LeaderAndIsr brings the controller's state (:meth:`_become` ends it); Kafka's Partition
+        stays in its pending state until the next makeLeader alike. Nothing to undo here: the
+        in-flight mark is that pending state."""
+
+    def _leading(self, key: tuple[str, int], leader_epoch: int) -> Replica | None:
+        """This broker's replica of ``key`` if it leads it in ``leader_epoch``."""
+        replica = self.model.get(key[0], key[1], self.broker_id)
+        if replica is not None and replica.role is Role.LEADER and replica.leader_epoch == leader_epoch:
+            return replica
+        return None
+
+    def _commit_isr(self, replica: Replica, isr: tuple[int, ...], zk_version: int, now: float) -> None:
+        """A leader's ISR change has landed: what both ways of making it share."""
+        for member in isr:
+            if member != self.broker_id and member not in replica.isr:
+                replica.caught_up.setdefault(member, now)  # a new member counts as caught up now
+        replica.isr = isr
+        replica.zk_version = zk_version
 
     def isr_write_conflict(self, write: IsrWrite, current: dict, zk_version: int) -> IsrWrite | None:
         """The conditional set met a newer znode (``current`` at ``zk_version``).
@@ -569,6 +612,11 @@ class BrokerCore:
         return retry
 
     def isr_write_failed(self, write: IsrWrite) -> None:
+        """``write`` did not land, or was not attempted: the next advance may propose again."""
+        self._settle(write)
+
+    def _settle(self, write: IsrWrite) -> None:
+        """``write`` is no longer in flight (unless another change took its place meanwhile)."""
         if self._isr_in_flight.get(write.key) == write:
             del self._isr_in_flight[write.key]
 

@@ -1,7 +1,9 @@
 """The ZooKeeper writes a simulated broker asks its shell to carry out, as data.
 
 :meth:`sim.core.BrokerCore.advance` returns these; the shell (:mod:`sim.cluster`) performs
-them on the broker's own ZooKeeper session and reports back to the core.
+them on the broker's own ZooKeeper session and reports back to the core. When ISR changes go to
+the controller instead (``ClusterSettings.isr_via``), an IsrWrite is what the broker proposes in
+AlterPartition (:mod:`sim.alter_partition`), and no IsrChangeNotification comes.
 
     >>> w = IsrWrite("orders", 0, leader=1, leader_epoch=4, controller_epoch=2, isr=(1, 3), zk_version=7)
     >>> w.path, w.payload()

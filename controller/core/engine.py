@@ -21,6 +21,7 @@ and turns the set into a :class:`Step`. The algorithms are in one module per con
     step 10                  controller.core.topic_creation
     step 11                  controller.core.topic_deletion
     step 12                  controller.core.elections, controller.core.broker_failure
+    step 12a                 controller.core.alter_partition
     step 12b                 controller.core.log_dir_failure
     step 12c                 controller.core.ended_moves
     admin requests           controller.core.admin_requests (reassignments, throttles),
@@ -130,6 +131,10 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     shutdown (ControlledShutdown: its leaderships moved to other ISR members, its followers
     stopped, nothing elected onto it any more: controller.core.controlled_shutdown); held
     back, as cancels and queued batches are, while a failover's resumed moves have no state yet.
+12a. A leader's ISR change asked of the controller (AlterPartition, KIP-497; Kafka 2.7+ brokers
+    send it instead of writing the state znode): the ISR written, fenced and conditional on the
+    zkVersion the leader holds, every broker told, then what a notified ISR change starts
+    (step 5 for a move): controller.core.alter_partition, with its worked table.
 12b. Log directory failures (KIP-113; controller.core.log_dir_failure, with its worked table):
     a notification's broker is asked (LeaderAndIsr, state held) which replicas are offline;
     those it answers KAFKA_STORAGE_ERROR are taken offline through step 12's broker-failure
@@ -217,6 +222,7 @@ from dataclasses import dataclass, field
 
 from controller.core import (
     admin_requests,
+    alter_partition,
     broker_failure,
     cancel,
     elections,
@@ -238,6 +244,7 @@ from controller.core.events import (
     DeletionsRead,
     ElectionRequested,
     Event,
+    IsrAlterRequested,
     LogDirEventsRead,
     MetadataRead,
     OfflineCheck,
@@ -372,6 +379,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         throttle_removal.on_removal(ws, event)
     elif isinstance(event, (ElectionRequested, OfflineCheck, PreferredElectionRead, ShutdownRequested)):
         elections.elect(ws, event)
+    elif isinstance(event, IsrAlterRequested):
+        alter_partition.on_alter(ws, event)
     elif isinstance(event, LogDirEventsRead):
         log_dir_failure.on_log_dir_events(ws, event)
     elif isinstance(event, ReplicasOffline):

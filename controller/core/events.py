@@ -200,6 +200,36 @@ class ShutdownRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class IsrProposal:
+    """One partition of an AlterPartition request: the ISR its leader asks for, from the leader
+    epoch and partition epoch (the state znode's zkVersion) it holds. ``member_epochs``: each
+    member's broker epoch as the leader gave it (version 3; -1 not known), else empty."""
+
+    tp: TopicPartition
+    leader_epoch: int
+    isr: tuple[int, ...]
+    partition_epoch: int
+    recovery_state: int = 0
+    member_epochs: tuple[int, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class IsrAlterRequested:
+    """AlterPartition (API 56, KIP-497): broker ``broker_id`` at ``broker_epoch``, leader of
+    the partitions proposed, asks for their new ISRs (controller.core.alter_partition), decided
+    from ``states`` the shell read for them. ``token`` comes back with (top-level error code,
+    {partition: (error code, state or None)}) in ``Step.elections``; ``version`` is the
+    request's (ineligible members are answered by version)."""
+
+    broker_id: int
+    broker_epoch: int
+    proposals: tuple[IsrProposal, ...]
+    states: dict[TopicPartition, LeaderIsr | None]
+    version: int = 0
+    token: object = None
+
+
+@dataclass(frozen=True, slots=True)
 class PreferredElectionRead:
     """``/admin/preferred_replica_election`` read (Kafka's ZooKeeper door to preferred leader
     elections, controller.core.elections step 5): its partitions and version, with the states
@@ -390,4 +420,5 @@ Event = (
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
     | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead | ShutdownRequested
+    | IsrAlterRequested
 )

@@ -210,6 +210,13 @@ def isr_floor_crossed(ws: WorkingSet, tp: TopicPartition, before: LeaderIsr | No
     return was != (len(after.isr) < floor)
 
 
+def note_isr_change(ws: WorkingSet, tp: TopicPartition, before: LeaderIsr | None, after: LeaderIsr) -> None:
+    """Steps 2a/2b after a partition's ISR changed: a move waiting for it may start, the caps
+    change when the partition crossed its min ISR."""
+    if tp in ws.pending or (len(ws.pending) and isr_floor_crossed(ws, tp, before, after)):
+        ws.schedule_needed = True
+
+
 @writing(ISR_CHANGE)
 def on_states(ws: WorkingSet, event: StatesRead) -> None:
     """Step 4: partition states read (ISR changes, a LOADING move's state): start, resume or complete."""
@@ -249,8 +256,7 @@ def on_states(ws: WorkingSet, event: StatesRead) -> None:
             ws.box.update_metadata(tp, state, assignment.replicas)
         if (assignment is not None or move is not None) and state is not known:
             ws.states[tp] = state
-            if tp in ws.pending or (len(ws.pending) and isr_floor_crossed(ws, tp, known, state)):
-                ws.schedule_needed = True  # step 2a/2b: a waiting move may start, the caps change
+            note_isr_change(ws, tp, known, state)
         if move is None:
             continue
         if move.phase is Phase.LOADING:

@@ -274,6 +274,15 @@ class WorkingSet:
         self.states[tp] = new
         return new
 
+    def new_isr(self, tp: TopicPartition, state: LeaderIsr, isr) -> LeaderIsr:
+        """Write the state znode with the ISR a leader asked for (AlterPartition: the leader and
+        its leader epoch stay, as a leader's own ISR write keeps them), conditional on its
+        zkVersion like :meth:`new_epoch`."""
+        new = LeaderIsr(state.leader, state.leader_epoch, self.base.epoch, tuple(isr), state.zk_version + 1)
+        self.early.append(SetData(paths.partition_state(*tp), encode_state(new), state.zk_version))
+        self.states[tp] = new
+        return new
+
     def stop_replicas(self, tp: TopicPartition, replicas, state: LeaderIsr | None) -> bool:
         """StopReplica(delete) to the live brokers of ``replicas``; False if none is live."""
         to_stop = [b for b in replicas if b in self.brokers]
