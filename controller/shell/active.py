@@ -48,6 +48,7 @@ from controller.core.events import (
     DeletionsRead,
     ElectionRequested,
     Event,
+    IsrAlterRequested,
     LogDirEventsRead,
     MetadataRead,
     OfflineCheck,
@@ -255,9 +256,12 @@ class ActiveController:
             gctune.thaw()
             if rebalancer is not None:
                 rebalancer.cancel()
-            # Admin requests nobody will take now: NOT_CONTROLLER, at once.
+            # Admin requests nobody will take now: NOT_CONTROLLER, at once; those the engine held
+            # back for a failover's states too (they go with this state).
             for item in fail_waiting(self.inbox.drain(self.inbox.queue.qsize())):
                 self.inbox.queue.put_nowait(item)
+            if self.state is not None:
+                fail_waiting(self.state.deferred)
             self.chunk_reads.cancel()
             await self.dispatcher.close()
 
@@ -1013,8 +1017,9 @@ class ActiveController:
 
 
 def fail_waiting(items, why: str = "") -> list:
-    """A resigning controller's requests someone waits for, queued or in the batch it was taking
-    (admin requests: admin_events.fail_queued; CancelReassignments and ElectLeaders): failed at
+    """A resigning controller's requests someone waits for, queued, in the batch it was taking or
+    held back for a failover's states (admin requests: admin_events.fail_queued;
+    CancelReassignments, ElectLeaders, ControlledShutdown, AlterPartition): failed at
     once, so that their handlers answer NOT_CONTROLLER as Kafka's would, instead of the client
     waiting out its timeout; the other items are returned."""
     kept = []
@@ -1026,7 +1031,7 @@ def fail_waiting(items, why: str = "") -> list:
         if isinstance(item, CancelRequested) and isinstance(token, asyncio.Future):
             if not token.done():
                 token.set_exception(CancelNotRecorded(message))
-        elif isinstance(item, (ElectionRequested, ShutdownRequested)) and isinstance(token, asyncio.Future):
+        elif isinstance(item, (ElectionRequested, ShutdownRequested, IsrAlterRequested)) and isinstance(token, asyncio.Future):
             if not token.done():
                 token.set_exception(NotTheController(message))
         else:

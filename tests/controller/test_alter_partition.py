@@ -172,3 +172,18 @@ def test_deferred_while_a_failover_has_resumed_moves_without_states_then_taken()
     st = engine.step(s, StatesRead({MOVING: LeaderIsr(2, 6, 8, (2,), 20)}), ControllerConfig())
     [(token, (top, results))] = st.elections
     assert token is TOKEN and results[TP][0] is ErrorCode.NONE
+
+
+async def test_a_request_queued_or_held_back_at_resignation_is_answered_not_controller_at_once():
+    """A resigning controller fails an AlterPartition it had queued or held back for a
+    failover's states (controller.shell.active.fail_waiting): the leader hears NOT_CONTROLLER and
+    asks the next controller, instead of waiting out the handler's MAX_WAIT_S."""
+    import asyncio
+
+    from controller.shell.active import NotTheController, fail_waiting
+
+    loop = asyncio.get_running_loop()
+    queued, held = loop.create_future(), loop.create_future()
+    assert fail_waiting([IsrAlterRequested(1, 100, (_p((1,)),), {}, 2, queued)]) == []
+    assert fail_waiting((IsrAlterRequested(1, 100, (), {}, 2, held),)) == []
+    assert isinstance(queued.exception(), NotTheController) and isinstance(held.exception(), NotTheController)
