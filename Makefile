@@ -58,8 +58,10 @@ test: system-deps venv codec-compiled
 # simulated brokers and 3 controllers under a nemesis; prints its figures last.
 DURATION ?= 300
 SEED ?= 1
+# ISR_VIA=alter-partition: the simulated leaders send AlterPartition (Kafka 2.7+ brokers).
+ISR_VIA ?= zookeeper
 chaos: system-deps venv
-	$(PY) -m tests.chaos --duration $(DURATION) --seed $(SEED)
+	$(PY) -m tests.chaos --duration $(DURATION) --seed $(SEED) --isr-via $(ISR_VIA)
 
 # The zombie check's self-test (what tests/chaos/test_break_fence.py runs in `make test`):
 # controllers without the epoch fence, forced controller moves; fails unless zombie writes are found.

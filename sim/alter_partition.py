@@ -39,7 +39,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable
 
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -49,6 +49,10 @@ from sim.controller_link import Broker, NoAnswer, connect, error_name, find_cont
 from sim.effects import IsrWrite
 
 log = logging.getLogger(__name__)
+
+# (broker id, api key, version, body) -> the answer's body (sim.cluster.SimulatedCluster's
+# ``controller_request``).
+ControllerRequest = Callable[[int, int, int, dict], Awaitable[dict]]
 
 VERSION = 1  # topics by name (v2+ name them by id, which the simulation does not keep)
 # Kafka's controller.socket.timeout.ms is 30 s, but an advance waits for the answer here (as it
@@ -79,9 +83,13 @@ class AlterPartitionManager:
     """One broker's AlterPartition sender: its connection to the active controller and the
     outcome of each answer, reported to its core."""
 
-    def __init__(self, broker: Broker, clock: Callable[[], float]):
+    def __init__(self, broker: Broker, clock: Callable[[], float], request: ControllerRequest | None = None):
         self.broker = broker
         self.clock = clock
+        # Deterministic tests reach the controller without sockets: ``request(broker_id,
+        # api_key, version, body)`` answers as the active controller would (raising NoAnswer
+        # when none does); None: over TCP to the controller ZooKeeper names.
+        self._request = request
         self._conn: ClientConnection | None = None
         self._peer: tuple[int, str, int] | None = None  # (controller id, host, port) of _conn
         self._unanswered = False  # the last exchange got no answer (logged once until one does)
@@ -138,6 +146,8 @@ class AlterPartitionManager:
 
     async def _exchange(self, request: dict) -> dict:
         """The answer of the active controller, on the kept connection while it stays active."""
+        if self._request is not None:
+            return await self._request(self.broker.id, ApiKey.ALTER_PARTITION, VERSION, request)
         peer = await find_controller(self.broker)
         if self._conn is None or self._conn.closed or self._peer != peer:
             await self.close()

@@ -43,7 +43,7 @@ from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from protocol import ApiKey
-from sim.alter_partition import AlterPartitionManager
+from sim.alter_partition import AlterPartitionManager, ControllerRequest
 from sim.alterconfigs import alter_configs
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
@@ -177,10 +177,15 @@ class SimulatedCluster:
         *,
         clock: Callable[[], float] | None = None,
         serve: bool = True,
+        controller_request: ControllerRequest | None = None,
     ):
+        """``controller_request``: how the brokers' requests to the controller (AlterPartition,
+        with ``isr_via="alter_partition"``) reach it in deterministic tests, without sockets;
+        None: over TCP to the active controller ZooKeeper names."""
         self.settings = settings or ClusterSettings()
         self.clock = clock or loop_clock
         self.serve = serve
+        self.controller_request = controller_request
         self.throttles = Throttles()
         self.model = ReplicationModel(self.settings.copy, self.throttles)
         self.brokers: dict[int, SimBroker] = {}
@@ -227,7 +232,7 @@ class SimulatedCluster:
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 sim_broker = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
                 if self.settings.isr_via == ISR_VIA_ALTER_PARTITION:
-                    sim_broker.alter_partition = AlterPartitionManager(sim_broker, self.clock)
+                    sim_broker.alter_partition = AlterPartitionManager(sim_broker, self.clock, self.controller_request)
                 self.brokers[broker_id] = sim_broker
                 self.model.offline.add(broker_id)
             self._watcher = ConfigWatcher(self.admin, self.throttles, self.view, self.model.log_configs)

@@ -1,4 +1,5 @@
-"""``python -m tests.chaos [--duration S] [--seed N] [--workdir DIR] [--keep] [--break-fence]``:
+"""``python -m tests.chaos [--duration S] [--seed N] [--workdir DIR] [--keep] [--break-fence]
+[--isr-via zookeeper|alter-partition]``:
 one chaos run of any length (``make chaos DURATION=600 SEED=7`` calls this), its figures
 printed last.
 
@@ -30,12 +31,15 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--keep", action="store_true", help="keep the work directory even when every check held")
     p.add_argument("--break-fence", action="store_true",
                    help="self-test: controllers without the epoch fence; succeeds when zombie writes are caught")
+    p.add_argument("--isr-via", choices=("zookeeper", "alter-partition"), default="zookeeper",
+                   help="how the simulated leaders change ISRs: writing ZooKeeper themselves (pre-2.7 brokers, "
+                        "the default) or through AlterPartition to the active controller (KIP-497)")
     args = p.parse_args(argv)
     # kazoo warns of every connection a fault drops; the history records the faults.
     logging.getLogger("kazoo").setLevel(logging.ERROR)
     workdir = args.workdir or Path(tempfile.mkdtemp(prefix=f"chaos-{args.seed}-"))
-    print(f"chaos: seed={args.seed} duration={args.duration:.0f}s workdir={workdir}", flush=True)
-    result = run_chaos(args.duration, args.seed, workdir, break_fence=args.break_fence)
+    print(f"chaos: seed={args.seed} duration={args.duration:.0f}s isr_via={args.isr_via} workdir={workdir}", flush=True)
+    result = run_chaos(args.duration, args.seed, workdir, break_fence=args.break_fence, isr_via=args.isr_via)
     report = result.report
     ok = report.zombie_writes > 0 if args.break_fence else report.ok
     print(f"doors: {result.doors}")

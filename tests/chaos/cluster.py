@@ -79,8 +79,11 @@ def _stop(proc: subprocess.Popen, grace: float = STOP_GRACE_S) -> None:
 
 
 class ChaosCluster:
-    def __init__(self, workdir: Path, history: History, *, break_fence: bool = False):
+    def __init__(self, workdir: Path, history: History, *, break_fence: bool = False, isr_via: str = "zookeeper"):
         self.workdir = Path(workdir)
+        # How the simulated leaders change ISRs: writing ZooKeeper (pre-2.7 brokers) or sending
+        # AlterPartition to the active controller (``reassignd sim --isr-via``).
+        self.isr_via = isr_via
         # The checker's self-test: controllers that write without the epoch check.
         self.break_fence = break_fence
         self.history = history
@@ -115,7 +118,8 @@ class ChaosCluster:
         for cid in CONTROLLER_IDS:
             self.proxies[cid] = ProxyGroup(upstreams)
         self.config.write_text(to_toml(CONTROLLER_SETTINGS))
-        self.sim = _reassignd(["sim", "--zookeeper", hosts, *SIM_ARGS], self.workdir / "sim.log", stdout=subprocess.PIPE)
+        self.sim = _reassignd(["sim", "--zookeeper", hosts, *SIM_ARGS, "--isr-via", self.isr_via],
+                              self.workdir / "sim.log", stdout=subprocess.PIPE)
         line = self.sim.stdout.readline()
         if not line:
             raise RuntimeError("the sim did not start: " + (self.workdir / "sim.log").read_text()[-2000:])

@@ -67,20 +67,21 @@ BREAK_FENCE_MIN_FAULTS = 2  # forced controller moves the self-test needs (tests
 
 
 def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: float = QUIESCE_BOUND_S, *,
-              break_fence: bool = False) -> ChaosResult:
+              break_fence: bool = False, isr_via: str = "zookeeper") -> ChaosResult:
     """``break_fence``: the zombie check's self-test - controllers write without the epoch check
     and the nemesis only forces controller moves, each sending the deposed controller a request
-    before it hears it was deposed, so its writes land and the checker must report them."""
+    before it hears it was deposed, so its writes land and the checker must report them.
+    ``isr_via``: how the simulated leaders change ISRs (``reassignd sim --isr-via``)."""
     workdir = Path(workdir)
     workdir.mkdir(parents=True, exist_ok=True)
     history_path = workdir / "history.jsonl"
     history = History(history_path)
-    history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence, caps=CAPS)
+    history.add("meta", seed=seed, duration_s=duration_s, break_fence=break_fence, caps=CAPS, isr_via=isr_via)
     # One seed; each actor draws from its own stream of it, so the schedule of faults (kinds,
     # holds, round lengths) is the seed's whatever the workload's timing makes it draw.
     master = random.Random(seed)
     rng, nemesis_rng, workload_rng = (random.Random(master.getrandbits(64)) for _ in range(3))
-    with ChaosCluster(workdir, history, break_fence=break_fence) as cluster:
+    with ChaosCluster(workdir, history, break_fence=break_fence, isr_via=isr_via) as cluster:
         cluster.start()
         history.add("initial", assignments=cluster.initial_assignments)
         observer_zk = KazooClient(hosts=cluster.zk.connect_string, timeout=15)

@@ -16,6 +16,7 @@ import asyncio
 import json
 import random
 import uuid
+from types import SimpleNamespace
 
 from controller.core.config import ControllerConfig
 from controller.shell.active import ActiveController
@@ -315,8 +316,11 @@ class ControllerHandle:
 
 class Harness:
     def __init__(self, brokers: int = 6, topics=("t:4:3:64KiB",), config: ControllerConfig | None = None,
-                 log_dirs: tuple[str, ...] = ()):
-        """``log_dirs``: every broker's log directories (KIP-113; default one)."""
+                 log_dirs: tuple[str, ...] = (), isr_via: str = "zookeeper"):
+        """``log_dirs``: every broker's log directories (KIP-113; default one). ``isr_via``: how
+        the leaders change ISRs (sim.cluster.ClusterSettings.isr_via); "alter_partition" sends
+        their AlterPartition requests to the active controller's handler in this process
+        (:meth:`controller_request`)."""
         self.server = TwinServer()
         self.clock = ManualClock()
         settings = ClusterSettings(
@@ -324,8 +328,11 @@ class Harness:
             copy=CopySettings(bandwidth=2 * MB, produce_bytes=0, produce_messages=0),
             broker=BrokerConfig(replica_lag_time_max=3.0, isr_notification_quiet=0.25, isr_notification_max_delay=1.0,
                                 log_dirs=log_dirs),
+            isr_via=isr_via,
         )
-        self.cluster = SimulatedCluster(self.server.connect, settings, clock=self.clock, serve=False)
+        self.cluster = SimulatedCluster(self.server.connect, settings, clock=self.clock, serve=False,
+                                        controller_request=self.controller_request)
+        self.isr_requests: list[tuple[dict, dict]] = []  # (AlterPartition request, its answer) answered
         self.topic_specs = [parse_topic_spec(t) for t in topics]
         self.config = config or ControllerConfig(retry_backoff_s=0.0, request_retries=0)
         self.controllers: list[ControllerHandle] = []
@@ -400,6 +407,40 @@ class Harness:
             idle = 0 if loop._ready else idle + 1  # noqa: SLF001 (asyncio's ready queue)
             if idle >= 2:
                 return
+
+    async def controller_request(self, broker_id: int, api_key: int, version: int, body: dict) -> dict:
+        """A broker's request to the controller ``/controller`` names (AlterPartition), handled
+        by that instance's admin handler as its listener would; NoAnswer when no instance is
+        active there, or it crashed, resigned or was deposed before answering (the broker
+        proposes again at a later advance, as after a lost connection)."""
+        from controller.shell.admin.alter_partition import handle_alter
+        from controller.shell.admin.base import AdminContext
+        from sim.controller_link import NoAnswer
+
+        assert api_key == ApiKey.ALTER_PARTITION, api_key
+        if self.server.exists(paths.CONTROLLER) is None:
+            raise NoAnswer("no /controller")
+        cid = self.json(paths.CONTROLLER)["brokerid"]
+        handle = next((c for c in self.controllers if c.id == cid and c.alive and c.active is not None
+                       and c.active.state is not None), None)
+        if handle is None:
+            raise NoAnswer(f"controller {cid} is not taking requests")
+        active = handle.active
+        ctx = AdminContext(SimpleNamespace(active=active, store=handle.store, controller_id=cid), self.config)
+        task = asyncio.ensure_future(handle_alter(ctx, version, body))
+        # Waits only while that instance is still the active one: a crash between the request
+        # and its step (the step's future is then failed by nobody) must not hold the tick.
+        while not task.done():
+            if not handle.alive or handle.active is not active:
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+                raise NoAnswer(f"controller {cid} went before answering")
+            await asyncio.sleep(0)
+        if task.exception() is not None:
+            raise NoAnswer(f"controller {cid}: {task.exception()!r}")
+        answer = task.result()
+        self.isr_requests.append((body, answer))
+        return answer
 
     async def tick(self, seconds: float = TICK_S):
         self.clock.advance(seconds)

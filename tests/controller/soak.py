@@ -75,6 +75,13 @@ def default_seed() -> int:
     return random.SystemRandom().randrange(1, 2**31)
 
 
+# One shard in STATEFUL_ALTER_PARTITION_EVERY (default 4: shards 2 and 6 of a 2,000-schedule
+# run, apart from the tight and unclean ones) whose simulated leaders change ISRs through
+# AlterPartition to the active controller (KIP-497; test_stateful.ISR_VIA), not by writing
+# ZooKeeper; 0 runs none.
+ALTER_PARTITION_EVERY = int(os.environ.get("STATEFUL_ALTER_PARTITION_EVERY", "4"))
+
+
 def shard_seed(seed: int, shard: int) -> int:
     return int.from_bytes(hashlib.sha256(f"reassignd-stateful:{seed}:{shard}".encode()).digest()[:8], "big")
 
@@ -88,6 +95,11 @@ def tight_caps(shard: int) -> bool:
 def unclean(shard: int) -> bool:
     """Every UNCLEAN_EVERY-th shard, from the second, allows unclean leader elections."""
     return UNCLEAN_EVERY > 0 and shard % UNCLEAN_EVERY == 1 % UNCLEAN_EVERY
+
+
+def alter_partition(shard: int) -> bool:
+    """Every ALTER_PARTITION_EVERY-th shard, from the third, has leaders that send AlterPartition."""
+    return ALTER_PARTITION_EVERY > 0 and shard % ALTER_PARTITION_EVERY == 2 % ALTER_PARTITION_EVERY
 
 
 def shard_counts(schedules: int) -> list[int]:
@@ -105,12 +117,14 @@ class ShardResult:
     seconds: float
     cpu_seconds: float
     failure: str | None = None
+    isr_alters: int = 0  # partitions whose ISR a leader's AlterPartition had written (alter_partition shards)
 
 
 @dataclass
 class Result:
     seed: int
     schedules: int = 0
+    isr_alters: int = 0
     steps: int = 0
     coverage: Coverage = field(default_factory=Coverage)
     seconds: float = 0.0
@@ -132,9 +146,10 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
 
     logging.disable(logging.CRITICAL)  # the controllers' warnings are expected here, and cost
     stats = test_stateful.STATS
-    stats.update(schedules=0, steps=0, coverage=Coverage(), digest=hashlib.sha256())
+    stats.update(schedules=0, steps=0, coverage=Coverage(), digest=hashlib.sha256(), isr_alters=0)
     test_stateful.CAPS = test_stateful.TIGHT_CAPS if tight_caps(shard) else None
     test_stateful.UNCLEAN = unclean(shard)
+    test_stateful.ISR_VIA = "alter_partition" if alter_partition(shard) else "zookeeper"
 
     @forced_seed(shard_seed(seed, shard))
     def machine():
@@ -177,6 +192,7 @@ def run_shard(seed: int, shard: int, count: int) -> ShardResult:
         time.perf_counter() - began,
         time.process_time() - cpu,
         failure,
+        stats["isr_alters"],
     )
 
 
@@ -272,6 +288,7 @@ def run(seed: int, schedules: int, *, workers: int | None = None, shards: list[i
         for shard in pool.imap_unordered(_run_shard, todo):
             result.schedules += shard.schedules
             result.steps += shard.steps
+            result.isr_alters += shard.isr_alters
             result.coverage.merge(Coverage.from_json(shard.coverage))
             result.random_coverage.merge(Coverage.from_json(shard.coverage))
             result.digests[shard.shard] = shard.digest
@@ -335,6 +352,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"schedules={result.schedules}", file=out)
     print(f"steps={result.steps}", file=out)
     print(f"scripted_schedules={result.scripted}", file=out)
+    print(f"alter_partition_isr_changes={result.isr_alters}", file=out)
     print(f"crash_points_covered_by_random={result.random_coverage.covered()}/{len(result.coverage.required())}", file=out)
     print(f"crash_points_covered={result.coverage.covered()}/{len(result.coverage.required())}", file=out)
     sys.stdout.write(out.getvalue())

@@ -14,6 +14,7 @@ from controller.core.state import ClusterState
 from controller.core.task import Move, Phase
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from znodes import paths
 from znodes.values import Assignment, Broker, LeaderIsr
 
 TOKEN = object()
@@ -187,3 +188,48 @@ async def test_a_request_queued_or_held_back_at_resignation_is_answered_not_cont
     assert fail_waiting([IsrAlterRequested(1, 100, (_p((1,)),), {}, 2, queued)]) == []
     assert fail_waiting((IsrAlterRequested(1, 100, (), {}, 2, held),)) == []
     assert isinstance(queued.exception(), NotTheController) and isinstance(held.exception(), NotTheController)
+
+
+# ---- the deterministic harness: simulated leaders that send AlterPartition -------------------
+
+async def _harness_run(crash_after: int | None) -> tuple[object, bool]:
+    from tests.controller.harness import Harness
+
+    h = Harness(topics=("t:4:3:64KiB",), isr_via="alter_partition")
+    await h.start()
+    try:
+        first = await h.start_controller(101)
+        await h.settle()
+        before = h.current()
+        targets = {tp: [b for b in (4, 5, 6, 1, 2, 3) if b not in r][:3] for tp, r in before.items()}
+        first.store.remaining = crash_after
+        await h.submit(targets)
+        await h.settle()
+        while h.busy() and first.alive:
+            await h.tick()
+        if first.store.crashed:
+            await h.start_controller(102)
+        await h.run_until_quiet()
+        h.check_invariants(expected=targets)
+        return h, first.store.crashed
+    finally:
+        await h.close()
+
+
+async def test_moves_complete_when_leaders_only_send_alter_partition():
+    """Every replica a move adds enters the ISR through the controller's AlterPartition handler
+    (the brokers write no state znode, post no notification): the moves complete, every
+    invariant of the harness holds."""
+    h, _ = await _harness_run(None)
+    grown = [(b, a) for b, a in h.isr_requests
+             if a["error_code"] == ErrorCode.NONE and any(p["error_code"] == ErrorCode.NONE
+                                                          for t in a["topics"] for p in t["partitions"])]
+    assert grown, h.isr_requests
+    notes = paths.ISR_CHANGE_NOTIFICATION
+    assert h.server.exists(notes) is None or h.server.children(notes) == []
+
+
+@pytest.mark.parametrize("crash_after", [2, 5, 9, 14])
+async def test_moves_complete_across_a_controller_crash_with_alter_partition(crash_after):
+    _, crashed = await _harness_run(crash_after)
+    assert crashed

@@ -69,7 +69,7 @@ TARGETS = st.permutations(TARGET_BROKERS).map(lambda b: list(b[:3]))
 ALL_BROKERS = (*TARGET_BROKERS, *FLAKY_BROKERS)
 # What this process's schedules did, summed by their teardowns (read by tests/controller/soak.py):
 # complete schedules, their steps after the initial one, crash points, a digest of how each ended.
-STATS = {"schedules": 0, "steps": 0, "coverage": Coverage(), "digest": hashlib.sha256()}
+STATS = {"schedules": 0, "steps": 0, "coverage": Coverage(), "digest": hashlib.sha256(), "isr_alters": 0}
 # The move caps the controller runs with (tests/controller/soak.py sets them per shard): None is
 # the defaults (10 per broker, 1,000 in all: they never bind on 6 partitions, so the caps
 # invariant can only fail in shards run at TIGHT_CAPS, where moves wait for slots: one shard in
@@ -91,6 +91,10 @@ TIGHT_CAPS = {"max_incoming_per_broker": 1, "max_outgoing_per_broker": 2, "max_c
 # broker failure, a failed directory, or a move that ends with its ISR offline (engine step
 # 12c) - and invariant 5c's unclean form checks every settled partition has one.
 UNCLEAN = False
+# How the simulated leaders change ISRs (tests/controller/soak.py sets it per shard): "zookeeper",
+# writing the state znode and a notification (pre-2.7 brokers), or "alter_partition", asking the
+# active controller (KIP-497; controller.core.alter_partition), whose answers step 4 then waits on.
+ISR_VIA = "zookeeper"
 UNCLEAN_KEY = "unclean.leader.election.enable"
 # cut_flush's points: all but those of the kinds only the topics machine writes and made flush
 # kinds after the rule was written (create, delete, elect; tests/controller/test_stateful_topics.py
@@ -103,7 +107,7 @@ class ControllerMachine(RuleBasedStateMachine):
         super().__init__()
         self.loop = asyncio.new_event_loop()
         config = ControllerConfig(retry_backoff_s=0.0, request_retries=0, **(CAPS or {}))
-        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",), config=config, log_dirs=LOG_DIRS)
+        self.h = Harness(topics=(f"t:{PARTITIONS}:3:64KiB",), config=config, log_dirs=LOG_DIRS, isr_via=ISR_VIA)
         self.h.check_leader_epochs = True  # on every LeaderAndIsr sent (harness.check_leader_epoch)
         self.next_id = 101
         # Per partition: every replica list it started from or was sent to (see the docstring).
@@ -179,6 +183,10 @@ class ControllerMachine(RuleBasedStateMachine):
                 if self.steps >= self.complete_steps():
                     STATS["schedules"] += 1
                     STATS["steps"] += self.steps - 1
+                    # ISRs the controller wrote on a leader's AlterPartition (ISR_VIA's shards):
+                    # the runs must show some, or those shards checked nothing of it.
+                    STATS["isr_alters"] += sum(p["error_code"] == 0 for _, a in self.h.isr_requests
+                                               for t in a["topics"] for p in t["partitions"])
                     STATS["coverage"].add(self.h.points)
                     # How it ended, wall-clock stamps (/controller, brokers) and the random
                     # cluster id aside: the same seed must end the same way (soak.py).
@@ -865,12 +873,15 @@ def test_schedules():
         scripted_schedules=result.scripted,
         crash_points_covered_by_random=result.random_coverage.covered(),
         crash_points_covered=coverage.covered(),
+        alter_partition_isr_changes=result.isr_alters,
     )
     if result.failure is not None:
         pytest.fail(result.failure, pytrace=False)
     assert result.schedules >= schedules, result
     assert result.steps >= schedules * soak.STEPS, result
     assert result.scripted == crash_schedules.COUNT, result
+    if soak.ALTER_PARTITION_EVERY and len(soak.shard_counts(schedules)) > 2:
+        assert result.isr_alters > 0, "no leader's AlterPartition was answered in the shards that send them"
     problems = soak.problems(result)
     assert not problems, "\n".join(problems)
 
