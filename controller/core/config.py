@@ -88,7 +88,7 @@ class ControllerConfig(BaseModel):
     max_cluster_moves: Annotated[int, _setting(1000, "concurrent moves in the whole cluster", live=True, ge=1)]
     request_timeout_s: Annotated[float, _setting(10.0, "timeout of one controller->broker request (LeaderAndIsr, StopReplica, UpdateMetadata)", ge=0.001)]
     request_retries: Annotated[int, _setting(3, "retries of a send to a registered broker before waiting for it to re-register", ge=0)]
-    broker_listener: Annotated[str, _setting("PLAINTEXT", "the brokers' listener (by name, in their /brokers/ids registrations) the controller sends its requests to, Kafka's inter.broker.listener.name; it must speak PLAINTEXT. A broker without it is alive but unreachable, never taken for dead", pattern=r"^[A-Za-z0-9_.-]+$")]
+    broker_listener: Annotated[str, _setting("PLAINTEXT", "the brokers' listener (by name, in their /brokers/ids registrations) the controller sends its requests to, Kafka's inter.broker.listener.name; its protocol is --security-config's listener.security.protocol.map entry (TLS and SASL: the file's ssl.* keys, sasl.mechanism.inter.broker.protocol and listener.name.<name>.<mechanism>.sasl.jaas.config), else PLAINTEXT. A broker without it is alive but unreachable, never taken for dead", pattern=r"^[A-Za-z0-9_.-]+$")]
     retry_backoff_s: Annotated[float, _setting(0.2, "wait between those retries", ge=0.0)]
     # Below 1 s ZooKeeper negotiates it up anyway.
     zk_session_timeout_s: Annotated[float, _setting(6.0, "ZooKeeper session timeout: a crashed active controller is replaced this long after it died", ge=1.0,

@@ -31,6 +31,7 @@ Exit status: 0 after a signal, 2 for bad arguments or a bad config file, 1 on a 
 from __future__ import annotations
 
 import asyncio
+import functools
 import inspect
 import logging
 import os
@@ -51,6 +52,7 @@ from controller.shell.journal import MoveJournal, RecordIds
 from controller.core.listeners import Listener
 from controller.shell.listener import ListenerLimits, RequestHandler
 from controller.shell.security.config import SecurityConfig
+from controller.shell.security.inter_broker import InterBrokerSecurity
 from controller.shell.security.listeners import build_listeners
 from controller.shell.logs import setup_logging
 from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore, Metrics
@@ -125,7 +127,11 @@ class ControllerDaemon:
         )
         self._inbox: MeteredInbox | None = None
         self._connect = connect or self._connect_zookeeper
-        self._transport_factory = transport_factory or TcpTransport
+        # The brokers' listener (broker_listener) may be TLS or SASL: checked now, so that a bad
+        # setting stops the start rather than every request to a broker.
+        to_brokers = InterBrokerSecurity.from_config(self.security, getattr(config, "broker_listener", "PLAINTEXT"))
+        self._transport_factory = transport_factory or (
+            TcpTransport if to_brokers.protocol == "PLAINTEXT" else functools.partial(TcpTransport, security=to_brokers))
         # Every committed fenced write, one JSON line each (controller.shell.audit): the
         # argument, else the write_audit setting (--write-audit, $REASSIGND_WRITE_AUDIT).
         audit = write_audit or getattr(config, "write_audit", None)

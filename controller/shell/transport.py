@@ -9,7 +9,11 @@ method for deterministic tests.
     body = await transport.request(1, 4, 4, leader_and_isr_body)   # LeaderAndIsr v4
     await transport.close()
 
-Failures raise ``ConnectionError`` (refused, reset, closed mid-request), ``TimeoutError``
+With ``security`` (controller.shell.security.inter_broker: setting ``broker_listener`` on a
+TLS or SASL listener) each connection is made with TLS and logged in with SASL first.
+
+Failures raise ``ConnectionError`` (refused, reset, closed mid-request, a TLS handshake or
+SASL login refused), ``TimeoutError``
 is left to the caller's ``asyncio.timeout``, and a garbled answer raises ``protocol.DecodeError`` and
 closes that connection (the stream can no longer be trusted).
 """
@@ -17,9 +21,12 @@ closes that connection (the stream can no longer be trusted).
 from __future__ import annotations
 
 import asyncio
+import ssl
+import time
 from collections.abc import Callable, Mapping
 from typing import Protocol, runtime_checkable
 
+from controller.shell.security.inter_broker import InterBrokerSecurity
 from protocol_aio import ClientConnection
 from znodes.values import Broker
 
@@ -50,24 +57,46 @@ class BrokerTransport(Protocol):
 class TcpTransport:
     """One pipelined TCP connection per broker; ``endpoint(broker_id) -> (host, port) | None``."""
 
-    def __init__(self, endpoint: Callable[[int], tuple[str, int] | None], *, client_id: str = CLIENT_ID):
+    def __init__(self, endpoint: Callable[[int], tuple[str, int] | None], *, client_id: str = CLIENT_ID,
+                 security: InterBrokerSecurity | None = None):
         self.endpoint = endpoint
         self.client_id = client_id
+        # TLS and SASL to the brokers' listener (controller.shell.security.inter_broker); None: PLAINTEXT.
+        self.security = security
         self._connections: dict[int, ClientConnection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
+        self._expiry: dict[int, float] = {}  # broker -> when its SASL session must be replaced (KIP-368)
 
     async def _connection(self, broker_id: int) -> ClientConnection:
         lock = self._connecting.setdefault(broker_id, asyncio.Lock())
         async with lock:
             conn = self._connections.get(broker_id)
-            if conn is not None and not conn.closed:
+            expiry = self._expiry.get(broker_id)
+            if conn is not None and not conn.closed and (expiry is None or time.monotonic() < expiry):
                 return conn
+            if conn is not None and not conn.closed:  # its session ends soon: a new one, logged in anew
+                await conn.close()
             where = self.endpoint(broker_id)
             if where is None:
                 raise ConnectionRefusedError(f"broker {broker_id} is not registered, or has no endpoint this controller can reach")
             host, port = where
-            conn = await ClientConnection.open(host, port, connect_timeout_s=CONNECT_TIMEOUT_S, client_id=self.client_id,
-                                               name=f"broker {broker_id}", max_in_flight=MAX_IN_FLIGHT_PER_BROKER)
+            security = self.security
+            try:
+                conn = await ClientConnection.open(
+                    host, port, connect_timeout_s=CONNECT_TIMEOUT_S, client_id=self.client_id, name=f"broker {broker_id}",
+                    max_in_flight=MAX_IN_FLIGHT_PER_BROKER, ssl=security.ssl_context if security is not None else None)
+            except ssl.SSLError as exc:  # the broker's certificate is not trusted, or TLS is not spoken
+                raise ConnectionRefusedError(f"broker {broker_id} at {host}:{port}: TLS: {exc}") from None
+            self._expiry.pop(broker_id, None)
+            if security is not None and security.sasl:
+                try:
+                    async with asyncio.timeout(CONNECT_TIMEOUT_S):
+                        expiry = await security.authenticate(conn, f"broker {broker_id} at {host}:{port}")
+                except BaseException:
+                    await conn.close()
+                    raise
+                if expiry is not None:
+                    self._expiry[broker_id] = expiry
             self._connections[broker_id] = conn
             return conn
 

@@ -101,7 +101,7 @@ def test_listener_name_overrides_fall_back_key_by_key():
     assert internal.super_users == external.super_users == {"User:admin"}
     assert config.for_listener("OTHER") is config  # no overrides: the file's settings
     for bad, words in (({"listener.name.ext.super.users": "User:a"}, "not a per-listener setting"),
-                       ({"listener.name.ext.scram-sha-256.sasl.jaas.config": "x"}, "not a per-listener setting"),
+                       ({"listener.name.ext.gssapi.sasl.jaas.config": "x"}, "not a per-listener setting"),
                        ({"listener.name.ext.sasl.enabled.mechanisms": "GSSAPI"}, "listener.name.ext.*"),
                        ({"listener.name.ext.ssl.keystore.type": "JKS", "ssl.keystore.location": "k"},
                         "listener.name.ext.*")):

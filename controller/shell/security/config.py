@@ -68,7 +68,12 @@ LISTENER_PREFIX = "listener.name."
 PER_LISTENER = (
     "ssl.keystore.location", "ssl.keystore.type", "ssl.key.password", "ssl.truststore.location", "ssl.client.auth",
     "ssl.principal.mapping.rules", "sasl.enabled.mechanisms", "connections.max.reauth.ms",
+    # The controller's connections to the brokers' listener of that name (inter_broker.py).
+    "ssl.endpoint.identification.algorithm",
 )
+# ``listener.name.<name>.<mechanism>.sasl.jaas.config``: the credentials the controller logs in to
+# brokers with on that listener (controller.shell.security.inter_broker), Kafka's broker key.
+JAAS_SUFFIX = ".sasl.jaas.config"
 
 
 def _int(props: dict[str, str], key: str, default: int, low: int = 0) -> int:
@@ -125,9 +130,10 @@ class SecurityConfig:
                 base[key] = value
                 continue
             name, dot, setting = key[len(LISTENER_PREFIX):].partition(".")
-            if not (name and dot) or setting not in PER_LISTENER:
+            jaas = setting.endswith(JAAS_SUFFIX) and setting[:-len(JAAS_SUFFIX)].upper() in MECHANISMS
+            if not (name and dot) or (setting not in PER_LISTENER and not jaas):
                 raise ValueError(f"{key}: not a per-listener setting (listener.name.<name>.<key>, the key one of "
-                                 f"{', '.join(PER_LISTENER)})")
+                                 f"{', '.join(PER_LISTENER)}, or <mechanism>{JAAS_SUFFIX})")
             overrides.setdefault(name.lower(), {})[setting] = value
         for name, own in overrides.items():  # each listener's settings are checked at start, as the rest
             try:
