@@ -25,6 +25,18 @@ ISR changes: by default a partition leader writes the state znode and an
 ``--isr-via alter-partition`` has it send AlterPartition (KIP-497) to the active controller
 instead, as 2.7+ brokers do, and write nothing to ZooKeeper for it (:mod:`sim.alter_partition`).
 
+Listener: PLAINTEXT by default. ``--ssl-keystore PEM`` (the certificate chain and its key in
+one file, Kafka's PEM keystore; ``--ssl-key-password`` if the key is encrypted) makes every
+broker's listener Kafka's SSL listener, TLS 1.2+ from the first byte (:mod:`sim.tls`);
+``--ssl-client-auth required|requested`` asks clients for a certificate signed by a CA of
+``--ssl-truststore PEM``. The registrations say so (``listener_security_protocol_map``
+``{"SSL": "SSL"}``). ``--listener-name`` names the listener (default PLAINTEXT, or SSL with
+``--ssl-keystore``: Kafka's default names), e.g. INTERNAL, for a controller whose
+``broker_listener`` is that name. A keystore or truststore that is missing, not PEM, or whose
+key does not open with the password is a usage error (exit 2) naming the flag, before
+anything starts. The sim's own requests to the controller (AlterPartition,
+ControlledShutdown) stay PLAINTEXT.
+
 ``--zk-config FILE`` gives the brokers' ZooKeeper identity and security, the keys the
 controller's ``--security-config`` and ``reassignd users --zk-config`` read
 (``znodes.security``): ``zookeeper.auth.digest`` or ``zookeeper.sasl.jaas.config``,
@@ -50,15 +62,17 @@ from __future__ import annotations
 import argparse
 import asyncio
 import logging
+import re
 import sys
 
 from reassignd.args import USAGE_EXIT, Parser, UsageError
-from sim.cluster import ISR_VIA_ZOOKEEPER, ISR_VIAS, ClusterSettings
+from sim.cluster import ISR_VIA_ZOOKEEPER, ISR_VIAS, PLAINTEXT, ClusterSettings
 from sim.core import BrokerConfig
 from sim.logdirs import LogDirsError, check_dir_names
 from sim.replica import CopySettings
 from sim.serve import serve
 from sim.sizes import parse_size
+from sim.tls import CLIENT_AUTH, SimTls, TlsSettingError, server_context
 from sim.topics import TopicSpecError, parse_topic_spec
 from znodes import paths
 from znodes.security import ZkSecurity
@@ -69,6 +83,13 @@ MAX_BROKER_ID = 2**31 - 1
 MAX_LOG_DIRS = 64
 # --isr-via's choices, dashed as command-line words are, each the ClusterSettings.isr_via it sets.
 ISR_VIA_CHOICES = {via.replace("_", "-"): via for via in ISR_VIAS}
+# The flag of each sim.tls.SimTls setting, for errors that name it.
+TLS_FLAGS = {"keystore": "--ssl-keystore", "key_password": "--ssl-key-password", "truststore": "--ssl-truststore",
+             "client_auth": "--ssl-client-auth"}
+# Kafka's default listener name for a TLS listener (listener.security.protocol.map's SSL:SSL).
+SSL_LISTENER = "SSL"
+# The listener names the controller's broker_listener setting accepts, so both can be told one name.
+_LISTENER_NAME = re.compile(r"[A-Za-z0-9_.-]+")
 
 
 def _positive_int(text: str) -> int:
@@ -139,6 +160,12 @@ def _connect_string(text: str) -> str:
     return text
 
 
+def _listener_name(text: str) -> str:
+    if not _LISTENER_NAME.fullmatch(text):
+        raise argparse.ArgumentTypeError(f"a listener name is letters, digits, '_', '.' and '-', got {text!r}")
+    return text
+
+
 def _topic(text: str):
     try:
         return parse_topic_spec(text)
@@ -184,6 +211,21 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a partition leader changes the ISR: zookeeper (writes the state znode and an "
                         "isr_change_notification, Kafka before inter.broker.protocol.version 2.7; the default) "
                         "or alter-partition (sends AlterPartition to the active controller, as 2.7+ brokers do)")
+    p.add_argument("--listener-name", type=_listener_name, metavar="NAME",
+                   help="the name the brokers register their listener under (default PLAINTEXT, "
+                        "or SSL with --ssl-keystore), e.g. INTERNAL: the controller's broker_listener")
+    p.add_argument("--ssl-keystore", metavar="PEM",
+                   help="TLS on every broker's listener (Kafka's SSL listener, TLS 1.2+): the certificate "
+                        "chain and its private key in one PEM file (Kafka's PEM keystore)")
+    p.add_argument("--ssl-key-password", metavar="PASSWORD",
+                   help="the password of an encrypted key in --ssl-keystore (Kafka's ssl.key.password; "
+                        "visible in the process list: test keys only)")
+    p.add_argument("--ssl-truststore", metavar="PEM",
+                   help="the CA certificates (PEM) client certificates are checked against; "
+                        "needed by --ssl-client-auth requested|required")
+    p.add_argument("--ssl-client-auth", choices=list(CLIENT_AUTH), default="none",
+                   help="Kafka's ssl.client.auth: none (the default), requested (a client certificate is "
+                        "asked for and checked if sent) or required (a client without a trusted one is refused)")
     p.add_argument("--seed", type=_non_negative_int, default=0, help="replica assignment seed")
     p.add_argument("--log-level", default="INFO", choices=["DEBUG", "INFO", "WARNING", "ERROR"])
     return p
@@ -218,6 +260,9 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
     outside = [b for b in args.topic_brokers if not args.first_id <= b < args.first_id + args.brokers]
     if outside:
         parser.error(f"--topic-brokers: {outside} not among the simulated brokers")
+    args.tls = _tls(parser, args)
+    if args.listener_name is None:
+        args.listener_name = SSL_LISTENER if args.tls is not None else PLAINTEXT
     placement = len(args.topic_brokers) or args.brokers
     names = [t.name for t in args.topics]
     for spec in args.topics:
@@ -229,6 +274,26 @@ def parse_args(argv: list[str]) -> argparse.Namespace:
                 f"is larger than the number of brokers it is placed on ({placement})"
             )
     return args
+
+
+def _tls(parser: argparse.ArgumentParser, args: argparse.Namespace) -> SimTls | None:
+    """The --ssl-* settings, their files read and the TLS context made once, so that a bad
+    one is a usage error naming its flag before any broker starts; None without
+    --ssl-keystore."""
+    if args.ssl_keystore is None:
+        given = [flag for flag, value in (("--ssl-key-password", args.ssl_key_password),
+                                          ("--ssl-truststore", args.ssl_truststore),
+                                          ("--ssl-client-auth", args.ssl_client_auth != "none")) if value]
+        if given:
+            parser.error(f"{given[0]} needs --ssl-keystore (TLS on the brokers' listener)")
+        return None
+    try:
+        tls = SimTls(keystore=args.ssl_keystore, key_password=args.ssl_key_password,
+                     truststore=args.ssl_truststore, client_auth=args.ssl_client_auth)
+        server_context(tls)
+    except TlsSettingError as exc:
+        parser.error(f"{TLS_FLAGS[exc.setting]}: {exc.reason}")
+    return tls
 
 
 def settings_from(args: argparse.Namespace) -> ClusterSettings:
@@ -252,6 +317,8 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
         seed=args.seed,
         topic_brokers=args.topic_brokers,
         isr_via=ISR_VIA_CHOICES[args.isr_via],
+        listener_name=args.listener_name,
+        tls=args.tls,
     )
 
 

@@ -2,6 +2,9 @@
 
 Each broker has its own ZooKeeper session (its ephemeral ``/brokers/ids/N`` lives and dies
 with it), its own TCP listener (unless ``serve=False``) and a :class:`sim.core.BrokerCore`.
+The listener speaks PLAINTEXT, or TLS with ``ClusterSettings(tls=SimTls(...))`` (Kafka's SSL
+listener, :mod:`sim.tls`), and is registered under ``ClusterSettings.listener_name`` with
+that protocol.
 All brokers share one :class:`sim.replica.ReplicationModel` and one view of the throttle
 configs, kept current by a :class:`sim.configwatch.ConfigWatcher` on the cluster's own
 session. On that session too a :class:`sim.clusterwatch.ClusterWatcher` keeps the brokers'
@@ -53,6 +56,8 @@ from sim.core import BrokerConfig, BrokerCore, UnsupportedRequest
 from sim.effects import IsrChangeNotification, IsrWrite
 from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
+from sim.tls import SECURITY_PROTOCOL as SSL_PROTOCOL
+from sim.tls import SimTls, server_context
 from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
 from sim.zookeeper_view import ZooKeeperView
@@ -92,6 +97,7 @@ ISR_WRITES_IN_FLIGHT = 8
 ISR_VIA_ZOOKEEPER = "zookeeper"
 ISR_VIA_ALTER_PARTITION = "alter_partition"
 ISR_VIAS = (ISR_VIA_ZOOKEEPER, ISR_VIA_ALTER_PARTITION)
+PLAINTEXT = "PLAINTEXT"  # Kafka's security protocol without TLS or SASL, and its default listener name
 
 
 class BrokerRegistrationError(Exception):
@@ -115,9 +121,12 @@ class ClusterSettings:
     topic_brokers: tuple[int, ...] = ()
     # Per-broker log.dirs overriding broker.log_dirs (KIP-113: a broker with other disks).
     broker_log_dirs: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    # The name the brokers register their (PLAINTEXT) listener under: a cluster whose brokers
-    # have no listener named PLAINTEXT, e.g. INTERNAL (Kafka's inter.broker.listener.name).
+    # The name the brokers register their one listener under: a cluster whose brokers have no
+    # listener named PLAINTEXT, e.g. INTERNAL or SSL (Kafka's inter.broker.listener.name).
     listener_name: str = "PLAINTEXT"
+    # TLS on every broker's listener (Kafka's SSL listener; registered with protocol SSL);
+    # None: PLAINTEXT. The sim's own connections to the controller stay PLAINTEXT.
+    tls: SimTls | None = None
     # How a leader changes an ISR: ISR_VIA_ZOOKEEPER (the state znode, then an ISR change
     # notification) or ISR_VIA_ALTER_PARTITION (AlterPartition to the active controller).
     isr_via: str = ISR_VIA_ZOOKEEPER
@@ -125,6 +134,11 @@ class ClusterSettings:
     def __post_init__(self):
         if self.isr_via not in ISR_VIAS:
             raise ValueError(f"isr_via must be one of {ISR_VIAS}, got {self.isr_via!r}")
+
+    @property
+    def security_protocol(self) -> str:
+        """What the brokers' listener speaks, as listener_security_protocol_map names it."""
+        return SSL_PROTOCOL if self.tls is not None else PLAINTEXT
 
     @property
     def broker_ids(self) -> list[int]:
@@ -136,10 +150,15 @@ class ClusterSettings:
         return f"rack-{(broker_id - self.first_id) % self.racks}"
 
 
-def registration_payload(host: str, port: int, rack: str | None, listener: str = "PLAINTEXT") -> bytes:
-    """Kafka's /brokers/ids/N (version 4): one listener, speaking PLAINTEXT, named ``listener``
-    (``host``/``port`` null and -1 when that name is not PLAINTEXT, as Kafka writes them)."""
-    plain = listener == "PLAINTEXT"
+def registration_payload(host: str, port: int, rack: str | None, listener: str = PLAINTEXT,
+                         protocol: str = PLAINTEXT) -> bytes:
+    """Kafka's /brokers/ids/N (version 4): one listener named ``listener`` speaking ``protocol``
+    (PLAINTEXT, or SSL for a TLS listener). The top-level ``host``/``port`` (what pre-0.10
+    readers use) are null and -1 unless that is the PLAINTEXT listener speaking PLAINTEXT:
+    Kafka fills them from a PLAINTEXT endpoint only, so never for a TLS one. (Kafka looks at
+    the protocol alone; the sim leaves them out for a PLAINTEXT listener named otherwise too,
+    as it always has.)"""
+    plain = listener == PLAINTEXT and protocol == PLAINTEXT
     return models.BrokerRegistration(
         version=4,
         host=host if plain else None,
@@ -148,7 +167,7 @@ def registration_payload(host: str, port: int, rack: str | None, listener: str =
         timestamp=str(int(time.time() * 1000)),
         endpoints=[f"{listener}://{host}:{port}"],
         rack=rack,
-        listener_security_protocol_map={listener: "PLAINTEXT"},
+        listener_security_protocol_map={listener: protocol},
     ).to_bytes()
 
 
@@ -199,6 +218,8 @@ class SimulatedCluster:
         self.view = ZooKeeperView()
         self._view_watcher: ClusterWatcher | None = None
         self._admin_lost = False
+        # The brokers' TLS context (settings.tls), made at start: one for every listener.
+        self._ssl = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -210,6 +231,9 @@ class SimulatedCluster:
         raises TopicExistsError with no broker registered and no topic written.
         """
         self.model.now = self.clock()
+        if self.serve and self.settings.tls is not None:
+            # Before ZooKeeper: a bad keystore (TlsSettingError) leaves nothing registered.
+            self._ssl = server_context(self.settings.tls)
         self.admin = await self._new_store()
         try:
             for path in paths.PERSISTENT_PATHS:
@@ -228,6 +252,7 @@ class SimulatedCluster:
                     cluster_id=self.cluster_id,
                     api_versions=versions,
                     view=self.view,
+                    listener=self.settings.listener_name,
                 )
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 sim_broker = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
@@ -299,6 +324,7 @@ class SimulatedCluster:
                     self._handler(broker),
                     lambda: broker.core.handle(18, 0, {})["api_keys"],
                     name=f"broker {broker_id}",
+                    ssl=self._ssl,
                 )
                 try:
                     port = await server.start(self.settings.host, broker.port)
@@ -510,8 +536,10 @@ class SimulatedCluster:
 
     async def _register(self, store: Store, broker: SimBroker, port: int) -> None:
         path = paths.broker(broker.id)
+        settings = self.settings
+        payload = registration_payload(settings.host, port, broker.rack, settings.listener_name, settings.security_protocol)
         try:
-            await store.create(path, registration_payload(self.settings.host, port, broker.rack, self.settings.listener_name), ephemeral=True)
+            await store.create(path, payload, ephemeral=True)
         except NodeExistsError:
             raise BrokerRegistrationError(
                 f"broker id {broker.id} is already registered at {path} (another broker, or an old session)"

@@ -6,7 +6,10 @@ one-shot watch re-armed on every read:
  1. ``/controller`` (data, or existence while absent): the active controller's id.
  2. ``/reassignd/controllers`` (children; existence while absent, as no controller instance
     may have run yet): each instance's admin listener, read again on every child change.
- 3. ``/brokers/ids`` (children): the registrations, read again on every child change.
+ 3. ``/brokers/ids`` (children): the registrations, read again on every child change; each
+    broker at its endpoint of the brokers' listener, by name, whatever protocol it speaks
+    (TLS too); a broker without one is left out, as the controller's Metadata leaves out a
+    broker without the request's listener.
  4. ``/brokers/topics`` (children): which topics exist.
 
 Payloads are parsed with the controller's own decoders (``znodes.payloads``,
@@ -27,8 +30,8 @@ from sim.zookeeper_view import NO_CONTROLLER, ZooKeeperView, RegisteredBroker
 from znodes import paths
 from znodes.api import NoNodeError, SessionEvent, SessionState, Store, WatchEvent
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import LISTENER, decode_controller, decode_listener
-from znodes.reads import get_many, read_brokers
+from znodes.payloads import LISTENER, decode_broker_endpoints, decode_controller, decode_listener
+from znodes.reads import get_many, registered_brokers
 
 log = logging.getLogger(__name__)
 
@@ -93,12 +96,22 @@ class ClusterWatcher:
 
     async def reload_brokers(self) -> None:
         """Step 3."""
-        brokers, skipped = await read_brokers(self.store, watch=True, listener=self.listener)
-        for line in skipped:
-            log.warning("%s", line)
-        self.view.registered = {
-            b.id: RegisteredBroker(b.id, b.host, b.port, b.rack) for b in sorted(brokers.values(), key=lambda b: b.id)
-        }
+        # Every endpoint, by name: znodes.reads.read_brokers gives the one the controller can
+        # send to, which must speak PLAINTEXT, and a TLS listener's brokers would have none.
+        brokers, bad = await registered_brokers(
+            self.store, lambda path, data, stat, broker_id: decode_broker_endpoints(path, data, broker_id, stat.czxid),
+            watch=True)
+        for unreadable in bad:
+            log.warning("ignoring %s", unreadable)
+        registered = {}
+        for broker_id, by_name in sorted(brokers.items()):
+            b = by_name.get(self.listener)
+            if b is None:
+                log.warning("broker %d has no %s listener (it registered %s): not listed", broker_id, self.listener,
+                            ", ".join(sorted(by_name)) or "none")
+                continue
+            registered[broker_id] = RegisteredBroker(broker_id, b.host, b.port, b.rack)
+        self.view.registered = registered
 
     async def reload_topics(self) -> None:
         """Step 4."""

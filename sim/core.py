@@ -48,7 +48,7 @@ from protocol.no_transactions import list_transactions
 from sim.describeconfigs import describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.logdirs import FutureLog, LogDirs, future_name_too_long
-from sim.metadata import MetadataCache
+from sim.metadata import LISTENER, MetadataCache
 from sim.replica import Replica, ReplicationModel, Role
 from sim.zookeeper_view import ZooKeeperView
 from znodes import paths
@@ -120,8 +120,12 @@ class BrokerCore:
         cluster_id: str | None = None,
         api_versions: dict[int, tuple[int, int]] | None = None,
         view: ZooKeeperView | None = None,
+        listener: str = LISTENER,
     ):
+        """``listener``: the name of the listener requests come in on (the cluster's one),
+        whose peers' endpoints Metadata answers with."""
         self.broker_id = broker_id
+        self.listener = listener
         self.model = model
         self.clock = clock
         self.config = config or BrokerConfig()
@@ -150,7 +154,7 @@ class BrokerCore:
 
     def _reset(self, now: float) -> None:
         self.controller_epoch = 0
-        self.metadata = MetadataCache(self.cluster_id)
+        self.metadata = MetadataCache(self.cluster_id, self.listener)
         self._isr_in_flight: dict[tuple[str, int], IsrWrite] = {}
         # Partitions whose ISR this broker changed since its last notification, with the
         # write that landed and its zkVersion (the notification carries them).

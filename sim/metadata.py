@@ -8,9 +8,11 @@ instances are not brokers, so with a watched :class:`sim.zookeeper_view.ZooKeepe
 answer is merged as the controller's own listener builds it (controller.shell.admin.metadata):
 
  1. Brokers: the live brokers of the last UpdateMetadata (Kafka's semantics: the controller
-    says who is alive). Before the first one, the brokers registered under ``/brokers/ids``,
-    so a client that bootstraps from a broker before any controller spoke to it can still
-    reach every broker (and send a broker its own DescribeConfigs).
+    says who is alive), each at its endpoint of the broker's own listener (the one requests
+    come in on: ``MetadataCache(listener=...)``, PLAINTEXT by default; the first endpoint
+    when a broker has none of that name). Before the first one, the brokers registered
+    under ``/brokers/ids``, so a client that bootstraps from a broker before any controller
+    spoke to it can still reach every broker (and send a broker its own DescribeConfigs).
  2. Controller instances from ``/reassignd/controllers`` are listed as nodes too, with their
     admin listener; one that shares an id with a broker replaces it, as on the controller.
  3. ``controller_id``: the brokerid of ``/controller``. While no instance is active it is the
@@ -34,6 +36,7 @@ from dataclasses import dataclass
 
 from protocol.errors import ErrorCode
 from sim.zookeeper_view import NO_CONTROLLER, ZooKeeperView
+from znodes.models import SECURITY_PROTOCOLS
 
 LISTENER = "PLAINTEXT"
 LEADER_DURING_DELETE = -2  # Kafka's marker in UpdateMetadata for a topic being deleted
@@ -67,8 +70,9 @@ class PartitionInfo:
 
 
 class MetadataCache:
-    def __init__(self, cluster_id: str | None = None):
+    def __init__(self, cluster_id: str | None = None, listener: str = LISTENER):
         self.cluster_id = cluster_id
+        self.listener = listener  # the listener Metadata is asked on: its endpoints are listed
         self.controller_id = NO_LEADER
         self.brokers: dict[int, BrokerInfo] = {}
         self.partitions: dict[str, dict[int, PartitionInfo]] = {}
@@ -78,7 +82,7 @@ class MetadataCache:
         """Apply an UpdateMetadata request (already checked for epochs)."""
         brokers = {}
         for live in body.get("live_brokers") or []:
-            host, port = _endpoint(version, live)
+            host, port = _endpoint(version, live, self.listener)
             brokers[live["id"]] = BrokerInfo(live["id"], host, port, live.get("rack"))
         self.brokers = brokers
         self.updated = True
@@ -191,12 +195,22 @@ def _topic_error(name: str | None, error: ErrorCode, ops: int) -> dict:
     }
 
 
-def _endpoint(version: int, live: dict) -> tuple[str, int]:
+def _endpoint(version: int, live: dict, listener: str) -> tuple[str, int]:
     if version == 0 or not live.get("endpoints"):
         return live.get("v0_host", ""), live.get("v0_port", -1)
     endpoints = live["endpoints"]
-    chosen = next((e for e in endpoints if e.get("listener", LISTENER) == LISTENER), endpoints[0])
+    chosen = next((e for e in endpoints if _listener_of(e) == listener), endpoints[0])
     return chosen["host"], chosen["port"]
+
+
+def _listener_of(endpoint: dict) -> str:
+    """An UpdateMetadata endpoint's listener name; v1-2 carry none, their listener is named
+    after its security protocol (Kafka's ListenerName.forSecurityProtocol)."""
+    name = endpoint.get("listener")
+    if name is not None:
+        return name
+    protocol = endpoint.get("security_protocol", 0)
+    return SECURITY_PROTOCOLS[protocol] if 0 <= protocol < len(SECURITY_PROTOCOLS) else LISTENER
 
 
 def _partition_states(version: int, body: dict):

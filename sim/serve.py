@@ -10,8 +10,8 @@ to stdout::
 ``control`` is the control channel (:mod:`sim.control`): ``stop N``, ``controlled-stop N``, ``start N``,
 ``restart N``, ``status``, ``shutdown``. On SIGTERM/SIGINT (or ``shutdown``) every broker's
 session is closed, so its registration goes, and :func:`serve` returns 0; a failure to start
-(ZooKeeper unreachable, a topic or broker id already there, the control port taken) returns 1
-with the reason on stderr.
+(ZooKeeper unreachable, a topic or broker id already there, the control port taken, an
+unusable TLS keystore) returns 1 with the reason on stderr.
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import sys
 
 from sim.cluster import BrokerRegistrationError, ClusterSettings, SimulatedCluster
 from sim.control import ControlServer
+from sim.tls import TlsSettingError
 from sim.topics import TopicExistsError, TopicSpec, TopicSpecError
 from znodes.api import ZkError
 from znodes.errors import ZnodeFormatError
@@ -45,7 +46,7 @@ async def serve(zookeeper: str, security: ZkSecurity, settings: ClusterSettings,
     except (ZkError, OSError) as exc:
         print(f"reassignd sim: cannot start: {exc!r} (ZooKeeper {zookeeper})", file=sys.stderr)
         return 1
-    except (TopicExistsError, TopicSpecError, BrokerRegistrationError, ZnodeFormatError) as exc:
+    except (TopicExistsError, TopicSpecError, BrokerRegistrationError, ZnodeFormatError, TlsSettingError) as exc:
         print(f"reassignd sim: {exc}", file=sys.stderr)
         return 1
     control = ControlServer(cluster, stop.set)

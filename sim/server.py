@@ -6,6 +6,11 @@ size limit, or an API the broker does not serve close that connection only; the 
 every other connection carry on. An ApiVersions request of a version the codec does not know
 gets Kafka's answer: a v0 response with UNSUPPORTED_VERSION and ApiVersions' own range.
 
+With ``ssl`` (an ssl.SSLContext, :func:`sim.tls.server_context`) the listener is Kafka's SSL
+listener: every connection is TLS from its first byte. A handshake that fails (a plain client,
+an untrusted or missing client certificate) or does not finish within HANDSHAKE_TIMEOUT_S
+closes that connection only; asyncio runs the handshake before the connection is served.
+
     server = BrokerServer(core.handle, lambda: core.handle(18, 0, {})["api_keys"])
     port = await server.start("127.0.0.1", 0)
     ...
@@ -17,6 +22,7 @@ from __future__ import annotations
 import asyncio
 import inspect
 import logging
+import ssl as ssl_module
 from collections.abc import Callable
 
 import protocol
@@ -32,6 +38,10 @@ log = logging.getLogger(__name__)
 
 # Frame limits (protocol.wire_limits has their reasons; protocol.connection checks them).
 MAX_FRAME_SIZE = wire_limits.MAX_FRAME.value
+# A TLS handshake on the same network takes milliseconds. One not done in 5 s is a peer that
+# does not speak TLS and waits for an answer (a plain Kafka client sent its request and reads),
+# or one that stalls: asyncio's default would hold that socket for 60 s.
+HANDSHAKE_TIMEOUT_S = 5.0
 
 
 class BrokerServer:
@@ -42,12 +52,14 @@ class BrokerServer:
         *,
         max_frame_size: int = MAX_FRAME_SIZE,
         name: str = "broker",
+        ssl: ssl_module.SSLContext | None = None,
     ):
         self._handle = handle
         self._api_keys = api_keys
         self._max_frame = wire_limits.MAX_FRAME if max_frame_size == wire_limits.MAX_FRAME.value else wire_limits.Limit(
             "maximum frame", max_frame_size, "set for this broker")
         self._name = name
+        self._ssl = ssl  # None: PLAINTEXT
         self._server: asyncio.base_events.Server | None = None
         self._connections: set[asyncio.StreamWriter] = set()
         self._tasks: set[asyncio.Task] = set()
@@ -58,7 +70,8 @@ class BrokerServer:
         self.left_over_bytes = 0
 
     async def start(self, host: str, port: int) -> int:
-        self._server = await asyncio.start_server(self._on_connection, host, port, reuse_address=True)
+        tls = {"ssl": self._ssl, "ssl_handshake_timeout": HANDSHAKE_TIMEOUT_S} if self._ssl is not None else {}
+        self._server = await asyncio.start_server(self._on_connection, host, port, reuse_address=True, **tls)
         self.port = self._server.sockets[0].getsockname()[1]
         return self.port
 

@@ -22,7 +22,7 @@ NO_CONTROLLER = -1
 
 @dataclass(frozen=True, slots=True)
 class RegisteredBroker:
-    """A broker as ``/brokers/ids/N`` registers it (its PLAINTEXT endpoint)."""
+    """A broker as ``/brokers/ids/N`` registers it (its endpoint of the brokers' listener)."""
 
     id: int
     host: str

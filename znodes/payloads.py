@@ -481,12 +481,14 @@ def encode_record(target, original, cancelling: bool = False, next_target=None) 
 
 def decode_broker(path: str, data: bytes, broker_id: int, czxid: int, listener: str = LISTENER) -> Broker:
     """The broker reached at its endpoint of ``listener`` (the controller's broker listener,
-    Kafka's ``inter.broker.listener.name``), which must speak PLAINTEXT; without one it is
-    alive but unreachable (host "", port -1), as Kafka's controller keeps a broker it cannot
-    connect to among the live ones: taking it for dead would move its leaderships away."""
+    Kafka's ``inter.broker.listener.name``), whatever protocol it speaks (the controller's
+    security settings say which it speaks there: controller.shell.security.inter_broker, as
+    Kafka's controller takes it from its own configuration); without one it is alive but
+    unreachable (host "", port -1), as Kafka's controller keeps a broker it cannot connect to
+    among the live ones: taking it for dead would move its leaderships away."""
     m = models.BrokerRegistration.from_bytes(path, data)
     endpoints = m.parsed_endpoints()
-    endpoint = next((e for e in endpoints if e.listener == listener and e.security_protocol == "PLAINTEXT"), None)
+    endpoint = next((e for e in endpoints if e.listener == listener), None)
     host, port = (endpoint.host, endpoint.port) if endpoint is not None else ("", NO_PORT)
     return Broker(broker_id, host, port, m.rack, czxid,
                   tuple((e.listener, e.host, e.port, e.security_protocol) for e in endpoints))
@@ -494,7 +496,7 @@ def decode_broker(path: str, data: bytes, broker_id: int, czxid: int, listener: 
 
 def decode_broker_endpoints(path: str, data: bytes, broker_id: int, czxid: int) -> dict[str, Broker]:
     """Every endpoint of a registration, by listener name, each as the broker at that address
-    (what Metadata lists on that listener; the controller itself uses the PLAINTEXT one,
+    (what Metadata lists on that listener; the controller itself uses its broker listener's,
     :func:`decode_broker`). A registration without PLAINTEXT is a live broker all the same."""
     m = models.BrokerRegistration.from_bytes(path, data)
     return {e.listener: Broker(broker_id, e.host, e.port, m.rack, czxid) for e in m.parsed_endpoints()}
