@@ -66,6 +66,7 @@ class TcpTransport:
         self._connections: dict[int, ClientConnection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
         self._expiry: dict[int, float] = {}  # broker -> when its SASL session must be replaced (KIP-368)
+        self._retiring: set[asyncio.Task] = set()  # replaced connections finishing their requests
 
     async def _connection(self, broker_id: int) -> ClientConnection:
         lock = self._connecting.setdefault(broker_id, asyncio.Lock())
@@ -74,8 +75,12 @@ class TcpTransport:
             expiry = self._expiry.get(broker_id)
             if conn is not None and not conn.closed and (expiry is None or time.monotonic() < expiry):
                 return conn
-            if conn is not None and not conn.closed:  # its session ends soon: a new one, logged in anew
-                await conn.close()
+            if conn is not None and not conn.closed:
+                # Its SASL session ends soon: new requests go on a new connection, logged in anew;
+                # this one closes once what it carries is answered (none of it is failed).
+                task = asyncio.create_task(_retire(conn), name=f"broker-{broker_id}-retire")
+                self._retiring.add(task)
+                task.add_done_callback(self._retiring.discard)
             where = self.endpoint(broker_id)
             if where is None:
                 raise ConnectionRefusedError(f"broker {broker_id} is not registered, or has no endpoint this controller can reach")
@@ -118,4 +123,24 @@ class TcpTransport:
 
     async def close(self) -> None:
         conns, self._connections = list(self._connections.values()), {}
-        await asyncio.gather(*(c.close() for c in conns), return_exceptions=True)
+        for task in list(self._retiring):
+            task.cancel()
+        await asyncio.gather(*(c.close() for c in conns), *self._retiring, return_exceptions=True)
+
+
+# A replaced connection's requests get this long to be answered (the broker ends the session at
+# its lifetime; the replacement comes at 85% of it, so answers normally come well within).
+RETIRE_WAIT_S = 30.0
+RETIRE_POLL_S = 0.05
+
+
+async def _retire(conn: ClientConnection) -> None:
+    """Close ``conn`` once it carries no request (or after RETIRE_WAIT_S)."""
+    try:
+        async with asyncio.timeout(RETIRE_WAIT_S):
+            while conn.in_flight and not conn.closed:
+                await asyncio.sleep(RETIRE_POLL_S)
+    except TimeoutError:
+        pass
+    finally:
+        await conn.close()

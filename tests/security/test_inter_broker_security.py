@@ -205,3 +205,23 @@ async def test_a_session_is_replaced_before_its_lifetime_ends(brokers, pki):
         assert answer["brokers"] == [] and transport._connections[7] is not first
     finally:
         await transport.close()
+
+
+async def test_a_replaced_connection_closes_only_once_its_requests_are_answered():
+    """The connection a session replacement leaves keeps carrying what it had in flight: closed
+    once that is answered, not cut (controller.shell.transport._retire)."""
+    from controller.shell import transport as T
+
+    class Conn:
+        in_flight, closed, closes = 2, False, 0
+
+        async def close(self):
+            self.closes += 1
+
+    conn = Conn()
+    retiring = asyncio.create_task(T._retire(conn))
+    await asyncio.sleep(T.RETIRE_POLL_S * 3)
+    assert conn.closes == 0 and not retiring.done()
+    conn.in_flight = 0
+    await asyncio.wait_for(retiring, 1)
+    assert conn.closes == 1
