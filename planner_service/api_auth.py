@@ -34,7 +34,7 @@ from dataclasses import dataclass
 ROLES = ("VIEWER", "USER", "ADMIN")
 # The planning endpoints: a POST of one of these is a dry run unless dryrun says otherwise.
 DRY_RUN_ROUTES = frozenset({"/rebalance", "/remove_broker", "/add_broker", "/fix_rack_violations",
-                            "/demote_broker", "/rebalance_disk"})
+                            "/demote_broker", "/rebalance_disk", "/topic_configuration"})
 _DRY_RUN_TRUE = ("true", "1", "yes")  # endpoints.py's spelling of a true dryrun
 
 SCHEME = "pbkdf2-sha512"

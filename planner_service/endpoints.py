@@ -4,8 +4,10 @@ section 6.1 has the contract), served by :mod:`planner_service.http_server`.
 Endpoints: GET (and HEAD) /state, /load, /proposals, POST /rebalance, POST /remove_broker?brokerid=,
 POST /add_broker?brokerid=, POST /fix_rack_violations, POST /demote_broker?brokerid=, POST
 /rebalance_disk[?brokerid=] (moves between each broker's log directories), POST
+/topic_configuration?topic=REGEX&replication_factor=N[&skip_rack_awareness_check=] (the matching
+topics' replication factor, :mod:`planner_service.topic_config`), POST
 /stop_proposal_execution, POST /admin?drop_recently_demoted_brokers=. POSTs are dry runs unless ``dryrun=false``. Every planning endpoint takes Cruise Control's
-``excluded_topics`` (regex), ``excluded_brokers_for_replica_move`` and
+``excluded_topics`` (regex), ``excluded_brokers_for_replica_move`` (not /topic_configuration) and
 ``exclude_recently_demoted_brokers``; the POSTs also
 ``concurrent_partition_movements_per_broker``, ``max_partition_movements_in_cluster``,
 ``replication_throttle`` (or ``throttle``), ``replica_movement_strategies`` and ``deadline_s``, and ``proposal_id=N`` executes the
@@ -27,6 +29,7 @@ from planner_service.clock import now_ms
 from planner_service.controller_caps import clamp, read_caps
 from planner_service.http_server import HttpError
 from planner_service.scope import Scope
+from planner_service.topic_config import TopicConfigError, check_brokers, select_topics, summary
 from znodes import strategies
 
 # Cruise Control's names. Scope: what a plan may move (every planning endpoint); wave shaping:
@@ -35,6 +38,11 @@ from znodes import strategies
 SCOPE_PARAMS = {"excluded_topics", "excluded_brokers_for_replica_move", "exclude_recently_demoted_brokers"}
 EXECUTION_PARAMS = {"concurrent_partition_movements_per_broker", "max_partition_movements_in_cluster",
                     "replication_throttle", "throttle", "deadline_s", "proposal_id", "replica_movement_strategies"}
+# Cruise Control's topic_configuration parameters (its replication-factor change), besides the
+# POSTs' own. Its skip_rack_awareness_check defaults to false: a replication factor above the
+# number of racks is refused unless asked for.
+TOPIC_CONFIGURATION_PARAMS = {"topic", "replication_factor", "skip_rack_awareness_check"}
+DEFAULT_SKIP_RACK_AWARENESS_CHECK = False
 # Cruise Control's force_stop default: the running wave finishes, nothing more starts.
 DEFAULT_FORCE_STOP = False
 # A route's method -> what a 405 lists in Allow (RFC 9110 15.5.6): a GET route takes HEAD too
@@ -105,6 +113,7 @@ class RestApi:
                   "/remove_broker": ("POST", posts | {"brokerid"}),
                   "/add_broker": ("POST", posts | {"brokerid"}),
                   "/fix_rack_violations": ("POST", posts),
+                  "/topic_configuration": ("POST", posts | TOPIC_CONFIGURATION_PARAMS),
                   # Cruise Control's demote_broker: reorders and elections, nothing to scope or throttle
                   "/demote_broker": ("POST", {"brokerid", "dryrun", "deadline_s", "proposal_id"}),
                   # Cruise Control's rebalance_disk: moves inside brokers, no controller caps or throttle
@@ -169,6 +178,7 @@ class RestApi:
         cluster_cap = (_positive(query["max_partition_movements_in_cluster"], "max_partition_movements_in_cluster")
                        if "max_partition_movements_in_cluster" in query else None)
         strategies = _strategies(query)
+        selection = skip_racks = None
         if path == "/rebalance":
             mode, kwargs = "rebalance", {}
             if "brokerid" in query:  # the broker set to balance over (default: every broker)
@@ -179,6 +189,14 @@ class RestApi:
                     raise HttpError(400, "topics must name at least one topic")
         elif path == "/fix_rack_violations":
             mode, kwargs = "rebalance", {"fix_racks": True}
+        elif path == "/topic_configuration":
+            selection, skip_racks = self._topic_configuration(query)
+            mode = "replication-factor"
+            # scoped to the topics that change: the others, those already at the replication
+            # factor asked for included, are not seen by the planner and stay as they are
+            kwargs = {"topics": selection.to_change, "replication_factor": selection.replication_factor}
+            if not selection.to_change:
+                scope = None  # nothing is planned: exclusions have nothing to act on
         else:
             if "brokerid" not in query:
                 raise HttpError(400, f"{path} needs brokerid=ID[,ID...]")
@@ -202,6 +220,9 @@ class RestApi:
             request = {"path": path, "params": {k: v for k, v in query.items() if k not in ("dryrun", "deadline_s")},
                        **execution}
             planned = await self.plan(mode, scope=scope, request=request, throttle=throttle, **kwargs)
+        if selection is not None:  # kept in the proposal's report: a reviewed id shows it again
+            planned["result"].report["topic_configuration"] = summary(selection, planned["result"].moves,
+                                                                      skip_rack_awareness_check=skip_racks)
         body = {"dryrun": dryrun, "proposal": self._proposal_view(planned)}
         if concurrency is not None:
             body["concurrency"] = concurrency
@@ -209,6 +230,42 @@ class RestApi:
             body["execution"] = (await self.execute(planned, f"POST {path}", "api", throttle, cluster_cap,
                                                     deadline_s, movement_strategies=strategies)).view()
         return 200, body
+
+    def _topic_configuration(self, query: dict):
+        """POST /topic_configuration's own parameters, checked against the model as Cruise
+        Control checks them: (the topics selected, skip_rack_awareness_check); 400 naming what
+        is wrong."""
+        for name in ("topic", "replication_factor"):
+            if name not in query:
+                raise HttpError(400, "/topic_configuration needs topic=REGEX (whole topic names) and "
+                                     f"replication_factor=N; {name} is missing")
+        if "excluded_brokers_for_replica_move" in query:
+            # The planner's replication-factor mode sets one replication factor for every
+            # partition it sees; a replica hidden on an excluded broker would count on top of it.
+            raise HttpError(400, "/topic_configuration takes no excluded_brokers_for_replica_move (Cruise Control's "
+                                 "takes none either): the replicas hidden on those brokers would come on top of "
+                                 "the replication factor asked for")
+        pattern = _regex(query, "topic")
+        rf = _positive(query["replication_factor"], "replication_factor")
+        skip = _bool(query.get("skip_rack_awareness_check", str(DEFAULT_SKIP_RACK_AWARENESS_CHECK)),
+                     "skip_rack_awareness_check")
+        # each partition's replication factor as the planner counts it: its target replicas
+        rfs = {t: [len([r for r in a.replicas if r not in a.removing]) for a in parts.values()]
+               for t, parts in self.model.topics.items()}
+        try:
+            selection = select_topics(rfs, pattern, rf)
+            if "excluded_topics" in query:  # a topic to change that may not move: a contradiction
+                excluded = _regex(query, "excluded_topics")
+                both = [t for t in selection.to_change if excluded.fullmatch(t) is not None]
+                if both:
+                    raise TopicConfigError(f"topic {both[0]!r} matches both topic ({pattern.pattern!r}) and "
+                                           f"excluded_topics ({excluded.pattern!r})")
+            if selection.to_change:  # topics already at it are unchanged whatever the brokers
+                check_brokers({b: r.rack for b, r in self.model.brokers.items()}, rf,
+                              skip_rack_awareness_check=skip, topics=selection.to_change)
+        except TopicConfigError as e:
+            raise HttpError(400, str(e)) from None
+        return selection, skip
 
     async def _demote(self, query: dict, dryrun: bool, deadline_s: int | None) -> tuple[int, dict]:
         """POST /demote_broker?brokerid=ID[,ID...]: every leadership off those brokers, no data
@@ -303,18 +360,23 @@ def _strategies(query: dict) -> tuple[str, ...] | None:
         raise HttpError(400, f"replica_movement_strategies: {e}") from None
 
 
+def _regex(query: dict, name: str) -> re.Pattern:
+    """``query[name]``, a regular expression over whole topic names (Cruise Control's
+    ``excluded_topics`` and ``topic``, matched as Java's ``matches``: callers fullmatch it);
+    400 naming the parameter and the text when it is empty or not a regular expression."""
+    text = query[name]
+    if not text:
+        raise HttpError(400, f"{name} must be a regular expression, got an empty one")
+    try:
+        return re.compile(text)
+    except re.error as e:
+        raise HttpError(400, f"{name} is not a regular expression: {text!r}: {e}") from None
+
+
 def _scope(query: dict) -> Scope | None:
     """excluded_topics (a regular expression over whole topic names) and
     excluded_brokers_for_replica_move (broker ids); None when neither is given."""
-    pattern = None
-    if "excluded_topics" in query:
-        text = query["excluded_topics"]
-        if not text:
-            raise HttpError(400, "excluded_topics must be a regular expression, got an empty one")
-        try:
-            pattern = re.compile(text)
-        except re.error as e:
-            raise HttpError(400, f"excluded_topics is not a regular expression: {e}") from None
+    pattern = _regex(query, "excluded_topics") if "excluded_topics" in query else None
     brokers = frozenset()
     if "excluded_brokers_for_replica_move" in query:
         brokers = frozenset(_ids(query["excluded_brokers_for_replica_move"], "excluded_brokers_for_replica_move"))
