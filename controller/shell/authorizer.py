@@ -71,6 +71,7 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     ApiKey.ELECT_LEADERS: (ALTER, CLUSTER),  # Kafka: ALTER on the cluster
     ApiKey.CONTROLLED_SHUTDOWN: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation
     ApiKey.ALTER_PARTITION: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation
+    ApiKey.ALLOCATE_PRODUCER_IDS: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation
     ApiKey.DESCRIBE_LOG_DIRS: (DESCRIBE, CLUSTER),  # Kafka: refused whole, no directories
     ApiKey.ALTER_REPLICA_LOG_DIRS: (ALTER, CLUSTER),  # Kafka: every replica CLUSTER_AUTHORIZATION_FAILED
 }

@@ -31,6 +31,7 @@ KAFKA_RELEASE = {
     15: (0, 6),  # DescribeGroups (v6: KIP-1043)
     16: (0, 5),  # ListGroups (v5: KIP-848)
     56: (0, 3),  # AlterPartition (KIP-497; v3: KIP-903; 3.9)
+    67: (0, 0),  # AllocateProducerIds (KIP-730; 3.9)
     66: (0, 2),  # ListTransactions (KIP-664; v2: KIP-1152)
     17: (0, 1),  # SaslHandshake (SASL listeners)
     18: (0, 4),  # ApiVersions

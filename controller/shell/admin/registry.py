@@ -29,6 +29,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.elect_leaders",
     "controller.shell.admin.controlled_shutdown",
     "controller.shell.admin.alter_partition",
+    "controller.shell.admin.allocate_producer_ids",
     # What every node Metadata lists answers (docs/DESIGN.md section 5.5).
     "controller.shell.admin.describe_log_dirs",
     "controller.shell.admin.alter_replica_log_dirs",
