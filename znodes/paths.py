@@ -248,6 +248,10 @@ ISR_CHANGE_PREFIX = f"{ISR_CHANGE_NOTIFICATION}/isr_change_"  # created sequenti
 LOG_DIR_EVENT_NOTIFICATION = "/log_dir_event_notification"
 LOG_DIR_EVENT_PREFIX = f"{LOG_DIR_EVENT_NOTIFICATION}/log_dir_event_"  # created sequential
 
+# reassignd's controller instances: an ephemeral znode each, naming its listeners
+# (controller.shell.daemon registers them; Metadata and UpdateMetadata list them as nodes).
+CONTROLLER_INSTANCES = "/reassignd/controllers"
+
 # Kafka's producer id blocks (KIP-730): the last block handed to a broker, which the controller
 # advances on each AllocateProducerIds (znodes.producer_ids).
 LATEST_PRODUCER_ID_BLOCK = "/latest_producer_id_block"

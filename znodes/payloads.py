@@ -580,13 +580,40 @@ def decode_log_dir_event(path: str, data: bytes) -> int:
     return models.LogDirEventNotification.from_bytes(path, data).broker
 
 
-def encode_listener(host: str, port: int, endpoints: dict[str, tuple[str, int]] | None = None) -> bytes:
+def encode_listener(host: str, port: int, endpoints: dict[str, tuple[str, int]] | None = None,
+                    protocols: dict[str, str] | None = None) -> bytes:
     """``/reassignd/controllers/<id>``: where a controller's admin listener is; with several
-    listeners, ``"endpoints":["NAME://host:port",...]`` too (Kafka's broker registration form)."""
+    listeners, ``"endpoints":["NAME://host:port",...]`` too (Kafka's broker registration form),
+    and ``protocols``, each listener's security protocol, as Kafka's
+    ``listener_security_protocol_map``."""
     doc: dict = {"version": 1, "host": host, "port": port}
     if endpoints:
         doc["endpoints"] = [f"{name}://{h}:{p}" for name, (h, p) in endpoints.items()]
+    if protocols:
+        doc["listener_security_protocol_map"] = dict(protocols)
     return json.dumps(doc, separators=(",", ":")).encode()
+
+
+def decode_controller_node(path: str, data: bytes, controller_id: int) -> Broker:
+    """A controller instance as a node of UpdateMetadata's live brokers (Kafka 3.x brokers find
+    the controller there, by ``controller_id``, to send it AlterPartition, AllocateProducerIds
+    and ControlledShutdown): each endpoint with its protocol (the registration's map; a name
+    that is a protocol speaks it; else PLAINTEXT). ZnodeFormatError when it does not decode."""
+    host, port = decode_listener(path, data)
+    named = listener_endpoints(data) or {LISTENER: (host, port)}
+    try:
+        mapped = json.loads(bytes(data).decode("utf-8")).get("listener_security_protocol_map") or {}
+    except (UnicodeDecodeError, ValueError, AttributeError):
+        mapped = {}
+    if not isinstance(mapped, dict):
+        mapped = {}
+    endpoints = []
+    for name, (h, p) in named.items():
+        protocol = mapped.get(name, name if name in models.SECURITY_PROTOCOLS else "PLAINTEXT")
+        if protocol not in models.SECURITY_PROTOCOLS:
+            raise ZnodeFormatError(path, f"listener {name} has security protocol {protocol!r}")
+        endpoints.append((name, h, p, protocol))
+    return Broker(controller_id, host, port, None, -1, tuple(endpoints))
 
 
 def listener_endpoints(data: bytes) -> dict[str, tuple[str, int]]:

@@ -18,7 +18,7 @@ from typing import TypeVar
 from znodes import paths
 from znodes.api import NoNodeError, Store, ZnodeStat
 from znodes.errors import ZnodeFormatError
-from znodes.payloads import LISTENER, decode_broker, decode_broker_endpoints
+from znodes.payloads import LISTENER, decode_broker, decode_broker_endpoints, decode_controller_node
 from znodes.values import Broker
 
 # Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
@@ -128,8 +128,31 @@ async def read_brokers(store: Store, watch: bool = False, listener: str = LISTEN
     brokers, bad = await registered_brokers(
         store, lambda path, data, stat, broker_id: controller_broker(path, data, stat, broker_id, listener), watch)
     lines = [f"ignoring {u}" for u in bad]
-    lines += [f"broker {b.id} has no {listener} endpoint speaking PLAINTEXT (it registered "
+    lines += [f"broker {b.id} has no {listener} endpoint (it registered "
               f"{', '.join(f'{e[0]}://{e[1]}:{e[2]} ({e[3]})' for e in b.endpoints) or 'none'}): alive, "
               "but this controller cannot send it requests (setting broker_listener)"
               for b in brokers.values() if not b.reachable]
     return brokers, lines
+
+
+async def read_controller_nodes(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
+    """The registered controller instances (``/reassignd/controllers/<id>``) as nodes, with every
+    endpoint and its protocol (znodes.payloads.decode_controller_node), and a log line for each
+    entry skipped; ``watch``: the children watch re-armed."""
+    names = await children_or_empty(store, paths.CONTROLLER_INSTANCES, watch=watch)
+    ids, lines = [], []
+    for name in names:
+        try:
+            ids.append(paths.parse_id(name, "controller id"))
+        except ValueError as e:
+            lines.append(f"ignoring {paths.CONTROLLER_INSTANCES}/{name}: {e}")
+    nodes: dict[int, Broker] = {}
+    for cid, read in zip(ids, await get_many(store, [f"{paths.CONTROLLER_INSTANCES}/{i}" for i in ids])):
+        if read is None:
+            continue  # gone between the listing and the read
+        path = f"{paths.CONTROLLER_INSTANCES}/{cid}"
+        try:
+            nodes[cid] = decode_controller_node(path, read[0], cid)
+        except ZnodeFormatError as e:
+            lines.append(f"ignoring {path}: {e}")
+    return nodes, lines

@@ -103,10 +103,14 @@ def answer_by_name(request: dict, answer: dict) -> dict:
 class Outbox:
     """Per-broker requests being assembled by one engine step (later entries win per partition)."""
 
-    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], live_for=None, topic_ids=None):
+    def __init__(self, controller_id: int, epoch: int, brokers: dict[int, Broker], live_for=None, topic_ids=None,
+                 nodes: dict[int, Broker] | None = None):
         self.controller_id = controller_id
         self.epoch = epoch
         self.brokers = brokers
+        # The controller instances, listed with the live brokers in UpdateMetadata (not sent
+        # requests): Kafka 3.x brokers look the controller up there by controller_id.
+        self.nodes = nodes if nodes is not None else {}
         self.topic_ids = topic_ids if topic_ids is not None else {}  # topic -> its id (KIP-516), for LeaderAndIsr v5 / UpdateMetadata v7
         # (live brokers, partition) -> the brokers whose replica of it is online
         # (working_set.eligible_replicas: a replica on a failed log directory, or of a broker
@@ -260,8 +264,11 @@ class Outbox:
         if not ids:
             return []
         states = _grouped(entries, self.topic_ids)
+        nodes = self.brokers
+        if self.nodes:  # a broker's own registration wins over an instance given the same id
+            nodes = {**{i: n for i, n in self.nodes.items() if i not in self.brokers}, **self.brokers}
         live = [{"id": b.id, "endpoints": _endpoints(b), "rack": b.rack}
-                for b in sorted(self.brokers.values(), key=lambda b: b.id)]
+                for b in sorted(nodes.values(), key=lambda b: b.id)]
         common = {"controller_id": self.controller_id, "controller_epoch": self.epoch,
                   "topic_states": states, "live_brokers": live}
         # The same states for every broker: encoded once, each broker's epoch put in place.

@@ -93,6 +93,8 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     become UpdateMetadata entries, to every live broker or to the brokers named, with the
     partition's replicas from its topic znode. When the live broker set changes, every live
     broker hears the new set, in an UpdateMetadata without partitions if the step sends none.
+    The controller instances (``ControllersRead``) are nodes of that set too: a Kafka 3.x broker
+    finds the controller there to send it AlterPartition, AllocateProducerIds, ControlledShutdown.
  8b. Replica states (Kafka's ``replicaStateMachine.startup``; docs/DESIGN.md 4, failover): a
     (re)load's chunks (``MetadataRead.leader_and_isr``) also give every live replica
     LeaderAndIsr with the state held, leader epoch unchanged, nothing written - last in the
@@ -241,6 +243,7 @@ from controller.core.config import ControllerConfig
 from controller.core.events import (
     BrokersRead,
     CancelRequested,
+    ControllersRead,
     DeletionsRead,
     ElectionRequested,
     Event,
@@ -360,6 +363,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         reassignment.on_resume(ws, event)
     elif isinstance(event, MetadataRead):
         replica_sync.on_metadata(ws, event)
+    elif isinstance(event, ControllersRead):
+        replica_sync.on_controllers(ws, event)
     elif isinstance(event, ReplicasHosted):
         replica_sync.on_hosted(ws, event)
         reassignment.on_sizes(ws, event)  # step 2c's sizes
@@ -470,6 +475,8 @@ def finish(ws: WorkingSet) -> Step:
     )
     if tuple(ws.deferred) != ws.base.deferred:
         delta.deferred = tuple(ws.deferred)
+    if ws.controller_nodes_changed:
+        delta.controller_nodes = ws.controller_nodes
     if ws.requests_version_changed:
         delta.requests_version = ws.requests_version
     finished = ws.touched and ws.requests_version is None and len(ws.tasks) == 0

@@ -200,6 +200,14 @@ class ShutdownRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class ControllersRead:
+    """The controller instances registered under ``/reassignd/controllers``, as nodes (every
+    endpoint with its protocol): UpdateMetadata lists them among the live brokers (engine step 8)."""
+
+    nodes: dict[int, Broker]
+
+
+@dataclass(frozen=True, slots=True)
 class IsrProposal:
     """One partition of an AlterPartition request: the ISR its leader asks for, from the leader
     epoch and partition epoch (the state znode's zkVersion) it holds. ``member_epochs``: each
@@ -420,5 +428,5 @@ Event = (
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
     | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead | ShutdownRequested
-    | IsrAlterRequested
+    | IsrAlterRequested | ControllersRead
 )

@@ -4,7 +4,9 @@ functions of its working set (controller.core.working_set). Pure.
 
 * step 8, :func:`on_metadata`: a full-metadata chunk's states become UpdateMetadata (Kafka's
   ``onControllerFailover`` and ``onBrokerStartup``); a partition without a state is created
-  (step 10, controller.core.topic_creation);
+  (step 10, controller.core.topic_creation); :func:`on_controllers`: the controller instances
+  listed with the live brokers (where Kafka 3.x brokers find the controller), every live broker
+  told when they change;
 * step 8b, :func:`replica_states`: LeaderAndIsr with the state held to every live replica of a
   (re)load's chunks (Kafka's ``replicaStateMachine.startup``), last in the step;
 * step 9, :func:`on_hosted`: a broker's DescribeLogDirs answer (asked when it registers, and of
@@ -17,10 +19,23 @@ functions of its working set (controller.core.working_set). Pure.
 from __future__ import annotations
 
 from controller.core import topic_creation, topic_deletion
-from controller.core.events import MetadataRead, ReplicasHosted
+from controller.core.events import ControllersRead, MetadataRead, ReplicasHosted
 from controller.core.task import stray_partitions
 from controller.core.working_set import WorkingSet
 from znodes.values import Assignment, LeaderIsr, TopicPartition
+
+
+def on_controllers(ws: WorkingSet, event: ControllersRead) -> None:
+    """Step 8: the controller instances (``/reassignd/controllers``) are nodes of every
+    UpdateMetadata's live brokers, as Kafka's controller is one of its brokers: a Kafka 3.x
+    broker sends AlterPartition, AllocateProducerIds and ControlledShutdown to the live node
+    ``controller_id`` names, on its inter-broker listener. A change tells every live broker."""
+    if event.nodes == ws.controller_nodes:
+        return
+    ws.controller_nodes = dict(event.nodes)
+    ws.controller_nodes_changed = True
+    ws.box.nodes = ws.controller_nodes
+    ws.box.live_brokers_changed()
 
 
 def on_metadata(ws: WorkingSet, event: MetadataRead) -> None:

@@ -152,6 +152,7 @@ class Delta:
     sizes: dict = field(default_factory=dict)
     offline_replicas: dict = field(default_factory=dict)
     shutting_down: dict = field(default_factory=dict)
+    controller_nodes: object = _MISSING  # dict of nodes, when it changed
 
 
 @dataclass
@@ -212,6 +213,11 @@ class ClusterState:
     # Dropped when the broker goes or registers again; not ZooKeeper content: a new
     # controller starts without it and the broker asks again (its retries).
     shutting_down: dict[int, int] = field(default_factory=dict)
+    # The controller instances (``/reassignd/controllers``) as nodes: UpdateMetadata lists them
+    # among the live brokers, where Kafka 3.x brokers look the controller up (by controller_id)
+    # to send it AlterPartition, AllocateProducerIds and ControlledShutdown. Read at each
+    # election and when an instance comes or goes.
+    controller_nodes: dict[int, Broker] = field(default_factory=dict)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -238,6 +244,8 @@ class ClusterState:
         apply_changes(self.sizes, delta.sizes)
         apply_changes(self.offline_replicas, delta.offline_replicas)
         apply_changes(self.shutting_down, delta.shutting_down)
+        if delta.controller_nodes is not _MISSING:
+            self.controller_nodes = dict(delta.controller_nodes)
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

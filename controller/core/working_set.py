@@ -58,11 +58,13 @@ class WorkingSet:
     sizes: Overlay  # step 2c: partitions' sizes as the brokers reported them
     offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
     shutting_down: Overlay  # broker -> its epoch when it asked (controller.core.controlled_shutdown)
+    controller_nodes: dict  # the controller instances as UpdateMetadata's nodes (replica_sync.on_controllers)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     # What the writes are for now (controller.core.flush.writing): ``kind``, a cell the op
     # lists share (a list holding the working set itself would make a reference cycle).
     current: Kind = field(default_factory=Kind)
     brokers_changed: bool = False
+    controller_nodes_changed: bool = False
     requests_version_changed: bool = False
     # ---- what the flush will write -----------------------------------------------------------
     record_parents: dict[str, bool] = field(default_factory=dict)  # topic -> a record was created this step
@@ -150,6 +152,7 @@ class WorkingSet:
             sizes=Overlay(state.sizes),
             offline_replicas=Overlay(state.offline_replicas),
             shutting_down=Overlay(state.shutting_down),
+            controller_nodes=state.controller_nodes,
             deferred=list(state.deferred),
         )
         current = ws.current
@@ -186,7 +189,7 @@ class WorkingSet:
             # reference cycle: see Kind).
             self.outbox = Outbox(self.base.controller_id, self.base.epoch, self.brokers,
                                  functools.partial(eligible_replicas, self.offline_replicas, self.shutting_down),
-                                 self.topic_ids)
+                                 self.topic_ids, nodes=self.controller_nodes)
         return self.outbox
 
     def set_task(self, move: Move) -> None:

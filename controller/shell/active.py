@@ -44,6 +44,7 @@ from controller.core.config import ControllerConfig
 from controller.core.events import (
     BrokersRead,
     CancelRequested,
+    ControllersRead,
     ScheduleDue,
     DeletionsRead,
     ElectionRequested,
@@ -106,7 +107,7 @@ from znodes.api import (
     ZnodeStat,
 )
 from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
-from znodes.reads import children_or_empty, get_many, read_brokers
+from znodes.reads import children_or_empty, get_many, read_brokers, read_controller_nodes
 from znodes.values import LeaderIsr, TopicPartition
 
 log = logging.getLogger("reassignd.controller")
@@ -123,6 +124,7 @@ WATCHED = {
     paths.CONFIG_CHANGES: "configs",  # min.insync.replicas changed (controller.shell.config_watch)
     paths.LOG_DIR_EVENT_NOTIFICATION: "logdirs",  # KIP-113 (controller.core.log_dir_failure)
     paths.PREFERRED_REPLICA_ELECTION: "preferred",  # Kafka's ZooKeeper door (controller.core.elections step 5)
+    paths.CONTROLLER_INSTANCES: "controllers",  # the instances, nodes of UpdateMetadata (engine step 8)
 }
 # Written last in a step, in this order, by the controller and by tools alike: a conflict on
 # them costs a re-read, not a reload (controller.core.engine, "Writes are coalesced").
@@ -344,7 +346,8 @@ class ActiveController:
         await self.execute(await self.read_move_configs(sorted(names)) + recovered.events)
         # The deletion markers before the full metadata: a marked topic's partitions whose state
         # a cut deletion removed must not be given one again (engine step 10).
-        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs", "preferred"}))
+        await self.execute(await self.read_changes({"notifications", "cancel", "queue", "deletes", "logdirs", "preferred",
+                                                    "controllers"}))
         # After the resume work (its states are read and queued already): every partition to
         # every live broker, chunk by chunk between other events (controller.core.full_metadata).
         self.inbox.queue.put_nowait(self.metadata.everyone(list(self.state.assignments)))
@@ -642,6 +645,12 @@ class ActiveController:
             brokers, lines = await read_brokers(self.store, watch=True, listener=self.config.broker_listener)
             _warn(lines)
             out.append(BrokersRead(brokers))
+        if "controllers" in kinds:
+            nodes, lines = await read_controller_nodes(self.store, watch=True)
+            _warn(lines)
+            if not nodes:  # the parent may not exist yet: its existence watch says when it does
+                await self.store.exists(paths.CONTROLLER_INSTANCES, watch=True)
+            out.append(ControllersRead(nodes))
         topic_reads: dict = {}
         if "topics" in kinds:
             names = await read_topic_names(self.store, watch=True)
