@@ -24,6 +24,9 @@ ISR changes: by default a partition leader writes the state znode and an
 ``/isr_change_notification`` itself, as Kafka brokers before inter.broker.protocol.version 2.7;
 ``--isr-via alter-partition`` has it send AlterPartition (KIP-497) to the active controller
 instead, as 2.7+ brokers do, and write nothing to ZooKeeper for it (:mod:`sim.alter_partition`).
+A broker finds the active controller for that (and for ControlledShutdown) through ZooKeeper by
+default; ``--controller-lookup metadata`` has it look the controller up as Kafka 3.x brokers do,
+among the live nodes of its last UpdateMetadata (:mod:`sim.controller_link`).
 
 Listener: PLAINTEXT by default. ``--ssl-keystore PEM`` (the certificate chain and its key in
 one file, Kafka's PEM keystore; ``--ssl-key-password`` if the key is encrypted) makes every
@@ -67,6 +70,7 @@ import sys
 
 from reassignd.args import USAGE_EXIT, Parser, UsageError
 from sim.cluster import ISR_VIA_ZOOKEEPER, ISR_VIAS, PLAINTEXT, ClusterSettings
+from sim.controller_link import LOOKUP_ZOOKEEPER, LOOKUPS
 from sim.core import BrokerConfig
 from sim.logdirs import LogDirsError, check_dir_names
 from sim.replica import CopySettings
@@ -211,6 +215,10 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a partition leader changes the ISR: zookeeper (writes the state znode and an "
                         "isr_change_notification, Kafka before inter.broker.protocol.version 2.7; the default) "
                         "or alter-partition (sends AlterPartition to the active controller, as 2.7+ brokers do)")
+    p.add_argument("--controller-lookup", choices=list(LOOKUPS), default=LOOKUP_ZOOKEEPER,
+                   help="how a broker finds the active controller for AlterPartition and ControlledShutdown: "
+                        "zookeeper (/controller and the instance's /reassignd/controllers entry; the default) or "
+                        "metadata (controller_id among the live nodes of its last UpdateMetadata, as Kafka 3.x brokers)")
     p.add_argument("--listener-name", type=_listener_name, metavar="NAME",
                    help="the name the brokers register their listener under (default PLAINTEXT, "
                         "or SSL with --ssl-keystore), e.g. INTERNAL: the controller's broker_listener")
@@ -317,6 +325,7 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
         seed=args.seed,
         topic_brokers=args.topic_brokers,
         isr_via=ISR_VIA_CHOICES[args.isr_via],
+        controller_lookup=args.controller_lookup,
         listener_name=args.listener_name,
         tls=args.tls,
     )

@@ -47,6 +47,7 @@ from typing import TYPE_CHECKING
 
 from protocol import ApiKey
 from sim.alter_partition import AlterPartitionManager, ControllerRequest
+from sim.controller_link import LOOKUP_ZOOKEEPER, LOOKUPS
 from sim.alterconfigs import alter_configs
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
@@ -130,10 +131,15 @@ class ClusterSettings:
     # How a leader changes an ISR: ISR_VIA_ZOOKEEPER (the state znode, then an ISR change
     # notification) or ISR_VIA_ALTER_PARTITION (AlterPartition to the active controller).
     isr_via: str = ISR_VIA_ZOOKEEPER
+    # How a broker finds the active controller for its requests to it (AlterPartition,
+    # ControlledShutdown): sim.controller_link.LOOKUPS.
+    controller_lookup: str = LOOKUP_ZOOKEEPER
 
     def __post_init__(self):
         if self.isr_via not in ISR_VIAS:
             raise ValueError(f"isr_via must be one of {ISR_VIAS}, got {self.isr_via!r}")
+        if self.controller_lookup not in LOOKUPS:
+            raise ValueError(f"controller_lookup must be one of {LOOKUPS}, got {self.controller_lookup!r}")
 
     @property
     def security_protocol(self) -> str:
@@ -186,6 +192,7 @@ class SimBroker:
         self.lost_session = False
         # Its AlterPartition sender when ISR changes go to the controller (isr_via), else None.
         self.alter_partition: AlterPartitionManager | None = None
+        self.controller_lookup = LOOKUP_ZOOKEEPER  # ClusterSettings.controller_lookup
 
 
 class SimulatedCluster:
@@ -256,6 +263,7 @@ class SimulatedCluster:
                 )
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 sim_broker = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
+                sim_broker.controller_lookup = self.settings.controller_lookup
                 if self.settings.isr_via == ISR_VIA_ALTER_PARTITION:
                     sim_broker.alter_partition = AlterPartitionManager(sim_broker, self.clock, self.controller_request)
                 self.brokers[broker_id] = sim_broker

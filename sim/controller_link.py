@@ -46,8 +46,23 @@ class NoAnswer(Exception):
     """No controller answered (why)."""
 
 
+# How a broker finds the controller (ClusterSettings.controller_lookup): through ZooKeeper
+# (``/controller``, then the instance's registration), or as Kafka 3.x brokers do, from their
+# last UpdateMetadata (its ``controller_id`` among its live nodes, on the broker's listener).
+LOOKUP_ZOOKEEPER = "zookeeper"
+LOOKUP_METADATA = "metadata"
+LOOKUPS = (LOOKUP_ZOOKEEPER, LOOKUP_METADATA)
+
+
 async def find_controller(broker: Broker) -> tuple[int, str, int]:
-    """Step 1: (controller id, host, port) of the active instance."""
+    """Step 1: (controller id, host, port) of the active instance, found the broker's way
+    (its ``controller_lookup``, ZooKeeper when it has none)."""
+    if getattr(broker, "controller_lookup", LOOKUP_ZOOKEEPER) == LOOKUP_METADATA:
+        cache = broker.core.metadata
+        node = cache.brokers.get(cache.controller_id)
+        if node is None or node.port <= 0:
+            raise NoAnswer(f"the last UpdateMetadata lists no controller node (controller_id {cache.controller_id})")
+        return node.id, node.host, node.port
     store = broker.store
     if store is None:
         raise NoAnswer("no ZooKeeper session")

@@ -40,8 +40,13 @@ def _in_sync(c) -> bool:
     return all(sorted(states[p]["isr"]) == sorted(parts[p]) for p in parts)
 
 
-def test_isr_changes_and_a_reassignment_go_through_the_controller(zk_hosts, tmp_path):
-    with running_cluster(zk_hosts, tmp_path, sim_args=SIM_ARGS, controller_ids=(101, 102)) as c:
+@pytest.mark.parametrize("lookup", ["zookeeper", "metadata"])
+def test_isr_changes_and_a_reassignment_go_through_the_controller(zk_hosts, tmp_path, lookup):
+    """``lookup``: how the brokers find the controller - through ZooKeeper, or as Kafka 3.x
+    brokers do, among the live nodes of their last UpdateMetadata (the controller lists its
+    instances there: controller.core.replica_sync.on_controllers)."""
+    with running_cluster(zk_hosts, tmp_path, sim_args=[*SIM_ARGS, "--controller-lookup", lookup],
+                         controller_ids=(101, 102)) as c:
         wait_for(lambda: _in_sync(c) or None, 30, "every replica in its ISR")
         active = c.active_controller()
         log = c.controller_log(active)
