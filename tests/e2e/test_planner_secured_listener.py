@@ -118,7 +118,9 @@ async def _execute_without_command_config(zk_hosts: str) -> tuple[dict, dict, fl
 @pytest.mark.timeout(240)
 def test_planner_executes_on_a_sasl_ssl_listener_with_command_config(secured, tmp_path):
     c, pki, zk_hosts = secured
-    topic = c.topic("orders")
+    # The topic as it stays: the election gives the simulator's id-less topic its Kafka 2.8+
+    # topic id (a rewrite of its znode) a moment after the controller is up.
+    topic = wait_for(lambda: (t := c.topic("orders")).get("topic_id") and t, 30, "orders given its topic id")
     assert DRAINED in _holders(c)
 
     # Without --command-config: a clear failure in /state, not a hang, and nothing changed.

@@ -297,7 +297,9 @@ def test_refused_clients_cannot_start_a_reassignment(secured):
     The cluster is unchanged: no request, no move, no throttle, the same assignment."""
     c, pki = secured
     addr = c.listeners[c.active_controller()]
-    topic = c.topic("orders")
+    # As it stays: the election gives the simulator's id-less topic its topic id (a rewrite of
+    # its znode) a moment after the controller is up.
+    topic = wait_for(lambda: (t := c.topic("orders")).get("topic_id") and t, 30, "orders given its topic id")
     current = topic["partitions"]["0"]
     target = [b for b in (1, 2, 3) if b not in current][:1] + current[:1]
     plan = c.processes.workdir / "plan.json"
