@@ -17,8 +17,11 @@ not shutting down: KIP-841).
  1. B not registered, or e not its registration's epoch -> STALE_BROKER_EPOCH for the whole
     request (Kafka: an unknown broker too). Nothing else happens.
  2. Per partition, in the request's order: a partition named twice -> INVALID_REQUEST for each
-    naming (nothing decided from either); unknown topic or partition, or no state ->
-    UNKNOWN_TOPIC_OR_PARTITION (the shell answers an unknown topic id UNKNOWN_TOPIC_ID).
+    naming (nothing decided from either); unknown topic or partition, a topic being deleted, or
+    no state -> UNKNOWN_TOPIC_OR_PARTITION (the shell answers an unknown topic id
+    UNKNOWN_TOPIC_ID). A topic being deleted is answered as gone: its state znodes are about to
+    be (controller.core.topic_deletion), and a write racing their delete would fail the step's
+    flush and cost a reload; the leader proposes nothing more until a LeaderAndIsr.
  3. Against S, in Kafka's order:
     a. pe > S's zkVersion or le > S's leader epoch -> NOT_CONTROLLER (the leader saw a newer
        state than this controller: it may be a deposed one; the leader asks again);
@@ -122,7 +125,7 @@ def _decide(ws: WorkingSet, event: IsrAlterRequested, p: IsrProposal) -> tuple[E
     assignment = ws.assignments.get(tp)
     held, read = ws.states.get(tp), event.states.get(tp)
     state = held if read is None or (held is not None and held.zk_version >= read.zk_version) else read
-    if assignment is None or state is None:
+    if assignment is None or state is None or tp[0] in ws.deleting:
         return ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None  # step 2
     if state is not held:
         ws.states[tp] = state  # the conditional write is made from this one

@@ -233,3 +233,13 @@ async def test_moves_complete_when_leaders_only_send_alter_partition():
 async def test_moves_complete_across_a_controller_crash_with_alter_partition(crash_after):
     _, crashed = await _harness_run(crash_after)
     assert crashed
+
+
+def test_a_topic_being_deleted_is_answered_as_gone_and_nothing_is_written():
+    from controller.core.topic_deletion import TopicDeletion
+
+    s = _state()
+    s.deleting["t"] = TopicDeletion(started=True)
+    st, (_, results) = _ask(s, _p((1,)))
+    assert results == {TP: (ErrorCode.UNKNOWN_TOPIC_OR_PARTITION, None)}
+    assert st.writes == []
