@@ -596,8 +596,8 @@ def encode_listener(host: str, port: int, endpoints: dict[str, tuple[str, int]] 
 
 def decode_controller_node(path: str, data: bytes, controller_id: int) -> Broker:
     """A controller instance as a node of UpdateMetadata's live brokers (Kafka 3.x brokers find
-    the controller there, by ``controller_id``, to send it AlterPartition, AllocateProducerIds
-    and ControlledShutdown): each endpoint with its protocol (the registration's map; a name
+    the controller there, by ``controller_id``, to send it AlterPartition and
+    AllocateProducerIds): each endpoint with its protocol (the registration's map; a name
     that is a protocol speaks it; else PLAINTEXT). ZnodeFormatError when it does not decode."""
     host, port = decode_listener(path, data)
     named = listener_endpoints(data) or {LISTENER: (host, port)}

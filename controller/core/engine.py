@@ -94,7 +94,7 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     partition's replicas from its topic znode. When the live broker set changes, every live
     broker hears the new set, in an UpdateMetadata without partitions if the step sends none.
     The controller instances (``ControllersRead``) are nodes of that set too: a Kafka 3.x broker
-    finds the controller there to send it AlterPartition, AllocateProducerIds, ControlledShutdown.
+    finds the controller there to send it AlterPartition and AllocateProducerIds.
  8b. Replica states (Kafka's ``replicaStateMachine.startup``; docs/DESIGN.md 4, failover): a
     (re)load's chunks (``MetadataRead.leader_and_isr``) also give every live replica
     LeaderAndIsr with the state held, leader epoch unchanged, nothing written - last in the

@@ -28,8 +28,9 @@ from znodes.values import Assignment, LeaderIsr, TopicPartition
 def on_controllers(ws: WorkingSet, event: ControllersRead) -> None:
     """Step 8: the controller instances (``/reassignd/controllers``) are nodes of every
     UpdateMetadata's live brokers, as Kafka's controller is one of its brokers: a Kafka 3.x
-    broker sends AlterPartition, AllocateProducerIds and ControlledShutdown to the live node
-    ``controller_id`` names, on its inter-broker listener. A change tells every live broker."""
+    broker sends AlterPartition and AllocateProducerIds (its broker-to-controller channel) to
+    the live node ``controller_id`` names, on its inter-broker listener. A change tells every
+    live broker."""
     if event.nodes == ws.controller_nodes:
         return
     ws.controller_nodes = dict(event.nodes)

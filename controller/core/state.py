@@ -215,7 +215,7 @@ class ClusterState:
     shutting_down: dict[int, int] = field(default_factory=dict)
     # The controller instances (``/reassignd/controllers``) as nodes: UpdateMetadata lists them
     # among the live brokers, where Kafka 3.x brokers look the controller up (by controller_id)
-    # to send it AlterPartition, AllocateProducerIds and ControlledShutdown. Read at each
+    # to send it AlterPartition and AllocateProducerIds. Read at each
     # election and when an instance comes or goes.
     controller_nodes: dict[int, Broker] = field(default_factory=dict)
 

@@ -1,7 +1,8 @@
 """The controller instances as nodes of UpdateMetadata's live brokers (engine step 8,
 controller.core.replica_sync.on_controllers): where a Kafka 3.x broker looks the controller up,
 by ``controller_id``, on its inter-broker listener, to send it AlterPartition,
-AllocateProducerIds and ControlledShutdown. Kafka's controller is one of its brokers and so is
+AllocateProducerIds (ControlledShutdown reads /brokers/ids/<id> instead, in every ZooKeeper-mode
+Kafka). Kafka's controller is one of its brokers and so is
 always there; reassignd's instances are listed from ``/reassignd/controllers``."""
 
 from __future__ import annotations
