@@ -24,6 +24,7 @@ and turns the set into a :class:`Step`. The algorithms are in one module per con
     step 12a                 controller.core.alter_partition
     step 12b                 controller.core.log_dir_failure
     step 12c                 controller.core.ended_moves
+    producer id blocks       controller.core.producer_ids (AllocateProducerIds, KIP-730)
     admin requests           controller.core.admin_requests (reassignments, throttles),
                              controller.core.topic_requests (topics): validated against the
                              working set, their writes first in the flush (docs/DESIGN.md 4.11)
@@ -230,6 +231,7 @@ from controller.core import (
     elections,
     ended_moves,
     log_dir_failure,
+    producer_ids,
     queue,
     reassignment,
     replica_sync,
@@ -252,6 +254,7 @@ from controller.core.events import (
     MetadataRead,
     OfflineCheck,
     PreferredElectionRead,
+    ProducerIdsRequested,
     QueueRead,
     ReassignRequested,
     ReplicaSizes,
@@ -365,6 +368,8 @@ def handle(ws: WorkingSet, event: Event) -> None:
         replica_sync.on_metadata(ws, event)
     elif isinstance(event, ControllersRead):
         replica_sync.on_controllers(ws, event)
+    elif isinstance(event, ProducerIdsRequested):
+        producer_ids.on_request(ws, event)
     elif isinstance(event, ReplicasHosted):
         replica_sync.on_hosted(ws, event)
         reassignment.on_sizes(ws, event)  # step 2c's sizes
@@ -477,6 +482,8 @@ def finish(ws: WorkingSet) -> Step:
         delta.deferred = tuple(ws.deferred)
     if ws.controller_nodes_changed:
         delta.controller_nodes = ws.controller_nodes
+    if ws.producer_id_block_changed:
+        delta.producer_id_block = ws.producer_id_block
     if ws.requests_version_changed:
         delta.requests_version = ws.requests_version
     finished = ws.touched and ws.requests_version is None and len(ws.tasks) == 0

@@ -200,6 +200,20 @@ class ShutdownRequested:
 
 
 @dataclass(frozen=True, slots=True)
+class ProducerIdsRequested:
+    """AllocateProducerIds (API 67, KIP-730): broker ``broker_id`` at ``broker_epoch`` asks for
+    the next block of producer ids (controller.core.producer_ids), decided from
+    ``/latest_producer_id_block`` as the shell read it: ``data`` and ``version`` (both None: no
+    such znode). ``token`` comes back with (error code, block or None) in ``Step.elections``."""
+
+    broker_id: int
+    broker_epoch: int
+    data: bytes | None
+    version: int | None
+    token: object = None
+
+
+@dataclass(frozen=True, slots=True)
 class ControllersRead:
     """The controller instances registered under ``/reassignd/controllers``, as nodes (every
     endpoint with its protocol): UpdateMetadata lists them among the live brokers (engine step 8)."""
@@ -428,5 +442,5 @@ Event = (
     | MetadataRead | ReplicasHosted | DeletionsRead | ElectionRequested | OfflineCheck | TopicConfigsRead
     | ReplicaSizes | ReassignRequested | ThrottleRequested | TopicsRequested | ScheduleDue
     | ThrottleRemovalRead | LogDirEventsRead | ReplicasOffline | PreferredElectionRead | ShutdownRequested
-    | IsrAlterRequested | ControllersRead
+    | IsrAlterRequested | ControllersRead | ProducerIdsRequested
 )

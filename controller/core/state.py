@@ -153,6 +153,7 @@ class Delta:
     offline_replicas: dict = field(default_factory=dict)
     shutting_down: dict = field(default_factory=dict)
     controller_nodes: object = _MISSING  # dict of nodes, when it changed
+    producer_id_block: object = _MISSING  # (data, version), when this controller wrote it
 
 
 @dataclass
@@ -218,6 +219,10 @@ class ClusterState:
     # to send it AlterPartition and AllocateProducerIds. Read at each
     # election and when an instance comes or goes.
     controller_nodes: dict[int, Broker] = field(default_factory=dict)
+    # ``/latest_producer_id_block`` as this controller last wrote it: (data, zkVersion), None
+    # before it wrote one in this term. Newer than a read the shell made before the write
+    # landed (controller.core.producer_ids).
+    producer_id_block: tuple[bytes, int] | None = None
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
@@ -246,6 +251,8 @@ class ClusterState:
         apply_changes(self.shutting_down, delta.shutting_down)
         if delta.controller_nodes is not _MISSING:
             self.controller_nodes = dict(delta.controller_nodes)
+        if delta.producer_id_block is not _MISSING:
+            self.producer_id_block = delta.producer_id_block
 
     def running(self) -> Iterator[Move]:
         return (t for t in self.tasks.values() if t.started)

@@ -59,12 +59,14 @@ class WorkingSet:
     offline_replicas: Overlay  # broker -> its replicas on offline log dirs (controller.core.log_dir_failure)
     shutting_down: Overlay  # broker -> its epoch when it asked (controller.core.controlled_shutdown)
     controller_nodes: dict  # the controller instances as UpdateMetadata's nodes (replica_sync.on_controllers)
+    producer_id_block: tuple | None  # /latest_producer_id_block as last written (controller.core.producer_ids)
     deferred: list  # cancels, queued batches and elections waiting for a failover's states
     # What the writes are for now (controller.core.flush.writing): ``kind``, a cell the op
     # lists share (a list holding the working set itself would make a reference cycle).
     current: Kind = field(default_factory=Kind)
     brokers_changed: bool = False
     controller_nodes_changed: bool = False
+    producer_id_block_changed: bool = False
     requests_version_changed: bool = False
     # ---- what the flush will write -----------------------------------------------------------
     record_parents: dict[str, bool] = field(default_factory=dict)  # topic -> a record was created this step
@@ -153,6 +155,7 @@ class WorkingSet:
             offline_replicas=Overlay(state.offline_replicas),
             shutting_down=Overlay(state.shutting_down),
             controller_nodes=state.controller_nodes,
+            producer_id_block=state.producer_id_block,
             deferred=list(state.deferred),
         )
         current = ws.current

@@ -51,6 +51,7 @@ from controller.core.events import (
     Event,
     IsrAlterRequested,
     LogDirEventsRead,
+    ProducerIdsRequested,
     MetadataRead,
     OfflineCheck,
     PreferredElectionRead,
@@ -1028,7 +1029,7 @@ class ActiveController:
 def fail_waiting(items, why: str = "") -> list:
     """A resigning controller's requests someone waits for, queued, in the batch it was taking or
     held back for a failover's states (admin requests: admin_events.fail_queued;
-    CancelReassignments, ElectLeaders, ControlledShutdown, AlterPartition): failed at
+    CancelReassignments, ElectLeaders, ControlledShutdown, AlterPartition, AllocateProducerIds): failed at
     once, so that their handlers answer NOT_CONTROLLER as Kafka's would, instead of the client
     waiting out its timeout; the other items are returned."""
     kept = []
@@ -1040,7 +1041,8 @@ def fail_waiting(items, why: str = "") -> list:
         if isinstance(item, CancelRequested) and isinstance(token, asyncio.Future):
             if not token.done():
                 token.set_exception(CancelNotRecorded(message))
-        elif isinstance(item, (ElectionRequested, ShutdownRequested, IsrAlterRequested)) and isinstance(token, asyncio.Future):
+        elif (isinstance(item, (ElectionRequested, ShutdownRequested, IsrAlterRequested, ProducerIdsRequested))
+              and isinstance(token, asyncio.Future)):
             if not token.done():
                 token.set_exception(NotTheController(message))
         else:

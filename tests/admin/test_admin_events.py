@@ -157,10 +157,8 @@ def codes_of(answer: dict) -> dict:
 
 
 # Modules that write ZooKeeper themselves, and why (docs/DESIGN.md 6): configs, ACLs and SCRAM
-# credentials are served unfenced by every instance, as Kafka's brokers serve them; producer id
-# blocks are no controller state either (Kafka's brokers before 3.0 wrote them themselves): the
-# active controller writes the next one conditionally, fenced, outside the engine.
-UNFENCED_CONFIG_PATHS = {"alter_configs.py", "acls.py", "scram_users.py", "allocate_producer_ids.py"}
+# credentials are served unfenced by every instance, as Kafka's brokers serve them.
+UNFENCED_CONFIG_PATHS = {"alter_configs.py", "acls.py", "scram_users.py"}
 WRITERS = {"create", "set", "delete", "multi", "fenced_multi", "write_with_retry", "flush", "ensure_path", "extend"}
 WRITER_MODULES = {"znodes.batch", "controller.shell.throttle_configs"}
 
