@@ -35,7 +35,7 @@ from znodes.reads import get_many, registered_brokers
 
 log = logging.getLogger(__name__)
 
-CONTROLLERS_PATH = "/reassignd/controllers"  # where controller.shell.daemon registers instances
+CONTROLLERS_PATH = paths.CONTROLLER_INSTANCES  # where controller.shell.daemon registers instances
 
 
 class ClusterWatcher:

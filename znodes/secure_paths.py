@@ -34,7 +34,7 @@ from znodes.users import CONFIG_USERS
 # The service's own registry of controller instances (controller.shell.daemon's
 # CONTROLLERS_PATH): a stranger's entry there would send clients to their listener.
 SERVICE_ROOT = "/reassignd"
-CONTROLLERS = "/reassignd/controllers"
+CONTROLLERS = paths.CONTROLLER_INSTANCES
 
 ACL_PATHS = (
     zacls.LITERAL_ROOT,

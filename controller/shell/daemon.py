@@ -66,7 +66,7 @@ from znodes.payloads import encode_listener
 
 log = logging.getLogger("reassignd.controller")
 
-CONTROLLERS_PATH = "/reassignd/controllers"
+CONTROLLERS_PATH = paths.CONTROLLER_INSTANCES
 CONNECT_RETRY_S = 1.0
 # On SIGTERM, deleting /controller may take this long before the session close does it anyway.
 RESIGN_TIMEOUT_S = 2.0
@@ -322,21 +322,13 @@ class ControllerDaemon:
         finally:
             inbox.close()
 
-    def _protocol_of(self, listener: str) -> str:
-        """The security protocol a listener of this instance speaks (listeners were checked at
-        start; a name the map does not know was PLAINTEXT there too)."""
-        try:
-            return self.security.protocol_of(listener)
-        except ValueError:
-            return "PLAINTEXT"
-
     async def _register(self, store: Store, inbox: Inbox) -> None:
         """The ephemeral /reassignd/controllers/<id> naming this instance's listener."""
         # Every listener by name (Metadata answers a client at the listener it came on).
         endpoints = {lis.name: (lis.host, lis.port) for lis in self.listeners}
         endpoints[self.listener.name] = self.advertised
         payload = encode_listener(*self.advertised, endpoints=endpoints,
-                                  protocols={name: self._protocol_of(name) for name in endpoints})
+                                  protocols={name: self.security.protocol_or_plaintext(name) for name in endpoints})
         path = controller_path(self.controller_id)
         if await store.exists(paths.broker(self.controller_id)) is not None:
             # Node ids share one space (controller.shell.admin.metadata step 1), as Kafka's

@@ -217,6 +217,12 @@ class SecurityConfig:
             protocol = listener_name
         return protocol
 
+    def protocol_or_plaintext(self, listener_name: str) -> str:
+        """:meth:`protocol_of`, with a name neither the map nor the protocols know speaking
+        PLAINTEXT (a broker listener named INTERNAL before any security file existed)."""
+        name = listener_name.upper()
+        return self.protocol_map.get(name, name if name in PROTOCOLS else "PLAINTEXT")
+
     def ssl_context(self, protocol: str) -> ssl.SSLContext | None:
         if protocol not in ("SSL", "SASL_SSL"):
             return None

@@ -37,7 +37,7 @@ import ssl
 import time
 from dataclasses import dataclass, field
 
-from controller.shell.security.config import PROTOCOLS, SecurityConfig
+from controller.shell.security.config import SecurityConfig
 from controller.shell.security.scram import MECHANISMS as SCRAM_MECHANISMS
 from controller.shell.security.scram import ScramError, client_exchange
 from protocol import ApiKey
@@ -74,8 +74,7 @@ class InterBrokerSecurity:
     @classmethod
     def from_config(cls, security: SecurityConfig, listener: str) -> InterBrokerSecurity:
         """The settings for connections to ``listener``; ValueError naming what is wrong."""
-        protocol = security.protocol_map.get(listener.upper(), listener.upper() if listener.upper() in PROTOCOLS
-                                             else "PLAINTEXT")
+        protocol = security.protocol_or_plaintext(listener)
         props = _props(security, listener)
         context = _client_context(props, listener) if protocol in ("SSL", "SASL_SSL") else None
         if not protocol.startswith("SASL_"):
