@@ -135,10 +135,10 @@ async def read_brokers(store: Store, watch: bool = False, listener: str = LISTEN
     return brokers, lines
 
 
-async def read_controller_nodes(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
-    """The registered controller instances (``/reassignd/controllers/<id>``) as nodes, with every
-    endpoint and its protocol (znodes.payloads.decode_controller_node), and a log line for each
-    entry skipped; ``watch``: the children watch re-armed."""
+async def read_controller_registrations(store: Store, watch: bool = False) -> tuple[dict[int, bytes], list[str]]:
+    """The registered controller instances' payloads (``/reassignd/controllers/<id>``), by id,
+    and a log line for each entry whose name is no id; ``watch``: the children watch re-armed.
+    An entry gone between the listing and its read is left out."""
     names = await children_or_empty(store, paths.CONTROLLER_INSTANCES, watch=watch)
     ids, lines = [], []
     for name in names:
@@ -146,13 +146,19 @@ async def read_controller_nodes(store: Store, watch: bool = False) -> tuple[dict
             ids.append(paths.parse_id(name, "controller id"))
         except ValueError as e:
             lines.append(f"ignoring {paths.CONTROLLER_INSTANCES}/{name}: {e}")
+    reads = await get_many(store, [f"{paths.CONTROLLER_INSTANCES}/{i}" for i in ids])
+    return {cid: read[0] for cid, read in zip(ids, reads) if read is not None}, lines
+
+
+async def read_controller_nodes(store: Store, watch: bool = False) -> tuple[dict[int, Broker], list[str]]:
+    """The registered controller instances as nodes, with every endpoint and its protocol
+    (znodes.payloads.decode_controller_node), and a log line for each entry skipped."""
+    payloads, lines = await read_controller_registrations(store, watch)
     nodes: dict[int, Broker] = {}
-    for cid, read in zip(ids, await get_many(store, [f"{paths.CONTROLLER_INSTANCES}/{i}" for i in ids])):
-        if read is None:
-            continue  # gone between the listing and the read
+    for cid, data in payloads.items():
         path = f"{paths.CONTROLLER_INSTANCES}/{cid}"
         try:
-            nodes[cid] = decode_controller_node(path, read[0], cid)
+            nodes[cid] = decode_controller_node(path, data, cid)
         except ZnodeFormatError as e:
             lines.append(f"ignoring {path}: {e}")
     return nodes, lines

@@ -51,7 +51,7 @@ from znodes import models, paths
 from znodes.api import Store
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import LISTENER, decode_controller, decode_listener, decode_state, listener_endpoints
-from znodes.reads import children_or_empty, get_many, get_or_none, read_broker_endpoints
+from znodes.reads import children_or_empty, get_many, get_or_none, read_broker_endpoints, read_controller_registrations
 from znodes.secure_paths import CONTROLLERS as CONTROLLERS_PATH  # as controller.shell.daemon registers them
 from znodes.values import Broker, LeaderIsr, TopicPartition, topic_uuid
 
@@ -76,22 +76,14 @@ log = logging.getLogger("reassignd.admin")
 async def read_controllers(store: Store, listener: str | None = None) -> dict[int, tuple[str, int]]:
     """Registered controller instances: id -> (host, port) (of the named listener when the
     registration names its listeners and ``listener`` is given); unreadable entries are skipped."""
-    names = await children_or_empty(store, CONTROLLERS_PATH)
-    ids = []
-    for name in names:
-        try:
-            ids.append(paths.parse_id(name, "controller id"))
-        except ValueError:
-            continue
+    payloads, _ = await read_controller_registrations(store)
     out: dict[int, tuple[str, int]] = {}
-    for cid, read in zip(ids, await get_many(store, [f"{CONTROLLERS_PATH}/{i}" for i in ids])):
-        if read is None:
-            continue
+    for cid, data in payloads.items():
         try:
-            out[cid] = decode_listener(f"{CONTROLLERS_PATH}/{cid}", read[0])
+            out[cid] = decode_listener(f"{CONTROLLERS_PATH}/{cid}", data)
         except ZnodeFormatError:
             continue
-        endpoints = listener_endpoints(read[0]) if listener else {}
+        endpoints = listener_endpoints(data) if listener else {}
         if listener in endpoints:
             out[cid] = endpoints[listener]
         elif endpoints:
