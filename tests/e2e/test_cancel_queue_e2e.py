@@ -13,6 +13,8 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import os
+import signal
 import time
 
 import pytest
@@ -185,9 +187,17 @@ def test_queue_with_a_conflicting_partition_cancels_then_reassigns(cluster_facto
     original = c.topic()["partitions"]["0"][len(first):]  # RS = TRS + ORS - TRS
     queued = {0: [original[0], first[0]], 2: _away(c, 2)}
     data = plain_reassignment({("orders", p): r for p, r in queued.items()})
-    c.zk.create("/admin/reassign_partitions_queue", data)
-    with pytest.raises(NodeExistsError):  # a second batch while one waits is refused (KIP-236)
+    # The controller takes a queued batch within milliseconds: held stopped (for far less than its
+    # session timeout) it cannot take the first before the second is tried, which a fresh clone's
+    # run once let it do.
+    controller = c.cluster.controller(CONTROLLER_ID)
+    os.kill(controller.pid, signal.SIGSTOP)
+    try:
         c.zk.create("/admin/reassign_partitions_queue", data)
+        with pytest.raises(NodeExistsError):  # a second batch while one waits is refused (KIP-236)
+            c.zk.create("/admin/reassign_partitions_queue", data)
+    finally:
+        os.kill(controller.pid, signal.SIGCONT)
     wait_for(lambda: c.zk.exists("/admin/reassign_partitions_queue") is None, 10, "the queue to be taken")
     wait_for(c.done, 25, "the queued targets")
     assert c.replicas(0) == queued[0] and c.replicas(2) == queued[2]
