@@ -20,7 +20,7 @@ from dataclasses import dataclass, field
 from typing import Generic, TypeVar
 
 from controller.core.task import Move
-from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition
+from znodes.values import Assignment, Broker, LeaderIsr, Request, TopicPartition, topic_uuid
 
 K = TypeVar("K")
 V = TypeVar("V")
@@ -223,10 +223,24 @@ class ClusterState:
     # before it wrote one in this term. Newer than a read the shell made before the write
     # landed (controller.core.producer_ids).
     producer_id_block: tuple[bytes, int] | None = None
+    # topic_ids inverted (wire uuid -> name) for requests naming topics by id (AlterPartition
+    # v2+, sent on every ISR change of a Kafka 3.3+ leader; DeleteTopics v6+): built on first
+    # use and kept until a step changes an id, so a request costs O(its topics), not O(all
+    # topics). Not content: derived from topic_ids.
+    _names_by_id: dict | None = field(default=None, compare=False, repr=False)
+
+    def topic_name_for_id(self, topic_id) -> str | None:
+        """The topic whose znode carries ``topic_id`` (a ``uuid.UUID``), None for none."""
+        names = self._names_by_id
+        if names is None or len(names) != len(self.topic_ids):  # the size: a direct write to topic_ids (a load)
+            names = self._names_by_id = {topic_uuid(text): name for name, text in self.topic_ids.items()}
+        return names.get(topic_id)
 
     def apply(self, delta: Delta) -> None:
         """Make ``delta`` part of memory (after its ZooKeeper writes landed)."""
         self.generation += 1
+        if delta.topic_ids:
+            self._names_by_id = None
         if delta.brokers is not None:
             self.brokers = dict(delta.brokers)
         apply_changes(self.assignments, delta.assignments)

@@ -32,7 +32,6 @@ from controller.shell.admin.base import AdminContext, Api
 from controller.shell.zkread import read_states
 from protocol import ApiKey
 from protocol.errors import ErrorCode
-from znodes.values import topic_uuid
 
 # A leader waits request.timeout.ms (30 s) for the answer, then sends again; the handler gives
 # up before that, so that a wedged queue does not hold its connection for ever.
@@ -57,14 +56,13 @@ def _top(code: ErrorCode, topics=()) -> dict:
 async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     active = ctx.require_active()
     by_id = version >= BY_ID_FROM_VERSION
-    names = {topic_uuid(text): name for name, text in active.state.topic_ids.items()} if by_id else {}
     proposals: list[IsrProposal] = []
     # Per topic of the request, in its order: its key (name or id) and per partition either the
     # proposal's partition or an answer decided here.
     layout: list[tuple[object, list[tuple[int, object]]]] = []
     for topic in body["topics"]:
         key = topic["topic_id"] if by_id else topic["topic_name"]
-        name = names.get(key) if by_id else key
+        name = active.state.topic_name_for_id(key) if by_id else key
         rows: list[tuple[int, object]] = []
         for p in topic["partitions"]:
             index = p["partition_index"]

@@ -45,7 +45,6 @@ from protocol import ApiKey
 from protocol.errors import ErrorCode
 from protocol.primitives import ZERO_UUID
 from znodes import paths
-from znodes.values import topic_uuid
 
 MIN_WAIT_S = 1.0  # a request waits at least this long for the controller to take it
 
@@ -71,12 +70,11 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
             _result(name, topic_id, code, "topic deletion is disabled (delete_topic_enable)") for name, topic_id in asked]}
     if any(name is not None and topic_id != ZERO_UUID for name, topic_id in asked):
         return delete_error(version, body, ErrorCode.INVALID_REQUEST, "topic name and topic id can not both be given")
-    by_id = {topic_uuid(text): name for name, text in active.state.topic_ids.items()}
     early: dict[int, dict] = {}
     resolved: list[tuple[str | None, object]] = []
     for i, (name, topic_id) in enumerate(asked):
         if name is None:
-            name = by_id.get(topic_id)
+            name = active.state.topic_name_for_id(topic_id)
             if name is None:
                 early[i] = _result(None, topic_id, ErrorCode.UNKNOWN_TOPIC_ID, f"no topic has the id {topic_id}")
             elif not await allows_on_topic(ctx, acl.DESCRIBE, name):
