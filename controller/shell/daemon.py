@@ -39,7 +39,8 @@ import signal
 import sys
 from collections.abc import Callable
 
-from controller.core.config import ConfigError, ControllerConfig, parse_hostport, reload_changes, render_toml
+from controller.core.config import (ConfigError, ControllerConfig, Resolved, Settings, parse_hostport, reload_changes,
+                                    render_toml)
 from controller.shell.active import ActiveController
 from controller.shell.audit import AuditedStore, open_audit
 from controller.shell.admin.base import AdminContext
@@ -57,7 +58,7 @@ from controller.shell.security.listeners import build_listeners
 from controller.shell.logs import setup_logging
 from controller.shell.metrics import MeteredHandler, MeteredInbox, MeteredStore, Metrics
 from controller.shell.ops import OpsServer
-from controller.shell.options import load_settings, parse_args, unknown_env
+from controller.shell.options import broker_listener_named, load_settings, parse_args, unknown_env
 from controller.shell.role import Role
 from controller.shell.transport import TcpTransport, broker_address
 from znodes import paths, secure_paths
@@ -433,10 +434,23 @@ def main(argv: list[str]) -> int:
     if args.print_config:
         sys.stdout.write(render_toml(resolved))
         return 0
-    settings = resolved.settings
     try:
-        daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listeners, settings)
-    except (ValueError, OSError) as e:  # the security config: bad file, bad keys, unreadable PEM
+        security = SecurityConfig.from_file(resolved.settings.security_config)
+    except (ValueError, OSError) as e:  # the security config: bad file, bad keys
+        print(f"reassignd controller: security: {e}", file=sys.stderr)
+        return 2
+
+    def settle(resolved: Resolved) -> Settings:  # the file may name the brokers' listener (Kafka's keys)
+        return broker_listener_named(resolved, security.inter_broker_listener)
+
+    try:
+        settings = settle(resolved)
+    except ConfigError as e:
+        print(f"reassignd controller: {e}", file=sys.stderr)
+        return 2
+    try:
+        daemon = ControllerDaemon(settings.zookeeper, settings.id, settings.listeners, settings, security=security)
+    except (ValueError, OSError) as e:  # the security config: unreadable PEM, bad TLS or SASL settings
         print(f"reassignd controller: security: {e}", file=sys.stderr)
         return 2
     setup_logging(settings.log_level, settings.log_format, role=daemon.role)
@@ -449,7 +463,7 @@ def main(argv: list[str]) -> int:
             print(f"reassignd controller: audit_log: cannot open {settings.audit_log}: {e.strerror or e}", file=sys.stderr)
             return 2
     try:
-        return asyncio.run(_serve(daemon, settings.shutdown_timeout_s, lambda: load_settings(args, os.environ).settings))
+        return asyncio.run(_serve(daemon, settings.shutdown_timeout_s, lambda: settle(load_settings(args, os.environ))))
     except OSError as e:
         print(f"reassignd controller: {e}", file=sys.stderr)
         return 1

@@ -17,7 +17,8 @@ from __future__ import annotations
 import argparse
 from collections.abc import Mapping
 
-from controller.core.config import ENV_PREFIX, FIELDS, ConfigError, Resolved, describe, env_name, flag_name, parse_toml, resolve
+from controller.core.config import (ENV_PREFIX, FIELDS, ConfigError, Resolved, Settings, describe, env_name, flag_name,
+                                    parse_toml, resolve)
 
 # REASSIGND_* variables that other commands read (the demo, the planner): not settings of
 # this one, so not worth a warning.
@@ -66,6 +67,23 @@ def load_settings(args: argparse.Namespace, environ: Mapping[str, str]) -> Resol
         env=environ,
         flags={name: getattr(args, name) for name in FIELDS},
     )
+
+
+def broker_listener_named(resolved: Resolved, named: str | None) -> Settings:
+    """The settings with ``broker_listener`` as the security file names it (``named``: its
+    ``inter.broker.listener.name`` or ``security.inter.broker.protocol``, Kafka's keys), when the
+    setting was left at its default; a setting given that names another listener is a
+    ConfigError naming both, as a broker refuses two different inter-broker listeners."""
+    settings = resolved.settings
+    if named is None:
+        return settings
+    if resolved.origins.get("broker_listener", "default") == "default":
+        return settings.model_copy(update={"broker_listener": named})
+    if settings.broker_listener.upper() != named:
+        raise ConfigError(f"broker_listener ({resolved.origins['broker_listener']}) is {settings.broker_listener!r} but "
+                          f"the security config names the brokers' listener {named!r} (inter.broker.listener.name or "
+                          "security.inter.broker.protocol): give one, or the same in both")
+    return settings
 
 
 def unknown_env(environ: Mapping[str, str]) -> list[str]:

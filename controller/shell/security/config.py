@@ -102,6 +102,19 @@ def _positive(props: dict[str, str], key: str, default: float) -> float:
     return value
 
 
+LISTENER_NAME_KEY = "inter.broker.listener.name"
+PROTOCOL_KEY = "security.inter.broker.protocol"
+
+
+def _inter_broker_listener(props: dict[str, str]) -> str | None:
+    name, protocol = props.get(LISTENER_NAME_KEY, "").strip(), props.get(PROTOCOL_KEY, "").strip()
+    if name and protocol:  # Kafka refuses the pair at start (KafkaConfig's validation) too
+        raise ValueError(f"only one of {LISTENER_NAME_KEY} and {PROTOCOL_KEY} may be set")
+    if protocol and protocol.upper() not in PROTOCOLS:
+        raise ValueError(f"{PROTOCOL_KEY}: {protocol!r} is not one of {', '.join(PROTOCOLS)}")
+    return (name or protocol).upper() or None  # listener names compare upper-cased, as Kafka's ListenerName
+
+
 @dataclass(frozen=True)
 class SecurityConfig:
     protocol_map: dict[str, str] = field(default_factory=dict)
@@ -122,6 +135,13 @@ class SecurityConfig:
     listener_overrides: dict[str, dict[str, str]] = field(default_factory=dict)
     base_props: dict[str, str] = field(default_factory=dict, repr=False)
 
+    @property
+    def inter_broker_listener(self) -> str | None:
+        """The brokers' listener as the file names it, Kafka's way: ``inter.broker.listener.name``,
+        or ``security.inter.broker.protocol`` (the listener named after the protocol); None when
+        neither is set (the ``broker_listener`` setting decides: controller.shell.options)."""
+        return _inter_broker_listener(self.base_props)
+
     @classmethod
     def from_properties(cls, props: dict[str, str]) -> SecurityConfig:
         base, overrides = {}, {}
@@ -135,6 +155,7 @@ class SecurityConfig:
                 raise ValueError(f"{key}: not a per-listener setting (listener.name.<name>.<key>, the key one of "
                                  f"{', '.join(PER_LISTENER)}, or <mechanism>{JAAS_SUFFIX})")
             overrides.setdefault(name.lower(), {})[setting] = value
+        _inter_broker_listener(base)  # checked at start, as the rest
         for name, own in overrides.items():  # each listener's settings are checked at start, as the rest
             try:
                 cls._from_base({**base, **own})

@@ -3,7 +3,8 @@ on the controller's own connections to brokers (LeaderAndIsr, UpdateMetadata, St
 DescribeLogDirs), as a Kafka controller connects with its broker's ``inter.broker.listener.name``
 and ``sasl.mechanism.inter.broker.protocol``.
 
-The listener is the ``broker_listener`` setting; its protocol comes from the security file's
+The listener is the ``broker_listener`` setting (or, left at its default, the security file's
+``inter.broker.listener.name`` / ``security.inter.broker.protocol``); its protocol comes from the security file's
 ``listener.security.protocol.map`` (a listener named after a protocol speaks it; any other name
 the map does not list is PLAINTEXT, as before this module). The keys, Kafka's broker keys, each
 listener-prefixed key (``listener.name.<listener>.<key>``, the name lower-cased) taking
