@@ -29,12 +29,26 @@ SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
 WRITE_ATTEMPTS = 5
 
 
+# URLEncoder leaves '.' alone, so these two names sanitize to themselves, which ZooKeeper
+# refuses as path elements (relative paths): no credential can be stored under them, in Kafka
+# either (its write fails there with an unexpected error).
+UNSTORABLE = frozenset({".", ".."})
+
+
 def sanitize(user: str) -> str:
     """Kafka's Sanitizer: URL-encoding as Java's URLEncoder does it, then '+' -> %20, '*' -> %2A
-    (so a user name is one safe znode name)."""
+    (so a user name is one safe znode name). ValueError for a name that cannot be one."""
     if not user:
         raise ValueError("a user name must not be empty")
-    return urllib.parse.quote(user, safe="-._*").replace("*", "%2A").replace("~", "%7E")
+    name = urllib.parse.quote(user, safe="-._*").replace("*", "%2A").replace("~", "%7E")
+    if name in UNSTORABLE:
+        raise ValueError(f"the user name {user!r} cannot be a znode name (ZooKeeper refuses {name!r} in a path)")
+    return name
+
+
+def storable(user: str) -> bool:
+    """Whether ``user`` can have a ``/config/users`` znode (not empty, not '.' or '..')."""
+    return bool(user) and user not in UNSTORABLE
 
 
 def desanitize(name: str) -> str:
@@ -65,7 +79,10 @@ def encode_user_config(config: dict[str, str]) -> bytes:
 
 
 async def read_credentials(store: Store, user: str) -> dict[str, str]:
-    """The user's SCRAM credential strings by mechanism; {} for an unknown user."""
+    """The user's SCRAM credential strings by mechanism; {} for an unknown user (and for a
+    name no znode can have: a login or a describe naming it finds nothing, as for any stranger)."""
+    if not storable(user):
+        return {}
     path = user_path(user)
     try:
         data, _ = await store.get(path)

@@ -480,3 +480,36 @@ async def test_api_versions_unsupported_version_lists_api_versions_alone(node):
     handler, _ = node
     _, body = await _unsupported_answer(handler)
     assert body["api_keys"] == [{"api_key": 18, "min_version": 0, "max_version": 4}]
+
+
+# ---------------------------------------------------------------------------------------------
+# User names no znode can carry ('.' and '..' sanitize to themselves; ZooKeeper refuses them)
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+async def test_a_user_no_znode_can_name_is_refused_clearly(node, name):
+    # Kafka: its write fails on ZooKeeper's path check, a per-user UNKNOWN_SERVER_ERROR; here the
+    # name is refused up front (UNACCEPTABLE_CREDENTIAL, saying why), nothing written, and a
+    # describe finds no credential, as for any stranger. The handler raised before (the request
+    # answered UNKNOWN_SERVER_ERROR as a whole, the other users' results lost).
+    handler, server = node
+    assert (await alter(handler, upsertions=[upsert(name), upsert("alice")])) == {
+        name: (ErrorCode.UNACCEPTABLE_CREDENTIAL, f"{scram_users.UNSTORABLE_NAME}: {name}"), "alice": (0, None)}
+    assert [n["entity_path"] for n in notifications(server)] == ["users/alice"]
+    answer = await describe(handler, [name, "alice"])
+    assert [(r["user"], r["error_code"]) for r in answer["results"]] == [
+        (name, ErrorCode.RESOURCE_NOT_FOUND), ("alice", ErrorCode.NONE)]
+
+
+@pytest.mark.parametrize("name", ["", ".", ".."])
+async def test_a_login_with_an_unstorable_name_finds_no_credential(node, name):
+    _, server = node
+    assert await zusers.read_credentials(server.connect(), name) == {}
+
+
+@pytest.mark.parametrize("name", [".", ".."])
+def test_the_users_command_refuses_an_unstorable_name(name, capsys):
+    from controller.shell.security.users import main
+
+    assert main(["add", "--zookeeper", "127.0.0.1:1", "--user", name, "--password", "pw"]) == 2
+    assert "can be stored under" in capsys.readouterr().err

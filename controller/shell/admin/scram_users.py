@@ -15,7 +15,9 @@ tests/admin/test_scram_groups_probe.py):
               credential that does not parse -> that user's UNKNOWN_SERVER_ERROR.
     Alter:    per user, every change or none, found in Kafka's order:
               1. illegal changes, over all the user's changes (an upsertion's error wins over a
-                 deletion's): "" -> UNACCEPTABLE_CREDENTIAL "Username must not be empty", a
+                 deletion's): "" -> UNACCEPTABLE_CREDENTIAL "Username must not be empty", "." or
+                 ".." (which no znode can be named; Kafka's write fails UNKNOWN_SERVER_ERROR) ->
+                 UNACCEPTABLE_CREDENTIAL "Username cannot be stored in ZooKeeper ...", a
                  mechanism other than SCRAM-SHA-256 (1) / SCRAM-SHA-512 (2) ->
                  UNSUPPORTED_SASL_MECHANISM "Unknown SCRAM mechanism", iterations outside
                  [4096, 16384] -> UNACCEPTABLE_CREDENTIAL "Too few iterations" / "Too many
@@ -59,6 +61,7 @@ TOO_FEW = "Too few iterations"
 TOO_MANY = "Too many iterations"
 DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request"
 NOT_THERE_DELETE = "Attempt to delete a user credential that does not exist"
+UNSTORABLE_NAME = "Username cannot be stored in ZooKeeper (it would be a relative znode path)"
 # Errors.UNKNOWN_SERVER_ERROR.message(), what Kafka gives a user whose stored credential it
 # cannot read.
 UNREADABLE = "The server experienced an unexpected error when processing the request."
@@ -120,6 +123,8 @@ def _illegal(user: str, kind: str, change: dict) -> tuple[ErrorCode, str] | None
     outside Kafka's bounds."""
     if not user:
         return ErrorCode.UNACCEPTABLE_CREDENTIAL, EMPTY_NAME
+    if not zusers.storable(user):  # '.' or '..': Kafka's write fails UNKNOWN_SERVER_ERROR there
+        return ErrorCode.UNACCEPTABLE_CREDENTIAL, f"{UNSTORABLE_NAME}: {user}"
     if change["mechanism"] not in MECHANISM_CODES:
         return ErrorCode.UNSUPPORTED_SASL_MECHANISM, UNKNOWN_MECHANISM
     if kind == "upsert" and change["iterations"] < MIN_ITERATIONS:

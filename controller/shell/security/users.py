@@ -138,6 +138,10 @@ def main(argv: list[str]) -> int:
         args = build_parser().parse_args(argv)
     except SystemExit as e:
         return 0 if e.code == 0 else 2
+    if getattr(args, "user", None) is not None and not zusers.storable(args.user):
+        print(f"reassignd users: --user {args.user!r}: not a name a credential can be stored under "
+              "(empty, '.' and '..' cannot be znode names)", file=sys.stderr)
+        return 2
     try:
         return asyncio.run(_run(args))
     except (ValueError, OSError, Refused) as e:
