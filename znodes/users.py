@@ -67,7 +67,7 @@ def decode_user_config(path: str, data: bytes) -> dict[str, str]:
     if doc is None:
         return {}
     config = doc.get("config") if isinstance(doc, dict) else None
-    if doc.get("version") != 1 or not isinstance(config, dict) or not all(
+    if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(config, dict) or not all(
         isinstance(k, str) and isinstance(v, str) for k, v in config.items()
     ):
         raise ZnodeFormatError(path, 'expected {"version":1,"config":{"name":"value",...}}')
