@@ -93,7 +93,10 @@ def summary(sel: Selection, moves: list[dict], *, skip_rack_awareness_check: boo
     per topic changed its replication factors before and after; the topics left unchanged;
     replicas added and removed by the change, replicas relocated besides (the mode also evens
     the changed topics' replicas out over the brokers, see :mod:`spark_jobs.core`), and the
-    partitions whose current leader leaves the replica list (the controller elects another)."""
+    partitions whose current leader leaves the replica list (the controller elects another).
+    A partition lowered keeps its live leader (the mode drops followers only), so those are
+    partitions without one (their first replica stands in, as in the moves) or partitions not
+    lowered whose leader's replica the evening out relocates."""
     added = removed = relocated = 0
     leaders_leaving = []
     for m in moves:

@@ -164,7 +164,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
     3. one move that leaves R/R+1 (reason ``count_relaxed``).
     Returns the steps taken; raises PlanError (with the reason) when no assignment is found
     that meets every limit. ``p`` is the core planner: rep, cnt, move(), parts_of(), rule,
-    target, c.size, broker_bytes()."""
+    target, c.size, broker_bytes(), keep (per row, a broker whose replica must stay)."""
     from spark_jobs.errors import PlanError
 
     sizes = np.maximum(p.c.size, 0)
@@ -209,7 +209,8 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
         h = int(over[np.argmax(bb[over] - limits[over])])
         why = f"broker {int(ids[h])} at {int(bb[h]):,} bytes is over its limit {int(limits[h]):,}"
         rows = held.rows[h]
-        rows = rows[sizes[rows] > 0]
+        # A leader the plan keeps through a lower replication factor (p.keep) never leaves.
+        rows = rows[(sizes[rows] > 0) & (p.keep[rows] != h)]
         if len(rows) == 0:
             raise PlanError(f"disk capacity goal: {why} and holds no replica the plan may move")
         rows = rows[np.lexsort((rows, -sizes[rows]))][:CANDIDATES]
@@ -239,7 +240,7 @@ def enforce(p, limits: np.ndarray) -> list[dict]:
             """c's in-scope replicas of partitions h does not hold, by size: (rows, sizes)."""
             if c not in others:
                 qs = held.rows[c]
-                qs = qs[~(p.rep[qs] == h).any(axis=1)]
+                qs = qs[~(p.rep[qs] == h).any(axis=1) & (p.keep[qs] != c)]
                 qs = qs[np.lexsort((qs, sizes[qs]))]
                 others[c] = (qs, sizes[qs])
             return others[c]

@@ -5,7 +5,9 @@ Objectives, in order:
 1. Hard constraints: never two replicas of a partition on one broker; brokers outside the
    target set (decommissioned, or left out of ``--broker-list``) end empty; with racks, the
    rule of :mod:`spark_jobs.racks` for every placement (``fix_racks`` also repairs existing
-   violations first; those moves are counted apart).
+   violations first; those moves are counted apart); a partition whose replication factor
+   goes down keeps its current leader's replica where it is (followers only are dropped, and
+   no later step moves it), so lowering makes the controller elect no new leader.
 2. Fairness: N replicas over n target brokers, every broker ends with R = N // n or R + 1.
    Which brokers get the N % n extra slots is chosen to need the fewest moves (the fullest
    ones), within what the racks allow.
@@ -285,12 +287,34 @@ class _Planner:
         self.rep = np.full((c.n_partitions, width), -1, dtype=np.int32)
         self.rep[:, : c.rep.shape[1]] = c.rep
         self.original = self.rep.copy()
+        self.keep = self._leaders_kept()
         # Topic keys for the count matrix (topics, or hashed groups of them when too many).
         n_topics = max(len(c.topics), 1)
         self.n_keys = n_topics if n_topics * self.B <= MAX_COUNT_CELLS else max(1, MAX_COUNT_CELLS // self.B)
         self.tkey = (c.part_topic % self.n_keys).astype(np.int64)
         self._parts_of: dict[int, list] | None = None
         self.recount()
+
+    def _leaders_kept(self) -> np.ndarray:
+        """Per row, the broker index whose replica no step may take away (-1: none): the
+        current leader of a partition whose replication factor goes down. Lowering drops
+        followers only, as Cruise Control does, so it makes the controller elect no one. A
+        partition without a live leader, or led from a broker outside the target set (which
+        must be emptied anyway), keeps nothing: its first replica is only preferred."""
+        c = self.c
+        keep = np.full(c.n_partitions, -1, dtype=np.int32)
+        if not c.n_partitions:
+            return keep
+        lead = c.leader.astype(np.int64)
+        led = lead >= 0
+        led[led] = self.target[lead[led]]
+        lowered = self.scope & (self.new_rf < c.rf)
+        keep[lowered & led] = lead[lowered & led]
+        return keep
+
+    def _keeps(self, r: int, b: int) -> bool:
+        """Must broker b hold its replica of row r (b leads r, whose replication factor goes down)?"""
+        return b >= 0 and int(self.keep[r]) == b
 
     # ---- bookkeeping -------------------------------------------------------------------------
 
@@ -417,7 +441,11 @@ class _Planner:
                 if rule.is_valid(row):
                     break
                 counts = rule.counts(row)
-                live = [b for b in row if b >= 0 and rule.rack_of[b] >= 0]
+                # A leader kept through a lower replication factor stays where it is: another
+                # replica moves instead (or none, and the lowering evens the racks out).
+                live = [b for b in row if b >= 0 and rule.rack_of[b] >= 0 and not self._keeps(r, b)]
+                if not live:
+                    break
                 # Leave from the fullest rack, the broker most above its target first.
                 src = max(live, key=lambda b: (counts[rule.rack_of[b]], self.cnt[b] - self.t[b], -b))
                 dst = self.best_destination(r, src, need_deficit=False)
@@ -429,6 +457,7 @@ class _Planner:
         rule = self.rule
         removed: dict[int, list[int]] = {}
         added: dict[int, list[int]] = {}
+        lowered: dict[int, list[int]] = {}  # row -> its replicas before, in order
         for r in np.nonzero(self.new_rf != self.c.rf)[0].tolist():
             if not self.scope[r]:
                 continue
@@ -438,6 +467,7 @@ class _Planner:
                 if len(row) == want:
                     break
                 if len(row) > want:
+                    lowered.setdefault(r, list(row))
                     counts = rule.counts(row) if rule.k else None
 
                     def key(j):
@@ -445,7 +475,11 @@ class _Planner:
                         rack_n = counts[rule.rack_of[b]] if counts and rule.rack_of[b] >= 0 else 0
                         return (rack_n, self.cnt[b] - self.t[b], j != 0, j)
 
-                    j = max(range(len(row)), key=key)
+                    # Followers only when the partition has a live leader: the fullest rack
+                    # still gives one (holding two or more, it has a follower), then the
+                    # broker most above its target. Without one, the first replica (the
+                    # preferred leader) goes only on a tie of both.
+                    j = max((j for j in range(len(row)) if not self._keeps(r, row[j])), key=key)
                     b = row.pop(j)
                     self.rep[r] = -1
                     self.rep[r, : len(row)] = row
@@ -463,11 +497,24 @@ class _Planner:
                     if self._parts_of is not None:
                         self._parts_of[dst].append(r)
         self._settle_replication(removed, added)
+        self._keep_order(lowered)
+
+    def _keep_order(self, lowered: dict) -> None:
+        """Put each lowered row's replicas back in their order before: the settling swaps
+        write a kept original replica into a removed one's slot, and a leader first (the
+        preferred leader) stays first."""
+        for r, before in lowered.items():
+            now = [b for b in self.rep[r].tolist() if b >= 0]
+            ordered = [b for b in before if b in now]
+            if len(ordered) != len(now):
+                continue  # an added broker: not a pure lowering, its order is the moves'
+            self.rep[r, : len(ordered)] = ordered
 
     def _settle_replication(self, removed: dict, added: dict) -> None:
         """Free fixes after a replication change, along chains from brokers above target to
         brokers below it: keep a removed original replica instead of a kept one, or put an
-        added replica on another broker. Neither copies any more data than before."""
+        added replica on another broker. Neither copies any more data than before. A kept
+        leader (``keep``) is never swapped out."""
         rows_of: dict[int, list[int]] = {}
         for r in sorted(set(removed) | set(added)):
             for b in self.rep[r].tolist():
@@ -483,8 +530,8 @@ class _Planner:
         def edges(a):
             for r in rows_of.get(a, ()):
                 row = self.rep[r].tolist()
-                if a not in row:
-                    continue
+                if a not in row or self._keeps(r, a):
+                    continue  # a hop takes a's replica away: never a kept leader's
                 if a in added.get(r, ()):
                     cands = [u for u in tb if u not in row]
                 else:
@@ -616,12 +663,13 @@ class _Planner:
                 return
 
     def _pick(self, d: int, u: int, allow_worse: bool) -> int:
-        """A row with a replica on d that may move to u: best topic gain, smallest, first."""
+        """A row with a replica on d that may move to u: best topic gain, smallest, first.
+        Never a row d leads through a lower replication factor (``keep``)."""
         rows = np.array(self.parts_of(d), dtype=np.int64)
         if len(rows) == 0:
             return -1
         sub = self.rep[rows]
-        rows = rows[~(sub == u).any(axis=1)]
+        rows = rows[~(sub == u).any(axis=1) & (self.keep[rows] != d)]
         if len(rows) == 0:
             return -1
         tk = self.tkey[rows]
@@ -716,6 +764,7 @@ class _Planner:
                     sizes=self.c.size[row_ids],
                     transfers=by_key[key],
                     rule=self.rule,
+                    keep=self.keep[row_ids],
                 )
             )
         chunks = [tasks[i : i + TOPICS_PER_CHUNK] for i in range(0, len(tasks), TOPICS_PER_CHUNK)]
@@ -772,6 +821,8 @@ class _Planner:
             t = int(self.c.part_topic[r])
             blk = np.arange(starts[t], starts[t + 1])
             sub = self.rep[blk]
+            # (a row keeping its leader through a lower replication factor is a changed row,
+            # so it never takes another row's move here)
             ok = (sub == d).any(axis=1) & ~(sub == u).any(axis=1) & ~changed[blk] & in_scope[blk]
             cand = blk[ok]
             if len(cand) == 0:
@@ -852,7 +903,7 @@ class _Planner:
 
     def _pick_excluding(self, d: int, x: int, q: int) -> int:
         for r in self.parts_of(d):
-            if r == q or x in self.rep[r]:
+            if r == q or x in self.rep[r] or self._keeps(r, d):
                 continue
             if self.rule.allowed(self.rep[r].tolist(), d, x):
                 return r
@@ -890,7 +941,8 @@ class _Planner:
         if not fair_greedy or moves_greedy > lower_bound:
             units = int(self.excess().sum()) + lower_bound
             if exact.estimate_work(self.rows_idx, self.target, units) <= exact.MAX_WORK:
-                sol = exact.solve(fixed[self.rows_idx], self.new_rf[self.rows_idx], self.target, self.rule)
+                sol = exact.solve(fixed[self.rows_idx], self.new_rf[self.rows_idx], self.target, self.rule,
+                                  keep=self.keep[self.rows_idx])
                 if sol is not None:
                     m = _moves(fixed[self.rows_idx], sol)
                     if (self._fair(sol) and not fair_greedy) or (self._fair(sol) == fair_greedy and m < moves_greedy):
@@ -1016,6 +1068,14 @@ class _Planner:
                 f"replica counts are not R/R+1 although the racks' totals allow it: {broken_after} partitions "
                 "break the rack rule and their replicas may only move to widen their rack spread; no plan found "
                 "reaches R/R+1 under that rule"
+            )
+        kept = int((self.keep[rows_idx] >= 0).sum())
+        if not fair and kept:
+            # The leaders are a hard rule, the counts are not: say what may have stood in the way.
+            self.warnings.append(
+                f"replica counts are not R/R+1: {kept} partitions whose replication factor goes down keep "
+                "their current leader's replica (lowering drops followers only), which can leave a broker "
+                "leading many of them above its target"
             )
         report = {
             "version": 1,

@@ -11,7 +11,9 @@ replicas in that rack within the rack rule's bounds; (p, rack) -> broker b has c
 costs 1 unless b held p already; every target broker absorbs R, and up to one more through a
 shared slot node that absorbs k = N mod |brokers|. Starting from the current assignment (all
 costs non-negative, so it is optimal for its own imbalances) successive shortest paths with
-Dijkstra and potentials settle the imbalances at minimum cost.
+Dijkstra and potentials settle the imbalances at minimum cost. A partition whose replication
+factor goes down keeps its current leader (``keep``, spark_jobs.core): that replica's edge
+starts full and has no residual arc back, so the optimum is over plans that keep it.
 
 A partition that already breaks the rack rule (keeping its replication factor) cannot be held
 to per-rack bounds alone: each of its moves must go to a rack holding the fewest of its other
@@ -60,6 +62,10 @@ class _Graph:
         self.head[v].append(e + 1)
         return e
 
+    def fix(self, e: int) -> None:
+        """The flow edge ``e`` carries now can never be sent back (a lower bound equal to it)."""
+        self.cap[e ^ 1] = 0
+
     @property
     def n_edges(self) -> int:
         return len(self.to) // 2
@@ -75,12 +81,16 @@ MAX_SOLVES = 200
 MAX_SPLIT_WORK = 3 * MAX_WORK
 
 
-def solve(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRule) -> np.ndarray | None:
+def solve(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRule,
+          keep: np.ndarray | None = None) -> np.ndarray | None:
     """Rows (P x W') with minimum moves from ``rows`` reaching R/R+1 on the targets and the
-    rack rule, or None when no such assignment exists (or none was found within the budget)."""
+    rack rule, or None when no such assignment exists (or none was found within the budget).
+    ``keep`` gives per row a target broker of it that must stay in it (-1: none): the leader a
+    lower replication factor keeps (spark_jobs.core)."""
+    keep = np.full(len(rows), -1, dtype=np.int64) if keep is None else keep
     reach = _breaking(rows, new_rf, target, rule)
     if not reach:
-        return _flow(rows, new_rf, target, rule, {})[0]
+        return _flow(rows, new_rf, target, rule, {}, keep)[0]
     if any(not states for states, _ in reach.values()):
         return None  # a partition the rule lets reach no placement on the targets at all
     hull = {p: _hull(states) for p, (states, _) in reach.items()}
@@ -95,7 +105,7 @@ def solve(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
         bound, _, _, fixed = heapq.heappop(heap)
         if best is not None and bound >= best_cost:
             break
-        out, w = _flow(rows, new_rf, target, rule, {**hull, **fixed})
+        out, w = _flow(rows, new_rf, target, rule, {**hull, **fixed}, keep)
         solves += 1
         work += w
         if out is None:
@@ -286,10 +296,22 @@ def _add_boxed(g: _Graph, imbalance: list, p: int, row: list, box: tuple, node_o
             out.append((g.add(src, bnode[b], 1, 1, 0), b))
 
 
-def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRule, boxes: dict):
+def _held_edge(g: _Graph, u: int, v: int, kept: bool, kept_edges: set) -> int:
+    """The edge of a replica the partition holds: it starts full (no move), and stays full when
+    that replica is kept, so no augmenting path can take it away."""
+    e = g.add(u, v, 1, 0, 1)
+    if kept:
+        g.fix(e)
+        kept_edges.add(e)
+    return e
+
+
+def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRule, boxes: dict,
+          keep: np.ndarray):
     """The min-cost flow: (rows, or None when no fair assignment exists; the work it took, edges
     x units routed). ``boxes`` maps a rack-breaking partition to its per-rack (fewest, most,
-    fewest new, most new) replicas; every other partition keeps the rule's bounds below."""
+    fewest new, most new) replicas; every other partition keeps the rule's bounds below.
+    ``keep[p]`` (a broker p holds, or -1): its edge starts full and stays full."""
     n_parts = len(rows)
     tb = [int(b) for b in np.nonzero(target)[0]]
     n_t = len(tb)
@@ -304,10 +326,12 @@ def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
     g = _Graph(z + 1)
     imbalance = [0] * (z + 1)
     assign_edges: list[list[tuple[int, int]]] = [[] for _ in range(n_parts)]
+    kept_edges: set[int] = set()  # held edges that stay full (a kept leader's)
     rows_l = rows.tolist()
     bpos = {b: base_b + i for b, i in bnode.items()}
     for p in range(n_parts):
         held = {b for b in rows_l[p] if b >= 0}
+        kept = int(keep[p])
         r = int(new_rf[p])
         imbalance[p] += r
         if k and p in boxes:
@@ -325,7 +349,10 @@ def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
                 # An invalid partition keeps a replica in every rack it spans (unless it
                 # shrinks below that many replicas), so its spread never narrows.
                 floor = max(lo, 1) if spread <= r else lo
-                a_lo, a_hi = (lo, hi) if valid else (min(f, floor), max(f, hi))
+                # Shrinking below its spread, it must end on r racks: one replica each (r < K,
+                # so hi is 1); a rack keeping more would narrow it.
+                ceil = max(f, hi) if spread <= r else hi
+                a_lo, a_hi = (lo, hi) if valid else (min(f, floor), ceil)
                 node = base_rack + p * k + x
                 # The edge carries the flow above the lower bound a_lo; the clipped start
                 # leaves imbalances that the shortest paths then settle.
@@ -338,14 +365,16 @@ def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
                     if rule.rack_of[b] != x:
                         continue
                     if b in held:
-                        assign_edges[p].append((g.add(node, base_b + bnode[b], 1, 0, 1), b))
+                        assign_edges[p].append((_held_edge(g, node, base_b + bnode[b], b == kept, kept_edges), b))
                     elif not no_new:
                         assign_edges[p].append((g.add(node, base_b + bnode[b], 1, 1, 0), b))
         else:
             for b in tb:
-                flow = 1 if b in held else 0
-                assign_edges[p].append((g.add(p, base_b + bnode[b], 1, 0 if b in held else 1, flow), b))
-                imbalance[p] -= flow
+                if b in held:
+                    assign_edges[p].append((_held_edge(g, p, base_b + bnode[b], b == kept, kept_edges), b))
+                    imbalance[p] -= 1
+                else:
+                    assign_edges[p].append((g.add(p, base_b + bnode[b], 1, 1, 0), b))
     counts = [0] * n_t
     for p in range(n_parts):
         for b in rows_l[p]:
@@ -413,7 +442,7 @@ def _flow(rows: np.ndarray, new_rf: np.ndarray, target: np.ndarray, rule: RackRu
     width = max(rows.shape[1], int(new_rf.max()) if n_parts else 1)
     out = np.full((n_parts, width), -1, dtype=np.int32)
     for p in range(n_parts):
-        chosen = {b for e, b in assign_edges[p] if cap[e ^ 1] > 0}
+        chosen = {b for e, b in assign_edges[p] if cap[e ^ 1] > 0 or e in kept_edges}
         old = [b for b in rows_l[p] if b >= 0]
         added = sorted(chosen - set(old))
         new_row = []

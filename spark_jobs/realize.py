@@ -4,8 +4,9 @@ The global step (spark_jobs.core) decides *how many* replicas of each topic go f
 broker to which (transfers ``(donor, receiver, count)``, in the order it decided them). This
 module picks *which* partitions: for each transfer, partitions of the topic that have a replica
 on the donor and none on the receiver, smallest log first, then lowest partition number, and
-only where the rack rule allows. Topics are independent, so tasks run in parallel; the result
-is the same whichever executor runs them.
+only where the rack rule allows (and never a replica the core keeps: ``TopicTask.keep``).
+Topics are independent, so tasks run in parallel; the result is the same whichever executor
+runs them.
 
 Usage::
 
@@ -31,6 +32,9 @@ class TopicTask:
     sizes: np.ndarray  # int64 (m,), -1 unknown
     transfers: list  # [(donor, receiver, count)]
     rule: RackRule
+    # Per row, the broker whose replica must stay (-1 none): a leader kept through a lower
+    # replication factor (spark_jobs.core). None: every replica may move.
+    keep: np.ndarray | None = None
 
 
 @dataclass
@@ -56,6 +60,7 @@ def realize_topic(task: TopicTask) -> TopicResult:
             if b >= 0:
                 holders.setdefault(b, set()).add(i)
     rule = task.rule
+    keep = task.keep.tolist() if task.keep is not None else [-1] * len(rows)
     moves: list = []
     leftover: list = []
     for donor, receiver, count in task.transfers:
@@ -67,7 +72,7 @@ def realize_topic(task: TopicTask) -> TopicResult:
             if done == count:
                 break
             row = rows[i]
-            if rule.k and not rule.allowed(row.tolist(), donor, receiver):
+            if keep[i] == donor or (rule.k and not rule.allowed(row.tolist(), donor, receiver)):
                 continue
             j = int(np.nonzero(row == donor)[0][0])
             rows[i, j] = receiver

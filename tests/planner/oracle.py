@@ -8,6 +8,8 @@ spark_jobs.exact, with large negative costs standing in for lower bounds) over:
 
 It answers: the fewest replica moves that reach R/R+1 on the target brokers with rack-valid
 partitions, or None when no such assignment exists. Only meant for a few dozen replicas.
+``keep`` names per partition a broker whose replica must stay (the leader a lower replication
+factor keeps): its partition -> broker edge is mandatory.
 """
 
 from __future__ import annotations
@@ -67,9 +69,16 @@ class _Flow:
             total += push * dist[t]
 
 
-def min_moves(rows: list, new_rf: list, targets: list, rack_of: dict | None):
+def min_moves(rows: list, new_rf: list, targets: list, rack_of: dict | None, keep: list | None = None):
     """rows: replica lists (broker ids); new_rf per row; targets: broker ids; rack_of: broker ->
-    rack (None without racks)."""
+    rack (None without racks); keep: per row a broker that must stay in it, or None."""
+    keep = keep or [None] * len(rows)
+
+    def assign(u, p, b):
+        if b == keep[p]:
+            mandatory.append(f.add(u, ("b", b), 1, -BIG))
+        else:
+            f.add(u, ("b", b), 1, 0 if b in rows[p] else 1)
     n = len(targets)
     total = sum(new_rf)
     low, extra = divmod(total, n)
@@ -93,10 +102,10 @@ def min_moves(rows: list, new_rf: list, targets: list, rack_of: dict | None):
                 f.add(("p", p), ("px", p, x), a_hi - a_lo, 0)
                 for b in targets:
                     if rack_of[b] == x:
-                        f.add(("px", p, x), ("b", b), 1, 0 if b in row else 1)
+                        assign(("px", p, x), p, b)
         else:
             for b in targets:
-                f.add(("p", p), ("b", b), 1, 0 if b in row else 1)
+                assign(("p", p), p, b)
     for b in targets:
         mandatory.append(f.add(("b", b), "t", low, -BIG))
         f.add(("b", b), "z", 1, 0)

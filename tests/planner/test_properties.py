@@ -62,8 +62,15 @@ def _check(snap, rack_of, mode, kwargs):
             if _valid(old, rack_of, racks):
                 assert _valid(new, rack_of, racks), (key, old, new)
 
+    # A lower replication factor keeps each partition's live leader (spark_jobs.core): a hard
+    # rule, so the optimum is over the plans that keep it.
+    leaders = {(t["name"], p["partition"]): p.get("leader", -1) for t in snap["topics"] for p in t["partitions"]}
+    keep = [leaders[k] if new_rf[k] < len(before[k]) and leaders[k] in tset else None for k in keys]
+    for key, kept in zip(keys, keep):
+        assert kept is None or kept in after[key], (key, kept, after[key])
+
     # Fairness and minimal moves, against the independent optimum.
-    opt = oracle.min_moves([before[k] for k in keys], [new_rf[k] for k in keys], targets, rack_of)
+    opt = oracle.min_moves([before[k] for k in keys], [new_rf[k] for k in keys], targets, rack_of, keep)
     counts = Counter(b for k in keys for b in after[k])
     total = sum(new_rf.values())
     low = total // len(targets)

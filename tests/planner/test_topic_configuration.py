@@ -172,11 +172,11 @@ def test_lowering_removes_replicas_and_reports_leaders_leaving(cluster):
     assert tc["replicas_removed"] == 4 and tc["replicas_added"] == 0
     kept = sum(len(set(before[k]) & set(r)) for k, r in plan.items())
     assert kept == 4 * 3 - tc["replicas_removed"] - tc["replicas_relocated"]
-    # The mode drops the replica on the most loaded broker, a follower before the first replica
-    # only when that ties; the report names every partition whose current leader would leave.
+    # The mode drops followers only: every partition has a live leader here, and each keeps
+    # it (the report would name any partition whose current leader left).
     leaders = {k: json.loads(zk.get(f"/brokers/topics/{k[0]}/partitions/{k[1]}/state")[0])["leader"] for k in plan}
-    leaving = sorted(f"{t}-{p}" for (t, p), r in plan.items() if leaders[(t, p)] not in r)
-    assert tc["leaders_leaving"] == len(leaving) and tc["leaders_leaving_partitions"] == leaving
+    assert all(leaders[k] in r for k, r in plan.items()), (leaders, plan)
+    assert tc["leaders_leaving"] == 0 and tc["leaders_leaving_partitions"] == []
     assert assignment(zk) == before
 
 
@@ -251,12 +251,13 @@ def test_selection_and_the_broker_checks_are_cruise_controls():
         check_brokers({1: "a", 2: "a", 3: None}, 3, skip_rack_awareness_check=False)
 
 
-def test_the_report_names_the_leaders_the_mode_removes():
+def test_lowering_keeps_every_leader_and_the_report_names_none_leaving():
     """What the replication-factor mode does when lowering (spark_jobs.core.change_replication):
-    it drops the replica on the broker most above its target count, the first replica (the
-    preferred leader) only on a tie. Here broker 1 leads every partition and holds four of the
-    eight replicas left: evening the counts out removes it from two partitions it leads, where
-    Cruise Control would drop followers only. The report counts and names them."""
+    it drops followers only, so the current leader keeps its replica and no leader leaves.
+    Here broker 1 leads every partition: it stays in all four, although that leaves it four of
+    the eight replicas (R/R+1 is 2 or 3: the counts give way to the leaders, and the report
+    says so). Before, evening the counts out removed it from two partitions it leads, where
+    Cruise Control drops followers only."""
     from planner_service.topic_config import select_topics, summary
     from spark_jobs import api
 
@@ -268,10 +269,10 @@ def test_the_report_names_the_leaders_the_mode_removes():
                                                     for p, r in enumerate(rows)]}]}
     result = api.plan(snap, "replication-factor", topics=["t"], replication_factor=2)
     new = {e["partition"]: e["replicas"] for e in result.reassignment["partitions"]}
-    assert result.report["fair"] and all(len(r) == 2 and set(r) < set(rows[p]) for p, r in new.items())
+    assert all(len(r) == 2 and 1 in r and set(r) < set(rows[p]) for p, r in new.items()) and len(new) == 4
+    assert not result.report["fair"] and any("keep their current leader" in w for w in result.report["warnings"])
     tc = summary(select_topics({"t": [3, 3, 3, 3]}, re.compile("t"), 2), result.moves, skip_rack_awareness_check=False)
-    gone = sorted(f"t-{p}" for p, r in new.items() if 1 not in r)
-    assert len(gone) == 2 and tc["leaders_leaving"] == 2 and tc["leaders_leaving_partitions"] == gone
+    assert tc["leaders_leaving"] == 0 and tc["leaders_leaving_partitions"] == []
     assert (tc["replicas_removed"], tc["replicas_added"], tc["replicas_relocated"]) == (4, 0, 0)
 
 
