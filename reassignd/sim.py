@@ -38,7 +38,9 @@ broker's listener Kafka's SSL listener, TLS 1.2+ from the first byte (:mod:`sim.
 ``broker_listener`` is that name. A keystore or truststore that is missing, not PEM, or whose
 key does not open with the password is a usage error (exit 2) naming the flag, before
 anything starts. The sim's own requests to the controller (AlterPartition,
-ControlledShutdown) stay PLAINTEXT.
+ControlledShutdown) go to its listener of the brokers' name, else a PLAINTEXT one, else an SSL
+one with these settings (the controller's certificate checked against ``--ssl-truststore``, else
+the system's CAs; the keystore shown as client certificate): :mod:`sim.controller_link`.
 
 ``--zk-config FILE`` gives the brokers' ZooKeeper identity and security, the keys the
 controller's ``--security-config`` and ``reassignd users --zk-config`` read
@@ -229,8 +231,9 @@ def build_parser() -> argparse.ArgumentParser:
                    help="the password of an encrypted key in --ssl-keystore (Kafka's ssl.key.password; "
                         "visible in the process list: test keys only)")
     p.add_argument("--ssl-truststore", metavar="PEM",
-                   help="the CA certificates (PEM) client certificates are checked against; "
-                        "needed by --ssl-client-auth requested|required")
+                   help="the CA certificates (PEM) client certificates are checked against, and the "
+                        "controller's certificate when its listener speaks SSL; needed by --ssl-client-auth "
+                        "requested|required")
     p.add_argument("--ssl-client-auth", choices=list(CLIENT_AUTH), default="none",
                    help="Kafka's ssl.client.auth: none (the default), requested (a client certificate is "
                         "asked for and checked if sent) or required (a client without a trusted one is refused)")

@@ -17,7 +17,9 @@ expired sessions), moves the copy model to ``clock()`` and lets every running br
 leader duties, carrying out the ISR changes they ask for: by default as Kafka brokers before 2.7
 (inter.broker.protocol.version < 2.7) do, each leader writing the partition's state znode and an
 ``/isr_change_notification``; with ``ClusterSettings(isr_via="alter_partition")`` as 2.7+ brokers
-do, in one AlterPartition request per broker to the active controller (:mod:`sim.alter_partition`).
+do, in AlterPartition requests to the active controller (:mod:`sim.alter_partition`): at most one
+per broker in flight, which the advance starts and never waits for (its answer is applied when it
+comes), except through the in-process ``controller_request`` hook, answered within the advance.
 ``reassignd sim`` calls it every ``tick`` seconds (:meth:`start_ticker`); deterministic tests
 pass a :class:`sim.clock.ManualClock` and call it themselves.
 
@@ -39,6 +41,7 @@ import inspect
 import json
 import logging
 import random
+import ssl
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -58,7 +61,7 @@ from sim.effects import IsrChangeNotification, IsrWrite
 from sim.replica import CopySettings, ReplicationModel
 from sim.throttle import Throttles
 from sim.tls import SECURITY_PROTOCOL as SSL_PROTOCOL
-from sim.tls import SimTls, server_context
+from sim.tls import SimTls, client_context, server_context
 from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
 from sim.zookeeper_view import ZooKeeperView
@@ -126,7 +129,8 @@ class ClusterSettings:
     # listener named PLAINTEXT, e.g. INTERNAL or SSL (Kafka's inter.broker.listener.name).
     listener_name: str = "PLAINTEXT"
     # TLS on every broker's listener (Kafka's SSL listener; registered with protocol SSL);
-    # None: PLAINTEXT. The sim's own connections to the controller stay PLAINTEXT.
+    # None: PLAINTEXT. The same settings let the brokers reach a controller listener that
+    # speaks SSL (sim.controller_link, sim.tls.client_context).
     tls: SimTls | None = None
     # How a leader changes an ISR: ISR_VIA_ZOOKEEPER (the state znode, then an ISR change
     # notification) or ISR_VIA_ALTER_PARTITION (AlterPartition to the active controller).
@@ -193,6 +197,10 @@ class SimBroker:
         # Its AlterPartition sender when ISR changes go to the controller (isr_via), else None.
         self.alter_partition: AlterPartitionManager | None = None
         self.controller_lookup = LOOKUP_ZOOKEEPER  # ClusterSettings.controller_lookup
+        # How it reaches a controller listener that speaks SSL (sim.controller_link): the
+        # cluster's TLS settings and the client context made from them; None: PLAINTEXT only.
+        self.tls: SimTls | None = None
+        self.controller_ssl: ssl.SSLContext | None = None
 
 
 class SimulatedCluster:
@@ -225,8 +233,10 @@ class SimulatedCluster:
         self.view = ZooKeeperView()
         self._view_watcher: ClusterWatcher | None = None
         self._admin_lost = False
-        # The brokers' TLS context (settings.tls), made at start: one for every listener.
+        # The brokers' TLS contexts (settings.tls), made at start: one for every listener, and
+        # one for every broker's connections to the controller.
         self._ssl = None
+        self._controller_ssl = None
 
     # ---- lifecycle -----------------------------------------------------------------------
 
@@ -238,9 +248,11 @@ class SimulatedCluster:
         raises TopicExistsError with no broker registered and no topic written.
         """
         self.model.now = self.clock()
-        if self.serve and self.settings.tls is not None:
+        if self.settings.tls is not None:
             # Before ZooKeeper: a bad keystore (TlsSettingError) leaves nothing registered.
-            self._ssl = server_context(self.settings.tls)
+            if self.serve:
+                self._ssl = server_context(self.settings.tls)
+            self._controller_ssl = client_context(self.settings.tls)
         self.admin = await self._new_store()
         try:
             for path in paths.PERSISTENT_PATHS:
@@ -264,6 +276,7 @@ class SimulatedCluster:
                 port = self.settings.base_port + index if self.settings.base_port else 0
                 sim_broker = SimBroker(broker_id, self.settings.rack_of(broker_id), core, port)
                 sim_broker.controller_lookup = self.settings.controller_lookup
+                sim_broker.tls, sim_broker.controller_ssl = self.settings.tls, self._controller_ssl
                 if self.settings.isr_via == ISR_VIA_ALTER_PARTITION:
                     sim_broker.alter_partition = AlterPartitionManager(sim_broker, self.clock, self.controller_request)
                 self.brokers[broker_id] = sim_broker
@@ -380,14 +393,16 @@ class SimulatedCluster:
             raise ValueError(f"broker {broker_id} is not running")
         broker.running = False
         self.model.offline.add(broker_id)
+        if broker.alter_partition is not None:
+            # Its request to the controller dies with it: first, as it may be reading ZooKeeper on
+            # the session closed below.
+            await broker.alter_partition.close()
         if broker.server is not None:
             await broker.server.close()
             broker.server = None
         if broker.store is not None:
             await broker.store.close()
             broker.store = None
-        if broker.alter_partition is not None:
-            await broker.alter_partition.close()  # its connection to the controller dies with it
         log.info("broker %d stopped", broker_id)
 
     async def restart_broker(self, broker_id: int) -> None:
@@ -424,6 +439,13 @@ class SimulatedCluster:
                 log.warning("broker %d: log dir event notification failed: %s", broker_id, exc)
             log.warning("broker %d: log dir %s offline, %d replica(s) with it", broker_id, path, len(lost))
             return lost
+
+    async def wait_alter_partition_answers(self) -> None:
+        """Until no broker has an AlterPartition request in flight (tests: the answers to what
+        the last advances proposed applied; an answer may start a request, waited for too)."""
+        for broker in list(self.brokers.values()):
+            if broker.alter_partition is not None:
+                await broker.alter_partition.answered()
 
     def start_ticker(self) -> None:
         """Advance every ``settings.tick`` seconds until :meth:`stop_ticker`."""
@@ -468,7 +490,14 @@ class SimulatedCluster:
             now = self.clock()
             self.model.advance(now)
             due = [(broker, broker.core.advance(now)) for broker in list(self.brokers.values()) if broker.running]
-            await asyncio.gather(*(self._carry_out(broker, effects) for broker, effects in due if effects))
+            await asyncio.gather(*(self._carry_out(broker, effects) for broker, effects in due
+                                   if effects or self._alter_partition_queued(broker)))
+
+    @staticmethod
+    def _alter_partition_queued(broker: SimBroker) -> bool:
+        """Changes wait behind an unanswered AlterPartition: this advance sends them, even with
+        nothing new of its own (the core proposes none again while they are pending)."""
+        return broker.alter_partition is not None and broker.alter_partition.queued
 
     async def _tick_forever(self) -> None:
         while True:
@@ -484,10 +513,11 @@ class SimulatedCluster:
         """One broker's effects of an advance: its ISR writes (one per partition, at most
         ISR_WRITES_IN_FLIGHT at once), then its notification (of writes of earlier advances).
 
-        The AlterPartition way, the writes are one request to the controller instead, and there
-        is never a notification: the core queues none for a change the controller made."""
+        The AlterPartition way, the writes are proposed to the controller instead (queued, and
+        sent unless a request is in flight; not waited for: sim.alter_partition), and there is
+        never a notification: the core queues none for a change the controller made."""
         if broker.alter_partition is not None:
-            await broker.alter_partition.send([e for e in effects if isinstance(e, IsrWrite)])
+            await broker.alter_partition.propose([e for e in effects if isinstance(e, IsrWrite)])
             return
         gate = asyncio.Semaphore(ISR_WRITES_IN_FLIGHT)
 

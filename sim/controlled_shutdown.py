@@ -8,7 +8,8 @@ Each try, up to MAX_TRIES (Kafka's ``controlled.shutdown.max.retries``, which co
  1. Find the active controller on the broker's own ZooKeeper session, as Kafka's broker does:
     ``/controller``'s brokerid, then that instance's listener at ``/reassignd/controllers/<id>``
     (reassignd's controllers are not brokers, so ``/brokers/ids`` does not name them;
-    :mod:`sim.controller_link`, which AlterPartition uses too).
+    :mod:`sim.controller_link`, which AlterPartition uses too, and which picks the listener:
+    PLAINTEXT, or SSL with the brokers' TLS settings).
  2. Send ControlledShutdown v3 ``{broker_id, broker_epoch}`` (the epoch: the czxid of the
     broker's current ``/brokers/ids/N``) on a new connection, client id the broker id.
  3. NONE with nothing remaining: done. Partitions remaining, a RETRIABLE error, or no answer
@@ -81,13 +82,13 @@ async def controlled_shutdown(broker: Broker) -> Outcome:
 
 async def ask(broker: Broker) -> tuple[int, tuple[tuple[str, int], ...]]:
     """One try: (error code, partitions remaining); NoAnswer when no controller answered."""
-    cid, host, port = await find_controller(broker)
-    conn = await connect(broker, cid, host, port, timeout_s=REQUEST_TIMEOUT_S)
+    endpoint = await find_controller(broker)
+    conn = await connect(broker, endpoint, timeout_s=REQUEST_TIMEOUT_S)
     try:
         body = await conn.request(ApiKey.CONTROLLED_SHUTDOWN, VERSION,
                                   {"broker_id": broker.id, "broker_epoch": broker.core.broker_epoch})
     except (OSError, DecodeError) as exc:  # TimeoutError is an OSError
-        raise NoAnswer(f"controller {cid} at {host}:{port}: {exc!r}") from None
+        raise NoAnswer(f"{endpoint}: {exc!r}") from None
     finally:
         await conn.close()
     return body["error_code"], tuple((p["topic_name"], p["partition_index"]) for p in body["remaining_partitions"])

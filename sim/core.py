@@ -561,6 +561,14 @@ class BrokerCore:
         self._commit_isr(replica, tuple(isr), partition_epoch, now)
         return True
 
+    def isr_pending(self, write: IsrWrite) -> bool:
+        """``write`` is still this broker's pending change of its partition, and the broker
+        still leads the partition in ``write``'s leader epoch. False once a LeaderAndIsr (a new
+        leader epoch), a StopReplica, a failed log directory or a restart ended it: an answer
+        to it is then out of date whatever it says (Kafka's Partition drops it), and a change
+        queued but not yet sent is not worth sending."""
+        return self._isr_in_flight.get(write.key) == write and self._leading(write.key, write.leader_epoch) is not None
+
     def isr_change_refused(self, write: IsrWrite) -> None:
         """The controller refused ``write`` for a state this broker no longer has right (a
         fenced leader epoch, a stale partition epoch, a new leader, an unknown partition).

@@ -55,9 +55,12 @@ _LEGAL_TOPIC = re.compile(r"^[a-zA-Z0-9._-]{1,249}$")
 @dataclass(frozen=True, slots=True)
 class BrokerInfo:
     id: int
-    host: str
+    host: str  # host and port: its endpoint Metadata lists (the broker's own listener's)
     port: int
     rack: str | None
+    # Every endpoint UpdateMetadata gave, (listener, host, port, security protocol), in its
+    # order: how a broker picks the controller's (sim.controller_link, the metadata lookup).
+    endpoints: tuple[tuple[str, str, int, str], ...] = ()
 
 
 @dataclass(frozen=True, slots=True)
@@ -83,7 +86,7 @@ class MetadataCache:
         brokers = {}
         for live in body.get("live_brokers") or []:
             host, port = _endpoint(version, live, self.listener)
-            brokers[live["id"]] = BrokerInfo(live["id"], host, port, live.get("rack"))
+            brokers[live["id"]] = BrokerInfo(live["id"], host, port, live.get("rack"), _endpoints(version, live))
         self.brokers = brokers
         self.updated = True
         self.controller_id = body.get("controller_id", NO_LEADER)
@@ -201,6 +204,19 @@ def _endpoint(version: int, live: dict, listener: str) -> tuple[str, int]:
     endpoints = live["endpoints"]
     chosen = next((e for e in endpoints if _listener_of(e) == listener), endpoints[0])
     return chosen["host"], chosen["port"]
+
+
+def _endpoints(version: int, live: dict) -> tuple[tuple[str, str, int, str], ...]:
+    """Every endpoint of a live broker, with its protocol; v0's one address is PLAINTEXT."""
+    if version == 0 or not live.get("endpoints"):
+        return ((LISTENER, live.get("v0_host", ""), live.get("v0_port", -1), LISTENER),)
+    return tuple((_listener_of(e), e["host"], e["port"], _protocol_of(e)) for e in live["endpoints"])
+
+
+def _protocol_of(endpoint: dict) -> str:
+    """Kafka's SecurityProtocol id as its name (UNKNOWN(n) for an id past Kafka's four)."""
+    protocol = endpoint.get("security_protocol", 0)
+    return SECURITY_PROTOCOLS[protocol] if 0 <= protocol < len(SECURITY_PROTOCOLS) else f"UNKNOWN({protocol})"
 
 
 def _listener_of(endpoint: dict) -> str:

@@ -4,6 +4,7 @@ with PEM files (``ssl.keystore.type=PEM``).
     tls = SimTls(keystore="server.pem", truststore="ca.pem", client_auth="required")
     ctx = server_context(tls)          # TlsSettingError (a ValueError) naming the bad setting
     await asyncio.start_server(serve, host, port, ssl=ctx)
+    ctx = client_context(tls)          # the brokers' side of their connections to the controller
 
 TLS 1.2 is the minimum (Kafka's ``ssl.enabled.protocols`` default is TLSv1.2,TLSv1.3).
 ``client_auth`` is Kafka's ``ssl.client.auth``: ``required`` (a client without a certificate
@@ -11,6 +12,13 @@ the truststore trusts is refused), ``requested`` (one is asked for and checked i
 ``none``. The files are checked here, before anything listens, so that a bad one is named
 (OpenSSL's own error for every kind of bad PEM is "PEM lib"). Written for the simulator on its
 own: sim never imports the controller (whose admin listener has its own TLS settings).
+
+The same settings are the brokers' client side when they reach a controller listener that
+speaks SSL (:mod:`sim.controller_link`), as one set of ``ssl.*`` settings serves a Kafka
+broker's inter-broker listener both ways: the controller's certificate is checked against the
+truststore (none: the system's CAs, as Kafka falls back to the JVM's) and its host name (Kafka's
+``ssl.endpoint.identification.algorithm=https`` default), and the keystore is the client
+certificate (a controller listener with ``ssl.client.auth`` asks for one).
 """
 
 from __future__ import annotations
@@ -55,6 +63,33 @@ def server_context(tls: SimTls) -> ssl.SSLContext:
     if tls.client_auth != "none" and not tls.truststore:
         raise TlsSettingError("truststore", f"client_auth {tls.client_auth!r} needs a truststore to check "
                                             "client certificates against")
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    _load_keystore(ctx, tls)
+    ctx.verify_mode = CLIENT_AUTH[tls.client_auth]
+    if tls.truststore:
+        _load_truststore(ctx, tls)
+    return ctx
+
+
+def client_context(tls: SimTls) -> ssl.SSLContext:
+    """The brokers' context for connections to a controller's SSL listener: the peer's
+    certificate and host name checked (against the truststore, else the system's CAs), the
+    keystore presented as client certificate; TlsSettingError as for :func:`server_context`."""
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_CLIENT)  # CERT_REQUIRED and check_hostname
+    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
+    if tls.truststore:
+        _load_truststore(ctx, tls)  # it alone, as Kafka's ssl.truststore.location replaces the JVM's CAs
+    else:
+        ctx.load_default_certs(ssl.Purpose.SERVER_AUTH)
+    if tls.keystore:
+        _load_keystore(ctx, tls)
+    return ctx
+
+
+def _load_keystore(ctx: ssl.SSLContext, tls: SimTls) -> None:
+    """``tls.keystore`` as ``ctx``'s certificate, its file checked first (see the module's
+    docstring)."""
     pem = _read(tls.keystore, "keystore")
     if _CERTIFICATE not in pem or not _PRIVATE_KEY.search(pem):
         raise TlsSettingError("keystore", f"{tls.keystore} is not a PEM keystore (a certificate chain and its "
@@ -62,8 +97,6 @@ def server_context(tls: SimTls) -> ssl.SSLContext:
     encrypted = bool(_ENCRYPTED.search(pem))
     if encrypted and tls.key_password is None:
         raise TlsSettingError("key_password", f"the key in {tls.keystore} is encrypted and no key password is given")
-    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    ctx.minimum_version = ssl.TLSVersion.TLSv1_2
     try:
         # A callable, never None: with None OpenSSL would prompt on the terminal for a password.
         ctx.load_cert_chain(tls.keystore, password=tls.key_password if encrypted else _no_password)
@@ -71,14 +104,14 @@ def server_context(tls: SimTls) -> ssl.SSLContext:
         if encrypted and exc.reason is None:  # OpenSSL's bare "PEM lib": the key did not decrypt
             raise TlsSettingError("key_password", f"does not open the key in {tls.keystore}") from None
         raise TlsSettingError("keystore", f"{tls.keystore}: {exc}") from None
-    ctx.verify_mode = CLIENT_AUTH[tls.client_auth]
-    if tls.truststore:
-        _read(tls.truststore, "truststore")
-        try:
-            ctx.load_verify_locations(cafile=tls.truststore)
-        except ssl.SSLError:
-            raise TlsSettingError("truststore", f"{tls.truststore} holds no PEM certificate") from None
-    return ctx
+
+
+def _load_truststore(ctx: ssl.SSLContext, tls: SimTls) -> None:
+    _read(tls.truststore, "truststore")
+    try:
+        ctx.load_verify_locations(cafile=tls.truststore)
+    except ssl.SSLError:
+        raise TlsSettingError("truststore", f"{tls.truststore} holds no PEM certificate") from None
 
 
 def _read(path: str, setting: str) -> str:

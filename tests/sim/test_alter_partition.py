@@ -159,6 +159,9 @@ async def sim(request):
         while clock() < end - 1e-9:
             clock.advance(step)
             await cluster.advance()
+            # An advance no longer waits for its AlterPartition answer (sim.alter_partition): these
+            # tests look at each advance's outcome, so they wait for it here.
+            await cluster.wait_alter_partition_answers()
 
     async def add_follower(topic: str, partitions, *, follower: int = 2, leader_epoch: int = 1,
                            zk_version: int = 0) -> None:
