@@ -5,7 +5,7 @@ skipped entry), not an error; a malformed payload is skipped with a log line, ne
 Other store errors propagate.
 
     data_and_stats = await get_many(store, ["/brokers/ids/1", "/brokers/ids/2"])
-    brokers, log = await read_brokers(store, watch=True)
+    found = await read_brokers(store, watch=True)     # .brokers, .lines, .undecodable
 """
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from znodes import paths
 from znodes.api import NoNodeError, Store, ZnodeStat
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import LISTENER, decode_broker, decode_broker_endpoints, decode_controller_node
-from znodes.values import Broker
+from znodes.values import NO_PORT, Broker
 
 # Reads in flight at once: enough to fill the pipe to ZooKeeper, few enough that 100,000
 # partition states do not become 100,000 pending futures.
@@ -120,19 +120,49 @@ async def read_broker_endpoints(store: Store) -> dict[int, dict[str, Broker]]:
     return found
 
 
-async def read_brokers(store: Store, watch: bool = False, listener: str = LISTENER
-                       ) -> tuple[dict[int, Broker], list[str]]:
+@dataclass(frozen=True)
+class BrokersFound:
+    """:func:`read_brokers`' answer: the live brokers, a log line per problem, and the ids whose
+    registration did not decode (alive, unreachable: a holder of an earlier read may keep it)."""
+
+    brokers: dict[int, Broker]
+    lines: list[str]
+    undecodable: frozenset[int] = frozenset()
+
+
+async def read_brokers(store: Store, watch: bool = False, listener: str = LISTENER) -> BrokersFound:
     """The registered brokers as the controller needs them (znodes.cluster_reader.brokers),
     reached at their ``listener`` endpoint, with a log line for each one skipped and for each
-    one alive without such an endpoint (the controller's requests to it fail)."""
-    brokers, bad = await registered_brokers(
-        store, lambda path, data, stat, broker_id: controller_broker(path, data, stat, broker_id, listener), watch)
-    lines = [f"ignoring {u}" for u in bad]
+    one alive without such an endpoint (the controller's requests to it fail).
+
+    A registration that does not decode is a live broker all the same (its ephemeral znode says
+    its session is alive): alive and unreachable, as one without the listener's endpoint, never
+    taken for dead, which would move every leadership off it (Kafka's controller fails the
+    event instead and keeps what it had). ``watch``: the listing's watch and one data watch per
+    registration, armed before the reads, so that a registration rewritten in place (KIP-226's
+    dynamic listeners; Kafka's BrokerModificationsHandler) or repaired is read again."""
+    undecodable: set[int] = set()
+    lines: list[str] = []
+
+    def decode(path: str, data: bytes, stat: ZnodeStat, broker_id: int) -> Broker:
+        try:
+            return controller_broker(path, data, stat, broker_id, listener)
+        except ZnodeFormatError as e:
+            undecodable.add(broker_id)
+            lines.append(f"broker {broker_id}'s registration does not decode ({path}: {e.reason}): alive, but this "
+                         "controller cannot send it requests until it is rewritten")
+            return Broker(broker_id, "", NO_PORT, None, stat.czxid, ())
+
+    if watch:
+        names = await children_or_empty(store, paths.BROKER_IDS)
+        await asyncio.gather(*(store.exists(paths.join(paths.BROKER_IDS, n), watch=True) for n in names))
+    brokers, bad = await registered_brokers(store, decode, watch)
+    lines[:0] = [f"ignoring {u}" for u in bad]
     lines += [f"broker {b.id} has no {listener} endpoint (it registered "
               f"{', '.join(f'{e[0]}://{e[1]}:{e[2]} ({e[3]})' for e in b.endpoints) or 'none'}): alive, "
               "but this controller cannot send it requests (setting broker_listener)"
-              for b in brokers.values() if not b.reachable]
-    return brokers, lines
+              for b in brokers.values() if not b.reachable and b.id not in undecodable]
+    return BrokersFound(brokers, lines, frozenset(undecodable))
 
 
 async def read_controller_registrations(store: Store, watch: bool = False) -> tuple[dict[int, bytes], list[str]]:

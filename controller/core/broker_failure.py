@@ -165,7 +165,10 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
         ws.outbox.brokers = ws.brokers
     back = {b for b, info in ws.brokers.items() if b not in old or old[b].epoch != info.epoch}
     gone = set(old) - set(ws.brokers)
-    if back or gone:
+    # A registration rewritten in place (same session: endpoints, rack; KIP-226's dynamic
+    # listeners) is told to every broker too, as Kafka's onBrokerUpdate does.
+    rewritten = any(b in old and old[b] != info for b, info in ws.brokers.items() if b not in back)
+    if back or gone or rewritten:
         ws.box.live_brokers_changed()
     for b in back | gone:
         # A restart opens its log directories again; a broker gone has no replica online

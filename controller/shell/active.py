@@ -109,7 +109,7 @@ from znodes.api import (
 )
 from znodes.batch import BatchedWriter, FlushError, RequestTooLargeError
 from znodes.reads import children_or_empty, get_many, read_brokers, read_controller_nodes
-from znodes.values import LeaderIsr, TopicPartition
+from znodes.values import Broker, LeaderIsr, TopicPartition
 
 log = logging.getLogger("reassignd.controller")
 
@@ -137,6 +137,19 @@ RELOAD_BACKOFF_S = 0.1
 RELOAD_BACKOFF_MAX_S = 5.0
 # Loop turns for a store's SUSPENDED event to reach the inbox after one of its calls failed.
 SESSION_NEWS_TURNS = 3
+
+
+def keep_held(found, held: dict[int, Broker]) -> dict[int, Broker]:
+    """The brokers read, each whose registration did not decode replaced by the one held for
+    the same registration (its epoch, the czxid), as Kafka's controller keeps what it had when a
+    broker's change does not parse: its requests keep reaching it. Without one held (a new
+    controller's first read, a new session) it stays alive and unreachable."""
+    brokers = found.brokers
+    kept = {b: held[b] for b in found.undecodable if b in held and held[b].epoch == brokers[b].epoch}
+    for b in sorted(kept):
+        log.warning("broker %d: keeping its last registration read (%s:%d) while its znode does not decode",
+                    b, kept[b].host, kept[b].port)
+    return {**brokers, **kept} if kept else brokers
 
 
 class CancelNotRecorded(Exception):
@@ -404,6 +417,8 @@ class ActiveController:
                         raise Resign("/controller was deleted or taken over")
                 elif kind is not None:
                     kinds.add(kind)
+                elif paths.parent(item.path) == paths.BROKER_IDS:
+                    kinds.add("brokers")  # a registration rewritten in place (its data watch)
                 elif paths.parent(item.path) == paths.TOPICS:
                     self.changed_topics.add(item.path.rsplit("/", 1)[1])
                     kinds.add("topic data")
@@ -643,9 +658,9 @@ class ActiveController:
         state = self.state
         out: list[Event] = []
         if "brokers" in kinds:
-            brokers, lines = await read_brokers(self.store, watch=True, listener=self.config.broker_listener)
-            _warn(lines)
-            out.append(BrokersRead(brokers))
+            found = await read_brokers(self.store, watch=True, listener=self.config.broker_listener)
+            _warn(found.lines)
+            out.append(BrokersRead(keep_held(found, self.state.brokers)))
         if "controllers" in kinds:
             nodes, lines = await read_controller_nodes(self.store, watch=True)
             _warn(lines)

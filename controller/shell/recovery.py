@@ -129,8 +129,9 @@ async def load(store: Store, *, watch: bool = True, states: bool = False, listen
     write made from it is conditional on its zkVersion.
     """
     log: list[str] = []
-    brokers, more = await read_brokers(store, watch=watch, listener=listener)
-    log += more
+    found = await read_brokers(store, watch=watch, listener=listener)
+    brokers = found.brokers
+    log += found.lines
 
     async def topics_and_moving_states():
         topics_read, lines = await read_topics(store, await read_topic_names(store, watch=watch), watch=watch)

@@ -8,7 +8,7 @@ returns what it read plus log lines for payloads it had to skip (a malformed zno
 never fatal, and never rewritten on the strength of a guess). Store errors other than "no such
 node" propagate: the caller (controller.shell.active) reloads on them.
 
-    brokers, log = await read_brokers(store, watch=True)
+    found = await read_brokers(store, watch=True)        # .brokers, .lines, .undecodable
     states, log = await read_states(store, [("t", 0), ("t", 1)])
 """
 

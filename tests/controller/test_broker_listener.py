@@ -86,7 +86,8 @@ async def test_brokers_without_the_controllers_listener_stay_alive_and_keep_thei
     server, clock = TwinServer(), ManualClock()
     cluster = await _cluster(server, clock)
     before = _states(server)
-    brokers, lines = await read_brokers(server.connect())
+    found = await read_brokers(server.connect())
+    brokers, lines = found.brokers, found.lines
     assert sorted(brokers) == [1, 2, 3, 4] and not any(b.reachable for b in brokers.values())
     assert any("broker 1 has no PLAINTEXT endpoint" in line and "INTERNAL://" in line for line in lines), lines
     active, transport, run = await _controller(server, ControllerConfig(request_timeout_s=0.5, request_retries=0))
