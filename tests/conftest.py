@@ -44,6 +44,7 @@ SLOW_FIRST = (
     "tests/controller/test_stateful.py",  # 2,000 schedules on 2 worker processes, ~160 s
     "tests/chaos/test_chaos.py",  # 90 s of chaos plus set-up
     "tests/planner/test_dashboard_browser.py",  # Chromium and a Spark service, ~40 s
+    "tests/planner/test_dashboard_forms_browser.py",  # the same, ~20 s
     "tests/e2e/test_demo.py",  # the demo, whole, ~35 s
     "tests/planner/test_lost_executor.py",  # ~35 s
     "tests/e2e/test_cli_e2e.py",

@@ -7,7 +7,9 @@
 const POLL_MS = 2000;  // how often /state is read: an execution's progress moves at this pace
 const $ = (id) => document.getElementById(id);
 let lastModel = null, lastProposal = null, proposal = null, load = null, state = null;
-let reviewed = null;  // the last dry run of add/remove/demote: {endpoint, id, label}, executable as reviewed
+let reviewed = null;  // the last dry run with something to execute, other than the cached rebalance:
+                     // {endpoint, id, label}, executable as reviewed (by its proposal_id)
+const LISTED = 10;  // topics, partitions or warnings named in an action's result, at most
 
 function bytes(n) {
   if (n === null || n === undefined) return "unknown";
@@ -197,26 +199,86 @@ function confirmed(text, withForce) {
   });
 }
 
-async function act(method, path, label) {
+// "a, b and 3 more": a list the result names, cut at LISTED.
+function named(items) {
+  const shown = items.slice(0, LISTED).join(", ");
+  return items.length > LISTED ? `${shown} and ${items.length - LISTED} more` : shown;
+}
+
+// An answer of a planning POST as lines of text: what the plan does, in the endpoint's own terms
+// (its report's numbers as the API gives them), then whether anything was executed.
+function describe(endpoint, answer, label) {
+  const p = answer.proposal;
+  const r = answer.report || (p && p.report);  // a dry run, or an execution's plan
+  if (!r) return `${label}: ${answer.message || JSON.stringify(answer)}`;
+  const outcome = answer.execution ? `execution ${answer.execution.id} ${answer.execution.state}` : "nothing executed (dry run)";
+  const id = p ? `proposal ${p.proposal_id}, ` : "";
+  const lines = [];
+  if (endpoint === "rebalance_disk") {  // moves between a broker's log directories (spark_jobs.disks)
+    lines.push(`${label}: ${id}${r.moves} moves between log directories (${bytes(r.bytes_moved)}); ${outcome}`);
+    const skipped = new Map((r.brokers_skipped || []).map((x) => [x.broker, x.reason]));
+    const balanced = (b) => (b ? "balanced" : "unbalanced");
+    for (const b of r.brokers || []) {
+      if (skipped.has(b.broker)) lines.push(`broker ${b.broker}: skipped (${skipped.get(b.broker)})`);
+      else if ("balanced_before" in b) lines.push(`broker ${b.broker}: ${balanced(b.balanced_before)} -> ${balanced(b.balanced_after)}`);
+    }
+    for (const [b, why] of skipped) if (!(r.brokers || []).some((x) => x.broker === b)) lines.push(`broker ${b}: skipped (${why})`);
+    if (r.unmovable_count) lines.push(`${r.unmovable_count} replicas cannot move`);
+  } else if (endpoint === "demote_broker") {  // reorders and elections, no data moved
+    lines.push(`${label}: ${id}${r.partitions_reordered_only} partitions reordered, ${r.leaderships_to_move} leaderships to move; ${outcome}`);
+  } else {
+    lines.push(`${label}: ${id}${r.moves} moves (lower bound ${r.lower_bound}), fair ${r.fair}; ${outcome}`);
+    const tc = r.topic_configuration;
+    if (tc) {  // POST /topic_configuration: the replication factors before and after
+      const changed = Object.entries(tc.topics_changed);
+      for (const [t, c] of changed.slice(0, LISTED)) {
+        lines.push(`${t} (${c.partitions} partitions): ${c.replication_factors_before.join("/")} -> ${c.replication_factor_after}`);
+      }
+      if (changed.length > LISTED) lines.push(`and ${changed.length - LISTED} more topics`);
+      if (tc.topics_unchanged.length) lines.push(`already at ${tc.replication_factor}, unchanged: ${named(tc.topics_unchanged)}`);
+      lines.push(`${tc.replicas_added} replicas added, ${tc.replicas_removed} removed, ${tc.replicas_relocated} relocated; ` +
+        `${tc.leaders_leaving} partitions whose leader leaves` +
+        (tc.leaders_leaving ? ` (${named(tc.leaders_leaving_partitions)}${tc.leaders_leaving > tc.leaders_leaving_partitions.length ? ", ..." : ""})` : ""));
+      if (tc.skip_rack_awareness_check) lines.push("the rack-awareness check was skipped");
+    }
+    if (endpoint === "fix_rack_violations" && r.racks) {
+      lines.push(`partitions breaking the rack rule: ${r.racks.invalid_partitions_before} now, ${r.racks.invalid_partitions_after} after` +
+        (r.rack_fix_moves ? `; ${r.rack_fix_moves} of the moves fix racks` : ""));
+    }
+  }
+  if (p && !answer.execution && !p.waves.length) lines.push("nothing to execute");
+  const warnings = r.warnings || [];
+  for (const w of warnings.slice(0, LISTED)) lines.push(`warning: ${w}`);
+  if (warnings.length > LISTED) lines.push(`and ${warnings.length - LISTED} more warnings`);
+  return lines.join("\n");
+}
+
+function showReviewed() {
+  const button = $("act-execute-reviewed");
+  button.hidden = !reviewed;
+  if (reviewed) button.textContent = `Execute the reviewed plan (${reviewed.label.replace(" (dry run)", "")})\u2026`;
+}
+
+// `again`: the reviewed plan being executed, offered again when the refusal leaves it standing
+// (a role too low, or the service unable to execute just now); an out-of-date one (409) is not.
+async function act(method, path, label, again = null) {
   const out = $("action-result");
+  out.classList.remove("error");
   out.textContent = `${label}...`;
   try {
     const answer = await api(method, path);
     const endpoint = path.split("?")[0].slice(1);
     if (answer.dryrun && answer.proposal && endpoint !== "rebalance") {
-      reviewed = {endpoint, id: answer.proposal.proposal_id, label};
+      // the plan just shown is the one offered; one with no wave has nothing to execute
+      reviewed = answer.proposal.waves.length ? {endpoint, id: answer.proposal.proposal_id, label} : null;
     }
-    const button = $("act-execute-reviewed");
-    button.hidden = !reviewed;
-    if (reviewed) button.textContent = `Execute the reviewed plan (${reviewed.label.replace(" (dry run)", "")})\u2026`;
-    const r = answer.report || (answer.proposal && answer.proposal.report);  // a dry run, or an execution's plan
-    out.textContent = r
-      ? `${label}: ${r.moves} moves (lower bound ${r.lower_bound}), fair ${r.fair}` +
-        (answer.execution ? `; execution ${answer.execution.id} ${answer.execution.state}` : "; nothing executed (dry run)")
-      : `${label}: ${answer.message || JSON.stringify(answer)}`;
+    out.textContent = describe(endpoint, answer, label);
   } catch (e) {
+    out.classList.add("error");
     out.textContent = `${label} refused: ${e.message}` + (e.status === 401 || e.status === 403 ? " (this needs a higher role)" : "");
+    if (again && !reviewed && [401, 403, 503].includes(e.status)) reviewed = again;
   }
+  showReviewed();
   refresh();
 }
 
@@ -234,6 +296,24 @@ function wire() {
     const endpoint = event.submitter ? event.submitter.value : "add_broker";
     act("POST", `/${endpoint}?brokerid=${encodeURIComponent(ids)}&dryrun=true`, `${endpoint.replace("_", " ")} ${ids} (dry run)`);
   });
+  $("act-fix-racks").addEventListener("click", () => act("POST", "/fix_rack_violations?dryrun=true", "fix rack violations (dry run)"));
+  // The forms' inputs are checked by the page (required, pattern) before anything is asked;
+  // what only the cluster can tell (a regex matching no topic, too few brokers) is the service's 400.
+  $("rf-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!event.target.reportValidity()) return;
+    const topic = $("rf-topic").value.trim(), rf = $("rf-factor").value.trim(), skip = $("rf-skip-racks").checked;
+    act("POST", `/topic_configuration?topic=${encodeURIComponent(topic)}&replication_factor=${encodeURIComponent(rf)}` +
+      (skip ? "&skip_rack_awareness_check=true" : "") + "&dryrun=true",
+    `replication factor of ${topic} to ${rf}${skip ? ", rack check skipped" : ""} (dry run)`);
+  });
+  $("disk-form").addEventListener("submit", (event) => {
+    event.preventDefault();
+    if (!event.target.reportValidity()) return;
+    const ids = $("disk-ids").value.trim();
+    act("POST", `/rebalance_disk?${ids ? `brokerid=${encodeURIComponent(ids)}&` : ""}dryrun=true`,
+      ids ? `rebalance disk ${ids} (dry run)` : "rebalance disk, every broker (dry run)");
+  });
   $("act-execute-reviewed").addEventListener("click", async () => {
     if (!reviewed) return;
     const r = reviewed;
@@ -241,7 +321,7 @@ function wire() {
       "It is refused if the cluster changed since.", false);
     if (ok) {
       reviewed = null;
-      act("POST", `/${r.endpoint}?dryrun=false&proposal_id=${r.id}`, `execute proposal ${r.id}`);
+      act("POST", `/${r.endpoint}?dryrun=false&proposal_id=${r.id}`, `execute proposal ${r.id}`, r);
     }
   });
   $("act-stop").addEventListener("click", async () => {
