@@ -31,7 +31,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError, field_validator
 
-from controller.core.listeners import Listener, parse_listeners
+from controller.core.listeners import Listener, advertised_addresses, parse_listeners
 from controller.core.move_order import parse as parse_strategies
 
 ENV_PREFIX = "REASSIGND_"
@@ -56,6 +56,14 @@ def parse_hostport(text: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ValueError(f"must be HOST:PORT with PORT in 0..65535, got {text!r}")
     return host.strip("[]"), int(port)
+
+
+def _advertised_syntax(text: str) -> None:
+    """HOST:PORT (the first listener's) or Kafka's NAME://HOST:PORT[,NAME://HOST:PORT...]."""
+    if "://" in text:
+        parse_listeners(text)
+    else:
+        parse_hostport(text)
 
 
 def _strategies(text: str) -> str:
@@ -147,7 +155,7 @@ class Settings(ControllerConfig):
     id: Annotated[int, _setting(doc="this controller's id, written to /controller", ge=0, le=2**31 - 1)]
     listen: Annotated[str, _setting(doc="the admin listeners: [NAME://]HOST:PORT, several comma-separated or --listen given again (Kafka's listeners; NAME's protocol from the security config, no NAME: PLAINTEXT), port 0 picks a free one")]
     security_config: Annotated[str | None, _setting(None, "Kafka-style properties file of listener security (TLS, SASL), the ACL authorizer and ZooKeeper authentication (controller.shell.security.config); unset: PLAINTEXT, no authorizer")]
-    advertised_listen: Annotated[str | None, _setting(None, "HOST:PORT clients are told to reach the admin listener at (/reassignd/controllers, Metadata); unset: the bound address. Needed when listen binds 0.0.0.0, as in a container")]
+    advertised_listen: Annotated[str | None, _setting(None, "where clients are told to reach the listeners (/reassignd/controllers, Metadata): HOST:PORT for the first, or Kafka's advertised.listeners form NAME://HOST:PORT[,NAME://HOST:PORT...] for any; the others at their bound address. A listener bound to 0.0.0.0 (as in a container) needs one: Kafka refuses to advertise a wildcard too")]
     ops_listen: Annotated[str | None, _setting(None, "HOST:PORT of the operations HTTP server (/healthz, /readyz, /metrics); unset: none")]
     copy_progress_interval_s: Annotated[float, _setting(10.0, "while active, sample the brokers' log sizes this often for the bytes-remaining and copy-rate metrics", gt=0.0)]
     ops_max_loop_lag_s: Annotated[float, _setting(1.0, "/healthz fails while the event loop lags behind by more than this", gt=0.0)]
@@ -164,11 +172,18 @@ class Settings(ControllerConfig):
         split_connect_string(value)  # raises ValueError with the reason
         return value
 
-    @field_validator("ops_listen", "advertised_listen")
+    @field_validator("ops_listen")
     @classmethod
     def _hostport(cls, value: str | None) -> str | None:
         if value is not None:
             parse_hostport(value)
+        return value
+
+    @field_validator("advertised_listen")
+    @classmethod
+    def _advertised(cls, value: str | None) -> str | None:
+        if value is not None:
+            _advertised_syntax(value)
         return value
 
     @field_validator("listen")
@@ -285,6 +300,13 @@ def resolve(
         errors.append(f"topic_policy_min_replication_factor ({origins['topic_policy_min_replication_factor']}) is {low}, above "
                       f"topic_policy_max_replication_factor ({origins['topic_policy_max_replication_factor']}) {high}: "
                       "no topic could be created")
+    listen, advertised = values.get("listen"), values.get("advertised_listen")
+    if listen is not None:
+        try:
+            advertised_addresses(parse_listeners(listen), advertised)
+        except ValueError as e:
+            where = origins.get("advertised_listen") if advertised is not None else origins["listen"]
+            errors.append(f"{'advertised_listen' if advertised is not None else 'listen'} ({where}): {e}")
     if errors:
         raise ConfigError("bad configuration:\n  " + "\n  ".join(errors))
     return Resolved(Settings(**values), origins)
@@ -342,7 +364,7 @@ _FIELD_CHECKS = {
     "zookeeper": Settings._connect_string,
     "listen": parse_listeners,
     "ops_listen": parse_hostport,
-    "advertised_listen": parse_hostport,
+    "advertised_listen": _advertised_syntax,
     "topic_policy_name_pattern": _regex,
     "replica_movement_strategies": _strategies,
 }

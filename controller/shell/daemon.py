@@ -50,7 +50,7 @@ from controller.shell.copy_progress import CopyProgress, ProgressHistory
 from controller.shell.election import active_controller, campaign, release_if_ours
 from controller.shell.inbox import Inbox
 from controller.shell.journal import MoveJournal, RecordIds
-from controller.core.listeners import Listener
+from controller.core.listeners import Listener, advertised_addresses
 from controller.shell.listener import ListenerLimits, RequestHandler
 from controller.shell.security.config import SecurityConfig
 from controller.shell.security.inter_broker import InterBrokerSecurity
@@ -184,9 +184,11 @@ class ControllerDaemon:
             log.info("controller %d: listener %s (%s) on %s:%d", self.controller_id, listener.name, listener.protocol,
                      listener.host, listener.port)
         ctx = getattr(self.listener.handler, "ctx", None)
-        advertised = getattr(self.config, "advertised_listen", None)
-        # Clients are told the advertised address, else the bound one (port 0 picks one).
-        self.advertised = parse_hostport(advertised) if advertised else (self.listener.host, self.listener.port)
+        # Clients are told each listener's advertised address, else its bound one (port 0 picks
+        # one, known now); a wildcard was refused with the settings (controller.core.config).
+        bound = [Listener(lis.name, lis.host, lis.port) for lis in self.listeners]
+        self.advertised_by_name = advertised_addresses(bound, getattr(self.config, "advertised_listen", None))
+        self.advertised = self.advertised_by_name[self.listener.name]
         if isinstance(ctx, AdminContext):
             ctx.host, ctx.port = self.advertised
         log.info("controller %d listening on %s:%d", self.controller_id, self.listener.host, self.listener.port)
@@ -326,8 +328,7 @@ class ControllerDaemon:
     async def _register(self, store: Store, inbox: Inbox) -> None:
         """The ephemeral /reassignd/controllers/<id> naming this instance's listener."""
         # Every listener by name (Metadata answers a client at the listener it came on).
-        endpoints = {lis.name: (lis.host, lis.port) for lis in self.listeners}
-        endpoints[self.listener.name] = self.advertised
+        endpoints = dict(self.advertised_by_name)
         payload = encode_listener(*self.advertised, endpoints=endpoints,
                                   protocols={name: self.security.protocol_or_plaintext(name) for name in endpoints})
         path = controller_path(self.controller_id)

@@ -37,7 +37,7 @@ def test_flags_override_env_override_file_override_defaults(tmp_path):
     assert r.origins["max_outgoing_per_broker"] == "default"
     # the required ones may come from anywhere
     s = load([], {"REASSIGND_ZOOKEEPER": "zk1:2181,zk2:2181/kafka", "REASSIGND_ID": "3", "REASSIGND_LISTEN": "0.0.0.0:9190",
-                  "REASSIGND_OPS_LISTEN": "0.0.0.0:9191"}).settings
+                  "REASSIGND_OPS_LISTEN": "0.0.0.0:9191", "REASSIGND_ADVERTISED_LISTEN": "ctl-3:9190"}).settings
     assert (s.zookeeper, s.id, s.listen_address, s.ops_address) == ("zk1:2181,zk2:2181/kafka", 3, ("0.0.0.0", 9190), ("0.0.0.0", 9191))
     # an empty value unsets an optional setting set below it
     s = load(["--ops-listen", ""], {"REASSIGND_OPS_LISTEN": "127.0.0.1:1", **{f"REASSIGND_{k.upper()}": str(v) for k, v in REQUIRED.items()}}).settings
