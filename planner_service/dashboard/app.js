@@ -107,7 +107,12 @@ function renderProposal() {
   $("proposal-fair").textContent = r.fair ? "yes (R/R+1)" : "no";
   $("proposal-bytes").textContent = bytes(r.bytes_to_move);
   $("proposal-waves").textContent = proposal.waves.length;
-  $("proposal-note").textContent = r.moves === r.lower_bound
+  // KIP-6's lower bound counts the moves of a fair plan (R or R+1 replicas per broker): a plan
+  // that cannot be fair may move less, so its distance to the bound means nothing.
+  $("proposal-note").textContent = !r.fair
+    ? "Not every broker can end at R or R+1 replicas" + (r.fairness_reachable === false ? " (the racks do not allow it)" : "")
+      + `; the lower bound (${r.lower_bound}) counts the moves of a fair plan.`
+    : r.moves === r.lower_bound
     ? "The fewest moves possible (KIP-6's lower bound)."
     : `${r.moves - r.lower_bound} moves above the lower bound` + (r.rack_fix_moves ? ` (${r.rack_fix_moves} to make partitions rack-valid).` : ".");
 }
