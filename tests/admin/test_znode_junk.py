@@ -57,6 +57,14 @@ def _write(zk, path: str, data: bytes) -> None:
         zk.create(path, data, makepath=True)
 
 
+def _restore(zk, path: str, original: bytes | None) -> None:
+    """The znode as it was before the junk (None: it did not exist)."""
+    if original is None:
+        zk.delete(path, recursive=True)
+    else:
+        zk.set(path, original)
+
+
 async def test_junk_in_every_watched_znode_is_survived(zk_hosts):
     unexpected = _Unexpected()
     logging.getLogger().addHandler(unexpected)
@@ -69,11 +77,7 @@ async def test_junk_in_every_watched_znode_is_survived(zk_hosts):
                 for junk in JUNK:
                     await asyncio.to_thread(_write, zk, path, junk)
                     await asyncio.sleep(SETTLE_S / 4)
-                original = originals[path]
-                if original is None:
-                    await asyncio.to_thread(zk.delete, path, recursive=True)
-                else:
-                    await asyncio.to_thread(zk.set, path, original)
+                await asyncio.to_thread(_restore, zk, path, originals[path])
                 await asyncio.sleep(SETTLE_S)
                 crashed = [cid for cid, task in c.tasks.items() if task.done()]
                 assert not crashed, f"after junk in {path}: the daemon of {crashed} ended"
@@ -93,11 +97,7 @@ async def test_junk_in_every_watched_znode_is_survived(zk_hosts):
             await c.start(active)  # back as the standby
             active = await c.wait_active(timeout=60)
             for path in WATCHED:
-                original = originals[path]
-                if original is None:
-                    await asyncio.to_thread(zk.delete, path, recursive=True)
-                else:
-                    await asyncio.to_thread(zk.set, path, original)
+                await asyncio.to_thread(_restore, zk, path, originals[path])
             # Still the controller and still at work: a reassignment written now is taken.
             await asyncio.sleep(SETTLE_S)
             active = await c.wait_active()
