@@ -187,6 +187,8 @@ class NodeConnection:
             raise ConnectionFailedError(f"{host}:{port}: timed out connecting") from None
         except (OSError, KafkaError) as exc:
             raise ConnectionFailedError(f"{host}:{port}: {_describe(exc)}") from None
+        except ValueError as exc:  # UnicodeError too: a broker's advertised host no resolver takes
+            raise ConnectionFailedError(f"{host[:80]!r}:{port}: not a host name ({exc})") from None
         return cls(conn, host, port)
 
     @property

@@ -61,6 +61,11 @@ class ClientConnection:
                 reader, writer = await asyncio.open_connection(host, port, ssl=ssl)
         except TimeoutError:
             raise ConnectionRefusedError(f"{kwargs.get('name', 'peer')} at {host}:{port}: connect timed out") from None
+        except OSError:
+            raise  # refused, unreachable, TLS refused (SSLCertVerificationError is a ValueError too)
+        except ValueError as e:  # UnicodeError included: a host no resolver takes (a label over 63 bytes, a NUL)
+            # The address came from a peer's registration or answer: as unreachable as a refused one.
+            raise ConnectionRefusedError(f"{kwargs.get('name', 'peer')} at {host[:80]!r}:{port}: not a host name: {e}") from None
         return cls(reader, writer, **kwargs)
 
     @property

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import json
 
+import pytest
+
 from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.events import BrokersRead
@@ -90,3 +92,17 @@ async def test_the_controller_reads_a_registration_rewritten_in_place(zk_hosts):
         async with asyncio.timeout(20):
             while active.state.brokers[2].port != 9092:
                 await asyncio.sleep(0.02)
+
+
+async def test_a_registered_host_no_resolver_takes_is_an_unreachable_broker():
+    # A registration decodes with any host string; one no resolver takes (a label over 63
+    # bytes) raised UnicodeError out of the connect, past the dispatcher's retries, a traceback
+    # per request. Now it is a refused connection, retried and logged as not delivered.
+    from controller.shell.transport import TcpTransport
+
+    transport = TcpTransport(lambda b: ("x" * 300 + ".example", 9092))
+    try:
+        with pytest.raises(ConnectionRefusedError, match="not a host name"):
+            await transport.request(1, ApiKey.UPDATE_METADATA, 7, {})
+    finally:
+        await transport.close()

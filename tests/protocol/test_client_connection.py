@@ -155,3 +155,14 @@ async def test_connecting_to_nothing_is_a_connection_error():
     await server.wait_closed()
     with pytest.raises(ConnectionError):
         await ClientConnection.open("127.0.0.1", port, connect_timeout_s=5, client_id="t")
+
+
+@pytest.mark.parametrize("host", ["x" * 300, "a\x00b", "..", "bad host" + "y" * 70 + ".example"])
+async def test_a_host_no_resolver_takes_is_a_refused_connection(host):
+    # Hosts come from peers (a broker's registration, a Metadata answer): one that cannot be a
+    # host name raised UnicodeError or ValueError out of the connect, past the callers'
+    # handling of unreachable peers (the controller's dispatcher logged a traceback per request).
+    from protocol_aio import ClientConnection
+
+    with pytest.raises(ConnectionRefusedError, match="broker 7 at .*: not a host name"):
+        await ClientConnection.open(host, 9092, connect_timeout_s=5.0, client_id="t", name="broker 7")
