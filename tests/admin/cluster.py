@@ -70,12 +70,13 @@ class AdminCluster:
     """Znodes of a small Kafka cluster plus in-process controllers on real sockets."""
 
     def __init__(self, zk_hosts: str, controllers=(101, 102), config: ControllerConfig | None = None,
-                 brokers=(1, 2, 3, 4), topics=None, racks=None):
+                 brokers=(1, 2, 3, 4), topics=None, racks=None, security=None):
         self.zk_hosts = zk_hosts
         self.ids = tuple(controllers)
         self.config = config or ControllerConfig(zk_session_timeout_s=4.0, request_timeout_s=1.0, retry_backoff_s=0.5)
         self.kafka = KafkaZk(zk_hosts)
         self.kafka.populate(brokers=brokers, topics=topics, racks=racks)
+        self.security = security  # controller.shell.security.config.SecurityConfig; None: no file
         self.daemons: dict[int, ControllerDaemon] = {}
         self.tasks: dict[int, asyncio.Task] = {}
 
@@ -90,7 +91,7 @@ class AdminCluster:
         await asyncio.to_thread(self.kafka.close)
 
     async def start(self, cid: int) -> None:
-        daemon = ControllerDaemon(self.zk_hosts, cid, ("127.0.0.1", 0), self.config)
+        daemon = ControllerDaemon(self.zk_hosts, cid, ("127.0.0.1", 0), self.config, security=self.security)
         self.daemons[cid] = daemon
         self.tasks[cid] = asyncio.create_task(daemon.run())
         async with asyncio.timeout(20):

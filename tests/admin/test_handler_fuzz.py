@@ -11,6 +11,8 @@ import asyncio
 import logging
 import os
 import random
+import subprocess
+import sys
 import uuid
 
 import pytest
@@ -20,6 +22,7 @@ from controller.shell.admin.registry import build_table
 from protocol.registry import REGISTRY
 from protocol.spec import INT_RANGES
 from tests.admin.cluster import AdminCluster, Wire
+from tests.e2e.processes import REPO
 
 pytestmark = pytest.mark.zk
 
@@ -95,13 +98,58 @@ class _Failures(logging.Handler):
             self.records.append(record)
 
 
-async def test_random_requests_get_answers_and_break_nothing(zk_hosts):
+# Without a security file (everyone may do everything), and with Kafka's authorizer on: the
+# requests' own CreateAcls and DeleteAcls then shape what the later ones may do.
+# (An authorizer needs a ZooKeeper only the service may change: a digest identity and the
+# secure ACLs, which `reassignd zk secure-acls` puts on what the test cluster wrote.)
+ZK_IDENTITY = {"zookeeper.auth.digest": "reassignd:fuzz-secret", "zookeeper.set.acl": "true"}
+SECURITY = {"open": None,
+            "authorizer": {"authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
+                           "allow.everyone.if.no.acl.found": "true", **ZK_IDENTITY}}
+
+
+def _secure(hosts: str, work) -> None:
+    zk_config = work / "zk.properties"
+    zk_config.write_text("".join(f"{k}={v}\n" for k, v in ZK_IDENTITY.items()))
+    done = subprocess.run([sys.executable, "-m", "reassignd", "zk", "secure-acls", "--zookeeper", hosts,
+                           "--zk-config", str(zk_config)], cwd=REPO, capture_output=True, text=True, timeout=60)
+    assert done.returncode == 0, done.stderr
+
+
+def _unsecure(hosts: str) -> None:
+    """Open every znode's ACL again with the service's identity, so that the fixture can delete
+    the test's tree."""
+    from kazoo.client import KazooClient
+    from kazoo.security import OPEN_ACL_UNSAFE
+
+    zk = KazooClient(hosts=hosts, auth_data=[("digest", ZK_IDENTITY["zookeeper.auth.digest"])])
+    zk.start(timeout=20)
+    try:
+        todo = ["/"]
+        while todo:
+            path = todo.pop()
+            zk.set_acls(path, OPEN_ACL_UNSAFE)
+            todo += [f"{path.rstrip('/')}/{child}" for child in zk.get_children(path)]
+    finally:
+        zk.stop()
+        zk.close()
+
+
+@pytest.mark.parametrize("security", sorted(SECURITY))
+async def test_random_requests_get_answers_and_break_nothing(zk_hosts, security, tmp_path):
+    from controller.shell.security.config import SecurityConfig
+
     rng = random.Random(SEED)
     failures = _Failures()
     logging.getLogger().addHandler(failures)
     config = ControllerConfig(zk_session_timeout_s=6.0, request_timeout_s=1.0, retry_backoff_s=0.5)
+    props = SECURITY[security]
+    cluster = AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS, config=config,
+                           security=SecurityConfig.from_properties(props) if props else None)
+    if props:
+        await asyncio.to_thread(_secure, zk_hosts, tmp_path)
     try:
-        async with AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS, config=config) as c:
+        async with cluster as c:
             active = await c.wait_active()
             sent = 0
             for name, key, version, body in _requests(rng):
@@ -126,5 +174,7 @@ async def test_random_requests_get_answers_and_break_nothing(zk_hosts):
             assert {t["name"] for t in answer["topics"]} == on_zk - marked
     finally:
         logging.getLogger().removeHandler(failures)
+        if props:
+            await asyncio.to_thread(_unsecure, zk_hosts)
     assert not failures.records, "\n".join(
         f"{r.getMessage()}: {r.exc_info[1]!r}" for r in failures.records[:40])
