@@ -102,6 +102,16 @@ def _proposal_id(text: str) -> int:
     return int(found.group(1))
 
 
+def _dry_run(browser, base: str, button: str, starts: str, endpoint: str) -> tuple[str, dict]:
+    """Press ``button``; the page's result once it reports ``starts``, and the proposal it names
+    as the service gives it again (by its proposal_id, so the two are compared)."""
+    browser.find_element("id", button).click()
+    shown = _result(browser, starts)
+    status, again = http(base, "POST", f"{endpoint}?proposal_id={_proposal_id(shown)}")
+    assert status == 200, again
+    return shown, again
+
+
 def _dialog(browser):
     return wait_for(lambda: browser.find_element("id", "confirm")
                     if browser.execute_script("return document.getElementById('confirm').open") else None,
@@ -183,12 +193,8 @@ def test_a_request_the_service_refuses_shows_its_400_message(service, browser):
 @pytest.mark.timeout(180)
 def test_fix_rack_violations_and_rebalance_disk_dry_runs_show_their_results(service, browser):
     base = service["base"]
-    browser.find_element("id", "act-fix-racks").click()
-    shown = _result(browser, "fix rack violations (dry run):")
+    shown, again = _dry_run(browser, base, "act-fix-racks", "fix rack violations (dry run):", "/fix_rack_violations")
     assert "error" not in browser.find_element("id", "action-result").get_attribute("class").split()
-    pid = _proposal_id(shown)
-    status, again = http(base, "POST", f"/fix_rack_violations?proposal_id={pid}")  # the same proposal, shown again
-    assert status == 200, again
     report = again["proposal"]["report"]
     assert report["racks"]["invalid_partitions_before"] == 1 and report["racks"]["invalid_partitions_after"] == 0
     assert report["moves"] >= 1
@@ -200,11 +206,7 @@ def test_fix_rack_violations_and_rebalance_disk_dry_runs_show_their_results(serv
     wait_for(lambda: "fix rack violations" in execute.text or None, 10, "the reviewed rack fix offered")
 
     _fill(browser, "disk-ids", "1,2")
-    browser.find_element("id", "act-disk").click()
-    shown = _result(browser, "rebalance disk 1,2 (dry run):")
-    pid = _proposal_id(shown)
-    status, again = http(base, "POST", f"/rebalance_disk?proposal_id={pid}")
-    assert status == 200, again
+    shown, again = _dry_run(browser, base, "act-disk", "rebalance disk 1,2 (dry run):", "/rebalance_disk")
     report = again["proposal"]["report"]
     assert report["moves"] > 0 and [b["broker"] for b in report["brokers"]] == [1, 2]
     assert f"{report['moves']} moves between log directories" in shown, shown
@@ -240,11 +242,9 @@ def test_a_replication_factor_change_reviewed_then_executed_from_the_page(servic
 
     _fill(browser, "rf-topic", "orders")
     _fill(browser, "rf-factor", "3")
-    browser.find_element("id", "act-rf").click()
-    shown = _result(browser, "replication factor of orders to 3 (dry run):")
+    shown, again = _dry_run(browser, base, "act-rf", "replication factor of orders to 3 (dry run):",
+                            "/topic_configuration")
     pid = _proposal_id(shown)
-    status, again = http(base, "POST", f"/topic_configuration?proposal_id={pid}")
-    assert status == 200, again
     proposal = again["proposal"]
     tc = proposal["report"]["topic_configuration"]
     assert tc["replicas_added"] == 6 and tc["replicas_removed"] == 0, tc
