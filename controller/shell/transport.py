@@ -66,6 +66,7 @@ class TcpTransport:
         self._connections: dict[int, ClientConnection] = {}
         self._connecting: dict[int, asyncio.Lock] = {}
         self._expiry: dict[int, float] = {}  # broker -> when its SASL session must be replaced (KIP-368)
+        self._address: dict[int, tuple[str, int]] = {}  # broker -> where its connection goes
         self._retiring: set[asyncio.Task] = set()  # replaced connections finishing their requests
 
     async def _connection(self, broker_id: int) -> ClientConnection:
@@ -73,15 +74,19 @@ class TcpTransport:
         async with lock:
             conn = self._connections.get(broker_id)
             expiry = self._expiry.get(broker_id)
-            if conn is not None and not conn.closed and (expiry is None or time.monotonic() < expiry):
+            where = self.endpoint(broker_id)
+            # A registration rewritten in place (KIP-226's dynamic listeners) moves the broker:
+            # its next request goes to the new address (Kafka's controller keeps the old one).
+            moved = where is not None and self._address.get(broker_id, where) != where
+            if conn is not None and not conn.closed and not moved and (expiry is None or time.monotonic() < expiry):
                 return conn
             if conn is not None and not conn.closed:
-                # Its SASL session ends soon: new requests go on a new connection, logged in anew;
-                # this one closes once what it carries is answered (none of it is failed).
+                # Its SASL session ends soon, or the broker moved: new requests go on a new
+                # connection (logged in anew); this one closes once what it carries is answered
+                # (none of it is failed).
                 task = asyncio.create_task(_retire(conn), name=f"broker-{broker_id}-retire")
                 self._retiring.add(task)
                 task.add_done_callback(self._retiring.discard)
-            where = self.endpoint(broker_id)
             if where is None:
                 raise ConnectionRefusedError(f"broker {broker_id} is not registered, or has no endpoint this controller can reach")
             host, port = where
@@ -103,6 +108,7 @@ class TcpTransport:
                 if expiry is not None:
                     self._expiry[broker_id] = expiry
             self._connections[broker_id] = conn
+            self._address[broker_id] = where
             return conn
 
     # request() takes ``encoded=``: the body's bytes, encoded once for many brokers (a

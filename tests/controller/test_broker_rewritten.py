@@ -106,3 +106,25 @@ async def test_a_registered_host_no_resolver_takes_is_an_unreachable_broker():
             await transport.request(1, ApiKey.UPDATE_METADATA, 7, {})
     finally:
         await transport.close()
+
+
+async def test_a_broker_that_moved_is_reached_at_its_new_address():
+    # Kafka's controller keeps the channel it opened (processBrokerModification updates its
+    # context, not its ControllerChannelManager); here the next request goes to the address the
+    # registration now names, and the old connection closes once its requests are answered.
+    from controller.shell.transport import TcpTransport
+    from tests.client.wire_server import WireServer
+
+    answers = {ApiKey.UPDATE_METADATA: lambda v, b: {"error_code": 0}}
+    old, new = await WireServer.start(answers), await WireServer.start(answers)
+    where = {1: ("127.0.0.1", old.port)}
+    transport = TcpTransport(where.get)
+    try:
+        assert (await transport.request(1, ApiKey.UPDATE_METADATA, 7, {}))["error_code"] == 0
+        where[1] = ("127.0.0.1", new.port)  # the broker rewrote its registration
+        assert (await transport.request(1, ApiKey.UPDATE_METADATA, 7, {}))["error_code"] == 0
+        assert len(old.requests(ApiKey.UPDATE_METADATA)) == 1 and len(new.requests(ApiKey.UPDATE_METADATA)) == 1
+    finally:
+        await transport.close()
+        await old.stop()
+        await new.stop()
