@@ -19,11 +19,8 @@ Kafka 3.0 - cannot start on a broker that has no block.
 
 from __future__ import annotations
 
-import asyncio
-
 from controller.core.events import ProducerIdsRequested
-from controller.shell.active import NotTheController
-from controller.shell.admin.base import AdminContext, Api
+from controller.shell.admin.base import AdminContext, Api, decided
 from protocol import ApiKey
 from protocol.errors import ErrorCode
 from znodes import paths
@@ -38,21 +35,10 @@ def _response(code: ErrorCode, start: int = 0, length: int = 0) -> dict:
 
 
 async def handle_allocate(ctx: AdminContext, version: int, body: dict) -> dict:
-    active = ctx.require_active()
     read = await get_or_none(ctx.store, paths.LATEST_PRODUCER_ID_BLOCK)
     data, stat = read if read is not None else (None, None)
-    future = asyncio.get_running_loop().create_future()
-    active.inbox.queue.put_nowait(ProducerIdsRequested(body["broker_id"], body["broker_epoch"], data,
-                                                       None if stat is None else stat.version, future))
-    try:
-        code, block = await asyncio.wait_for(asyncio.shield(future), MAX_WAIT_S)
-    except asyncio.TimeoutError:
-        future.cancel()
-        return _response(ErrorCode.REQUEST_TIMED_OUT)
-    except NotTheController:
-        return _response(ErrorCode.NOT_CONTROLLER)
-    except Exception:  # the step's writes failed: the broker asks again
-        return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    code, block = await decided(ctx, lambda future: ProducerIdsRequested(
+        body["broker_id"], body["broker_epoch"], data, None if stat is None else stat.version, future), MAX_WAIT_S)
     return _response(code) if block is None else _response(code, block.start, block.length)
 
 

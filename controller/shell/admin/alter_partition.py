@@ -24,11 +24,8 @@ inter.broker.protocol.version 2.7+ send it (AlterIsr, KIP-497) instead of writin
 
 from __future__ import annotations
 
-import asyncio
-
 from controller.core.events import IsrAlterRequested, IsrProposal
-from controller.shell.active import NotTheController
-from controller.shell.admin.base import AdminContext, Api
+from controller.shell.admin.base import AdminContext, Api, decided
 from controller.shell.zkread import read_states
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -81,18 +78,8 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
     top, results = ErrorCode.NONE, {}
     if proposals:
         states, _ = await read_states(ctx.store, [p.tp for p in proposals if p.tp in active.state.assignments])
-        future = asyncio.get_running_loop().create_future()
-        active.inbox.queue.put_nowait(IsrAlterRequested(body["broker_id"], body["broker_epoch"], tuple(proposals),
-                                                        states, version, future))
-        try:
-            top, results = await asyncio.wait_for(asyncio.shield(future), MAX_WAIT_S)
-        except asyncio.TimeoutError:
-            future.cancel()
-            return _top(ErrorCode.REQUEST_TIMED_OUT)
-        except NotTheController:
-            return _top(ErrorCode.NOT_CONTROLLER)
-        except Exception:  # the step's writes failed: the leader sends its changes again
-            return _top(ErrorCode.UNKNOWN_SERVER_ERROR)
+        top, results = await decided(ctx, lambda future: IsrAlterRequested(
+            body["broker_id"], body["broker_epoch"], tuple(proposals), states, version, future), MAX_WAIT_S)
         if top is not ErrorCode.NONE:
             return _top(top)
     topics = []

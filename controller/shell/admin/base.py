@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING
 
 from controller.core import acl
 from controller.shell import admin_events
+from controller.shell.active import NotTheController
 from controller.shell.listener import SESSION
 from protocol.errors import ErrorCode
 from znodes.api import ConnectionLossError, FencedError, SessionExpiredError
@@ -102,6 +103,26 @@ async def take_event(ctx: AdminContext, event, timeout_s: float):
     if answer.error is not None:
         raise ApiError(*answer.error)
     return answer
+
+
+async def decided(ctx: AdminContext, make_event: Callable[[asyncio.Future], object], wait_s: float):
+    """Queue a broker's request to the active controller (``make_event(future)``: an engine
+    event carrying the future its step settles, once its writes landed) and wait up to
+    ``wait_s`` for the decision. Raises ApiError for the whole request, on which the broker asks
+    again: REQUEST_TIMED_OUT (no decision in time; the event is dropped), NOT_CONTROLLER (the
+    controller resigned with it queued), UNKNOWN_SERVER_ERROR (the step's writes failed)."""
+    active = ctx.require_active()
+    future = asyncio.get_running_loop().create_future()
+    active.inbox.queue.put_nowait(make_event(future))
+    try:
+        return await asyncio.wait_for(asyncio.shield(future), wait_s)
+    except asyncio.TimeoutError:
+        future.cancel()
+        raise ApiError(ErrorCode.REQUEST_TIMED_OUT, f"no decision within {wait_s:g} s") from None
+    except NotTheController:
+        raise NotController() from None
+    except Exception as e:
+        raise ApiError(ErrorCode.UNKNOWN_SERVER_ERROR, f"the controller's writes failed: {e!r}") from None
 
 
 def no_wait_answers(results, body: dict, validate_only: bool = False) -> None:

@@ -23,11 +23,8 @@ table); Kafka's broker asks it in ``KafkaServer.controlledShutdown`` when
 
 from __future__ import annotations
 
-import asyncio
-
 from controller.core.events import ShutdownRequested
-from controller.shell.active import NotTheController
-from controller.shell.admin.base import AdminContext, Api
+from controller.shell.admin.base import AdminContext, Api, decided
 from controller.shell.zkread import read_states
 from protocol import ApiKey
 from protocol.errors import ErrorCode
@@ -48,17 +45,8 @@ async def handle_shutdown(ctx: AdminContext, version: int, body: dict) -> dict:
     epoch = body.get("broker_epoch", -1) if version >= 2 else -1
     mine = [tp for tp, a in active.state.assignments.items() if broker_id in a.replicas]
     states, _ = await read_states(ctx.store, mine)
-    future = asyncio.get_running_loop().create_future()
-    active.inbox.queue.put_nowait(ShutdownRequested(broker_id, epoch, states, future))
-    try:
-        code, message, remaining = await asyncio.wait_for(asyncio.shield(future), MAX_WAIT_S)
-    except asyncio.TimeoutError:
-        future.cancel()
-        return _response(ErrorCode.REQUEST_TIMED_OUT)
-    except NotTheController:  # it resigned with the request queued: ask the new one
-        return _response(ErrorCode.NOT_CONTROLLER)
-    except Exception:  # the step's writes failed: the broker asks again
-        return _response(ErrorCode.UNKNOWN_SERVER_ERROR)
+    code, message, remaining = await decided(
+        ctx, lambda future: ShutdownRequested(broker_id, epoch, states, future), MAX_WAIT_S)
     return _response(code, remaining)
 
 
