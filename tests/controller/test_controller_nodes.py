@@ -16,15 +16,12 @@ from controller.core import engine
 from controller.core.config import ControllerConfig
 from controller.core.events import ControllersRead
 from controller.core.state import ClusterState
-from controller.shell.active import ActiveController
-from controller.shell.election import campaign
-from controller.shell.inbox import Inbox
-from controller.shell.transport import TcpTransport, broker_address
 from protocol import ApiKey
 from sim.clock import ManualClock
 from sim.cluster import ClusterSettings, SimulatedCluster
 from sim.replica import CopySettings
 from sim.topics import parse_topic_spec
+from tests.controller.test_broker_listener import _controller as twin_controller
 from znodes import paths
 from znodes.errors import ZnodeFormatError
 from znodes.payloads import decode_controller_node, encode_listener
@@ -101,15 +98,7 @@ async def test_simulated_brokers_learn_the_instances_from_updatemetadata_as_they
     await admin.create(paths.CONTROLLER_INSTANCES + "/101", encode_listener(
         "127.0.0.1", 9190, endpoints={"PLAINTEXT": ("127.0.0.1", 9190)}, protocols={"PLAINTEXT": "PLAINTEXT"}),
         ephemeral=True, makepath=True)
-    store = server.connect()
-    inbox = Inbox(store)
-    won = await campaign(store, inbox, 101)
-    holder: dict = {}
-    transport = TcpTransport(lambda b: broker_address(holder["active"].state.brokers, b))
-    active = holder["active"] = ActiveController(store, inbox, controller_id=101, epoch=won.epoch,
-                                                 epoch_zkversion=won.epoch_zkversion, transport=transport,
-                                                 config=ControllerConfig(request_timeout_s=2.0))
-    run = asyncio.create_task(active.run())
+    _, transport, run = await twin_controller(server, ControllerConfig(request_timeout_s=2.0))
 
     def known(b: int) -> dict:
         return {i: (n.host, n.port) for i, n in cluster.brokers[b].core.metadata.brokers.items()}
