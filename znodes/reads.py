@@ -85,11 +85,11 @@ def decoded(path: str, read: tuple[bytes, ZnodeStat] | None, decode: Callable[[s
         return UNREADABLE
 
 
-async def registered_brokers(store: Store, decode: Callable[[str, bytes, ZnodeStat, int], T], watch: bool = False
-                             ) -> tuple[dict[int, T], list[Unreadable]]:
+async def registered_brokers(store: Store, decode: Callable[[str, bytes, ZnodeStat, int], T], watch: bool = False,
+                             data_watch: bool = False) -> tuple[dict[int, T], list[Unreadable]]:
     """``decode(path, data, stat, broker_id)`` of each ``/brokers/ids/N``, by id (the listing
-    watched with ``watch``); ids that are not numbers and registrations that do not decode are
-    Unreadable."""
+    watched with ``watch``; each registration's data too with ``data_watch``, armed before it
+    is read); ids that are not numbers and registrations that do not decode are Unreadable."""
     bad: list[Unreadable] = []
     ids = []
     for name in await children_or_empty(store, paths.BROKER_IDS, watch=watch):
@@ -98,6 +98,8 @@ async def registered_brokers(store: Store, decode: Callable[[str, bytes, ZnodeSt
         except ValueError as e:
             bad.append(Unreadable(paths.join(paths.BROKER_IDS, name), str(e)))
     ids.sort()
+    if data_watch:
+        await asyncio.gather(*(store.exists(paths.broker(b), watch=True) for b in ids))
     out: dict[int, T] = {}
     for b, read in zip(ids, await get_many(store, [paths.broker(b) for b in ids])):
         # None: deregistered between the listing and the read
@@ -153,10 +155,7 @@ async def read_brokers(store: Store, watch: bool = False, listener: str = LISTEN
                          "controller cannot send it requests until it is rewritten")
             return Broker(broker_id, "", NO_PORT, None, stat.czxid, ())
 
-    if watch:
-        names = await children_or_empty(store, paths.BROKER_IDS)
-        await asyncio.gather(*(store.exists(paths.join(paths.BROKER_IDS, n), watch=True) for n in names))
-    brokers, bad = await registered_brokers(store, decode, watch)
+    brokers, bad = await registered_brokers(store, decode, watch, data_watch=watch)
     lines[:0] = [f"ignoring {u}" for u in bad]
     lines += [f"broker {b.id} has no {listener} endpoint (it registered "
               f"{', '.join(f'{e[0]}://{e[1]}:{e[2]} ({e[3]})' for e in b.endpoints) or 'none'}): alive, "
