@@ -167,7 +167,7 @@ def on_brokers(ws: WorkingSet, event: BrokersRead) -> None:
     gone = set(old) - set(ws.brokers)
     # A registration rewritten in place (same session: endpoints, rack; KIP-226's dynamic
     # listeners) is told to every broker too, as Kafka's onBrokerUpdate does.
-    rewritten = any(b in old and old[b] != info for b, info in ws.brokers.items() if b not in back)
+    rewritten = any(old[b] != info for b, info in ws.brokers.items() if b not in back)  # not back: held, same epoch
     if back or gone or rewritten:
         ws.box.live_brokers_changed()
     for b in back | gone:
