@@ -1,5 +1,6 @@
 """The async AdminClient for reassignd: KIP-179 reassignment and throttles, KIP-236
-cancellation, KIP-240 list/describe, and KIP-113 DescribeLogDirs, over the Kafka wire protocol.
+cancellation, KIP-240 list/describe, KIP-113 DescribeLogDirs and KIP-546 client quotas, over the
+Kafka wire protocol.
 
 Transport is aiokafka's connection layer carrying this project's message schemas
 (:mod:`client.transport`). The client bootstraps from any controller instance, learns the nodes
@@ -18,6 +19,8 @@ Usage::
         logs = await admin.describe_log_dirs()         # sizes, lags and directories per broker
         moved = await admin.alter_replica_log_dirs({("orders", 0, 4): "/data/d2"})   # KIP-113
         await admin.cancel_reassignments()             # KIP-236: roll every pending one back
+        await admin.alter_client_quotas({(("user", "alice"),): {"producer_byte_rate": 1024}})  # KIP-546
+        await admin.describe_client_quotas([("user", MATCH_EXACT, "alice")])  # {(("user", "alice"),): {...}}
 
 Errors are :mod:`client.errors`; per-partition outcomes are :class:`client.results.KeyedResult`.
 """
@@ -593,3 +596,31 @@ class AdminClient:
         _, answer = await self._controller_request(ApiKey.DESCRIBE_CONFIGS, body, wire.describe_configs_codes,
                                                    versions=(1, 4))
         return wire.broker_config_values(answer, key)
+
+    # ---- client quotas (KIP-546) --------------------------------------------------------------
+
+    async def describe_client_quotas(self, components: Sequence = (), strict: bool = False) -> dict:
+        """DescribeClientQuotas: {entity: {key: value}} for the entities the filter selects.
+        ``components``: (entity type, match type, name) with protocol.client_quotas' MATCH_EXACT
+        (the name), MATCH_DEFAULT or MATCH_SPECIFIED (name None); ``strict`` leaves out entities
+        with types no component names. An entity is ((type, name or None: the default), ...)."""
+        for component in components:
+            if not (isinstance(component, tuple) and len(component) == 3):
+                raise InputError(f"describe_client_quotas: {component!r} is not (entity type, match type, name)")
+        _, answer = await self._controller_request(
+            ApiKey.DESCRIBE_CLIENT_QUOTAS, wire.describe_client_quotas_request(components, strict), wire.top_codes)
+        return wire.client_quotas_found(answer)
+
+    async def alter_client_quotas(self, alterations: dict, validate_only: bool = False) -> KeyedResult:
+        """AlterClientQuotas: {entity: {key: value, or None to remove}}; one outcome per entity."""
+        for entity, ops in alterations.items():
+            if not (isinstance(entity, tuple) and entity and all(isinstance(p, tuple) and len(p) == 2 for p in entity)):
+                raise InputError(f"alter_client_quotas: {entity!r} is not ((entity type, name), ...)")
+            if not isinstance(ops, dict) or not all(
+                    isinstance(k, str) and (v is None or isinstance(v, (int, float)) and not isinstance(v, bool))
+                    for k, v in ops.items()):
+                raise InputError(f"alter_client_quotas: {ops!r} is not {{key: number or None}}")
+        _, answer = await self._controller_request(
+            ApiKey.ALTER_CLIENT_QUOTAS, wire.alter_client_quotas_request(alterations, validate_only),
+            lambda a: [e["error_code"] for e in a["entries"]])
+        return wire.alter_client_quotas_results(answer, list(alterations))

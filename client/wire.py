@@ -461,3 +461,47 @@ def elect_leaders_results(answer: dict) -> dict[TopicPartition, int]:
     raise_top_level(answer)
     return {(t["topic"], r["partition_id"]): r["error_code"]
             for t in answer.get("replica_election_results") or [] for r in t.get("partition_result") or []}
+
+
+# ---- client quotas (KIP-546) ------------------------------------------------------------------
+
+QuotaEntity = tuple[tuple[str, str | None], ...]  # ((entity type, name or None: the default), ...)
+
+
+def describe_client_quotas_request(components, strict: bool) -> dict:
+    """``components``: (entity type, match type, name) triples (protocol.client_quotas' match types)."""
+    return {"components": [{"entity_type": t, "match_type": m, "match": n} for t, m, n in components],
+            "strict": bool(strict)}
+
+
+def client_quotas_found(answer: dict) -> dict[QuotaEntity, dict[str, float]]:
+    """Every entity described with its quotas; the request's error raised."""
+    if answer["error_code"]:
+        raise error_for_code(answer["error_code"], answer["error_message"])
+    return {tuple((e["entity_type"], e["entity_name"]) for e in entry["entity"]):
+            {v["key"]: v["value"] for v in entry["values"]} for entry in answer["entries"] or ()}
+
+
+def alter_client_quotas_request(alterations: dict[QuotaEntity, dict[str, float | None]], validate_only: bool) -> dict:
+    """One entry per entity: each key set to its value, or removed when the value is None."""
+    return {"entries": [
+        {"entity": [{"entity_type": t, "entity_name": n} for t, n in entity],
+         "ops": [{"key": k, "value": 0.0 if v is None else float(v), "remove": v is None} for k, v in ops.items()]}
+        for entity, ops in alterations.items()], "validate_only": bool(validate_only)}
+
+
+def alter_client_quotas_results(answer: dict, asked: list[QuotaEntity]) -> KeyedResult:
+    """Each asked entity's outcome, matched by its entity types and names in any order (Kafka
+    answers an entity's types in its own order); one the answer leaves out is an error."""
+    by_entity = {frozenset((e["entity_type"], e["entity_name"]) for e in entry["entity"]): entry
+                 for entry in answer["entries"]}
+    out: dict = {}
+    for entity in asked:
+        entry = by_entity.get(frozenset(entity))
+        if entry is None:
+            out[entity] = KafkaApiError(f"the answer left out the entity {entity}")
+        elif entry["error_code"]:
+            out[entity] = error_for_code(entry["error_code"], entry["error_message"])
+        else:
+            out[entity] = None
+    return KeyedResult(out)

@@ -29,6 +29,7 @@ from znodes import acls as zacls
 from znodes import decoy_secret, paths
 from znodes.api import NoNodeError, ZkError
 from znodes.security import ZkSecurity, sensitive
+from znodes.client_quotas import CONFIG_CLIENTS, CONFIG_IPS
 from znodes.users import CONFIG_USERS
 
 # The service's own registry of controller instances (controller.shell.daemon's
@@ -45,7 +46,10 @@ ACL_PATHS = (
     zacls.LITERAL_CHANGES,
     zacls.EXTENDED_CHANGES,
 )
-CONFIG_PATHS = (paths.CONFIG, CONFIG_USERS, paths.CONFIG_TOPICS, paths.CONFIG_BROKERS, paths.CONFIG_CHANGES)
+# Kafka's ConfigType.all, each created by its brokers at start (the quota entities' too: a
+# stranger's /config/clients would hold the client quotas the service writes).
+CONFIG_PATHS = (paths.CONFIG, CONFIG_USERS, paths.CONFIG_TOPICS, paths.CONFIG_BROKERS, paths.CONFIG_CHANGES,
+                CONFIG_CLIENTS, CONFIG_IPS)
 ADMIN_PATHS = (paths.ADMIN, paths.REASSIGNMENTS, paths.DELETE_TOPICS)
 CLUSTER_PATHS = (paths.BROKERS, paths.BROKER_IDS, paths.TOPICS, paths.ISR_CHANGE_NOTIFICATION, SERVICE_ROOT,
                  CONTROLLERS)

@@ -16,23 +16,25 @@ so Kafka's brokers pick it up. The credential strings are opaque here (parsed by
 
 from __future__ import annotations
 
-import json
 import urllib.parse
 
-from znodes import paths
-from znodes.api import BadVersionError, NodeExistsError, NoNodeError, Store
+from znodes import entity_configs
+from znodes.api import NoNodeError, Store
 from znodes.errors import ZnodeFormatError
 
 CONFIG_USERS = "/config/users"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
-# Read-modify-write races with another writer of the same user: retried this many times.
-WRITE_ATTEMPTS = 5
 
 
 # URLEncoder leaves '.' alone, so these two names sanitize to themselves, which ZooKeeper
 # refuses as path elements (relative paths): no credential can be stored under them, in Kafka
 # either (its write fails there with an unexpected error).
 UNSTORABLE = frozenset({".", ".."})
+
+
+# A user's config is an entity config (znodes.entity_configs), read and written with its codec.
+decode_user_config = entity_configs.decode
+encode_user_config = entity_configs.encode
 
 
 def sanitize(user: str) -> str:
@@ -57,25 +59,6 @@ def desanitize(name: str) -> str:
 
 def user_path(user: str) -> str:
     return f"{CONFIG_USERS}/{sanitize(user)}"
-
-
-def decode_user_config(path: str, data: bytes) -> dict[str, str]:
-    try:
-        doc = json.loads(bytes(data).decode("utf-8") or "null")
-    except (UnicodeDecodeError, ValueError) as e:
-        raise ZnodeFormatError(path, f"payload is not JSON: {e}") from None
-    if doc is None:
-        return {}
-    config = doc.get("config") if isinstance(doc, dict) else None
-    if not isinstance(doc, dict) or doc.get("version") != 1 or not isinstance(config, dict) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in config.items()
-    ):
-        raise ZnodeFormatError(path, 'expected {"version":1,"config":{"name":"value",...}}')
-    return config
-
-
-def encode_user_config(config: dict[str, str]) -> bytes:
-    return json.dumps({"version": 1, "config": config}, separators=(",", ":")).encode()
 
 
 async def read_credentials(store: Store, user: str) -> dict[str, str]:
@@ -112,30 +95,10 @@ async def list_users(store: Store) -> dict[str, list[str]]:
 
 
 async def update_config(store: Store, user: str, change) -> bool:
-    """Apply ``change(config) -> config | None`` (None: nothing to do) with a version check,
-    then notify. Whether anything changed."""
-    path = user_path(user)
-    for _ in range(WRITE_ATTEMPTS):
-        try:
-            data, stat = await store.get(path)
-            config = decode_user_config(path, data)
-            version = stat.version
-        except NoNodeError:
-            config, version = {}, None
-        new = change(dict(config))
-        if new is None:
-            return False
-        try:
-            if version is None:
-                await store.create(path, encode_user_config(new), makepath=True)
-            else:
-                await store.set(path, encode_user_config(new), version)
-        except (BadVersionError, NodeExistsError, NoNodeError):
-            continue
-        notice = json.dumps({"version": 2, "entity_path": f"users/{sanitize(user)}"}).encode()
-        await store.create(paths.CONFIG_CHANGE_PREFIX, notice, sequential=True, makepath=True)
-        return True
-    raise BadVersionError(f"{path} kept changing under {WRITE_ATTEMPTS} attempts to update it")
+    """Apply ``change(config) -> config | None`` to the user's config (None: nothing to do),
+    conditional on the version read, then notify (znodes.entity_configs.update). Whether
+    anything changed."""
+    return await entity_configs.update(store, f"users/{sanitize(user)}", change)
 
 
 async def write_credentials(store: Store, user: str, credentials: dict[str, str]) -> None:

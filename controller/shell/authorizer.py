@@ -23,10 +23,12 @@ import time
 
 from controller.core.acl import (
     ALTER,
+    ALTER_CONFIGS,
     CLUSTER,
     CLUSTER_ACTION,
     CLUSTER_NAME,
     DESCRIBE,
+    DESCRIBE_CONFIGS,
     OPERATION_NAMES,
     PATTERN_NAMES,
     RESOURCE_NAMES,
@@ -68,6 +70,8 @@ API_OPERATIONS: dict[int, tuple[int, int]] = {
     ApiKey.DELETE_ACLS: (ALTER, CLUSTER),
     ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (DESCRIBE, CLUSTER),
     ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (ALTER, CLUSTER),
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (DESCRIBE_CONFIGS, CLUSTER),  # KIP-546, Kafka's
+    ApiKey.ALTER_CLIENT_QUOTAS: (ALTER_CONFIGS, CLUSTER),
     ApiKey.ELECT_LEADERS: (ALTER, CLUSTER),  # Kafka: ALTER on the cluster
     ApiKey.CONTROLLED_SHUTDOWN: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation
     ApiKey.ALTER_PARTITION: (CLUSTER_ACTION, CLUSTER),  # Kafka: brokers' own operation

@@ -157,8 +157,8 @@ def codes_of(answer: dict) -> dict:
 
 
 # Modules that write ZooKeeper themselves, and why (docs/DESIGN.md 6): configs, ACLs and SCRAM
-# credentials are served unfenced by every instance, as Kafka's brokers serve them.
-UNFENCED_CONFIG_PATHS = {"alter_configs.py", "acls.py", "scram_users.py"}
+# credentials and client quotas are served unfenced by every instance, as Kafka's brokers serve them.
+UNFENCED_CONFIG_PATHS = {"alter_configs.py", "acls.py", "scram_users.py", "client_quotas.py"}
 WRITERS = {"create", "set", "delete", "multi", "fenced_multi", "write_with_retry", "flush", "ensure_path", "extend"}
 WRITER_MODULES = {"znodes.batch", "controller.shell.throttle_configs"}
 

@@ -52,6 +52,8 @@ KAFKA_RELEASE = {
     46: (0, 0),  # ListPartitionReassignments
     50: (0, 0),  # DescribeUserScramCredentials (KIP-554)
     51: (0, 0),  # AlterUserScramCredentials (KIP-554)
+    48: (0, 1),  # DescribeClientQuotas (KIP-546)
+    49: (0, 1),  # AlterClientQuotas (KIP-546)
 }
 # The private keys of the KIP APIs (docs/DESIGN.md section 5) exist only here.
 PRIVATE_KEYS = range(10000, 10006)

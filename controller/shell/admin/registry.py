@@ -22,6 +22,7 @@ MODULES: tuple[str, ...] = (
     "controller.shell.admin.kip455_alter",
     "controller.shell.admin.acls",
     "controller.shell.admin.scram_users",
+    "controller.shell.admin.client_quotas",
     "controller.shell.admin.create_topics",
     "controller.shell.admin.delete_topics",
     "controller.shell.admin.create_partitions",
