@@ -218,3 +218,24 @@ def parse_filter(components, strict: bool) -> Filter:
         raise QuotaError("Invalid entity filter component combination, IP filter component should not be used with "
                          "user or clientId filter component.")
     return Filter(out, bool(strict))
+
+
+# ---- the requests' bodies (both servers: the controller's listener, the simulated brokers) -----
+
+
+def entity_data(pairs) -> list[dict]:
+    """An entity as the wire carries it."""
+    return [{"entity_type": t, "entity_name": n} for t, n in pairs]
+
+
+def describe_failure(code: int, message: str | None) -> dict:
+    """DescribeClientQuotasRequest.getErrorResponse: the code and message, null entries."""
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "entries": None}
+
+
+def alter_failure(body: dict, code: int, message: str | None) -> dict:
+    """AlterClientQuotasRequest.getErrorResponse: every entry with the error."""
+    return {"throttle_time_ms": 0, "entries": [
+        {"error_code": int(code), "error_message": message,
+         "entity": entity_data((e["entity_type"], e["entity_name"]) for e in entry["entity"])}
+        for entry in body.get("entries") or []]}

@@ -73,6 +73,9 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     # Answered by the broker's shell, which writes ZooKeeper (sim.alterconfigs, sim.cluster).
     ApiKey.ALTER_CONFIGS: (0, 2),
     ApiKey.INCREMENTAL_ALTER_CONFIGS: (0, 1),
+    # Client quotas (KIP-546), which clients also send to any node (znodes.client_quotas).
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
+    ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
     # Clients send ListGroups and ListTransactions to every node; the simulation coordinates no
     # group and no transaction (protocol.no_groups, protocol.no_transactions).
     ApiKey.LIST_GROUPS: (0, 5),
