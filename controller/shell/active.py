@@ -223,6 +223,12 @@ class ActiveController:
         self.state: ClusterState | None = None
         self._requests_mzxid: int | None = None  # of this controller's last write of the znode
         self.config_changes = ConfigChanges()  # topics' config change notifications (step 2a's floors)
+        # The brokers' cluster-wide dynamic config, /config/brokers/<default> (read at each
+        # (re)load and on its change notification): its min.insync.replicas and
+        # unclean.leader.election.enable stand for a topic without its own, over the settings,
+        # as a Kafka broker's dynamic config overrides its server.properties.
+        self.broker_defaults: dict[str, str] = {}
+        self._engine_config: tuple[object, int, object] | None = None  # (config, floor, config with the floor)
         # The step's /config/topics/T reads by topic, while a step takes its batch (_process):
         # each topic's read once in a step (topic_configs).
         self.step_configs: dict[str, dict[str, str] | None] | None = None
@@ -354,6 +360,7 @@ class ActiveController:
         # entries name and of the resumed moves (a rollback's entry may be gone), before they
         # schedule or end; changes notified from here on are read again as they come.
         await self.config_changes.arm(self.store)
+        await self.read_broker_defaults()
         # (The entries are the RequestsRead's: the rebuilt state holds none until its step.)
         entries = next((e.requests for e in recovered.events if isinstance(e, RequestsRead)), None)
         names = {r.topic for r in entries or ()} | {tp[0] for tp in self.state.tasks}
@@ -519,7 +526,7 @@ class ActiveController:
         unclean: set[str] = set()
         if topics:
             for name, config in (await self.topic_configs(sorted(topics))).items():
-                if unclean_enabled(config):
+                if self.unclean_allowed(config):
                     unclean.add(name)
         registered = full_metadata.registered(state.brokers, brokers) if brokers is not None else ()
         return [offline_check(partitions, unclean, registered)]
@@ -550,7 +557,7 @@ class ActiveController:
         if not wanted:
             return events
         # One read for every answer of the step: their candidates overlap (one partition's replicas).
-        allowed = {n for n, c in (await self.topic_configs(sorted(wanted))).items() if unclean_enabled(c)}
+        allowed = {n for n, c in (await self.topic_configs(sorted(wanted))).items() if self.unclean_allowed(c)}
         return [replace(e, unclean_topics=frozenset(candidates[i] & allowed)) if candidates.get(i) else e
                 for i, e in enumerate(events)]
 
@@ -613,12 +620,51 @@ class ActiveController:
                                     offline=state.offline_replicas)
         if not topics:
             return []
-        unclean = {n for n, config in (await self.topic_configs(sorted(topics))).items() if unclean_enabled(config)}
+        unclean = {n for n, config in (await self.topic_configs(sorted(topics))).items() if self.unclean_allowed(config)}
         if not unclean:
             return []
         log.info("unclean.leader.election.enable turned on for %s: electing their leaderless partitions",
                  sorted(unclean))
         return [offline_check(tuple(tp for tp in partitions if tp[0] in unclean), unclean, ())]
+
+    async def read_broker_defaults(self) -> None:
+        """``/config/brokers/<default>``, the brokers' cluster-wide dynamic config ({} when
+        absent or not a config, logged)."""
+        path = paths.broker_config(paths.BROKER_DEFAULT_CONFIG)
+        found, bad = await cluster_reader.configs(self.store, [path])
+        for unreadable in bad:
+            log.warning("ignoring %s: %s", unreadable.path, unreadable.reason)
+        read = found.get(path)
+        self.broker_defaults = dict(read.config) if read is not None else {}
+
+    @property
+    def unclean_default(self) -> bool:
+        """``unclean.leader.election.enable`` for a topic without its own: the brokers'
+        cluster-wide dynamic default, else Kafka's false."""
+        return unclean_enabled(self.broker_defaults)
+
+    def unclean_allowed(self, config: Mapping[str, str] | None) -> bool:
+        """A topic's ``unclean.leader.election.enable``: its own, else the cluster-wide default."""
+        return unclean_enabled(config, self.unclean_default)
+
+    @property
+    def min_isr_default(self) -> int | None:
+        """The brokers' cluster-wide dynamic ``min.insync.replicas`` (None: not set, or not a
+        positive integer, logged when read)."""
+        return isr_health.parse_min_isr(self.broker_defaults)
+
+    @property
+    def engine_config(self) -> ControllerConfig:
+        """The settings the engine decides with: ``self.config`` (which a SIGHUP may replace)
+        with the cluster-wide dynamic ``min.insync.replicas`` over the setting (step 2a's floor
+        for a topic without its own)."""
+        floor = self.min_isr_default
+        if floor is None or floor == self.config.min_insync_replicas:
+            return self.config
+        cached = self._engine_config
+        if cached is None or cached[0] is not self.config or cached[1] != floor:
+            cached = self._engine_config = (self.config, floor, self.config.model_copy(update={"min_insync_replicas": floor}))
+        return cached[2]
 
     async def read_move_configs(self, names: list[str]) -> list[Event]:
         """The config view of moving topics, from ``/config/topics/T``: ``min.insync.replicas``
@@ -633,8 +679,8 @@ class ActiveController:
             raw = (config or {}).get(isr_health.MIN_ISR_CONFIG)
             if raw is not None and found[name] is None:  # Kafka refuses such a value when it is set
                 log.warning("ignoring min.insync.replicas=%r of topic %r: not a positive integer (the default %d applies)",
-                            raw, name, self.config.min_insync_replicas)
-        return [TopicConfigsRead(found, {name: unclean_enabled(config) for name, config in configs.items()})]
+                            raw, name, self.engine_config.min_insync_replicas)
+        return [TopicConfigsRead(found, {name: self.unclean_allowed(config) for name, config in configs.items()})]
 
     async def topic_configs(self, names: list[str]) -> dict[str, dict[str, str] | None]:
         """Each topic's ``/config/topics/T`` map (None: absent or not a config, logged); in a
@@ -726,10 +772,20 @@ class ActiveController:
             # whose entries or moves the controller holds or whose floor or unclean setting it
             # keeps, so a waiting move is judged by the new floor and a move that ends elects
             # by the new setting.
-            named = await self.config_changes.topics(self.store)
+            named, default_named = await self.config_changes.named(self.store)
+            held = {tp[0] for tp in state.requests} | {tp[0] for tp in state.tasks}
+            held |= set(state.min_isr) | set(state.unclean)
+            if default_named:
+                unclean_before, floor_before = self.unclean_default, self.min_isr_default
+                await self.read_broker_defaults()
+                if (self.unclean_default, self.min_isr_default) != (unclean_before, floor_before):
+                    # Every held topic's view again: one without its own value takes the new
+                    # default, and the step that takes the view schedules (step 2a's floors).
+                    named |= held
+                if self.unclean_default and not unclean_before:
+                    # Kafka's UncleanLeaderElectionEnable: every topic may now have one.
+                    named |= set(state.topic_partitions)
             if named:
-                held = {tp[0] for tp in state.requests} | {tp[0] for tp in state.tasks}
-                held |= set(state.min_isr) | set(state.unclean)
                 out += await self.read_move_configs(sorted(named & held))
                 out += await self.unclean_turned_on(named)
         if "preferred" in kinds:
@@ -787,7 +843,7 @@ class ActiveController:
             return
         began = time.perf_counter()
         with gctune.paused():  # a step makes no garbage, only objects that live until it ends
-            step = engine.step(self.state, events, self.config)
+            step = engine.step(self.state, events, self.engine_config)
         computed = time.perf_counter()
         self.stats.steps += 1
         for line in step.log:
@@ -976,7 +1032,7 @@ class ActiveController:
         if not wanted:
             return events
         configs = await self.topic_configs(sorted(set().union(*wanted.values())))
-        allowed = {name for name, config in configs.items() if unclean_enabled(config)}
+        allowed = {name for name, config in configs.items() if self.unclean_allowed(config)}
         return [replace(e, unclean_topics=e.unclean_topics | (wanted[i] & allowed)) if wanted.get(i, set()) & allowed else e
                 for i, e in enumerate(events)]
 

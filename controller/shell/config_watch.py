@@ -6,14 +6,15 @@ Every config write - the controller's AlterConfigs / IncrementalAlterConfigs, it
 naming the entity (``{"version":2,"entity_path":"topics/T"}``, or version 1's
 ``entity_type``/``entity_name``), and Kafka's brokers re-read only what a notification names.
 The controller does the same: the children of ``/config/changes`` are watched, each
-notification newer than the last one seen names a topic, and the shell re-reads the
-``min.insync.replicas`` of those it holds moves of (controller.shell.active). A config written
-without its notification is not news, as for a broker. Notifications are never deleted here
-(whoever purges old ones does).
+notification newer than the last one seen names a topic or the brokers' cluster-wide default
+(``brokers/<default>``, whose ``min.insync.replicas`` and ``unclean.leader.election.enable``
+stand for a topic without its own, as on Kafka's brokers), and the shell re-reads what it holds
+(controller.shell.active). A config written without its notification is not news, as for a
+broker. Notifications are never deleted here (whoever purges old ones does).
 
     changes = ConfigChanges()
     await changes.arm(store)                    # at the term's start: what exists is old news
-    topics = await changes.topics(store)        # on the watch: topics named since, watch re-armed
+    topics, default = await changes.named(store)   # on the watch: named since, watch re-armed
 """
 
 from __future__ import annotations
@@ -28,13 +29,18 @@ from znodes.reads import get_many
 log = logging.getLogger("reassignd.controller")
 
 
-def topic_named(path: str, data: bytes) -> str | None:
-    """The topic a notification names, or None (another entity type); ZnodeFormatError if malformed."""
+def entity_named(path: str, data: bytes) -> tuple[str, str]:
+    """(entity type, name) of a notification; ZnodeFormatError if malformed."""
     note = models.ConfigChangeNotification.from_bytes(path, data)
     if note.version == 2:
         kind, _, name = note.entity_path.partition("/")
-    else:
-        kind, name = note.entity_type, note.entity_name
+        return kind, name
+    return note.entity_type, note.entity_name
+
+
+def topic_named(path: str, data: bytes) -> str | None:
+    """The topic a notification names, or None (another entity type); ZnodeFormatError if malformed."""
+    kind, name = entity_named(path, data)
     return name if kind == "topics" else None
 
 
@@ -74,22 +80,26 @@ class ConfigChanges:
         if seen:
             self.last = max(self.last, seen[-1][0])
 
-    async def topics(self, store: Store) -> set[str]:
-        """Topics named by notifications since the last call (the watch re-armed)."""
+    async def named(self, store: Store) -> tuple[set[str], bool]:
+        """Topics named by notifications since the last call, and whether one named the
+        brokers' cluster-wide default (the watch re-armed)."""
         pending = newer(await _watched_children(store), self.last)
         if not pending:
-            return set()
+            return set(), False
         self.last = pending[-1][0]
         found: set[str] = set()
+        default = False
         notes = [paths.join(paths.CONFIG_CHANGES, name) for _, name in pending]
         for path, got in zip(notes, await get_many(store, notes)):
             if got is None:
                 continue  # purged meanwhile by whoever purges old notifications: nothing to read
             try:
-                topic = topic_named(path, got[0])
+                kind, name = entity_named(path, got[0])
             except ZnodeFormatError as e:
                 log.warning("ignoring config change notification %s: %s", path, e)
                 continue
-            if topic is not None:
-                found.add(topic)
-        return found
+            if kind == "topics":
+                found.add(name)
+            elif kind == "brokers" and name == paths.BROKER_DEFAULT_CONFIG:
+                default = True
+        return found, default

@@ -89,3 +89,41 @@ def test_notifications_name_topics_in_both_versions_and_only_newer_ones_count():
         topic_named(path, b'{"version":2}')
     names = ["config_change_0000000009", "config_change_0000000003", "lock", "config_change_0000000005"]
     assert newer(names, 4) == [(5, "config_change_0000000005"), (9, "config_change_0000000009")]
+
+
+async def test_the_brokers_cluster_default_min_insync_replicas_holds_and_frees_moves_without_their_own(zk_hosts):
+    """``/config/brokers/<default>``'s min.insync.replicas is the floor of a topic without its
+    own, over the controller's setting (1 here), as Kafka's brokers take their dynamic cluster
+    default over server.properties: set to 2 by IncrementalAlterConfigs of the BROKER resource
+    "" (``kafka-configs.sh --entity-type brokers --entity-default``), a move of a partition whose
+    ISR is 2 of 3 waits; a topic with its own 1 does not; lowered to 1, the waiting one starts."""
+    c = AdminCluster(zk_hosts, controllers=(101,), topics=TOPICS)
+    for t in TOPICS:
+        c.set_json(f"/brokers/topics/{t}/partitions/0/state", SHORT)
+    topic_config(c, "c", "1")
+    async with c:
+        await c.wait_active()
+        host, port = c.addr(101)
+
+        async def set_default(value: str) -> None:
+            answer = await c.call(101, 44, 1, {"resources": [{
+                "resource_type": 4, "resource_name": "",
+                "configs": [{"name": "min.insync.replicas", "config_operation": SET, "value": value}]}],
+                "validate_only": False})
+            assert [r["error_code"] for r in answer["responses"]] == [0]
+
+        await set_default("2")
+        async with AdminClient(f"{host}:{port}") as admin:
+            c.submit({("a", 0): [1, 2, 4], ("c", 0): [1, 2, 4]})
+
+            async def c_started():
+                return ("c", 0) in await admin.list_reassignments()
+
+            await until(c_started)
+            assert await waiting(admin) == {("a", 0)}
+            await set_default("1")
+
+            async def a_started():
+                return ("a", 0) in await admin.list_reassignments()
+
+            await until(a_started)
