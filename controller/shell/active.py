@@ -636,6 +636,10 @@ class ActiveController:
             log.warning("ignoring %s: %s", unreadable.path, unreadable.reason)
         read = found.get(path)
         self.broker_defaults = dict(read.config) if read is not None else {}
+        raw = self.broker_defaults.get(isr_health.MIN_ISR_CONFIG)
+        if raw is not None and self.min_isr_default is None:  # Kafka refuses such a value when it is set
+            log.warning("ignoring min.insync.replicas=%r of %s: not a positive integer (the setting %d applies)",
+                        raw, path, self.config.min_insync_replicas)
 
     @property
     def unclean_default(self) -> bool:
@@ -650,7 +654,7 @@ class ActiveController:
     @property
     def min_isr_default(self) -> int | None:
         """The brokers' cluster-wide dynamic ``min.insync.replicas`` (None: not set, or not a
-        positive integer, logged when read)."""
+        positive integer, logged when read: read_broker_defaults)."""
         return isr_health.parse_min_isr(self.broker_defaults)
 
     @property
