@@ -605,7 +605,9 @@ class AdminClient:
         (the name), MATCH_DEFAULT or MATCH_SPECIFIED (name None); ``strict`` leaves out entities
         with types no component names. An entity is ((type, name or None: the default), ...)."""
         for component in components:
-            if not (isinstance(component, tuple) and len(component) == 3):
+            if not (isinstance(component, tuple) and len(component) == 3 and isinstance(component[0], str)
+                    and type(component[1]) is int and -128 <= component[1] <= 127
+                    and (component[2] is None or isinstance(component[2], str))):
                 raise InputError(f"describe_client_quotas: {component!r} is not (entity type, match type, name)")
         _, answer = await self._controller_request(
             ApiKey.DESCRIBE_CLIENT_QUOTAS, wire.describe_client_quotas_request(components, strict), wire.top_codes)
@@ -614,7 +616,9 @@ class AdminClient:
     async def alter_client_quotas(self, alterations: dict, validate_only: bool = False) -> KeyedResult:
         """AlterClientQuotas: {entity: {key: value, or None to remove}}; one outcome per entity."""
         for entity, ops in alterations.items():
-            if not (isinstance(entity, tuple) and entity and all(isinstance(p, tuple) and len(p) == 2 for p in entity)):
+            if not (isinstance(entity, tuple) and entity and all(
+                    isinstance(p, tuple) and len(p) == 2 and isinstance(p[0], str) and (p[1] is None or isinstance(p[1], str))
+                    for p in entity)):
                 raise InputError(f"alter_client_quotas: {entity!r} is not ((entity type, name), ...)")
             if not isinstance(ops, dict) or not all(
                     isinstance(k, str) and (v is None or isinstance(v, (int, float)) and not isinstance(v, bool))

@@ -51,8 +51,14 @@ async def test_admin_client_sets_describes_and_removes_quotas(zk_hosts):
             with pytest.raises(KafkaApiError) as refused:
                 await admin.describe_client_quotas([("group", 2, None)])
             assert refused.value.code == ErrorCode.UNSUPPORTED_VERSION
-            with pytest.raises(InputError):
-                await admin.alter_client_quotas({ALICE: {"producer_byte_rate": "1024"}})
+            # Bad arguments are the caller's error, said before anything is sent.
+            for bad in ({ALICE: {"producer_byte_rate": "1024"}}, {(("user", 7),): {"producer_byte_rate": 1}},
+                        {("user", "alice"): {"producer_byte_rate": 1}}, {(): {}}):
+                with pytest.raises(InputError):
+                    await admin.alter_client_quotas(bad)
+            for bad in ([("user", "0", "alice")], [("user", 0)], [(None, 2, None)], [("user", 1000, None)]):
+                with pytest.raises(InputError):
+                    await admin.describe_client_quotas(bad)
         # A standby serves them too (Kafka's clients send them to any node).
         standby = c.standby(active)
         body = await c.call(standby, 48, 1, {"components": [], "strict": False})
