@@ -65,7 +65,7 @@ from sim.tls import SimTls, client_context, server_context
 from sim.topics import TopicSpec, check_new_topics, create_topics
 from sim.versions import served_versions
 from sim.zookeeper_view import ZooKeeperView
-from znodes import client_quotas, models, paths
+from znodes import client_quotas, models, paths, scram_users
 from znodes.api import (
     BadVersionError,
     NodeExistsError,
@@ -85,7 +85,7 @@ log = logging.getLogger(__name__)
 CLUSTER_ID_PATH = "/cluster/id"
 # Requests a broker answers from ZooKeeper on its own session, not from its core.
 ZOOKEEPER_APIS = (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CLIENT_QUOTAS,
-                  ApiKey.ALTER_CLIENT_QUOTAS)
+                  ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
 DEFAULT_PORT = 9092  # registered when brokers do not listen (serve=False) and no base port is set
 # Kafka's log directory failure notification (LogDirEventNotificationZNode, event 1: failure).
 LOG_DIR_EVENT_PATH = "/log_dir_event_notification/log_dir_event_"
@@ -319,9 +319,9 @@ class SimulatedCluster:
             await self._start_broker(self._broker(broker_id))
 
     def _handler(self, broker: SimBroker):
-        """A broker's request handler: its core's, but the config and client quota requests,
-        which read and write ZooKeeper on the broker's own session as Kafka's do
-        (sim.alterconfigs, znodes.client_quotas)."""
+        """A broker's request handler: its core's, but the config, client quota and SCRAM
+        describe requests, which read and write ZooKeeper on the broker's own session as Kafka's
+        do (sim.alterconfigs, znodes.client_quotas, znodes.scram_users)."""
         def handle(api_key: int, api_version: int, body: dict):
             if api_key in ZOOKEEPER_APIS:
                 lo, hi = broker.core.api_versions.get(api_key, (0, -1))
@@ -331,6 +331,8 @@ class SimulatedCluster:
                     return client_quotas.describe(broker.store, body)
                 if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
                     return client_quotas.alter(broker.store, body)
+                if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
+                    return scram_users.describe(broker.store, body)
                 return alter_configs(broker.store, api_key, api_version, body)
             return broker.core.handle(api_key, api_version, body)
 

@@ -43,8 +43,10 @@ from dataclasses import dataclass
 
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from protocol.no_authorizer import create_acls, delete_acls, describe_acls
 from protocol.no_groups import describe_groups, list_groups
 from protocol.no_transactions import list_transactions
+from protocol.scram_users import not_controller
 from sim.describeconfigs import describe_configs, static_settings
 from sim.effects import Effect, IsrChangeNotification, IsrWrite
 from sim.logdirs import FutureLog, LogDirs, future_name_too_long
@@ -76,6 +78,15 @@ SERVED_VERSIONS: dict[int, tuple[int, int]] = {
     # Client quotas (KIP-546), which clients also send to any node (znodes.client_quotas).
     ApiKey.DESCRIBE_CLIENT_QUOTAS: (0, 1),
     ApiKey.ALTER_CLIENT_QUOTAS: (0, 1),
+    # SCRAM credentials (KIP-554), sent to any node too: Describe is answered from ZooKeeper by
+    # the shell (znodes.scram_users), Alter NOT_CONTROLLER here, as a ZooKeeper-mode broker that
+    # is not the controller answers it (protocol.scram_users).
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: (0, 0),
+    ApiKey.ALTER_USER_SCRAM_CREDENTIALS: (0, 0),
+    # The ACL APIs, answered as a Kafka broker without an authorizer (protocol.no_authorizer).
+    ApiKey.DESCRIBE_ACLS: (0, 3),
+    ApiKey.CREATE_ACLS: (0, 3),
+    ApiKey.DELETE_ACLS: (0, 3),
     # Clients send ListGroups and ListTransactions to every node; the simulation coordinates no
     # group and no transaction (protocol.no_groups, protocol.no_transactions).
     ApiKey.LIST_GROUPS: (0, 5),
@@ -152,6 +163,10 @@ class BrokerCore:
             ApiKey.LIST_GROUPS: list_groups,
             ApiKey.DESCRIBE_GROUPS: describe_groups,
             ApiKey.LIST_TRANSACTIONS: list_transactions,
+            ApiKey.ALTER_USER_SCRAM_CREDENTIALS: not_controller,
+            ApiKey.DESCRIBE_ACLS: describe_acls,
+            ApiKey.CREATE_ACLS: create_acls,
+            ApiKey.DELETE_ACLS: delete_acls,
         }
         self._reset(clock())
 

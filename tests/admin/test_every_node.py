@@ -5,7 +5,7 @@ so a client that sends a broker request to every node, or to any node, reaches t
 tests hold that a controller instance, active or standby, serves every API a simulated broker
 serves to clients, at the same versions, and answers as a Kafka node that holds nothing:
 DescribeLogDirs no directories, ListGroups and ListTransactions nothing, DescribeGroups
-NOT_COORDINATOR,
+NOT_COORDINATOR, the ACL APIs without an authorizer SECURITY_DISABLED,
 DescribeConfigs for its own id its own configs; and that each is authorised as Kafka does.
 The answers go through the handler and the codec at every version a client may send.
 """
@@ -105,6 +105,29 @@ async def test_list_transactions_none_as_a_simulated_broker_answers(version):
     answer = await ask(standby(), 66, version, body)
     assert (answer["error_code"], answer["unknown_state_filters"], answer["transaction_states"]) == (0, ["Sleeping"], [])
     assert answer == lone_broker().handle(66, version, body)
+
+
+def _acl_bodies(version: int) -> dict[int, dict]:
+    """DescribeAcls, CreateAcls and DeleteAcls bodies; v0 has no pattern types (KIP-290)."""
+    pattern = {"pattern_type_filter": 3} if version else {}
+    acl_filter = {"resource_type_filter": 2, "resource_name_filter": "orders", **pattern, "principal_filter": None,
+                  "host_filter": None, "operation": 1, "permission_type": 1}
+    creation = {"resource_type": 2, "resource_name": "orders", **({"resource_pattern_type": 3} if version else {}),
+                "principal": "User:alice", "host": "*", "operation": 3, "permission_type": 3}
+    return {29: acl_filter, 30: {"creations": [creation, creation]}, 31: {"filters": [acl_filter]}}
+
+
+@pytest.mark.parametrize("version", range(0, 4))
+async def test_acls_without_an_authorizer_as_a_simulated_broker_answers(version):
+    """Kafka's AclApis without an authorizer: SECURITY_DISABLED, the request's error for
+    DescribeAcls, each creation's and each filter's for the others (protocol.no_authorizer)."""
+    for key, body in _acl_bodies(version).items():
+        answer = await ask(standby(), key, version, body)
+        assert answer == protocol.decode_body(key, version, "response", protocol.encode_body(
+            key, version, "response", lone_broker().handle(key, version, body)))
+        codes = [answer["error_code"]] if key == 29 else [r["error_code"] for r in
+                                                           answer.get("results", answer.get("filter_results"))]
+        assert codes and set(codes) == {ErrorCode.SECURITY_DISABLED}
 
 
 async def test_list_transactions_refuses_a_pattern_that_does_not_compile():

@@ -13,8 +13,9 @@ a DeleteAcls result, are answered UNKNOWN_SERVER_ERROR and the rest of the reque
 failure of the session (``base.session_failure``) still fails the whole request, retriably.
 
 Without an authorizer (no ``authorizer.class.name``) each answers SECURITY_DISABLED with
-Kafka's words. Who may call them (DESCRIBE / ALTER on the cluster) is checked before, by the
-handler. tests/admin/test_acls_probe.py holds these answers against Kafka's.
+Kafka's words, as the simulated brokers do (protocol.no_authorizer, whose shapes are also these
+requests' whole-request errors). Who may call them (DESCRIBE / ALTER on the cluster) is checked
+before, by the handler. tests/admin/test_acls_probe.py holds these answers against Kafka's.
 """
 
 from __future__ import annotations
@@ -26,15 +27,10 @@ from controller.core.acl import CLUSTER, CLUSTER_NAME, Acl, AclFilter, Resource,
 from controller.shell.admin.base import AdminContext, Api, ApiError, session_failure
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from protocol.no_authorizer import NO_AUTHORIZER, create_failure, delete_failure, describe_failure
 from znodes.api import ZkError
 
 log = logging.getLogger("reassignd.authorizer")
-
-
-
-# Kafka's AclApis: DescribeAcls' own words, and SecurityDisabledException's for the others.
-NO_AUTHORIZER = {ApiKey.DESCRIBE_ACLS: "No Authorizer is configured on the broker",
-                 ApiKey.CREATE_ACLS: "No Authorizer is configured.", ApiKey.DELETE_ACLS: "No Authorizer is configured."}
 
 
 def _authorizer(ctx: AdminContext, key: int):
@@ -92,7 +88,7 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 def describe_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "resources": []}
+    return describe_failure(code, message)
 
 
 async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -119,8 +115,7 @@ async def handle_create(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 def create_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return {"throttle_time_ms": 0,
-            "results": [{"error_code": int(code), "error_message": message} for _ in body.get("creations") or ()]}
+    return create_failure(body, code, message)
 
 
 async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
@@ -146,8 +141,7 @@ async def handle_delete(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 def delete_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return {"throttle_time_ms": 0, "filter_results": [
-        {"error_code": int(code), "error_message": message, "matching_acls": []} for _ in body.get("filters") or ()]}
+    return delete_failure(body, code, message)
 
 
 APIS = [

@@ -1,18 +1,14 @@
 """DescribeUserScramCredentials (50) and AlterUserScramCredentials (51): KIP-554, over the
 SCRAM credentials in ``/config/users/<user>`` (znodes.users, Kafka's format). Served by every
 instance: the credentials live in ZooKeeper (a ZooKeeper-mode Kafka broker that is not the
-controller answers Alter NOT_CONTROLLER; Kafka's clients send it to the controller anyway). Who
-may call them (DESCRIBE / ALTER on the cluster) is the handler's check.
+controller answers Alter NOT_CONTROLLER, as the simulated brokers do, protocol.scram_users;
+Kafka's clients send it to the controller anyway). Who may call them (DESCRIBE / ALTER on the
+cluster) is the handler's check.
 
 Kafka's rules and words (ZkAdminManager.describeUserScramCredentials / alterUserScramCredentials,
 tests/admin/test_scram_groups_probe.py):
 
-    Describe: no users (null or empty) -> every user with a credential, sorted; named users in
-              request order, once each: "" -> RESOURCE_NOT_FOUND "Username must not be empty",
-              named twice -> DUPLICATE_RESOURCE "Cannot describe SCRAM credentials for the same
-              user twice in a single request: <user>", no credential -> RESOURCE_NOT_FOUND
-              "Attempt to describe a user credential that does not exist: <user>", a stored
-              credential that does not parse -> that user's UNKNOWN_SERVER_ERROR.
+    Describe: znodes.scram_users' (the simulated brokers answer the same).
     Alter:    per user, every change or none, found in Kafka's order:
               1. illegal changes, over all the user's changes (an upsertion's error wins over a
                  deletion's): "" -> UNACCEPTABLE_CREDENTIAL "Username must not be empty", "." or
@@ -41,81 +37,28 @@ from controller.shell.security.scram import (
     ScramError,
     credential_from_salted,
     format_credential,
-    parse_credential,
 )
 from protocol import ApiKey
 from protocol.errors import ErrorCode
+from protocol.scram_users import EMPTY_NAME, MECHANISM_CODES, alter_failure, describe_failure
+from znodes import scram_users as zscram
 from znodes import users as zusers
-from znodes.errors import ZnodeFormatError
 
-# KIP-554's ScramMechanism codes.
-MECHANISM_CODES = {1: "SCRAM-SHA-256", 2: "SCRAM-SHA-512"}
-CODE_OF = {name: code for code, name in MECHANISM_CODES.items()}
-
-# Kafka's words (ZkAdminManager).
-EMPTY_NAME = "Username must not be empty"
-DUPLICATE_DESCRIBE = "Cannot describe SCRAM credentials for the same user twice in a single request"
-NOT_THERE_DESCRIBE = "Attempt to describe a user credential that does not exist"
+# Kafka's words (ZkAdminManager.alterUserScramCredentials).
 UNKNOWN_MECHANISM = "Unknown SCRAM mechanism"
 TOO_FEW = "Too few iterations"
 TOO_MANY = "Too many iterations"
 DUPLICATE_ALTER = "A user credential cannot be altered twice in the same request"
 NOT_THERE_DELETE = "Attempt to delete a user credential that does not exist"
 UNSTORABLE_NAME = "Username cannot be stored in ZooKeeper (it would be a relative znode path)"
-# Errors.UNKNOWN_SERVER_ERROR.message(), what Kafka gives a user whose stored credential it
-# cannot read.
-UNREADABLE = "The server experienced an unexpected error when processing the request."
-
-
-def _result(user: str, texts: dict[str, str]) -> dict:
-    """One described user: its mechanisms' iterations, or UNKNOWN_SERVER_ERROR when a stored
-    credential does not parse (Kafka: credentialFromString throws)."""
-    infos = []
-    for mechanism, text in sorted(texts.items()):
-        try:
-            iterations = parse_credential(mechanism, text).iterations
-        except ScramError:
-            return {"user": user, "error_code": int(ErrorCode.UNKNOWN_SERVER_ERROR), "error_message": UNREADABLE,
-                    "credential_infos": []}
-        infos.append({"mechanism": CODE_OF[mechanism], "iterations": iterations})
-    return {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
-
-
-def _error(user: str, code: ErrorCode, message: str) -> dict:
-    return {"user": user, "error_code": int(code), "error_message": message, "credential_infos": []}
 
 
 async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
-    store = ctx.store
-    names = [u["name"] for u in body.get("users") or []]
-    results = []
-    if not names:
-        for user in await zusers.list_users(store):
-            try:
-                results.append(_result(user, await zusers.read_credentials(store, user)))
-            except ZnodeFormatError:  # rewritten since it was listed
-                results.append(_error(user, ErrorCode.UNKNOWN_SERVER_ERROR, UNREADABLE))
-    else:
-        for user in dict.fromkeys(names):
-            if not user:
-                results.append(_error(user, ErrorCode.RESOURCE_NOT_FOUND, EMPTY_NAME))
-            elif names.count(user) > 1:
-                results.append(_error(user, ErrorCode.DUPLICATE_RESOURCE, f"{DUPLICATE_DESCRIBE}: {user}"))
-            else:
-                try:
-                    texts = await zusers.read_credentials(store, user)
-                except ZnodeFormatError:
-                    results.append(_error(user, ErrorCode.UNKNOWN_SERVER_ERROR, UNREADABLE))
-                    continue
-                if texts:
-                    results.append(_result(user, texts))
-                else:
-                    results.append(_error(user, ErrorCode.RESOURCE_NOT_FOUND, f"{NOT_THERE_DESCRIBE}: {user}"))
-    return {"throttle_time_ms": 0, "error_code": 0, "error_message": None, "results": results}
+    return await zscram.describe(ctx.store, body)
 
 
 def describe_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "results": []}
+    return describe_failure(code, message)
 
 
 def _illegal(user: str, kind: str, change: dict) -> tuple[ErrorCode, str] | None:
@@ -204,9 +147,7 @@ async def handle_alter(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 def alter_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    """Every user the request names, once, sorted (AlterUserScramCredentialsRequest.getErrorResponse)."""
-    users = sorted({d["name"] for d in body.get("deletions") or []} | {u["name"] for u in body.get("upsertions") or []})
-    return {"throttle_time_ms": 0, "results": [{"user": u, "error_code": int(code), "error_message": message} for u in users]}
+    return alter_failure(body, code, message)
 
 
 APIS = [

@@ -2,8 +2,8 @@
 
 Kafka keeps one credential per user and mechanism in ``/config/users/<user>`` as
 ``salt=<b64>,stored_key=<b64>,server_key=<b64>,iterations=<n>`` (ScramCredentialUtils); the
-same string is parsed and written here, so credentials made by ``kafka-configs.sh`` work and
-the other way round::
+same string is parsed and written (protocol.scram_credential), so credentials made by
+``kafka-configs.sh`` work and the other way round::
 
     cred = make_credential("SCRAM-SHA-512", "alice-secret")          # random salt, 4096 rounds
     text = format_credential(cred)                                   # Kafka's string
@@ -14,7 +14,8 @@ the other way round::
 
 Every malformed or wrong message raises :class:`ScramError`, the one error type of this
 module; its text is for the log, never for the peer (a failed exchange tells the peer only
-that it failed, as Kafka does).
+that it failed, as Kafka does). The credential, its string and ScramError live in
+protocol.scram_credential (below the simulated brokers too) and are imported here.
 """
 
 from __future__ import annotations
@@ -23,10 +24,17 @@ import base64
 import hashlib
 import hmac
 import os
-from dataclasses import dataclass
 
-# RFC 7677 and Kafka's ScramMechanism: the mechanism names and their hashes.
-MECHANISMS = {"SCRAM-SHA-256": "sha256", "SCRAM-SHA-512": "sha512"}
+# Re-exported: the controller's modules and tests import them from here.
+from protocol.scram_credential import (  # noqa: F401
+    MECHANISMS,
+    ScramCredential,
+    ScramError,
+    format_credential,
+    parse_credential,
+)
+from protocol.scram_credential import hash_name as _hash
+
 # Kafka's ScramMechanism minimum and its kafka-configs.sh default.
 MIN_ITERATIONS = 4096
 DEFAULT_ITERATIONS = 4096
@@ -38,26 +46,6 @@ SALT_BYTES = 32  # what Kafka's ScramFormatter.secureRandomBytes draws
 # on every attempt and nothing tells it from a real user's until the proof fails. Drawn once per
 # process.
 SERVER_SECRET = os.urandom(32)
-
-
-class ScramError(Exception):
-    """A SCRAM message that is malformed, out of order or wrong."""
-
-
-@dataclass(frozen=True, slots=True)
-class ScramCredential:
-    mechanism: str
-    salt: bytes
-    stored_key: bytes
-    server_key: bytes
-    iterations: int
-
-
-def _hash(mechanism: str) -> str:
-    try:
-        return MECHANISMS[mechanism]
-    except KeyError:
-        raise ScramError(f"unknown SCRAM mechanism {mechanism!r}") from None
 
 
 def salted_password(mechanism: str, password: str, salt: bytes, iterations: int) -> bytes:
@@ -116,37 +104,6 @@ def password_matches(cred: ScramCredential, password: str) -> bool:
     """Whether ``password`` is the one ``cred`` was made from (how SASL/PLAIN checks it)."""
     again = make_credential(cred.mechanism, password, iterations=cred.iterations, salt=cred.salt)
     return hmac.compare_digest(again.stored_key, cred.stored_key)
-
-
-def format_credential(cred: ScramCredential) -> str:
-    b64 = lambda b: base64.b64encode(b).decode("ascii")  # noqa: E731
-    return (
-        f"salt={b64(cred.salt)},stored_key={b64(cred.stored_key)},"
-        f"server_key={b64(cred.server_key)},iterations={cred.iterations}"
-    )
-
-
-def parse_credential(mechanism: str, text: str) -> ScramCredential:
-    _hash(mechanism)
-    fields: dict[str, str] = {}
-    for part in text.split(","):
-        key, sep, value = part.partition("=")
-        if not sep:
-            raise ScramError(f"credential field {part!r} is not key=value")
-        fields[key] = value
-    try:
-        iterations = int(fields["iterations"])
-        return ScramCredential(
-            mechanism,
-            base64.b64decode(fields["salt"], validate=True),
-            base64.b64decode(fields["stored_key"], validate=True),
-            base64.b64decode(fields["server_key"], validate=True),
-            iterations,
-        )
-    except KeyError as e:
-        raise ScramError(f"credential lacks {e.args[0]}") from None
-    except ValueError as e:
-        raise ScramError(f"credential is malformed: {e}") from None
 
 
 # ---- the exchange ----------------------------------------------------------------------------
