@@ -6,7 +6,7 @@ describe over a ZooKeeper session is znodes.scram_users', the alter the controll
 
     described("alice", {"SCRAM-SHA-512": text})   # one user's result: mechanisms, iterations
     user_error("bob", code, message)              # one user's result carrying an error
-    describe_failure(code, message)               # the whole describe failing
+    describe_failure(body, code, message)         # DescribeUserScramCredentialsRequest.getErrorResponse
     alter_failure(body, code, message)            # AlterUserScramCredentialsRequest.getErrorResponse
     not_controller(version, body)                 # a ZooKeeper-mode broker that is not the controller
 
@@ -53,9 +53,12 @@ def described(user: str, texts: dict[str, str]) -> dict:
     return {"user": user, "error_code": 0, "error_message": None, "credential_infos": infos}
 
 
-def describe_failure(code: int, message: str | None) -> dict:
-    """The whole describe failing: the code and message, no results."""
-    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "results": []}
+def describe_failure(body: dict, code: int, message: str | None) -> dict:
+    """The whole describe failing (DescribeUserScramCredentialsRequest.getErrorResponse): the
+    code and message, and one result carrying them per user the request names, as named (so
+    repeats repeat), each with Kafka's unset user name ""; none for a request naming no user."""
+    results = [user_error("", code, message) for _ in body.get("users") or ()]
+    return {"throttle_time_ms": 0, "error_code": int(code), "error_message": message, "results": results}
 
 
 def alter_failure(body: dict, code: int, message: str | None) -> dict:

@@ -58,7 +58,7 @@ async def handle_describe(ctx: AdminContext, version: int, body: dict) -> dict:
 
 
 def describe_error(version: int, body: dict, code: ErrorCode, message: str | None) -> dict:
-    return describe_failure(code, message)
+    return describe_failure(body, code, message)
 
 
 def _illegal(user: str, kind: str, change: dict) -> tuple[ErrorCode, str] | None:
