@@ -125,6 +125,9 @@ replicas, TRS target replicas, RS = TRS followed by ORS - TRS, AR = TRS - ORS, R
     controller.core.topic_creation): a partition of a known topic without a state znode gets its
     missing parents and a state (leader the first live replica, ISR the live replicas, leader
     epoch 0), LeaderAndIsr (``is_new``) and UpdateMetadata; ``Step.created`` names it.
+10a. One with a replica on a controller instance that is no registered broker (a Kafka broker's
+    auto-creation places over UpdateMetadata's live brokers, which list the instances) is placed
+    again over the registered brokers first, its topic znode rewritten ahead of the states.
 11. Topic deletion (KIP-4 DeleteTopics; controller.core.topic_deletion): after the step's
     cancels and overrides, a marked topic's moves are withdrawn or rolled back, then its
     replicas deleted; ``Step.topics_deleted`` once every one is gone.

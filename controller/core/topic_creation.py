@@ -39,6 +39,10 @@ Steps (docs/DESIGN.md section 4.4):
     leader = the first live replica, ISR = the live replicas, leader epoch 0. Then LeaderAndIsr
     (``is_new``) to the live replicas, UpdateMetadata to every live broker. A partition none of
     whose replicas is live gets nothing (Kafka: it stays NewPartition) until one registers.
+    4a. A new partition with a replica on a controller instance (a Kafka broker's auto-creation
+    placed it over UpdateMetadata's live brokers, which list the instances) is placed again
+    over the registered brokers first, its topic znode rewritten in the same flush, before the
+    states (:func:`place_off_controllers`, engine step 10a).
  5. Answer: with ``timeout_ms`` > 0 once every partition of the topic passed step 4 (or
     REQUEST_TIMED_OUT, the topic still being created), else right after step 3.
 
@@ -279,6 +283,55 @@ def state_ops(tp: TopicPartition, state: LeaderIsr, missing_parents: frozenset[s
 # ---- the engine's step 10 ---------------------------------------------------------------------
 
 
+def place_off_controllers(ws: WorkingSet, topic: str) -> dict[int, Assignment]:
+    """Step 10a: new partitions of ``topic`` (no state znode) with a replica on a controller
+    instance that is no registered broker, placed again over the registered brokers
+    (controller.core.placement, as this controller's CreateTopics places); {} when none.
+
+    Why: the controller instances are among the live brokers of UpdateMetadata (a Kafka 3.x
+    broker finds the controller there, engine step 8), and a Kafka broker auto-creating a topic
+    (``auto.create.topics.enable``, its default) places the replicas over exactly that list
+    (ZkAdminManager.createTopics: ``metadataCache.getAliveBrokers``), so it may name an
+    instance, which never hosts a replica: the partition would be short of a replica forever,
+    or leaderless with one replica. Such a replica never existed, so nothing moves: the topic
+    znode is rewritten with the new placement before the states are created, in the same flush
+    (``ws.early``: a cut flush leaves the topic either as it was, and the next controller
+    places it again, or placed, and it creates the states as for any new partition). With
+    fewer registered brokers than the replication factor, as many as there are; with none, the
+    partition waits as any partition with no live replica does. Partitions with a state are
+    left as they are (their replicas are a reassignment's business).
+
+        topic "t" auto-created by broker 1, live brokers 1, 2, 3, controller instance 101:
+        /brokers/topics/t  0:[101,1] 1:[2,101]   ->  0:[3,2] 1:[1,3] (counts, racks)  then states
+    """
+    cannot = set(ws.controller_nodes) - set(ws.brokers)
+    wrong = {p for p in ws.topic_partitions.get(topic, ())
+             if (topic, p) not in ws.states and cannot & set(ws.assignments[(topic, p)].replicas)}
+    racks = {b: info.rack for b, info in ws.brokers.items()}
+    if not wrong or not racks:
+        return {}
+    kept = [a.replicas for tp, a in ws.assignments.items() if tp[0] != topic or tp[1] not in wrong]
+    by_factor: dict[int, list[int]] = {}
+    for p in sorted(wrong):
+        by_factor.setdefault(min(len(ws.assignments[(topic, p)].replicas), len(racks)), []).append(p)
+    placed: dict[int, Assignment] = {}
+    for factor, ps in sorted(by_factor.items()):
+        counts, leaders = placement.cluster_counts([*kept, *(a.replicas for a in placed.values())])
+        for p, replicas in zip(ps, placement.place(racks, len(ps), factor, counts, leaders)):
+            placed[p] = Assignment(replicas)
+    ws.warnings.append(
+        f"topic {topic}: partitions {sorted(placed)} named controller instance(s) {sorted(cannot)} as replicas "
+        "(a broker's auto-creation places over UpdateMetadata's live brokers, which list them): placed again "
+        f"over the registered brokers as {[list(placed[p].replicas) for p in sorted(placed)]}")
+    for p, assignment in placed.items():
+        ws.assignments[(topic, p)] = assignment
+    version = ws.topic_versions[topic]
+    parts = {p: ws.assignments[(topic, p)] for p in ws.topic_partitions[topic]}
+    ws.early.append(SetData(paths.topic(topic), encode_topic(parts, ws.topic_ids.get(topic)), version))
+    ws.topic_versions[topic] = version + 1
+    return placed
+
+
 @writing(CREATE)
 def create_partition(ws: WorkingSet, tp: TopicPartition, assignment: Assignment, missing_parents: frozenset[str]) -> None:
     """Step 10 (controller.core.topic_creation step 4): a partition without a state znode
@@ -287,6 +340,9 @@ def create_partition(ws: WorkingSet, tp: TopicPartition, assignment: Assignment,
     every live broker. With no replica live it waits (asked again when one registers)."""
     if tp[0] in ws.deleting:
         return  # being deleted (a deletion cut short may have removed its state already)
+    if any(b in ws.controller_nodes and b not in ws.brokers for b in assignment.replicas):
+        place_off_controllers(ws, tp[0])  # step 10a
+        assignment = ws.assignments[tp]
     # Kafka's isReplicaOnline: not a broker shutting down (controller.core.controlled_shutdown)
     state = new_partition_state(assignment.replicas, ws.eligible_for(tp), ws.base.epoch)
     if state is None:

@@ -25,7 +25,7 @@ from znodes import paths
 from controller.shell.admin.base import ApiError
 from znodes.api import SessionExpiredError
 from znodes.payloads import encode_topic
-from znodes.values import Assignment, Broker
+from znodes.values import Assignment, Broker, LeaderIsr
 
 # ---- placement ---------------------------------------------------------------------------------
 
@@ -194,6 +194,61 @@ def test_engine_waits_for_a_live_replica_and_leaves_known_states_alone():
     s.apply(first.delta)
     again = engine.step(s, MetadataRead({("n", 0): None}, None, frozenset()), ControllerConfig())
     assert again.writes == [] and again.created == []
+
+
+def _auto_created(live=(1, 2, 3), controllers=(101, 102)) -> ClusterState:
+    """Topic "a" as a Kafka broker's auto-creation places it over UpdateMetadata's live
+    brokers, which list the controller instances: replicas on 101 and 102, no states."""
+    s = _state(live=live)
+    s.controller_nodes = {c: Broker(c, "h", 9100 + c) for c in controllers}
+    s.assignments[("a", 0)] = Assignment((101, 1))
+    s.assignments[("a", 1)] = Assignment((2, 102))
+    s.assignments[("a", 2)] = Assignment((3, 1))
+    s.topic_partitions["a"], s.topic_versions["a"] = (0, 1, 2), 0
+    return s
+
+
+def test_step_10a_places_a_partition_off_the_controller_instances_before_its_state():
+    s = _auto_created()
+    missing = frozenset({paths.partitions("a"), *(paths.partition("a", p) for p in range(3))})
+    st = engine.step(s, MetadataRead({("a", p): None for p in range(3)}, None, missing), ControllerConfig())
+    # The topic znode first (conditional on the version read), then the parents and states.
+    assert [type(op).__name__ + " " + op.path for op in st.writes][:2] == [
+        "SetData /brokers/topics/a", "Create /brokers/topics/a/partitions"]
+    assert st.writes[0].version == 0
+    written = json.loads(st.writes[0].data)["partitions"]
+    assert set(written) == {"0", "1", "2"} and written["2"] == [3, 1]  # a partition placed on brokers stays
+    for p in ("0", "1"):
+        assert len(written[p]) == 2 and set(written[p]) <= {1, 2, 3}, written
+    s.apply(st.delta)
+    assert all(set(s.assignments[("a", p)].replicas) <= {1, 2, 3} for p in range(3))
+    assert s.topic_versions["a"] == 1
+    states = {op.path: json.loads(op.data) for op in st.writes if op.path.endswith("/state")}
+    assert set(states) == {paths.partition_state("a", p) for p in range(3)}
+    assert all(set(v["isr"]) <= {1, 2, 3} for v in states.values())
+    assert {c.broker_id for c in st.commands} <= {1, 2, 3}  # nothing addressed to an instance
+    assert any("controller instance(s) [101, 102]" in w for w in st.warnings)
+
+
+def test_step_10a_leaves_brokers_with_a_controllers_id_and_partitions_with_a_state_alone():
+    # 101 is also a registered broker (ids are one space): its replica is a broker's.
+    s = _auto_created(live=(1, 2, 3, 101), controllers=(101,))
+    st = engine.step(s, MetadataRead({("a", 0): None}, None, frozenset()), ControllerConfig())
+    assert not any(op.path == paths.topic("a") for op in st.writes)
+    assert json.loads(next(op.data for op in st.writes if op.path.endswith("/state")))["isr"] == [101, 1]
+    # A partition with a state keeps its replicas, even on an instance; no rewrite for it.
+    s = _auto_created()
+    s.states[("a", 1)] = LeaderIsr(2, 0, 4, (2,), 0)
+    st = engine.step(s, MetadataRead({("a", 2): None}, None, frozenset()), ControllerConfig())
+    assert not any(op.path == paths.topic("a") for op in st.writes)  # a-2 is on brokers: nothing to place
+
+
+def test_step_10a_with_fewer_brokers_than_the_factor_places_as_many_as_there_are():
+    s = _auto_created(live=(1,), controllers=(101, 102))
+    st = engine.step(s, MetadataRead({("a", 0): None}, None, frozenset()), ControllerConfig())
+    written = json.loads(st.writes[0].data)["partitions"]
+    assert written["0"] == [1] and written["1"] == [1]
+    assert json.loads(next(op.data for op in st.writes if op.path.endswith("/state")))["isr"] == [1]
 
 
 # ---- end to end on the twin --------------------------------------------------------------------
