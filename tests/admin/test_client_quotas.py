@@ -10,31 +10,13 @@ import json
 
 import pytest
 
-import protocol
-from controller.core.config import ControllerConfig
-from controller.shell.admin.base import AdminContext
-from controller.shell.admin.handler import AdminHandler
-from controller.shell.role import Role
 from protocol.client_quotas import MATCH_DEFAULT, MATCH_EXACT, MATCH_SPECIFIED
 from protocol.errors import ErrorCode
+from tests.admin.test_scram_groups_probe import ask, node  # noqa: F401 (node: a standby's handler on the twin)
 from znodes import users as zusers
 from znodes.twin import TwinServer
 
 DESCRIBE, ALTER = 48, 49
-
-
-@pytest.fixture
-def node():
-    server = TwinServer()
-    role = Role(101)
-    role.store = server.connect()
-    return AdminHandler(AdminContext(role, ControllerConfig())), server
-
-
-async def ask(handler: AdminHandler, key: int, version: int, body: dict) -> dict:
-    answer = await handler.handle({"request_api_key": key, "request_api_version": version}, body)
-    assert answer is not None, f"api {key} v{version} not served"
-    return protocol.decode_body(key, version, "response", protocol.encode_body(key, version, "response", answer))
 
 
 def entry(entity: dict, *ops) -> dict:

@@ -11,17 +11,9 @@ import json
 import pytest
 
 from controller.core.acl import ALLOW, ALTER_CONFIGS, CLUSTER, CLUSTER_NAME, DESCRIBE_CONFIGS, LITERAL, Acl, Resource
-from controller.core.config import ControllerConfig
-from controller.core.listeners import Listener
-from controller.shell.admin.base import AdminContext
-from controller.shell.admin.handler import AdminHandler
-from controller.shell.listener import ListenerLimits
-from controller.shell.role import Role
-from controller.shell.security.config import SecurityConfig
-from controller.shell.security.listeners import build_listeners
 from controller.shell.security.scram import format_credential, make_credential
 from protocol.errors import ErrorCode
-from tests.security.test_topic_authorization import session
+from tests.security.test_topic_authorization import sasl_listener, session
 from znodes import users
 from znodes.store import connect
 
@@ -39,17 +31,7 @@ def quota(entity: dict, key: str, value: float) -> dict:
 @pytest.fixture
 async def cluster(zk_hosts):
     store = await connect(zk_hosts)
-    for user in ("dan", "erin", "root"):
-        await users.write_credentials(store, user, {"SCRAM-SHA-512": format_credential(
-            make_credential("SCRAM-SHA-512", f"{user}-secret"))})
-    role = Role(101)
-    role.store = store
-    config = SecurityConfig.from_properties({
-        "sasl.enabled.mechanisms": "PLAIN", "authorizer.class.name": "kafka.security.authorizer.AclAuthorizer",
-        "super.users": "User:root"})
-    ctx = AdminContext(role, ControllerConfig())
-    (lis,) = build_listeners([Listener("SASL_PLAINTEXT", "127.0.0.1", 0)], AdminHandler(ctx), ListenerLimits(),
-                             config, role)
+    lis, ctx = await sasl_listener(store, ("dan", "erin", "root"))
     cluster_resource = Resource(CLUSTER, CLUSTER_NAME, LITERAL)
     await ctx.authorizer.create(Acl(cluster_resource, "User:dan", "*", DESCRIBE_CONFIGS, ALLOW))
     await ctx.authorizer.create(Acl(cluster_resource, "User:erin", "*", ALTER_CONFIGS, ALLOW))

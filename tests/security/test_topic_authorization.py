@@ -31,14 +31,13 @@ pytestmark = [pytest.mark.zk, pytest.mark.timeout(60)]
 TOPIC_ZNODE = {"version": 2, "partitions": {"0": [1]}, "adding_replicas": {}, "removing_replicas": {}}
 
 
-@pytest.fixture
-async def listener(zk_hosts):
-    store = await connect(zk_hosts)
-    for user in ("dan", "root"):
+async def sasl_listener(store, users_: tuple[str, ...]):
+    """A standby's SASL_PLAINTEXT listener with Kafka's authorizer (super user root) over
+    ``store``, each of ``users_`` with the SCRAM credential "<user>-secret" (PLAIN checks it):
+    (listener, context) - start it, grant through ``context.authorizer``."""
+    for user in users_:
         await users.write_credentials(store, user, {"SCRAM-SHA-512": format_credential(
             make_credential("SCRAM-SHA-512", f"{user}-secret"))})
-    for name in ("orders", "secret"):
-        await store.create(f"/brokers/topics/{name}", json.dumps(TOPIC_ZNODE).encode(), makepath=True)
     role = Role(101)
     role.store = store
     config = SecurityConfig.from_properties({
@@ -47,6 +46,15 @@ async def listener(zk_hosts):
     ctx = AdminContext(role, ControllerConfig())
     (lis,) = build_listeners([Listener("SASL_PLAINTEXT", "127.0.0.1", 0)], AdminHandler(ctx), ListenerLimits(),
                              config, role)
+    return lis, ctx
+
+
+@pytest.fixture
+async def listener(zk_hosts):
+    store = await connect(zk_hosts)
+    for name in ("orders", "secret"):
+        await store.create(f"/brokers/topics/{name}", json.dumps(TOPIC_ZNODE).encode(), makepath=True)
+    lis, ctx = await sasl_listener(store, ("dan", "root"))
     await ctx.authorizer.create(Acl(Resource(TOPIC, "orders", LITERAL), "User:dan", "*", DESCRIBE, ALLOW))
     await lis.start()
     try:
