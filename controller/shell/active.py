@@ -932,12 +932,15 @@ class ActiveController:
         self.flushing = None
         if self.journal is not None:
             self.journal.observe(events, step, self.state)
+        brokers_before = self.state.brokers
         self.state.apply(step.delta)
         self._answer_elections(step)  # their writes are the step's own: landed even on a conflict
         if not conflict:
             self._answer_cancels(step)
         if self.on_step is not None:
             self.on_step(step)
+        for broker_id in ended_sessions(brokers_before, self.state.brokers):
+            await self.dispatcher.forget(broker_id)  # before this step's requests to its new session
         self.dispatcher.send(step.commands)
         if step.created:
             for listener in list(self.created_listeners):
@@ -1127,6 +1130,15 @@ def fail_waiting(items, why: str = "") -> list:
 
 class NotTheController(Exception):
     """The controller resigned before taking the request (ElectLeaders: NOT_CONTROLLER)."""
+
+
+def ended_sessions(before: Mapping[int, Broker], after: Mapping[int, Broker]) -> list[int]:
+    """Brokers whose session ``before`` held has ended by ``after``: gone, or registered again
+    under a new one (its czxid, the broker epoch). A registration rewritten in its session
+    (KIP-226) keeps its epoch, and its connection (controller.shell.transport re-addresses it)."""
+    if before is after:
+        return []
+    return sorted(b for b, info in before.items() if b not in after or after[b].epoch != info.epoch)
 
 
 def brokers_read(events, default=None):

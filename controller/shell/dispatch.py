@@ -176,6 +176,34 @@ class Dispatcher:
             return body
         return None
 
+    async def forget(self, broker_id: int) -> None:
+        """A broker that died, or came back under a new session, loses its queue and its
+        connection (Kafka's ControllerChannelManager.removeBroker, on a broker's failure and on
+        a bounced one's): what was queued for its old session is dropped, the request in flight
+        cancelled - a StopReplica among them counts as sent, as an undelivered one does - so
+        the requests of its next session (the startup LeaderAndIsr) never wait behind requests
+        to a dead socket, each of which would hold the queue for up to ``request_timeout_s``."""
+        q = self._queues.pop(broker_id, None)
+        worker = self._workers.pop(broker_id, None)
+        if q is None or worker is None:
+            return
+        dropped = 0
+        while not q.empty():
+            item = q.get_nowait()
+            if item is not None:
+                dropped += 1
+                if item[1] is not None:
+                    item[1].done()
+        worker.cancel()  # its request in flight: its countdown is done in the worker's finally
+        await asyncio.gather(worker, return_exceptions=True)
+        if dropped:
+            self.failed += dropped
+            log.info("broker %d went or came back under a new session: %d queued request(s) to it dropped",
+                     broker_id, dropped)
+        disconnect = getattr(self.transport, "disconnect", None)
+        if disconnect is not None:
+            await disconnect(broker_id)
+
     async def close(self) -> None:
         workers, self._workers = list(self._workers.values()), {}
         queues, self._queues = list(self._queues.values()), {}

@@ -135,3 +135,51 @@ def test_hosted_replicas_reads_partitions_and_sizes_in_one_pass():
     assert hosted_replicas(failed_dir) is None
     assert hosted_sizes(failed_dir) == {("t", 0): 9, ("t", 3): 2}  # the failed dir's sizes are unknown, not 0
     assert hosted_replicas({"error_code": 1}) is None
+
+
+class Hanging(Answering):
+    """Broker 1 answers nothing while ``hung`` (a dead socket); ``disconnect`` is recorded."""
+
+    def __init__(self, answers: dict):
+        super().__init__(answers)
+        self.hung = True
+        self.disconnected: list[int] = []
+
+    async def request(self, broker_id, api_key, api_version, body):
+        if broker_id == 1 and self.hung:
+            await asyncio.Event().wait()
+        return await super().request(broker_id, api_key, api_version, body)
+
+    async def disconnect(self, broker_id):
+        self.disconnected.append(broker_id)
+
+
+async def test_a_broker_whose_session_ended_loses_its_queue_and_connection():
+    """Kafka's ControllerChannelManager.removeBroker: what was queued for a dead session is
+    dropped and the request in flight cancelled at once, the StopReplica a move waits for
+    counted as sent; the next session's requests go out without waiting behind them."""
+    queue: asyncio.Queue = asyncio.Queue()
+    transport = Hanging({5: {"error_code": 0, "partition_errors": []}, 6: {"error_code": 0}})
+    dispatcher = Dispatcher(transport, queue, ControllerConfig(request_timeout_s=30.0), is_live=lambda b: True)
+    box = Outbox(101, 3, BROKERS)
+    box.stop_replica(1, ("t", 0), 4)
+    box.stop_replica(2, ("t", 1), 4)
+    dispatcher.send(box.commands())
+    box = Outbox(101, 3, BROKERS)
+    box.stop_replica(1, ("t", 2), 4)
+    dispatcher.send(box.commands())  # queued behind the hung one
+    for _ in range(20):
+        await asyncio.sleep(0)
+    assert queue.empty()  # t-0's StopReplica hangs: the first countdown waits
+    await dispatcher.forget(1)
+    assert transport.disconnected == [1]
+    sent = [queue.get_nowait() for _ in range(queue.qsize())]
+    assert sorted(tp for e in sent for tp in e.partitions) == [("t", 0), ("t", 1), ("t", 2)]
+    transport.hung = False  # its next session answers
+    box = Outbox(101, 3, BROKERS)
+    box.stop_replica(1, ("t", 3), 4)
+    dispatcher.send(box.commands())
+    async with asyncio.timeout(2):
+        assert await queue.get() == StopReplicaSent((("t", 3),))
+    await dispatcher.forget(7)  # a broker it never sent to: nothing to do
+    await dispatcher.close()
