@@ -50,9 +50,27 @@ The checks (DESIGN.md section 7, "The chaos suite"):
    override's removed replicas gone, none missing) and each of them holds its state znode's
    leader epoch (the last LeaderAndIsr it applied). The run waits for these before recording
    the snapshot (a bound, not a margin: they are what settling means), so a snapshot that still
-   shows one is a violation. A quiescence without its snapshot fails.
+   shows one is a violation. A quiescence without its snapshot fails. The workload's own topics
+   are in the snapshots too, but for those marked for deletion; a partition of one without its
+   state znode is a creation under way while the workload runs, a violation at quiescence.
 9. Leader epochs (item 6e): per partition, in zxid order, the sampled state znodes' leader
    epochs never go back, and a new leader always comes with a higher one.
+10. Topics (KIP-4; :func:`_check_topics`): the workload's own topics, in the final state after
+   the last quiescence. The workload never has two operations on one topic in flight, so per
+   topic its operations are in order; walking them gives the shapes the topic may end in
+   (absent, or a partition count with a replication factor and the replica lists given
+   explicitly): an accepted create sets its shape, an accepted delete absence, an accepted
+   CreatePartitions the grown count; one in doubt adds its result to the possibilities; a
+   refused one changes nothing (so a refused create of a name never created must leave no
+   topic). An accepted op the possibilities rule out (a create of a topic that exists, a
+   growth of one absent) is a violation by itself. Then the final state must hold one of the
+   shapes; a topic that exists has no partition moving, a state znode for each partition and
+   none for others, a leader in its ISR among its replicas and live (or -1 only when no
+   replica is live), exactly its replicas hosted by the live brokers at its state's leader
+   epoch (:func:`settled_problems`), and every controller instance's Metadata answer lists
+   it with the same partitions and replicas; a topic that does not leaves no config, no
+   reassignment record, no replica on any broker and no Metadata entry; and no deletion
+   marker is left at all. A topic no operation named is a violation too.
 
 Item 6a (auto-removed throttles gone once no move involves them) is held where the chaos run
 can see it settle: at each quiescence (no throttle and empty removal lists are part of it, so a
@@ -99,6 +117,11 @@ class Report:
     settled_violations: int = 0
     epoch_violations: int = 0
     stranded_throttles: int = 0
+    topic_ops: int = 0  # create_topic, delete_topic and create_partitions ops recorded
+    topic_ops_accepted: int = 0
+    topic_ops_in_doubt: int = 0
+    topics_at_end: int = 0  # the workload's topics that exist in the final state
+    topic_violations: int = 0
     quiesce_seconds: list[float] = field(default_factory=list)
 
     @property
@@ -121,6 +144,11 @@ class Report:
             "settled_violations": self.settled_violations,
             "leader_epoch_violations": self.epoch_violations,
             "stranded_throttles": self.stranded_throttles,
+            "topic_ops": self.topic_ops,
+            "topic_ops_accepted": self.topic_ops_accepted,
+            "topic_ops_in_doubt": self.topic_ops_in_doubt,
+            "topics_at_end": self.topics_at_end,
+            "topic_violations": self.topic_violations,
             "faults_injected": self.faults_injected,
             "faults_survived": self.faults_survived,
             "requests": self.requests,
@@ -151,6 +179,7 @@ def check(records: list[dict], quiesce_bound_s: float = 120.0) -> Report:
     _check_caps((by_type.get("meta") or [{}])[0].get("caps"), by_type.get("moves", []), report)
     _check_settled(by_type.get("settled", []), by_type.get("quiesced", []), report)
     _check_epochs(by_type.get("state", []), report)
+    _check_topics(by_type, report)
     for c in by_type.get("crash", []):
         report.violations.append(f"controller {c['controller']} exited on its own (code {c['returncode']})")
     return report
@@ -178,7 +207,9 @@ def _check_requests(by_type: dict[str, list[dict]], report: Report) -> None:
             removing = set(move.get("removing") or ())
             seen_moving.setdefault(tp, []).append(
                 (sample.get("t", 0.0), frozenset(b for b in move.get("replicas") or () if b not in removing)))
-    report.requests = sum(1 for o in ops if o["outcome"] == "accepted" and _any_accepted(o))
+    # The reassignment doors' requests (check 10 counts the topic ops).
+    report.requests = sum(1 for o in ops
+                          if o["outcome"] == "accepted" and _any_accepted(o) and o["kind"] not in TOPIC_KINDS)
 
     for tp in sorted(start):
         expected = {tuple(start[tp])}
@@ -518,13 +549,19 @@ def settled_problems(snapshot: dict) -> list[str]:
     settled. Also what the run waits on before it records the snapshot."""
     live = set(snapshot["live"])
     states = snapshot["states"]
+    hosted = snapshot.get("hosted")
     problems = []
     for tp, s in sorted(states.items()):
+        if s is None:
+            # A created partition not given its state yet: under way while the workload runs,
+            # left half-done once the cluster is quiet (the snapshots with ``hosted``).
+            if hosted is not None:
+                problems.append(f"no state znode: {tp} (a created partition never given its leader)")
+            continue
         in_sync_live = sorted(set(s["isr"]) & live)
         if in_sync_live and s["leader"] not in live:
             problems.append(f"no live leader: {tp} has live in-sync replicas {in_sync_live} and leader {s['leader']} "
                             f"(live brokers {sorted(live)})")
-    hosted = snapshot.get("hosted")
     if hosted is None:
         return problems
     for broker, held in sorted(hosted.items(), key=lambda kv: int(kv[0])):
@@ -539,7 +576,7 @@ def settled_problems(snapshot: dict) -> list[str]:
         if missing:
             problems.append(f"broker {b} lacks replicas assigned to it: {missing}")
         for tp in sorted(set(held) & assigned):
-            if held[tp] != states[tp]["leader_epoch"]:
+            if states.get(tp) is not None and held[tp] != states[tp]["leader_epoch"]:
                 problems.append(f"leader epoch at broker {b}: {tp} holds epoch {held[tp]}, its state znode "
                                 f"{states[tp]['leader_epoch']}")
     return problems
@@ -583,3 +620,230 @@ def _check_epochs(states: list[dict], report: Report) -> None:
                     f"leader epoch {what}: {tp} leader {a['leader']} epoch {a['leader_epoch']} (zxid {a['mzxid']:#x}) "
                     f"then leader {b['leader']} epoch {b['leader_epoch']} (zxid {b['mzxid']:#x})"
                 )
+
+
+# ---- 10. topics --------------------------------------------------------------------------------
+
+# The workload's topic op kinds (tests/chaos/workload.py's topic doors).
+TOPIC_KINDS = ("create_topic", "delete_topic", "create_partitions")
+# The ZooKeeper doors: a tool's write says nothing of whether the topic existed (a marker of a
+# topic that does not exist is dropped by the controller), so no acceptance of theirs is ruled out.
+TOPIC_ZNODE_DOORS = ("create_topic_znode", "delete_topic_znode")
+
+
+def topic_outcome(op: dict) -> str:
+    """A topic op's outcome: its recorded one, except that its topic's code in IN_DOUBT_CODES
+    (REQUEST_TIMED_OUT: the change may go on; UNKNOWN_SERVER_ERROR: the write broke off) makes
+    it in doubt whatever it was recorded as."""
+    code = (op.get("results") or {}).get(op["topic"])
+    if op["outcome"] == "in_doubt" or code in IN_DOUBT_CODES:
+        return "in_doubt"
+    return "accepted" if op["outcome"] == "accepted" and code in (None, 0) else "refused"
+
+
+def _shape_text(shape) -> str:
+    if shape is None:
+        return "absent"
+    count, rf, given = shape
+    return f"{count} partition(s) of RF {rf}" + (f" with {dict(given)} given" if given else "")
+
+
+def _given(assignment, first: int = 0) -> tuple:
+    return tuple((first + i, tuple(r)) for i, r in enumerate(assignment or ()))
+
+
+def topic_shapes(ops: list[dict]) -> tuple[set, list[str], dict | None]:
+    """The shapes one topic may end in after ``ops`` (its ops, in order), what an accepted op
+    contradicts, and the last accepted op. A shape: None (no topic), or (partition count,
+    replication factor, ((partition, replicas), ...) given explicitly by a create or a growth)."""
+    shapes: set = {None}
+    problems: list[str] = []
+    last: dict | None = None
+    for op in ops:
+        outcome = topic_outcome(op)
+        if outcome == "refused":
+            continue
+        accepted, kind = outcome == "accepted", op["kind"]
+        what = f"op {op['id']} ({op['door']}, accepted at t={op['t0']:.2f})"
+        if kind == "create_topic":
+            made = (op["partitions"], op["replication_factor"], _given(op.get("assignment")))
+            if accepted:
+                if None not in shapes:  # TOPIC_ALREADY_EXISTS was the answer to give
+                    problems.append(f"{what} created it although it existed "
+                                    f"({sorted(_shape_text(s) for s in shapes)})")
+                shapes, last = {made}, op
+            elif None in shapes:
+                shapes = shapes | {made}
+        elif kind == "delete_topic":
+            if accepted:
+                if shapes == {None} and op["door"] not in TOPIC_ZNODE_DOORS:  # UNKNOWN_TOPIC_OR_PARTITION was
+                    problems.append(f"{what} deleted it although it did not exist")
+                shapes, last = {None}, op
+            else:
+                shapes = shapes | {None}
+        elif kind == "create_partitions":
+            total, assignment = op["count"], op.get("assignment")
+            # Grown from each shape the request fits: an increase, as many lists as new
+            # partitions, each of the topic's replication factor (else the controller refuses).
+            grown = {(total, rf, given + _given(assignment, count)) for s in shapes if s is not None
+                     for count, rf, given in [s]
+                     if count < total and (assignment is None or (len(assignment) == total - count
+                                                                   and all(len(r) == rf for r in assignment)))}
+            if accepted:
+                if not grown:
+                    problems.append(f"{what} grew it to {total} partitions although it could only be "
+                                    f"{sorted(_shape_text(s) for s in shapes)}")
+                    grown = {(total, rf, given) for s in shapes if s is not None for _, rf, given in [s]}
+                shapes, last = grown or shapes, op
+            else:
+                shapes = shapes | grown
+    return shapes, problems, last
+
+
+def topic_matches(shape, found: dict | None) -> bool:
+    """Whether the final topic znode (``found``: read_topics' entry, None when absent) is ``shape``."""
+    if shape is None or found is None:
+        return shape is None and found is None
+    count, rf, given = shape
+    partitions = found["partitions"]
+    if sorted(partitions) != sorted(str(p) for p in range(count)):
+        return False
+    if any(len(r) != rf or len(set(r)) != rf for r in partitions.values()):
+        return False
+    return all(partitions[str(p)] == list(r) for p, r in given)
+
+
+def _check_topics(by_type: dict[str, list[dict]], report: Report) -> None:
+    ops = sorted((o for o in by_type.get("op", []) if o.get("kind") in TOPIC_KINDS), key=lambda o: (o["t0"], o["id"]))
+    finals = by_type.get("final", [])
+    report.topic_ops = len(ops)
+    report.topic_ops_accepted = sum(1 for o in ops if topic_outcome(o) == "accepted")
+    report.topic_ops_in_doubt = sum(1 for o in ops if topic_outcome(o) == "in_doubt")
+    final = finals[-1] if finals else {}
+    if "topics" not in final:
+        if ops:
+            _topic_violation(report, "the final state has no topic observation: the topic ops went unchecked")
+        return
+    by_topic: dict[str, list[dict]] = {}
+    for o in ops:
+        by_topic.setdefault(o["topic"], []).append(o)
+    topics: dict[str, dict] = final["topics"]
+    markers = set(final.get("delete_markers") or ())
+    configs = set(final.get("topic_configs") or ())
+    records = set(final.get("reassignment_topics") or ())
+    live = set(final.get("live") or ())
+    hosted = final.get("hosted") or {}
+
+    for marked in sorted(markers):
+        _topic_violation(report, f"delete marker left after quiescence: /admin/delete_topics/{marked}")
+    for t in sorted(set(topics) - set(by_topic)):
+        _topic_violation(report, f"unexpected topic {t}: no operation of the workload named it "
+                                 f"({len(topics[t]['partitions'])} partitions)")
+
+    existing = {t for t in topics if t not in markers}
+    report.topics_at_end = len(existing & set(by_topic))
+    for t, topic_ops in sorted(by_topic.items()):
+        shapes, problems, last = topic_shapes(topic_ops)
+        for problem in problems:
+            _topic_violation(report, f"topic {t}: {problem}")
+        found = topics.get(t)
+        if not any(topic_matches(shape, found) for shape in shapes):
+            expected = sorted(_shape_text(shape) for shape in shapes)
+            why = f" (last accepted: op {last['id']} {last['door']} {last['kind']})" if last else ""
+            if found is None:
+                _topic_violation(report, f"lost topic: {t} is gone, expected one of {expected}{why}")
+            elif shapes == {None} and last is None:
+                refused = ", ".join(f"op {o['id']} {o['door']} ({_answer_text(o)})" for o in topic_ops
+                                    if o["kind"] == "create_topic")
+                _topic_violation(report, f"refused create left topic {t} behind ({_found_text(found)}): "
+                                         f"{refused or 'no create'}")
+            else:
+                _topic_violation(report, f"topic {t} ended {_found_text(found)}, expected one of {expected}{why}")
+        if found is None:
+            _check_gone(t, configs, records, hosted, report)
+        else:
+            _check_existing(t, found, live, records, report)
+
+    # Hosting and leader epochs at the brokers, as at every quiescence (settled_problems):
+    # exactly the replicas assigned, at their state's epoch. Deleted topics' replicas are
+    # _check_gone's (named there as such).
+    mine = existing & set(by_topic)
+    snapshot = {
+        "live": sorted(live),
+        "states": {f"{t}/{p}": s for t in mine for p, s in topics[t]["states"].items()},
+        "assignments": {f"{t}/{p}": r for t in mine for p, r in topics[t]["partitions"].items()},
+        "hosted": {b: {tp: e for tp, e in held.items() if tp.rsplit("/", 1)[0] in mine} for b, held in hosted.items()},
+    }
+    for problem in settled_problems(snapshot):
+        _topic_violation(report, f"topics at the end: {problem}")
+    _check_metadata(final.get("metadata"), {t: topics[t] for t in existing}, set(by_topic), report)
+
+
+def _answer_text(op: dict) -> str:
+    code = (op.get("results") or {}).get(op["topic"])
+    return f"code {code}" if code is not None else op.get("error") or op["outcome"]
+
+
+def _found_text(found: dict) -> str:
+    partitions = found["partitions"]
+    return f"with {len(partitions)} partition(s) {dict(sorted(partitions.items(), key=lambda kv: int(kv[0])))}"
+
+
+def _check_gone(t: str, configs: set, records: set, hosted: dict, report: Report) -> None:
+    """A topic that does not exist leaves nothing of itself anywhere."""
+    if t in configs:
+        _topic_violation(report, f"topic {t} is gone but /config/topics/{t} is left")
+    if t in records:
+        _topic_violation(report, f"topic {t} is gone but reassignment records under /admin/reassignments/{t} are left")
+    for b, held in sorted(hosted.items(), key=lambda kv: int(kv[0])):
+        left = sorted(tp for tp in held if tp.rsplit("/", 1)[0] == t)
+        if left:
+            _topic_violation(report, f"topic {t} is gone but broker {b} still hosts {left}")
+
+
+def _check_existing(t: str, found: dict, live: set, records: set, report: Report) -> None:
+    """A topic that exists is whole: nothing moving, a state znode per partition and for no
+    other, each with a leader in its ISR among its replicas (-1 only with none live)."""
+    if any(found.get("adding", {}).values()) or any(found.get("removing", {}).values()) or t in records:
+        _topic_violation(report, f"topic {t} is moving at the end (adding {found.get('adding')}, removing "
+                                 f"{found.get('removing')}, record {t in records}): no op asked for it")
+    if found.get("extra_states"):
+        _topic_violation(report, f"topic {t} has state znodes of partitions it does not have: {found['extra_states']}")
+    for p, replicas in sorted(found["partitions"].items(), key=lambda kv: int(kv[0])):
+        state = found["states"].get(p)
+        if state is None:
+            continue  # settled_problems names it ("no state znode")
+        leader, isr = state["leader"], state["isr"]
+        where = f"{t}/{p} (replicas {replicas}, leader {leader}, isr {isr}, live {sorted(live)})"
+        if not isr or not set(isr) <= set(replicas):
+            _topic_violation(report, f"bad ISR at the end: {where}")
+        if leader == -1:
+            if set(replicas) & live:  # every broker is registered once quiet
+                _topic_violation(report, f"no leader at the end although a replica is live: {where}")
+        elif leader not in isr or leader not in replicas or leader not in live:
+            _topic_violation(report, f"bad leader at the end: {where}")
+
+
+def _check_metadata(answers: dict | None, existing: dict[str, dict], mine: set[str], report: Report) -> None:
+    """Every controller instance that answered Metadata agrees with ZooKeeper on the workload's
+    topics: the same topics, partitions and replica lists."""
+    answered = {cid: a["topics"] for cid, a in (answers or {}).items() if "topics" in a}
+    if not answered:
+        errors = {cid: a.get("error") for cid, a in (answers or {}).items()}
+        _topic_violation(report, f"no controller instance answered Metadata at the end: {errors}")
+        return
+    for cid, listed in sorted(answered.items()):
+        for t in sorted((set(existing) | set(listed)) & mine):
+            zk, md = existing.get(t), listed.get(t)
+            if md is None:
+                _topic_violation(report, f"Metadata of controller {cid} does not list topic {t}, which ZooKeeper has")
+            elif zk is None:
+                _topic_violation(report, f"Metadata of controller {cid} lists topic {t}, which ZooKeeper does not have")
+            elif {p: list(r) for p, r in md.items()} != zk["partitions"]:
+                _topic_violation(report, f"Metadata of controller {cid} answers topic {t} with {md}, ZooKeeper has "
+                                         f"{zk['partitions']}")
+
+
+def _topic_violation(report: Report, message: str) -> None:
+    report.topic_violations += 1
+    report.violations.append(message)

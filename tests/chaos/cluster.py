@@ -61,6 +61,42 @@ STOP_GRACE_S = 10.0
 NO_FENCE_DIR = Path(__file__).resolve().parent / "nofence"
 
 
+def read_topics(zk: KazooClient, skip: set[str]) -> tuple[dict[str, dict], list[str]]:
+    """Every topic not in ``skip`` (given the initial ones: the workload's own) and the topic
+    deletion markers: ``({topic: {"partitions": {p: replicas}, "adding", "removing", "states":
+    {p: {"leader", "isr", "leader_epoch"} or None}, "extra_states": [p, ...]}}, [marked topic,
+    ...])``. A state None: its partition has no state znode; ``extra_states``: partitions under
+    ``/brokers/topics/<t>/partitions`` that the topic znode does not have. A topic deleted
+    while it is read is left out. Reads are pipelined (one round trip per level)."""
+    marked = sorted(zk.get_children("/admin/delete_topics")) if zk.exists("/admin/delete_topics") else []
+    names = sorted(t for t in zk.get_children("/brokers/topics") if t not in skip)
+    docs = [(t, zk.get_async(f"/brokers/topics/{t}"), zk.get_children_async(f"/brokers/topics/{t}/partitions"))
+            for t in names]
+    topics: dict[str, dict] = {}
+    pending = []
+    for t, doc, children in docs:
+        try:
+            data = json.loads(doc.get(timeout=10)[0])
+        except NoNodeError:
+            continue
+        try:
+            listed = children.get(timeout=10)
+        except NoNodeError:
+            listed = []
+        partitions = data.get("partitions") or {}
+        topics[t] = {"partitions": partitions, "adding": data.get("adding_replicas") or {},
+                     "removing": data.get("removing_replicas") or {}, "states": {},
+                     "extra_states": sorted(p for p in listed if p not in partitions)}
+        pending += [(t, p, zk.get_async(f"/brokers/topics/{t}/partitions/{p}/state")) for p in partitions]
+    for t, p, result in pending:
+        try:
+            s = json.loads(result.get(timeout=10)[0])
+            topics[t]["states"][p] = {"leader": s["leader"], "isr": s["isr"], "leader_epoch": s.get("leader_epoch")}
+        except NoNodeError:
+            topics[t]["states"][p] = None
+    return topics, marked
+
+
 def _reassignd(args: list[str], log: Path, env: dict | None = None, **kw) -> subprocess.Popen:
     with open(log, "ab") as out:  # appended: a restarted process keeps its predecessor's lines
         return subprocess.Popen([sys.executable, "-m", "reassignd", *args], cwd=REPO, stderr=out,
@@ -163,7 +199,10 @@ class ChaosCluster:
              "--listen", f"127.0.0.1:{self.listen_ports[cid]}", "--config", str(self.config),
              "--write-audit", str(self.audit_path(cid))],
             self.workdir / f"controller-{cid}.log",
-            env={"PYTHONPATH": str(NO_FENCE_DIR)} if self.break_fence else None,
+            # The repository after nofence: its sitecustomize imports znodes while the interpreter
+            # starts, before ``-m`` puts the working directory on the path, and must patch this
+            # tree's, not the copy an editable install of the package may point to elsewhere.
+            env={"PYTHONPATH": os.pathsep.join([str(NO_FENCE_DIR), str(REPO)])} if self.break_fence else None,
         )
 
     def audit_path(self, cid: int) -> Path:
@@ -240,7 +279,12 @@ class ChaosCluster:
     def snapshot(self, *, hosted: bool) -> dict:
         """The cluster as a settled moment shows it (checker.settled_problems judges it): the
         registered brokers, every partition's state and assignment, and with ``hosted`` what
-        each running broker hosts. Raises on a ZooKeeper or sim error (the caller looks again)."""
+        each running broker hosts. Raises on a ZooKeeper or sim error (the caller looks again).
+
+        The workload's own topics are in it too (a partition without its state znode yet with
+        state None), except those marked for deletion (``deleting``): the controller elects
+        no leader for those, and their replicas go. The workload runs during a broker's
+        failure, so they may be created or deleted while this reads them."""
         zk = self.kazoo
         live = sorted(int(b) for b in zk.get_children("/brokers/ids"))
         states = {}
@@ -249,10 +293,17 @@ class ChaosCluster:
             s = json.loads(zk.get(f"/brokers/topics/{topic}/partitions/{p}/state")[0])
             states[tp] = {"leader": s["leader"], "isr": s["isr"], "leader_epoch": s.get("leader_epoch")}
         assignments = {}
-        for topic in sorted({tp.split("/")[0] for tp in self.initial_assignments}):
+        for topic in sorted(self.initial_topics):
             doc = json.loads(zk.get(f"/brokers/topics/{topic}")[0])
             assignments.update({f"{topic}/{p}": r for p, r in doc["partitions"].items()})
-        out = {"live": live, "states": states, "assignments": assignments}
+        topics, deleting = read_topics(zk, self.initial_topics)
+        for topic, info in topics.items():
+            if topic in deleting:
+                continue
+            for p, replicas in info["partitions"].items():
+                assignments[f"{topic}/{p}"] = replicas
+                states[f"{topic}/{p}"] = info["states"][p]
+        out = {"live": live, "states": states, "assignments": assignments, "deleting": deleting}
         if hosted:
             out["hosted"] = self.hosted()
         return out
@@ -264,6 +315,10 @@ class ChaosCluster:
     @property
     def initial_assignments(self) -> dict[str, list[int]]:
         return {f"{t}/{p}": r for t, parts in self.sim_ready["topics"].items() for p, r in parts.items()}
+
+    @property
+    def initial_topics(self) -> set[str]:
+        return set(self.sim_ready["topics"])
 
     # ---- helpers ---------------------------------------------------------------------------------
 

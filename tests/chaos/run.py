@@ -5,9 +5,13 @@ A round: the workload runs for 6-12 s; at a random moment in it the nemesis inje
 holds it and heals it; the workload stops; the run then waits (at most ``quiesce_bound_s``)
 until the cluster is quiescent - nothing requested or running, no queue or cancel znode, no
 throttle left, no partition half-moved, every broker registered, a controller active - and
-records how long that took after the fault healed and the last request ended. Rounds repeat
-until ``duration_s`` is spent. Then the final state is read, the controllers' logs (entries
-they reported dropping) and write audits are added to the history, and the checker judges it.
+records how long that took after the fault healed and the last request ended (quiescent also
+means no topic deletion under way and every partition of the workload's topics with its state
+znode). Rounds repeat until ``duration_s`` is spent. Then the final state is read - the initial
+topics' assignments and the throttles, and the workload's topics as ZooKeeper, the brokers and
+every controller instance's Metadata show them (``_final_topics``, ``_metadata_answers``) -
+the controllers' logs (entries they reported dropping) and write audits are added to the
+history, and the checker judges it.
 
     result = run_chaos(duration_s=300, seed=7, workdir=Path("/tmp/chaos-7"))
     result.report.ok, result.report.figures(), result.history_path
@@ -31,8 +35,10 @@ from pathlib import Path
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from client.admin import AdminClient
+from client.errors import ReassignError
 from tests.chaos import checker
-from tests.chaos.cluster import BROKERS, CAPS, CONTROLLER_IDS, ChaosCluster
+from tests.chaos.cluster import BROKERS, CAPS, CONTROLLER_IDS, ChaosCluster, read_topics
 from tests.chaos.history import History, read
 from tests.chaos.nemesis import Nemesis
 from tests.chaos.observer import Observer
@@ -96,7 +102,8 @@ def run_chaos(duration_s: float, seed: int, workdir: Path, quiesce_bound_s: floa
             # machine once left room for only one in 30 s).
             asyncio.run(_rounds(cluster, history, rng, workload, nemesis, duration_s, quiesce_bound_s,
                                 min_rounds=BREAK_FENCE_MIN_FAULTS if break_fence else 0))
-            history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments))
+            history.add("final", **_final_state(cluster.kazoo, cluster.initial_assignments),
+                        **_final_topics(cluster), metadata=asyncio.run(_metadata_answers(cluster)))
         finally:
             observer.stop()
             observer_zk.stop()
@@ -182,6 +189,14 @@ def _leftovers(zk: KazooClient, cluster: ChaosCluster) -> dict:
     moving = {tp: a for tp, a in _assignments(zk, cluster.initial_assignments).items() if a["adding"] or a["removing"]}
     if moving:
         left["moving"] = moving
+    # The workload's topics: a deletion or a creation is the controller's to finish.
+    topics, deleting = read_topics(zk, cluster.initial_topics)
+    if deleting:
+        left["deleting"] = deleting
+    stateless = [f"{t}/{p}" for t, info in topics.items() if t not in deleting
+                 for p, state in info["states"].items() if state is None]
+    if stateless:
+        left["stateless"] = stateless
     registered = {int(b) for b in zk.get_children("/brokers/ids")}
     if len(registered) < BROKERS:
         left["brokers_registered"] = sorted(registered)
@@ -228,6 +243,51 @@ def _final_state(zk: KazooClient, partitions) -> dict:
     throttles, removal = _throttles(zk)
     return {"assignments": _assignments(zk, partitions), "throttles": throttles, "removal_lists": removal,
             "preferred_election_left": zk.exists("/admin/preferred_replica_election") is not None}
+
+
+def _final_topics(cluster: ChaosCluster) -> dict:
+    """The final state of the workload's topics (checker check 10): every topic but the initial
+    ones with its partitions' states, the deletion markers, the topic configs and reassignment
+    records by topic, the registered brokers and what each running broker hosts."""
+    zk = cluster.kazoo
+    topics, markers = read_topics(zk, cluster.initial_topics)
+    return {
+        "topics": topics, "delete_markers": markers,
+        "topic_configs": sorted(zk.get_children("/config/topics")) if zk.exists("/config/topics") else [],
+        "reassignment_topics": sorted(zk.get_children("/admin/reassignments")) if zk.exists("/admin/reassignments") else [],
+        "live": sorted(int(b) for b in zk.get_children("/brokers/ids")),
+        "hosted": cluster.hosted(),
+    }
+
+
+METADATA_WAIT_S = 20.0  # a controller restarted by the last fault may still be opening its listener
+
+
+async def _metadata_answers(cluster: ChaosCluster) -> dict:
+    """Each controller instance's Metadata answer for every topic (null: all), asked of that
+    instance alone through the AdminClient: {controller id: {"topics": {topic: {p: replicas}}}},
+    or {"error": ...} for one that did not answer within METADATA_WAIT_S. Every instance
+    answers Metadata, a standby too. The initial topics are left out: check 10 judges the workload's."""
+    out: dict = {}
+    for cid, port in sorted(cluster.listen_ports.items()):
+        addr = ("127.0.0.1", port)
+        deadline = time.monotonic() + METADATA_WAIT_S
+        while True:
+            admin = AdminClient([f"{addr[0]}:{port}"], client_id="chaos-final", request_timeout_ms=8000)
+            try:
+                await admin.start()
+                meta = await admin._fetch_metadata(addr, None)  # this instance, not the active one
+                out[str(cid)] = {"topics": {t: {str(p): m.replicas for p, m in ps.items()}
+                                            for t, ps in meta.topics.items() if t not in cluster.initial_topics}}
+                break
+            except (ReassignError, OSError, asyncio.TimeoutError) as e:
+                if time.monotonic() > deadline:
+                    out[str(cid)] = {"error": repr(e)[:300]}
+                    break
+                await asyncio.sleep(0.5)
+            finally:
+                await admin.close()
+    return out
 
 
 def _dropped_entries(log: Path) -> list[dict]:

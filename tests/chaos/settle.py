@@ -3,8 +3,9 @@ checker's leader, hosting and broker-epoch checks (checker.settled_problems).
 
 The run looks until the snapshot shows nothing left to settle or ``SETTLE_BOUND_S`` passes,
 then records the last snapshot either way (``{"type": "settled", "fault", "why", "waited_s",
-"live", "states", "assignments"[, "hosted"]}``): waiting on the condition itself keeps a loaded
-machine from failing the check, and the bound keeps a cluster that never settles from passing.
+"live", "states", "assignments", "deleting"[, "hosted"]}``; the workload's topics included, see
+``ChaosCluster.snapshot``): waiting on the condition itself keeps a loaded machine from failing
+the check, and the bound keeps a cluster that never settles from passing.
 
     await record_settled(cluster, history, fault_id=3, why="quiescent", hosted=True)
 """

@@ -5,7 +5,9 @@ Everything is real: a three-server ZooKeeper ensemble started by ``reassignd zk 
 proxies, and the nemesis of tests/chaos/nemesis.py. The figures are recorded for the run's last
 lines (tests/figures.py). ``CHAOS_DURATION`` and ``CHAOS_SEED`` change the schedule;
 ``make chaos`` runs any length outside pytest (5 minutes by default). On failure the work
-directory (history, audits, every process's log) is kept and named with the seed.
+directory (history, audits, every process's log) is kept and named with the seed. The workload
+creates, grows and deletes topics of its own besides its reassignments (tests/chaos/workload.py):
+a run in which too few of those were accepted judged less than it claims, and fails.
 
 The default seed's first faults are, in order, a ZooKeeper quorum loss, a forced controller
 move, a zombie, a SIGKILL of the active controller, a cut link and a broker restart (the
@@ -32,6 +34,8 @@ SEED = int(os.environ.get("CHAOS_SEED", str(DEFAULT_SEED)))
 # than it claims.
 DEFAULT_SEED_FAULTS = {"zk_no_quorum", "controller_moved", "zombie", "kill_active"}
 MIN_FAULTS = 4
+# Topic ops accepted: about one op in six is one (workload.DOORS), some 25 in a 90 s run.
+MIN_TOPIC_OPS = 5
 # The schedule, plus the last quiescence bound, start-up and stop, with room to spare.
 TIMEOUT_S = int(DURATION_S + QUIESCE_BOUND_S + 300)
 
@@ -43,12 +47,15 @@ def test_chaos_schedule_holds_every_invariant():
     result = run_chaos(DURATION_S, SEED, workdir)
     report = result.report
     figures.record("chaos", seed=SEED, duration_s=int(DURATION_S), **report.figures())
-    print(f"doors: {result.doors}\nfaults: {result.faults}")
+    print(f"doors: {result.doors}\nfaults: {result.faults}\n"
+          f"topic ops: {report.topic_ops} ({report.topic_ops_accepted} accepted, {report.topic_ops_in_doubt} in doubt), "
+          f"{report.topics_at_end} topics at the end")
     assert report.ok, (
         f"chaos seed={SEED}: {len(report.violations)} violation(s); history {result.history_path} "
         f"(work directory kept: {workdir}):\n" + "\n".join(report.violations[:40])
     )
     assert report.faults_injected >= MIN_FAULTS and report.requests >= 20, "the schedule exercised too little"
+    assert report.topic_ops_accepted >= MIN_TOPIC_OPS, f"too few topic ops accepted: {report.figures()}"
     if SEED == DEFAULT_SEED:
         assert DEFAULT_SEED_FAULTS <= set(result.faults), f"faults reached: {result.faults}"
     shutil.rmtree(workdir, ignore_errors=True)

@@ -1,7 +1,7 @@
 """The chaos checker on hand-written histories: a clean one passes, and each kind of violation
 (a lost request, a zombie write, a stranded throttle, a partition with no ISR, no quiescence,
-a cap exceeded, a moment that never settled, a leader epoch going back) fails it with a message
-that names it."""
+a cap exceeded, a moment that never settled, a leader epoch going back, a topic created,
+grown or deleted other than its answers said) fails it with a message that names it."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import copy
 
 import pytest
 
-from tests.chaos.checker import check, p99
+from tests.chaos.checker import check, p99, settled_problems
 
 R0 = [1, 2, 3]
 T1 = [4, 5, 6]
@@ -413,3 +413,259 @@ def test_leader_epochs_are_judged_in_zxid_order_not_sampling_order():
 def test_an_isr_change_keeps_the_epoch():
     shrink = {"type": "state", "t": 2.5, "tp": "orders/0", "leader": 4, "isr": [4, 5], "leader_epoch": 2, "mzxid": 140}
     assert check(_with(_history(), shrink)).ok
+
+
+# ---- check 10: the workload's topics (KIP-4) ---------------------------------------------------
+
+BROKERS = [1, 2, 3, 4, 5, 6]
+
+
+def _topic_op(op_id, kind, topic, outcome="accepted", code=0, door=None, t0=None, **fields):
+    """A topic op as the workload records it (``code`` None: a ZooKeeper door's, no answer)."""
+    t0 = 1.0 + op_id / 100 if t0 is None else t0
+    return {"type": "op", "id": op_id, "door": door or kind, "kind": kind, "topic": topic, "t0": t0, "t1": t0 + 0.01,
+            "outcome": outcome, **({"results": {topic: code}} if code is not None else {}), **fields}
+
+
+def _create(op_id, topic, partitions=2, rf=2, assignment=None, **kw):
+    return _topic_op(op_id, "create_topic", topic, partitions=partitions, replication_factor=rf,
+                     assignment=assignment, **kw)
+
+
+def _grow(op_id, topic, count, assignment=None, **kw):
+    return _topic_op(op_id, "create_partitions", topic, count=count, assignment=assignment, **kw)
+
+
+def _delete(op_id, topic, **kw):
+    return _topic_op(op_id, "delete_topic", topic, **kw)
+
+
+def _topic(partitions: dict[int, list[int]], epoch=0, states=None) -> dict:
+    """A final topic entry (cluster.read_topics), each partition led by its first replica."""
+    default = {p: {"leader": r[0], "isr": list(r), "leader_epoch": epoch} for p, r in partitions.items()}
+    states = default if states is None else {**default, **states}
+    return {"partitions": {str(p): list(r) for p, r in partitions.items()}, "adding": {}, "removing": {},
+            "states": {str(p): s for p, s in states.items()}, "extra_states": []}
+
+
+# The clean run's topics: t1 created with 2 partitions and grown to 3; t2 created through
+# ZooKeeper with its own assignment, then deleted; t3 refused (replication factor 7).
+GROWN = {0: [1, 2], 1: [3, 4], 2: [5, 6]}
+CLEAN_TOPIC_OPS = [
+    _create(10, "chaos-t1", partitions=2, rf=2),
+    _grow(11, "chaos-t1", 3),
+    _create(12, "chaos-t2", partitions=1, rf=3, assignment=[[4, 5, 6]], code=None, door="create_topic_znode"),
+    _delete(13, "chaos-t2"),
+    _create(14, "chaos-t3", partitions=1, rf=7, outcome="refused", code=38),
+]
+
+
+def _topics_history(ops=CLEAN_TOPIC_OPS, topics=None, **final) -> list[dict]:
+    """The clean history plus topic ops, its final record observing ``topics`` (default: t1 as
+    GROWN), every broker hosting exactly what they assign and every controller answering Metadata
+    with them; ``final`` overrides any field of the final record."""
+    topics = {"chaos-t1": _topic(GROWN)} if topics is None else topics
+    history = _history(extra=copy.deepcopy(ops))
+    hosted = {str(b): {f"{t}/{p}": topic["states"][p]["leader_epoch"] if topic["states"][p] else 0
+                       for t, topic in topics.items() for p, r in topic["partitions"].items() if b in r}
+              for b in BROKERS}
+    hosted["4"]["orders/0"] = 2  # the initial topics' replicas are check 8's, not these rules'
+    listed = {t: dict(topic["partitions"]) for t, topic in topics.items()}
+    history[-1].update(topics=copy.deepcopy(topics), delete_markers=[], topic_configs=sorted(topics) + ["orders"],
+                       reassignment_topics=[], live=BROKERS, hosted=hosted,
+                       metadata={cid: {"topics": copy.deepcopy(listed)} for cid in ("101", "102", "103")})
+    history[-1].update(final)
+    return history
+
+
+def _topic_violations(history) -> list[str]:
+    report = check(history)
+    assert report.topic_violations == len(report.violations), report.violations  # nothing else went wrong
+    return report.violations
+
+
+def test_a_clean_topic_history_passes_with_its_figures():
+    report = check(_topics_history())
+    assert report.ok, report.violations
+    figures = report.figures()
+    assert figures["topic_ops"] == 5 and figures["topic_ops_accepted"] == 4 and figures["topic_ops_in_doubt"] == 0
+    assert figures["topics_at_end"] == 1 and figures["topic_violations"] == 0
+    assert figures["requests"] == 1  # the reassignment doors' alone
+    assert list(figures)[-6:][0] == "faults_injected"
+
+
+def test_a_topic_ops_history_without_a_topic_observation_fails():
+    history = _history(extra=copy.deepcopy(CLEAN_TOPIC_OPS))
+    assert _topic_violations(history) == ["the final state has no topic observation: the topic ops went unchecked"]
+
+
+def test_an_accepted_create_must_leave_its_topic():
+    violations = _topic_violations(_topics_history(topics={}))
+    assert violations[0] == ("lost topic: chaos-t1 is gone, expected one of ['3 partition(s) of RF 2'] "
+                             "(last accepted: op 11 create_partitions create_partitions)")
+
+
+def test_an_accepted_create_partitions_fixes_the_count_and_one_in_doubt_allows_either():
+    two = {"chaos-t1": _topic({0: [1, 2], 1: [3, 4]})}
+    violations = _topic_violations(_topics_history(topics=two))
+    assert len(violations) == 1 and violations[0].startswith("topic chaos-t1 ended with 2 partition(s)")
+    assert "expected one of ['3 partition(s) of RF 2']" in violations[0]
+    doubt = copy.deepcopy(CLEAN_TOPIC_OPS)
+    doubt[1].update(outcome="in_doubt", results={"chaos-t1": 7})  # REQUEST_TIMED_OUT: it may go on
+    assert check(_topics_history(ops=doubt, topics=two)).ok
+    assert check(_topics_history(ops=doubt)).ok
+    four = {"chaos-t1": _topic({**GROWN, 3: [2, 3]})}
+    assert _topic_violations(_topics_history(ops=doubt, topics=four))[0].startswith("topic chaos-t1 ended with 4")
+    # Its code decides, whatever the outcome recorded: UNKNOWN_SERVER_ERROR (the write broke off).
+    broke_off = copy.deepcopy(CLEAN_TOPIC_OPS)
+    broke_off[1].update(outcome="refused", results={"chaos-t1": -1})
+    assert check(_topics_history(ops=broke_off, topics=two)).ok and check(_topics_history(ops=broke_off)).ok
+
+
+def test_a_refused_create_partitions_changes_nothing():
+    ops = copy.deepcopy(CLEAN_TOPIC_OPS)
+    ops[1].update(outcome="refused", results={"chaos-t1": 37})
+    assert check(_topics_history(ops=ops, topics={"chaos-t1": _topic({0: [1, 2], 1: [3, 4]})})).ok
+    assert "expected one of ['2 partition(s) of RF 2']" in _topic_violations(_topics_history(ops=ops))[0]
+
+
+def test_a_created_topic_keeps_its_replication_factor_and_given_replicas():
+    wide = {"chaos-t1": _topic({0: [1, 2], 1: [3, 4], 2: [5, 6, 1]})}
+    assert "ended with 3 partition(s)" in _topic_violations(_topics_history(topics=wide))[0]
+    given = [_create(10, "chaos-t1", partitions=2, rf=2, assignment=[[1, 2], [3, 4]]),
+             _grow(11, "chaos-t1", 3, assignment=[[5, 6]])]
+    assert check(_topics_history(ops=given)).ok
+    moved = {"chaos-t1": _topic({0: [2, 1], 1: [3, 4], 2: [5, 6]})}  # not the list given for partition 0
+    violations = _topic_violations(_topics_history(ops=given, topics=moved))
+    assert "expected one of ['3 partition(s) of RF 2 with {0: (1, 2), 1: (3, 4), 2: (5, 6)} given']" in violations[0]
+
+
+def test_an_accepted_delete_must_leave_nothing_of_the_topic():
+    ops = CLEAN_TOPIC_OPS[:2] + [_delete(15, "chaos-t1")]
+    assert check(_topics_history(ops=ops, topics={})).ok
+    violations = _topic_violations(_topics_history(ops=ops))
+    assert violations[0].startswith("topic chaos-t1 ended with 3 partition(s)") and "expected one of ['absent']" in violations[0]
+    # Gone from ZooKeeper, but something of it left elsewhere: each is named.
+    history = _topics_history(ops=ops, topics={})
+    history[-1]["topic_configs"].append("chaos-t1")
+    history[-1]["reassignment_topics"].append("chaos-t1")
+    history[-1]["hosted"]["5"]["chaos-t1/2"] = 0
+    history[-1]["metadata"]["102"]["topics"]["chaos-t1"] = {"0": [1, 2]}
+    assert _topic_violations(history) == [
+        "topic chaos-t1 is gone but /config/topics/chaos-t1 is left",
+        "topic chaos-t1 is gone but reassignment records under /admin/reassignments/chaos-t1 are left",
+        "topic chaos-t1 is gone but broker 5 still hosts ['chaos-t1/2']",
+        "Metadata of controller 102 lists topic chaos-t1, which ZooKeeper does not have",
+    ]
+
+
+def test_an_in_doubt_delete_allows_either_outcome_but_no_half_state():
+    ops = CLEAN_TOPIC_OPS[:2] + [_delete(15, "chaos-t1", outcome="in_doubt", code=None)]
+    assert check(_topics_history(ops=ops, topics={})).ok
+    assert check(_topics_history(ops=ops)).ok
+    marker = _topics_history(ops=ops, topics={}, delete_markers=["chaos-t1"])
+    assert _topic_violations(marker) == ["delete marker left after quiescence: /admin/delete_topics/chaos-t1"]
+    half = {"chaos-t1": _topic(GROWN, states={1: None})}  # topic znode left, a partition's state gone
+    assert _topic_violations(_topics_history(ops=ops, topics=half)) == [
+        "topics at the end: no state znode: chaos-t1/1 (a created partition never given its leader)"]
+    extra = {"chaos-t1": {**_topic({0: [1, 2], 1: [3, 4]}), "extra_states": ["2"]}}
+    doubt_grow = copy.deepcopy(ops)
+    doubt_grow[1].update(outcome="in_doubt", results={"chaos-t1": -1})
+    assert _topic_violations(_topics_history(ops=doubt_grow, topics=extra)) == [
+        "topic chaos-t1 has state znodes of partitions it does not have: ['2']"]
+
+
+def test_a_refused_create_leaves_nothing_unless_an_earlier_create_may_have_made_it():
+    left = {"chaos-t1": _topic(GROWN), "chaos-t3": _topic({0: [1, 2, 3]})}
+    violations = _topic_violations(_topics_history(topics=left))
+    assert violations == ["refused create left topic chaos-t3 behind (with 1 partition(s) {'0': [1, 2, 3]}): "
+                          "op 14 create_topic (code 38)"]
+    configs = _topics_history(topic_configs=["chaos-t1", "chaos-t3"])  # the config alone: half a creation
+    assert _topic_violations(configs) == ["topic chaos-t3 is gone but /config/topics/chaos-t3 is left"]
+    # Refused because it exists (TOPIC_ALREADY_EXISTS) after an accepted or in-doubt create: it stays.
+    again = CLEAN_TOPIC_OPS + [_create(20, "chaos-t1", partitions=4, rf=3, outcome="refused", code=36)]
+    assert check(_topics_history(ops=again)).ok
+    doubt = [_create(10, "chaos-t1", partitions=3, outcome="in_doubt", code=None),
+             _create(20, "chaos-t1", partitions=1, outcome="refused", code=36)]
+    assert check(_topics_history(ops=doubt)).ok and check(_topics_history(ops=doubt, topics={})).ok
+
+
+def test_an_acceptance_the_topic_could_not_have_had_fails():
+    twice = CLEAN_TOPIC_OPS[:2] + [_create(20, "chaos-t1", partitions=3, rf=2)]  # TOPIC_ALREADY_EXISTS due
+    violations = _topic_violations(_topics_history(ops=twice))
+    assert violations == ["topic chaos-t1: op 20 (create_topic, accepted at t=1.20) created it although it existed "
+                          "(['3 partition(s) of RF 2'])"]
+    grown = [_grow(11, "chaos-t9", 2)]  # a topic never created
+    violations = _topic_violations(_topics_history(ops=grown, topics={}))
+    assert violations == ["topic chaos-t9: op 11 (create_partitions, accepted at t=1.11) grew it to 2 partitions "
+                          "although it could only be ['absent']"]
+    gone = [_delete(15, "chaos-t9")]
+    assert _topic_violations(_topics_history(ops=gone, topics={})) == [
+        "topic chaos-t9: op 15 (delete_topic, accepted at t=1.15) deleted it although it did not exist"]
+    # A tool's marker says nothing of the topic: the controller drops a marker of no topic.
+    marker = [_delete(15, "chaos-t9", door="delete_topic_znode", code=None)]
+    assert check(_topics_history(ops=marker, topics={})).ok
+
+
+def test_every_partition_of_a_topic_at_the_end_has_a_live_leader_in_its_isr():
+    outside = {"chaos-t1": _topic(GROWN, states={0: {"leader": 1, "isr": [2], "leader_epoch": 0}})}
+    assert _topic_violations(_topics_history(topics=outside)) == [
+        "bad leader at the end: chaos-t1/0 (replicas [1, 2], leader 1, isr [2], live [1, 2, 3, 4, 5, 6])"]
+    none = {"chaos-t1": _topic(GROWN, states={2: {"leader": -1, "isr": [5], "leader_epoch": 1}})}
+    violations = _topic_violations(_topics_history(topics=none))
+    assert violations[0].startswith("no leader at the end although a replica is live: chaos-t1/2")
+    # Leaderless is right when none of its replicas is live (their brokers host nothing then).
+    history = _topics_history(topics=none, live=[1, 2, 3, 4])
+    for b in ("5", "6"):
+        del history[-1]["hosted"][b]
+    assert check(history).ok, check(history).violations
+
+
+def test_the_brokers_host_exactly_a_topics_replicas_at_its_leader_epoch():
+    history = _topics_history()
+    del history[-1]["hosted"]["3"]["chaos-t1/1"]
+    history[-1]["hosted"]["4"]["chaos-t1/0"] = 0
+    history[-1]["hosted"]["5"]["chaos-t1/2"] = 3
+    assert _topic_violations(history) == [
+        "topics at the end: broker 3 lacks replicas assigned to it: ['chaos-t1/1']",
+        "topics at the end: broker 4 hosts replicas not assigned to it (a finished move's, rollback's or override's "
+        "removed replicas): ['chaos-t1/0']",
+        "topics at the end: leader epoch at broker 5: chaos-t1/2 holds epoch 3, its state znode 0",
+    ]
+
+
+def test_every_controllers_metadata_agrees_with_zookeeper():
+    history = _topics_history()
+    history[-1]["metadata"]["101"]["topics"]["chaos-t1"]["2"] = [6, 5]
+    del history[-1]["metadata"]["103"]["topics"]["chaos-t1"]
+    assert _topic_violations(history) == [
+        "Metadata of controller 101 answers topic chaos-t1 with {'0': [1, 2], '1': [3, 4], '2': [6, 5]}, ZooKeeper "
+        "has {'0': [1, 2], '1': [3, 4], '2': [5, 6]}",
+        "Metadata of controller 103 does not list topic chaos-t1, which ZooKeeper has",
+    ]
+    # An instance that could not be asked is not judged; none answering is a violation.
+    one = _topics_history()
+    one[-1]["metadata"]["102"] = {"error": "ConnectionFailedError()"}
+    assert check(one).ok
+    none = _topics_history(metadata={"101": {"error": "ConnectionFailedError()"}})
+    assert _topic_violations(none) == ["no controller instance answered Metadata at the end: "
+                                       "{'101': 'ConnectionFailedError()'}"]
+
+
+def test_a_topic_the_workload_never_named_or_moving_fails():
+    stray = {"chaos-t1": _topic(GROWN), "chaos-t99": _topic({0: [1, 2]})}
+    violations = _topic_violations(_topics_history(topics=stray))
+    assert violations[0] == "unexpected topic chaos-t99: no operation of the workload named it (1 partitions)"
+    moving = {"chaos-t1": {**_topic(GROWN), "adding": {"0": [3]}}}
+    assert _topic_violations(_topics_history(topics=moving))[0].startswith("topic chaos-t1 is moving at the end")
+
+
+def test_a_snapshot_partition_without_its_state_is_under_way_until_quiet():
+    snapshot = _settled()
+    snapshot["states"]["chaos-t1/0"] = None
+    snapshot["assignments"]["chaos-t1/0"] = [1, 2]
+    for b in ("1", "2"):
+        snapshot["hosted"][b]["chaos-t1/0"] = -1
+    assert settled_problems(snapshot) == ["no state znode: chaos-t1/0 (a created partition never given its leader)"]
+    del snapshot["hosted"]  # a broker's failure, the workload still running: under way
+    assert settled_problems(snapshot) == []

@@ -1,5 +1,6 @@
 """The chaos workload: reassignments submitted, overridden, queued and cancelled through every
-door, and auto-removed throttles set, each recorded in the history with its outcome.
+door, auto-removed throttles set, and topics of its own created, grown and deleted (KIP-4),
+each recorded in the history with its outcome.
 
 Doors (DESIGN.md sections 3-5):
 
@@ -16,13 +17,33 @@ Doors (DESIGN.md sections 3-5):
 ``elect_znode``   ``/admin/preferred_replica_election`` (Kafka's ZooKeeper door to preferred leader
                   elections), as ``kafka-preferred-replica-election.sh --zookeeper`` writes it;
                   it changes no replica list, and the final state must not hold it
+``create_topic``  CreateTopics (19) of a topic ``chaos-t<N>``: 1-4 partitions, replication factor
+                  2-3, placed by the controller or (sometimes) given; now and then a name that
+                  exists, a deleted one's again or a replication factor no cluster of 6 has (to
+                  be refused); one in five new names goes in through ZooKeeper instead
+                  (``create_topic_znode``: ``/config/topics/<t>`` and ``/brokers/topics/<t>``
+                  written as a tool does, with its own assignment)
+``delete_topic``  DeleteTopics (20) of one of its topics, or (one in three,
+                  ``delete_topic_znode``) ``/admin/delete_topics/<t>`` created as
+                  ``kafka-topics.sh --zookeeper --delete`` does
+``create_partitions``  CreatePartitions (37): one of its topics grown by 1-2 partitions, placed by
+                  the controller or (sometimes) given
 
-Each operation record: ``{"type": "op", "id", "door", "kind": "submit"|"cancel"|"throttle",
-"targets" or "partitions", "t0", "t1", "outcome": "accepted"|"refused"|"in_doubt", "results":
-{tp: code}}``. ``in_doubt`` is an answer lost to a fault (the request may have been applied).
-Operations on one partition never overlap (a partition is busy from the request until the
-controller has taken it: for the znode doors, until the znode no longer holds it), so the
-checker can order them; a cancel-all waits until no partition is busy.
+The topic doors touch only the topics the workload created (``chaos-t<N>``), never the initial
+ones the other doors move, so the two families never share a partition.
+
+Each operation record: ``{"type": "op", "id", "door", "kind": "submit"|"cancel"|"throttle"|
+"create_topic"|"delete_topic"|"create_partitions", "targets" or "partitions" or "topic", "t0",
+"t1", "outcome": "accepted"|"refused"|"in_doubt", "results": {tp or topic: code}}`` (a topic op
+also names its ``partitions``, ``replication_factor`` and ``assignment`` when it creates, its new
+total ``count`` when it grows). ``in_doubt`` is an answer lost to a fault (the request may have
+been applied; a topic's REQUEST_TIMED_OUT or UNKNOWN_SERVER_ERROR too). Operations on one
+partition never overlap (a partition is busy from the request until the controller has taken it:
+for the znode doors, until the znode no longer holds it), so the checker can order them; a
+cancel-all waits until no partition is busy. Nor do operations on one topic: it is busy from the
+request until its effect shows in ZooKeeper (created with every partition's state, grown, gone
+with its marker), or a timeout; a topic whose op is in doubt and shows no effect is retired,
+never asked for again, so that a request landing late cannot reorder its ops.
 
     workload = Workload(cluster, history, random.Random(7))
     task = asyncio.create_task(workload.run(stop_event))
@@ -34,6 +55,7 @@ import asyncio
 import json
 import random
 import time
+from dataclasses import dataclass
 
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 
@@ -48,13 +70,25 @@ from client.errors import (
 )
 from client.transport import NodeConnection
 from protocol import ApiKey
+from protocol.primitives import ZERO_UUID
 from tests.chaos.checker import IN_DOUBT_CODES
 from tests.chaos.history import History
 
 DOORS = {  # door -> weight
     "znode": 3, "reassign": 4, "alter": 3, "queue": 2, "cancel": 3, "alter_cancel": 2, "cancel_znode": 1, "throttle": 2,
     "elect_znode": 1,
+    # Topic administration: about one op in six, so the reassignment doors still dominate.
+    "create_topic": 2, "delete_topic": 1, "create_partitions": 1,
 }
+TOPIC_DOORS = ("create_topic", "delete_topic", "create_partitions")
+TOPIC_PREFIX = "chaos-t"
+# CreateTopics, CreatePartitions and DeleteTopics wait this long for leaders (or every replica
+# gone) before answering REQUEST_TIMED_OUT: below the client's timeout, so that the controller's
+# answer, not the client giving up, is what comes back.
+TOPIC_TIMEOUT_MS = 5000
+# How long a topic op in doubt is watched for its effect before the topic is retired: a request
+# taken late lands within seconds of the fault, when it lands at all.
+IN_DOUBT_WAIT_S = 8.0
 WORKERS = 2
 # How long a znode door waits for the controller to take what it wrote before giving up on
 # ordering (the partition is then freed; the checker still sees the op as accepted).
@@ -66,7 +100,20 @@ THROTTLE_BYTES = (1024 * 1024, 8 * 1024 * 1024)
 # The break-fence self-test's doors: none that writes throttles, so that the deposed
 # controller's own throttle write (to_controller) meets no other writer of the removal lists
 # and the broker configs, and lands.
-NO_THROTTLE_DOORS = {door: w for door, w in DOORS.items() if door not in ("throttle", "reassign")}
+# Nor the topic doors: the self-test keeps the workload it was measured with.
+NO_THROTTLE_DOORS = {door: w for door, w in DOORS.items() if door not in ("throttle", "reassign", *TOPIC_DOORS)}
+
+
+@dataclass
+class _Topic:
+    """What the workload knows of one of its topics: its partition count (None: absent) and
+    replication factor; ``retired`` once an op in doubt left it unknown (never asked for again)."""
+
+    name: str
+    count: int | None = None
+    rf: int = 0
+    retired: bool = False
+    ops: int = 0  # ops asked for so far (0: a name never used)
 
 
 class Workload:
@@ -82,6 +129,9 @@ class Workload:
         self.next_id = 0
         self.last_op_end = time.time()
         self.counts: dict[str, int] = {}
+        self.topics: dict[str, _Topic] = {}  # the workload's own topics, by name
+        self.topics_busy: set[str] = set()
+        self.next_topic = 0
 
     # ---- scheduling ----------------------------------------------------------------------------
 
@@ -91,6 +141,18 @@ class Workload:
     async def _worker(self, stop: asyncio.Event) -> None:
         while not stop.is_set():
             door = self.rng.choices(list(self.doors), weights=list(self.doors.values()))[0]
+            if door in TOPIC_DOORS:
+                door, topic = self._acquire_topic(door)
+                try:
+                    await self._topic_op(door, topic)
+                finally:
+                    self.topics_busy.discard(topic.name)
+                    self.last_op_end = time.time()
+                try:
+                    await asyncio.wait_for(stop.wait(), self.rng.uniform(0.2, 1.2))
+                except TimeoutError:
+                    pass
+                continue
             everything = door == "cancel_znode" or (door == "cancel" and self.rng.random() < 0.3)
             # Cancels mostly aim at partitions that are moving (else they find nothing to do).
             prefer = await self._moving() if door in ("cancel", "alter_cancel") else []
@@ -226,25 +288,35 @@ class Workload:
 
             await self._api(door, "submit", t0, {"targets": targets, "throttle": rate}, throttle_then_move)
 
-    async def _api(self, door: str, kind: str, t0: float, fields: dict, call, direct: tuple[str, int] | None = None) -> None:
+    async def _api(self, door: str, kind: str, t0: float, fields: dict, call, direct: tuple[str, int] | None = None,
+                   topic: bool = False) -> str:
         """``direct``: the request goes to that node alone, over one connection, without the
-        client's Metadata (which a node answers from ZooKeeper) and without its retries."""
+        client's Metadata (which a node answers from ZooKeeper) and without its retries.
+        ``topic``: a topic op, whose one topic's code is its outcome (IN_DOUBT_CODES in doubt:
+        REQUEST_TIMED_OUT says the change may go on). Returns the outcome recorded."""
         admin = _Direct(*direct) if direct else AdminClient(
             self.cluster.bootstrap, client_id="chaos", request_timeout_ms=REQUEST_TIMEOUT_MS)
+        outcome = "refused"
         try:
             try:
                 await admin.start()
             except ReassignError as e:
-                self._record(door, kind, t0, "refused", error=repr(e)[:300], **fields)
-                return
+                self._record(door, kind, t0, outcome, error=repr(e)[:300], **fields)
+                return outcome
             try:
                 result = await call(admin)
             except NotControllerError as e:  # never sent to an active controller
-                self._record(door, kind, t0, "refused", error=repr(e)[:300], **fields)
-                return
+                self._record(door, kind, t0, outcome, error=repr(e)[:300], **fields)
+                return outcome
             except (ConnectionFailedError, RequestTimedOutError, ProtocolViolationError, asyncio.TimeoutError) as e:
-                self._record(door, kind, t0, "in_doubt", error=repr(e)[:300], **fields)
-                return
+                # The AdminClient marks a connection lost after the request went out
+                # (request_sent); one that failed before it never sent it. Only the topic doors
+                # count that as a refusal: the others keep the in-doubt reading they were
+                # measured with.
+                unsent = topic and isinstance(e, ConnectionFailedError) and not getattr(e, "request_sent", False)
+                outcome = "refused" if unsent else "in_doubt"
+                self._record(door, kind, t0, outcome, error=repr(e)[:300], **fields)
+                return outcome
             except KafkaApiError as e:
                 # A request-wide error applied nothing - unless it says the controller's
                 # ZooKeeper write broke off (REQUEST_TIMED_OUT, UNKNOWN_SERVER_ERROR: "it may or
@@ -252,31 +324,164 @@ class Workload:
                 # per-partition codes do (checker.IN_DOUBT_CODES).
                 outcome = "in_doubt" if e.code in IN_DOUBT_CODES else "refused"
                 self._record(door, kind, t0, outcome, error=repr(e)[:300], **fields)
-                return
+                return outcome
             results = {_key(k): _code(v) for k, v in result.items()}
-            accepted = any(c == 0 for c in results.values()) or (kind == "cancel" and fields.get("partitions") is None)
-            self._record(door, kind, t0, "accepted" if accepted else "refused", results=results, **fields)
+            if topic:
+                code = next(iter(results.values()), -1)
+                outcome = "accepted" if code == 0 else "in_doubt" if code in IN_DOUBT_CODES else "refused"
+                messages = [getattr(v, "message", None) for v in result.values()]
+                if messages and messages[0]:
+                    fields = {**fields, "error": messages[0][:300]}
+            else:
+                accepted = any(c == 0 for c in results.values()) or (kind == "cancel" and fields.get("partitions") is None)
+                outcome = "accepted" if accepted else "refused"
+            self._record(door, kind, t0, outcome, results=results, **fields)
+            return outcome
         finally:
             await admin.close()
 
-    async def _create_znode(self, path: str, data: bytes) -> str:
+    async def _create_znode(self, path: str, data: bytes, makepath: bool = False) -> str:
         zk = self.cluster.kazoo
         try:
-            await asyncio.to_thread(zk.create, path, data)
+            await asyncio.to_thread(zk.create, path, data, makepath=makepath)
             return "accepted"
         except NodeExistsError:
             return "refused"  # as Kafka's tool: one is already there
         except NoNodeError:
             return "refused"
         except KazooException:
-            # Connection loss: the create may have landed. Look once it is back.
-            for _ in range(100):
-                try:
-                    stat = await asyncio.to_thread(zk.exists, path)
-                    return "in_doubt" if stat is not None else "refused"
-                except KazooException:
-                    await asyncio.sleep(0.2)
-            return "in_doubt"
+            return await self._landed(path)
+
+    async def _landed(self, path: str) -> str:
+        """After a connection loss during a create of ``path``: it may have landed. Look once
+        the connection is back."""
+        zk = self.cluster.kazoo
+        for _ in range(100):
+            try:
+                stat = await asyncio.to_thread(zk.exists, path)
+                return "in_doubt" if stat is not None else "refused"
+            except KazooException:
+                await asyncio.sleep(0.2)
+        return "in_doubt"
+
+    # ---- topic operations ------------------------------------------------------------------------
+
+    def _acquire_topic(self, door: str) -> tuple[str, _Topic]:
+        """The door to take and the topic it works on, marked busy: for a delete or a grow one of
+        the workload's topics that exists (with none free, a topic is created instead); for a
+        create mostly a new name, now and then one that exists (to be refused) or one deleted or
+        never created (created again)."""
+        free = [t for n, t in sorted(self.topics.items()) if not t.retired and n not in self.topics_busy]
+        existing = [t for t in free if t.count is not None]
+        if door != "create_topic" and not existing:
+            door = "create_topic"
+        if door != "create_topic":
+            topic = self.rng.choice(existing)
+        else:
+            r, absent = self.rng.random(), [t for t in free if t.count is None]
+            if r < 0.1 and existing:
+                topic = self.rng.choice(existing)
+            elif r < 0.25 and absent:
+                topic = self.rng.choice(absent)
+            else:
+                self.next_topic += 1
+                name = f"{TOPIC_PREFIX}{self.next_topic}"
+                topic = self.topics[name] = _Topic(name)
+        self.topics_busy.add(topic.name)
+        return door, topic
+
+    def _up(self) -> list[int]:
+        return [b for b in self.cluster.broker_ids if b not in self.cluster.brokers_down]
+
+    async def _topic_op(self, door: str, topic: _Topic) -> None:
+        t0 = time.time()
+        name, pool = topic.name, self._up()
+        if door == "create_topic":
+            existed, fresh = topic.count is not None, topic.ops == 0
+            topic.ops += 1
+            partitions, rf = self.rng.randint(1, 4), self.rng.randint(2, 3)
+            if not existed and self.rng.random() < 0.08:
+                rf = len(self.cluster.broker_ids) + 1  # INVALID_REPLICATION_FACTOR: it must write nothing
+            given = rf <= len(pool) and self.rng.random() < 0.3
+            if fresh and rf <= len(pool) and self.rng.random() < 0.2:
+                # A tool's creation through ZooKeeper; a name never used, as a tool finding a
+                # deletion marker or the topic itself would refuse (AdminZkClient).
+                assignment = [self.rng.sample(pool, rf) for _ in range(partitions)]
+                outcome = await self._create_topic_znode(name, assignment)
+                self._record("create_topic_znode", "create_topic", t0, outcome, topic=name, partitions=partitions,
+                             replication_factor=rf, assignment=assignment)
+            else:
+                assignment = [self.rng.sample(pool, rf) for _ in range(partitions)] if given else None
+                outcome = await self._api(door, "create_topic", t0, {"topic": name, "partitions": partitions,
+                                                                      "replication_factor": rf, "assignment": assignment},
+                                          lambda a: _create_topic(a, name, partitions, rf, assignment), topic=True)
+            if existed:
+                return  # it existed: whatever the answer, this create could not have made it
+            if await self._topic_shows(topic, outcome, partitions):
+                topic.rf = rf
+        elif door == "delete_topic":
+            topic.ops += 1
+            if self.rng.random() < 1 / 3:
+                # kafka-topics.sh --zookeeper --delete: the marker, its parent made if missing.
+                outcome = await self._create_znode(f"/admin/delete_topics/{name}", b"", makepath=True)
+                self._record("delete_topic_znode", "delete_topic", t0, outcome, topic=name)
+            else:
+                outcome = await self._api(door, "delete_topic", t0, {"topic": name},
+                                          lambda a: _delete_topic(a, name), topic=True)
+            await self._topic_shows(topic, outcome, None)
+        else:
+            topic.ops += 1
+            total = topic.count + self.rng.randint(1, 2)
+            given = topic.rf <= len(pool) and self.rng.random() < 0.3
+            assignment = [self.rng.sample(pool, topic.rf) for _ in range(total - topic.count)] if given else None
+            outcome = await self._api(door, "create_partitions", t0,
+                                      {"topic": name, "count": total, "assignment": assignment},
+                                      lambda a: _create_partitions(a, name, total, assignment), topic=True)
+            await self._topic_shows(topic, outcome, total)
+
+    async def _topic_shows(self, topic: _Topic, outcome: str, count: int | None) -> bool:
+        """Until the op's effect shows in ZooKeeper (``count`` partitions, each with its state
+        znode, and no deletion marker; None: no topic znode and no marker), for an op accepted
+        up to CONSUME_TIMEOUT_S, for one in doubt IN_DOUBT_WAIT_S. Seen: the workload knows the
+        topic's count; not seen: the topic is retired. A refused op changed nothing."""
+        if outcome == "refused":
+            return False
+        deadline = time.monotonic() + (CONSUME_TIMEOUT_S if outcome == "accepted" else IN_DOUBT_WAIT_S)
+        while True:
+            try:
+                shape = await asyncio.to_thread(_topic_shape, self.cluster.kazoo, topic.name)
+            except KazooException:
+                shape = "unknown"
+            if shape == count:
+                topic.count = count
+                return True
+            if time.monotonic() >= deadline:
+                # Unknown from here on: a request still on its way could land after the next op.
+                topic.retired = True
+                self.history.add("topic_retired", topic=topic.name, outcome=outcome, wanted=count, seen=shape)
+                return False
+            await asyncio.sleep(0.2)
+
+    async def _create_topic_znode(self, name: str, assignment: list[list[int]]) -> str:
+        """A tool's topic creation through ZooKeeper (Kafka's AdminZkClient): the topic's config
+        and its topic znode (version 2, no topic id: the controller gives it one). One
+        transaction here, where Kafka's tool writes one after the other, so that a fault cannot
+        leave the config alone, which the checker would take for a creation left half-done."""
+        zk = self.cluster.kazoo
+        doc = {"version": 2, "partitions": {str(p): r for p, r in enumerate(assignment)},
+               "adding_replicas": {}, "removing_replicas": {}}
+
+        def commit() -> list:
+            tx = zk.transaction()
+            tx.create(f"/config/topics/{name}", b'{"version":1,"config":{}}')
+            tx.create(f"/brokers/topics/{name}", json.dumps(doc).encode())
+            return tx.commit()
+
+        try:
+            results = await asyncio.to_thread(commit)
+        except KazooException:
+            return await self._landed(f"/brokers/topics/{name}")
+        return "refused" if any(isinstance(r, Exception) for r in results) else "accepted"
 
     async def _consumed(self, path: str, partitions: list[str] | None) -> None:
         """Until the controller has taken what a tool wrote (the znode gone, or no longer
@@ -307,7 +512,7 @@ def _tp(key: str) -> tuple[str, int]:
 
 
 def _key(tp) -> str:
-    return f"{tp[0]}/{tp[1]}"
+    return tp if isinstance(tp, str) else f"{tp[0]}/{tp[1]}"  # a topic op's results are by topic
 
 
 def _keys(targets: dict[str, list[int]]) -> dict[tuple[str, int], list[int]]:
@@ -364,6 +569,67 @@ async def _rates(admin: AdminClient, rates: dict[int, int]) -> dict[tuple[str, i
             for b in answer.get("broker_error") or []}
 
 
+def _topic_shape(zk, name: str) -> int | str | None:
+    """What ZooKeeper shows of topic ``name``: None (no topic znode, no deletion marker), its
+    partition count once every partition has its state znode, else "deleting" or "creating"."""
+    marked = zk.exists(f"/admin/delete_topics/{name}") is not None
+    try:
+        partitions = json.loads(zk.get(f"/brokers/topics/{name}")[0])["partitions"]
+    except NoNodeError:
+        return "deleting" if marked else None
+    if marked:
+        return "deleting"
+    if all(zk.exists(f"/brokers/topics/{name}/partitions/{p}/state") for p in partitions):
+        return len(partitions)
+    return "creating"
+
+
+async def _topic_request(admin: AdminClient, api_key: int, body, field: str, name: str) -> dict[str, _CodeError | None]:
+    """One topic's request to the active controller; its answer's code for the topic (-1 if
+    the answer does not name it)."""
+
+    def codes(answer: dict) -> list[int]:
+        return [t.get("error_code", 0) for t in answer.get(field) or []]
+
+    _, answer = await admin._controller_request(api_key, body, codes)
+    found = [t for t in answer.get(field) or [] if t.get("name") == name]
+    code = found[0].get("error_code", 0) if found else -1
+    return {name: None if code == 0 else _CodeError(code, found[0].get("error_message") if found else "not answered")}
+
+
+async def _create_topic(admin: AdminClient, name: str, partitions: int, rf: int,
+                        assignment: list[list[int]] | None) -> dict[str, _CodeError | None]:
+    """CreateTopics (KIP-4): ``partitions`` x ``rf`` placed by the controller, or ``assignment``
+    (one replica list per partition; count and factor -1, as Kafka's clients send it)."""
+    entry = {"name": name, "num_partitions": -1 if assignment else partitions,
+             "replication_factor": -1 if assignment else rf,
+             "assignments": [{"partition_index": p, "broker_ids": r} for p, r in enumerate(assignment or ())],
+             "configs": []}
+    body = {"topics": [entry], "timeout_ms": TOPIC_TIMEOUT_MS, "validate_only": False}
+    return await _topic_request(admin, ApiKey.CREATE_TOPICS, body, "topics", name)
+
+
+async def _delete_topic(admin: AdminClient, name: str) -> dict[str, _CodeError | None]:
+    """DeleteTopics (KIP-4), by name (v6 names topics by name or id)."""
+
+    def body(version: int) -> dict:
+        if version >= 6:
+            return {"topics": [{"name": name, "topic_id": ZERO_UUID}], "timeout_ms": TOPIC_TIMEOUT_MS}
+        return {"topic_names": [name], "timeout_ms": TOPIC_TIMEOUT_MS}
+
+    return await _topic_request(admin, ApiKey.DELETE_TOPICS, body, "responses", name)
+
+
+async def _create_partitions(admin: AdminClient, name: str, total: int,
+                             assignment: list[list[int]] | None) -> dict[str, _CodeError | None]:
+    """CreatePartitions (KIP-195): ``name`` grown to ``total``, the new ones placed by the
+    controller or as ``assignment`` gives them."""
+    given = None if assignment is None else [{"broker_ids": r} for r in assignment]
+    body = {"topics": [{"name": name, "count": total, "assignments": given}], "timeout_ms": TOPIC_TIMEOUT_MS,
+            "validate_only": False}
+    return await _topic_request(admin, ApiKey.CREATE_PARTITIONS, body, "results", name)
+
+
 class _Direct:
     """An AdminClient's ``_controller_request`` to one node, as it is: no Metadata, no retry."""
 
@@ -384,6 +650,7 @@ class _Direct:
 
 
 class _CodeError(Exception):
-    def __init__(self, code: int):
+    def __init__(self, code: int, message: str | None = None):
         super().__init__(f"error code {code}")
         self.code = code
+        self.message = message  # the answer's error_message, where it has one (the topic ops' history)
