@@ -162,6 +162,20 @@ def test_a_dropped_target_that_replaced_a_waiting_one_leaves_the_partition_where
     assert check(_history(final_replicas=T1, ops=ops, extra=[skip])).ok
 
 
+def test_a_dropped_queued_target_may_leave_the_running_move_rolled_back():
+    # KIP-236: a queued target cancels the running move, then reassigns; dropped after the
+    # cancel (a broker of it gone meanwhile), the partition ends where it was before the move
+    # (chaos seed 142 ended orders/0 so, the checker wanting the running move's target or the
+    # queued one). Through another door the dropped entry leaves the running move going on.
+    ops = [_submit(1, {"orders/0": T1}), _submit(2, {"orders/0": T2}, t0=1.3, door="queue")]
+    skip = {"type": "reported_skip", "t": 1.6, "tp": "orders/0", "target": T2, "reason": "unknown broker(s) [1]"}
+    for final in (R0, T1):
+        assert check(_history(final_replicas=final, ops=ops, extra=[skip])).ok, final
+    assert not check(_history(final_replicas=[2, 3, 4], ops=ops, extra=[skip])).ok
+    other_door = [_submit(1, {"orders/0": T1}), _submit(2, {"orders/0": T2}, t0=1.3, door="alter")]
+    assert not check(_history(final_replicas=R0, ops=other_door, extra=[skip])).ok
+
+
 def test_a_write_landing_after_the_next_epoch_is_a_zombie_write():
     zombie = {"type": "audit", "event": "write", "controller": 101, "epoch": 1, "epoch_zkversion": 0, "zxid": 230,
               "after_zxid": 220, "upto_zxid": 230, "ops": [["set", "/brokers/topics/orders"]]}
