@@ -1,6 +1,7 @@
 """Client quotas (KIP-546): which entities and quota keys Kafka accepts, the checks of a value,
-and the filters of DescribeClientQuotas. Pure: no I/O (the znodes are znodes.client_quotas, the
-requests controller.shell.admin.client_quotas).
+and the filters of DescribeClientQuotas, and the bodies' pure parts. Pure: no I/O (the two
+requests over a ZooKeeper session are znodes.client_quotas', for the controller's listener and
+the simulated brokers alike).
 
 An entity names one or more entity types, each with a name or ``None`` for the type's default
 entity (``<default>`` in ZooKeeper). Kafka accepts four shapes: a user, a client id, a user and

@@ -59,7 +59,7 @@ from protocol.errors import ErrorCode
 from znodes import entity_configs, paths
 from znodes.api import NoNodeError, Store
 from znodes.errors import ZnodeFormatError
-from znodes.users import CONFIG_USERS, desanitize, sanitize
+from znodes.users import CONFIG_USERS, desanitize, sanitize, storable
 
 CONFIG_CLIENTS = f"{paths.CONFIG}/clients"
 CONFIG_IPS = f"{paths.CONFIG}/ips"
@@ -68,7 +68,8 @@ _ROOTS = {USER: "users", CLIENT_ID: "clients", IP: "ips"}
 # An IP entity's host name lookup (Kafka's is the JVM's resolver, unbounded): a resolver that
 # hangs must not hold the request past a client's usual 30 s timeout.
 RESOLVE_TIMEOUT_S = 5.0
-UNSTORABLE = "cannot be stored in ZooKeeper (a '.' or '..' znode name)"
+# Where Kafka's write fails UNKNOWN_SERVER_ERROR: a name its Sanitizer leaves as '.' or '..'.
+UNSTORABLE = "{type} {name!r} cannot be stored in ZooKeeper: its znode name would be a relative path"
 
 
 def stored_name(name: str | None) -> str:
@@ -164,11 +165,12 @@ async def _alter_one(store: Store, entry: dict, validate_only: bool) -> tuple[Er
             raise QuotaError(f"{first_name} is not a valid IP or resolvable host.")
         keys = keys_for(entity)
         ops = [(op["key"], None if op["remove"] else stored_value(keys, op["key"], op["value"])) for op in entry["ops"]]
-        path = entity_path(entity)
     except QuotaError as e:
         return ErrorCode.INVALID_REQUEST, e.message
-    except ValueError as e:  # a name no znode can have
-        return ErrorCode.INVALID_REQUEST, f"{e}: the entity {UNSTORABLE}"
+    for entity_type, name in entity:
+        if name is not None and not storable(name):
+            return ErrorCode.INVALID_REQUEST, UNSTORABLE.format(type=entity_type, name=name)
+    path = entity_path(entity)
 
     def change(config: dict[str, str]):
         new = dict(config)
