@@ -38,12 +38,6 @@ def entity_named(path: str, data: bytes) -> tuple[str, str]:
     return note.entity_type, note.entity_name
 
 
-def topic_named(path: str, data: bytes) -> str | None:
-    """The topic a notification names, or None (another entity type); ZnodeFormatError if malformed."""
-    kind, name = entity_named(path, data)
-    return name if kind == "topics" else None
-
-
 def newer(names: list[str], last: int) -> list[tuple[int, str]]:
     """(sequence, name) of the notifications after ``last``, oldest first; names without a
     sequence number (not ZooKeeper's) are skipped."""

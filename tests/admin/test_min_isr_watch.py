@@ -77,16 +77,16 @@ async def test_a_changed_min_insync_replicas_starts_the_waiting_move(zk_hosts):
             assert await waiting(admin) == {("c", 0)}
 
 
-def test_notifications_name_topics_in_both_versions_and_only_newer_ones_count():
-    from controller.shell.config_watch import newer, topic_named
+def test_notifications_name_entities_in_both_versions_and_only_newer_ones_count():
+    from controller.shell.config_watch import entity_named, newer
     from znodes.errors import ZnodeFormatError
 
     path = "/config/changes/config_change_0000000007"
-    assert topic_named(path, b'{"version":2,"entity_path":"topics/orders"}') == "orders"
-    assert topic_named(path, b'{"version":1,"entity_type":"topics","entity_name":"orders"}') == "orders"
-    assert topic_named(path, b'{"version":2,"entity_path":"brokers/1"}') is None
+    assert entity_named(path, b'{"version":2,"entity_path":"topics/orders"}') == ("topics", "orders")
+    assert entity_named(path, b'{"version":1,"entity_type":"topics","entity_name":"orders"}') == ("topics", "orders")
+    assert entity_named(path, b'{"version":2,"entity_path":"brokers/<default>"}') == ("brokers", "<default>")
     with pytest.raises(ZnodeFormatError):
-        topic_named(path, b'{"version":2}')
+        entity_named(path, b'{"version":2}')
     names = ["config_change_0000000009", "config_change_0000000003", "lock", "config_change_0000000005"]
     assert newer(names, 4) == [(5, "config_change_0000000005"), (9, "config_change_0000000009")]
 
