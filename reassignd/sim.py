@@ -217,6 +217,14 @@ def build_parser() -> argparse.ArgumentParser:
                    help="how a partition leader changes the ISR: zookeeper (writes the state znode and an "
                         "isr_change_notification, Kafka before inter.broker.protocol.version 2.7; the default) "
                         "or alter-partition (sends AlterPartition to the active controller, as 2.7+ brokers do)")
+    p.add_argument("--auto-create-topics", action="store_true",
+                   help="Kafka's auto.create.topics.enable (Kafka's default; off here): a Metadata request that "
+                        "allows it creates a topic it names that does not exist, placed over the broker's "
+                        "metadata cache as a Kafka broker places it")
+    p.add_argument("--num-partitions", type=_positive_int, default=1, metavar="N",
+                   help="Kafka's num.partitions: an auto-created topic's partitions (default 1)")
+    p.add_argument("--default-replication-factor", type=_positive_int, default=1, metavar="N",
+                   help="Kafka's default.replication.factor: an auto-created topic's replicas (default 1)")
     p.add_argument("--controller-lookup", choices=list(LOOKUPS), default=LOOKUP_ZOOKEEPER,
                    help="how a broker finds the active controller for AlterPartition and ControlledShutdown: "
                         "zookeeper (/controller and the instance's /reassignd/controllers entry; the default) or "
@@ -331,6 +339,9 @@ def settings_from(args: argparse.Namespace) -> ClusterSettings:
         controller_lookup=args.controller_lookup,
         listener_name=args.listener_name,
         tls=args.tls,
+        auto_create_topics=args.auto_create_topics,
+        num_partitions=args.num_partitions,
+        default_replication_factor=args.default_replication_factor,
     )
 
 

@@ -52,6 +52,7 @@ from protocol import ApiKey
 from sim.alter_partition import AlterPartitionManager, ControllerRequest
 from sim.controller_link import LOOKUP_ZOOKEEPER, LOOKUPS
 from sim.alterconfigs import alter_configs
+from sim.autocreate import auto_create
 from sim.clock import loop_clock
 from sim.clusterwatch import ClusterWatcher
 from sim.configwatch import ConfigWatcher
@@ -141,6 +142,11 @@ class ClusterSettings:
     # How a broker finds the active controller for its requests to it (AlterPartition,
     # ControlledShutdown): sim.controller_link.LOOKUPS.
     controller_lookup: str = LOOKUP_ZOOKEEPER
+    # Kafka's auto.create.topics.enable (on by default in Kafka, off here unless asked), with its
+    # num.partitions and default.replication.factor (sim.autocreate).
+    auto_create_topics: bool = False
+    num_partitions: int = 1
+    default_replication_factor: int = 1
 
     def __post_init__(self):
         if self.isr_via not in ISR_VIAS:
@@ -334,6 +340,9 @@ class SimulatedCluster:
                 if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
                     return scram_users.describe(broker.store, body)
                 return alter_configs(broker.store, api_key, api_version, body)
+            if api_key == ApiKey.METADATA and self.settings.auto_create_topics and broker.store is not None:
+                return auto_create(broker.store, broker.core, self.settings.num_partitions,
+                                   self.settings.default_replication_factor, api_version, body, self._rng)
             return broker.core.handle(api_key, api_version, body)
 
         return handle
