@@ -123,9 +123,17 @@ class TcpTransport:
         return await conn.request(api_key, api_version, body, encoded=encoded)
 
     async def disconnect(self, broker_id: int) -> None:
+        """Forget the broker's connection at once (its next request opens a new one) and close
+        it in the background: a dead session's peer that stopped reading would hold a close that
+        flushes what is buffered, and the caller with it (controller.shell.dispatch.forget runs
+        inside a step), for as long as TCP retries."""
         conn = self._connections.pop(broker_id, None)
+        self._address.pop(broker_id, None)
+        self._expiry.pop(broker_id, None)
         if conn is not None:
-            await conn.close()
+            task = asyncio.create_task(_drop(conn), name=f"broker-{broker_id}-drop")
+            self._retiring.add(task)
+            task.add_done_callback(self._retiring.discard)
 
     async def close(self) -> None:
         conns, self._connections = list(self._connections.values()), {}
@@ -138,6 +146,19 @@ class TcpTransport:
 # its lifetime; the replacement comes at 85% of it, so answers normally come well within).
 RETIRE_WAIT_S = 30.0
 RETIRE_POLL_S = 0.05
+
+
+# A dead session's connection gets this long to close cleanly, then is aborted.
+DROP_WAIT_S = 1.0
+
+
+async def _drop(conn: ClientConnection) -> None:
+    """Close ``conn`` without waiting on its peer past DROP_WAIT_S (then abort the socket)."""
+    try:
+        async with asyncio.timeout(DROP_WAIT_S):
+            await conn.close()
+    except TimeoutError:
+        conn.writer.transport.abort()
 
 
 async def _retire(conn: ClientConnection) -> None:

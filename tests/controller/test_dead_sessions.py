@@ -42,3 +42,35 @@ async def test_a_broker_back_under_a_new_session_gets_its_requests_at_once(h, mo
     async with asyncio.timeout(5):
         while not any(b == 3 and key == ApiKey.LEADER_AND_ISR for b, key, _ in h.sent):
             await h.tick()
+
+
+async def test_forgetting_a_connection_never_waits_on_its_peer(monkeypatch):
+    """TcpTransport.disconnect runs inside a controller step (Dispatcher.forget): it forgets the
+    connection at once and closes it in the background, aborting the socket when a close that
+    flushes to a peer that stopped reading does not end within DROP_WAIT_S."""
+    from controller.shell import transport as transport_mod
+
+    monkeypatch.setattr(transport_mod, "DROP_WAIT_S", 0.05)
+    aborted = asyncio.Event()
+
+    class Stuck:
+        closed = False
+        in_flight = 0
+
+        class writer:
+            class transport:
+                @staticmethod
+                def abort():
+                    aborted.set()
+
+        async def close(self):
+            await asyncio.Event().wait()  # a flush to a peer that reads nothing
+
+    t = transport_mod.TcpTransport(lambda b: ("127.0.0.1", 1))
+    t._connections[3] = Stuck()
+    async with asyncio.timeout(0.5):
+        await t.disconnect(3)  # returns at once
+    assert 3 not in t._connections
+    async with asyncio.timeout(2):
+        await aborted.wait()
+    await t.close()
