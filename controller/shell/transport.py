@@ -67,7 +67,7 @@ class TcpTransport:
         self._connecting: dict[int, asyncio.Lock] = {}
         self._expiry: dict[int, float] = {}  # broker -> when its SASL session must be replaced (KIP-368)
         self._address: dict[int, tuple[str, int]] = {}  # broker -> where its connection goes
-        self._retiring: set[asyncio.Task] = set()  # replaced connections finishing their requests
+        self._retiring: set[asyncio.Task] = set()  # replaced or dropped connections closing (_close_later)
 
     async def _connection(self, broker_id: int) -> ClientConnection:
         lock = self._connecting.setdefault(broker_id, asyncio.Lock())
@@ -84,9 +84,7 @@ class TcpTransport:
                 # Its SASL session ends soon, or the broker moved: new requests go on a new
                 # connection (logged in anew); this one closes once what it carries is answered
                 # (none of it is failed).
-                task = asyncio.create_task(_retire(conn), name=f"broker-{broker_id}-retire")
-                self._retiring.add(task)
-                task.add_done_callback(self._retiring.discard)
+                self._close_later(_retire(conn), f"broker-{broker_id}-retire")
             if where is None:
                 raise ConnectionRefusedError(f"broker {broker_id} is not registered, or has no endpoint this controller can reach")
             host, port = where
@@ -131,9 +129,14 @@ class TcpTransport:
         self._address.pop(broker_id, None)
         self._expiry.pop(broker_id, None)
         if conn is not None:
-            task = asyncio.create_task(_drop(conn), name=f"broker-{broker_id}-drop")
-            self._retiring.add(task)
-            task.add_done_callback(self._retiring.discard)
+            self._close_later(_drop(conn), f"broker-{broker_id}-drop")
+
+    def _close_later(self, closing, name: str) -> None:
+        """Run ``closing`` (a connection's close) in the background, held until it ends (close()
+        cancels and awaits what is left)."""
+        task = asyncio.create_task(closing, name=name)
+        self._retiring.add(task)
+        task.add_done_callback(self._retiring.discard)
 
     async def close(self) -> None:
         conns, self._connections = list(self._connections.values()), {}
