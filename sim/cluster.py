@@ -84,9 +84,15 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLUSTER_ID_PATH = "/cluster/id"
-# Requests a broker answers from ZooKeeper on its own session, not from its core.
-ZOOKEEPER_APIS = (ApiKey.ALTER_CONFIGS, ApiKey.INCREMENTAL_ALTER_CONFIGS, ApiKey.DESCRIBE_CLIENT_QUOTAS,
-                  ApiKey.ALTER_CLIENT_QUOTAS, ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS)
+# Requests a broker answers from ZooKeeper on its own session, not from its core, as Kafka's do:
+# api key -> answer(store, api key, version, body), a coroutine.
+ZOOKEEPER_APIS = {
+    ApiKey.ALTER_CONFIGS: alter_configs,
+    ApiKey.INCREMENTAL_ALTER_CONFIGS: alter_configs,
+    ApiKey.DESCRIBE_CLIENT_QUOTAS: lambda store, key, version, body: client_quotas.describe(store, body),
+    ApiKey.ALTER_CLIENT_QUOTAS: lambda store, key, version, body: client_quotas.alter(store, body),
+    ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS: lambda store, key, version, body: scram_users.describe(store, body),
+}
 DEFAULT_PORT = 9092  # registered when brokers do not listen (serve=False) and no base port is set
 # Kafka's log directory failure notification (LogDirEventNotificationZNode, event 1: failure).
 LOG_DIR_EVENT_PATH = "/log_dir_event_notification/log_dir_event_"
@@ -333,13 +339,7 @@ class SimulatedCluster:
                 lo, hi = broker.core.api_versions.get(api_key, (0, -1))
                 if broker.store is None or not lo <= api_version <= hi:
                     raise UnsupportedRequest(f"broker {broker.id} does not serve api {api_key} v{api_version}")
-                if api_key == ApiKey.DESCRIBE_CLIENT_QUOTAS:
-                    return client_quotas.describe(broker.store, body)
-                if api_key == ApiKey.ALTER_CLIENT_QUOTAS:
-                    return client_quotas.alter(broker.store, body)
-                if api_key == ApiKey.DESCRIBE_USER_SCRAM_CREDENTIALS:
-                    return scram_users.describe(broker.store, body)
-                return alter_configs(broker.store, api_key, api_version, body)
+                return ZOOKEEPER_APIS[api_key](broker.store, api_key, api_version, body)
             if api_key == ApiKey.METADATA and self.settings.auto_create_topics and broker.store is not None:
                 return auto_create(broker.store, broker.core, self.settings.num_partitions,
                                    self.settings.default_replication_factor, api_version, body, self._rng)
