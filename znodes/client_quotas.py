@@ -57,8 +57,9 @@ from protocol.client_quotas import (
 )
 from protocol.errors import ErrorCode
 from znodes import entity_configs, paths
-from znodes.api import NoNodeError, Store
+from znodes.api import Store
 from znodes.errors import ZnodeFormatError
+from znodes.reads import children_or_empty, get_many
 from znodes.users import CONFIG_USERS, desanitize, sanitize, storable
 
 CONFIG_CLIENTS = f"{paths.CONFIG}/clients"
@@ -90,29 +91,25 @@ def entity_path(entity: Entity) -> str:
     return f"{_ROOTS[entity_type]}/{stored_name(name)}"
 
 
-async def _children(store: Store, path: str) -> list[str]:
-    try:
-        return sorted(await store.children(path))
-    except NoNodeError:
-        return []
-
-
 async def read_all(store: Store) -> dict[Entity, dict[str, str]]:
-    """Every quota entity's config (all its keys: the caller keeps the quotas). An entity whose
-    znode went between its listing and its read is left out; ZnodeFormatError for one that does
-    not decode."""
+    """Every quota entity's config (all its keys: the caller keeps the quotas), read together
+    (znodes.reads.get_many). An entity whose znode went between its listing and its read is
+    left out; ZnodeFormatError for one that does not decode."""
+    users = sorted(await children_or_empty(store, CONFIG_USERS))
+    user_clients = await asyncio.gather(*(children_or_empty(store, f"{CONFIG_USERS}/{u}/clients") for u in users))
     found: list[tuple[Entity, str]] = []
-    for user in await _children(store, CONFIG_USERS):
+    for user, clients in zip(users, user_clients):
         found.append((((USER, _name(user)),), f"users/{user}"))
-        for client in await _children(store, f"{CONFIG_USERS}/{user}/clients"):
+        for client in sorted(clients):
             found.append((((USER, _name(user)), (CLIENT_ID, _name(client))), f"users/{user}/clients/{client}"))
-    for client in await _children(store, CONFIG_CLIENTS):
+    for client in sorted(await children_or_empty(store, CONFIG_CLIENTS)):
         found.append((((CLIENT_ID, _name(client)),), f"clients/{client}"))
-    for ip in await _children(store, CONFIG_IPS):
+    for ip in sorted(await children_or_empty(store, CONFIG_IPS)):
         found.append((((IP, _name(ip)),), f"ips/{ip}"))
     out: dict[Entity, dict[str, str]] = {}
-    for entity, path in found:
-        config = await entity_configs.read(store, path)
+    znodes = [entity_configs.path_of(path) for _, path in found]
+    for (entity, _), path, read in zip(found, znodes, await get_many(store, znodes)):
+        config = entity_configs.decode(path, read[0]) if read is not None else {}
         if config:
             out[entity] = config
     return out
