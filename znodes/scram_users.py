@@ -48,11 +48,8 @@ async def describe(store: Store, body: dict) -> dict:
     names = [u["name"] for u in body.get("users") or []]
     results = []
     if not names:
-        for user in await users.list_users(store):
-            try:
-                results.append(described(user, await users.read_credentials(store, user)))
-            except ZnodeFormatError:  # rewritten since it was listed
-                results.append(user_error(user, ErrorCode.UNKNOWN_SERVER_ERROR, UNREADABLE))
+        for user, texts in (await users.all_credentials(store)).items():
+            results.append(described(user, texts))
     else:
         for user in dict.fromkeys(names):
             if not user:

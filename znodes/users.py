@@ -12,6 +12,7 @@ so Kafka's brokers pick it up. The credential strings are opaque here (parsed by
     await read_credentials(store, "alice")                              # {"SCRAM-SHA-512": text}
     await delete_credentials(store, "alice", ["SCRAM-SHA-512"])
     await list_users(store)                                             # {"alice": ["SCRAM-SHA-512"]}
+    await all_credentials(store)                                        # {"alice": {"SCRAM-SHA-512": text}}
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import urllib.parse
 from znodes import entity_configs
 from znodes.api import NoNodeError, Store
 from znodes.errors import ZnodeFormatError
+from znodes.reads import children_or_empty, get_many
 
 CONFIG_USERS = "/config/users"
 SCRAM_MECHANISMS = ("SCRAM-SHA-256", "SCRAM-SHA-512")
@@ -75,23 +77,28 @@ async def read_credentials(store: Store, user: str) -> dict[str, str]:
     return {m: config[m] for m in SCRAM_MECHANISMS if m in config}
 
 
+async def all_credentials(store: Store) -> dict[str, dict[str, str]]:
+    """Every user with at least one SCRAM credential -> its credential strings by mechanism,
+    the user znodes read together (a user gone or not decoding since the listing is left out)."""
+    names = sorted(await children_or_empty(store, CONFIG_USERS))
+    paths_ = [f"{CONFIG_USERS}/{name}" for name in names]
+    out = {}
+    for name, path, read in zip(names, paths_, await get_many(store, paths_)):
+        if read is None:
+            continue
+        try:
+            config = decode_user_config(path, read[0])
+        except ZnodeFormatError:
+            continue
+        texts = {m: config[m] for m in SCRAM_MECHANISMS if m in config}
+        if texts:
+            out[desanitize(name)] = texts
+    return out
+
+
 async def list_users(store: Store) -> dict[str, list[str]]:
     """Every user with at least one SCRAM credential -> its mechanisms."""
-    try:
-        names = await store.children(CONFIG_USERS)
-    except NoNodeError:
-        return {}
-    out = {}
-    for name in sorted(names):
-        try:
-            data, _ = await store.get(f"{CONFIG_USERS}/{name}")
-            config = decode_user_config(f"{CONFIG_USERS}/{name}", data)
-        except (NoNodeError, ZnodeFormatError):
-            continue
-        mechanisms = [m for m in SCRAM_MECHANISMS if m in config]
-        if mechanisms:
-            out[desanitize(name)] = mechanisms
-    return out
+    return {user: list(texts) for user, texts in (await all_credentials(store)).items()}
 
 
 async def update_config(store: Store, user: str, change) -> bool:
